@@ -1,0 +1,24 @@
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "tensordict/export.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+
+class NestedKey;
+class NonTensorData;
+class NonTensorStack;
+class TensorDict;
+class Value;
+class Item;
+
+namespace detail {
+class TensorDictImpl;
+} // namespace detail
+
+/// The JSON value type that non-tensor entries hold (null, bool, integers,
+/// doubles, strings, lists and objects); it round-trips JSON exactly.
+using Json = nlohmann::json;
+
+TENSORDICT_END_NAMESPACE

@@ -1,0 +1,109 @@
+#pragma once
+
+#include <c10/util/SmallVector.h>
+
+#include <cstddef>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tensordict/export.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+
+/// A key into a TensorDict: one string, or a path of strings into nested
+/// dicts. The C++ form of Python's `NestedKey` (`str | tuple[NestedKey, ...]`).
+///
+/// Nested brace lists unravel as `tensordict.unravel_key` does:
+/// `{"a", {"b", {"c"}}}` is the path `("a", "b", "c")`, and `{"a"}` is `"a"`.
+/// An empty path is a KeyError.
+///
+/// Ownership: a key made from a `const char*` borrows the characters (string
+/// literals are what this is for), so `td.get("obs")` and
+/// `td.get({"next", "obs"})` allocate nothing. A key made from `std::string`
+/// or `std::string_view` owns a copy. Copies of a key share that copy.
+///
+/// Example:
+/// ```
+///   NestedKey k = {"next", {"obs", "pixels"}};
+///   k.size();        // 3
+///   k.to_string();   // "('next', 'obs', 'pixels')"
+/// ```
+class TENSORDICT_API NestedKey {
+ public:
+  /// Makes a one-part key that borrows `key`; `key` must outlive the key.
+  NestedKey(const char* key); // NOLINT(google-explicit-constructor)
+  /// Makes a one-part key that owns a copy of `key`.
+  NestedKey(const std::string& key); // NOLINT(google-explicit-constructor)
+  /// Makes a one-part key that owns a copy of `key`.
+  NestedKey(std::string_view key); // NOLINT(google-explicit-constructor)
+  /// Unravels nested parts into one path; throws KeyError if it is empty.
+  NestedKey(std::initializer_list<NestedKey> parts);
+  /// Makes a path from its parts; throws KeyError if `parts` is empty.
+  explicit NestedKey(const std::vector<std::string>& parts);
+
+  /// Returns the number of parts (1 for a plain string key).
+  size_t size() const noexcept {
+    return parts_.size();
+  }
+  /// Returns part `i` (unchecked).
+  std::string_view operator[](size_t i) const noexcept {
+    return parts_[i];
+  }
+  /// Returns the last part: the entry's name inside its own dict.
+  std::string_view back() const noexcept {
+    return parts_.back();
+  }
+  /// Iterates over the parts.
+  const std::string_view* begin() const noexcept {
+    return parts_.begin();
+  }
+  /// Iterates over the parts.
+  const std::string_view* end() const noexcept {
+    return parts_.end();
+  }
+  /// Returns the key made of the first `n` parts; `n` must be in [1, size()].
+  NestedKey prefix(size_t n) const;
+  /// Returns this key followed by `child`'s parts.
+  NestedKey join(const NestedKey& child) const;
+  /// Returns the key of entry `name` inside the dict this key names: this
+  /// key followed by one more part (copied).
+  NestedKey child(std::string_view name) const;
+  /// Returns the parts as owned strings.
+  std::vector<std::string> to_vector() const;
+  /// Returns the parts joined by `separator` ("a.b.c" for ".").
+  std::string join_parts(std::string_view separator = ".") const;
+  /// Returns the key as Python prints it: `'a'` or `('a', 'b')`.
+  std::string to_string() const;
+
+  /// Compares part by part.
+  bool operator==(const NestedKey& other) const noexcept;
+  /// Compares part by part.
+  bool operator!=(const NestedKey& other) const noexcept {
+    return !(*this == other);
+  }
+  /// Orders as Python's `keys(sort=True)`: by the parts joined with ".".
+  bool operator<(const NestedKey& other) const noexcept;
+
+ private:
+  NestedKey() = default;
+  void own_parts();
+
+  c10::SmallVector<std::string_view, 2> parts_;
+  // Characters of owned parts; never mutated once built, so the views in
+  // parts_ stay valid and copies can share it.
+  std::shared_ptr<const std::string> storage_;
+};
+
+/// Writes `key.to_string()`.
+TENSORDICT_API std::ostream& operator<<(std::ostream& out, const NestedKey& key);
+
+TENSORDICT_END_NAMESPACE
+
+template <>
+struct std::hash<tensordict::NestedKey> {
+  size_t operator()(const tensordict::NestedKey& key) const noexcept;
+};

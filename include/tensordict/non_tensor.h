@@ -1,0 +1,148 @@
+#pragma once
+
+#include <c10/core/Device.h>
+#include <c10/util/ArrayRef.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tensordict/fwd.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+
+/// One JSON-like value shared by every element of a batch: Python's
+/// `NonTensorData`. Strings, numbers, lists and objects live beside tensors
+/// this way, and the memmap format stores them as JSON.
+///
+/// A value type: copies are independent (unlike TensorDict, a handle).
+///
+/// Example:
+/// ```
+///   NonTensorData label("cat", /*batch_size=*/{4});
+///   label.data();   // "cat"
+/// ```
+class TENSORDICT_API NonTensorData {
+ public:
+  /// Makes a value with the given batch size (default: no batch dims).
+  NonTensorData(
+      Json data = nullptr,
+      c10::IntArrayRef batch_size = {},
+      std::optional<c10::Device> device = std::nullopt);
+
+  /// Returns the value.
+  const Json& data() const noexcept {
+    return data_;
+  }
+  /// Returns the batch size.
+  c10::IntArrayRef batch_size() const noexcept {
+    return batch_size_;
+  }
+  /// Returns the device, if one was given.
+  std::optional<c10::Device> device() const noexcept {
+    return device_;
+  }
+  /// Replaces the batch size; the value is the same for every element.
+  void set_batch_size(c10::IntArrayRef batch_size);
+  /// Replaces the device.
+  void set_device(std::optional<c10::Device> device) noexcept {
+    device_ = device;
+  }
+  /// Returns Python's repr:
+  /// `NonTensorData(data=..., batch_size=torch.Size([...]), device=None)`.
+  std::string repr() const;
+
+  /// Compares data, batch size and device.
+  bool operator==(const NonTensorData& other) const;
+  /// Compares data, batch size and device.
+  bool operator!=(const NonTensorData& other) const {
+    return !(*this == other);
+  }
+
+ private:
+  Json data_;
+  std::vector<int64_t> batch_size_;
+  std::optional<c10::Device> device_;
+};
+
+/// One JSON-like value per batch element: Python's `NonTensorStack`.
+///
+/// Values are kept flat in row-major order over the batch dims, so a stack of
+/// batch size [2, 3] holds six values; `tolist()` gives them back as nested
+/// lists, as Python's `NonTensorStack.tolist()` does.
+///
+/// Example:
+/// ```
+///   NonTensorStack words({"a", "b", "c"});        // batch size [3]
+///   words.tolist();                              // ["a", "b", "c"]
+///   NonTensorStack::from_list({{1, 2}, {3, 4}}, 2);  // batch size [2, 2]
+/// ```
+class TENSORDICT_API NonTensorStack {
+ public:
+  /// Makes an empty stack of batch size [0].
+  NonTensorStack();
+  /// Makes a one-dim stack of the given values.
+  NonTensorStack(
+      std::vector<Json> values,
+      std::optional<c10::Device> device = std::nullopt);
+  /// Makes a stack from flat row-major values and its batch size; throws
+  /// ValueError unless `values.size()` is the batch size's element count.
+  NonTensorStack(
+      std::vector<Json> values,
+      c10::IntArrayRef batch_size,
+      std::optional<c10::Device> device = std::nullopt);
+  /// Builds a stack from nested lists that are `batch_dims` deep; throws
+  /// ValueError if the lists are ragged or too shallow.
+  static NonTensorStack from_list(
+      const Json& nested,
+      int64_t batch_dims = 1,
+      std::optional<c10::Device> device = std::nullopt);
+
+  /// Returns the flat, row-major values.
+  const std::vector<Json>& values() const noexcept {
+    return values_;
+  }
+  /// Returns the value of one element by flat row-major position (checked).
+  const Json& at(int64_t flat_index) const;
+  /// Returns the values as nested lists following the batch dims.
+  Json tolist() const;
+  /// Returns the batch size.
+  c10::IntArrayRef batch_size() const noexcept {
+    return batch_size_;
+  }
+  /// Returns the device, if one was given.
+  std::optional<c10::Device> device() const noexcept {
+    return device_;
+  }
+  /// Replaces the device.
+  void set_device(std::optional<c10::Device> device) noexcept {
+    device_ = device;
+  }
+  /// Grows the batch size by repeating values along new trailing dims, or
+  /// keeps it; throws unless `batch_size` starts with the current one or the
+  /// current one starts with it (then nothing changes).
+  void set_batch_size(c10::IntArrayRef batch_size);
+  /// Returns Python's repr:
+  /// `NonTensorStack(\n    [...],\n    batch_size=...,\n    device=None)`.
+  std::string repr() const;
+
+  /// Compares values, batch size and device.
+  bool operator==(const NonTensorStack& other) const;
+  /// Compares values, batch size and device.
+  bool operator!=(const NonTensorStack& other) const {
+    return !(*this == other);
+  }
+
+ private:
+  std::vector<Json> values_;
+  std::vector<int64_t> batch_size_;
+  std::optional<c10::Device> device_;
+};
+
+/// Formats a JSON value as Python's `str()` of the same object would
+/// (`None`, `True`, `'text'` inside containers, bare text at top level).
+TENSORDICT_API std::string python_str(const Json& value);
+
+TENSORDICT_END_NAMESPACE

@@ -1,0 +1,83 @@
+#pragma once
+
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensordict/nested_key.h"
+
+/// Declares an option `name` of type `T` with a chaining setter
+/// `name(value)` and a getter `name()`, as `TORCH_ARG` does.
+#define TENSORDICT_ARG(T, name)                                  \
+ public:                                                         \
+  inline auto name(const T& new_##name) -> decltype(*this) {     \
+    this->name##_ = new_##name;                                  \
+    return *this;                                                \
+  }                                                              \
+  inline auto name(T&& new_##name) -> decltype(*this) {          \
+    this->name##_ = std::move(new_##name);                       \
+    return *this;                                                \
+  }                                                              \
+  inline const T& name() const noexcept {                        \
+    return this->name##_;                                        \
+  }                                                              \
+  inline T& name() noexcept {                                    \
+    return this->name##_;                                        \
+  }                                                              \
+                                                                 \
+ private:                                                        \
+  T name##_
+
+TENSORDICT_BEGIN_NAMESPACE
+
+/// Names of the batch dims, one per dim; `std::nullopt` is an unnamed dim
+/// (Python's `None`). An empty vector means the dict has no names.
+using DimNames = std::vector<std::optional<std::string>>;
+
+/// Options of `TensorDict::set`.
+///
+/// Example: `td.set("obs", t, SetOptions().inplace(true));`
+struct TENSORDICT_API SetOptions {
+  /// Copy into the existing tensor when the key exists (Python `inplace`).
+  TENSORDICT_ARG(bool, inplace) = false;
+  /// Move to the dict's device asynchronously when possible.
+  TENSORDICT_ARG(bool, non_blocking) = false;
+};
+
+/// Options of `TensorDict::update`.
+///
+/// Example: `td.update(other, UpdateOptions().keys_to_update({{"a", "b"}}));`
+struct TENSORDICT_API UpdateOptions {
+  /// Copy values into existing tensors instead of replacing them.
+  TENSORDICT_ARG(bool, inplace) = false;
+  /// Clone the values before writing them.
+  TENSORDICT_ARG(bool, clone) = false;
+  /// Move to the dict's device asynchronously when possible.
+  TENSORDICT_ARG(bool, non_blocking) = false;
+  /// Only these keys (and what is below them) are updated; empty = all.
+  TENSORDICT_ARG(std::vector<NestedKey>, keys_to_update);
+};
+
+/// Options of `TensorDict::from_dict`.
+///
+/// Example:
+/// `TensorDict::from_dict(items, FromDictOptions().auto_batch_size(true))`
+struct TENSORDICT_API FromDictOptions {
+  /// The batch size; when unset it is inferred (auto_batch_size) or empty.
+  TENSORDICT_ARG(std::optional<std::vector<int64_t>>, batch_size);
+  /// Infer the batch size as the longest leading shape common to all
+  /// entries, as Python's `auto_batch_size=True` does.
+  TENSORDICT_ARG(bool, auto_batch_size) = false;
+  /// Upper bound on the number of inferred batch dims.
+  TENSORDICT_ARG(std::optional<int64_t>, batch_dims);
+  /// The dict's device.
+  TENSORDICT_ARG(std::optional<c10::Device>, device);
+  /// The batch dims' names.
+  TENSORDICT_ARG(DimNames, names);
+};
+
+TENSORDICT_END_NAMESPACE

@@ -1,0 +1,10 @@
+#pragma once
+
+// Umbrella header: everything public in the library.
+
+#include "tensordict/errors.h"
+#include "tensordict/nested_key.h"
+#include "tensordict/non_tensor.h"
+#include "tensordict/options.h"
+#include "tensordict/tensor_dict.h"
+#include "tensordict/value.h"

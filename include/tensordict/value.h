@@ -1,0 +1,171 @@
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstddef>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "tensordict/fwd.h"
+#include "tensordict/nested_key.h"
+#include "tensordict/non_tensor.h"
+#include "tensordict/tensor_dict.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+
+/// One entry of a TensorDict: a tensor, a nested TensorDict, a NonTensorData
+/// or a NonTensorStack. Copies are cheap (tensors and dicts are handles).
+///
+/// Example:
+/// ```
+///   Value v = td["obs"];
+///   if (v.is_tensor()) { v.tensor().sum(); }
+/// ```
+class TENSORDICT_API Value {
+ public:
+  /// The kinds of entry, in the order of the alternatives.
+  enum class Kind : uint8_t { kTensor, kTensorDict, kNonTensorData, kNonTensorStack };
+
+  /// Holds a tensor; throws ValueError if it is undefined.
+  Value(at::Tensor tensor); // NOLINT(google-explicit-constructor)
+  /// Holds a nested dict (aliased).
+  Value(TensorDict td); // NOLINT(google-explicit-constructor)
+  /// Holds non-tensor data.
+  Value(NonTensorData data); // NOLINT(google-explicit-constructor)
+  /// Holds a non-tensor stack.
+  Value(NonTensorStack stack); // NOLINT(google-explicit-constructor)
+
+  /// Returns the kind of entry.
+  Kind kind() const noexcept {
+    return static_cast<Kind>(value_.index());
+  }
+  /// Returns true for a tensor.
+  bool is_tensor() const noexcept {
+    return kind() == Kind::kTensor;
+  }
+  /// Returns true for a nested dict.
+  bool is_tensordict() const noexcept {
+    return kind() == Kind::kTensorDict;
+  }
+  /// Returns true for NonTensorData or NonTensorStack.
+  bool is_non_tensor() const noexcept {
+    return kind() == Kind::kNonTensorData || kind() == Kind::kNonTensorStack;
+  }
+  /// Returns true for NonTensorData.
+  bool is_non_tensor_data() const noexcept {
+    return kind() == Kind::kNonTensorData;
+  }
+  /// Returns true for NonTensorStack.
+  bool is_non_tensor_stack() const noexcept {
+    return kind() == Kind::kNonTensorStack;
+  }
+
+  /// Returns the tensor; throws TypeError for other kinds.
+  const at::Tensor& tensor() const;
+  /// Returns the nested dict; throws TypeError for other kinds.
+  const TensorDict& tensordict() const;
+  /// Returns the NonTensorData; throws TypeError for other kinds.
+  const NonTensorData& non_tensor_data() const;
+  /// Returns the NonTensorStack; throws TypeError for other kinds.
+  const NonTensorStack& non_tensor_stack() const;
+  /// Returns the JSON data of a non-tensor entry (nested lists for a
+  /// stack); throws TypeError for tensors and dicts.
+  Json non_tensor() const;
+
+  /// Returns the batch-dim shape of this entry: the full shape of a tensor,
+  /// the batch size of the others.
+  std::vector<int64_t> shape() const;
+  /// Returns the kind's Python class name ("Tensor", "TensorDict", ...).
+  const char* type_name() const noexcept;
+
+  /// Returns the variant; not API.
+  const std::variant<at::Tensor, TensorDict, NonTensorData, NonTensorStack>&
+  variant() const noexcept {
+    return value_;
+  }
+
+ private:
+  std::variant<at::Tensor, TensorDict, NonTensorData, NonTensorStack> value_;
+};
+
+namespace detail {
+/// Makes the 0-dim tensor of a C++ number as Python does for its numbers.
+TENSORDICT_API at::Tensor number_to_tensor(double value);
+TENSORDICT_API at::Tensor number_to_tensor(int64_t value);
+TENSORDICT_API at::Tensor number_to_tensor(bool value);
+} // namespace detail
+
+/// One key/value pair of a TensorDict literal. The value may be any entry
+/// kind, a nested brace list of Items (a nested dict of the same batch size),
+/// a number (a 0-dim tensor: int64, float32 or bool, as in Python), or a
+/// string or JSON value (non-tensor data).
+///
+/// Example:
+/// ```
+///   TensorDict td({{"x", torch::ones({2})},
+///                  {"meta", {{"step", 3}, {"name", "run-1"}}}});
+/// ```
+class TENSORDICT_API Item {
+ public:
+  /// Pairs `key` with a tensor.
+  Item(NestedKey key, at::Tensor value);
+  /// Pairs `key` with a nested dict.
+  Item(NestedKey key, TensorDict value);
+  /// Pairs `key` with non-tensor data.
+  Item(NestedKey key, NonTensorData value);
+  /// Pairs `key` with a non-tensor stack.
+  Item(NestedKey key, NonTensorStack value);
+  /// Pairs `key` with a nested dict built from `items`.
+  Item(NestedKey key, std::initializer_list<Item> items);
+  /// Pairs `key` with a nested dict built from `items`.
+  Item(NestedKey key, std::vector<Item> items);
+  /// Pairs `key` with a string (non-tensor data).
+  Item(NestedKey key, const char* text);
+  /// Pairs `key` with a string (non-tensor data).
+  Item(NestedKey key, std::string text);
+  /// Pairs `key` with a JSON null (non-tensor data).
+  Item(NestedKey key, std::nullptr_t null);
+  /// Pairs `key` with a JSON value (non-tensor data).
+  Item(NestedKey key, Json value);
+  /// Pairs `key` with a number, stored as a 0-dim tensor.
+  template <
+      typename T,
+      std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+  Item(NestedKey key, T number)
+      : Item(std::move(key), number_tensor(number)) {}
+
+  /// Returns the key.
+  const NestedKey& key() const noexcept {
+    return key_;
+  }
+  /// Returns the value, or null for a nested item list.
+  const Value* value() const noexcept {
+    return value_.get();
+  }
+  /// Returns the nested items (empty unless `value()` is null).
+  const std::vector<Item>& children() const noexcept {
+    return children_;
+  }
+
+ private:
+  template <typename T>
+  static at::Tensor number_tensor(T number) {
+    if constexpr (std::is_same_v<T, bool>) {
+      return detail::number_to_tensor(number);
+    } else if constexpr (std::is_integral_v<T>) {
+      return detail::number_to_tensor(static_cast<int64_t>(number));
+    } else {
+      return detail::number_to_tensor(static_cast<double>(number));
+    }
+  }
+
+  NestedKey key_;
+  std::shared_ptr<const Value> value_;
+  std::vector<Item> children_;
+};
+
+TENSORDICT_END_NAMESPACE

@@ -1,0 +1,33 @@
+#pragma once
+
+// Python spellings of torch things, for reprs and error messages.
+
+#include <c10/core/ScalarType.h>
+#include <c10/util/ArrayRef.h>
+
+#include <string>
+#include <string_view>
+
+#include "tensordict/export.h"
+#include "tensordict/options.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace detail {
+
+/// Returns Python's name of a dtype: "torch.float32".
+std::string dtype_name(c10::ScalarType dtype);
+/// Returns Python's repr of a size: "torch.Size([4, 3])".
+std::string size_repr(c10::IntArrayRef sizes);
+/// Returns Python's repr of a str: 'text'.
+std::string python_repr(std::string_view text);
+/// Returns Python's repr of a float: shortest round-trip digits, fixed
+/// notation for exponents in [-4, 16), "1.0" for whole numbers.
+std::string float_repr(double value);
+/// Prefixes every line holding more than whitespace, as Python's
+/// `textwrap.indent` does.
+std::string indent_lines(std::string_view text, std::string_view prefix);
+/// Returns Python's repr of a list of names: ['x', None].
+std::string names_repr(const DimNames& names);
+
+} // namespace detail
+TENSORDICT_END_NAMESPACE

@@ -1,0 +1,267 @@
+#include "tensordict/non_tensor.h"
+
+#include <c10/util/Exception.h>
+
+#include <functional>
+
+#include "detail/format.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+
+namespace {
+
+int64_t element_count(c10::IntArrayRef sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) {
+    TORCH_CHECK_VALUE(
+        s >= 0,
+        "batch size must be non-negative, got ",
+        detail::size_repr(sizes));
+    n *= s;
+  }
+  return n;
+}
+
+std::string device_repr(const std::optional<c10::Device>& device) {
+  return device ? device->str() : "None";
+}
+
+// Python's repr() of the object a JSON value decodes to.
+void append_python_repr(std::string& out, const Json& value) {
+  switch (value.type()) {
+    case Json::value_t::null:
+      out += "None";
+      break;
+    case Json::value_t::boolean:
+      out += value.get<bool>() ? "True" : "False";
+      break;
+    case Json::value_t::string:
+      out += detail::python_repr(value.get_ref<const std::string&>());
+      break;
+    case Json::value_t::number_float:
+      out += detail::float_repr(value.get<double>());
+      break;
+    case Json::value_t::array: {
+      out += '[';
+      bool first = true;
+      for (const Json& item : value) {
+        out += first ? "" : ", ";
+        first = false;
+        append_python_repr(out, item);
+      }
+      out += ']';
+      break;
+    }
+    case Json::value_t::object: {
+      out += '{';
+      bool first = true;
+      for (const auto& [k, item] : value.items()) {
+        out += first ? "" : ", ";
+        first = false;
+        out += detail::python_repr(k);
+        out += ": ";
+        append_python_repr(out, item);
+      }
+      out += '}';
+      break;
+    }
+    default: // integers and binary
+      out += value.dump();
+      break;
+  }
+}
+
+} // namespace
+
+std::string python_str(const Json& value) {
+  if (value.is_string()) {
+    return value.get<std::string>();
+  }
+  std::string out;
+  append_python_repr(out, value);
+  return out;
+}
+
+// --- NonTensorData -----------------------------------------------------------
+
+NonTensorData::NonTensorData(
+    Json data,
+    c10::IntArrayRef batch_size,
+    std::optional<c10::Device> device)
+    : data_(std::move(data)), device_(device) {
+  set_batch_size(batch_size);
+}
+
+void NonTensorData::set_batch_size(c10::IntArrayRef batch_size) {
+  element_count(batch_size); // validates
+  batch_size_ = batch_size.vec();
+}
+
+std::string NonTensorData::repr() const {
+  return c10::str(
+      "NonTensorData(data=",
+      python_str(data_),
+      ", batch_size=",
+      detail::size_repr(batch_size_),
+      ", device=",
+      device_repr(device_),
+      ")");
+}
+
+bool NonTensorData::operator==(const NonTensorData& other) const {
+  return data_ == other.data_ && batch_size_ == other.batch_size_ &&
+      device_ == other.device_;
+}
+
+// --- NonTensorStack ----------------------------------------------------------
+
+NonTensorStack::NonTensorStack() : batch_size_{0} {}
+
+NonTensorStack::NonTensorStack(
+    std::vector<Json> values,
+    std::optional<c10::Device> device)
+    : values_(std::move(values)),
+      batch_size_{static_cast<int64_t>(values_.size())},
+      device_(device) {}
+
+NonTensorStack::NonTensorStack(
+    std::vector<Json> values,
+    c10::IntArrayRef batch_size,
+    std::optional<c10::Device> device)
+    : values_(std::move(values)), batch_size_(batch_size.vec()), device_(device) {
+  TORCH_CHECK_VALUE(
+      !batch_size_.empty(),
+      "a NonTensorStack needs at least one batch dim, got torch.Size([])");
+  const int64_t n = element_count(batch_size_);
+  TORCH_CHECK_VALUE(
+      static_cast<int64_t>(values_.size()) == n,
+      "a NonTensorStack of batch size ",
+      detail::size_repr(batch_size_),
+      " needs ",
+      n,
+      " values, got ",
+      values_.size());
+}
+
+NonTensorStack NonTensorStack::from_list(
+    const Json& nested,
+    int64_t batch_dims,
+    std::optional<c10::Device> device) {
+  TORCH_CHECK_VALUE(
+      batch_dims >= 1,
+      "a NonTensorStack needs at least one batch dim, got batch_dims=",
+      batch_dims);
+  std::vector<int64_t> sizes;
+  const Json* level = &nested;
+  for (int64_t d = 0; d < batch_dims; ++d) {
+    TORCH_CHECK_VALUE(
+        level->is_array(),
+        "NonTensorStack.from_list: expected a list at depth ",
+        d,
+        ", got ",
+        level->type_name());
+    sizes.push_back(static_cast<int64_t>(level->size()));
+    if (level->empty()) {
+      // Deeper sizes of an empty list are unknowable: they are zero.
+      sizes.resize(batch_dims, 0);
+      break;
+    }
+    level = &level->front();
+  }
+  std::vector<Json> flat;
+  std::function<void(const Json&, int64_t)> collect = [&](const Json& node,
+                                                          int64_t depth) {
+    if (depth == batch_dims) {
+      flat.push_back(node);
+      return;
+    }
+    TORCH_CHECK_VALUE(
+        node.is_array() &&
+            static_cast<int64_t>(node.size()) == sizes[depth],
+        "NonTensorStack.from_list: ragged lists: expected a list of length ",
+        sizes[depth],
+        " at depth ",
+        depth,
+        ", got ",
+        node.is_array() ? std::to_string(node.size()) : node.type_name());
+    for (const Json& child : node) {
+      collect(child, depth + 1);
+    }
+  };
+  collect(nested, 0);
+  return NonTensorStack(std::move(flat), sizes, device);
+}
+
+const Json& NonTensorStack::at(int64_t flat_index) const {
+  TORCH_CHECK_INDEX(
+      flat_index >= 0 && flat_index < static_cast<int64_t>(values_.size()),
+      "index ",
+      flat_index,
+      " is out of bounds for a NonTensorStack of ",
+      values_.size(),
+      " values");
+  return values_[flat_index];
+}
+
+Json NonTensorStack::tolist() const {
+  std::function<Json(size_t, size_t&)> build = [&](size_t dim, size_t& pos) {
+    Json list = Json::array();
+    for (int64_t i = 0; i < batch_size_[dim]; ++i) {
+      if (dim + 1 == batch_size_.size()) {
+        list.push_back(values_[pos++]);
+      } else {
+        list.push_back(build(dim + 1, pos));
+      }
+    }
+    return list;
+  };
+  size_t pos = 0;
+  return build(0, pos);
+}
+
+void NonTensorStack::set_batch_size(c10::IntArrayRef batch_size) {
+  const size_t common = std::min(batch_size.size(), batch_size_.size());
+  TORCH_CHECK(
+      std::equal(
+          batch_size_.begin(),
+          batch_size_.begin() + common,
+          batch_size.begin()),
+      "the NonTensorStack has batch size ",
+      detail::size_repr(batch_size_),
+      " which is incompatible with the batch-size ",
+      detail::size_repr(batch_size),
+      ".");
+  if (batch_size.size() <= batch_size_.size()) {
+    return;
+  }
+  const int64_t repeat = element_count(batch_size.slice(batch_size_.size()));
+  std::vector<Json> grown;
+  grown.reserve(values_.size() * repeat);
+  for (const Json& value : values_) {
+    for (int64_t r = 0; r < repeat; ++r) {
+      grown.push_back(value);
+    }
+  }
+  values_ = std::move(grown);
+  batch_size_ = batch_size.vec();
+}
+
+std::string NonTensorStack::repr() const {
+  std::string list;
+  append_python_repr(list, tolist());
+  const std::string body = c10::str(
+      list,
+      ",\nbatch_size=",
+      detail::size_repr(batch_size_),
+      ",\ndevice=",
+      device_repr(device_),
+      ")");
+  return "NonTensorStack(\n" + detail::indent_lines(body, "    ");
+}
+
+bool NonTensorStack::operator==(const NonTensorStack& other) const {
+  return values_ == other.values_ && batch_size_ == other.batch_size_ &&
+      device_ == other.device_;
+}
+
+TENSORDICT_END_NAMESPACE

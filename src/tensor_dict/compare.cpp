@@ -1,0 +1,136 @@
+// Comparisons: leafwise ==/!= giving bool dicts, all/any, equal().
+
+#include <ATen/ops/eq.h>
+#include <ATen/ops/equal.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/ne.h>
+
+#include "detail/walk.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+
+namespace {
+
+// Non-tensor values compare whole: one bool per batch element, as Python's
+// NonTensorData.__eq__ returns.
+at::Tensor non_tensor_flag(c10::IntArrayRef batch_size, bool value) {
+  return at::full(batch_size, value, at::TensorOptions().dtype(at::kBool));
+}
+
+bool same_non_tensor(const Value& a, const Value& b) {
+  return a.non_tensor() == b.non_tensor();
+}
+
+Json scalar_json(const c10::Scalar& s) {
+  if (s.isBoolean()) {
+    return s.toBool();
+  }
+  if (s.isIntegral(/*includeBool=*/false)) {
+    return s.toLong();
+  }
+  return s.toDouble();
+}
+
+TensorDict compare_scalar(
+    const TensorDict& td,
+    const c10::Scalar& other,
+    bool equal) {
+  const Json other_json = scalar_json(other);
+  TensorDict result = detail::map_entries(td, [&](const at::Tensor& t) {
+    return equal ? at::eq(t, other) : at::ne(t, other);
+  });
+  // map_entries copied non-tensor values: replace them by their flags.
+  for (const auto& [key, value] : result.items(/*include_nested=*/true)) {
+    if (value.is_non_tensor()) {
+      const bool same = value.non_tensor() == other_json;
+      result.set(key, non_tensor_flag(value.shape(), same == equal));
+    }
+  }
+  return result;
+}
+
+} // namespace
+
+TensorDict TensorDict::operator==(const TensorDict& other) const {
+  return detail::zip_entries(
+      *this,
+      other,
+      [](const at::Tensor& a, const at::Tensor& b) { return at::eq(a, b); },
+      [](const Value& a, const Value& b, c10::IntArrayRef shape) {
+        return non_tensor_flag(shape, same_non_tensor(a, b));
+      });
+}
+
+TensorDict TensorDict::operator!=(const TensorDict& other) const {
+  return detail::zip_entries(
+      *this,
+      other,
+      [](const at::Tensor& a, const at::Tensor& b) { return at::ne(a, b); },
+      [](const Value& a, const Value& b, c10::IntArrayRef shape) {
+        return non_tensor_flag(shape, !same_non_tensor(a, b));
+      });
+}
+
+TensorDict TensorDict::operator==(const c10::Scalar& other) const {
+  return compare_scalar(*this, other, /*equal=*/true);
+}
+
+TensorDict TensorDict::operator!=(const c10::Scalar& other) const {
+  return compare_scalar(*this, other, /*equal=*/false);
+}
+
+bool TensorDict::all() const {
+  return detail::all_tensors(
+      *this, [](const at::Tensor& t) { return t.all().item<bool>(); });
+}
+
+bool TensorDict::any() const {
+  // any() is "not all tensors are all-false".
+  return !detail::all_tensors(
+      *this, [](const at::Tensor& t) { return !t.any().item<bool>(); });
+}
+
+bool equal(const TensorDict& a, const TensorDict& b) {
+  if (a.is_same(b)) {
+    return true;
+  }
+  const auto& ia = *a.unsafeGetImpl();
+  const auto& ib = *b.unsafeGetImpl();
+  if (ia.batch_size != ib.batch_size || ia.nodes().size() != ib.nodes().size()) {
+    return false;
+  }
+  for (const auto& node : ia.nodes()) {
+    const detail::Node* other = ib.find(node->key);
+    if (other == nullptr || other->value.kind() != node->value.kind()) {
+      return false;
+    }
+    const Value& va = node->value;
+    const Value& vb = other->value;
+    switch (va.kind()) {
+      case Value::Kind::kTensor: {
+        const at::Tensor& ta = va.tensor();
+        const at::Tensor& tb = vb.tensor();
+        if (ta.scalar_type() != tb.scalar_type() ||
+            ta.sizes() != tb.sizes() || ta.device() != tb.device() ||
+            !at::equal(ta, tb)) {
+          return false;
+        }
+        break;
+      }
+      case Value::Kind::kTensorDict:
+        if (!equal(va.tensordict(), vb.tensordict())) {
+          return false;
+        }
+        break;
+      case Value::Kind::kNonTensorData:
+      case Value::Kind::kNonTensorStack:
+        if (va.non_tensor() != vb.non_tensor() || va.shape() != vb.shape()) {
+          return false;
+        }
+        break;
+    }
+  }
+  return true;
+}
+
+TENSORDICT_END_NAMESPACE

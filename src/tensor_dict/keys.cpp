@@ -1,0 +1,379 @@
+// Key-set operations: listing keys, select/exclude, update, renaming and
+// removing entries, flattening nested keys.
+
+#include <algorithm>
+
+#include "detail/format.h"
+#include "detail/tensor_dict_impl.h"
+#include "detail/walk.h"
+#include "tensordict/errors.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+
+using detail::Node;
+using detail::TensorDictImpl;
+
+// --- listing -----------------------------------------------------------------
+
+std::vector<std::pair<NestedKey, Value>> TensorDict::items(
+    bool include_nested,
+    bool leaves_only,
+    bool sort) const {
+  std::vector<std::pair<NestedKey, Value>> out;
+  auto visit = [&](const NestedKey& key, const Value& value) {
+    if (!leaves_only || value.is_tensor()) {
+      out.emplace_back(key, value);
+    }
+  };
+  if (include_nested) {
+    detail::for_each_nested(*this, std::nullopt, visit);
+  } else {
+    for (const auto& node : impl_->nodes()) {
+      visit(NestedKey(std::string_view(node->key)), node->value);
+    }
+  }
+  if (sort) {
+    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+      return a.first < b.first;
+    });
+  }
+  return out;
+}
+
+std::vector<NestedKey> TensorDict::keys(
+    bool include_nested,
+    bool leaves_only,
+    bool sort) const {
+  std::vector<NestedKey> out;
+  for (auto& [key, value] : items(include_nested, leaves_only, sort)) {
+    out.push_back(std::move(key));
+  }
+  return out;
+}
+
+std::vector<Value> TensorDict::values(
+    bool include_nested,
+    bool leaves_only,
+    bool sort) const {
+  std::vector<Value> out;
+  for (auto& [key, value] : items(include_nested, leaves_only, sort)) {
+    out.push_back(std::move(value));
+  }
+  return out;
+}
+
+size_t TensorDict::size() const noexcept {
+  return impl_->nodes().size();
+}
+
+bool TensorDict::is_empty() const noexcept {
+  return impl_->nodes().empty();
+}
+
+// --- structure ---------------------------------------------------------------
+
+TensorDict TensorDict::empty(bool recurse) const {
+  TensorDict result = detail::empty_like(*this);
+  if (recurse) {
+    for (const auto& node : impl_->nodes()) {
+      if (node->value.is_tensordict()) {
+        result.unsafeGetImpl()->append(
+            node->key, Value(node->value.tensordict().empty(true)));
+      }
+    }
+  }
+  return result;
+}
+
+TensorDict TensorDict::select(const std::vector<NestedKey>& keys, bool strict)
+    const {
+  TensorDict result = detail::empty_like(*this);
+  for (const NestedKey& key : keys) {
+    const Value* value = find(key);
+    if (value == nullptr) {
+      if (strict) {
+        (void)(*this)[key]; // throws the KeyError naming the missing part
+      }
+      continue;
+    }
+    // Intermediate dicts keep the source's own batch size and names.
+    TensorDict src = *this;
+    TensorDict dst = result;
+    for (size_t depth = 0; depth + 1 < key.size(); ++depth) {
+      src = src.get_tensordict(key.prefix(depth + 1).back());
+      const Value* existing = dst.find(key[depth]);
+      if (existing == nullptr) {
+        dst.unsafeGetImpl()->append(
+            std::string(key[depth]), Value(detail::empty_like(src)));
+        existing = dst.find(key[depth]);
+      }
+      dst = existing->tensordict();
+    }
+    dst.set(key.back(), *value);
+  }
+  return result;
+}
+
+TensorDict TensorDict::exclude(const std::vector<NestedKey>& keys) const {
+  TensorDict result = copy();
+  for (const NestedKey& key : keys) {
+    if (result.contains(key)) {
+      result.del_(key);
+    }
+  }
+  return result;
+}
+
+namespace {
+
+void flatten_into(
+    TensorDictImpl& dst,
+    const TensorDict& src,
+    const std::string& prefix,
+    std::string_view separator,
+    const NestedKey* src_prefix) {
+  for (const auto& node : src.unsafeGetImpl()->nodes()) {
+    std::string name = prefix.empty() && src_prefix == nullptr
+        ? node->key
+        : prefix + std::string(separator) + node->key;
+    NestedKey full = src_prefix ? src_prefix->child(node->key)
+                                : NestedKey(std::string_view(node->key));
+    if (node->value.is_tensordict()) {
+      flatten_into(dst, node->value.tensordict(), name, separator, &full);
+      continue;
+    }
+    TENSORDICT_CHECK_KEY(
+        dst.find(name) == nullptr,
+        "Flattening keys in tensordict causes keys [",
+        full.to_string(),
+        "] to collide.");
+    dst.append(std::move(name), node->value);
+  }
+}
+
+std::vector<std::string> split(std::string_view text, std::string_view sep) {
+  std::vector<std::string> parts;
+  if (sep.empty()) {
+    parts.emplace_back(text);
+    return parts;
+  }
+  size_t start = 0;
+  while (true) {
+    const size_t pos = text.find(sep, start);
+    if (pos == std::string_view::npos) {
+      parts.emplace_back(text.substr(start));
+      return parts;
+    }
+    parts.emplace_back(text.substr(start, pos - start));
+    start = pos + sep.size();
+  }
+}
+
+} // namespace
+
+TensorDict TensorDict::flatten_keys(std::string_view separator) const {
+  TensorDict result = detail::empty_like(*this);
+  flatten_into(*result.unsafeGetImpl(), *this, "", separator, nullptr);
+  return result;
+}
+
+TensorDict TensorDict::unflatten_keys(std::string_view separator) const {
+  TensorDict result = detail::empty_like(*this);
+  for (const auto& node : impl_->nodes()) {
+    const NestedKey key(split(node->key, separator));
+    const Value value = node->value.is_tensordict()
+        ? Value(node->value.tensordict().unflatten_keys(separator))
+        : node->value;
+    const Value* existing = result.find(key);
+    if (existing != nullptr && existing->is_tensordict() &&
+        value.is_tensordict()) {
+      TensorDict dst = existing->tensordict();
+      dst.update(value.tensordict());
+      continue;
+    }
+    TENSORDICT_CHECK_KEY(
+        existing == nullptr,
+        "Unflattening key(s) in tensordict will override an existing for "
+        "unflattened key ",
+        key.to_string(),
+        ".");
+    try {
+      result.set(key, value);
+    } catch (const KeyError&) {
+      // A part of the key is already a leaf.
+      TENSORDICT_CHECK_KEY(
+          false,
+          "Unflattening key(s) in tensordict will override an existing for "
+          "unflattened key ",
+          key.to_string(),
+          ".");
+    }
+  }
+  return result;
+}
+
+// --- update ------------------------------------------------------------------
+
+namespace {
+
+enum class Match { kNone, kPartial, kAll };
+
+// How `key` relates to the filter: covered by an entry (kAll), on the way to
+// one (kPartial), or outside it (kNone).
+Match match_filter(const NestedKey& key, const std::vector<NestedKey>& filter) {
+  Match best = Match::kNone;
+  for (const NestedKey& f : filter) {
+    const size_t n = std::min(f.size(), key.size());
+    if (!std::equal(f.begin(), f.begin() + n, key.begin())) {
+      continue;
+    }
+    if (f.size() <= key.size()) {
+      return Match::kAll;
+    }
+    best = Match::kPartial;
+  }
+  return best;
+}
+
+void update_level(
+    TensorDict& dst,
+    const TensorDict& src,
+    const std::optional<NestedKey>& prefix,
+    const UpdateOptions& options,
+    bool covered) {
+  for (const auto& node : src.unsafeGetImpl()->nodes()) {
+    const NestedKey full = prefix ? prefix->child(node->key)
+                                  : NestedKey(std::string_view(node->key));
+    bool sub_covered = covered;
+    if (!covered && !options.keys_to_update().empty()) {
+      const Match m = match_filter(full, options.keys_to_update());
+      if (m == Match::kNone) {
+        continue;
+      }
+      sub_covered = m == Match::kAll;
+      if (m == Match::kPartial && !node->value.is_tensordict()) {
+        continue;
+      }
+    }
+    const NestedKey local{std::string_view(node->key)};
+    const Value* existing = dst.find(local);
+    if (node->value.is_tensordict() &&
+        (existing == nullptr ? !sub_covered : existing->is_tensordict())) {
+      TensorDict target;
+      if (existing != nullptr) {
+        target = existing->tensordict();
+      } else {
+        target = detail::empty_like(node->value.tensordict());
+        dst.set(local, target);
+      }
+      update_level(target, node->value.tensordict(), full, options, sub_covered);
+      continue;
+    }
+    Value value = node->value;
+    if (options.clone()) {
+      if (value.is_tensor()) {
+        value = Value(value.tensor().clone());
+      } else if (value.is_tensordict()) {
+        value = Value(value.tensordict().clone());
+      }
+    }
+    dst.set(
+        local,
+        value,
+        SetOptions().inplace(options.inplace()).non_blocking(
+            options.non_blocking()));
+  }
+}
+
+} // namespace
+
+TensorDict& TensorDict::update(
+    const TensorDict& other,
+    const UpdateOptions& options) {
+  if (is_same(other)) {
+    return *this;
+  }
+  update_level(*this, other, std::nullopt, options, /*covered=*/false);
+  return *this;
+}
+
+TensorDict& TensorDict::update_(
+    const TensorDict& other,
+    const std::vector<NestedKey>& keys_to_update) {
+  for (const auto& [key, value] : other.items(/*include_nested=*/true)) {
+    if (value.is_tensordict()) {
+      continue; // its entries are visited on their own
+    }
+    if (!keys_to_update.empty() &&
+        match_filter(key, keys_to_update) != Match::kAll) {
+      continue;
+    }
+    TENSORDICT_CHECK_KEY(
+        contains(key),
+        "The key ",
+        key.to_string(),
+        " was not found in the dest tensordict.");
+    if (value.is_tensor()) {
+      set_(key, value.tensor());
+    } else {
+      set(key, value, SetOptions().inplace(true));
+    }
+  }
+  return *this;
+}
+
+// --- renaming and removing ---------------------------------------------------
+
+TensorDict& TensorDict::rename_key_(
+    const NestedKey& old_key,
+    const NestedKey& new_key,
+    bool safe) {
+  TensorDictImpl& old_parent = detail::resolve_parent(*this, old_key);
+  if (old_parent.find(old_key.back()) == nullptr) {
+    detail::throw_missing_key(old_parent, old_key.back(), old_key);
+  }
+  if (old_key == new_key) {
+    return *this;
+  }
+  // Python formats the key with str(): bare for a string, a tuple repr
+  // for a nested key.
+  TENSORDICT_CHECK_KEY(
+      !(safe && contains(new_key)),
+      "key ",
+      new_key.size() == 1 ? std::string(new_key[0]) : new_key.to_string(),
+      " already present in TensorDict.");
+  detail::check_unlocked(old_parent);
+  const Value value = old_parent.find(old_key.back())->value;
+  set(new_key, value);
+  old_parent.erase(old_key.back());
+  return *this;
+}
+
+Value TensorDict::pop(const NestedKey& key) {
+  TensorDictImpl& parent = detail::resolve_parent(*this, key);
+  if (parent.find(key.back()) == nullptr) {
+    detail::throw_missing_key(parent, key.back(), key);
+  }
+  detail::check_unlocked(parent);
+  return parent.erase(key.back());
+}
+
+Value TensorDict::pop(const NestedKey& key, const Value& default_value) {
+  if (!contains(key)) {
+    return default_value;
+  }
+  return pop(key);
+}
+
+TensorDict& TensorDict::del_(const NestedKey& key) {
+  (void)pop(key);
+  return *this;
+}
+
+TensorDict& TensorDict::clear() {
+  detail::check_unlocked(*impl_);
+  impl_->clear();
+  return *this;
+}
+
+TENSORDICT_END_NAMESPACE

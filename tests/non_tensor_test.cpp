@@ -1,0 +1,148 @@
+#include <tensordict/non_tensor.h>
+
+#include "support.h"
+
+using tensordict::Json;
+using tensordict::NonTensorData;
+using tensordict::NonTensorStack;
+
+TEST(NonTensorDataTest, HoldsAnyJsonValue) {
+  NonTensorData text("hello", {3});
+  EXPECT_EQ(text.data(), "hello");
+  EXPECT_EQ(text.batch_size(), c10::IntArrayRef({3}));
+  EXPECT_FALSE(text.device().has_value());
+
+  Json object = {{"lr", 0.5}, {"layers", {64, 64}}, {"name", nullptr}};
+  NonTensorData cfg(object);
+  EXPECT_EQ(cfg.data()["layers"][1], 64);
+  EXPECT_TRUE(cfg.data()["name"].is_null());
+  EXPECT_EQ(cfg.data().dump(), object.dump());
+}
+
+TEST(NonTensorDataTest, JsonRoundTripsExactly) {
+  const std::string text =
+      R"({"big":9007199254740993,"neg":-3,"f":0.1,"u":"\u00e9\u4e2d","l":[true,false,null]})";
+  NonTensorData data(Json::parse(text));
+  EXPECT_EQ(data.data().dump(), Json::parse(text).dump());
+  EXPECT_EQ(data.data()["big"].get<int64_t>(), 9007199254740993LL);
+}
+
+TEST(NonTensorDataTest, ReprMatchesPython) {
+  EXPECT_EQ(
+      NonTensorData("text", {4}).repr(),
+      "NonTensorData(data=text, batch_size=torch.Size([4]), device=None)");
+  EXPECT_EQ(
+      NonTensorData(Json{{"k", {1, 2}}}, {2}, c10::Device("cpu")).repr(),
+      "NonTensorData(data={'k': [1, 2]}, batch_size=torch.Size([2]), "
+      "device=cpu)");
+  EXPECT_EQ(
+      NonTensorData(Json::array({nullptr, true, 1.5, "s"})).repr(),
+      "NonTensorData(data=[None, True, 1.5, 's'], batch_size=torch.Size([]), "
+      "device=None)");
+}
+
+TEST(NonTensorDataTest, RejectsNegativeBatchSize) {
+  EXPECT_THROWS_WITH(
+      NonTensorData("x", {-1}),
+      c10::ValueError,
+      "batch size must be non-negative, got torch.Size([-1])");
+}
+
+TEST(NonTensorStackTest, OneValuePerElement) {
+  NonTensorStack stack({"a", "b", "c"});
+  EXPECT_EQ(stack.batch_size(), c10::IntArrayRef({3}));
+  EXPECT_EQ(stack.at(1), "b");
+  EXPECT_EQ(stack.tolist(), Json({"a", "b", "c"}));
+  EXPECT_THROWS_WITH(stack.at(3), c10::IndexError, "index 3 is out of bounds");
+}
+
+TEST(NonTensorStackTest, FromNestedListsFollowsBatchDims) {
+  Json nested = {{1, 2, 3}, {4, 5, 6}};
+  NonTensorStack stack = NonTensorStack::from_list(nested, 2);
+  EXPECT_EQ(stack.batch_size(), c10::IntArrayRef({2, 3}));
+  EXPECT_EQ(stack.at(4), 5);
+  EXPECT_EQ(stack.tolist(), nested);
+  // One batch dim: the inner lists are the values.
+  NonTensorStack rows = NonTensorStack::from_list(nested, 1);
+  EXPECT_EQ(rows.batch_size(), c10::IntArrayRef({2}));
+  EXPECT_EQ(rows.at(0), Json({1, 2, 3}));
+}
+
+TEST(NonTensorStackTest, FromListRejectsRaggedOrShallowLists) {
+  EXPECT_THROWS_WITH(
+      NonTensorStack::from_list(Json{{1, 2}, {3}}, 2),
+      c10::ValueError,
+      "ragged lists: expected a list of length 2 at depth 1, got 1");
+  EXPECT_THROWS_WITH(
+      NonTensorStack::from_list(Json{1, 2}, 2),
+      c10::ValueError,
+      "expected a list at depth 1, got number");
+  EXPECT_THROWS_WITH(
+      NonTensorStack::from_list(Json("x"), 1),
+      c10::ValueError,
+      "expected a list at depth 0, got string");
+}
+
+TEST(NonTensorStackTest, CountMustMatchBatchSize) {
+  EXPECT_THROWS_EXACTLY(
+      NonTensorStack(std::vector<Json>{1, 2, 3}, {2, 2}),
+      c10::ValueError,
+      "a NonTensorStack of batch size torch.Size([2, 2]) needs 4 values, got "
+      "3");
+  EXPECT_THROWS_WITH(
+      NonTensorStack(std::vector<Json>{1}, c10::IntArrayRef{}),
+      c10::ValueError,
+      "needs at least one batch dim");
+}
+
+TEST(NonTensorStackTest, GrowingTheBatchRepeatsValues) {
+  NonTensorStack stack({"a", "b"});
+  stack.set_batch_size({2, 2});
+  EXPECT_EQ(
+      stack.tolist(),
+      Json::array({Json::array({"a", "a"}), Json::array({"b", "b"})}));
+  stack.set_batch_size({2}); // shrinking keeps the values
+  EXPECT_EQ(stack.batch_size(), c10::IntArrayRef({2, 2}));
+  EXPECT_THROWS_WITH(
+      stack.set_batch_size({3}),
+      c10::Error,
+      "the NonTensorStack has batch size torch.Size([2, 2]) which is "
+      "incompatible with the batch-size torch.Size([3]).");
+}
+
+TEST(NonTensorStackTest, ReprMatchesPython) {
+  EXPECT_EQ(
+      NonTensorStack({1, 2}).repr(),
+      "NonTensorStack(\n    [1, 2],\n    batch_size=torch.Size([2]),\n"
+      "    device=None)");
+  EXPECT_EQ(
+      NonTensorStack(std::vector<Json>{"a\nb", 1e15, 1e16}).repr(),
+      "NonTensorStack(\n    ['a\\nb', 1000000000000000.0, 1e+16],\n"
+      "    batch_size=torch.Size([3]),\n    device=None)");
+}
+
+TEST(NonTensorStackTest, EqualityComparesValuesAndShape) {
+  EXPECT_EQ(NonTensorStack({1, 2}), NonTensorStack({1, 2}));
+  EXPECT_NE(NonTensorStack({1, 2}), NonTensorStack({2, 1}));
+  EXPECT_NE(
+      NonTensorStack(std::vector<Json>{1, 2}, {2, 1}),
+      NonTensorStack(std::vector<Json>{1, 2}, {2}));
+}
+
+TEST(PythonStrTest, FormatsLikePythonStr) {
+  EXPECT_EQ(tensordict::python_str("text"), "text");
+  EXPECT_EQ(tensordict::python_str(Json{{"a", "b"}}), "{'a': 'b'}");
+  EXPECT_EQ(tensordict::python_str(Json(false)), "False");
+  EXPECT_EQ(tensordict::python_str(Json(nullptr)), "None");
+  EXPECT_EQ(tensordict::python_str(Json(2.0)), "2.0");
+  EXPECT_EQ(tensordict::python_str(Json(-7)), "-7");
+  EXPECT_EQ(tensordict::python_str(Json(1e-5)), "1e-05");
+  EXPECT_EQ(tensordict::python_str(Json(0.0001)), "0.0001");
+  EXPECT_EQ(tensordict::python_str(Json(-2.5e-7)), "-2.5e-07");
+  EXPECT_EQ(tensordict::python_str(Json(123456.5)), "123456.5");
+  EXPECT_EQ(tensordict::python_str(Json(1.5e300)), "1.5e+300");
+  EXPECT_EQ(tensordict::python_str(Json(-0.0)), "-0.0");
+  EXPECT_EQ(
+      tensordict::python_str(Json::array({"bell\x07", "zw\u200b", "caf\u00e9"})),
+      "['bell\\x07', 'zw\\u200b', 'caf\u00e9']");
+}

@@ -1,0 +1,1003 @@
+#include <tensordict/tensor_dict.h>
+
+#include <sstream>
+
+#include "support.h"
+
+using tensordict::DimNames;
+using tensordict::FromDictOptions;
+using tensordict::Item;
+using tensordict::Json;
+using tensordict::KeyError;
+using tensordict::NestedKey;
+using tensordict::NonTensorData;
+using tensordict::NonTensorStack;
+using tensordict::SetOptions;
+using tensordict::TensorDict;
+using tensordict::UpdateOptions;
+using tensordict::Value;
+using tensordict::testing::expect_td_equal;
+
+namespace {
+
+const char* const kLockError =
+    "Cannot modify locked TensorDict. For in-place modification, consider "
+    "using the `set_()` method and make sure the key is present.";
+
+// b: [4, 3] float, a: {y: [4, 2] int64, x: [4] float}, s: "text"
+TensorDict make_td() {
+  return TensorDict(
+      {{"b", torch::zeros({4, 3})},
+       {"a",
+        {{"y", torch::ones({4, 2}, torch::kLong)},
+         {"x", torch::arange(4, torch::kFloat)}}},
+       {"s", "text"}},
+      {4});
+}
+
+std::vector<std::string> key_strings(const std::vector<NestedKey>& keys) {
+  std::vector<std::string> out;
+  for (const auto& k : keys) {
+    out.push_back(k.to_string());
+  }
+  return out;
+}
+
+using Strings = std::vector<std::string>;
+
+} // namespace
+
+// --- handle semantics ----------------------------------------------------------
+
+TEST(TensorDictTest, DefaultConstructedIsAValidEmptyDict) {
+  TensorDict td;
+  EXPECT_TRUE(td.is_empty());
+  EXPECT_EQ(td.batch_dims(), 0);
+  EXPECT_EQ(td.numel(), 1);
+  EXPECT_FALSE(td.device().has_value());
+  EXPECT_FALSE(td.is_locked());
+  td.set("x", torch::ones({2}));
+  EXPECT_EQ(td.size(), 1u);
+}
+
+TEST(TensorDictTest, CopiesAliasTheSameDict) {
+  TensorDict td = make_td();
+  TensorDict alias = td;
+  alias.set("new", torch::zeros({4}));
+  EXPECT_TRUE(td.contains("new"));
+  EXPECT_TRUE(alias.is_same(td));
+  TensorDict sub = td.get_tensordict("a");
+  sub.set("z", torch::zeros({4}));
+  EXPECT_TRUE(td.contains({"a", "z"}));
+}
+
+TEST(TensorDictTest, CloneIsDeep) {
+  TensorDict td = make_td();
+  TensorDict deep = td.clone();
+  EXPECT_FALSE(deep.is_same(td));
+  expect_td_equal(deep, td);
+  deep.get({"a", "x"}).fill_(42);
+  EXPECT_EQ(td.get({"a", "x"})[0].item<float>(), 0.f);
+  deep.get_tensordict("a").set("only_in_clone", torch::zeros({4}));
+  EXPECT_FALSE(td.contains({"a", "only_in_clone"}));
+}
+
+TEST(TensorDictTest, CopyIsShallow) {
+  TensorDict td = make_td();
+  TensorDict shallow = td.copy();
+  // Same tensors...
+  EXPECT_TRUE(shallow.get({"a", "x"}).is_same(td.get({"a", "x"})));
+  // ...but new dicts, nested ones included (as Python's copy()).
+  shallow.set("top", torch::zeros({4}));
+  shallow.get_tensordict("a").set("inner", torch::zeros({4}));
+  EXPECT_FALSE(td.contains("top"));
+  EXPECT_FALSE(td.contains({"a", "inner"}));
+}
+
+TEST(TensorDictTest, MovedFromHandleIsStillUsable) {
+  TensorDict td = make_td();
+  TensorDict moved = std::move(td);
+  EXPECT_EQ(moved.size(), 3u);
+  td.set("fresh", torch::zeros({1})); // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(td.size(), 1u);
+}
+
+// --- construction --------------------------------------------------------------
+
+TEST(TensorDictTest, ConstructsFromKeyValueLists) {
+  TensorDict td(
+      {{"t", torch::ones({2, 5})},
+       {"nested", {{"deep", {{"leaf", torch::zeros({2})}}}}},
+       {"text", "hello"},
+       {"cfg", Json{{"lr", 0.1}}},
+       {"sub", TensorDict({{"q", torch::ones({2, 1})}}, {2})},
+       {"stack", NonTensorStack({"x", "y"})}},
+      {2});
+  EXPECT_EQ(td.keys(), (std::vector<NestedKey>{"t", "nested", "text", "cfg", "sub", "stack"}));
+  EXPECT_EQ(td.get_tensordict("nested").batch_size(), c10::IntArrayRef({2}));
+  EXPECT_EQ(td.get({"nested", "deep", "leaf"}).sizes(), c10::IntArrayRef({2}));
+  EXPECT_EQ(td.get_non_tensor("text"), "hello");
+  EXPECT_EQ(td.get_non_tensor("cfg")["lr"], 0.1);
+  EXPECT_EQ(td.get_non_tensor("stack"), Json({"x", "y"}));
+  EXPECT_EQ(td["text"].non_tensor_data().batch_size(), c10::IntArrayRef({2}));
+}
+
+TEST(TensorDictTest, NumbersNeedAnEmptyBatchSize) {
+  TensorDict scalars({{"i", 1}, {"f", 1.5}, {"b", false}});
+  EXPECT_EQ(scalars.get("i").scalar_type(), at::kLong);
+  EXPECT_EQ(scalars.get("f").scalar_type(), at::kFloat);
+  EXPECT_EQ(scalars.get("b").scalar_type(), at::kBool);
+  EXPECT_THROWS_EXACTLY(
+      TensorDict({{"n", 3.5}}, {4}),
+      c10::Error,
+      "batch dimension mismatch, got self.batch_size=torch.Size([4]) and "
+      "value.shape=torch.Size([]) for key 'n'. The leading dimensions of a "
+      "value must match the batch size.");
+}
+
+TEST(TensorDictTest, ConstructorChecksBatchSizeOfNestedLeaves) {
+  EXPECT_THROWS_EXACTLY(
+      TensorDict({{"a", {{"b", torch::zeros({4})}}}}, {5}),
+      c10::Error,
+      "batch dimension mismatch, got self.batch_size=torch.Size([5]) and "
+      "value.shape=torch.Size([4]) for key 'b'. The leading dimensions of a "
+      "value must match the batch size.");
+  EXPECT_THROWS_WITH(
+      TensorDict(std::vector<int64_t>{-2}),
+      c10::ValueError,
+      "batch size must be non-negative, got torch.Size([-2])");
+}
+
+TEST(TensorDictTest, FromDictInfersTheBatchSize) {
+  std::vector<Item> items = {
+      {"a", torch::zeros({3, 4, 5})}, {"b", {{"c", torch::zeros({3, 4})}}}};
+  TensorDict plain = TensorDict::from_dict(items);
+  EXPECT_EQ(plain.batch_size(), c10::IntArrayRef{});
+
+  TensorDict inferred =
+      TensorDict::from_dict(items, FromDictOptions().auto_batch_size(true));
+  EXPECT_EQ(inferred.batch_size(), c10::IntArrayRef({3, 4}));
+  EXPECT_EQ(inferred.get_tensordict("b").batch_size(), c10::IntArrayRef({3, 4}));
+
+  TensorDict capped = TensorDict::from_dict(
+      items, FromDictOptions().auto_batch_size(true).batch_dims(1));
+  EXPECT_EQ(capped.batch_size(), c10::IntArrayRef({3}));
+  EXPECT_EQ(capped.get_tensordict("b").batch_size(), c10::IntArrayRef({3}));
+
+  TensorDict given = TensorDict::from_dict(
+      items,
+      FromDictOptions()
+          .batch_size(std::vector<int64_t>{3})
+          .names(DimNames{"time"}));
+  EXPECT_EQ(given.batch_size(), c10::IntArrayRef({3}));
+  EXPECT_EQ(given.names(), DimNames{"time"});
+  EXPECT_EQ(given.get_tensordict("b").names(), DimNames{"time"});
+}
+
+TEST(TensorDictTest, FromDictIgnoresNonTensorDataWhenInferring) {
+  TensorDict td = TensorDict::from_dict(
+      {{"x", torch::zeros({2, 3})}, {"label", "cat"}},
+      FromDictOptions().auto_batch_size(true));
+  EXPECT_EQ(td.batch_size(), c10::IntArrayRef({2, 3}));
+  EXPECT_EQ(td["label"].non_tensor_data().batch_size(), c10::IntArrayRef({2, 3}));
+}
+
+TEST(TensorDictTest, FromkeysSetsEveryKey) {
+  TensorDict zeros = TensorDict::fromkeys({"a", {"b", "c"}});
+  EXPECT_EQ(zeros.get("a").scalar_type(), at::kLong);
+  EXPECT_EQ(zeros.get({"b", "c"}).item<int64_t>(), 0);
+  TensorDict halves = TensorDict::fromkeys({"a"}, 1.5);
+  EXPECT_EQ(halves.get("a").scalar_type(), at::kFloat);
+  EXPECT_EQ(halves.get("a").item<float>(), 1.5f);
+  TensorDict tensors = TensorDict::fromkeys({"a", "b"}, torch::ones({2}));
+  EXPECT_TRUE(tensors.get("a").is_same(tensors.get("b")));
+}
+
+// --- batch size ----------------------------------------------------------------
+
+TEST(TensorDictTest, BatchSizeAccessors) {
+  TensorDict td({{"x", torch::zeros({2, 3, 4})}}, {2, 3});
+  EXPECT_EQ(td.batch_size(), c10::IntArrayRef({2, 3}));
+  EXPECT_EQ(td.shape(), c10::IntArrayRef({2, 3}));
+  EXPECT_EQ(td.batch_dims(), 2);
+  EXPECT_EQ(td.ndim(), 2);
+  EXPECT_EQ(td.numel(), 6);
+  EXPECT_EQ(td.size(0), 2);
+  EXPECT_EQ(td.size(-1), 3);
+  EXPECT_THROWS_EXACTLY(
+      td.size(2),
+      c10::IndexError,
+      "Dimension out of range (expected to be in range of [-2, 1], but got 2)");
+  // A temporary dict returns its batch size by value.
+  std::vector<int64_t> owned = TensorDict({5}).batch_size();
+  EXPECT_EQ(owned, (std::vector<int64_t>{5}));
+}
+
+TEST(TensorDictTest, SetBatchSizeGrowsNestedDictsAndShrinks) {
+  TensorDict td(
+      {{"a", {{"x", torch::zeros({4, 3})}}},
+       {"b", torch::zeros({4, 3})},
+       {"s", "text"}},
+      {4});
+  td.set_batch_size({4, 3});
+  EXPECT_EQ(td.get_tensordict("a").batch_size(), c10::IntArrayRef({4, 3}));
+  EXPECT_EQ(td["s"].non_tensor_data().batch_size(), c10::IntArrayRef({4, 3}));
+  td.set_names({"n", "m"});
+  EXPECT_EQ(td.get_tensordict("a").names(), (DimNames{"n", "m"}));
+  td.set_batch_size({4});
+  EXPECT_EQ(td.names(), DimNames{"n"});
+  EXPECT_EQ(td.get_tensordict("a").batch_size(), c10::IntArrayRef({4, 3}));
+  td.set_batch_size({});
+  EXPECT_FALSE(td.has_names());
+}
+
+TEST(TensorDictTest, SetBatchSizeRejectsWhatDoesNotFitAndChangesNothing) {
+  TensorDict td = make_td();
+  EXPECT_THROWS_EXACTLY(
+      td.set_batch_size({5}),
+      c10::Error,
+      "the Tensor b has shape torch.Size([4, 3]) which is incompatible with "
+      "the batch-size torch.Size([5]).");
+  EXPECT_EQ(td.batch_size(), c10::IntArrayRef({4}));
+  // 'a' could grow to [4, 3] from x alone, but y is [4, 2]: nothing changes.
+  EXPECT_THROWS_WITH(
+      td.set_batch_size({4, 3}),
+      c10::Error,
+      "the Tensor y has shape torch.Size([4, 2]) which is incompatible with "
+      "the batch-size torch.Size([4, 3]).");
+  EXPECT_EQ(td.get_tensordict("a").batch_size(), c10::IntArrayRef({4}));
+  EXPECT_EQ(td.batch_size(), c10::IntArrayRef({4}));
+}
+
+// --- device ----------------------------------------------------------------------
+
+TEST(TensorDictTest, TensorsAreMovedToTheDictsDevice) {
+  const c10::Device meta("meta");
+  TensorDict td({{"x", torch::zeros({2})}}, {2}, meta);
+  EXPECT_EQ(td.device(), meta);
+  EXPECT_EQ(td.get("x").device(), meta);
+  td.set("y", torch::ones({2, 2}), SetOptions().non_blocking(true));
+  EXPECT_EQ(td.get("y").device(), meta);
+  // Nested dicts share the device, and nested dicts created by set() too.
+  td.set({"n", "z"}, torch::ones({2}));
+  EXPECT_EQ(td.get_tensordict("n").device(), meta);
+  TensorDict cpu_sub({{"w", torch::ones({2})}}, {2});
+  td.set("sub", cpu_sub);
+  EXPECT_EQ(td.get({"sub", "w"}).device(), meta);
+  EXPECT_EQ(td.get_tensordict("sub").device(), meta);
+  EXPECT_EQ(cpu_sub.get("w").device().type(), c10::kCPU); // source untouched
+}
+
+TEST(TensorDictTest, WithoutADeviceLeavesStayWhereTheyAre) {
+  TensorDict td({2});
+  td.set("cpu", torch::zeros({2}));
+  td.set("meta", torch::zeros({2}, torch::Device("meta")));
+  EXPECT_EQ(td.get("cpu").device().type(), c10::kCPU);
+  EXPECT_EQ(td.get("meta").device().type(), c10::kMeta);
+  TensorDict moved = td.to(c10::Device("meta"));
+  EXPECT_EQ(moved.device(), c10::Device("meta"));
+  EXPECT_EQ(moved.get("cpu").device().type(), c10::kMeta);
+}
+
+// --- names ------------------------------------------------------------------------
+
+TEST(TensorDictTest, NamesAreValidatedAgainstBatchDims) {
+  EXPECT_THROWS_EXACTLY(
+      TensorDict({{"a", torch::zeros({4})}}, {4}, std::nullopt, {"x", "y"}),
+      c10::ValueError,
+      "the length of the dimension names must equate the tensordict "
+      "batch_dims attribute. Got ['x', 'y'] for batch_dims 1.");
+  EXPECT_THROWS_EXACTLY(
+      TensorDict({4, 3}, std::nullopt, {"x", "x"}),
+      c10::ValueError,
+      "Some dimension names are non-unique: ['x', 'x'].");
+  TensorDict td({2, 3}, std::nullopt, {"x", std::nullopt});
+  EXPECT_EQ(td.names(), (DimNames{"x", std::nullopt}));
+  EXPECT_TRUE(td.has_names());
+  EXPECT_EQ(TensorDict({2}).names(), DimNames{std::nullopt});
+  EXPECT_FALSE(TensorDict({2}).has_names());
+}
+
+TEST(TensorDictTest, NamesPropagateToNestedDicts) {
+  TensorDict td({{"n", {{"c", torch::zeros({2, 3, 1})}}}}, {2, 3});
+  td.get_tensordict("n").set_batch_size({2, 3, 1});
+  td.set_names({"x", "y"});
+  EXPECT_EQ(td.get_tensordict("n").names(), (DimNames{"x", "y", std::nullopt}));
+  td.set({"m", "d"}, torch::zeros({2, 3}));
+  EXPECT_EQ(td.get_tensordict("m").names(), (DimNames{"x", "y"}));
+  td.set_names({});
+  EXPECT_FALSE(td.get_tensordict("n").has_names());
+}
+
+TEST(TensorDictTest, RefineNamesFillsUnnamedDimsInPlace) {
+  TensorDict td({{"a", torch::zeros({2, 3})}}, {2, 3}, std::nullopt, {"x", std::nullopt});
+  td.refine_names({"x", "y"});
+  EXPECT_EQ(td.names(), (DimNames{"x", "y"}));
+  EXPECT_THROWS_EXACTLY(
+      td.refine_names({"w", "y"}),
+      c10::Error,
+      "refine_names: cannot coerce TensorDict names ['x', 'y'] with ['w', "
+      "'y'].");
+  TensorDict other({2, 3, 4});
+  other.refine_names({"...", "z"});
+  EXPECT_EQ(other.names(), (DimNames{std::nullopt, std::nullopt, "z"}));
+}
+
+TEST(TensorDictTest, RenameReturnsAShallowCopy) {
+  TensorDict td({{"a", torch::zeros({2, 3})}}, {2, 3}, std::nullopt, {"x", "y"});
+  TensorDict renamed = td.rename(DimNames{"p", "q"});
+  EXPECT_EQ(renamed.names(), (DimNames{"p", "q"}));
+  EXPECT_EQ(td.names(), (DimNames{"x", "y"}));
+  EXPECT_TRUE(renamed.get("a").is_same(td.get("a")));
+  EXPECT_EQ(td.rename_by_map({{"x", "z"}}).names(), (DimNames{"z", "y"}));
+  EXPECT_THROWS_EXACTLY(
+      td.rename_by_map({{"w", "z"}}),
+      c10::ValueError,
+      "Some names to be renamed were not part of the tensordict names: ['w'] "
+      "vs ['x', 'y'].");
+  td.rename_({"u", "v"});
+  EXPECT_EQ(td.names(), (DimNames{"u", "v"}));
+}
+
+// --- reading ----------------------------------------------------------------------
+
+TEST(TensorDictTest, GetReadsNestedKeys) {
+  TensorDict td = make_td();
+  EXPECT_TRUE(torch::equal(td.get({"a", "x"}), torch::arange(4, torch::kFloat)));
+  EXPECT_TRUE(torch::equal(td.get(NestedKey{"a", {"y"}}), torch::ones({4, 2}, torch::kLong)));
+  EXPECT_TRUE(td["a"].is_tensordict());
+  EXPECT_EQ(td["s"].non_tensor(), "text");
+}
+
+TEST(TensorDictTest, GetThrowsAKeyErrorListingTheKeys) {
+  TensorDict td = make_td();
+  EXPECT_THROWS_EXACTLY(
+      td.get("zz"),
+      KeyError,
+      "key \"zz\" not found in TensorDict with keys ['a', 'b', 's']");
+  EXPECT_THROWS_EXACTLY(
+      td.get({"a", "zz"}),
+      KeyError,
+      "key \"zz\" not found in TensorDict with keys ['x', 'y'] (while looking "
+      "up ('a', 'zz'))");
+  EXPECT_THROWS_EXACTLY(
+      td.get({"zz", "x"}),
+      KeyError,
+      "key \"zz\" not found in TensorDict with keys ['a', 'b', 's'] (while "
+      "looking up ('zz', 'x'))");
+  EXPECT_THROWS_EXACTLY(
+      td.get({"b", "zz"}),
+      KeyError,
+      "'b' is a Tensor, not a tensordict, so it has no entry 'zz'.");
+  EXPECT_THROWS_EXACTLY(
+      td["zz"], KeyError, "key \"zz\" not found in TensorDict with keys ['a', 'b', 's']");
+}
+
+TEST(TensorDictTest, GetOfTheWrongKindIsATypeError) {
+  TensorDict td = make_td();
+  EXPECT_THROWS_EXACTLY(
+      td.get("a"), c10::TypeError, "the entry 'a' is a TensorDict, not a Tensor");
+  EXPECT_THROWS_EXACTLY(
+      td.get_tensordict("b"),
+      c10::TypeError,
+      "the entry 'b' is a Tensor, not a TensorDict");
+  EXPECT_THROWS_EXACTLY(
+      td.get_non_tensor("b"),
+      c10::TypeError,
+      "the entry 'b' is a Tensor, not a NonTensorData or NonTensorStack");
+  EXPECT_THROWS_WITH(
+      td.get("s", torch::ones({1})), c10::TypeError, "is a NonTensorData");
+}
+
+TEST(TensorDictTest, FindReturnsNullInsteadOfThrowing) {
+  TensorDict td = make_td();
+  const Value* x = td.find({"a", "x"});
+  ASSERT_NE(x, nullptr);
+  EXPECT_TRUE(x->tensor().is_same(td.get({"a", "x"})));
+  EXPECT_EQ(td.find("zz"), nullptr);
+  EXPECT_EQ(td.find({"a", "zz"}), nullptr);
+  EXPECT_EQ(td.find({"b", "through", "leaf"}), nullptr);
+  EXPECT_EQ(td.find({"zz", "x"}), nullptr);
+}
+
+TEST(TensorDictTest, GetWithADefault) {
+  TensorDict td = make_td();
+  at::Tensor fallback = torch::full({1}, 7);
+  EXPECT_TRUE(td.get("zz", fallback).is_same(fallback));
+  EXPECT_TRUE(td.get({"a", "zz"}, fallback).is_same(fallback));
+  EXPECT_TRUE(td.get("b", fallback).is_same(td.get("b")));
+  EXPECT_EQ(td.get_non_tensor("zz", "dflt"), "dflt");
+  EXPECT_EQ(td.get_non_tensor("s", "dflt"), "text");
+}
+
+TEST(TensorDictTest, ContainsUnderstandsNestedKeys) {
+  TensorDict td = make_td();
+  EXPECT_TRUE(td.contains("a"));
+  EXPECT_TRUE(td.contains({"a", "y"}));
+  EXPECT_TRUE(td.contains("s"));
+  EXPECT_FALSE(td.contains({"a", "q"}));
+  EXPECT_FALSE(td.contains({"b", "q"}));
+}
+
+TEST(TensorDictTest, SetdefaultSetsOnlyWhenMissing) {
+  TensorDict td = make_td();
+  Value first = td.setdefault("q", Value(torch::ones({4})));
+  EXPECT_TRUE(torch::equal(first.tensor(), torch::ones({4})));
+  Value second = td.setdefault("q", Value(torch::zeros({4})));
+  EXPECT_TRUE(torch::equal(second.tensor(), torch::ones({4})));
+  Value nested = td.setdefault({"new", "leaf"}, Value(torch::zeros({4})));
+  EXPECT_TRUE(td.contains({"new", "leaf"}));
+  EXPECT_TRUE(nested.tensor().is_same(td.get({"new", "leaf"})));
+}
+
+TEST(TensorDictTest, NonTensorAccessors) {
+  TensorDict td = make_td();
+  EXPECT_TRUE(td.is_non_tensor("s"));
+  EXPECT_FALSE(td.is_non_tensor("b"));
+  EXPECT_FALSE(td.is_non_tensor("a"));
+  EXPECT_THROWS_WITH(td.is_non_tensor("zz"), KeyError, "key \"zz\" not found");
+  td.set_non_tensor({"a", "meta"}, Json{{"seed", 1}});
+  EXPECT_EQ(td.get_non_tensor({"a", "meta"})["seed"], 1);
+  EXPECT_EQ(
+      td[NestedKey({"a", "meta"})].non_tensor_data().batch_size(),
+      c10::IntArrayRef({4}));
+  td.set("stack", Value(NonTensorStack({1, 2, 3, 4})));
+  EXPECT_EQ(td.get_non_tensor("stack"), Json({1, 2, 3, 4}));
+}
+
+TEST(TensorDictTest, ReadingAnExistingKeyAllocatesNothing) {
+  // Count heap allocations through a replaced global operator new would be
+  // intrusive; instead check the guarantee's premise: lookups borrow the
+  // key's characters and return the stored tensor itself.
+  TensorDict td = make_td();
+  const char* name = "a";
+  NestedKey key = {name, "x"};
+  EXPECT_EQ(key[0].data(), name);
+  EXPECT_TRUE(td.get(key).is_same(td.find(key)->tensor()));
+}
+
+// --- writing ----------------------------------------------------------------------
+
+TEST(TensorDictTest, SetCreatesMissingNestedLevels) {
+  TensorDict td({4, 2});
+  td.set({"a", "b", "c"}, torch::zeros({4, 2, 7}));
+  EXPECT_EQ(td.get_tensordict({"a", "b"}).batch_size(), c10::IntArrayRef({4, 2}));
+  EXPECT_EQ(td.get({"a", "b", "c"}).size(2), 7);
+}
+
+TEST(TensorDictTest, SetChecksTheBatchSizeAndNamesTheNestedKey) {
+  TensorDict td = make_td();
+  EXPECT_THROWS_EXACTLY(
+      td.set("c", torch::zeros({3})),
+      c10::Error,
+      "batch dimension mismatch, got self.batch_size=torch.Size([4]) and "
+      "value.shape=torch.Size([3]) for key 'c'. The leading dimensions of a "
+      "value must match the batch size.");
+  EXPECT_THROWS_EXACTLY(
+      td.set({"a", "c"}, torch::zeros({3})),
+      c10::Error,
+      "batch dimension mismatch, got self.batch_size=torch.Size([4]) and "
+      "value.shape=torch.Size([3]) for key ('a', 'c'). The leading "
+      "dimensions of a value must match the batch size.");
+  EXPECT_THROWS_WITH(
+      td.set("sub", TensorDict({3})), c10::Error, "value.shape=torch.Size([3]) for key 'sub'");
+  EXPECT_THROWS_WITH(
+      td.set("ns", Value(NonTensorData("x", {3}))),
+      c10::Error,
+      "value.shape=torch.Size([3]) for key 'ns'");
+  EXPECT_THROWS_WITH(
+      td.set("st", Value(NonTensorStack({1, 2}))),
+      c10::Error,
+      "value.shape=torch.Size([2]) for key 'st'");
+  EXPECT_FALSE(td.contains("c"));
+  EXPECT_FALSE(td.contains({"a", "c"}));
+}
+
+TEST(TensorDictTest, SetThroughALeafIsAKeyError) {
+  TensorDict td = make_td();
+  EXPECT_THROWS_EXACTLY(
+      td.set({"b", "c"}, torch::zeros({4})),
+      KeyError,
+      "'b' is a Tensor, not a tensordict, so it has no entry 'c'.");
+  EXPECT_THROWS_EXACTLY(
+      td.set({"a", "x", "deeper"}, torch::zeros({4})),
+      KeyError,
+      "('a', 'x') is a Tensor, not a tensordict, so it has no entry 'deeper'.");
+}
+
+TEST(TensorDictTest, SetReplacesAndKeepsPosition) {
+  TensorDict td = make_td();
+  at::Tensor old = td.get("b");
+  td.set("b", torch::ones({4, 9}));
+  EXPECT_EQ(td.get("b").size(1), 9);
+  EXPECT_EQ(old.size(1), 3); // replaced, not written into
+  EXPECT_EQ(td.keys(), (std::vector<NestedKey>{"b", "a", "s"}));
+}
+
+TEST(TensorDictTest, SetInplaceWritesIntoTheExistingTensor) {
+  TensorDict td = make_td();
+  at::Tensor old = td.get("b");
+  td.set("b", torch::ones({4, 3}), SetOptions().inplace(true));
+  EXPECT_TRUE(td.get("b").is_same(old));
+  EXPECT_EQ(old.sum().item<float>(), 12.f);
+  // A missing key is created.
+  td.set("fresh", torch::ones({4}), SetOptions().inplace(true));
+  EXPECT_TRUE(td.contains("fresh"));
+}
+
+TEST(TensorDictTest, SetRejectsADictHoldingItself) {
+  TensorDict td({2});
+  EXPECT_THROWS_EXACTLY(
+      td.set("me", td),
+      c10::ValueError,
+      "cannot set 'me': a TensorDict cannot hold itself");
+  TensorDict child({2});
+  td.set("child", child);
+  EXPECT_THROWS_WITH(child.set("parent", td), c10::ValueError, "cannot hold itself");
+}
+
+TEST(TensorDictTest, SetNonTensorBroadcastsToTheBatch) {
+  TensorDict td({3});
+  td.set_non_tensor("label", "cat");
+  EXPECT_EQ(td["label"].non_tensor_data().batch_size(), c10::IntArrayRef({3}));
+  td.set("plain", Value(NonTensorData("dog")));
+  EXPECT_EQ(td["plain"].non_tensor_data().batch_size(), c10::IntArrayRef({3}));
+  td.set("longer", Value(NonTensorData("x", {3, 2})));
+  EXPECT_EQ(td["longer"].non_tensor_data().batch_size(), c10::IntArrayRef({3, 2}));
+}
+
+TEST(TensorDictTest, StrictSetInPlace) {
+  TensorDict td = make_td();
+  at::Tensor b = td.get("b");
+  td.set_("b", torch::ones({4, 3}, torch::kInt)); // int -> float is safe
+  EXPECT_TRUE(td.get("b").is_same(b));
+  EXPECT_EQ(b.sum().item<float>(), 12.f);
+  td.set_("b", torch::full({4, 1}, 2.f)); // feature dims broadcast
+  EXPECT_EQ(b.sum().item<float>(), 24.f);
+  EXPECT_THROWS_EXACTLY(
+      td.set_("zz", torch::zeros({4})),
+      KeyError,
+      "key \"zz\" not found in TensorDict with keys ['a', 'b', 's']");
+  EXPECT_THROWS_EXACTLY(
+      td.set_("b", torch::zeros({4, 2})),
+      c10::Error,
+      "Failed to update 'b': the value of shape torch.Size([4, 2]) does not "
+      "fit the entry of shape torch.Size([4, 3])");
+  EXPECT_THROWS_EXACTLY(
+      td.set_("b", torch::zeros({4, 3}, torch::kComplexFloat)),
+      c10::TypeError,
+      "Failed to update 'b': a value of dtype torch.complex64 cannot be cast "
+      "safely to the entry's dtype torch.float32");
+  EXPECT_THROWS_WITH(
+      td.set_({"a", "y"}, torch::zeros({4, 2})),
+      c10::TypeError,
+      "a value of dtype torch.float32 cannot be cast safely to the entry's "
+      "dtype torch.int64");
+  EXPECT_THROWS_EXACTLY(
+      td.set_("a", torch::zeros({4})),
+      c10::TypeError,
+      "the entry 'a' is a TensorDict, not a Tensor");
+  EXPECT_THROWS_WITH(
+      td.set_("b", torch::zeros({3})),
+      c10::Error,
+      "batch dimension mismatch, got self.batch_size=torch.Size([4]) and "
+      "value.shape=torch.Size([3]) for key 'b'");
+}
+
+// --- update ---------------------------------------------------------------------
+
+TEST(TensorDictTest, UpdateMergesRecursively) {
+  TensorDict td = make_td();
+  at::Tensor old_x = td.get({"a", "x"});
+  TensorDict other(
+      {{"a", {{"x", torch::full({4}, 7.f)}, {"z", torch::ones({4})}}},
+       {"w", torch::ones({4})}},
+      {4});
+  td.update(other);
+  EXPECT_EQ(td.get_tensordict("a").keys(), (std::vector<NestedKey>{"y", "x", "z"}));
+  EXPECT_EQ(td.get({"a", "x"})[0].item<float>(), 7.f);
+  EXPECT_EQ(old_x[0].item<float>(), 0.f); // replaced, not written into
+  EXPECT_TRUE(td.contains("w"));
+  EXPECT_TRUE(td.get("w").is_same(other.get("w"))); // aliased, as in Python
+}
+
+TEST(TensorDictTest, UpdateInplaceAndClone) {
+  TensorDict td = make_td();
+  at::Tensor old_x = td.get({"a", "x"});
+  TensorDict other({{"a", {{"x", torch::full({4}, 7.f)}}}}, {4});
+  td.update(other, UpdateOptions().inplace(true));
+  EXPECT_TRUE(td.get({"a", "x"}).is_same(old_x));
+  EXPECT_EQ(old_x[3].item<float>(), 7.f);
+  TensorDict cloned = make_td();
+  cloned.update(TensorDict({{"w", torch::ones({4})}}, {4}), UpdateOptions().clone(true));
+  EXPECT_EQ(cloned.get("w").sum().item<float>(), 4.f);
+}
+
+TEST(TensorDictTest, UpdateKeysToUpdateFilters) {
+  TensorDict td = make_td();
+  TensorDict other(
+      {{"w", torch::zeros({4})},
+       {"b", torch::ones({4, 3})},
+       {"a", {{"x", torch::full({4}, 5.f)}, {"y", torch::zeros({4, 2}, torch::kLong)}}},
+       {"n", {{"deep", torch::ones({4})}, {"skip", torch::ones({4})}}}},
+      {4});
+  td.update(other, UpdateOptions().keys_to_update({"w", {"a", "x"}, {"n", "deep"}}));
+  EXPECT_TRUE(td.contains("w"));
+  EXPECT_EQ(td.get("b").sum().item<float>(), 0.f);
+  EXPECT_EQ(td.get({"a", "x"})[0].item<float>(), 5.f);
+  EXPECT_EQ(td.get({"a", "y"}).sum().item<int64_t>(), 8);
+  EXPECT_TRUE(td.contains({"n", "deep"}));
+  EXPECT_FALSE(td.contains({"n", "skip"}));
+}
+
+TEST(TensorDictTest, StrictUpdateInPlace) {
+  TensorDict td = make_td();
+  at::Tensor b = td.get("b");
+  td.update_(TensorDict({{"b", torch::ones({4, 3})}, {"s", "changed"}}, {4}));
+  EXPECT_TRUE(td.get("b").is_same(b));
+  EXPECT_EQ(b.sum().item<float>(), 12.f);
+  EXPECT_EQ(td.get_non_tensor("s"), "changed");
+  EXPECT_THROWS_EXACTLY(
+      td.update_(TensorDict({{"nope", torch::zeros({4})}}, {4})),
+      KeyError,
+      "The key 'nope' was not found in the dest tensordict.");
+  td.update_(
+      TensorDict({{"b", torch::zeros({4, 3})}, {"nope", torch::zeros({4})}}, {4}),
+      {"b"});
+  EXPECT_EQ(b.sum().item<float>(), 0.f);
+}
+
+// --- select / exclude -----------------------------------------------------------
+
+TEST(TensorDictTest, SelectKeepsOnlyTheGivenKeys) {
+  TensorDict td = make_td();
+  TensorDict picked = td.select({{"a", "x"}, "s"});
+  EXPECT_EQ(
+      key_strings(picked.keys(true)),
+      (Strings{"('a', 'x')", "'a'", "'s'"}));
+  EXPECT_TRUE(picked.get({"a", "x"}).is_same(td.get({"a", "x"})));
+  EXPECT_EQ(picked.batch_size(), c10::IntArrayRef({4}));
+  EXPECT_EQ(td.select({"b", "a"}).keys(), (std::vector<NestedKey>{"b", "a"}));
+  EXPECT_THROWS_EXACTLY(
+      td.select({"zz"}),
+      KeyError,
+      "key \"zz\" not found in TensorDict with keys ['a', 'b', 's']");
+  EXPECT_THROWS_WITH(
+      td.select({{"a", "zz"}}), KeyError, "key \"zz\" not found in TensorDict with keys ['x', 'y']");
+  EXPECT_EQ(td.select({"b", "zz"}, /*strict=*/false).keys(), (std::vector<NestedKey>{"b"}));
+}
+
+TEST(TensorDictTest, SelectKeepsNestedBatchSizes) {
+  TensorDict td({{"a", {{"x", torch::zeros({2, 3})}}}}, {2});
+  td.get_tensordict("a").set_batch_size({2, 3});
+  TensorDict picked = td.select({{"a", "x"}});
+  EXPECT_EQ(picked.get_tensordict("a").batch_size(), c10::IntArrayRef({2, 3}));
+}
+
+TEST(TensorDictTest, ExcludeDropsKeysAndLeavesTheSourceAlone) {
+  TensorDict td = make_td();
+  TensorDict rest = td.exclude({{"a", "x"}, "zz"});
+  EXPECT_EQ(key_strings(rest.keys(true)), (Strings{"'b'", "('a', 'y')", "'a'", "'s'"}));
+  EXPECT_TRUE(td.contains({"a", "x"}));
+  EXPECT_EQ(td.exclude({"a", "b", "s"}).size(), 0u);
+}
+
+// --- keys, items, values ----------------------------------------------------------
+
+TEST(TensorDictTest, KeysFollowPythonsOrder) {
+  TensorDict td = make_td();
+  td.set("e", TensorDict({4}));
+  EXPECT_EQ(key_strings(td.keys()), (Strings{"'b'", "'a'", "'s'", "'e'"}));
+  EXPECT_EQ(
+      key_strings(td.keys(/*include_nested=*/true)),
+      (Strings{"'b'", "('a', 'y')", "('a', 'x')", "'a'", "'s'", "'e'"}));
+  EXPECT_EQ(
+      key_strings(td.keys(/*include_nested=*/true, /*leaves_only=*/true)),
+      (Strings{"'b'", "('a', 'y')", "('a', 'x')"}));
+  EXPECT_EQ(
+      key_strings(td.keys(true, true, /*sort=*/true)),
+      (Strings{"('a', 'x')", "('a', 'y')", "'b'"}));
+  EXPECT_EQ(
+      key_strings(td.keys(true, false, true)),
+      (Strings{"'a'", "('a', 'x')", "('a', 'y')", "'b'", "'e'", "'s'"}));
+  EXPECT_EQ(key_strings(td.keys(false, true)), (Strings{"'b'"}));
+}
+
+TEST(TensorDictTest, ItemsAndValuesMatchKeys) {
+  TensorDict td = make_td();
+  auto items = td.items(true, true);
+  auto values = td.values(true, true);
+  ASSERT_EQ(items.size(), 3u);
+  ASSERT_EQ(values.size(), 3u);
+  for (size_t i = 0; i < items.size(); ++i) {
+    EXPECT_TRUE(items[i].second.tensor().is_same(td.get(items[i].first)));
+    EXPECT_TRUE(values[i].tensor().is_same(items[i].second.tensor()));
+  }
+}
+
+TEST(TensorDictTest, FlattenAndUnflattenKeys) {
+  TensorDict td = make_td();
+  td.set("e", TensorDict({4}));
+  TensorDict flat = td.flatten_keys("/");
+  EXPECT_EQ(key_strings(flat.keys()), (Strings{"'b'", "'a/y'", "'a/x'", "'s'"}));
+  EXPECT_TRUE(flat.get("a/x").is_same(td.get({"a", "x"})));
+  TensorDict back = flat.unflatten_keys("/");
+  EXPECT_EQ(key_strings(back.keys(true)), (Strings{"'b'", "('a', 'y')", "('a', 'x')", "'a'", "'s'"}));
+  EXPECT_EQ(key_strings(td.flatten_keys().keys()), (Strings{"'b'", "'a.y'", "'a.x'", "'s'"}));
+}
+
+TEST(TensorDictTest, FlattenAndUnflattenReportCollisions) {
+  TensorDict clash({{"a.b", torch::zeros({2})}, {"a", {{"b", torch::zeros({2})}}}}, {2});
+  EXPECT_THROWS_EXACTLY(
+      clash.flatten_keys(),
+      KeyError,
+      "Flattening keys in tensordict causes keys [('a', 'b')] to collide.");
+  TensorDict leaf({{"a", torch::zeros({2})}, {"a.b", torch::zeros({2})}}, {2});
+  EXPECT_THROWS_EXACTLY(
+      leaf.unflatten_keys(),
+      KeyError,
+      "Unflattening key(s) in tensordict will override an existing for "
+      "unflattened key ('a', 'b').");
+  TensorDict merge({{"a", {{"b", torch::zeros({2})}}}, {"a.c", torch::zeros({2})}}, {2});
+  EXPECT_EQ(key_strings(merge.unflatten_keys().keys(true, true)), (Strings{"('a', 'b')", "('a', 'c')"}));
+}
+
+// --- removing and renaming ---------------------------------------------------------
+
+TEST(TensorDictTest, RenameKeyMovesTheEntryToTheEnd) {
+  TensorDict td = make_td();
+  at::Tensor b = td.get("b");
+  td.rename_key_("b", "c");
+  EXPECT_EQ(key_strings(td.keys()), (Strings{"'a'", "'s'", "'c'"}));
+  EXPECT_TRUE(td.get("c").is_same(b));
+  td.rename_key_({"a", "x"}, {"a", "x2"});
+  EXPECT_EQ(key_strings(td.get_tensordict("a").keys()), (Strings{"'y'", "'x2'"}));
+  td.rename_key_({"a", "y"}, "top");
+  EXPECT_TRUE(td.contains("top"));
+  td.rename_key_("s", "s"); // renaming onto itself keeps the entry
+  EXPECT_TRUE(td.contains("s"));
+  EXPECT_THROWS_EXACTLY(
+      td.rename_key_("c", "a", /*safe=*/true),
+      KeyError,
+      "key a already present in TensorDict.");
+  EXPECT_THROWS_EXACTLY(
+      td.rename_key_("zz", "k"),
+      KeyError,
+      "key \"zz\" not found in TensorDict with keys ['a', 'c', 's', 'top']");
+}
+
+TEST(TensorDictTest, RenameKeyChecksTheBatchSizeOfTheNewPlace) {
+  TensorDict td({{"n", {{"deep", torch::zeros({2, 3})}}}}, {2});
+  td.get_tensordict("n").set_batch_size({2, 3});
+  td.set("flat", torch::zeros({2, 5}));
+  EXPECT_THROWS_WITH(
+      td.rename_key_("flat", {"n", "flat"}),
+      c10::Error,
+      "value.shape=torch.Size([2, 5]) for key ('n', 'flat')");
+  EXPECT_TRUE(td.contains("flat"));
+}
+
+TEST(TensorDictTest, PopDelAndClear) {
+  TensorDict td = make_td();
+  Value b = td.pop("b");
+  EXPECT_EQ(b.tensor().size(1), 3);
+  EXPECT_FALSE(td.contains("b"));
+  EXPECT_THROWS_EXACTLY(
+      td.pop("b"), KeyError, "key \"b\" not found in TensorDict with keys ['a', 's']");
+  Value dflt = td.pop("b", Value(torch::ones({1})));
+  EXPECT_EQ(dflt.tensor().item<float>(), 1.f);
+  td.del_({"a", "x"});
+  EXPECT_EQ(key_strings(td.get_tensordict("a").keys()), (Strings{"'y'"}));
+  EXPECT_THROWS_WITH(td.del_("zz"), KeyError, "key \"zz\" not found");
+  td.clear();
+  EXPECT_TRUE(td.is_empty());
+  EXPECT_EQ(td.batch_size(), c10::IntArrayRef({4}));
+}
+
+TEST(TensorDictTest, EmptyKeepsTheShapeAndOptionallyTheStructure) {
+  TensorDict td({{"a", {{"b", {{"c", torch::zeros({2})}}}}}, {"x", torch::zeros({2})}},
+                {2}, std::nullopt, {"n"});
+  TensorDict flat = td.empty();
+  EXPECT_TRUE(flat.is_empty());
+  EXPECT_EQ(flat.batch_size(), c10::IntArrayRef({2}));
+  EXPECT_EQ(flat.names(), DimNames{"n"});
+  TensorDict tree = td.empty(/*recurse=*/true);
+  EXPECT_EQ(key_strings(tree.keys(true)), (Strings{"('a', 'b')", "'a'"}));
+  EXPECT_TRUE(tree.get_tensordict({"a", "b"}).is_empty());
+}
+
+// --- locking ----------------------------------------------------------------------
+
+TEST(TensorDictTest, LockedDictRefusesStructuralChanges) {
+  TensorDict td = make_td();
+  td.lock_();
+  EXPECT_TRUE(td.is_locked());
+  EXPECT_TRUE(td.get_tensordict("a").is_locked());
+  EXPECT_THROWS_EXACTLY(td.set("c", torch::zeros({4})), c10::Error, kLockError);
+  EXPECT_THROWS_EXACTLY(td.set("b", torch::zeros({4, 3})), c10::Error, kLockError);
+  EXPECT_THROWS_EXACTLY(td.set({"a", "new"}, torch::zeros({4})), c10::Error, kLockError);
+  EXPECT_THROWS_EXACTLY(td.set({"new", "leaf"}, torch::zeros({4})), c10::Error, kLockError);
+  EXPECT_THROWS_EXACTLY(td.del_("b"), c10::Error, kLockError);
+  EXPECT_THROWS_EXACTLY(td.pop({"a", "x"}), c10::Error, kLockError);
+  EXPECT_THROWS_EXACTLY(td.rename_key_("b", "c"), c10::Error, kLockError);
+  EXPECT_THROWS_EXACTLY(td.clear(), c10::Error, kLockError);
+  EXPECT_FALSE(td.contains("new"));
+  // In-place writes are fine.
+  td.set_("b", torch::ones({4, 3}));
+  td.set({"a", "x"}, torch::ones({4}), SetOptions().inplace(true));
+  td.update_(TensorDict({{"b", torch::full({4, 3}, 2.f)}}, {4}));
+  td.set("s", Value(NonTensorData("replaced")), SetOptions().inplace(true));
+  EXPECT_EQ(td.get("b").sum().item<float>(), 24.f);
+  EXPECT_EQ(td.get_non_tensor("s"), "replaced");
+  td.unlock_();
+  EXPECT_FALSE(td.get_tensordict("a").is_locked());
+  td.set("c", torch::zeros({4}));
+}
+
+TEST(TensorDictTest, NestedDictOfALockedParentCannotBeUnlocked) {
+  TensorDict td = make_td();
+  td.lock_();
+  TensorDict a = td.get_tensordict("a");
+  EXPECT_THROWS_EXACTLY(
+      a.unlock_(),
+      c10::Error,
+      "Cannot unlock a tensordict that is part of a locked graph. Unlock the "
+      "root tensordict first. If the tensordict is part of multiple graphs, "
+      "group the graphs under a common tensordict an unlock this root.");
+  EXPECT_TRUE(a.is_locked());
+  td.unlock_();
+  a.unlock_();
+  EXPECT_FALSE(a.is_locked());
+}
+
+TEST(TensorDictTest, SharedNestedDictStaysLockedWhileAnotherParentIsLocked) {
+  TensorDict shared({{"x", torch::zeros({2})}}, {2});
+  TensorDict p1({{"s", shared}}, {2});
+  TensorDict p2({{"s", shared}}, {2});
+  p1.lock_();
+  p2.lock_();
+  p1.unlock_();
+  EXPECT_TRUE(shared.is_locked());
+  p2.unlock_();
+  EXPECT_FALSE(shared.is_locked());
+}
+
+TEST(TensorDictTest, ADestroyedLockedParentNoLongerHoldsTheLock) {
+  TensorDict child({{"x", torch::zeros({2})}}, {2});
+  {
+    TensorDict parent({{"c", child}}, {2});
+    parent.lock_();
+  }
+  EXPECT_TRUE(child.is_locked());
+  child.unlock_();
+  EXPECT_FALSE(child.is_locked());
+}
+
+TEST(TensorDictTest, LockedChildInUnlockedParent) {
+  TensorDict x({{"x", torch::zeros({2})}}, {2});
+  x.lock_();
+  TensorDict p({{"x", x}}, {2});
+  EXPECT_FALSE(p.is_locked());
+  EXPECT_TRUE(x.is_locked());
+  EXPECT_FALSE(p.clone().get_tensordict("x").is_locked());
+}
+
+// --- comparison ------------------------------------------------------------------
+
+TEST(TensorDictTest, EqualityGivesBoolDicts) {
+  TensorDict td = make_td();
+  TensorDict other = td.clone();
+  other.get("b").add_(1);
+  TensorDict eq = td == other;
+  EXPECT_EQ(eq.get("b").scalar_type(), at::kBool);
+  EXPECT_FALSE(eq.get("b").any().item<bool>());
+  EXPECT_TRUE(eq.get({"a", "x"}).all().item<bool>());
+  EXPECT_EQ(eq.get("s").sizes(), c10::IntArrayRef({4}));
+  EXPECT_TRUE(eq.get("s").all().item<bool>());
+  EXPECT_FALSE(eq.all());
+  EXPECT_TRUE(eq.any());
+  EXPECT_TRUE((td == td.clone()).all());
+  EXPECT_TRUE((td != other).any());
+  EXPECT_FALSE((td != td.clone()).any());
+}
+
+TEST(TensorDictTest, EqualityWithAScalar) {
+  TensorDict td({{"z", torch::zeros({2})}, {"o", torch::ones({2})}}, {2});
+  EXPECT_TRUE((td == 0).get("z").all().item<bool>());
+  EXPECT_FALSE((td == 0).get("o").any().item<bool>());
+  EXPECT_TRUE((td != 0).get("o").all().item<bool>());
+}
+
+TEST(TensorDictTest, EqualityWithDifferentKeysIsAKeyError) {
+  TensorDict a({{"x", torch::zeros({2})}}, {2});
+  TensorDict b({{"y", torch::zeros({2})}}, {2});
+  EXPECT_THROWS_EXACTLY(
+      a == b, KeyError, "key \"y\" not found in TensorDict with keys ['x']");
+  TensorDict c({{"x", TensorDict({2})}}, {2});
+  EXPECT_THROWS_EXACTLY(
+      a == c,
+      c10::TypeError,
+      "cannot compare entry 'x': it is a Tensor in one TensorDict and a "
+      "TensorDict in the other");
+}
+
+TEST(TensorDictTest, AllAndAnyOnEmptyDicts) {
+  EXPECT_TRUE(TensorDict().all());
+  EXPECT_FALSE(TensorDict().any());
+}
+
+TEST(TensorDictTest, EqualChecksStructureBatchSizeAndValues) {
+  TensorDict td = make_td();
+  EXPECT_TRUE(tensordict::equal(td, td.clone()));
+  TensorDict other = td.clone();
+  other.get({"a", "x"}).add_(1);
+  EXPECT_FALSE(tensordict::equal(td, other));
+  TensorDict missing = td.exclude({"s"});
+  EXPECT_FALSE(tensordict::equal(td, missing));
+  TensorDict reshaped = td.clone();
+  reshaped.set_batch_size({});
+  EXPECT_FALSE(tensordict::equal(td, reshaped));
+  TensorDict retyped = td.clone();
+  retyped.set("b", retyped.get("b").to(torch::kDouble));
+  EXPECT_FALSE(tensordict::equal(td, retyped));
+  TensorDict text = td.clone();
+  text.set_non_tensor("s", "other");
+  EXPECT_FALSE(tensordict::equal(td, text));
+}
+
+// --- printing ---------------------------------------------------------------------
+
+TEST(TensorDictTest, ReprMatchesPythonsDetailedForm) {
+  TensorDict td(
+      {{"b", torch::zeros({4, 3})},
+       {"a", {{"y", torch::ones({4, 2}, torch::kLong)}, {"x", torch::zeros({4})}}},
+       {"s", "text"},
+       {"l", NonTensorStack({"x", "y", "z", "w"})},
+       {"e", TensorDict({4})}},
+      {4});
+  const std::string expected =
+      "TensorDict(\n"
+      "    fields={\n"
+      "        a: TensorDict(\n"
+      "            fields={\n"
+      "                x: Tensor(shape=torch.Size([4]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+      "                y: Tensor(shape=torch.Size([4, 2]), device=cpu, dtype=torch.int64, is_shared=False)},\n"
+      "            batch_size=torch.Size([4]),\n"
+      "            device=None,\n"
+      "            is_shared=False),\n"
+      "        b: Tensor(shape=torch.Size([4, 3]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+      "        e: TensorDict(\n"
+      "            fields={\n"
+      "            },\n"
+      "            batch_size=torch.Size([4]),\n"
+      "            device=None,\n"
+      "            is_shared=False),\n"
+      "        l: NonTensorStack(\n"
+      "            ['x', 'y', 'z', 'w'],\n"
+      "            batch_size=torch.Size([4]),\n"
+      "            device=None),\n"
+      "        s: NonTensorData(data=text, batch_size=torch.Size([4]), device=None)},\n"
+      "    batch_size=torch.Size([4]),\n"
+      "    device=None,\n"
+      "    is_shared=False)";
+  EXPECT_EQ(td.repr(), expected);
+  std::ostringstream out;
+  out << td;
+  EXPECT_EQ(out.str(), expected);
+  EXPECT_EQ(
+      TensorDict().repr(),
+      "TensorDict(\n    fields={\n    },\n    batch_size=torch.Size([]),\n"
+      "    device=None,\n    is_shared=False)");
+}
+
+TEST(TensorDictTest, ReprShowsDeviceAndDtypes) {
+  TensorDict td(
+      {{"h", torch::zeros({2}, torch::kBFloat16)}, {"c", torch::zeros({2}, torch::kComplexFloat)}},
+      {2},
+      c10::Device("meta"));
+  EXPECT_NE(
+      td.repr().find("c: Tensor(shape=torch.Size([2]), device=meta, dtype=torch.complex64"),
+      std::string::npos);
+  EXPECT_NE(td.repr().find("dtype=torch.bfloat16"), std::string::npos);
+  EXPECT_NE(td.repr().find("    device=meta,\n"), std::string::npos);
+}
