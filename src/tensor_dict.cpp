@@ -236,6 +236,21 @@ bool no_names(const DimNames& names) {
 
 } // namespace
 
+TensorDictImpl& deepest_existing(const TensorDict& root, const NestedKey& key) {
+  TensorDictImpl* impl = root.unsafeGetImpl();
+  for (size_t depth = 0; depth + 1 < key.size(); ++depth) {
+    Node* node = impl->find(key[depth]);
+    if (node == nullptr) {
+      return *impl;
+    }
+    if (!node->value.is_tensordict()) {
+      throw_through_leaf(*node, key, depth);
+    }
+    impl = node->value.tensordict().unsafeGetImpl();
+  }
+  return *impl;
+}
+
 TensorDictImpl& resolve_parent(const TensorDict& root, const NestedKey& key) {
   return *walk_parents(root, key, /*create=*/false, /*nothrow=*/false);
 }
@@ -348,12 +363,9 @@ TensorDict::TensorDict(c10::intrusive_ptr<TensorDictImpl> impl)
 }
 
 TensorDict::TensorDict(const TensorDict& other) = default;
-TensorDict::TensorDict(TensorDict&& other) noexcept
-    : impl_(c10::make_intrusive<TensorDictImpl>()) {
-  // A moved-from handle stays a valid (empty) dict, like a moved-from
-  // at::Tensor stays usable for assignment.
-  std::swap(impl_, other.impl_);
-}
+// A handle is never null: moving shares the dict (one atomic increment, no
+// allocation), so a moved-from handle stays a valid dict.
+TensorDict::TensorDict(TensorDict&& other) noexcept : impl_(other.impl_) {}
 TensorDict& TensorDict::operator=(const TensorDict& other) & = default;
 TensorDict& TensorDict::operator=(TensorDict&& other) & noexcept {
   std::swap(impl_, other.impl_);
@@ -414,7 +426,7 @@ void TensorDict::set_batch_size(c10::IntArrayRef new_size) {
         for (const auto& node : impl.nodes()) {
           const Value& v = node->value;
           const std::vector<int64_t> shape = v.shape();
-          if (v.is_tensordict() || v.is_non_tensor_data()) {
+          if (!v.is_tensor()) {
             // Shorter nested batch sizes grow along; longer ones must agree.
             const size_t common = std::min(shape.size(), size.size());
             const bool fits = std::equal(
@@ -779,8 +791,20 @@ TensorDict& TensorDict::set(
     const NestedKey& key,
     const Value& value,
     const SetOptions& options) {
-  TensorDictImpl& parent =
-      *detail::walk_parents(*this, key, /*create=*/true, /*nothrow=*/false);
+  TensorDictImpl* found = detail::find_parent(*this, key);
+  if (found == nullptr) {
+    // Missing levels are made like the deepest existing dict, so validate
+    // against that one first: a rejected value must not leave new levels.
+    TensorDictImpl& deepest = detail::deepest_existing(*this, key);
+    detail::check_unlocked(deepest);
+    Value stored =
+        detail::validate_value(deepest, value, key, options.non_blocking());
+    TensorDictImpl& parent =
+        *detail::walk_parents(*this, key, /*create=*/true, /*nothrow=*/false);
+    parent.append(std::string(key.back()), std::move(stored));
+    return *this;
+  }
+  TensorDictImpl& parent = *found;
   Node* node = parent.find(key.back());
   if (node != nullptr && options.inplace()) {
     if (write_in_place(*node, value, key, options.non_blocking())) {

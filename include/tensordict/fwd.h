@@ -18,7 +18,8 @@ class TensorDictImpl;
 } // namespace detail
 
 /// The JSON value type that non-tensor entries hold (null, bool, integers,
-/// doubles, strings, lists and objects); it round-trips JSON exactly.
-using Json = nlohmann::json;
+/// doubles, strings, lists and objects). Objects keep their keys in
+/// insertion order, as Python dicts do, so JSON round-trips exactly.
+using Json = nlohmann::ordered_json;
 
 TENSORDICT_END_NAMESPACE

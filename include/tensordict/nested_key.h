@@ -92,7 +92,8 @@ class TENSORDICT_API NestedKey {
   NestedKey() = default;
   void own_parts();
 
-  c10::SmallVector<std::string_view, 2> parts_;
+  // Up to four parts live inline: no allocation for typical nested keys.
+  c10::SmallVector<std::string_view, 4> parts_;
   // Characters of owned parts; never mutated once built, so the views in
   // parts_ stay valid and copies can share it.
   std::shared_ptr<const std::string> storage_;

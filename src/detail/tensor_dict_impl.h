@@ -88,6 +88,10 @@ extern const char* const kLockError;
 /// level is missing or is not a dict.
 TensorDictImpl& resolve_parent(const TensorDict& root, const NestedKey& key);
 
+/// Returns the deepest dict that exists along `key`'s parents. Throws
+/// KeyError if the path walks through a leaf.
+TensorDictImpl& deepest_existing(const TensorDict& root, const NestedKey& key);
+
 /// Like resolve_parent, but returns null instead of throwing.
 TensorDictImpl* find_parent(const TensorDict& root, const NestedKey& key) noexcept;
 

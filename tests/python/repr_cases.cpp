@@ -134,9 +134,9 @@ Json repr_cases() {
         "nested_list",
         Json::array({Json::array({1, "a"}), Json::array({true, nullptr}), 2.5}));
     td.set_non_tensor("quotes", Json::array({"it's", "say \"hi\"", "both ' and \"", "tab\there"}));
-    // Object keys are written already sorted: nlohmann::json keeps object
-    // keys sorted, Python dicts keep insertion order (see test_parity.py).
+    // Objects keep insertion order, as Python dicts do.
     td.set_non_tensor("obj", Json{{"k", Json::array({1, 2})}});
+    td.set_non_tensor("unsorted_obj", Json{{"b", 1}, {"a", 2}, {"_", 3}});
     td.set_non_tensor("empty_obj", Json::object());
     td.set_non_tensor(
         "nested_obj",

@@ -25,10 +25,6 @@ the class comment of TensorDict in include/tensordict/tensor_dict.h):
   silently truncates.
 - Setting an empty nested dict (or non-tensor data) whose batch size does not
   start with the parent's: an error in C++, accepted by Python.
-- Non-tensor JSON objects with unsorted keys: C++ holds non-tensor data as
-  nlohmann::json, whose objects keep their keys sorted, while Python dicts keep
-  insertion order, so ``{"b": 1, "a": 2}`` prints as ``{'a': 2, 'b': 1}`` in
-  C++. The object cases use sorted keys.
 """
 
 from __future__ import annotations
@@ -135,6 +131,7 @@ def repr_cases() -> dict[str, str]:
         data=["it's", 'say "hi"', "both ' and \"", "tab\there"]
     )
     td["obj"] = NonTensorData(data={"k": [1, 2]})
+    td["unsorted_obj"] = NonTensorData(data={"b": 1, "a": 2, "_": 3})
     td["empty_obj"] = NonTensorData(data={})
     td["nested_obj"] = NonTensorData(
         data={"a": {"b": None}, "c": "it's", "d": [False, 1.5]}
