@@ -454,6 +454,9 @@ TEST(TensorDictTest, NonTensorAccessors) {
 }
 
 TEST(TensorDictTest, ReadingAnExistingKeyAllocatesNothing) {
+  if (tensordict::testing::allocation_count() < 0) {
+    GTEST_SKIP() << "allocation counting is off in sanitizer builds";
+  }
   TensorDict td(
       {{"a_key_too_long_for_small_strings",
         {{"b", {{"c", torch::ones({2})}}}}},
