@@ -1,5 +1,6 @@
 #pragma once
 
+#include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
 #include <cstdint>
@@ -78,6 +79,23 @@ struct TENSORDICT_API FromDictOptions {
   TENSORDICT_ARG(std::optional<c10::Device>, device);
   /// The batch dims' names.
   TENSORDICT_ARG(DimNames, names);
+};
+
+/// Options of `TensorDict::apply` and `named_apply`.
+///
+/// Example: `td.apply(fn, ApplyOptions().batch_size({{4, 2}}))`
+struct TENSORDICT_API ApplyOptions {
+  /// The batch size of the result (default: this dict's).
+  TENSORDICT_ARG(std::optional<std::vector<int64_t>>, batch_size);
+  /// The dim names of the result (default: this dict's, when the batch size
+  /// is unchanged).
+  TENSORDICT_ARG(std::optional<DimNames>, names);
+  /// Leave out nested dicts left with no entry. Unset (Python's default):
+  /// leave out those the callback emptied, keep those that were empty.
+  TENSORDICT_ARG(std::optional<bool>, filter_empty);
+  /// The leaf passed for a key missing from another dict; when undefined, a
+  /// missing key is a KeyError.
+  TENSORDICT_ARG(at::Tensor, default_value);
 };
 
 TENSORDICT_END_NAMESPACE

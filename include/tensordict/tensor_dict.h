@@ -2,6 +2,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
+#include <c10/util/FunctionRef.h>
 #include <c10/util/intrusive_ptr.h>
 
 #include <cstdint>
@@ -17,6 +18,10 @@
 #include "tensordict/nested_key.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/options.h"
+
+namespace at::indexing {
+struct TensorIndex;
+} // namespace at::indexing
 
 TENSORDICT_BEGIN_NAMESPACE
 
@@ -309,6 +314,193 @@ class TENSORDICT_API TensorDict {
   [[nodiscard]] TensorDict to(c10::Device device, bool non_blocking = false)
       const;
 
+  // --- indexing (src/tensor_dict/indexing.cpp) -----------------------------
+  // Include <tensordict/indexing.h> to build indices; it has the table of
+  // Python index expressions and their C++ spelling.
+
+  /// Indexes the batch dims of every entry, as `td[idx]` in Python: integers,
+  /// `Slice`, `Ellipsis`, `None`, bool masks and int64 index tensors. Feature
+  /// dims are untouched. Returns views wherever torch returns views; batch
+  /// size and names follow torch's rules. Throws IndexError when the index
+  /// reaches past the batch dims.
+  [[nodiscard]] TensorDict index(
+      c10::ArrayRef<at::indexing::TensorIndex> indices) const;
+  /// Writes `value` into the indexed part of every entry (Python's
+  /// `td[idx] = value`). Keys of `value` missing here are first allocated as
+  /// zeros of shape batch size + the value's feature dims (lazy
+  /// preallocation); non-tensor values become a NonTensorStack.
+  TensorDict& index_put_(
+      c10::ArrayRef<at::indexing::TensorIndex> indices,
+      const TensorDict& value);
+  /// Writes a scalar into the indexed part of every tensor.
+  TensorDict& index_put_(
+      c10::ArrayRef<at::indexing::TensorIndex> indices,
+      const c10::Scalar& value);
+  /// Writes a tensor (broadcast over each entry's feature dims) into the
+  /// indexed part of every tensor.
+  TensorDict& index_put_(
+      c10::ArrayRef<at::indexing::TensorIndex> indices,
+      const at::Tensor& value);
+
+  /// Writes a key/value list, made into a dict of the indexed batch size.
+  TensorDict& index_put_(
+      c10::ArrayRef<at::indexing::TensorIndex> indices,
+      std::initializer_list<Item> items);
+  /// Picks each leaf from this dict where `condition` (batch-shaped,
+  /// broadcast over feature dims) is true, else from `other`.
+  [[nodiscard]] TensorDict where(
+      const at::Tensor& condition,
+      const TensorDict& other) const;
+  /// Picks each element from this dict where `condition` is true, else
+  /// `other`.
+  [[nodiscard]] TensorDict where(
+      const at::Tensor& condition,
+      const c10::Scalar& other) const;
+  /// Returns a copy with `value` where the batch-shaped `mask` is true.
+  [[nodiscard]] TensorDict masked_fill(
+      const at::Tensor& mask,
+      const c10::Scalar& value) const;
+  /// Writes `value` where the batch-shaped `mask` is true, in place.
+  TensorDict& masked_fill_(const at::Tensor& mask, const c10::Scalar& value);
+  /// Returns the elements where `mask` (exactly the batch shape) is true,
+  /// flattened into one batch dim.
+  [[nodiscard]] TensorDict masked_select(const at::Tensor& mask) const;
+  /// Gathers along batch dim `dim` as torch.gather, with an index of the
+  /// batch's rank; feature dims come along whole.
+  [[nodiscard]] TensorDict gather(int64_t dim, const at::Tensor& index) const;
+  /// Pads the batch dims with `value`; `pad_sizes` lists (before, after)
+  /// pairs starting at the last batch dim, as torch.nn.functional.pad.
+  [[nodiscard]] TensorDict pad(
+      c10::IntArrayRef pad_sizes,
+      const c10::Scalar& value = 0) const;
+
+  // --- shape ops over the batch dims (src/tensor_dict/shape.cpp) ------------
+  // Each returns a new dict; leaves are views where torch's op gives views.
+  // Nested dicts with longer batch sizes keep their extra dims after the
+  // transformed ones, as in Python.
+
+  /// Returns a view with batch size `shape` (one -1 is inferred); throws if
+  /// a leaf cannot be viewed so.
+  [[nodiscard]] TensorDict view(c10::IntArrayRef shape) const;
+  /// Returns the dict with batch size `shape` (one -1 is inferred), copying
+  /// leaves only when needed.
+  [[nodiscard]] TensorDict reshape(c10::IntArrayRef shape) const;
+  /// Flattens batch dims `start_dim`..`end_dim` into one.
+  [[nodiscard]] TensorDict flatten(int64_t start_dim = 0, int64_t end_dim = -1)
+      const;
+  /// Splits batch dim `dim` into `sizes`.
+  [[nodiscard]] TensorDict unflatten(int64_t dim, c10::IntArrayRef sizes) const;
+  /// Removes every batch dim of size 1.
+  [[nodiscard]] TensorDict squeeze() const;
+  /// Removes batch dim `dim` if its size is 1 (else returns the same shape).
+  [[nodiscard]] TensorDict squeeze(int64_t dim) const;
+  /// Inserts a batch dim of size 1 at `dim` (in [-ndim-1, ndim]).
+  [[nodiscard]] TensorDict unsqueeze(int64_t dim) const;
+  /// Reorders the batch dims.
+  [[nodiscard]] TensorDict permute(c10::IntArrayRef dims) const;
+  /// Swaps two batch dims.
+  [[nodiscard]] TensorDict transpose(int64_t dim0, int64_t dim1) const;
+  /// Broadcasts to batch size `shape` (new leading dims allowed); views.
+  [[nodiscard]] TensorDict expand(c10::IntArrayRef shape) const;
+  /// Broadcasts to the batch size of `other`.
+  [[nodiscard]] TensorDict expand_as(const TensorDict& other) const;
+  /// Same as `expand`.
+  [[nodiscard]] TensorDict broadcast_to(c10::IntArrayRef shape) const;
+  /// Tiles the batch dims `repeats` times (one count per batch dim).
+  [[nodiscard]] TensorDict repeat(c10::IntArrayRef repeats) const;
+  /// Repeats each element `repeats` times along batch dim `dim`.
+  [[nodiscard]] TensorDict repeat_interleave(int64_t repeats, int64_t dim) const;
+  /// Reverses the order along the given batch dims.
+  [[nodiscard]] TensorDict flip(c10::IntArrayRef dims) const;
+  /// Rolls along batch dims, as torch.roll.
+  [[nodiscard]] TensorDict roll(c10::IntArrayRef shifts, c10::IntArrayRef dims)
+      const;
+  /// Returns the slice [start, start + length) of batch dim `dim`; a view.
+  [[nodiscard]] TensorDict narrow(int64_t dim, int64_t start, int64_t length)
+      const;
+  /// Splits along batch dim `dim` into its elements; views.
+  [[nodiscard]] std::vector<TensorDict> unbind(int64_t dim = 0) const;
+  /// Splits along batch dim `dim` into pieces of `split_size` (the last one
+  /// may be shorter); views.
+  [[nodiscard]] std::vector<TensorDict> split(int64_t split_size, int64_t dim = 0)
+      const;
+  /// Splits along batch dim `dim` into pieces of the given sizes; views.
+  [[nodiscard]] std::vector<TensorDict> split(
+      c10::IntArrayRef split_sizes,
+      int64_t dim = 0) const;
+  /// Splits along batch dim `dim` into `chunks` pieces, as torch.chunk.
+  [[nodiscard]] std::vector<TensorDict> chunk(int64_t chunks, int64_t dim = 0)
+      const;
+
+  // --- apply (src/tensor_dict/apply.cpp) -------------------------------------
+
+  /// The compiled form of `apply` and `named_apply`: `fn(key, leaves)` gets
+  /// the nested key and one leaf from this dict then each of `others`.
+  [[nodiscard]] TensorDict apply_impl(
+      c10::function_ref<at::Tensor(const NestedKey&, c10::ArrayRef<at::Tensor>)>
+          fn,
+      c10::ArrayRef<TensorDict> others,
+      const ApplyOptions& options) const;
+
+  /// Returns a dict of `fn(leaf)` for every tensor; an undefined result drops
+  /// the entry. Non-tensor data is kept.
+  ///
+  /// Example: `td.apply([](const at::Tensor& t) { return t * 2; })`
+  template <typename Fn>
+  [[nodiscard]] TensorDict apply(Fn&& fn, const ApplyOptions& options = {})
+      const {
+    return apply_impl(
+        [&](const NestedKey&, c10::ArrayRef<at::Tensor> leaves) {
+          return fn(leaves[0]);
+        },
+        {},
+        options);
+  }
+  /// Returns a dict of `fn(leaf, other_leaf)`, leaves matched by key. A key
+  /// missing from `other` uses `options.default_value()` or throws KeyError.
+  template <typename Fn>
+  [[nodiscard]] TensorDict apply(
+      Fn&& fn,
+      const TensorDict& other,
+      const ApplyOptions& options = {}) const {
+    return apply_impl(
+        [&](const NestedKey&, c10::ArrayRef<at::Tensor> leaves) {
+          return fn(leaves[0], leaves[1]);
+        },
+        other,
+        options);
+  }
+  /// Like `apply`, but `fn(key, leaf)` also sees the leaf's nested key.
+  template <typename Fn>
+  [[nodiscard]] TensorDict named_apply(
+      Fn&& fn,
+      const ApplyOptions& options = {}) const {
+    return apply_impl(
+        [&](const NestedKey& key, c10::ArrayRef<at::Tensor> leaves) {
+          return fn(key, leaves[0]);
+        },
+        {},
+        options);
+  }
+  /// Writes `fn(leaf)` into every tensor in place (results must fit).
+  template <typename Fn>
+  TensorDict& apply_(Fn&& fn) {
+    apply_inplace_impl([&](const NestedKey&, c10::ArrayRef<at::Tensor> leaves) {
+      return fn(leaves[0]);
+    });
+    return *this;
+  }
+  /// The compiled form of `apply_`.
+  void apply_inplace_impl(
+      c10::function_ref<at::Tensor(const NestedKey&, c10::ArrayRef<at::Tensor>)>
+          fn);
+
+  // --- device, dtype, memory (src/tensor_dict/convert.cpp) ------------------
+
+  // --- arithmetic and comparison (src/tensor_dict/math.cpp) -----------------
+
+  // --- reductions (src/tensor_dict/reduce.cpp) ------------------------------
+
   // --- locking --------------------------------------------------------------
 
   /// Locks the dict and its nested dicts: keys can no longer be added,
@@ -348,6 +540,8 @@ class TENSORDICT_API TensorDict {
  private:
   c10::intrusive_ptr<detail::TensorDictImpl> impl_;
 };
+
+// --- combining (src/tensor_dict/stack.cpp) -----------------------------------
 
 /// Returns true if `a` and `b` have the same keys (with the same kinds),
 /// batch sizes, and equal values (`torch.equal` per tensor).

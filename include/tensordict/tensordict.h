@@ -3,6 +3,7 @@
 // Umbrella header: everything public in the library.
 
 #include "tensordict/errors.h"
+#include "tensordict/indexing.h"
 #include "tensordict/nested_key.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/options.h"

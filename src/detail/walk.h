@@ -160,3 +160,174 @@ bool all_tensors(const TensorDict& td, Fn&& fn) {
 
 } // namespace detail
 TENSORDICT_END_NAMESPACE
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace detail {
+
+/// How a batch-dim op reshapes one dict: the root's new batch size and
+/// names. Nested dicts keep their extra batch dims after these.
+struct BatchChange {
+  std::vector<int64_t> batch_size;
+  DimNames names; // empty = no names
+};
+
+/// Applies a batch-dim op to every entry of `td`: `fn(t)` must transform the
+/// first `td.batch_dims()` dims of `t` and leave the rest in place (a leaf's
+/// feature dims, a nested dict's extra batch dims). Returns the new dict with
+/// `change` applied at the root and carried down to nested dicts. Non-tensor
+/// stacks follow by applying `fn` to a tensor of their element positions;
+/// an element count of one dim-less result becomes NonTensorData.
+template <typename Fn>
+TensorDict transform(const TensorDict& td, Fn&& fn, const BatchChange& change);
+
+/// Calls a splitting op (unbind, split, chunk) on every entry: `fn(t)`
+/// returns the pieces of `t`, and `changes[i]` is the batch change of piece
+/// i. Returns one dict per piece.
+template <typename Fn>
+std::vector<TensorDict> transform_split(
+    const TensorDict& td,
+    Fn&& fn,
+    const std::vector<BatchChange>& changes);
+
+// --- implementation ------------------------------------------------------------
+
+/// The positions 0..n-1 of a stack's elements, shaped like its batch size.
+at::Tensor stack_positions(const NonTensorStack& stack);
+/// Rebuilds a stack from transformed positions (a NonTensorData when the
+/// result has no dims).
+Value gather_stack(
+    const NonTensorStack& stack,
+    const at::Tensor& positions,
+    std::optional<c10::Device> device);
+/// Returns `change` carried to a nested level of batch size `old_batch`
+/// and names `old_names`, for a root of `root_dims` batch dims.
+BatchChange carry_change(
+    const BatchChange& change,
+    c10::IntArrayRef old_batch,
+    const DimNames& old_names,
+    size_t root_dims);
+
+template <typename Fn>
+void transform_into(
+    TensorDictImpl& dst,
+    const TensorDictImpl& src,
+    Fn& fn,
+    const BatchChange& root_change,
+    size_t root_dims) {
+  for (const auto& node : src.nodes()) {
+    const Value& v = node->value;
+    switch (v.kind()) {
+      case Value::Kind::kTensor:
+        dst.append(node->key, Value(fn(v.tensor())));
+        break;
+      case Value::Kind::kTensorDict: {
+        const TensorDictImpl& child = *v.tensordict().unsafeGetImpl();
+        BatchChange change = carry_change(
+            root_change, child.batch_size, child.names, root_dims);
+        TensorDict out = make_tensordict(
+            std::move(change.batch_size), child.device, std::move(change.names));
+        transform_into(*out.unsafeGetImpl(), child, fn, root_change, root_dims);
+        dst.append(node->key, Value(std::move(out)));
+        break;
+      }
+      case Value::Kind::kNonTensorData: {
+        NonTensorData data = v.non_tensor_data();
+        data.set_batch_size(
+            carry_change(root_change, data.batch_size(), {}, root_dims)
+                .batch_size);
+        dst.append(node->key, Value(std::move(data)));
+        break;
+      }
+      case Value::Kind::kNonTensorStack: {
+        const NonTensorStack& stack = v.non_tensor_stack();
+        dst.append(
+            node->key,
+            gather_stack(stack, fn(stack_positions(stack)), stack.device()));
+        break;
+      }
+    }
+  }
+}
+
+template <typename Fn>
+TensorDict transform(const TensorDict& td, Fn&& fn, const BatchChange& change) {
+  const TensorDictImpl& src = *td.unsafeGetImpl();
+  TensorDict result = make_tensordict(change.batch_size, src.device, change.names);
+  transform_into(
+      *result.unsafeGetImpl(), src, fn, change, src.batch_size.size());
+  return result;
+}
+
+template <typename Fn>
+void transform_split_into(
+    std::vector<TensorDictImpl*>& dsts,
+    const TensorDictImpl& src,
+    Fn& fn,
+    const std::vector<BatchChange>& changes,
+    size_t root_dims) {
+  const size_t n = dsts.size();
+  for (const auto& node : src.nodes()) {
+    const Value& v = node->value;
+    switch (v.kind()) {
+      case Value::Kind::kTensor: {
+        std::vector<at::Tensor> pieces = fn(v.tensor());
+        for (size_t i = 0; i < n; ++i) {
+          dsts[i]->append(node->key, Value(std::move(pieces[i])));
+        }
+        break;
+      }
+      case Value::Kind::kTensorDict: {
+        const TensorDictImpl& child = *v.tensordict().unsafeGetImpl();
+        std::vector<TensorDictImpl*> child_dsts;
+        for (size_t i = 0; i < n; ++i) {
+          BatchChange change =
+              carry_change(changes[i], child.batch_size, child.names, root_dims);
+          TensorDict out = make_tensordict(
+              std::move(change.batch_size), child.device, std::move(change.names));
+          child_dsts.push_back(out.unsafeGetImpl());
+          dsts[i]->append(node->key, Value(std::move(out)));
+        }
+        transform_split_into(child_dsts, child, fn, changes, root_dims);
+        break;
+      }
+      case Value::Kind::kNonTensorData:
+        for (size_t i = 0; i < n; ++i) {
+          NonTensorData data = v.non_tensor_data();
+          data.set_batch_size(
+              carry_change(changes[i], data.batch_size(), {}, root_dims)
+                  .batch_size);
+          dsts[i]->append(node->key, Value(std::move(data)));
+        }
+        break;
+      case Value::Kind::kNonTensorStack: {
+        const NonTensorStack& stack = v.non_tensor_stack();
+        std::vector<at::Tensor> pieces = fn(stack_positions(stack));
+        for (size_t i = 0; i < n; ++i) {
+          dsts[i]->append(
+              node->key, gather_stack(stack, pieces[i], stack.device()));
+        }
+        break;
+      }
+    }
+  }
+}
+
+template <typename Fn>
+std::vector<TensorDict> transform_split(
+    const TensorDict& td,
+    Fn&& fn,
+    const std::vector<BatchChange>& changes) {
+  const TensorDictImpl& src = *td.unsafeGetImpl();
+  std::vector<TensorDict> results;
+  std::vector<TensorDictImpl*> dsts;
+  results.reserve(changes.size());
+  for (const BatchChange& change : changes) {
+    results.push_back(make_tensordict(change.batch_size, src.device, change.names));
+    dsts.push_back(results.back().unsafeGetImpl());
+  }
+  transform_split_into(dsts, src, fn, changes, src.batch_size.size());
+  return results;
+}
+
+} // namespace detail
+TENSORDICT_END_NAMESPACE

@@ -151,7 +151,7 @@ void flatten_into(
   }
 }
 
-std::vector<std::string> split(std::string_view text, std::string_view sep) {
+std::vector<std::string> split_key(std::string_view text, std::string_view sep) {
   std::vector<std::string> parts;
   if (sep.empty()) {
     parts.emplace_back(text);
@@ -180,7 +180,7 @@ TensorDict TensorDict::flatten_keys(std::string_view separator) const {
 TensorDict TensorDict::unflatten_keys(std::string_view separator) const {
   TensorDict result = detail::empty_like(*this);
   for (const auto& node : impl_->nodes()) {
-    const NestedKey key(split(node->key, separator));
+    const NestedKey key(split_key(node->key, separator));
     const Value value = node->value.is_tensordict()
         ? Value(node->value.tensordict().unflatten_keys(separator))
         : node->value;

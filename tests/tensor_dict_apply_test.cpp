@@ -1,0 +1,108 @@
+// apply, named_apply, apply_ (declared in tensor_dict.h).
+#include <tensordict/tensor_dict.h>
+
+#include "support.h"
+
+using tensordict::ApplyOptions;
+using tensordict::KeyError;
+using tensordict::NestedKey;
+using tensordict::TensorDict;
+
+namespace {
+
+TensorDict make_td() {
+  return TensorDict(
+      {{"a", torch::ones({4, 3})},
+       {"n", {{"b", torch::full({4}, 2.f)}, {"c", torch::zeros({4, 2}, torch::kLong)}}},
+       {"s", "txt"}},
+      {4});
+}
+
+} // namespace
+
+TEST(TensorDictApplyTest, AppliesToEveryLeafAndKeepsNonTensors) {
+  TensorDict td = make_td();
+  TensorDict doubled = td.apply([](const at::Tensor& t) { return t * 2; });
+  EXPECT_EQ(doubled.get("a").sum().item<float>(), 24.f);
+  EXPECT_EQ(doubled.get({"n", "b"})[0].item<float>(), 4.f);
+  EXPECT_EQ(doubled.get_non_tensor("s"), "txt");
+  EXPECT_EQ(doubled.batch_size(), td.batch_size());
+  EXPECT_EQ(td.get("a").sum().item<float>(), 12.f);
+}
+
+TEST(TensorDictApplyTest, UndefinedResultsDropKeysAndEmptiedDicts) {
+  TensorDict td = make_td();
+  td.set("e", TensorDict({4}));
+  auto only_2d = [](const at::Tensor& t) {
+    return t.dim() == 2 ? t : at::Tensor();
+  };
+  TensorDict out = td.apply(only_2d);
+  EXPECT_TRUE(out.contains("a"));
+  EXPECT_FALSE(out.contains({"n", "b"}));
+  EXPECT_TRUE(out.contains({"n", "c"}));
+  EXPECT_TRUE(out.contains("e")); // empty before: kept by default
+  auto none = [](const at::Tensor&) { return at::Tensor(); };
+  TensorDict emptied = td.apply(none);
+  EXPECT_FALSE(emptied.contains("n")); // emptied by fn: left out
+  EXPECT_TRUE(emptied.contains("e"));
+  EXPECT_TRUE(td.apply(none, ApplyOptions().filter_empty(false)).contains("n"));
+  EXPECT_FALSE(td.apply(none, ApplyOptions().filter_empty(true)).contains("e"));
+}
+
+TEST(TensorDictApplyTest, BatchSizeAndNamesOptions) {
+  TensorDict td = make_td();
+  TensorDict first = td.apply(
+      [](const at::Tensor& t) { return t[0]; },
+      ApplyOptions().batch_size(std::vector<int64_t>{}));
+  EXPECT_EQ(first.batch_size(), c10::IntArrayRef{});
+  EXPECT_EQ(first.get("a").sizes(), c10::IntArrayRef({3}));
+  EXPECT_EQ(first.get_tensordict("n").batch_size(), c10::IntArrayRef{});
+  TensorDict named = td.apply(
+      [](const at::Tensor& t) { return t; },
+      ApplyOptions().names(tensordict::DimNames{"time"}));
+  EXPECT_EQ(named.names(), tensordict::DimNames{"time"});
+  EXPECT_THROWS_WITH(
+      td.apply([](const at::Tensor& t) { return t[0]; }),
+      c10::Error,
+      "batch dimension mismatch, got self.batch_size=torch.Size([4]) and "
+      "value.shape=torch.Size([3]) for key 'a'");
+}
+
+TEST(TensorDictApplyTest, OtherDictsAreMatchedByKey) {
+  TensorDict td = make_td();
+  TensorDict other = td.clone().apply([](const at::Tensor& t) { return t + 1; });
+  TensorDict sum = td.apply(
+      [](const at::Tensor& x, const at::Tensor& y) { return x + y; }, other);
+  EXPECT_EQ(sum.get("a")[0][0].item<float>(), 3.f);
+  EXPECT_EQ(sum.get({"n", "b"})[0].item<float>(), 5.f);
+  TensorDict partial({{"a", torch::ones({4, 3})}}, {4});
+  EXPECT_THROWS_EXACTLY(
+      td.apply([](const at::Tensor& x, const at::Tensor& y) { return x + y; }, partial),
+      KeyError,
+      "key \"n\" not found in TensorDict with keys ['a']");
+  TensorDict with_default = td.apply(
+      [](const at::Tensor& x, const at::Tensor& y) { return x + y; },
+      partial,
+      ApplyOptions().default_value(torch::zeros({})));
+  EXPECT_EQ(with_default.get({"n", "b"})[0].item<float>(), 2.f);
+}
+
+TEST(TensorDictApplyTest, NamedApplySeesNestedKeys) {
+  TensorDict td = make_td();
+  std::vector<NestedKey> seen;
+  TensorDict out = td.named_apply([&](const NestedKey& key, const at::Tensor& t) {
+    seen.push_back(key);
+    return key == NestedKey({"n", "b"}) ? t * 10 : t;
+  });
+  EXPECT_EQ(seen, (std::vector<NestedKey>{"a", {"n", "b"}, {"n", "c"}}));
+  EXPECT_EQ(out.get({"n", "b"})[0].item<float>(), 20.f);
+}
+
+TEST(TensorDictApplyTest, ApplyInPlaceWritesIntoTheLeaves) {
+  TensorDict td = make_td();
+  at::Tensor a = td.get("a");
+  td.apply_([](const at::Tensor& t) { return t * 3; });
+  EXPECT_TRUE(td.get("a").is_same(a));
+  EXPECT_EQ(a.sum().item<float>(), 36.f);
+  EXPECT_EQ(td.get({"n", "b"})[0].item<float>(), 6.f);
+}
