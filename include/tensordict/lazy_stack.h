@@ -1,0 +1,5 @@
+#pragma once
+
+// (in progress) LazyStackedTensorDict.
+
+#include "tensordict/tensor_dict.h"

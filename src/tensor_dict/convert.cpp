@@ -1,0 +1,2 @@
+// (in progress)
+#include "detail/walk.h"
