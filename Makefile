@@ -13,7 +13,7 @@ CMAKE_FLAGS ?=
 
 TORCH_PREFIX = $(shell $(PYTHON) -c 'import torch;print(torch.utils.cmake_prefix_path)')
 
-.PHONY: all deps configure build demo test test-sanitize install clean
+.PHONY: all deps configure build demo test test-sanitize bench install clean
 
 all: build
 
@@ -35,6 +35,17 @@ demo: build
 
 test: build
 	cd $(BUILD_DIR) && $(CTEST) --output-on-failure -j $(JOBS)
+
+# Google Benchmark of the C++ ops against raw ATen loops, then Python
+# tensordict on the same work; prints a table and writes build/bench/.
+bench: build
+	$(CMAKE) --build $(BUILD_DIR) -j $(JOBS) --target tensor_dict_benchmark
+	mkdir -p $(BUILD_DIR)/bench
+	./$(BUILD_DIR)/bin/tensor_dict_benchmark --benchmark_format=console \
+	  --benchmark_out=$(BUILD_DIR)/bench/cpp.json --benchmark_out_format=json
+	$(PYTHON) benchmarks/python_bench.py $(BUILD_DIR)/bench/python.json
+	$(PYTHON) benchmarks/report.py $(BUILD_DIR)/bench/cpp.json \
+	  $(BUILD_DIR)/bench/python.json $(BUILD_DIR)/bench
 
 $(SAN_DIR)/CMakeCache.txt: | deps
 	$(CMAKE) -S . -B $(SAN_DIR) -DCMAKE_PREFIX_PATH="$(TORCH_PREFIX)" \

@@ -1,2 +1,763 @@
-// (in progress)
-#include "detail/walk.h"
+// LazyStackedTensorDict (declared in lazy_stack.h).
+
+#include "tensordict/lazy_stack.h"
+
+#include <ATen/MapAllocator.h>
+#include <ATen/TensorIndexing.h>
+#include <ATen/ops/stack.h>
+#include <c10/core/ScalarType.h>
+
+#include <algorithm>
+#include <ostream>
+#include <utility>
+
+#include "detail/format.h"
+#include "detail/tensor_dict_impl.h"
+#include "tensordict/errors.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+
+namespace detail {
+
+class LazyStackedTensorDictImpl : public c10::intrusive_ptr_target {
+ public:
+  std::vector<TensorDict> tensordicts; // never empty
+  int64_t stack_dim = 0; // in [0, batch dims of the elements]
+  std::vector<int64_t> batch_size; // the elements' with the stack inserted
+  std::optional<c10::Device> device;
+};
+
+} // namespace detail
+
+namespace {
+
+using detail::LazyStackedTensorDictImpl;
+using detail::Node;
+using detail::TensorDictImpl;
+
+std::string device_repr(const std::optional<c10::Device>& device) {
+  return device ? device->str() : "None";
+}
+
+const char* python_bool(bool b) {
+  return b ? "True" : "False";
+}
+
+// Same rule as TensorDict's repr (src/tensor_dict/repr.cpp): a CPU tensor is
+// shared when its storage is a shared-memory mapping.
+bool tensor_is_shared(const at::Tensor& t) {
+  if (!t.has_storage() || t.device().type() != c10::kCPU) {
+    return false;
+  }
+  const auto* map = at::MapAllocator::fromDataPtr(t.storage().data_ptr());
+  return map != nullptr && (map->flags() & at::ALLOCATOR_MAPPED_SHAREDMEM);
+}
+
+NestedKey child_key(const std::optional<NestedKey>& prefix, const std::string& k) {
+  return prefix ? prefix->child(k) : NestedKey(std::string_view(k));
+}
+
+// The nodes of the first element whose key every element holds, in the
+// first element's order.
+std::vector<const Node*> common_nodes(const std::vector<TensorDict>& tds) {
+  std::vector<const Node*> out;
+  for (const auto& node : tds.front().unsafeGetImpl()->nodes()) {
+    const bool everywhere =
+        std::all_of(tds.begin() + 1, tds.end(), [&](const TensorDict& td) {
+          return td.unsafeGetImpl()->find(node->key) != nullptr;
+        });
+    if (everywhere) {
+      out.push_back(&*node);
+    }
+  }
+  return out;
+}
+
+// Python's repr of the common keys of one level: ['a', 'b'], sorted.
+std::string common_keys_repr(const std::vector<TensorDict>& tds) {
+  std::vector<std::string_view> keys;
+  for (const Node* node : common_nodes(tds)) {
+    keys.emplace_back(node->key);
+  }
+  std::sort(keys.begin(), keys.end());
+  std::string out = "[";
+  for (size_t i = 0; i < keys.size(); ++i) {
+    out += i > 0 ? ", " : "";
+    out += detail::python_repr(keys[i]);
+  }
+  return out + "]";
+}
+
+// The entries named `part` of every element; throws Python's KeyError when
+// one of them lacks it. `key` is the full key looked up.
+std::vector<Value> member_values(
+    const std::vector<TensorDict>& tds,
+    std::string_view part,
+    const NestedKey& key) {
+  std::vector<Value> values;
+  values.reserve(tds.size());
+  for (const TensorDict& td : tds) {
+    const Node* node = td.unsafeGetImpl()->find(part);
+    if (node == nullptr) {
+      std::string msg = c10::str(
+          "key \"",
+          part,
+          "\" not found in LazyStackedTensorDict with keys ",
+          common_keys_repr(tds));
+      if (key.size() > 1) {
+        msg += c10::str(" (while looking up ", key.to_string(), ")");
+      }
+      TENSORDICT_CHECK_KEY(false, msg);
+    }
+    values.push_back(node->value);
+  }
+  return values;
+}
+
+bool same_kind(const Value& a, const Value& b) {
+  return a.kind() == b.kind() || (a.is_non_tensor() && b.is_non_tensor());
+}
+
+// Throws TypeError unless every entry has the kind of the first (any
+// non-tensor kinds count as one).
+void check_same_kind(const std::vector<Value>& values, const NestedKey& key) {
+  for (size_t i = 1; i < values.size(); ++i) {
+    TORCH_CHECK_TYPE(
+        same_kind(values[0], values[i]),
+        "cannot stack the entry ",
+        key.to_string(),
+        ": it is a ",
+        values[0].type_name(),
+        " in element 0 of the lazy stack and a ",
+        values[i].type_name(),
+        " in element ",
+        i);
+  }
+}
+
+// Throws TypeError unless the (same-kind) entries are of kind `wanted`.
+void check_kind(
+    const std::vector<Value>& values,
+    const NestedKey& key,
+    Value::Kind wanted,
+    const char* wanted_name) {
+  check_same_kind(values, key);
+  TORCH_CHECK_TYPE(
+      values[0].kind() == wanted,
+      "the entry ",
+      key.to_string(),
+      " is a ",
+      values[0].type_name(),
+      ", not a ",
+      wanted_name);
+}
+
+std::vector<TensorDict> nested_dicts(const std::vector<Value>& values) {
+  std::vector<TensorDict> out;
+  out.reserve(values.size());
+  for (const Value& v : values) {
+    out.push_back(v.tensordict());
+  }
+  return out;
+}
+
+// Python's error for leaves that cannot be stacked; `shapes` in the order
+// of the elements, repeats dropped.
+[[noreturn]] void throw_stack_error(
+    const NestedKey& key,
+    const std::vector<std::vector<int64_t>>& shapes) {
+  std::vector<std::vector<int64_t>> unique;
+  for (const auto& s : shapes) {
+    if (std::find(unique.begin(), unique.end(), s) == unique.end()) {
+      unique.push_back(s);
+    }
+  }
+  std::string list = "[";
+  for (size_t i = 0; i < unique.size(); ++i) {
+    list += i > 0 ? ", " : "";
+    list += detail::size_repr(unique[i]);
+  }
+  list += "]";
+  TORCH_CHECK(
+      false,
+      "Failed to stack tensors within a tensordict under the key ",
+      key.to_string(),
+      ": their shapes are ",
+      list,
+      ". To read them, take the entry from each of tensordicts().");
+  TORCH_INTERNAL_ASSERT(false);
+}
+
+void check_same_shapes(const std::vector<Value>& values, const NestedKey& key) {
+  std::vector<std::vector<int64_t>> shapes;
+  shapes.reserve(values.size());
+  for (const Value& v : values) {
+    shapes.push_back(v.shape());
+  }
+  for (const auto& s : shapes) {
+    if (s != shapes.front()) {
+      throw_stack_error(key, shapes);
+    }
+  }
+}
+
+at::Tensor stack_tensors(
+    const std::vector<Value>& values,
+    int64_t stack_dim,
+    const NestedKey& key) {
+  check_same_shapes(values, key);
+  std::vector<at::Tensor> tensors;
+  tensors.reserve(values.size());
+  for (const Value& v : values) {
+    tensors.push_back(v.tensor());
+  }
+  return at::stack(tensors, stack_dim);
+}
+
+// Stacks NonTensorData / NonTensorStack entries of one batch shape into one
+// NonTensorStack, as Python's lazy stack does (even for equal values).
+NonTensorStack stack_non_tensors(
+    const std::vector<Value>& values,
+    int64_t stack_dim,
+    const NestedKey& key) {
+  check_same_shapes(values, key);
+  const std::vector<int64_t> shape = values.front().shape();
+  int64_t outer = 1;
+  for (int64_t d = 0; d < stack_dim; ++d) {
+    outer *= shape[d];
+  }
+  int64_t inner = 1;
+  for (size_t d = stack_dim; d < shape.size(); ++d) {
+    inner *= shape[d];
+  }
+  auto flat_at = [](const Value& v, int64_t i) -> const Json& {
+    return v.is_non_tensor_data() ? v.non_tensor_data().data()
+                                  : v.non_tensor_stack().at(i);
+  };
+  std::vector<Json> flat;
+  flat.reserve(outer * inner * values.size());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const Value& v : values) {
+      for (int64_t i = 0; i < inner; ++i) {
+        flat.push_back(flat_at(v, o * inner + i));
+      }
+    }
+  }
+  std::vector<int64_t> out_shape = shape;
+  out_shape.insert(
+      out_shape.begin() + stack_dim, static_cast<int64_t>(values.size()));
+  const Value& first = values.front();
+  const std::optional<c10::Device> device = first.is_non_tensor_data()
+      ? first.non_tensor_data().device()
+      : first.non_tensor_stack().device();
+  return NonTensorStack(std::move(flat), out_shape, device);
+}
+
+// Walks `key` through the elements and returns every element's entry.
+std::vector<Value> walk_values(
+    const std::vector<TensorDict>& elements,
+    const NestedKey& key) {
+  std::vector<TensorDict> level = elements;
+  for (size_t depth = 0;; ++depth) {
+    std::vector<Value> values = member_values(level, key[depth], key);
+    if (depth + 1 == key.size()) {
+      return values;
+    }
+    TENSORDICT_CHECK_KEY(
+        values[0].is_tensordict(),
+        key.prefix(depth + 1).to_string(),
+        " is a ",
+        values[0].type_name(),
+        ", not a tensordict, so it has no entry ",
+        detail::python_repr(key[depth + 1]),
+        ".");
+    check_same_kind(values, key.prefix(depth + 1));
+    level = nested_dicts(values);
+  }
+}
+
+void collect_keys(
+    const std::vector<TensorDict>& tds,
+    const std::optional<NestedKey>& prefix,
+    bool include_nested,
+    bool leaves_only,
+    std::vector<NestedKey>& out) {
+  for (const Node* node : common_nodes(tds)) {
+    NestedKey key = child_key(prefix, node->key);
+    if (include_nested && node->value.is_tensordict()) {
+      std::vector<Value> values = member_values(tds, node->key, key);
+      check_same_kind(values, key);
+      collect_keys(nested_dicts(values), key, include_nested, leaves_only, out);
+    }
+    if (!leaves_only || node->value.is_tensor()) {
+      out.push_back(std::move(key));
+    }
+  }
+}
+
+TensorDict contiguous_impl(
+    const LazyStackedTensorDict& stack,
+    const std::optional<NestedKey>& prefix) {
+  const std::vector<TensorDict>& tds = stack.tensordicts();
+  const int64_t stack_dim = stack.stack_dim();
+  TensorDict dense(stack.batch_size(), stack.device());
+  for (const Node* node : common_nodes(tds)) {
+    const NestedKey key = child_key(prefix, node->key);
+    const std::vector<Value> values = member_values(tds, node->key, key);
+    check_same_kind(values, key);
+    const NestedKey local{std::string_view(node->key)};
+    switch (values[0].kind()) {
+      case Value::Kind::kTensor:
+        dense.set(local, stack_tensors(values, stack_dim, key));
+        break;
+      case Value::Kind::kTensorDict:
+        dense.set(
+            local,
+            contiguous_impl(
+                LazyStackedTensorDict(nested_dicts(values), stack_dim), key));
+        break;
+      case Value::Kind::kNonTensorData:
+      case Value::Kind::kNonTensorStack:
+        dense.set(local, Value(stack_non_tensors(values, stack_dim, key)));
+        break;
+    }
+  }
+  return dense;
+}
+
+// --- repr --------------------------------------------------------------------
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) {
+      out += sep;
+    }
+    out += parts[i];
+  }
+  return out;
+}
+
+// Python's `_td_fields`: the "key: repr" lines, sorted, indented.
+std::string td_fields(std::vector<std::string> fields) {
+  std::sort(fields.begin(), fields.end());
+  return detail::indent_lines("\n" + join(fields, ",\n"), "    ");
+}
+
+std::string tensor_repr(
+    c10::IntArrayRef shape,
+    c10::Device device,
+    c10::ScalarType dtype,
+    bool shared) {
+  return c10::str(
+      "Tensor(shape=",
+      detail::size_repr(shape),
+      ", device=",
+      device.str(),
+      ", dtype=",
+      detail::dtype_name(dtype),
+      ", is_shared=",
+      python_bool(shared),
+      ")");
+}
+
+// The repr of one entry of a plain TensorDict, as TensorDict's repr prints
+// it.
+std::string plain_value_repr(const Value& value) {
+  switch (value.kind()) {
+    case Value::Kind::kTensor: {
+      const at::Tensor& t = value.tensor();
+      return tensor_repr(
+          t.sizes(), t.device(), t.scalar_type(), tensor_is_shared(t));
+    }
+    case Value::Kind::kTensorDict:
+      return value.tensordict().repr();
+    case Value::Kind::kNonTensorData:
+      return value.non_tensor_data().repr();
+    case Value::Kind::kNonTensorStack:
+      return value.non_tensor_stack().repr();
+  }
+  return {};
+}
+
+// Python's `_plain_leaf` + `_stacked_repr`: the stacked shape with -1 where
+// the elements differ ([-1] when their ranks differ); the promoted dtype
+// when the stack would succeed, else the first tensor's attributes.
+std::string stacked_tensor_repr(
+    const std::vector<Value>& values,
+    int64_t stack_dim) {
+  const at::Tensor& first = values[0].tensor();
+  std::vector<int64_t> shape = first.sizes().vec();
+  bool ragged = false;
+  bool same_device = true;
+  c10::ScalarType dtype = first.scalar_type();
+  for (const Value& v : values) {
+    const at::Tensor& t = v.tensor();
+    same_device = same_device && t.device() == first.device();
+    dtype = c10::promoteTypes(dtype, t.scalar_type());
+    if (ragged) {
+      continue;
+    }
+    if (t.dim() != static_cast<int64_t>(shape.size())) {
+      ragged = true;
+      shape = {-1};
+      continue;
+    }
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] != t.size(static_cast<int64_t>(d))) {
+        shape[d] = -1;
+      }
+    }
+  }
+  if (!ragged) {
+    shape.insert(
+        shape.begin() + stack_dim, static_cast<int64_t>(values.size()));
+  }
+  const bool unknown = std::find(shape.begin(), shape.end(), -1) != shape.end();
+  if (!unknown && same_device && dtype != c10::ScalarType::Undefined) {
+    return tensor_repr(
+        shape, first.device(), dtype, first.device().type() == c10::kCUDA);
+  }
+  return tensor_repr(
+      shape, first.device(), first.scalar_type(), tensor_is_shared(first));
+}
+
+// Python's `_mixed_repr`: "[Tensor, NonTensorData]", first appearances.
+std::string mixed_repr(const std::vector<Value>& values) {
+  std::vector<std::string> names;
+  for (const Value& v : values) {
+    std::string name = v.type_name();
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      names.push_back(std::move(name));
+    }
+  }
+  return "[" + join(names, ", ") + "]";
+}
+
+std::string lazy_repr(const LazyStackedTensorDict& stack) {
+  const std::vector<TensorDict>& tds = stack.tensordicts();
+  const std::vector<const Node*> common = common_nodes(tds);
+  std::vector<std::string> fields;
+  for (const Node* node : common) {
+    const NestedKey key{std::string_view(node->key)};
+    const std::vector<Value> values = member_values(tds, node->key, key);
+    std::string text;
+    const bool mixed = !std::all_of(
+        values.begin(), values.end(), [&](const Value& v) {
+          return same_kind(values[0], v);
+        });
+    if (mixed) {
+      text = mixed_repr(values);
+    } else if (values[0].is_tensor()) {
+      text = stacked_tensor_repr(values, stack.stack_dim());
+    } else if (values[0].is_tensordict()) {
+      text = lazy_repr(
+          LazyStackedTensorDict(nested_dicts(values), stack.stack_dim()));
+    } else {
+      text = stack_non_tensors(values, stack.stack_dim(), key).repr();
+    }
+    fields.push_back(node->key + ": " + text);
+  }
+
+  std::vector<std::string> exclusive;
+  bool all_shared = true;
+  for (size_t i = 0; i < tds.size(); ++i) {
+    const auto& impl = *tds[i].unsafeGetImpl();
+    all_shared = all_shared && impl.shared;
+    std::vector<std::string> own;
+    for (const auto& node : impl.nodes()) {
+      const bool is_common =
+          std::find_if(common.begin(), common.end(), [&](const Node* c) {
+            return c->key == node->key;
+          }) != common.end();
+      if (!is_common) {
+        own.push_back(node->key + ": " + plain_value_repr(node->value));
+      }
+    }
+    if (!own.empty()) {
+      exclusive.push_back(
+          detail::indent_lines(c10::str(i, " ->", td_fields(own)), "    "));
+    }
+  }
+
+  const std::string indent = "    ";
+  std::vector<std::string> parts = {
+      detail::indent_lines("fields={" + td_fields(fields) + "}", indent),
+      detail::indent_lines(
+          "exclusive_fields={\n" + join(exclusive, ",\n") + "}", indent),
+      indent + "batch_size=" + detail::size_repr(stack.batch_size()),
+      indent + "device=" + device_repr(stack.device()),
+      indent + "is_shared=" + python_bool(all_shared),
+      indent + c10::str("stack_dim=", stack.stack_dim()),
+  };
+  return "LazyStackedTensorDict(\n" + join(parts, ",\n") + ")";
+}
+
+// Python's slice.indices(n): the positions a slice selects.
+std::vector<int64_t> slice_positions(
+    const at::indexing::Slice& slice,
+    int64_t n) {
+  const int64_t step = slice.step().expect_int();
+  auto adjust = [&](int64_t i) {
+    if (i < 0) {
+      i += n;
+      return i < 0 ? (step < 0 ? int64_t{-1} : int64_t{0}) : i;
+    }
+    return i >= n ? (step < 0 ? n - 1 : n) : i;
+  };
+  const int64_t start = adjust(slice.start().expect_int());
+  const int64_t stop = adjust(slice.stop().expect_int());
+  std::vector<int64_t> out;
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    out.push_back(i);
+  }
+  return out;
+}
+
+} // namespace
+
+// --- construction --------------------------------------------------------------
+
+LazyStackedTensorDict::LazyStackedTensorDict(
+    std::vector<TensorDict> tensordicts,
+    int64_t stack_dim)
+    : impl_(c10::make_intrusive<LazyStackedTensorDictImpl>()) {
+  TORCH_CHECK(!tensordicts.empty(), "items cannot be empty");
+  const TensorDict& first = tensordicts.front();
+  const int64_t ndim = first.batch_dims();
+  const int64_t n = static_cast<int64_t>(tensordicts.size());
+  TORCH_CHECK(
+      stack_dim >= -(ndim + 1),
+      "Couldn't infer stack dim from negative value, got stack_dim=",
+      stack_dim,
+      " for elements with ",
+      ndim,
+      " batch dims (expected a dim in [",
+      -(ndim + 1),
+      ", ",
+      ndim,
+      "])");
+  if (stack_dim < 0) {
+    stack_dim += ndim + 1;
+  }
+  for (size_t i = 1; i < tensordicts.size(); ++i) {
+    const TensorDict& td = tensordicts[i];
+    TORCH_CHECK(
+        td.device() == first.device(),
+        "devices differ, got ",
+        device_repr(first.device()),
+        " and ",
+        device_repr(td.device()));
+    TORCH_CHECK(
+        td.batch_size() == first.batch_size(),
+        "batch sizes in tensordicts differs, LazyStackedTensorDict cannot be "
+        "created. Got td[0].batch_size=",
+        detail::size_repr(first.batch_size()),
+        " and td[",
+        i,
+        "].batch_size=",
+        detail::size_repr(td.batch_size()),
+        ".");
+  }
+  std::vector<int64_t> batch = first.batch_size().vec();
+  TORCH_CHECK(
+      stack_dim <= ndim,
+      "Stack dim ",
+      stack_dim,
+      " is too big for batch size ",
+      [&] {
+        std::vector<int64_t> stacked = batch;
+        stacked.push_back(n);
+        return detail::size_repr(stacked);
+      }(),
+      ".");
+  batch.insert(batch.begin() + stack_dim, n);
+  impl_->batch_size = std::move(batch);
+  impl_->device = first.device();
+  impl_->stack_dim = stack_dim;
+  impl_->tensordicts = std::move(tensordicts);
+}
+
+LazyStackedTensorDict::LazyStackedTensorDict(
+    const LazyStackedTensorDict& other) = default;
+LazyStackedTensorDict::LazyStackedTensorDict(
+    LazyStackedTensorDict&& other) noexcept = default;
+LazyStackedTensorDict& LazyStackedTensorDict::operator=(
+    const LazyStackedTensorDict& other) & = default;
+LazyStackedTensorDict& LazyStackedTensorDict::operator=(
+    LazyStackedTensorDict&& other) & noexcept = default;
+LazyStackedTensorDict::~LazyStackedTensorDict() = default;
+
+LazyStackedTensorDict lazy_stack(
+    const std::vector<TensorDict>& tensordicts,
+    int64_t dim) {
+  return LazyStackedTensorDict(tensordicts, dim);
+}
+
+// --- structure -----------------------------------------------------------------
+
+const std::vector<TensorDict>& LazyStackedTensorDict::tensordicts()
+    const& noexcept {
+  return impl_->tensordicts;
+}
+
+std::vector<TensorDict> LazyStackedTensorDict::tensordicts() const&& {
+  return impl_->tensordicts;
+}
+
+int64_t LazyStackedTensorDict::stack_dim() const noexcept {
+  return impl_->stack_dim;
+}
+
+c10::IntArrayRef LazyStackedTensorDict::batch_size() const& noexcept {
+  return impl_->batch_size;
+}
+
+std::vector<int64_t> LazyStackedTensorDict::batch_size() const&& {
+  return impl_->batch_size;
+}
+
+int64_t LazyStackedTensorDict::batch_dims() const noexcept {
+  return static_cast<int64_t>(impl_->batch_size.size());
+}
+
+int64_t LazyStackedTensorDict::size(int64_t dim) const {
+  const int64_t ndim = batch_dims();
+  TORCH_CHECK_INDEX(
+      dim >= -ndim && dim < ndim,
+      "Dimension out of range (expected to be in range of [",
+      -ndim,
+      ", ",
+      ndim - 1,
+      "], but got ",
+      dim,
+      ")");
+  return impl_->batch_size[dim < 0 ? dim + ndim : dim];
+}
+
+size_t LazyStackedTensorDict::size() const {
+  return common_nodes(impl_->tensordicts).size();
+}
+
+std::optional<c10::Device> LazyStackedTensorDict::device() const noexcept {
+  return impl_->device;
+}
+
+// --- indexing ------------------------------------------------------------------
+
+TensorDict LazyStackedTensorDict::at(int64_t index) const {
+  const int64_t n = static_cast<int64_t>(impl_->tensordicts.size());
+  TORCH_CHECK_INDEX(
+      index >= -n && index < n,
+      "index ",
+      index,
+      " is out of bounds for the stack dim of size ",
+      n);
+  return impl_->tensordicts[index < 0 ? index + n : index];
+}
+
+std::variant<TensorDict, LazyStackedTensorDict> LazyStackedTensorDict::index(
+    c10::ArrayRef<at::indexing::TensorIndex> indices) const {
+  TORCH_CHECK(
+      impl_->stack_dim == 0,
+      "LazyStackedTensorDict.index: indexing a stack whose stack_dim is ",
+      impl_->stack_dim,
+      " is not supported yet (only stack_dim 0); use at() or tensordicts()");
+  TORCH_CHECK(
+      !indices.empty() &&
+          (indices[0].is_integer() || indices[0].is_slice()),
+      "LazyStackedTensorDict.index: only an integer or a slice on the stack "
+      "dim is supported yet");
+  if (indices[0].is_integer()) {
+    TensorDict element = at(indices[0].integer().expect_int());
+    if (indices.size() == 1) {
+      return element;
+    }
+    return element.index(indices.slice(1));
+  }
+  TORCH_CHECK(
+      indices.size() == 1,
+      "LazyStackedTensorDict.index: indices after a slice of the stack dim "
+      "are not supported yet (got ",
+      indices.size(),
+      " indices)");
+  const std::vector<int64_t> positions = slice_positions(
+      indices[0].slice(), static_cast<int64_t>(impl_->tensordicts.size()));
+  TORCH_CHECK(
+      !positions.empty(),
+      "LazyStackedTensorDict.index: a slice selecting no element is not "
+      "supported yet");
+  std::vector<TensorDict> selected;
+  selected.reserve(positions.size());
+  for (int64_t i : positions) {
+    selected.push_back(impl_->tensordicts[i]);
+  }
+  return LazyStackedTensorDict(std::move(selected), 0);
+}
+
+// --- reading -------------------------------------------------------------------
+
+std::vector<NestedKey> LazyStackedTensorDict::keys(
+    bool include_nested,
+    bool leaves_only,
+    bool sort) const {
+  std::vector<NestedKey> out;
+  collect_keys(impl_->tensordicts, std::nullopt, include_nested, leaves_only, out);
+  if (sort) {
+    std::stable_sort(out.begin(), out.end());
+  }
+  return out;
+}
+
+bool LazyStackedTensorDict::contains(const NestedKey& key) const noexcept {
+  std::vector<const TensorDictImpl*> level;
+  for (const TensorDict& td : impl_->tensordicts) {
+    level.push_back(td.unsafeGetImpl());
+  }
+  for (size_t depth = 0; depth < key.size(); ++depth) {
+    for (const TensorDictImpl*& impl : level) {
+      const Node* node = impl->find(key[depth]);
+      if (node == nullptr) {
+        return false;
+      }
+      if (depth + 1 < key.size()) {
+        if (!node->value.is_tensordict()) {
+          return false;
+        }
+        impl = node->value.tensordict().unsafeGetImpl();
+      }
+    }
+  }
+  return true;
+}
+
+at::Tensor LazyStackedTensorDict::get(const NestedKey& key) const {
+  const std::vector<Value> values = walk_values(impl_->tensordicts, key);
+  check_kind(values, key, Value::Kind::kTensor, "Tensor");
+  return stack_tensors(values, impl_->stack_dim, key);
+}
+
+LazyStackedTensorDict LazyStackedTensorDict::get_tensordict(
+    const NestedKey& key) const {
+  const std::vector<Value> values = walk_values(impl_->tensordicts, key);
+  check_kind(values, key, Value::Kind::kTensorDict, "TensorDict");
+  try {
+    return LazyStackedTensorDict(nested_dicts(values), impl_->stack_dim);
+  } catch (c10::Error& e) {
+    TORCH_RETHROW(e, "while stacking the entry ", key.to_string());
+  }
+}
+
+TensorDict LazyStackedTensorDict::contiguous() const {
+  return contiguous_impl(*this, std::nullopt);
+}
+
+std::string LazyStackedTensorDict::repr() const {
+  return lazy_repr(*this);
+}
+
+std::ostream& operator<<(std::ostream& out, const LazyStackedTensorDict& stack) {
+  return out << stack.repr();
+}
+
+TENSORDICT_END_NAMESPACE

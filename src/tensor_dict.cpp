@@ -21,24 +21,76 @@ const char* const kLockError =
     "Cannot modify locked TensorDict. For in-place modification, consider "
     "using the `set_()` method and make sure the key is present.";
 
+namespace {
+size_t hash_key(std::string_view key) noexcept {
+  return std::hash<std::string_view>{}(key);
+}
+} // namespace
+
+Node* TensorDictImpl::find(std::string_view key) const noexcept {
+  if (slots_.empty()) {
+    return nullptr;
+  }
+  const size_t hash = hash_key(key);
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const int32_t pos = slots_[i];
+    if (pos < 0) {
+      return nullptr;
+    }
+    const Node& node = nodes_[pos];
+    if (node.hash == hash && node.key == key) {
+      return const_cast<Node*>(&node);
+    }
+  }
+}
+
+void TensorDictImpl::rebuild_slots(size_t capacity) {
+  slots_.assign(capacity, -1);
+  const size_t mask = capacity - 1;
+  for (size_t pos = 0; pos < nodes_.size(); ++pos) {
+    size_t i = nodes_[pos].hash & mask;
+    while (slots_[i] >= 0) {
+      i = (i + 1) & mask;
+    }
+    slots_[i] = static_cast<int32_t>(pos);
+  }
+}
+
+void TensorDictImpl::reserve(size_t n) {
+  nodes_.reserve(n);
+  size_t capacity = 8;
+  while (capacity < 2 * n) {
+    capacity *= 2;
+  }
+  if (capacity > slots_.size()) {
+    rebuild_slots(capacity);
+  }
+}
+
 Node& TensorDictImpl::append(std::string key, Value value) {
-  auto node = std::make_unique<Node>(Node{std::move(key), std::move(value)});
-  Node& ref = *node;
-  nodes_.push_back(std::move(node));
-  index_.emplace(ref.key, &ref);
-  return ref;
+  const size_t hash = hash_key(key);
+  nodes_.push_back(Node{std::move(key), std::move(value), hash});
+  if (2 * nodes_.size() > slots_.size()) {
+    rebuild_slots(std::max<size_t>(8, 2 * slots_.size()));
+    return nodes_.back();
+  }
+  const size_t mask = slots_.size() - 1;
+  size_t i = hash & mask;
+  while (slots_[i] >= 0) {
+    i = (i + 1) & mask;
+  }
+  slots_[i] = static_cast<int32_t>(nodes_.size() - 1);
+  return nodes_.back();
 }
 
 Value TensorDictImpl::erase(std::string_view key) {
-  auto it = index_.find(key);
-  TORCH_INTERNAL_ASSERT(it != index_.end());
-  Node* node = it->second;
-  index_.erase(it);
-  auto pos = std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& n) {
-    return n.get() == node;
-  });
+  Node* node = find(key);
+  TORCH_INTERNAL_ASSERT(node != nullptr);
   Value value = std::move(node->value);
-  nodes_.erase(pos);
+  nodes_.erase(nodes_.begin() + (node - nodes_.data()));
+  // Positions after the erased node shifted: re-index (erasing is rare).
+  rebuild_slots(slots_.size());
   return value;
 }
 
@@ -46,7 +98,7 @@ std::string TensorDictImpl::sorted_keys_repr() const {
   std::vector<std::string_view> keys;
   keys.reserve(nodes_.size());
   for (const auto& node : nodes_) {
-    keys.emplace_back(node->key);
+    keys.emplace_back(node.key);
   }
   std::sort(keys.begin(), keys.end());
   std::string out = "[";

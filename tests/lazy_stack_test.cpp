@@ -1,1 +1,489 @@
+// LazyStackedTensorDict (declared in lazy_stack.h). Expected keys, messages
+// and reprs come from Python tensordict 0.15.3.
+#include <tensordict/indexing.h>
+#include <tensordict/lazy_stack.h>
+
+#include <sstream>
+
 #include "support.h"
+
+using tensordict::Json;
+using tensordict::lazy_stack;
+using tensordict::LazyStackedTensorDict;
+using tensordict::NestedKey;
+using tensordict::NonTensorStack;
+using tensordict::TensorDict;
+using tensordict::Value;
+using tensordict::indexing::Slice;
+
+namespace {
+
+// Two elements of batch [3]: "a" [3, 2] in both, "r" ragged ([3, 4] vs
+// [3, 5]), "n" a nested dict with "x" in both, "only0" in the first only.
+std::vector<TensorDict> make_elements() {
+  TensorDict t0(
+      {{"a", torch::arange(6, torch::kFloat).view({3, 2})},
+       {"r", torch::zeros({3, 4})},
+       {"n", {{"x", torch::arange(3)}, {"y0", torch::ones({3})}}},
+       {"only0", torch::ones({3})}},
+      {3});
+  TensorDict t1(
+      {{"r", torch::zeros({3, 5})},
+       {"a", torch::arange(6, 12, torch::kFloat).view({3, 2})},
+       {"n", {{"x", torch::arange(3, 6)}}}},
+      {3});
+  return {t0, t1};
+}
+
+std::vector<NestedKey> as_keys(std::initializer_list<NestedKey> keys) {
+  return keys;
+}
+
+} // namespace
+
+// --- construction ------------------------------------------------------------
+
+TEST(LazyStackTest, StackInsertsTheStackDimAndAliasesElements) {
+  std::vector<TensorDict> tds = make_elements();
+  LazyStackedTensorDict stack = lazy_stack(tds);
+  EXPECT_EQ(stack.batch_size(), c10::IntArrayRef({2, 3}));
+  EXPECT_EQ(stack.batch_dims(), 2);
+  EXPECT_EQ(stack.stack_dim(), 0);
+  EXPECT_EQ(stack.size(0), 2);
+  EXPECT_EQ(stack.size(-1), 3);
+  EXPECT_EQ(stack.size(), 3u); // a, r, n
+  EXPECT_EQ(stack.device(), std::nullopt);
+  ASSERT_EQ(stack.tensordicts().size(), 2u);
+  EXPECT_TRUE(stack.tensordicts()[0].is_same(tds[0]));
+  EXPECT_TRUE(stack.tensordicts()[1].is_same(tds[1]));
+  LazyStackedTensorDict copy = stack;
+  EXPECT_TRUE(copy.is_same(stack));
+  EXPECT_FALSE(lazy_stack(tds).is_same(stack));
+  // Writing into an element shows through the stack.
+  tds[1].set("only0", torch::full({3}, 7.0));
+  EXPECT_TRUE(torch::equal(stack.get("only0"), torch::stack({torch::ones({3}), torch::full({3}, 7.0)})));
+}
+
+TEST(LazyStackTest, StackDimMayBeInnerOrNegative) {
+  LazyStackedTensorDict inner = lazy_stack(make_elements(), 1);
+  EXPECT_EQ(inner.stack_dim(), 1);
+  EXPECT_EQ(inner.batch_size(), c10::IntArrayRef({3, 2}));
+  LazyStackedTensorDict last = lazy_stack(make_elements(), -1);
+  EXPECT_EQ(last.stack_dim(), 1);
+  EXPECT_EQ(std::move(last).batch_size(), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(lazy_stack(make_elements(), -2).stack_dim(), 0);
+  EXPECT_THROWS_WITH(inner.size(2), c10::IndexError, "Dimension out of range");
+}
+
+TEST(LazyStackTest, StackThrowsOnBadInputs) {
+  EXPECT_THROWS_EXACTLY(lazy_stack({}), c10::Error, "items cannot be empty");
+  EXPECT_THROWS_EXACTLY(
+      lazy_stack({TensorDict({2}), TensorDict({2, 1})}),
+      c10::Error,
+      "batch sizes in tensordicts differs, LazyStackedTensorDict cannot be "
+      "created. Got td[0].batch_size=torch.Size([2]) and "
+      "td[1].batch_size=torch.Size([2, 1]).");
+  EXPECT_THROWS_EXACTLY(
+      lazy_stack({TensorDict({2}), TensorDict({2}), TensorDict({3})}),
+      c10::Error,
+      "batch sizes in tensordicts differs, LazyStackedTensorDict cannot be "
+      "created. Got td[0].batch_size=torch.Size([2]) and "
+      "td[2].batch_size=torch.Size([3]).");
+  EXPECT_THROWS_EXACTLY(
+      lazy_stack({TensorDict({2}, c10::Device("cpu")), TensorDict({2})}),
+      c10::Error,
+      "devices differ, got cpu and None");
+  EXPECT_THROWS_EXACTLY(
+      lazy_stack({TensorDict({2}), TensorDict({2})}, 2),
+      c10::Error,
+      "Stack dim 2 is too big for batch size torch.Size([2, 2]).");
+  EXPECT_THROWS_EXACTLY(
+      lazy_stack({TensorDict({2}), TensorDict({2})}, -3),
+      c10::Error,
+      "Couldn't infer stack dim from negative value, got stack_dim=-3 for "
+      "elements with 1 batch dims (expected a dim in [-2, 1])");
+}
+
+// --- indexing ----------------------------------------------------------------
+
+TEST(LazyStackTest, AtReturnsTheElement) {
+  const std::vector<TensorDict> tds = make_elements();
+  LazyStackedTensorDict stack = lazy_stack(tds, 1);
+  EXPECT_TRUE(stack.at(0).is_same(tds[0]));
+  EXPECT_TRUE(stack.at(-1).is_same(tds[1]));
+  EXPECT_THROWS_EXACTLY(
+      stack.at(2),
+      c10::IndexError,
+      "index 2 is out of bounds for the stack dim of size 2");
+  EXPECT_THROWS_EXACTLY(
+      stack.at(-3),
+      c10::IndexError,
+      "index -3 is out of bounds for the stack dim of size 2");
+}
+
+TEST(LazyStackTest, IndexTakesAnIntegerOrASliceOfTheStackDim) {
+  std::vector<TensorDict> tds;
+  for (int i = 0; i < 4; ++i) {
+    tds.emplace_back(TensorDict({{"a", torch::full({3, 2}, i)}}, {3}));
+  }
+  LazyStackedTensorDict stack = lazy_stack(tds);
+  auto element = stack.index({-1});
+  ASSERT_TRUE(std::holds_alternative<TensorDict>(element));
+  EXPECT_TRUE(std::get<TensorDict>(element).is_same(tds[3]));
+  auto row = stack.index({1, 2});
+  ASSERT_TRUE(std::holds_alternative<TensorDict>(row));
+  EXPECT_EQ(std::get<TensorDict>(row).batch_size(), c10::IntArrayRef({}));
+  EXPECT_TRUE(torch::equal(std::get<TensorDict>(row).get("a"), tds[1].get("a")[2]));
+
+  auto sliced = stack.index({Slice(1, 3)});
+  ASSERT_TRUE(std::holds_alternative<LazyStackedTensorDict>(sliced));
+  const auto& middle = std::get<LazyStackedTensorDict>(sliced);
+  EXPECT_EQ(middle.batch_size(), c10::IntArrayRef({2, 3}));
+  EXPECT_TRUE(middle.tensordicts()[0].is_same(tds[1]));
+  EXPECT_TRUE(middle.tensordicts()[1].is_same(tds[2]));
+  auto reversed = std::get<LazyStackedTensorDict>(stack.index({Slice(tensordict::indexing::None, tensordict::indexing::None, -1)}));
+  ASSERT_EQ(reversed.tensordicts().size(), 4u);
+  EXPECT_TRUE(reversed.tensordicts()[0].is_same(tds[3]));
+  EXPECT_TRUE(reversed.tensordicts()[3].is_same(tds[0]));
+  auto tail = std::get<LazyStackedTensorDict>(stack.index({Slice(-3, -1)}));
+  ASSERT_EQ(tail.tensordicts().size(), 2u);
+  EXPECT_TRUE(tail.tensordicts()[0].is_same(tds[1]));
+  auto even = std::get<LazyStackedTensorDict>(stack.index({Slice(tensordict::indexing::None, tensordict::indexing::None, 2)}));
+  ASSERT_EQ(even.tensordicts().size(), 2u);
+  EXPECT_TRUE(even.tensordicts()[1].is_same(tds[2]));
+
+  EXPECT_THROWS_EXACTLY(
+      (void)stack.index({4}),
+      c10::IndexError,
+      "index 4 is out of bounds for the stack dim of size 4");
+  EXPECT_THROWS_EXACTLY(
+      (void)stack.index({Slice(5)}),
+      c10::Error,
+      "LazyStackedTensorDict.index: a slice selecting no element is not "
+      "supported yet");
+  EXPECT_THROWS_EXACTLY(
+      (void)stack.index({Slice(1), 0}),
+      c10::Error,
+      "LazyStackedTensorDict.index: indices after a slice of the stack dim are "
+      "not supported yet (got 2 indices)");
+  EXPECT_THROWS_EXACTLY(
+      (void)stack.index({tensordict::indexing::Ellipsis}),
+      c10::Error,
+      "LazyStackedTensorDict.index: only an integer or a slice on the stack dim "
+      "is supported yet");
+  EXPECT_THROWS_EXACTLY(
+      (void)lazy_stack(tds, 1).index({0}),
+      c10::Error,
+      "LazyStackedTensorDict.index: indexing a stack whose stack_dim is 1 is "
+      "not supported yet (only stack_dim 0); use at() or tensordicts()");
+}
+
+// --- keys --------------------------------------------------------------------
+
+TEST(LazyStackTest, KeysAreTheCommonKeysInTheFirstElementsOrder) {
+  // Python: t0 = TensorDict(z=..., a=..., n=TensorDict(x, y, m=TensorDict(q)),
+  // s="x", only0=...), t1 the same keys in another order plus ("n","m","r").
+  TensorDict t0(
+      {{"z", torch::zeros({2})},
+       {"a", torch::ones({3})},
+       {"n", {{"x", torch::ones({1})}, {"y", torch::ones({2})}, {"m", {{"q", torch::ones({1})}}}}},
+       {"s", "x"},
+       {"only0", torch::ones({1})}});
+  TensorDict t1(
+      {{"a", torch::ones({3})},
+       {"n", {{"y", torch::ones({2})}, {"x", torch::ones({1})}, {"m", {{"q", torch::ones({1})}, {"r", torch::ones({1})}}}}},
+       {"s", "x"},
+       {"z", torch::ones({2})}});
+  LazyStackedTensorDict stack = lazy_stack({t0, t1});
+  EXPECT_EQ(stack.keys(), as_keys({"z", "a", "n", "s"}));
+  EXPECT_EQ(
+      stack.keys(/*include_nested=*/true),
+      as_keys({"z", "a", {"n", "x"}, {"n", "y"}, {"n", "m", "q"}, {"n", "m"}, "n", "s"}));
+  EXPECT_EQ(
+      stack.keys(/*include_nested=*/true, /*leaves_only=*/true),
+      as_keys({"z", "a", {"n", "x"}, {"n", "y"}, {"n", "m", "q"}}));
+  EXPECT_EQ(stack.keys(/*include_nested=*/false, /*leaves_only=*/true), as_keys({"z", "a"}));
+  EXPECT_EQ(
+      stack.keys(/*include_nested=*/true, /*leaves_only=*/false, /*sort=*/true),
+      as_keys({"a", "n", {"n", "m"}, {"n", "m", "q"}, {"n", "x"}, {"n", "y"}, "s", "z"}));
+  EXPECT_EQ(stack.size(), 4u);
+
+  EXPECT_TRUE(stack.contains("a"));
+  EXPECT_TRUE(stack.contains({"n", "m", "q"}));
+  EXPECT_FALSE(stack.contains("only0"));
+  EXPECT_FALSE(stack.contains({"n", "m", "r"}));
+  EXPECT_FALSE(stack.contains({"a", "x"}));
+  EXPECT_FALSE(stack.contains("missing"));
+}
+
+TEST(LazyStackTest, NestedKeysThrowWhenKindsDiffer) {
+  LazyStackedTensorDict stack = lazy_stack(
+      {TensorDict({{"a", {{"b", torch::ones({1})}}}}), TensorDict({{"a", torch::ones({1})}})});
+  EXPECT_EQ(stack.keys(), as_keys({"a"}));
+  EXPECT_THROWS_EXACTLY(
+      stack.keys(/*include_nested=*/true),
+      c10::TypeError,
+      "cannot stack the entry 'a': it is a TensorDict in element 0 of the lazy "
+      "stack and a Tensor in element 1");
+}
+
+// --- get ---------------------------------------------------------------------
+
+TEST(LazyStackTest, GetStacksTheLeafAlongTheStackDim) {
+  const std::vector<TensorDict> tds = make_elements();
+  LazyStackedTensorDict stack = lazy_stack(tds);
+  const at::Tensor a = stack.get("a");
+  EXPECT_EQ(a.sizes(), c10::IntArrayRef({2, 3, 2}));
+  EXPECT_TRUE(torch::equal(a, torch::stack({tds[0].get("a"), tds[1].get("a")})));
+  EXPECT_TRUE(torch::equal(a, torch::arange(12, torch::kFloat).view({2, 3, 2})));
+  const at::Tensor x = stack.get({"n", "x"});
+  EXPECT_EQ(x.scalar_type(), torch::kInt64);
+  EXPECT_TRUE(torch::equal(x, torch::arange(6).view({2, 3})));
+
+  LazyStackedTensorDict inner = lazy_stack(tds, 1);
+  const at::Tensor a1 = inner.get("a");
+  EXPECT_EQ(a1.sizes(), c10::IntArrayRef({3, 2, 2}));
+  EXPECT_TRUE(torch::equal(a1, torch::stack({tds[0].get("a"), tds[1].get("a")}, 1)));
+  EXPECT_TRUE(torch::equal(inner.get({"n", "x"}), torch::stack({tds[0].get({"n", "x"}), tds[1].get({"n", "x"})}, 1)));
+
+  // dtypes promote as in torch.stack.
+  LazyStackedTensorDict mixed = lazy_stack(
+      {TensorDict({{"a", torch::ones({3})}}), TensorDict({{"a", torch::ones({3}, torch::kInt64)}})});
+  EXPECT_EQ(mixed.get("a").scalar_type(), torch::kFloat);
+}
+
+TEST(LazyStackTest, GetThrowsOnRaggedMissingOrWrongKindEntries) {
+  LazyStackedTensorDict stack = lazy_stack(make_elements());
+  EXPECT_THROWS_EXACTLY(
+      stack.get("r"),
+      c10::Error,
+      "Failed to stack tensors within a tensordict under the key 'r': their "
+      "shapes are [torch.Size([3, 4]), torch.Size([3, 5])]. To read them, take "
+      "the entry from each of tensordicts().");
+  EXPECT_THROWS_EXACTLY(
+      lazy_stack({TensorDict({{"a", torch::ones({3, 2})}}), TensorDict({{"a", torch::ones({3})}}), TensorDict({{"a", torch::ones({3})}})}).get("a"),
+      c10::Error,
+      "Failed to stack tensors within a tensordict under the key 'a': their "
+      "shapes are [torch.Size([3, 2]), torch.Size([3])]. To read them, take "
+      "the entry from each of tensordicts().");
+  EXPECT_THROWS_EXACTLY(
+      stack.get("only0"),
+      tensordict::KeyError,
+      "key \"only0\" not found in LazyStackedTensorDict with keys ['a', 'n', "
+      "'r']");
+  EXPECT_THROWS_EXACTLY(
+      stack.get({"n", "y0"}),
+      tensordict::KeyError,
+      "key \"y0\" not found in LazyStackedTensorDict with keys ['x'] (while "
+      "looking up ('n', 'y0'))");
+  EXPECT_THROWS_EXACTLY(
+      stack.get({"a", "zz"}),
+      tensordict::KeyError,
+      "'a' is a Tensor, not a tensordict, so it has no entry 'zz'.");
+  EXPECT_THROWS_EXACTLY(
+      stack.get("n"), c10::TypeError, "the entry 'n' is a TensorDict, not a Tensor");
+  EXPECT_THROWS_EXACTLY(
+      lazy_stack({TensorDict({{"a", torch::ones({1})}}), TensorDict({{"a", "text"}})}).get("a"),
+      c10::TypeError,
+      "cannot stack the entry 'a': it is a Tensor in element 0 of the lazy "
+      "stack and a NonTensorData in element 1");
+}
+
+TEST(LazyStackTest, GetTensordictStacksTheNestedDictsLazily) {
+  const std::vector<TensorDict> tds = make_elements();
+  LazyStackedTensorDict stack = lazy_stack(tds, 1);
+  LazyStackedTensorDict n = stack.get_tensordict("n");
+  EXPECT_EQ(n.stack_dim(), 1);
+  EXPECT_EQ(n.batch_size(), c10::IntArrayRef({3, 2}));
+  EXPECT_TRUE(n.tensordicts()[0].is_same(tds[0].get_tensordict("n")));
+  EXPECT_EQ(n.keys(), as_keys({"x"}));
+  EXPECT_TRUE(torch::equal(n.get("x"), stack.get({"n", "x"})));
+  EXPECT_THROWS_EXACTLY(
+      stack.get_tensordict("a"), c10::TypeError, "the entry 'a' is a Tensor, not a TensorDict");
+  LazyStackedTensorDict ragged = lazy_stack(
+      {TensorDict({{"n", TensorDict({2})}}), TensorDict({{"n", TensorDict({3})}})});
+  EXPECT_THROWS_WITH(
+      ragged.get_tensordict("n"),
+      c10::Error,
+      "batch sizes in tensordicts differs, LazyStackedTensorDict cannot be "
+      "created. Got td[0].batch_size=torch.Size([2]) and "
+      "td[1].batch_size=torch.Size([3]).");
+}
+
+// --- contiguous --------------------------------------------------------------
+
+TEST(LazyStackTest, ContiguousStacksTheCommonEntries) {
+  TensorDict t0(
+      {{"a", torch::arange(6, torch::kFloat).view({3, 2})},
+       {"n", {{"x", torch::arange(3)}, {"only0", torch::ones({3})}}},
+       {"s", "same"},
+       {"w", "left"},
+       {"only0", torch::ones({3})}},
+      {3});
+  TensorDict t1(
+      {{"w", "right"},
+       {"a", torch::arange(6, 12, torch::kFloat).view({3, 2})},
+       {"n", {{"x", torch::arange(3, 6)}}},
+       {"s", "same"}},
+      {3});
+  for (int64_t dim : {0, 1}) {
+    SCOPED_TRACE(dim);
+    TensorDict dense = lazy_stack({t0, t1}, dim).contiguous();
+    std::vector<int64_t> batch = {3};
+    batch.insert(batch.begin() + dim, 2);
+    TensorDict expected{c10::IntArrayRef(batch)};
+    expected.set("a", torch::stack({t0.get("a"), t1.get("a")}, dim));
+    expected.set("n", TensorDict({{"x", torch::stack({t0.get({"n", "x"}), t1.get({"n", "x"})}, dim)}}, batch));
+    // Python's lazy stack gives a NonTensorStack even for equal values.
+    // Built with Json::array: a brace list of two-element lists would make
+    // a JSON object.
+    auto grid = [&](const char* first, const char* second) {
+      Json rows = Json::array();
+      if (dim == 0) {
+        rows.push_back(Json::array({first, first, first}));
+        rows.push_back(Json::array({second, second, second}));
+      } else {
+        for (int i = 0; i < 3; ++i) {
+          rows.push_back(Json::array({first, second}));
+        }
+      }
+      return rows;
+    };
+    const Json same = grid("same", "same");
+    const Json sides = grid("left", "right");
+    expected.set("s", Value(NonTensorStack::from_list(same, 2)));
+    expected.set("w", Value(NonTensorStack::from_list(sides, 2)));
+    tensordict::testing::expect_td_equal(dense, expected);
+    EXPECT_TRUE(dense["s"].is_non_tensor_stack());
+    EXPECT_NE(dense.get("a").data_ptr(), t0.get("a").data_ptr());
+  }
+}
+
+TEST(LazyStackTest, ContiguousThrowsOnRaggedOrMixedEntries) {
+  LazyStackedTensorDict ragged = lazy_stack(
+      {TensorDict({{"n", {{"a", torch::ones({3})}}}}), TensorDict({{"n", {{"a", torch::ones({4})}}}})});
+  EXPECT_THROWS_EXACTLY(
+      ragged.contiguous(),
+      c10::Error,
+      "Failed to stack tensors within a tensordict under the key ('n', 'a'): "
+      "their shapes are [torch.Size([3]), torch.Size([4])]. To read them, "
+      "take the entry from each of tensordicts().");
+  LazyStackedTensorDict mixed = lazy_stack(
+      {TensorDict({{"n", {{"a", torch::ones({3})}}}}), TensorDict({{"n", {{"a", {{"b", torch::ones({3})}}}}}})});
+  EXPECT_THROWS_EXACTLY(
+      mixed.contiguous(),
+      c10::TypeError,
+      "cannot stack the entry ('n', 'a'): it is a Tensor in element 0 of the "
+      "lazy stack and a TensorDict in element 1");
+}
+
+// --- repr --------------------------------------------------------------------
+
+TEST(LazyStackTest, ReprMatchesPython) {
+  // python3 -c "with set_printoptions(compact=False): print(lazy_stack([
+  //   TensorDict(a=torch.zeros(3), b=torch.zeros(2)), TensorDict(a=torch.zeros(4))]))"
+  LazyStackedTensorDict simple = lazy_stack(
+      {TensorDict({{"a", torch::zeros({3})}, {"b", torch::zeros({2})}}),
+       TensorDict({{"a", torch::zeros({4})}})});
+  EXPECT_EQ(
+      simple.repr(),
+      "LazyStackedTensorDict(\n"
+      "    fields={\n"
+      "        a: Tensor(shape=torch.Size([2, -1]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+      "    exclusive_fields={\n"
+      "        0 ->\n"
+      "            b: Tensor(shape=torch.Size([2]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+      "    batch_size=torch.Size([2]),\n"
+      "    device=None,\n"
+      "    is_shared=False,\n"
+      "    stack_dim=0)");
+  std::ostringstream out;
+  out << simple;
+  EXPECT_EQ(out.str(), simple.repr());
+
+  // Nested lazy stacks, stack_dim 1, no exclusive fields.
+  LazyStackedTensorDict nested = lazy_stack(
+      {TensorDict({{"a", torch::zeros({2, 3})}, {"b", TensorDict({{"c", torch::zeros({2, 1})}}, {2})}}, {2}),
+       TensorDict({{"a", torch::zeros({2, 4})}, {"b", TensorDict({{"c", torch::zeros({2, 1})}}, {2})}}, {2})},
+      1);
+  EXPECT_EQ(
+      nested.repr(),
+      "LazyStackedTensorDict(\n"
+      "    fields={\n"
+      "        a: Tensor(shape=torch.Size([2, 2, -1]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+      "        b: LazyStackedTensorDict(\n"
+      "            fields={\n"
+      "                c: Tensor(shape=torch.Size([2, 2, 1]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+      "            exclusive_fields={\n"
+      "            },\n"
+      "            batch_size=torch.Size([2, 2]),\n"
+      "            device=None,\n"
+      "            is_shared=False,\n"
+      "            stack_dim=1)},\n"
+      "    exclusive_fields={\n"
+      "    },\n"
+      "    batch_size=torch.Size([2, 2]),\n"
+      "    device=None,\n"
+      "    is_shared=False,\n"
+      "    stack_dim=1)");
+}
+
+TEST(LazyStackTest, ReprShowsRaggedMixedAndExclusiveEntriesAsPython) {
+  TensorDict t0(
+      {{"a", torch::zeros({3, 2})},
+       {"n", {{"p", torch::zeros({1})}, {"e0", torch::ones({1}, torch::kInt64)}}},
+       {"s", "x"},
+       {"m", torch::ones({1})}});
+  TensorDict t1(
+      {{"a", torch::zeros({3})},
+       {"n", {{"p", torch::zeros({2})}}},
+       {"s", "y"},
+       {"m", "q"},
+       {"e1", {{"z", torch::ones({1})}}},
+       {"e2", "w"}});
+  EXPECT_EQ(
+      lazy_stack({t0, t1}).repr(),
+      "LazyStackedTensorDict(\n"
+      "    fields={\n"
+      "        a: Tensor(shape=torch.Size([-1]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+      "        m: [Tensor, NonTensorData],\n"
+      "        n: LazyStackedTensorDict(\n"
+      "            fields={\n"
+      "                p: Tensor(shape=torch.Size([2, -1]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+      "            exclusive_fields={\n"
+      "                0 ->\n"
+      "                    e0: Tensor(shape=torch.Size([1]), device=cpu, dtype=torch.int64, is_shared=False)},\n"
+      "            batch_size=torch.Size([2]),\n"
+      "            device=None,\n"
+      "            is_shared=False,\n"
+      "            stack_dim=0),\n"
+      "        s: NonTensorStack(\n"
+      "            ['x', 'y'],\n"
+      "            batch_size=torch.Size([2]),\n"
+      "            device=None)},\n"
+      "    exclusive_fields={\n"
+      "        1 ->\n"
+      "            e1: TensorDict(\n"
+      "                fields={\n"
+      "                    z: Tensor(shape=torch.Size([1]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+      "                batch_size=torch.Size([]),\n"
+      "                device=None,\n"
+      "                is_shared=False),\n"
+      "            e2: NonTensorData(data=w, batch_size=torch.Size([]), device=None)},\n"
+      "    batch_size=torch.Size([2]),\n"
+      "    device=None,\n"
+      "    is_shared=False,\n"
+      "    stack_dim=0)");
+  // Equal shapes and promoted dtypes print like the stacked tensor.
+  EXPECT_EQ(
+      lazy_stack({TensorDict({{"a", torch::zeros({3}, torch::kInt64)}}), TensorDict({{"a", torch::zeros({3})}})}).repr(),
+      "LazyStackedTensorDict(\n"
+      "    fields={\n"
+      "        a: Tensor(shape=torch.Size([2, 3]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+      "    exclusive_fields={\n"
+      "    },\n"
+      "    batch_size=torch.Size([2]),\n"
+      "    device=None,\n"
+      "    is_shared=False,\n"
+      "    stack_dim=0)");
+}

@@ -1,5 +1,195 @@
 #pragma once
 
-// (in progress) LazyStackedTensorDict.
+// LazyStackedTensorDict: a stack of TensorDicts kept as its elements, so the
+// elements may hold leaves of different shapes or different keys.
 
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <c10/util/ArrayRef.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "tensordict/fwd.h"
+#include "tensordict/nested_key.h"
 #include "tensordict/tensor_dict.h"
+
+namespace at::indexing {
+struct TensorIndex;
+} // namespace at::indexing
+
+TENSORDICT_BEGIN_NAMESPACE
+
+namespace detail {
+class LazyStackedTensorDictImpl;
+} // namespace detail
+
+/// A stack of TensorDicts along batch dim `stack_dim()` that keeps its
+/// elements instead of stacking their leaves: the C++ form of Python's
+/// `LazyStackedTensorDict`. The elements share one batch size and device,
+/// but their leaves may differ in shape and their keys may differ.
+///
+/// A LazyStackedTensorDict is a cheap handle, like TensorDict: copying it
+/// aliases the same stack, and `tensordicts()` returns the elements
+/// themselves (handles), so writing into an element writes into the stack.
+/// The list of elements and the stack dim are fixed at construction.
+///
+/// Reading: `keys()` lists the keys every element holds (in the first
+/// element's order); `get(key)` stacks that leaf across the elements into a
+/// new tensor (at::stack), `get_tensordict(key)` gives the lazy stack of the
+/// nested dicts, and `contiguous()` stacks everything into a dense TensorDict.
+///
+/// Differences from Python, for C++'s sake:
+/// - The elements must have the same batch size (Python accepts sizes of
+///   the same length and reports -1 where they differ).
+/// - `get` throws KeyError for a key that some element lacks (Python's
+///   `get` returns None) and an error when the shapes differ (Python's
+///   `as_padded_tensor`, `as_nested_tensor` and `as_list` are not ported).
+/// - Only `at(i)` and `index()` with an integer or slice on the stack dim
+///   are supported for indexing; the stack cannot grow or be written
+///   through (use the elements).
+///
+/// Thread safety: like TensorDict, concurrent reads are safe; any write
+/// (to an element) needs external synchronisation.
+///
+/// Example:
+/// ```
+///   LazyStackedTensorDict stack = lazy_stack(
+///       {TensorDict({{"obs", torch::zeros({3})}, {"a", torch::ones({2})}}),
+///        TensorDict({{"obs", torch::zeros({4})}, {"a", torch::ones({2})}})});
+///   stack.batch_size();   // [2]
+///   stack.get("a");       // a [2, 2] tensor
+///   stack.at(1).get("obs");  // the second element's [4] tensor
+/// ```
+class TENSORDICT_API LazyStackedTensorDict {
+ public:
+  /// Stacks `tensordicts` (aliased) along batch dim `stack_dim`, in
+  /// [-batch_dims - 1, batch_dims] of the elements. Throws an error if the
+  /// list is empty, the devices or batch sizes differ, or `stack_dim` is out
+  /// of range.
+  explicit LazyStackedTensorDict(
+      std::vector<TensorDict> tensordicts,
+      int64_t stack_dim = 0);
+
+  LazyStackedTensorDict(const LazyStackedTensorDict& other);
+  LazyStackedTensorDict(LazyStackedTensorDict&& other) noexcept;
+  LazyStackedTensorDict& operator=(const LazyStackedTensorDict& other) &;
+  LazyStackedTensorDict& operator=(LazyStackedTensorDict&& other) & noexcept;
+  // `stack.index(...) = x` would silently assign to a temporary.
+  LazyStackedTensorDict& operator=(const LazyStackedTensorDict& other) && =
+      delete;
+  LazyStackedTensorDict& operator=(LazyStackedTensorDict&& other) && = delete;
+  ~LazyStackedTensorDict();
+
+  /// Returns true if both handles point at the same stack.
+  bool is_same(const LazyStackedTensorDict& other) const noexcept {
+    return impl_ == other.impl_;
+  }
+
+  // --- structure ------------------------------------------------------------
+
+  /// Returns the elements (handles aliasing the stacked dicts).
+  const std::vector<TensorDict>& tensordicts() const& noexcept;
+  /// Returns the elements of a temporary stack by value (still aliased).
+  std::vector<TensorDict> tensordicts() const&&;
+  /// Returns the batch dim along which the elements are stacked
+  /// (non-negative).
+  int64_t stack_dim() const noexcept;
+  /// Returns the batch size: the elements' batch size with the number of
+  /// elements inserted at `stack_dim()` (a view into the stack).
+  c10::IntArrayRef batch_size() const& noexcept;
+  /// Returns the batch size of a temporary stack by value.
+  std::vector<int64_t> batch_size() const&&;
+  /// Returns the number of batch dims (the elements' plus one).
+  int64_t batch_dims() const noexcept;
+  /// Returns the size of batch dim `dim` (negative counts from the end);
+  /// throws IndexError when out of range.
+  int64_t size(int64_t dim) const;
+  /// Returns the number of top-level keys every element holds, like
+  /// `TensorDict::size()`; the number of elements is `tensordicts().size()`.
+  size_t size() const;
+  /// Returns the device the elements share, or nullopt.
+  std::optional<c10::Device> device() const noexcept;
+
+  // --- indexing -------------------------------------------------------------
+
+  /// Returns element `index` along the stack dim (negative counts from the
+  /// end), aliased, as Python's `stack[i]` does for `stack_dim == 0`.
+  /// Throws IndexError when out of range.
+  TensorDict at(int64_t index) const;
+  /// Indexes the stack as Python's `stack[idx]` when `stack_dim() == 0`: an
+  /// integer returns that element (aliased; further indices then index the
+  /// element, as `TensorDict::index`), a slice returns the lazy stack of the
+  /// selected elements. Include <tensordict/indexing.h> to build indices.
+  /// Throws IndexError for an integer out of range, and an error for other
+  /// index kinds, an empty selection or `stack_dim() != 0` (not supported
+  /// yet).
+  [[nodiscard]] std::variant<TensorDict, LazyStackedTensorDict> index(
+      c10::ArrayRef<at::indexing::TensorIndex> indices) const;
+
+  // --- reading --------------------------------------------------------------
+
+  /// Returns the keys every element holds, in the first element's order,
+  /// as Python's `LazyStackedTensorDict.keys()`. With `include_nested`, the
+  /// common keys of nested dicts come right before the dict's own key; with
+  /// `leaves_only`, only keys whose first element holds a tensor; with
+  /// `sort`, ordered by the "."-joined key. Throws TypeError when a nested
+  /// dict of the first element is not a dict in another element.
+  std::vector<NestedKey> keys(
+      bool include_nested = false,
+      bool leaves_only = false,
+      bool sort = false) const;
+  /// Returns true if every element holds `key`, with a dict at every level
+  /// above its last part.
+  bool contains(const NestedKey& key) const noexcept;
+  /// Returns the tensors at `key` stacked along the stack dim (a new
+  /// tensor; dtypes promote as in at::stack). Throws KeyError if an element
+  /// lacks the key, TypeError if an entry is not a tensor, and an error if
+  /// the shapes differ.
+  at::Tensor get(const NestedKey& key) const;
+  /// Returns the lazy stack of the nested dicts at `key` (aliased), with
+  /// the same stack dim. Throws KeyError if an element lacks the key,
+  /// TypeError if an entry is not a dict, and an error if the nested batch
+  /// sizes differ.
+  LazyStackedTensorDict get_tensordict(const NestedKey& key) const;
+  /// Returns a dense TensorDict (new tensors) holding every key the
+  /// elements share, stacked along the stack dim, nested dicts recursively;
+  /// non-tensor values become a NonTensorStack. Keys that only some
+  /// elements hold are dropped, as in Python. Throws an error naming the key
+  /// if the shapes of a leaf differ, TypeError if its kinds differ.
+  [[nodiscard]] TensorDict contiguous() const;
+
+  // --- printing -------------------------------------------------------------
+
+  /// Returns the detailed repr of Python's `LazyStackedTensorDict`
+  /// (`set_printoptions(compact=False)`): shared fields with -1 where the
+  /// elements' shapes differ, then each element's exclusive fields.
+  std::string repr() const;
+
+  /// Returns the implementation; not API.
+  detail::LazyStackedTensorDictImpl* unsafeGetImpl() const noexcept {
+    return impl_.get();
+  }
+
+ private:
+  c10::intrusive_ptr<detail::LazyStackedTensorDictImpl> impl_;
+};
+
+/// Stacks `tensordicts` lazily along batch dim `dim` (Python's
+/// `lazy_stack`): the elements are aliased, not copied. Throws like the
+/// LazyStackedTensorDict constructor.
+TENSORDICT_API LazyStackedTensorDict
+lazy_stack(const std::vector<TensorDict>& tensordicts, int64_t dim = 0);
+
+/// Writes `stack.repr()`.
+TENSORDICT_API std::ostream& operator<<(
+    std::ostream& out,
+    const LazyStackedTensorDict& stack);
+
+TENSORDICT_END_NAMESPACE

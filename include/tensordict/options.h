@@ -98,4 +98,35 @@ struct TENSORDICT_API ApplyOptions {
   TENSORDICT_ARG(at::Tensor, default_value);
 };
 
+// --- reductions (src/tensor_dict/reduce.cpp) ---------------------------------
+
+/// A reduction, for `TensorDict::reduce` (Python's `reduce=True`).
+enum class ReduceOp {
+  kSum,
+  kMean,
+  kStd,
+  kVar,
+  kProd,
+  kAmax,
+  kAmin,
+  kMax, // values only: the same as kAmax
+  kMin, // values only: the same as kAmin
+  kAll,
+  kAny,
+};
+
+/// Options of the reductions (`TensorDict::sum`, `mean`, `std`, ...).
+///
+/// Example: `td.mean(ReduceOptions().dim({0, 1}).keepdim(true))`
+struct TENSORDICT_API ReduceOptions {
+  /// The batch dims to reduce (negative counts from the end of the batch
+  /// dims). Empty (the default, and Python's `dim=None` or `dim=()`):
+  /// reduce every element of each leaf, batch dims and feature dims alike.
+  TENSORDICT_ARG(std::vector<int64_t>, dim);
+  /// Keep the reduced dims with size 1.
+  TENSORDICT_ARG(bool, keepdim) = false;
+  /// Bessel's correction of `std` and `var` (Python's `correction`).
+  TENSORDICT_ARG(int64_t, correction) = 1;
+};
+
 TENSORDICT_END_NAMESPACE

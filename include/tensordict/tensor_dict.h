@@ -496,10 +496,376 @@ class TENSORDICT_API TensorDict {
           fn);
 
   // --- device, dtype, memory (src/tensor_dict/convert.cpp) ------------------
+  // Python's dtype casts are named after Python types (`float()`,
+  // `double()`, `int()`, `bool()`), which are C++ keywords; here they are
+  // named after the dtype they give (`float32()`, `float64()`, `int32()`,
+  // `boolean()`). `half()` and `bfloat16()` keep Python's names. Every cast
+  // and move returns a new, unlocked dict that is not marked shared.
+
+  /// Returns a copy with every tensor cast to `dtype` (integer and bool
+  /// tensors too, as in Python); device, names and non-tensor data are kept.
+  [[nodiscard]] TensorDict to(c10::ScalarType dtype) const;
+  /// Returns a copy with every tensor moved and cast as `options` says
+  /// (device and/or dtype); the dict's device becomes the options' device
+  /// when it has one. Throws what `at::Tensor::to` throws.
+  [[nodiscard]] TensorDict to(
+      const at::TensorOptions& options,
+      bool non_blocking = false) const;
+  /// Returns a copy on the CPU (Python's `cpu()`); CPU leaves are aliased.
+  [[nodiscard]] TensorDict cpu() const;
+  /// Returns a copy with every tensor in pinned memory; throws torch's error
+  /// when no accelerator is available.
+  [[nodiscard]] TensorDict pin_memory() const;
+  /// Moves the storage of every CPU tensor into shared memory in place, so
+  /// views taken before see the move; marks the dict and its nested dicts
+  /// shared and locks them, as Python does. Leaves on other devices are
+  /// left alone. Returns `*this`.
+  TensorDict& share_memory_();
+  /// Returns true if the dict is marked shared: after `share_memory_()`, or
+  /// always on a CUDA device (Python's rule; a dict built from shared
+  /// tensors is not marked).
+  bool is_shared() const noexcept;
+  /// Returns a copy whose tensors are detached from the autograd graph
+  /// (they alias the same storage).
+  [[nodiscard]] TensorDict detach() const;
+  /// Detaches every tensor in place; returns `*this`.
+  TensorDict& detach_();
+  /// Sets `requires_grad` on every tensor; throws torch's error for a
+  /// tensor that is not floating point or complex. Returns `*this`.
+  TensorDict& requires_grad_(bool requires_grad = true);
+  /// Returns a copy with every tensor contiguous (contiguous ones aliased).
+  [[nodiscard]] TensorDict contiguous() const;
+  /// Returns true if every tensor is contiguous (true for an empty dict).
+  bool is_contiguous() const;
+  /// Writes zero into every tensor; returns `*this`. Allowed when locked.
+  TensorDict& zero_();
+  /// Fills the tensor at `key`, or every tensor of the nested dict at `key`,
+  /// with `value`; throws KeyError if the key is missing. Returns `*this`.
+  TensorDict& fill_(const NestedKey& key, const c10::Scalar& value);
+  /// Copies every leaf of `src` into the matching tensor of this dict, in
+  /// place (torch's `copy_`: values broadcast, dtypes cast). The keys must
+  /// match at every level: throws KeyError listing the keys that differ,
+  /// TypeError if kinds differ, and an error if a value does not fit,
+  /// before writing anything. Non-tensor values are replaced. Returns
+  /// `*this`.
+  TensorDict& copy_(const TensorDict& src, bool non_blocking = false);
+  /// Returns a copy cast to float32 (Python's `float()`).
+  [[nodiscard]] TensorDict float32() const;
+  /// Returns a copy cast to float64 (Python's `double()`).
+  [[nodiscard]] TensorDict float64() const;
+  /// Returns a copy cast to float16 (Python's `half()`).
+  [[nodiscard]] TensorDict half() const;
+  /// Returns a copy cast to bfloat16 (Python's `bfloat16()`).
+  [[nodiscard]] TensorDict bfloat16() const;
+  /// Returns a copy cast to int32 (Python's `int()`).
+  [[nodiscard]] TensorDict int32() const;
+  /// Returns a copy cast to bool (Python's `bool()`).
+  [[nodiscard]] TensorDict boolean() const;
 
   // --- arithmetic and comparison (src/tensor_dict/math.cpp) -----------------
+  // Every op works leaf by leaf and returns a new dict (or, for the `_`
+  // forms, writes into the leaves and returns `*this`). Non-tensor entries
+  // are kept unchanged. Operands:
+  // - a TensorDict: leaves matched by key; a key present in one dict only is
+  //   a KeyError naming it. Batch sizes broadcast as torch shapes do, and
+  //   both dicts are expanded to the common one.
+  // - an at::Tensor: it broadcasts against the batch size (not the leaf
+  //   shape), as in Python: the result's batch size is the broadcast shape,
+  //   and the tensor is lined up with each leaf's leading dims, so `td + t`
+  //   with batch [2, 3] and t [3] adds t[j] to every leaf[i][j]. Throws if it
+  //   does not broadcast.
+  // - a c10::Scalar: combined with every leaf, with torch's type promotion.
+  // In-place forms cannot grow the batch size and write leaf by leaf: a
+  // dtype error on one leaf (`int += 0.5`) leaves the earlier leaves written.
+
+  /// Returns `this + alpha * other`, leaf by leaf.
+  [[nodiscard]] TensorDict add(
+      const TensorDict& other,
+      const c10::Scalar& alpha = 1) const;
+  /// Returns `leaf + alpha * other` for every leaf.
+  [[nodiscard]] TensorDict add(
+      const at::Tensor& other,
+      const c10::Scalar& alpha = 1) const;
+  /// Returns `leaf + alpha * other` for every leaf.
+  [[nodiscard]] TensorDict add(
+      const c10::Scalar& other,
+      const c10::Scalar& alpha = 1) const;
+  /// Returns `this - alpha * other`, leaf by leaf.
+  [[nodiscard]] TensorDict sub(
+      const TensorDict& other,
+      const c10::Scalar& alpha = 1) const;
+  /// Returns `leaf - alpha * other` for every leaf.
+  [[nodiscard]] TensorDict sub(
+      const at::Tensor& other,
+      const c10::Scalar& alpha = 1) const;
+  /// Returns `leaf - alpha * other` for every leaf.
+  [[nodiscard]] TensorDict sub(
+      const c10::Scalar& other,
+      const c10::Scalar& alpha = 1) const;
+  /// Returns the leafwise product.
+  [[nodiscard]] TensorDict mul(const TensorDict& other) const;
+  /// Returns `leaf * other` for every leaf.
+  [[nodiscard]] TensorDict mul(const at::Tensor& other) const;
+  /// Returns `leaf * other` for every leaf.
+  [[nodiscard]] TensorDict mul(const c10::Scalar& other) const;
+  /// Returns the leafwise true division (integer leaves give floats).
+  [[nodiscard]] TensorDict div(const TensorDict& other) const;
+  /// Returns `leaf / other` for every leaf (true division).
+  [[nodiscard]] TensorDict div(const at::Tensor& other) const;
+  /// Returns `leaf / other` for every leaf (true division).
+  [[nodiscard]] TensorDict div(const c10::Scalar& other) const;
+  /// Returns the leafwise power `this ** other`.
+  [[nodiscard]] TensorDict pow(const TensorDict& other) const;
+  /// Returns `leaf ** other` for every leaf.
+  [[nodiscard]] TensorDict pow(const at::Tensor& other) const;
+  /// Returns `leaf ** other` for every leaf.
+  [[nodiscard]] TensorDict pow(const c10::Scalar& other) const;
+
+  /// Adds `alpha * other` into every leaf; returns `*this`.
+  TensorDict& add_(const TensorDict& other, const c10::Scalar& alpha = 1);
+  /// Adds `alpha * other` into every leaf; returns `*this`.
+  TensorDict& add_(const at::Tensor& other, const c10::Scalar& alpha = 1);
+  /// Adds `alpha * other` into every leaf; returns `*this`.
+  TensorDict& add_(const c10::Scalar& other, const c10::Scalar& alpha = 1);
+  /// Subtracts `alpha * other` from every leaf; returns `*this`.
+  TensorDict& sub_(const TensorDict& other, const c10::Scalar& alpha = 1);
+  /// Subtracts `alpha * other` from every leaf; returns `*this`.
+  TensorDict& sub_(const at::Tensor& other, const c10::Scalar& alpha = 1);
+  /// Subtracts `alpha * other` from every leaf; returns `*this`.
+  TensorDict& sub_(const c10::Scalar& other, const c10::Scalar& alpha = 1);
+  /// Multiplies every leaf by `other` in place; returns `*this`.
+  TensorDict& mul_(const TensorDict& other);
+  /// Multiplies every leaf by `other` in place; returns `*this`.
+  TensorDict& mul_(const at::Tensor& other);
+  /// Multiplies every leaf by `other` in place; returns `*this`.
+  TensorDict& mul_(const c10::Scalar& other);
+  /// Divides every leaf by `other` in place (floating leaves only).
+  TensorDict& div_(const TensorDict& other);
+  /// Divides every leaf by `other` in place (floating leaves only).
+  TensorDict& div_(const at::Tensor& other);
+  /// Divides every leaf by `other` in place (floating leaves only).
+  TensorDict& div_(const c10::Scalar& other);
+  /// Raises every leaf to the power `other` in place.
+  TensorDict& pow_(const TensorDict& other);
+  /// Raises every leaf to the power `other` in place.
+  TensorDict& pow_(const at::Tensor& other);
+  /// Raises every leaf to the power `other` in place.
+  TensorDict& pow_(const c10::Scalar& other);
+
+  /// Same as `add_(other)`.
+  TensorDict& operator+=(const TensorDict& other);
+  /// Same as `add_(other)`.
+  TensorDict& operator+=(const at::Tensor& other);
+  /// Same as `add_(other)`.
+  TensorDict& operator+=(const c10::Scalar& other);
+  /// Same as `sub_(other)`.
+  TensorDict& operator-=(const TensorDict& other);
+  /// Same as `sub_(other)`.
+  TensorDict& operator-=(const at::Tensor& other);
+  /// Same as `sub_(other)`.
+  TensorDict& operator-=(const c10::Scalar& other);
+  /// Same as `mul_(other)`.
+  TensorDict& operator*=(const TensorDict& other);
+  /// Same as `mul_(other)`.
+  TensorDict& operator*=(const at::Tensor& other);
+  /// Same as `mul_(other)`.
+  TensorDict& operator*=(const c10::Scalar& other);
+  /// Same as `div_(other)`.
+  TensorDict& operator/=(const TensorDict& other);
+  /// Same as `div_(other)`.
+  TensorDict& operator/=(const at::Tensor& other);
+  /// Same as `div_(other)`.
+  TensorDict& operator/=(const c10::Scalar& other);
+
+  // Unary ops: each returns a new dict of `torch.<op>(leaf)`, and its `_`
+  // form applies the op to every leaf in place and returns `*this` (a
+  // floating op on an integer leaf throws there, as in torch).
+
+  /// Returns `abs` of every leaf.
+  [[nodiscard]] TensorDict abs() const;
+  /// Returns `neg` of every leaf.
+  [[nodiscard]] TensorDict neg() const;
+  /// Returns `exp` of every leaf.
+  [[nodiscard]] TensorDict exp() const;
+  /// Returns `expm1` of every leaf.
+  [[nodiscard]] TensorDict expm1() const;
+  /// Returns `log` of every leaf.
+  [[nodiscard]] TensorDict log() const;
+  /// Returns `log1p` of every leaf.
+  [[nodiscard]] TensorDict log1p() const;
+  /// Returns `sqrt` of every leaf.
+  [[nodiscard]] TensorDict sqrt() const;
+  /// Returns `reciprocal` of every leaf.
+  [[nodiscard]] TensorDict reciprocal() const;
+  /// Returns `sigmoid` of every leaf.
+  [[nodiscard]] TensorDict sigmoid() const;
+  /// Returns `tanh` of every leaf.
+  [[nodiscard]] TensorDict tanh() const;
+  /// Returns `sin` of every leaf.
+  [[nodiscard]] TensorDict sin() const;
+  /// Returns `cos` of every leaf.
+  [[nodiscard]] TensorDict cos() const;
+  /// Returns `sign` of every leaf.
+  [[nodiscard]] TensorDict sign() const;
+  /// Returns `floor` of every leaf.
+  [[nodiscard]] TensorDict floor() const;
+  /// Returns `ceil` of every leaf.
+  [[nodiscard]] TensorDict ceil() const;
+  /// Returns `round` of every leaf (halves to even).
+  [[nodiscard]] TensorDict round() const;
+  /// Returns `trunc` of every leaf.
+  [[nodiscard]] TensorDict trunc() const;
+  /// Applies `abs` to every leaf in place.
+  TensorDict& abs_();
+  /// Applies `neg` to every leaf in place.
+  TensorDict& neg_();
+  /// Applies `exp` to every leaf in place.
+  TensorDict& exp_();
+  /// Applies `expm1` to every leaf in place.
+  TensorDict& expm1_();
+  /// Applies `log` to every leaf in place.
+  TensorDict& log_();
+  /// Applies `log1p` to every leaf in place.
+  TensorDict& log1p_();
+  /// Applies `sqrt` to every leaf in place.
+  TensorDict& sqrt_();
+  /// Applies `reciprocal` to every leaf in place.
+  TensorDict& reciprocal_();
+  /// Applies `sigmoid` to every leaf in place.
+  TensorDict& sigmoid_();
+  /// Applies `tanh` to every leaf in place.
+  TensorDict& tanh_();
+  /// Applies `sin` to every leaf in place.
+  TensorDict& sin_();
+  /// Applies `cos` to every leaf in place.
+  TensorDict& cos_();
+  /// Applies `sign` to every leaf in place.
+  TensorDict& sign_();
+  /// Applies `floor` to every leaf in place.
+  TensorDict& floor_();
+  /// Applies `ceil` to every leaf in place.
+  TensorDict& ceil_();
+  /// Applies `round` to every leaf in place.
+  TensorDict& round_();
+  /// Applies `trunc` to every leaf in place.
+  TensorDict& trunc_();
+  /// Same as `neg()`.
+  [[nodiscard]] TensorDict operator-() const;
+
+  /// Returns every leaf clamped to [min, max]; a missing bound is open.
+  /// Throws if both are missing, as torch does.
+  [[nodiscard]] TensorDict clamp(
+      const std::optional<c10::Scalar>& min,
+      const std::optional<c10::Scalar>& max = std::nullopt) const;
+  /// Returns every leaf clamped from below: `max(leaf, min)`.
+  [[nodiscard]] TensorDict clamp_min(const c10::Scalar& min) const;
+  /// Returns every leaf clamped from above: `min(leaf, max)`.
+  [[nodiscard]] TensorDict clamp_max(const c10::Scalar& max) const;
+  /// Clamps every leaf to [min, max] in place; throws like `clamp`.
+  TensorDict& clamp_(
+      const std::optional<c10::Scalar>& min,
+      const std::optional<c10::Scalar>& max = std::nullopt);
+  /// Clamps every leaf from below in place.
+  TensorDict& clamp_min_(const c10::Scalar& min);
+  /// Clamps every leaf from above in place.
+  TensorDict& clamp_max_(const c10::Scalar& max);
+
+  // Ordering comparisons give dicts of bool leaves (non-tensor entries are
+  // kept, as in Python). `lt`/`le`/`gt`/`ge` are torch's names: Python's
+  // TensorDict only has the operators.
+
+  /// Returns `this < other` leaf by leaf.
+  [[nodiscard]] TensorDict lt(const TensorDict& other) const;
+  /// Returns `leaf < other` for every leaf.
+  [[nodiscard]] TensorDict lt(const c10::Scalar& other) const;
+  /// Returns `this <= other` leaf by leaf.
+  [[nodiscard]] TensorDict le(const TensorDict& other) const;
+  /// Returns `leaf <= other` for every leaf.
+  [[nodiscard]] TensorDict le(const c10::Scalar& other) const;
+  /// Returns `this > other` leaf by leaf.
+  [[nodiscard]] TensorDict gt(const TensorDict& other) const;
+  /// Returns `leaf > other` for every leaf.
+  [[nodiscard]] TensorDict gt(const c10::Scalar& other) const;
+  /// Returns `this >= other` leaf by leaf.
+  [[nodiscard]] TensorDict ge(const TensorDict& other) const;
+  /// Returns `leaf >= other` for every leaf.
+  [[nodiscard]] TensorDict ge(const c10::Scalar& other) const;
+  /// Same as `lt(other)`.
+  [[nodiscard]] TensorDict operator<(const TensorDict& other) const;
+  /// Same as `lt(other)`.
+  [[nodiscard]] TensorDict operator<(const c10::Scalar& other) const;
+  /// Same as `le(other)`.
+  [[nodiscard]] TensorDict operator<=(const TensorDict& other) const;
+  /// Same as `le(other)`.
+  [[nodiscard]] TensorDict operator<=(const c10::Scalar& other) const;
+  /// Same as `gt(other)`.
+  [[nodiscard]] TensorDict operator>(const TensorDict& other) const;
+  /// Same as `gt(other)`.
+  [[nodiscard]] TensorDict operator>(const c10::Scalar& other) const;
+  /// Same as `ge(other)`.
+  [[nodiscard]] TensorDict operator>=(const TensorDict& other) const;
+  /// Same as `ge(other)`.
+  [[nodiscard]] TensorDict operator>=(const c10::Scalar& other) const;
+
+  /// Returns the leafwise logical and (bool leaves).
+  [[nodiscard]] TensorDict logical_and(const TensorDict& other) const;
+  /// Returns the leafwise logical or (bool leaves).
+  [[nodiscard]] TensorDict logical_or(const TensorDict& other) const;
+  /// Returns the logical not of every leaf (bool leaves); torch's op, which
+  /// Python's TensorDict lacks.
+  [[nodiscard]] TensorDict logical_not() const;
 
   // --- reductions (src/tensor_dict/reduce.cpp) ------------------------------
+  // Each returns a new dict of one reduced tensor per leaf; non-tensor data
+  // is kept (with the new batch size), and a NonTensorStack is an error, as
+  // in Python. With `options.dim()` empty, every element of each leaf is
+  // reduced and the result (nested dicts too) has batch size [] (with
+  // `keepdim`: all ones, names kept). With dims, those batch dims of every
+  // leaf are reduced; batch size and names lose them (or keep them as 1s
+  // with `keepdim`), and nested dicts keep their extra batch dims. A dim
+  // outside the batch dims is an IndexError; a repeated dim an error.
+  // Python's `reduce=True` (one tensor across all leaves) is `reduce(op)`.
+
+  /// Returns the sum of every leaf.
+  [[nodiscard]] TensorDict sum(const ReduceOptions& options = {}) const;
+  /// Returns the mean of every leaf; throws on integer leaves, as torch.
+  [[nodiscard]] TensorDict mean(const ReduceOptions& options = {}) const;
+  /// Returns the standard deviation of every leaf (`options.correction()`).
+  [[nodiscard]] TensorDict std(const ReduceOptions& options = {}) const;
+  /// Returns the variance of every leaf (`options.correction()`).
+  [[nodiscard]] TensorDict var(const ReduceOptions& options = {}) const;
+  /// Returns the product of every leaf; several dims are reduced one after
+  /// the other (Python reduces only the first dim of a tuple).
+  [[nodiscard]] TensorDict prod(const ReduceOptions& options = {}) const;
+  /// Returns the maximum of every leaf.
+  [[nodiscard]] TensorDict amax(const ReduceOptions& options = {}) const;
+  /// Returns the minimum of every leaf.
+  [[nodiscard]] TensorDict amin(const ReduceOptions& options = {}) const;
+  /// Returns the maximum values of every leaf, like `amax`. Unlike Python's
+  /// `max(dim)`, which gives a (values, indices) pair of dicts, this gives
+  /// the values only (Python's `return_indices=False`); use `apply` with
+  /// `argmax` for indices.
+  [[nodiscard]] TensorDict max(const ReduceOptions& options = {}) const;
+  /// Returns the minimum values of every leaf, like `amin` (see `max`).
+  [[nodiscard]] TensorDict min(const ReduceOptions& options = {}) const;
+  /// Returns whether all elements along batch dim `dim` are true, as a dict
+  /// of bool leaves. Throws an error (Python's RuntimeError) if `dim` is not
+  /// a batch dim.
+  [[nodiscard]] TensorDict all(int64_t dim) const;
+  /// Returns whether any element along batch dim `dim` is true; throws like
+  /// `all(dim)`.
+  [[nodiscard]] TensorDict any(int64_t dim) const;
+  /// Reduces all the tensor leaves together into one tensor (Python's
+  /// `reduce=True`). Without dims, the leaves are flattened and concatenated
+  /// (torch's type promotion applies) and the result is 0-dim. With dims,
+  /// the leaves are concatenated along the first one, so they must have the
+  /// same number of dims, then reduced along all of them; dims count from
+  /// the batch dims even when negative (Python counts a negative dim from the
+  /// end of the leaves, and plans to switch). Throws ValueError when there
+  /// is no tensor leaf.
+  [[nodiscard]] at::Tensor reduce(
+      ReduceOp op,
+      const ReduceOptions& options = {}) const;
 
   // --- locking --------------------------------------------------------------
 
@@ -541,7 +907,116 @@ class TENSORDICT_API TensorDict {
   c10::intrusive_ptr<detail::TensorDictImpl> impl_;
 };
 
+// --- arithmetic operators (src/tensor_dict/math.cpp) --------------------------
+// Each is the method of the same meaning (`a + b` is `a.add(b)`); a scalar
+// or tensor on the left combines with every leaf from the left, so
+// `1 - td` is `1 - leaf` and `2 / td` is `2 / leaf`.
+
+/// Returns `a.add(b)`.
+[[nodiscard]] TENSORDICT_API TensorDict operator+(
+    const TensorDict& a,
+    const TensorDict& b);
+/// Returns `a.add(b)`.
+[[nodiscard]] TENSORDICT_API TensorDict operator+(
+    const TensorDict& a,
+    const at::Tensor& b);
+/// Returns `a.add(b)`.
+[[nodiscard]] TENSORDICT_API TensorDict operator+(
+    const TensorDict& a,
+    const c10::Scalar& b);
+/// Returns `a + leaf` for every leaf of `b`.
+[[nodiscard]] TENSORDICT_API TensorDict operator+(
+    const at::Tensor& a,
+    const TensorDict& b);
+/// Returns `a + leaf` for every leaf of `b`.
+[[nodiscard]] TENSORDICT_API TensorDict operator+(
+    const c10::Scalar& a,
+    const TensorDict& b);
+/// Returns `a.sub(b)`.
+[[nodiscard]] TENSORDICT_API TensorDict operator-(
+    const TensorDict& a,
+    const TensorDict& b);
+/// Returns `a.sub(b)`.
+[[nodiscard]] TENSORDICT_API TensorDict operator-(
+    const TensorDict& a,
+    const at::Tensor& b);
+/// Returns `a.sub(b)`.
+[[nodiscard]] TENSORDICT_API TensorDict operator-(
+    const TensorDict& a,
+    const c10::Scalar& b);
+/// Returns `a - leaf` for every leaf of `b`.
+[[nodiscard]] TENSORDICT_API TensorDict operator-(
+    const at::Tensor& a,
+    const TensorDict& b);
+/// Returns `a - leaf` for every leaf of `b`.
+[[nodiscard]] TENSORDICT_API TensorDict operator-(
+    const c10::Scalar& a,
+    const TensorDict& b);
+/// Returns `a.mul(b)`.
+[[nodiscard]] TENSORDICT_API TensorDict operator*(
+    const TensorDict& a,
+    const TensorDict& b);
+/// Returns `a.mul(b)`.
+[[nodiscard]] TENSORDICT_API TensorDict operator*(
+    const TensorDict& a,
+    const at::Tensor& b);
+/// Returns `a.mul(b)`.
+[[nodiscard]] TENSORDICT_API TensorDict operator*(
+    const TensorDict& a,
+    const c10::Scalar& b);
+/// Returns `a * leaf` for every leaf of `b`.
+[[nodiscard]] TENSORDICT_API TensorDict operator*(
+    const at::Tensor& a,
+    const TensorDict& b);
+/// Returns `a * leaf` for every leaf of `b`.
+[[nodiscard]] TENSORDICT_API TensorDict operator*(
+    const c10::Scalar& a,
+    const TensorDict& b);
+/// Returns `a.div(b)`.
+[[nodiscard]] TENSORDICT_API TensorDict operator/(
+    const TensorDict& a,
+    const TensorDict& b);
+/// Returns `a.div(b)`.
+[[nodiscard]] TENSORDICT_API TensorDict operator/(
+    const TensorDict& a,
+    const at::Tensor& b);
+/// Returns `a.div(b)`.
+[[nodiscard]] TENSORDICT_API TensorDict operator/(
+    const TensorDict& a,
+    const c10::Scalar& b);
+/// Returns `a / leaf` for every leaf of `b`.
+[[nodiscard]] TENSORDICT_API TensorDict operator/(
+    const at::Tensor& a,
+    const TensorDict& b);
+/// Returns `a / leaf` for every leaf of `b`.
+[[nodiscard]] TENSORDICT_API TensorDict operator/(
+    const c10::Scalar& a,
+    const TensorDict& b);
+
 // --- combining (src/tensor_dict/stack.cpp) -----------------------------------
+
+/// Stacks dicts along a new batch dim `dim` (in [-ndim-1, ndim]), as
+/// `torch.stack` does on Python TensorDicts: one `at::stack` per leaf.
+/// All batch sizes must be equal and the keys must match at every level;
+/// nested dicts with longer batch sizes get the new dim at the same place.
+/// Names are kept (the new dim unnamed) when all dicts share them; the
+/// device is kept when all dicts share it. Non-tensor entries become a
+/// NonTensorStack (even of equal values, as in Python). Throws an error
+/// on an empty list or unequal batch sizes, KeyError listing the keys on
+/// a key mismatch, TypeError when an entry's kind differs, IndexError when
+/// `dim` is out of range.
+[[nodiscard]] TENSORDICT_API TensorDict
+stack(const std::vector<TensorDict>& tds, int64_t dim = 0);
+
+/// Concatenates dicts along batch dim `dim`, as `torch.cat` does on Python
+/// TensorDicts: one `at::cat` per leaf. Batch sizes must be equal except
+/// along `dim` and the keys must match at every level. Names are the first
+/// dict's (Python's rule); the device is kept when all dicts share it.
+/// Equal NonTensorData values stay one NonTensorData; otherwise non-tensor
+/// entries become a NonTensorStack. Throws like `stack`; ValueError on an
+/// empty list.
+[[nodiscard]] TENSORDICT_API TensorDict
+cat(const std::vector<TensorDict>& tds, int64_t dim = 0);
 
 /// Returns true if `a` and `b` have the same keys (with the same kinds),
 /// batch sizes, and equal values (`torch.equal` per tensor).

@@ -9,7 +9,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "tensordict/tensor_dict.h"
@@ -17,34 +16,84 @@
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
 
-/// One entry: its own name and its value. Nodes live on the heap so the
-/// index can hold views of their keys.
+/// One entry: its own name and its value.
 struct Node {
   std::string key;
   Value value;
+  size_t hash = 0; // of key, kept for the index
 };
 
+/// Iterates over a dict's nodes in insertion order, yielding `Node*`, so
+/// loops read `for (const auto& node : impl.nodes()) node->key`.
+class NodeRange {
+ public:
+  class iterator {
+   public:
+    explicit iterator(Node* p) : p_(p) {}
+    Node* operator*() const noexcept {
+      return p_;
+    }
+    iterator& operator++() noexcept {
+      ++p_;
+      return *this;
+    }
+    bool operator!=(const iterator& other) const noexcept {
+      return p_ != other.p_;
+    }
+    bool operator==(const iterator& other) const noexcept {
+      return p_ == other.p_;
+    }
+
+   private:
+    Node* p_;
+  };
+  NodeRange(Node* begin, Node* end) : begin_(begin), end_(end) {}
+  iterator begin() const noexcept {
+    return iterator(begin_);
+  }
+  iterator end() const noexcept {
+    return iterator(end_);
+  }
+  size_t size() const noexcept {
+    return static_cast<size_t>(end_ - begin_);
+  }
+  bool empty() const noexcept {
+    return begin_ == end_;
+  }
+
+ private:
+  Node* begin_;
+  Node* end_;
+};
+
+// NOTE [Dict storage]
+// Entries live contiguously in insertion order, and a flat open-addressing
+// table of positions (linear probing, at most half full) finds them by key:
+// building a dict costs one allocation for the nodes and one for the table,
+// not several per entry, and a lookup hashes the key once and compares
+// strings only on a hash match. Appending may move the nodes, so a Node* or
+// Value& is valid only until the dict's keys change.
 class TensorDictImpl : public c10::intrusive_ptr_target {
  public:
   TensorDictImpl() = default;
 
   /// Returns the node named `key`, or null.
-  Node* find(std::string_view key) const noexcept {
-    auto it = index_.find(key);
-    return it == index_.end() ? nullptr : it->second;
-  }
+  Node* find(std::string_view key) const noexcept;
   /// Appends a node; the key must not exist.
   Node& append(std::string key, Value value);
   /// Removes the node named `key` and returns its value; it must exist.
   Value erase(std::string_view key);
+  /// Makes room for `n` entries.
+  void reserve(size_t n);
   /// Removes every node.
   void clear() noexcept {
-    index_.clear();
     nodes_.clear();
+    slots_.clear();
   }
   /// Returns the nodes in insertion order.
-  const std::vector<std::unique_ptr<Node>>& nodes() const noexcept {
-    return nodes_;
+  NodeRange nodes() const noexcept {
+    Node* data = const_cast<Node*>(nodes_.data());
+    return NodeRange(data, data + nodes_.size());
   }
   /// Returns the keys at this level, sorted, as Python lists them.
   std::string sorted_keys_repr() const;
@@ -59,8 +108,10 @@ class TensorDictImpl : public c10::intrusive_ptr_target {
   std::vector<c10::weak_intrusive_ptr<TensorDictImpl>> lock_parents;
 
  private:
-  std::vector<std::unique_ptr<Node>> nodes_;
-  std::unordered_map<std::string_view, Node*> index_;
+  void rebuild_slots(size_t capacity);
+
+  std::vector<Node> nodes_;
+  std::vector<int32_t> slots_; // node positions; -1 = empty; size 2^k
 };
 
 using ImplPtr = c10::intrusive_ptr<TensorDictImpl>;

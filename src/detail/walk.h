@@ -24,6 +24,7 @@ TensorDict map_entries(
   TensorDict result = make_tensordict(
       src.batch_size, device ? device : src.device, src.names);
   TensorDictImpl& dst = *result.unsafeGetImpl();
+  dst.reserve(src.nodes().size());
   for (const auto& node : src.nodes()) {
     const Value& v = node->value;
     switch (v.kind()) {
@@ -214,6 +215,7 @@ void transform_into(
     Fn& fn,
     const BatchChange& root_change,
     size_t root_dims) {
+  dst.reserve(src.nodes().size());
   for (const auto& node : src.nodes()) {
     const Value& v = node->value;
     switch (v.kind()) {
@@ -266,6 +268,9 @@ void transform_split_into(
     const std::vector<BatchChange>& changes,
     size_t root_dims) {
   const size_t n = dsts.size();
+  for (TensorDictImpl* dst : dsts) {
+    dst->reserve(src.nodes().size());
+  }
   for (const auto& node : src.nodes()) {
     const Value& v = node->value;
     switch (v.kind()) {

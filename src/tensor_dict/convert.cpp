@@ -1,2 +1,338 @@
-// (in progress)
+// Device, dtype and memory ops. Out-of-place ones are one call to the
+// engine (detail::map_entries); in-place ones walk the tensors.
+
+#include <ATen/MapAllocator.h>
+#include <c10/core/CPUAllocator.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "detail/format.h"
 #include "detail/walk.h"
+#include "tensordict/errors.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+
+namespace {
+
+using detail::Node;
+using detail::TensorDictImpl;
+
+// Calls `fn(tensor)` on every tensor of `impl`, nested ones too.
+template <typename Fn>
+void for_each_tensor(const TensorDictImpl& impl, Fn& fn) {
+  for (const auto& node : impl.nodes()) {
+    const Value& v = node->value;
+    if (v.is_tensor()) {
+      fn(v.tensor());
+    } else if (v.is_tensordict()) {
+      for_each_tensor(*v.tensordict().unsafeGetImpl(), fn);
+    }
+  }
+}
+
+// True when the storage already lives in a shared-memory mapping (the test
+// Python's Tensor.is_shared() makes on the CPU).
+bool storage_is_shared(const c10::Storage& storage) {
+  const auto* map = at::MapAllocator::fromDataPtr(storage.data_ptr());
+  return map != nullptr && (map->flags() & at::ALLOCATOR_MAPPED_SHAREDMEM);
+}
+
+// Moves one CPU storage into a new shared-memory mapping in place, as
+// torch's `UntypedStorage._share_fd_cpu_` does: every tensor viewing the
+// storage sees the new memory, since the StorageImpl itself is kept.
+void move_storage_to_shared_memory(const c10::Storage& storage) {
+  if (storage_is_shared(storage)) {
+    return;
+  }
+  const size_t nbytes = storage.nbytes();
+  // The flags of torch's "file_descriptor" sharing strategy: a fresh
+  // process-wide name, created exclusively and unlinked at once (so nothing
+  // leaks in /dev/shm), with the fd kept for handing to other processes.
+  const int flags = at::ALLOCATOR_MAPPED_SHAREDMEM |
+      at::ALLOCATOR_MAPPED_EXCLUSIVE | at::ALLOCATOR_MAPPED_KEEPFD |
+      at::ALLOCATOR_MAPPED_UNLINK;
+  at::DataPtr shared = at::MapAllocator::makeDataPtr(
+      at::NewProcessWideShmHandle(), flags, nbytes, nullptr);
+  if (nbytes > 0) {
+    std::memcpy(shared.get(), storage.data(), nbytes);
+  }
+  storage.set_data_ptr_noswap(std::move(shared));
+}
+
+void mark_shared(TensorDictImpl& impl) {
+  impl.shared = true;
+  for (const auto& node : impl.nodes()) {
+    if (node->value.is_tensordict()) {
+      mark_shared(*node->value.tensordict().unsafeGetImpl());
+    }
+  }
+}
+
+// Python's `repr` of a list of nested keys: ['a', ('n', 'b')].
+std::string keys_repr(const std::vector<NestedKey>& keys) {
+  std::string out = "[";
+  for (size_t i = 0; i < keys.size(); ++i) {
+    out += i > 0 ? ", " : "";
+    out += keys[i].to_string();
+  }
+  return out + "]";
+}
+
+// True when `value` broadcasts to `dest` (torch's copy_ rule).
+bool broadcasts_to(c10::IntArrayRef value, c10::IntArrayRef dest) {
+  if (value.size() > dest.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < value.size(); ++i) {
+    const int64_t s = value[value.size() - 1 - i];
+    if (s != 1 && s != dest[dest.size() - 1 - i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// One planned write of copy_: a tensor copy, or a non-tensor replacement.
+struct PlannedCopy {
+  at::Tensor dest;
+  at::Tensor src;
+  TensorDictImpl* parent = nullptr; // for non-tensor values
+  std::string key;
+  std::optional<Value> value;
+};
+
+// Collects the keys present on one side only, at every level.
+void diff_keys(
+    const TensorDictImpl& dst,
+    const TensorDictImpl& src,
+    const std::optional<NestedKey>& prefix,
+    std::vector<NestedKey>& only_dst,
+    std::vector<NestedKey>& only_src) {
+  auto full = [&](const std::string& k) {
+    return prefix ? prefix->child(k) : NestedKey(std::string_view(k));
+  };
+  for (const auto& node : dst.nodes()) {
+    const Node* other = src.find(node->key);
+    if (other == nullptr) {
+      only_dst.push_back(full(node->key));
+    } else if (node->value.is_tensordict() && other->value.is_tensordict()) {
+      diff_keys(
+          *node->value.tensordict().unsafeGetImpl(),
+          *other->value.tensordict().unsafeGetImpl(),
+          full(node->key),
+          only_dst,
+          only_src);
+    }
+  }
+  for (const auto& node : src.nodes()) {
+    if (dst.find(node->key) == nullptr) {
+      only_src.push_back(full(node->key));
+    }
+  }
+}
+
+// Checks every pair of entries and plans the writes; writes nothing.
+void plan_copy(
+    TensorDictImpl& dst,
+    const TensorDictImpl& src,
+    const std::optional<NestedKey>& prefix,
+    bool non_blocking,
+    std::vector<PlannedCopy>& plan) {
+  for (const auto& node : dst.nodes()) {
+    const NestedKey key =
+        prefix ? prefix->child(node->key) : NestedKey(std::string_view(node->key));
+    const Value& d = node->value;
+    const Value& s = src.find(node->key)->value;
+    const bool same_kind =
+        d.kind() == s.kind() || (d.is_non_tensor() && s.is_non_tensor());
+    TORCH_CHECK_TYPE(
+        same_kind,
+        "copy_() cannot copy entry ",
+        key.to_string(),
+        ": it is a ",
+        d.type_name(),
+        " in the destination and a ",
+        s.type_name(),
+        " in the source");
+    if (d.is_tensor()) {
+      TORCH_CHECK(
+          broadcasts_to(s.tensor().sizes(), d.tensor().sizes()),
+          "copy_() cannot copy the value of shape ",
+          detail::size_repr(s.tensor().sizes()),
+          " under the key ",
+          key.to_string(),
+          " into the entry of shape ",
+          detail::size_repr(d.tensor().sizes()));
+      plan.push_back({d.tensor(), s.tensor(), nullptr, {}, std::nullopt});
+    } else if (d.is_tensordict()) {
+      plan_copy(
+          *d.tensordict().unsafeGetImpl(),
+          *s.tensordict().unsafeGetImpl(),
+          key,
+          non_blocking,
+          plan);
+    } else {
+      plan.push_back(
+          {{},
+           {},
+           &dst,
+           node->key,
+           detail::validate_value(dst, s, key, non_blocking)});
+    }
+  }
+}
+
+} // namespace
+
+TensorDict TensorDict::to(c10::ScalarType dtype) const {
+  return detail::map_entries(
+      *this, [&](const at::Tensor& t) { return t.to(dtype); });
+}
+
+TensorDict TensorDict::to(const at::TensorOptions& options, bool non_blocking)
+    const {
+  std::optional<c10::Device> device;
+  if (options.has_device()) {
+    device = options.device();
+  }
+  return detail::map_entries(
+      *this,
+      [&](const at::Tensor& t) { return t.to(options, non_blocking); },
+      device);
+}
+
+TensorDict TensorDict::cpu() const {
+  return to(c10::Device(c10::kCPU));
+}
+
+TensorDict TensorDict::pin_memory() const {
+  return detail::map_entries(
+      *this, [](const at::Tensor& t) { return t.pin_memory(); });
+}
+
+TensorDict& TensorDict::share_memory_() {
+  if (impl_->device && impl_->device->is_cuda()) {
+    return *this; // CUDA tensors are shared already (Python's rule)
+  }
+  auto share = [](const at::Tensor& t) {
+    if (t.device().is_cpu() && t.has_storage()) {
+      move_storage_to_shared_memory(t.storage());
+    }
+  };
+  for_each_tensor(*impl_, share);
+  mark_shared(*impl_);
+  lock_();
+  return *this;
+}
+
+bool TensorDict::is_shared() const noexcept {
+  if (impl_->device && impl_->device->is_cuda()) {
+    return true;
+  }
+  return impl_->shared;
+}
+
+TensorDict TensorDict::detach() const {
+  return detail::map_entries(
+      *this, [](const at::Tensor& t) { return t.detach(); });
+}
+
+TensorDict& TensorDict::detach_() {
+  auto detach = [](const at::Tensor& t) { t.detach_(); };
+  for_each_tensor(*impl_, detach);
+  return *this;
+}
+
+TensorDict& TensorDict::requires_grad_(bool requires_grad) {
+  auto set = [&](const at::Tensor& t) { t.requires_grad_(requires_grad); };
+  for_each_tensor(*impl_, set);
+  return *this;
+}
+
+TensorDict TensorDict::contiguous() const {
+  return detail::map_entries(
+      *this, [](const at::Tensor& t) { return t.contiguous(); });
+}
+
+bool TensorDict::is_contiguous() const {
+  return detail::all_tensors(
+      *this, [](const at::Tensor& t) { return t.is_contiguous(); });
+}
+
+TensorDict& TensorDict::zero_() {
+  auto zero = [](const at::Tensor& t) { t.zero_(); };
+  for_each_tensor(*impl_, zero);
+  return *this;
+}
+
+TensorDict& TensorDict::fill_(const NestedKey& key, const c10::Scalar& value) {
+  const Value entry = (*this)[key];
+  auto fill = [&](const at::Tensor& t) { t.fill_(value); };
+  if (entry.is_tensor()) {
+    fill(entry.tensor());
+  } else if (entry.is_tensordict()) {
+    for_each_tensor(*entry.tensordict().unsafeGetImpl(), fill);
+  } else {
+    TORCH_CHECK_TYPE(
+        false,
+        "fill_() expects a Tensor or a TensorDict at ",
+        key.to_string(),
+        ", got a ",
+        entry.type_name());
+  }
+  return *this;
+}
+
+TensorDict& TensorDict::copy_(const TensorDict& src, bool non_blocking) {
+  std::vector<NestedKey> only_dst;
+  std::vector<NestedKey> only_src;
+  diff_keys(*impl_, *src.impl_, std::nullopt, only_dst, only_src);
+  TENSORDICT_CHECK_KEY(
+      only_dst.empty() && only_src.empty(),
+      "copy_() needs the same keys in both tensordicts, but ",
+      only_dst.empty() ? "" : "the source lacks " + keys_repr(only_dst),
+      only_dst.empty() || only_src.empty() ? "" : " and ",
+      only_src.empty() ? "" : "the destination lacks " + keys_repr(only_src));
+  std::vector<PlannedCopy> plan;
+  plan_copy(*impl_, *src.impl_, std::nullopt, non_blocking, plan);
+  for (PlannedCopy& step : plan) {
+    if (step.dest.defined()) {
+      step.dest.copy_(step.src, non_blocking);
+    } else {
+      // Non-tensor values have no storage to write into: replacing them is
+      // the in-place write (as `set(..., inplace)` does on locked dicts).
+      step.parent->find(step.key)->value = std::move(*step.value);
+    }
+  }
+  return *this;
+}
+
+TensorDict TensorDict::float32() const {
+  return to(c10::kFloat);
+}
+
+TensorDict TensorDict::float64() const {
+  return to(c10::kDouble);
+}
+
+TensorDict TensorDict::half() const {
+  return to(c10::kHalf);
+}
+
+TensorDict TensorDict::bfloat16() const {
+  return to(c10::kBFloat16);
+}
+
+TensorDict TensorDict::int32() const {
+  return to(c10::kInt);
+}
+
+TensorDict TensorDict::boolean() const {
+  return to(c10::kBool);
+}
+
+TENSORDICT_END_NAMESPACE

@@ -1,2 +1,280 @@
-// (in progress)
+// Reductions over the batch dims (or every element of each leaf), and
+// Python's reduce=True across all leaves. One leaf function, `reduce_leaf`,
+// does the tensor work for every op; the batch-dim case goes through the
+// engine's detail::transform.
+
+#include <ATen/ops/cat.h>
+
+#include <algorithm>
+
 #include "detail/walk.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+
+namespace {
+
+const char* op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kMean:
+      return "mean";
+    case ReduceOp::kStd:
+      return "std";
+    case ReduceOp::kVar:
+      return "var";
+    case ReduceOp::kProd:
+      return "prod";
+    case ReduceOp::kAmax:
+      return "amax";
+    case ReduceOp::kAmin:
+      return "amin";
+    case ReduceOp::kMax:
+      return "max";
+    case ReduceOp::kMin:
+      return "min";
+    case ReduceOp::kAll:
+      return "all";
+    case ReduceOp::kAny:
+      return "any";
+  }
+  TORCH_INTERNAL_ASSERT(false, "unknown ReduceOp");
+}
+
+// Reduces `t` over `dims` (sorted, non-negative), or over every element
+// when `dims` is nullopt (then `keepdim` keeps every dim as size 1).
+at::Tensor reduce_leaf(
+    const at::Tensor& t,
+    ReduceOp op,
+    const std::optional<std::vector<int64_t>>& dims,
+    bool keepdim,
+    int64_t correction) {
+  if (!dims) {
+    at::Tensor out = reduce_leaf(
+        t.flatten(), op, std::vector<int64_t>{0}, /*keepdim=*/false, correction);
+    return keepdim ? out.view(std::vector<int64_t>(t.dim(), 1)) : out;
+  }
+  const c10::IntArrayRef d = *dims;
+  switch (op) {
+    case ReduceOp::kSum:
+      return t.sum(d, keepdim);
+    case ReduceOp::kMean:
+      return t.mean(d, keepdim);
+    case ReduceOp::kStd:
+      return t.std(d, c10::Scalar(correction), keepdim);
+    case ReduceOp::kVar:
+      return t.var(d, c10::Scalar(correction), keepdim);
+    case ReduceOp::kProd: {
+      // torch's prod takes one dim: reduce the last first so the others
+      // keep their positions.
+      at::Tensor out = t;
+      for (auto it = d.rbegin(); it != d.rend(); ++it) {
+        out = out.prod(*it, keepdim);
+      }
+      return out;
+    }
+    case ReduceOp::kAmax:
+    case ReduceOp::kMax:
+      return t.amax(d, keepdim);
+    case ReduceOp::kAmin:
+    case ReduceOp::kMin:
+      return t.amin(d, keepdim);
+    case ReduceOp::kAll:
+      return t.all(d, keepdim);
+    case ReduceOp::kAny:
+      return t.any(d, keepdim);
+  }
+  TORCH_INTERNAL_ASSERT(false, "unknown ReduceOp");
+}
+
+// Wraps `dims` against `ndim` batch dims and sorts them; throws IndexError
+// (Python's text) out of range, an error on a repeat (torch's text).
+std::vector<int64_t> wrap_dims(c10::IntArrayRef dims, int64_t ndim) {
+  std::vector<int64_t> out;
+  for (const int64_t dim : dims) {
+    TORCH_CHECK_INDEX(
+        dim >= -ndim && dim < ndim,
+        "Incompatible dim ",
+        dim,
+        " for tensordict with batch dims ",
+        ndim,
+        ".");
+    const int64_t wrapped = dim < 0 ? dim + ndim : dim;
+    TORCH_CHECK(
+        std::find(out.begin(), out.end(), wrapped) == out.end(),
+        "dim ",
+        wrapped,
+        " appears multiple times in the list of dims");
+    out.push_back(wrapped);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Python refuses to reduce a NonTensorStack; so do we, before any work.
+void check_no_stack(const TensorDict& td, ReduceOp op) {
+  detail::for_each_nested(
+      td, std::nullopt, [&](const NestedKey& /*key*/, const Value& value) {
+        TORCH_CHECK(
+            !value.is_non_tensor_stack(),
+            op_name(op),
+            " requires this object to be cast to a regular TensorDict. If you "
+            "need NonTensorStack to support ",
+            op_name(op),
+            ", help us by filing an issue on github!");
+      });
+}
+
+// Reduces every element of each leaf: batch size [] (all 1s with
+// `keepdim`, names kept), at every level.
+TensorDict reduce_elements(
+    const TensorDict& td,
+    ReduceOp op,
+    const ReduceOptions& options) {
+  const detail::TensorDictImpl& src = *td.unsafeGetImpl();
+  std::vector<int64_t> batch;
+  DimNames names;
+  if (options.keepdim()) {
+    batch.assign(src.batch_size.size(), 1);
+    names = src.names;
+  }
+  TensorDict result = detail::make_tensordict(batch, src.device, names);
+  detail::TensorDictImpl& dst = *result.unsafeGetImpl();
+  for (const auto& node : src.nodes()) {
+    const Value& v = node->value;
+    if (v.is_tensor()) {
+      dst.append(
+          node->key,
+          Value(reduce_leaf(
+              v.tensor(),
+              op,
+              std::nullopt,
+              options.keepdim(),
+              options.correction())));
+    } else if (v.is_tensordict()) {
+      dst.append(node->key, Value(reduce_elements(v.tensordict(), op, options)));
+    } else {
+      // A NonTensorData (stacks were refused): shared by the new batch.
+      NonTensorData data = v.non_tensor_data();
+      data.set_batch_size(batch);
+      dst.append(node->key, Value(std::move(data)));
+    }
+  }
+  return result;
+}
+
+TensorDict reduce_dict(
+    const TensorDict& td,
+    ReduceOp op,
+    const ReduceOptions& options) {
+  check_no_stack(td, op);
+  if (options.dim().empty()) {
+    return reduce_elements(td, op, options);
+  }
+  const std::vector<int64_t> dims = wrap_dims(options.dim(), td.batch_dims());
+  const c10::IntArrayRef old_batch = td.batch_size();
+  const DimNames old_names = td.names();
+  detail::BatchChange change;
+  for (int64_t i = 0; i < static_cast<int64_t>(old_batch.size()); ++i) {
+    const bool reduced = std::binary_search(dims.begin(), dims.end(), i);
+    if (reduced && !options.keepdim()) {
+      continue;
+    }
+    change.batch_size.push_back(reduced ? 1 : old_batch[i]);
+    if (!old_names.empty()) {
+      change.names.push_back(old_names[i]);
+    }
+  }
+  return detail::transform(
+      td,
+      [&](const at::Tensor& t) {
+        return reduce_leaf(t, op, dims, options.keepdim(), options.correction());
+      },
+      change);
+}
+
+} // namespace
+
+TensorDict TensorDict::sum(const ReduceOptions& options) const {
+  return reduce_dict(*this, ReduceOp::kSum, options);
+}
+
+TensorDict TensorDict::mean(const ReduceOptions& options) const {
+  return reduce_dict(*this, ReduceOp::kMean, options);
+}
+
+TensorDict TensorDict::std(const ReduceOptions& options) const {
+  return reduce_dict(*this, ReduceOp::kStd, options);
+}
+
+TensorDict TensorDict::var(const ReduceOptions& options) const {
+  return reduce_dict(*this, ReduceOp::kVar, options);
+}
+
+TensorDict TensorDict::prod(const ReduceOptions& options) const {
+  return reduce_dict(*this, ReduceOp::kProd, options);
+}
+
+TensorDict TensorDict::amax(const ReduceOptions& options) const {
+  return reduce_dict(*this, ReduceOp::kAmax, options);
+}
+
+TensorDict TensorDict::amin(const ReduceOptions& options) const {
+  return reduce_dict(*this, ReduceOp::kAmin, options);
+}
+
+TensorDict TensorDict::max(const ReduceOptions& options) const {
+  return reduce_dict(*this, ReduceOp::kMax, options);
+}
+
+TensorDict TensorDict::min(const ReduceOptions& options) const {
+  return reduce_dict(*this, ReduceOp::kMin, options);
+}
+
+TensorDict TensorDict::all(int64_t dim) const {
+  const int64_t ndim = batch_dims();
+  TORCH_CHECK(
+      dim >= -ndim && dim < ndim,
+      "dim must be greater than or equal to -tensordict.batch_dims and "
+      "smaller than tensordict.batch_dims");
+  return reduce_dict(*this, ReduceOp::kAll, ReduceOptions().dim({dim}));
+}
+
+TensorDict TensorDict::any(int64_t dim) const {
+  const int64_t ndim = batch_dims();
+  TORCH_CHECK(
+      dim >= -ndim && dim < ndim,
+      "dim must be greater than or equal to -tensordict.batch_dims and "
+      "smaller than tensordict.batch_dims");
+  return reduce_dict(*this, ReduceOp::kAny, ReduceOptions().dim({dim}));
+}
+
+at::Tensor TensorDict::reduce(ReduceOp op, const ReduceOptions& options) const {
+  std::vector<at::Tensor> leaves;
+  detail::all_tensors(*this, [&](const at::Tensor& t) {
+    leaves.push_back(t);
+    return true;
+  });
+  TORCH_CHECK_VALUE(
+      !leaves.empty(),
+      op_name(op),
+      "(reduce=True) reduces the tensor leaves together, and this tensordict "
+      "has no tensor leaves.");
+  if (options.dim().empty()) {
+    for (at::Tensor& leaf : leaves) {
+      leaf = leaf.flatten();
+    }
+    return reduce_leaf(
+        at::cat(leaves), op, std::nullopt, /*keepdim=*/false,
+        options.correction());
+  }
+  const std::vector<int64_t> dims = wrap_dims(options.dim(), batch_dims());
+  return reduce_leaf(
+      at::cat(leaves, dims.front()),
+      op,
+      dims,
+      options.keepdim(),
+      options.correction());
+}
+
+TENSORDICT_END_NAMESPACE

@@ -1,2 +1,362 @@
-// (in progress)
+// stack and cat: walk the dicts level by level, check that keys, kinds and
+// batch sizes agree, then make one at::stack / at::cat call per leaf.
+
+#include <ATen/ops/arange.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/stack.h>
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "detail/format.h"
 #include "detail/walk.h"
+#include "tensordict/errors.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+
+namespace {
+
+using detail::Node;
+using detail::TensorDictImpl;
+
+enum class Op { kStack, kCat };
+
+const char* op_verb(Op op) {
+  return op == Op::kStack ? "stack" : "concatenate";
+}
+
+// " for the entry ('n', 'b')" at nested levels, "" at the root.
+std::string where(const std::optional<NestedKey>& prefix) {
+  return prefix ? " for the entry " + prefix->to_string() : "";
+}
+
+// The batch size of a stack/cat of dicts of these batch sizes. Every batch
+// size must equal the first, except along `dim` for cat.
+std::vector<int64_t> combined_batch(
+    const std::vector<c10::IntArrayRef>& sizes,
+    Op op,
+    int64_t dim,
+    const std::optional<NestedKey>& prefix) {
+  const c10::IntArrayRef first = sizes[0];
+  int64_t along = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const c10::IntArrayRef b = sizes[i];
+    bool congruent = b.size() == first.size();
+    for (size_t d = 0; congruent && d < b.size(); ++d) {
+      congruent = b[d] == first[d] ||
+          (op == Op::kCat && d == static_cast<size_t>(dim));
+    }
+    if (op == Op::kStack) {
+      TORCH_CHECK(
+          congruent,
+          "stacking tensordicts requires them to have congruent batch sizes, "
+          "got td[",
+          i,
+          "].batch_size=",
+          detail::size_repr(b),
+          " and td[0].batch_size=",
+          detail::size_repr(first),
+          where(prefix));
+    } else {
+      TORCH_CHECK(
+          congruent,
+          "concatenating tensordicts requires them to have congruent batch "
+          "sizes except along dim ",
+          dim,
+          ", got td[",
+          i,
+          "].batch_size=",
+          detail::size_repr(b),
+          " and td[0].batch_size=",
+          detail::size_repr(first),
+          where(prefix));
+      along += b[dim];
+    }
+  }
+  std::vector<int64_t> batch(first.begin(), first.end());
+  if (op == Op::kStack) {
+    batch.insert(batch.begin() + dim, static_cast<int64_t>(sizes.size()));
+  } else {
+    batch[dim] = along;
+  }
+  return batch;
+}
+
+// Python's rules: stack keeps the names all dicts share (the new dim
+// unnamed); cat keeps the first dict's.
+DimNames combined_names(
+    const std::vector<const TensorDictImpl*>& srcs,
+    Op op,
+    int64_t dim) {
+  DimNames names = srcs[0]->names;
+  if (names.empty()) {
+    return names;
+  }
+  if (op == Op::kCat) {
+    return names;
+  }
+  for (const TensorDictImpl* src : srcs) {
+    if (src->names != names) {
+      return {};
+    }
+  }
+  names.insert(names.begin() + dim, std::nullopt);
+  return names;
+}
+
+// The device all dicts share, else none.
+template <typename T, typename Get>
+std::optional<c10::Device> common_device(const std::vector<T>& items, Get get) {
+  std::optional<c10::Device> device = get(items[0]);
+  for (const T& item : items) {
+    if (get(item) != device) {
+      return std::nullopt;
+    }
+  }
+  return device;
+}
+
+// Throws the key error when a dict's keys differ from the first's.
+void check_keys(
+    const std::vector<const TensorDictImpl*>& srcs,
+    const std::optional<NestedKey>& prefix) {
+  const TensorDictImpl& first = *srcs[0];
+  for (size_t i = 1; i < srcs.size(); ++i) {
+    const TensorDictImpl& other = *srcs[i];
+    bool same = other.nodes().size() == first.nodes().size();
+    for (const auto& node : first.nodes()) {
+      if (!same) {
+        break;
+      }
+      same = other.find(node->key) != nullptr;
+    }
+    TENSORDICT_CHECK_KEY(
+        same,
+        "tensordict ",
+        i,
+        " has keys ",
+        other.sorted_keys_repr(),
+        " but tensordict 0 has keys ",
+        first.sorted_keys_repr(),
+        where(prefix),
+        "; all tensordicts must have the same keys");
+  }
+}
+
+// Checks that leaf shapes agree (except along `dim` for cat), naming the
+// key, so torch's own error need not be decoded.
+void check_leaf_shapes(
+    const std::vector<at::Tensor>& leaves,
+    Op op,
+    int64_t dim,
+    const NestedKey& key) {
+  const auto first = leaves[0].sizes();
+  for (size_t i = 1; i < leaves.size(); ++i) {
+    const auto sizes = leaves[i].sizes();
+    bool same = sizes.size() == first.size();
+    for (size_t d = 0; same && d < sizes.size(); ++d) {
+      same = sizes[d] == first[d] ||
+          (op == Op::kCat && d == static_cast<size_t>(dim));
+    }
+    TORCH_CHECK(
+        same,
+        "The shapes of the tensors to ",
+        op_verb(op),
+        " are incompatible: ",
+        detail::size_repr(sizes),
+        " vs ",
+        detail::size_repr(first),
+        " for key ",
+        key.to_string(),
+        ".");
+  }
+}
+
+// The flat, row-major values of a non-tensor entry.
+std::vector<Json> flat_values(const Value& v) {
+  if (v.is_non_tensor_stack()) {
+    return v.non_tensor_stack().values();
+  }
+  const NonTensorData& data = v.non_tensor_data();
+  const auto batch = data.batch_size();
+  const int64_t n = std::accumulate(
+      batch.begin(), batch.end(), int64_t{1}, std::multiplies<>());
+  return std::vector<Json>(static_cast<size_t>(n), data.data());
+}
+
+// Stacks or concatenates non-tensor entries: cat of equal NonTensorData
+// stays NonTensorData (Python); anything else becomes a NonTensorStack,
+// whose element order comes from stacking tensors of element positions.
+Value combine_non_tensors(
+    const std::vector<const Value*>& values,
+    Op op,
+    int64_t dim,
+    c10::IntArrayRef batch) {
+  const std::optional<c10::Device> device = common_device(
+      values, [](const Value* v) {
+        return v->is_non_tensor_stack() ? v->non_tensor_stack().device()
+                                        : v->non_tensor_data().device();
+      });
+  if (op == Op::kCat) {
+    bool uniform = true;
+    for (const Value* v : values) {
+      uniform = uniform && v->is_non_tensor_data() &&
+          v->non_tensor_data().data() == values[0]->non_tensor_data().data();
+    }
+    if (uniform) {
+      return Value(NonTensorData(values[0]->non_tensor_data().data(), batch, device));
+    }
+  }
+  std::vector<Json> pool;
+  std::vector<at::Tensor> positions;
+  positions.reserve(values.size());
+  for (const Value* v : values) {
+    std::vector<Json> flat = flat_values(*v);
+    const auto start = static_cast<int64_t>(pool.size());
+    positions.push_back(
+        at::arange(start, start + static_cast<int64_t>(flat.size()), at::kLong)
+            .view(v->shape()));
+    pool.insert(
+        pool.end(),
+        std::make_move_iterator(flat.begin()),
+        std::make_move_iterator(flat.end()));
+  }
+  const at::Tensor order =
+      (op == Op::kStack ? at::stack(positions, dim) : at::cat(positions, dim))
+          .contiguous();
+  const int64_t* idx = order.data_ptr<int64_t>();
+  std::vector<Json> out;
+  out.reserve(static_cast<size_t>(order.numel()));
+  for (int64_t i = 0; i < order.numel(); ++i) {
+    out.push_back(pool[static_cast<size_t>(idx[i])]);
+  }
+  return Value(NonTensorStack(std::move(out), batch, device));
+}
+
+TensorDict combine(
+    const std::vector<const TensorDictImpl*>& srcs,
+    Op op,
+    int64_t dim,
+    const std::optional<NestedKey>& prefix) {
+  std::vector<c10::IntArrayRef> sizes;
+  sizes.reserve(srcs.size());
+  for (const TensorDictImpl* src : srcs) {
+    sizes.emplace_back(src->batch_size);
+  }
+  std::vector<int64_t> batch = combined_batch(sizes, op, dim, prefix);
+  check_keys(srcs, prefix);
+  TensorDict result = detail::make_tensordict(
+      batch,
+      common_device(srcs, [](const TensorDictImpl* s) { return s->device; }),
+      combined_names(srcs, op, dim));
+  TensorDictImpl& dst = *result.unsafeGetImpl();
+  dst.reserve(srcs[0]->nodes().size());
+  const size_t n = srcs.size();
+  std::vector<const Value*> values(n);
+  std::vector<at::Tensor> leaves;
+  std::vector<const TensorDictImpl*> children;
+  for (const auto& node : srcs[0]->nodes()) {
+    const NestedKey key = prefix ? prefix->child(node->key)
+                                 : NestedKey(std::string_view(node->key));
+    const Value& first = node->value;
+    for (size_t i = 0; i < n; ++i) {
+      values[i] = &srcs[i]->find(node->key)->value;
+      const Value& v = *values[i];
+      TORCH_CHECK_TYPE(
+          v.kind() == first.kind() || (v.is_non_tensor() && first.is_non_tensor()),
+          "cannot ",
+          op_verb(op),
+          " entry ",
+          key.to_string(),
+          ": it is a ",
+          first.type_name(),
+          " in tensordict 0 and a ",
+          v.type_name(),
+          " in tensordict ",
+          i);
+    }
+    if (first.is_tensor()) {
+      leaves.clear();
+      for (const Value* v : values) {
+        leaves.push_back(v->tensor());
+      }
+      check_leaf_shapes(leaves, op, dim, key);
+      dst.append(
+          node->key,
+          Value(op == Op::kStack ? at::stack(leaves, dim) : at::cat(leaves, dim)));
+    } else if (first.is_tensordict()) {
+      children.clear();
+      for (const Value* v : values) {
+        children.push_back(v->tensordict().unsafeGetImpl());
+      }
+      dst.append(node->key, Value(combine(children, op, dim, key)));
+    } else {
+      std::vector<std::vector<int64_t>> shapes;
+      shapes.reserve(n);
+      for (const Value* v : values) {
+        shapes.push_back(v->shape());
+      }
+      const std::vector<c10::IntArrayRef> shape_refs(shapes.begin(), shapes.end());
+      dst.append(
+          node->key,
+          combine_non_tensors(
+              values, op, dim, combined_batch(shape_refs, op, dim, key)));
+    }
+  }
+  return result;
+}
+
+} // namespace
+
+TensorDict stack(const std::vector<TensorDict>& tds, int64_t dim) {
+  TORCH_CHECK(!tds.empty(), "stack expects a non-empty TensorList");
+  const int64_t ndim = tds[0].batch_dims();
+  TORCH_CHECK_INDEX(
+      dim >= -ndim - 1 && dim <= ndim,
+      "Dimension out of range (expected to be in range of [",
+      -ndim - 1,
+      ", ",
+      ndim,
+      "], but got ",
+      dim,
+      ")");
+  if (dim < 0) {
+    dim += ndim + 1;
+  }
+  std::vector<const TensorDictImpl*> srcs;
+  srcs.reserve(tds.size());
+  for (const TensorDict& td : tds) {
+    srcs.push_back(td.unsafeGetImpl());
+  }
+  return combine(srcs, Op::kStack, dim, std::nullopt);
+}
+
+TensorDict cat(const std::vector<TensorDict>& tds, int64_t dim) {
+  TORCH_CHECK_VALUE(
+      !tds.empty(), "torch.cat(): expected a non-empty list of Tensors");
+  const int64_t ndim = tds[0].batch_dims();
+  TORCH_CHECK_INDEX(
+      ndim > 0,
+      "zero-dimensional tensordict (at position 0) cannot be concatenated");
+  TORCH_CHECK_INDEX(
+      dim >= -ndim && dim < ndim,
+      "Dimension out of range (expected to be in range of [",
+      -ndim,
+      ", ",
+      ndim - 1,
+      "], but got ",
+      dim,
+      ")");
+  if (dim < 0) {
+    dim += ndim;
+  }
+  std::vector<const TensorDictImpl*> srcs;
+  srcs.reserve(tds.size());
+  for (const TensorDict& td : tds) {
+    srcs.push_back(td.unsafeGetImpl());
+  }
+  return combine(srcs, Op::kCat, dim, std::nullopt);
+}
+
+TENSORDICT_END_NAMESPACE

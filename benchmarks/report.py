@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Merges the C++ (Google Benchmark JSON) and Python timings into a report.
+
+Usage: report.py CPP_JSON PYTHON_JSON OUT_DIR
+
+Prints a table (op, C++ us, raw us, Python us, C++/raw, Python/C++), writes
+OUT_DIR/report.json as {"results": [{"name", "cpp_us", "raw_us",
+"python_us"}, ...]} and draws OUT_DIR/report.png (bars on a log scale).
+"""
+
+import json
+import os
+import sys
+
+
+def to_us(bench):
+    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[bench["time_unit"]]
+    return bench["real_time"] * scale
+
+
+def main(cpp_path, python_path, out_dir):
+    with open(cpp_path) as f:
+        cpp = json.load(f)
+    with open(python_path) as f:
+        python = {r["name"]: r["python_us"] for r in json.load(f)["results"]}
+    timings = {}
+    for bench in cpp["benchmarks"]:
+        if bench.get("run_type") == "aggregate":
+            continue
+        op, _, side = bench["name"].partition("/")
+        timings.setdefault(op, {})[side] = to_us(bench)
+    results = []
+    for op, sides in timings.items():
+        results.append(
+            {
+                "name": op,
+                "cpp_us": sides.get("cpp"),
+                "raw_us": sides.get("raw"),
+                "python_us": python.get(op),
+            }
+        )
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "report.json"), "w") as f:
+        json.dump({"results": results}, f, indent=1)
+
+    def fmt(x, spec="10.2f"):
+        return format(x, spec) if x is not None else " " * 9 + "-"
+
+    def ratio(a, b):
+        return a / b if a is not None and b else None
+
+    header = f"{'op':14s} {'C++ us':>10s} {'raw us':>10s} {'Python us':>10s} {'C++/raw':>10s} {'Py/C++':>10s}"
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        print(
+            f"{r['name']:14s} {fmt(r['cpp_us'])} {fmt(r['raw_us'])} {fmt(r['python_us'])}"
+            f" {fmt(ratio(r['cpp_us'], r['raw_us']))} {fmt(ratio(r['python_us'], r['cpp_us']))}"
+        )
+    draw(results, os.path.join(out_dir, "report.png"))
+
+
+def draw(results, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [r["name"] for r in results]
+    width = 0.27
+    fig, ax = plt.subplots(figsize=(max(8, len(names) * 0.9), 4.5))
+    for k, (field, label) in enumerate(
+        [("raw_us", "raw ATen loop"), ("cpp_us", "C++ TensorDict"), ("python_us", "Python tensordict")]
+    ):
+        xs = [i + (k - 1) * width for i in range(len(names))]
+        ys = [r[field] or 0 for r in results]
+        ax.bar(xs, ys, width, label=label)
+    ax.set_yscale("log")
+    ax.set_ylabel("microseconds per op (log)")
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, rotation=30, ha="right")
+    ax.legend()
+    ax.set_title("TensorDict ops: 100 leaves [64, 8], batch [64]")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])

@@ -1,0 +1,241 @@
+// TensorDict ops against the same ATen calls on a plain vector of the same
+// leaves ("raw"). Each op has two benchmarks, <op>/cpp and <op>/raw; the
+// report (benchmarks/report.py) divides them and adds Python's timings of
+// the same work (benchmarks/python_bench.py).
+//
+// Workload (kept in step with python_bench.py): a TensorDict of 3 levels
+// holding 100 float32 leaves of shape [64, 8], batch size [64].
+
+#include <benchmark/benchmark.h>
+#include <tensordict/tensordict.h>
+#include <torch/torch.h>
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+using namespace tensordict::indexing;
+using tensordict::NestedKey;
+using tensordict::TensorDict;
+
+namespace {
+
+constexpr int64_t kBatch = 64;
+constexpr int64_t kLeaves = 100;
+
+// Leaves are spread over three levels: root, "l1", ("l1", "l2").
+NestedKey leaf_key(int64_t i) {
+  const std::string name = "leaf" + std::to_string(i);
+  if (i % 3 == 0) {
+    return NestedKey(name);
+  }
+  if (i % 3 == 1) {
+    return NestedKey({NestedKey("l1"), NestedKey(name)});
+  }
+  return NestedKey({NestedKey("l1"), NestedKey("l2"), NestedKey(name)});
+}
+
+struct Workload {
+  TensorDict td;
+  std::vector<at::Tensor> raw;
+  // The raw side of get/set: the same leaves in one flat hash map keyed by
+  // the joined path, the least a lookup by name can cost.
+  std::unordered_map<std::string, at::Tensor> by_path;
+};
+
+Workload make_workload(int64_t leaves = kLeaves) {
+  Workload w;
+  w.td = TensorDict({kBatch});
+  for (int64_t i = 0; i < leaves; ++i) {
+    at::Tensor t = torch::randn({kBatch, 8});
+    w.td.set(leaf_key(i), t);
+    w.raw.push_back(t);
+    w.by_path.emplace(leaf_key(i).join_parts("/"), t);
+  }
+  return w;
+}
+
+const at::Tensor& mask() {
+  static const at::Tensor m = torch::arange(kBatch) % 3 == 0;
+  return m;
+}
+
+const at::Tensor& int_index() {
+  static const at::Tensor i = torch::randint(0, kBatch, {32}, torch::kLong);
+  return i;
+}
+
+// Registers <name>/cpp and <name>/raw from two callables over a workload.
+template <typename CppFn, typename RawFn>
+void register_pair(const std::string& name, CppFn cpp, RawFn raw, int64_t leaves = kLeaves) {
+  benchmark::RegisterBenchmark((name + "/cpp").c_str(), [=](benchmark::State& state) {
+    Workload w = make_workload(leaves);
+    for (auto _ : state) {
+      benchmark::DoNotOptimize(cpp(w));
+    }
+  })->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark((name + "/raw").c_str(), [=](benchmark::State& state) {
+    Workload w = make_workload(leaves);
+    for (auto _ : state) {
+      benchmark::DoNotOptimize(raw(w));
+    }
+  })->Unit(benchmark::kMicrosecond);
+}
+
+// 8 dicts of 20 leaves each, and the same leaves grouped by key.
+std::vector<TensorDict> stack_inputs() {
+  static const std::vector<TensorDict> tds = [] {
+    std::vector<TensorDict> out;
+    for (int i = 0; i < 8; ++i) {
+      out.push_back(make_workload(20).td);
+    }
+    return out;
+  }();
+  return tds;
+}
+
+std::vector<std::vector<at::Tensor>> stack_leaves() {
+  const std::vector<TensorDict> tds = stack_inputs();
+  std::vector<std::vector<at::Tensor>> by_key;
+  for (const NestedKey& key : tds[0].keys(/*include_nested=*/true, /*leaves_only=*/true)) {
+    std::vector<at::Tensor> group;
+    for (const TensorDict& td : tds) {
+      group.push_back(td.get(key));
+    }
+    by_key.push_back(std::move(group));
+  }
+  return by_key;
+}
+
+// The raw side of a per-leaf op: the same ATen call on every leaf.
+template <typename Leaves, typename Op>
+auto each(const std::vector<Leaves>& leaves, Op op) {
+  std::vector<at::Tensor> out;
+  out.reserve(leaves.size());
+  for (const Leaves& t : leaves) {
+    out.push_back(op(t));
+  }
+  return out;
+}
+  std::vector<at::Tensor> out;
+  out.reserve(leaves.size());
+  for (const at::Tensor& t : leaves) {
+    out.push_back(op(t));
+  }
+  return out;
+}
+
+void register_all() {
+  register_pair(
+      "index_int",
+      [](Workload& w) { return w.td.index({3}); },
+      [](Workload& w) { return each(w.raw, [](const at::Tensor& t) { return t.index({3}); }); });
+  register_pair(
+      "index_slice",
+      [](Workload& w) { return w.td.index({Slice(8, 40, 2)}); },
+      [](Workload& w) {
+        return each(w.raw, [](const at::Tensor& t) { return t.index({Slice(8, 40, 2)}); });
+      });
+  register_pair(
+      "index_mask",
+      [](Workload& w) { return w.td.index({mask()}); },
+      [](Workload& w) { return each(w.raw, [](const at::Tensor& t) { return t.index({mask()}); }); });
+  register_pair(
+      "index_tensor",
+      [](Workload& w) { return w.td.index({int_index()}); },
+      [](Workload& w) {
+        return each(w.raw, [](const at::Tensor& t) { return t.index({int_index()}); });
+      });
+  // Python's stack/cat work: 8 dicts of 20 leaves each.
+  register_pair(
+      "stack",
+      [](Workload&) {
+        static const std::vector<TensorDict> tds = stack_inputs();
+        return tensordict::stack(tds, 0);
+      },
+      [](Workload&) {
+        static const std::vector<std::vector<at::Tensor>> leaves = stack_leaves();
+        return each(leaves, [](const std::vector<at::Tensor>& ts) { return at::stack(ts, 0); });
+      });
+  register_pair(
+      "cat",
+      [](Workload&) {
+        static const std::vector<TensorDict> tds = stack_inputs();
+        return tensordict::cat(tds, 0);
+      },
+      [](Workload&) {
+        static const std::vector<std::vector<at::Tensor>> leaves = stack_leaves();
+        return each(leaves, [](const std::vector<at::Tensor>& ts) { return at::cat(ts, 0); });
+      });
+  register_pair(
+      "to_float64",
+      [](Workload& w) { return w.td.to(at::kDouble); },
+      [](Workload& w) { return each(w.raw, [](const at::Tensor& t) { return t.to(at::kDouble); }); });
+  register_pair(
+      "unbind",
+      [](Workload& w) { return w.td.unbind(0); },
+      [](Workload& w) {
+        std::vector<std::vector<at::Tensor>> out;
+        out.reserve(w.raw.size());
+        for (const at::Tensor& t : w.raw) {
+          out.push_back(t.unbind(0));
+        }
+        return out;
+      });
+  register_pair(
+      "reshape",
+      [](Workload& w) { return w.td.reshape({8, 8}); },
+      [](Workload& w) {
+        return each(w.raw, [](const at::Tensor& t) { return t.reshape({8, 8, 8}); });
+      });
+  register_pair(
+      "apply",
+      [](Workload& w) { return w.td.apply([](const at::Tensor& t) { return t * 2; }); },
+      [](Workload& w) { return each(w.raw, [](const at::Tensor& t) { return t * 2; }); });
+  register_pair(
+      "clone",
+      [](Workload& w) { return w.td.clone(); },
+      [](Workload& w) { return each(w.raw, [](const at::Tensor& t) { return t.clone(); }); });
+  register_pair(
+      "get_nested",
+      [](Workload& w) { return w.td.get({"l1", "l2", "leaf5"}); },
+      [](Workload& w) { return w.by_path.at("l1/l2/leaf5"); });
+  register_pair(
+      "set_nested",
+      [](Workload& w) {
+        w.td.set({"l1", "l2", "leaf5"}, w.raw[5]);
+        return 0;
+      },
+      [](Workload& w) {
+        w.by_path["l1/l2/leaf5"] = w.raw[5];
+        return 0;
+      });
+  register_pair(
+      "update",
+      [](Workload& w) {
+        static const TensorDict other = make_workload().td;
+        w.td.update(other);
+        return 0;
+      },
+      [](Workload& w) {
+        static const std::vector<at::Tensor> other = make_workload().raw;
+        for (size_t i = 0; i < other.size(); ++i) {
+          w.raw[i] = other[i];
+        }
+        return 0;
+      });
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  // One intra-op thread, here and in python_bench.py, so both sides do the
+  // same work the same way.
+  at::set_num_threads(1);
+  torch::manual_seed(0);
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
