@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+using namespace tensordict::indexing;
 using tensordict::NestedKey;
 using tensordict::TensorDict;
 
@@ -56,6 +57,29 @@ int main() {
   }
   td.set_("action", torch::full({4}, 2, torch::kLong));
   td.unlock_();
+
+  // It behaves like one tensor over its batch dims: index, reshape, stack.
+  TensorDict firsts = td.index({Slice(0, 2)});
+  std::cout << "td.index({Slice(0, 2)}) has batch size " << firsts.batch_size()
+            << "; td.index({0}).get(\"obs\") has shape "
+            << td.index({0}).get("obs").sizes() << "\n";
+  TensorDict pair = tensordict::stack({td, td.clone()}, /*dim=*/0);
+  std::cout << "stack of two: batch size " << pair.batch_size()
+            << ", reshape to [8]: " << pair.reshape({8}).batch_size() << "\n";
+  TensorDict doubled = td.exclude({"task"}).apply(
+      [](const at::Tensor& t) { return t.is_floating_point() ? t * 2 : t; });
+  std::cout << "apply(x * 2): reward sum "
+            << doubled.get({"next", "reward"}).sum().item<float>()
+            << ", mean over the batch of next.reward: "
+            << td.get_tensordict("next").exclude({"done"}).mean().get("reward").item<float>()
+            << "\n\n";
+
+  // Writing at an index of an empty dict allocates what is missing.
+  TensorDict buffer({3});
+  for (int64_t step = 0; step < 3; ++step) {
+    buffer.index_put_({step}, TensorDict({{"x", torch::full({2}, step)}}, {}));
+  }
+  std::cout << "preallocated buffer:\n" << buffer << "\n\n";
 
   // Comparisons give bool dicts.
   std::cout << std::boolalpha << "td == deep everywhere? " << (td == deep).all()

@@ -960,6 +960,7 @@ void unlock_children(TensorDictImpl& impl) {
         parents.end());
     if (parents.empty() && child.locked) {
       child.locked = false;
+      child.shared = false;
       unlock_children(child);
     }
   }
@@ -982,7 +983,10 @@ TensorDict& TensorDict::unlock_() {
       "group the graphs under a common tensordict an unlock this root.");
   impl_->lock_parents.clear();
   if (impl_->locked) {
+    // As in Python, an unlocked dict is no longer marked shared (its
+    // tensors stay in shared memory).
     impl_->locked = false;
+    impl_->shared = false;
     unlock_children(*impl_);
   }
   return *this;

@@ -155,6 +155,11 @@ TEST(TensorDictConvertTest, ShareMemoryMovesStorageInPlaceSoViewsSeeIt) {
   EXPECT_THROWS_WITH(td.set("new", torch::zeros({2})), c10::Error, "locked");
   td.zero_();
   EXPECT_TRUE(torch::equal(view, torch::zeros({3})));
+  // Unlocking clears the mark (as Python does); the memory stays shared.
+  td.unlock_();
+  EXPECT_FALSE(td.is_shared());
+  EXPECT_FALSE(td.get_tensordict("n").is_shared());
+  EXPECT_TRUE(in_shared_memory(a));
 }
 
 TEST(TensorDictConvertTest, ShareMemoryLeavesOtherDevicesAlone) {
