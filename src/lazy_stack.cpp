@@ -623,16 +623,7 @@ int64_t LazyStackedTensorDict::batch_dims() const noexcept {
 
 int64_t LazyStackedTensorDict::size(int64_t dim) const {
   const int64_t ndim = batch_dims();
-  TORCH_CHECK_INDEX(
-      dim >= -ndim && dim < ndim,
-      "Dimension out of range (expected to be in range of [",
-      -ndim,
-      ", ",
-      ndim - 1,
-      "], but got ",
-      dim,
-      ")");
-  return impl_->batch_size[dim < 0 ? dim + ndim : dim];
+  return impl_->batch_size[detail::wrap_dim(dim, ndim)];
 }
 
 size_t LazyStackedTensorDict::size() const {

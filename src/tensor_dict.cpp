@@ -449,16 +449,7 @@ int64_t TensorDict::numel() const noexcept {
 
 int64_t TensorDict::size(int64_t dim) const {
   const int64_t ndim = batch_dims();
-  TORCH_CHECK_INDEX(
-      dim >= -ndim && dim < ndim,
-      "Dimension out of range (expected to be in range of [",
-      -ndim,
-      ", ",
-      ndim - 1,
-      "], but got ",
-      dim,
-      ")");
-  return impl_->batch_size[dim < 0 ? dim + ndim : dim];
+  return impl_->batch_size[detail::wrap_dim(dim, ndim)];
 }
 
 std::optional<c10::Device> TensorDict::device() const noexcept {

@@ -9,6 +9,19 @@
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
 
+int64_t wrap_dim(int64_t dim, int64_t ndim) {
+  TORCH_CHECK_INDEX(
+      dim >= -ndim && dim < ndim,
+      "Dimension out of range (expected to be in range of [",
+      -ndim,
+      ", ",
+      ndim - 1,
+      "], but got ",
+      dim,
+      ")");
+  return dim < 0 ? dim + ndim : dim;
+}
+
 std::string dtype_name(c10::ScalarType dtype) {
   switch (dtype) {
     case c10::ScalarType::Bool: return "torch.bool";

@@ -14,6 +14,10 @@
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
 
+/// Wraps a possibly negative dim into [0, ndim); throws IndexError with
+/// torch's wording when it is out of range.
+int64_t wrap_dim(int64_t dim, int64_t ndim);
+
 /// Returns Python's name of a dtype: "torch.float32".
 std::string dtype_name(c10::ScalarType dtype);
 /// Returns Python's repr of a size: "torch.Size([4, 3])".

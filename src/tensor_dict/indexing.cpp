@@ -356,25 +356,35 @@ TensorDict& TensorDict::index_put_(
   return *this;
 }
 
-TensorDict& TensorDict::index_put_(
+namespace {
+
+// Writes one value (a scalar or a tensor) at the index of every tensor.
+template <typename V>
+void index_put_all(
+    TensorDict& td,
     c10::ArrayRef<TensorIndex> indices,
-    const c10::Scalar& value) {
-  detail::NormalizedIndex norm = detail::normalize_index(indices, *impl_);
-  detail::all_tensors(*this, [&](at::Tensor t) {
+    const V& value) {
+  detail::NormalizedIndex norm =
+      detail::normalize_index(indices, *td.unsafeGetImpl());
+  detail::all_tensors(td, [&](at::Tensor t) {
     t.index_put_(norm.indices, value);
     return true;
   });
+}
+
+} // namespace
+
+TensorDict& TensorDict::index_put_(
+    c10::ArrayRef<TensorIndex> indices,
+    const c10::Scalar& value) {
+  index_put_all(*this, indices, value);
   return *this;
 }
 
 TensorDict& TensorDict::index_put_(
     c10::ArrayRef<TensorIndex> indices,
     const at::Tensor& value) {
-  detail::NormalizedIndex norm = detail::normalize_index(indices, *impl_);
-  detail::all_tensors(*this, [&](at::Tensor t) {
-    t.index_put_(norm.indices, value);
-    return true;
-  });
+  index_put_all(*this, indices, value);
   return *this;
 }
 
@@ -471,16 +481,7 @@ TensorDict TensorDict::masked_select(const at::Tensor& mask) const {
 
 TensorDict TensorDict::gather(int64_t dim, const at::Tensor& index) const {
   const int64_t ndim = batch_dims();
-  TORCH_CHECK_INDEX(
-      dim >= -ndim && dim < ndim,
-      "Dimension out of range (expected to be in range of [",
-      -ndim,
-      ", ",
-      ndim - 1,
-      "], but got ",
-      dim,
-      ")");
-  dim = dim < 0 ? dim + ndim : dim;
+  dim = detail::wrap_dim(dim, ndim);
   TORCH_CHECK(
       index.dim() == ndim,
       "gather: the index must have as many dims as the batch (",

@@ -12,21 +12,9 @@
 
 TENSORDICT_BEGIN_NAMESPACE
 
-namespace {
+using detail::wrap_dim;
 
-// Wraps a possibly negative batch dim; throws IndexError out of range.
-int64_t wrap_dim(int64_t dim, int64_t ndim) {
-  TORCH_CHECK_INDEX(
-      dim >= -ndim && dim < ndim,
-      "Dimension out of range (expected to be in range of [",
-      -ndim,
-      ", ",
-      ndim - 1,
-      "], but got ",
-      dim,
-      ")");
-  return dim < 0 ? dim + ndim : dim;
-}
+namespace {
 
 // The leaf's shape with its first `batch_dims` dims replaced by `batch`.
 std::vector<int64_t> leaf_shape(

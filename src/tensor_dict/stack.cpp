@@ -312,18 +312,7 @@ TensorDict combine(
 TensorDict stack(const std::vector<TensorDict>& tds, int64_t dim) {
   TORCH_CHECK(!tds.empty(), "stack expects a non-empty TensorList");
   const int64_t ndim = tds[0].batch_dims();
-  TORCH_CHECK_INDEX(
-      dim >= -ndim - 1 && dim <= ndim,
-      "Dimension out of range (expected to be in range of [",
-      -ndim - 1,
-      ", ",
-      ndim,
-      "], but got ",
-      dim,
-      ")");
-  if (dim < 0) {
-    dim += ndim + 1;
-  }
+  dim = detail::wrap_dim(dim, ndim + 1); // the new dim may go last
   std::vector<const TensorDictImpl*> srcs;
   srcs.reserve(tds.size());
   for (const TensorDict& td : tds) {
@@ -339,18 +328,7 @@ TensorDict cat(const std::vector<TensorDict>& tds, int64_t dim) {
   TORCH_CHECK_INDEX(
       ndim > 0,
       "zero-dimensional tensordict (at position 0) cannot be concatenated");
-  TORCH_CHECK_INDEX(
-      dim >= -ndim && dim < ndim,
-      "Dimension out of range (expected to be in range of [",
-      -ndim,
-      ", ",
-      ndim - 1,
-      "], but got ",
-      dim,
-      ")");
-  if (dim < 0) {
-    dim += ndim;
-  }
+  dim = detail::wrap_dim(dim, ndim);
   std::vector<const TensorDictImpl*> srcs;
   srcs.reserve(tds.size());
   for (const TensorDict& td : tds) {
