@@ -117,13 +117,6 @@ auto each(const std::vector<Leaves>& leaves, Op op) {
   }
   return out;
 }
-  std::vector<at::Tensor> out;
-  out.reserve(leaves.size());
-  for (const at::Tensor& t : leaves) {
-    out.push_back(op(t));
-  }
-  return out;
-}
 
 void register_all() {
   register_pair(
