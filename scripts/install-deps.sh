@@ -29,7 +29,8 @@ m.version("tensordict"); m.version("matplotlib")
 sys.exit(0 if ok else 1)
 PY
 then
-  echo "install-deps: pip install torch==$TORCH_VERSION tensordict matplotlib"
+  # Pinned literally: torch must never be resolved by pip on its own.
+  echo "install-deps: pip install torch==2.13.0 tensordict matplotlib"
   "$PYTHON" -m pip install --quiet --disable-pip-version-check \
-    "torch==$TORCH_VERSION" tensordict matplotlib
+    torch==2.13.0 tensordict matplotlib
 fi
