@@ -952,6 +952,7 @@ void unlock_children(TensorDictImpl& impl) {
     if (parents.empty() && child.locked) {
       child.locked = false;
       child.shared = false;
+      child.is_memmap = false;
       unlock_children(child);
     }
   }
@@ -978,6 +979,7 @@ TensorDict& TensorDict::unlock_() {
     // tensors stay in shared memory).
     impl_->locked = false;
     impl_->shared = false;
+    impl_->is_memmap = false;
     unlock_children(*impl_);
   }
   return *this;

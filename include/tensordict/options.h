@@ -4,6 +4,7 @@
 #include <c10/core/Device.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -127,6 +128,91 @@ struct TENSORDICT_API ReduceOptions {
   TENSORDICT_ARG(bool, keepdim) = false;
   /// Bessel's correction of `std` and `var` (Python's `correction`).
   TENSORDICT_ARG(int64_t, correction) = 1;
+};
+
+// --- memory-mapped storage (include/tensordict/memmap.h) --------------------
+
+/// How `load_memmap` maps leaf files, as Python's `mode` argument.
+enum class MapMode {
+  /// Shared (writes reach the file) when the file is writable, else
+  /// copy-on-write. Python's `mode=None`.
+  kAuto,
+  /// Copy-on-write: in-place writes stay in memory. Python's `"r"`.
+  kReadOnly,
+  /// Shared: in-place writes reach the file; throws if it is read-only.
+  /// Python's `"r+"`.
+  kReadWrite,
+};
+
+/// The layout of the `meta.json` files a save writes. Both load.
+enum class JsonStyle {
+  /// `{"a":1}` with raw UTF-8: Python with the orjson backend.
+  kCompact,
+  /// `{"a": 1}` with `\uXXXX` escapes: Python's default (stdlib json); the
+  /// files are then byte-identical to what Python 0.15 writes.
+  kSpaced,
+};
+
+/// Called as a save progresses, with the bytes of leaf data written so far
+/// and the total; called from the writing threads, one call at a time.
+using MemmapProgress =
+    std::function<void(int64_t done_bytes, int64_t total_bytes)>;
+
+/// Options of `TensorDict::memmap`, `memmap_`, `memmap_like` and `save`.
+///
+/// Example: `td.memmap(MemmapOptions("/data/run").num_threads(4))`, or
+/// `td.memmap("/data/run")`.
+struct TENSORDICT_API MemmapOptions {
+  /// Saves under `prefix`; an empty prefix keeps the leaves in anonymous
+  /// shared memory and writes no file.
+  MemmapOptions(std::string prefix = {}) // NOLINT(google-explicit-constructor)
+      : prefix_(std::move(prefix)) {}
+  /// Same, for a literal.
+  MemmapOptions(const char* prefix) // NOLINT(google-explicit-constructor)
+      : prefix_(prefix) {}
+
+  /// The directory to write; created with its parents when missing.
+  TENSORDICT_ARG(std::string, prefix);
+  /// Leaf files are written by this many threads (0 or 1: the caller's).
+  TENSORDICT_ARG(int64_t, num_threads) = 0;
+  /// Reuse (overwrite) leaf files that already exist; when false an
+  /// existing leaf file is an error.
+  TENSORDICT_ARG(bool, existsok) = true;
+  /// Copy leaves that are already backed by another memmap file; when false
+  /// such a leaf is an error, as in Python.
+  TENSORDICT_ARG(bool, copy_existing) = false;
+  /// Encode keys for the file system as Python's `robust_key=True`; when
+  /// false, keys are used as file names and must be safe ones.
+  TENSORDICT_ARG(bool, robust_key) = true;
+  /// Fsync data files, meta.json files and directories before returning.
+  TENSORDICT_ARG(bool, durable) = false;
+  /// The layout of the meta.json files.
+  TENSORDICT_ARG(JsonStyle, json_style) = JsonStyle::kCompact;
+  /// Progress of the leaf writes.
+  TENSORDICT_ARG(MemmapProgress, progress);
+};
+
+/// Options of `TensorDict::load_memmap` and `load_memmap_any`.
+///
+/// Example:
+/// `TensorDict::load_memmap("/data/run", LoadMemmapOptions().subpath({"next"}))`
+struct TENSORDICT_API LoadMemmapOptions {
+  /// Moves the leaves to this device; `c10::kMeta` reads only meta.json
+  /// (shapes and dtypes, no file is opened).
+  TENSORDICT_ARG(std::optional<c10::Device>, device);
+  /// Loads the sub-tree at this key instead of the root.
+  TENSORDICT_ARG(std::vector<std::string>, subpath);
+  /// Expect keys encoded as Python's `robust_key=True` writes them, falling
+  /// back to raw names written by tensordict before 0.13.
+  TENSORDICT_ARG(bool, robust_key) = true;
+  /// How leaf files are mapped.
+  TENSORDICT_ARG(MapMode, mode) = MapMode::kAuto;
+  /// Drop entries stored in a Python pickle file instead of throwing.
+  TENSORDICT_ARG(bool, skip_pickle) = false;
+  /// The largest meta.json accepted, in bytes.
+  TENSORDICT_ARG(int64_t, max_meta_bytes) = int64_t{64} << 20;
+  /// The deepest JSON nesting and directory nesting accepted.
+  TENSORDICT_ARG(int64_t, max_depth) = 128;
 };
 
 TENSORDICT_END_NAMESPACE

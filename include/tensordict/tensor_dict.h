@@ -6,6 +6,7 @@
 #include <c10/util/intrusive_ptr.h>
 
 #include <cstdint>
+#include <future>
 #include <initializer_list>
 #include <iosfwd>
 #include <map>
@@ -877,6 +878,71 @@ class TENSORDICT_API TensorDict {
   TensorDict& unlock_();
   /// Returns true if the dict is locked.
   bool is_locked() const noexcept;
+
+  // --- memory-mapped storage (src/memmap/) ---------------------------------
+  // See NOTE [Memmap layout] in tensordict/memmap.h for the files written,
+  // the guarantees and the differences from Python.
+
+  /// Writes the dict as a memmap directory under `options.prefix()` and
+  /// returns a new locked dict on the CPU whose leaves map the files (with
+  /// an empty prefix, anonymous shared memory); `*this` is untouched.
+  /// Throws on reserved or unsafe keys, symlinks, existing files when
+  /// `existsok` is false, and I/O errors, naming the key.
+  [[nodiscard]] TensorDict memmap(const MemmapOptions& options = {}) const;
+  /// Runs `memmap` on a background thread: Python's `return_early=True`.
+  /// The dict must not change until the future is ready.
+  [[nodiscard]] std::future<TensorDict> memmap_async(
+      const MemmapOptions& options = {}) const;
+  /// Writes the dict like `memmap`, then replaces every leaf by its mapped
+  /// tensor in place, moves the dict to the CPU and locks it.
+  TensorDict& memmap_(const MemmapOptions& options = {});
+  /// Writes the layout of `memmap` with zero-filled (sparse) leaf files:
+  /// shapes and dtypes only, no data is copied.
+  [[nodiscard]] TensorDict memmap_like(const MemmapOptions& options = {}) const;
+  /// Same as `memmap` (Python's `save`).
+  TensorDict save(const MemmapOptions& options) const;
+  /// Loads a memmap directory written by `memmap` or by Python tensordict
+  /// (format versions 0 and 1): leaves map their files (no copy); the
+  /// result is not locked and `is_memmap()` is false, as in Python. A
+  /// Python tensorclass loads as a dict that remembers its class
+  /// (`python_class()`). Throws with the nested key and what was expected
+  /// on any inconsistency; see NOTE [Memmap layout].
+  [[nodiscard]] static TensorDict load_memmap(
+      const std::string& prefix,
+      const LoadMemmapOptions& options = {});
+  /// Same as `load_memmap` (Python's `load`).
+  [[nodiscard]] static TensorDict load(
+      const std::string& prefix,
+      const LoadMemmapOptions& options = {});
+  /// Loads a memmap directory into this dict: its leaves are replaced by the
+  /// mapped ones and keys it lacks are added (the lock is lifted meanwhile
+  /// and restored, and a memmapped dict stays memmapped).
+  TensorDict& load_memmap_(
+      const std::string& prefix,
+      const LoadMemmapOptions& options = {});
+  /// Re-reads the dict's own directory, picking up leaves that another
+  /// process added with `make_memmap`. Throws unless `is_memmap()` and the
+  /// dict was saved to a directory.
+  TensorDict& memmap_refresh_();
+  /// Returns true if the dict came from `memmap`/`memmap_` and has not been
+  /// unlocked since.
+  bool is_memmap() const noexcept;
+  /// Returns the directory the dict was saved to or loaded from, if any.
+  std::optional<std::string> saved_path() const;
+  /// Adds a zero-filled leaf backed by a new file to a memmapped dict (the
+  /// lock notwithstanding), creating missing nested dicts, and records it in
+  /// meta.json. Throws if the dict is not memmapped to a directory or the
+  /// key exists.
+  at::Tensor make_memmap(
+      const NestedKey& key,
+      c10::IntArrayRef shape,
+      c10::ScalarType dtype = c10::kFloat);
+  /// Returns the `_type` string of the Python tensorclass this dict was
+  /// loaded from ("<class 'module.Name'>"), or "" for a plain dict; a save
+  /// writes the tensorclass layout when it is set.
+  const std::string& python_class() const noexcept;
+  /// Sets the Python tensorclass the dict is saved as ("" for none).
+  TensorDict& set_python_class(std::string type_string);
 
   // --- comparison and printing ----------------------------------------------
 

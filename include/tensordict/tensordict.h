@@ -5,6 +5,7 @@
 #include "tensordict/errors.h"
 #include "tensordict/indexing.h"
 #include "tensordict/lazy_stack.h"
+#include "tensordict/memmap.h"
 #include "tensordict/nested_key.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/options.h"

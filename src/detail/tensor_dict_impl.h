@@ -106,6 +106,12 @@ class TensorDictImpl : public c10::intrusive_ptr_target {
   // Locked dicts that hold this one; unlock_ refuses while one of them is
   // alive and locked (Python's lock graph).
   std::vector<c10::weak_intrusive_ptr<TensorDictImpl>> lock_parents;
+  // Memmap state (src/memmap/): set by memmap/memmap_, cleared by unlock_.
+  bool is_memmap = false;
+  // The directory the dict was saved to or loaded from; empty = none.
+  std::string memmap_prefix;
+  // `_type` of the Python tensorclass the dict stands for; empty = none.
+  std::string python_class;
 
  private:
   void rebuild_slots(size_t capacity);

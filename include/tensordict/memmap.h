@@ -1,0 +1,155 @@
+#pragma once
+
+// Memory-mapped storage: MemoryMappedTensor, the options of the memmap family
+// of TensorDict methods, and loaders for whatever a directory holds.
+//
+// NOTE [Memmap layout]
+// `td.memmap(prefix)` writes the directory layout of Python tensordict 0.15
+// (format version 1): each dict is a directory with a `meta.json` naming its
+// entries, each tensor leaf a raw little-endian `<key>.memmap` file holding
+// exactly numel * itemsize bytes (none for zero-element leaves), each nested
+// dict, NonTensorData or NonTensorStack a sub-directory. Key names are
+// encoded for the file system as Python's `robust_key` does. Python loads
+// what we write and we load what it writes, bit for bit.
+//
+// Guarantees beyond Python's (each has a test):
+// - Files are untrusted: a leaf file shorter than its shape needs, a missing
+//   non-empty leaf or sub-directory, an unknown dtype, a negative or
+//   overflowing shape, oversized or too deeply nested JSON and JSON of the
+//   wrong type are errors that name the nested key; Python zero-extends short
+//   files and silently drops missing entries.
+// - No key makes a path leave the prefix, nothing is written or read through
+//   a symlink below the prefix, and keys that would collide with meta.json's
+//   own members (`shape`, `device`, `_type`, `_format_version`, `_class`,
+//   `_names`) are refused when writing (Python loses them silently).
+// - In each directory `meta.json` is written last, atomically (a temporary
+//   file renamed over it), after the directories below it, and an existing
+//   `meta.json` is removed before anything else is rewritten: an interrupted
+//   save never loads as a complete one. `durable(true)` also fsyncs the data
+//   files and directories, so the guarantee survives a power loss.
+//
+// Differences from Python, for C++'s sake:
+// - Loading keeps the order of meta.json (Python moves nested collections
+//   after the leaves).
+// - `memmap_like` over existing files yields zeros (Python keeps the old
+//   bytes of a file that already exists).
+// - Pickle sidecars (`other.pickle`, `pickle.pkl`) cannot be read: loading
+//   one is an error naming the key, unless `skip_pickle(true)` drops it.
+// - A lazy stack nested inside a dict loads as a dense TensorDict when its
+//   elements have the same shapes; otherwise the error names the key, and
+//   `load_memmap_any` with `subpath` loads it as a LazyStackedTensorDict.
+// - Python's `return_early` is `TensorDict::memmap_async`, which returns a
+//   `std::future`.
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "tensordict/lazy_stack.h"
+#include "tensordict/options.h"
+#include "tensordict/tensor_dict.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+
+/// Tensors backed by a file (or by anonymous shared memory), as Python's
+/// `MemoryMappedTensor`. The tensors are plain `at::Tensor`s whose storage is
+/// the mapping: writing into them writes the file (unless it was mapped
+/// copy-on-write), and the mapping lives as long as a tensor uses it.
+///
+/// A mapped file must not be truncated by another process while mapped:
+/// reading past the new end raises SIGBUS, as with any mmap.
+///
+/// Example:
+/// ```
+///   auto t = MemoryMappedTensor::from_tensor(torch::arange(4), "/tmp/a.memmap");
+///   MemoryMappedTensor::filename(t);   // "/tmp/a.memmap"
+/// ```
+class TENSORDICT_API MemoryMappedTensor {
+ public:
+  MemoryMappedTensor() = delete;
+
+  /// Copies `tensor` into the file `filename` (created if missing; with an
+  /// empty name, into anonymous shared memory) and returns the mapped
+  /// tensor. Throws if the file exists and `existsok` is false, if it is a
+  /// symlink, or if `tensor` is already backed by another file and
+  /// `copy_existing` is false (a tensor backed by this same file is
+  /// returned as is). With `copy_data` false the file holds zeros.
+  [[nodiscard]] static at::Tensor from_tensor(
+      const at::Tensor& tensor,
+      const std::string& filename = {},
+      bool existsok = false,
+      bool copy_existing = false,
+      bool copy_data = true);
+  /// Returns a mapped tensor of uninitialized (in practice zero) values.
+  [[nodiscard]] static at::Tensor empty(
+      c10::IntArrayRef shape,
+      c10::ScalarType dtype = c10::kFloat,
+      const std::string& filename = {},
+      bool existsok = false);
+  /// Returns a mapped tensor of zeros.
+  [[nodiscard]] static at::Tensor zeros(
+      c10::IntArrayRef shape,
+      c10::ScalarType dtype = c10::kFloat,
+      const std::string& filename = {},
+      bool existsok = false);
+  /// Returns a mapped tensor of ones.
+  [[nodiscard]] static at::Tensor ones(
+      c10::IntArrayRef shape,
+      c10::ScalarType dtype = c10::kFloat,
+      const std::string& filename = {},
+      bool existsok = false);
+  /// Returns a mapped tensor filled with `value`.
+  [[nodiscard]] static at::Tensor full(
+      c10::IntArrayRef shape,
+      const c10::Scalar& value,
+      c10::ScalarType dtype = c10::kFloat,
+      const std::string& filename = {},
+      bool existsok = false);
+  /// Maps an existing file as a tensor of `shape` and `dtype` (no copy).
+  /// Throws if the file is missing, a symlink, or shorter than the shape
+  /// needs; a longer file is fine.
+  [[nodiscard]] static at::Tensor from_filename(
+      const std::string& filename,
+      c10::ScalarType dtype,
+      c10::IntArrayRef shape,
+      MapMode mode = MapMode::kAuto);
+  /// Returns the file that backs `tensor` (views too), or nothing.
+  static std::optional<std::string> filename(const at::Tensor& tensor);
+  /// Returns true if `tensor` is backed by a memmap file or by the anonymous
+  /// shared memory of this class.
+  static bool is_memmap(const at::Tensor& tensor);
+};
+
+/// What a memmap directory holds at its root.
+using LoadedTree = std::variant<TensorDict, LazyStackedTensorDict>;
+
+/// Loads whatever the directory holds: a TensorDict (Python tensorclasses
+/// load as TensorDicts that remember their class, see
+/// `TensorDict::python_class`) or a LazyStackedTensorDict. Throws like
+/// `TensorDict::load_memmap`.
+[[nodiscard]] TENSORDICT_API LoadedTree
+load_memmap_any(const std::string& prefix, const LoadMemmapOptions& options = {});
+
+/// Checks every file of a memmap tree against its meta.json without
+/// stopping at the first problem: returns one line per problem (the nested
+/// key, the path and what is wrong), empty when the tree loads.
+[[nodiscard]] TENSORDICT_API std::vector<std::string> verify_memmap(
+    const std::string& prefix,
+    const LoadMemmapOptions& options = {});
+
+/// Saves a lazy stack in Python's layout (one sub-directory per element)
+/// and returns it backed by the files.
+TENSORDICT_API LazyStackedTensorDict
+memmap(const LazyStackedTensorDict& stack, const MemmapOptions& options);
+
+/// Encodes a key as a file or directory name the way Python's
+/// `_encode_key_for_filesystem(key, robust=True)` does: `%XX` for the
+/// characters file systems reject, `%` for "", `%2E` for "." and "..".
+TENSORDICT_API std::string encode_key_for_filesystem(std::string_view key);
+
+TENSORDICT_END_NAMESPACE

@@ -1,0 +1,542 @@
+#include "memmap/file_io.h"
+
+#include "detail/format.h"
+
+#include <ATen/MapAllocator.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/Storage.h>
+#include <c10/core/TensorImpl.h>
+#include <c10/util/Exception.h>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace detail {
+
+namespace {
+
+std::string errno_text(int err) {
+  return std::strerror(err);
+}
+
+// Closes a file descriptor when it goes out of scope.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  ~FileDescriptor() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+    }
+  }
+  int get() const noexcept {
+    return fd_;
+  }
+  // Closes now, reporting the error (close can report a failed write-back).
+  void close(const std::string& path) {
+    const int fd = std::exchange(fd_, -1);
+    TORCH_CHECK(
+        ::close(fd) == 0,
+        "could not close ",
+        path,
+        ": ",
+        errno_text(errno));
+  }
+
+ private:
+  int fd_;
+};
+
+// The context of a file mapping: the DataPtr deleter unmaps it. The path is
+// kept so that MemoryMappedTensor::filename can report it.
+struct FileMapping {
+  void* address = nullptr;
+  size_t length = 0;
+  std::string path;
+};
+
+void delete_file_mapping(void* context) {
+  auto* mapping = static_cast<FileMapping*>(context);
+  if (mapping->address != nullptr) {
+    ::munmap(mapping->address, mapping->length);
+  }
+  delete mapping;
+}
+
+const FileMapping* file_mapping_of(const at::Tensor& tensor) {
+  if (!tensor.defined() || !tensor.has_storage()) {
+    return nullptr;
+  }
+  const c10::DataPtr& ptr = tensor.storage().data_ptr();
+  if (ptr.get_deleter() != &delete_file_mapping) {
+    return nullptr;
+  }
+  return static_cast<const FileMapping*>(ptr.get_context());
+}
+
+void write_all(int fd, const char* data, size_t nbytes, const std::string& path) {
+  // Linux moves at most about 2 GiB per call.
+  constexpr size_t kChunk = size_t{1} << 30;
+  size_t done = 0;
+  while (done < nbytes) {
+    const size_t n = std::min(kChunk, nbytes - done);
+    const ssize_t wrote =
+        ::pwrite(fd, data + done, n, static_cast<off_t>(done));
+    if (wrote < 0 && errno == EINTR) {
+      continue;
+    }
+    TORCH_CHECK(
+        wrote > 0,
+        "could not write ",
+        path,
+        " (",
+        done,
+        " of ",
+        nbytes,
+        " bytes written): ",
+        errno_text(errno));
+    done += static_cast<size_t>(wrote);
+  }
+}
+
+std::atomic<uint64_t> temp_counter{0};
+
+// A contiguous tensor over a whole storage, built without the dispatcher:
+// loading thousands of leaves should cost little more than the mmap calls.
+at::Tensor tensor_over(
+    c10::Storage storage,
+    c10::ScalarType dtype,
+    c10::IntArrayRef shape) {
+  auto tensor = at::detail::make_tensor<c10::TensorImpl>(
+      std::move(storage),
+      c10::DispatchKeySet(c10::DispatchKey::CPU),
+      c10::scalarTypeToTypeMeta(dtype));
+  tensor.unsafeGetTensorImpl()->set_sizes_contiguous(shape);
+  return tensor;
+}
+
+} // namespace
+
+std::string join_path(std::string_view dir, std::string_view name) {
+  std::string out(dir);
+  if (!out.empty() && out.back() != '/') {
+    out += '/';
+  }
+  out += name;
+  return out;
+}
+
+PathKind path_kind(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    TORCH_CHECK(
+        errno == ENOENT || errno == ENOTDIR,
+        "could not inspect ",
+        path,
+        ": ",
+        errno_text(errno));
+    return PathKind::kMissing;
+  }
+  if (S_ISLNK(st.st_mode)) {
+    return PathKind::kSymlink;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return PathKind::kDirectory;
+  }
+  if (S_ISREG(st.st_mode)) {
+    return PathKind::kFile;
+  }
+  return PathKind::kOther;
+}
+
+at::Tensor map_tensor_file(
+    const std::string& path,
+    c10::ScalarType dtype,
+    c10::IntArrayRef shape,
+    MapMode mode,
+    std::string_view what) {
+  const int64_t numel = c10::multiply_integers(shape);
+  const size_t nbytes =
+      static_cast<size_t>(numel) * c10::elementSize(dtype);
+  bool writable = mode == MapMode::kReadWrite;
+  if (mode == MapMode::kAuto) {
+    writable = ::access(path.c_str(), W_OK) == 0;
+  }
+  const int fd_raw = ::open(
+      path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
+  if (fd_raw < 0) {
+    const int err = errno;
+    TORCH_CHECK(
+        err != ELOOP,
+        "refusing to read the memmap file of ",
+        what,
+        " through the symlink ",
+        path);
+    TORCH_CHECK(
+        !(err == EACCES && mode == MapMode::kReadWrite),
+        "cannot map the memmap file of ",
+        what,
+        " for writing (mode r+): ",
+        path,
+        " is not writable");
+    TORCH_CHECK(
+        false,
+        "cannot open the memmap file of ",
+        what,
+        " (",
+        path,
+        "): ",
+        errno_text(err));
+  }
+  FileDescriptor fd(fd_raw);
+  struct stat st {};
+  TORCH_CHECK(
+      ::fstat(fd.get(), &st) == 0,
+      "could not inspect ",
+      path,
+      ": ",
+      errno_text(errno));
+  TORCH_CHECK(
+      S_ISREG(st.st_mode),
+      "the memmap file of ",
+      what,
+      " (",
+      path,
+      ") is not a regular file");
+  TORCH_CHECK(
+      static_cast<uint64_t>(st.st_size) >= nbytes,
+      "the memmap file of ",
+      what,
+      " has ",
+      st.st_size,
+      " bytes, but its shape ",
+      shape,
+      " of ",
+      dtype_name(dtype),
+      " needs ",
+      nbytes,
+      " (",
+      path,
+      ")");
+  auto* mapping = new FileMapping();
+  mapping->path = path;
+  if (nbytes > 0) {
+    void* address = ::mmap(
+        nullptr,
+        nbytes,
+        PROT_READ | PROT_WRITE,
+        writable ? MAP_SHARED : MAP_PRIVATE,
+        fd.get(),
+        0);
+    if (address == MAP_FAILED) {
+      const int err = errno;
+      delete mapping;
+      TORCH_CHECK(
+          false, "could not map ", path, " (", what, "): ", errno_text(err));
+    }
+    mapping->address = address;
+    mapping->length = nbytes;
+  }
+  c10::DataPtr data(
+      mapping->address, mapping, &delete_file_mapping, c10::Device(c10::kCPU));
+  c10::Storage storage(
+      c10::Storage::use_byte_size_t(),
+      nbytes,
+      std::move(data),
+      /*allocator=*/nullptr,
+      /*resizable=*/false);
+  return tensor_over(std::move(storage), dtype, shape);
+}
+
+at::Tensor shared_memory_tensor(c10::IntArrayRef shape, c10::ScalarType dtype) {
+  const int64_t numel = c10::multiply_integers(shape);
+  const size_t nbytes =
+      static_cast<size_t>(numel) * c10::elementSize(dtype);
+  // torch's "file_descriptor" sharing strategy: a fresh name, created
+  // exclusively and unlinked at once, with the fd kept for other processes.
+  const int flags = at::ALLOCATOR_MAPPED_SHAREDMEM |
+      at::ALLOCATOR_MAPPED_EXCLUSIVE | at::ALLOCATOR_MAPPED_KEEPFD |
+      at::ALLOCATOR_MAPPED_UNLINK;
+  c10::Storage storage(
+      c10::Storage::use_byte_size_t(),
+      nbytes,
+      at::MapAllocator::makeDataPtr(
+          at::NewProcessWideShmHandle(), flags, std::max<size_t>(nbytes, 1), nullptr),
+      /*allocator=*/nullptr,
+      /*resizable=*/false);
+  return tensor_over(std::move(storage), dtype, shape);
+}
+
+std::optional<std::string> mapped_filename(const at::Tensor& tensor) {
+  const FileMapping* mapping = file_mapping_of(tensor);
+  if (mapping == nullptr) {
+    return std::nullopt;
+  }
+  return mapping->path;
+}
+
+bool is_mapped(const at::Tensor& tensor) {
+  if (file_mapping_of(tensor) != nullptr) {
+    return true;
+  }
+  if (!tensor.defined() || !tensor.has_storage()) {
+    return false;
+  }
+  const auto* map = at::MapAllocator::fromDataPtr(tensor.storage().data_ptr());
+  return map != nullptr && (map->flags() & at::ALLOCATOR_MAPPED_SHAREDMEM);
+}
+
+void write_leaf_file(
+    const std::string& path,
+    const void* data,
+    size_t nbytes,
+    bool existsok,
+    bool zeros,
+    bool durable,
+    std::string_view what) {
+  int fd_raw = ::open(
+      path.c_str(),
+      O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+      0666);
+  bool existed = false;
+  if (fd_raw < 0 && errno == EEXIST) {
+    existed = true;
+    TORCH_CHECK(
+        path_kind(path) != PathKind::kSymlink,
+        "Refusing to write memory-mapped tensor through symlink ",
+        path,
+        " (",
+        what,
+        ")");
+    TORCH_CHECK(
+        existsok,
+        "The file ",
+        path,
+        " already exists (",
+        what,
+        "); pass existsok(true) to overwrite it.");
+    fd_raw = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  }
+  TORCH_CHECK(
+      fd_raw >= 0,
+      "could not create the memmap file of ",
+      what,
+      " (",
+      path,
+      "): ",
+      errno_text(errno));
+  FileDescriptor fd(fd_raw);
+  struct stat st {};
+  TORCH_CHECK(
+      ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode),
+      "the memmap file of ",
+      what,
+      " (",
+      path,
+      ") is not a regular file");
+  if (zeros) {
+    // Truncating first drops old bytes, so the file reads as zeros.
+    TORCH_CHECK(
+        (!existed || ::ftruncate(fd.get(), 0) == 0) &&
+            ::ftruncate(fd.get(), static_cast<off_t>(nbytes)) == 0,
+        "could not size ",
+        path,
+        " to ",
+        nbytes,
+        " bytes: ",
+        errno_text(errno));
+  } else {
+    write_all(fd.get(), static_cast<const char*>(data), nbytes, path);
+  }
+  if (durable) {
+    TORCH_CHECK(
+        ::fsync(fd.get()) == 0,
+        "could not sync ",
+        path,
+        ": ",
+        errno_text(errno));
+  }
+  fd.close(path);
+}
+
+void ensure_directory(
+    const std::string& path,
+    bool parents,
+    bool allow_symlink,
+    bool durable) {
+  PathKind kind = path_kind(path);
+  if (kind == PathKind::kMissing) {
+    if (parents) {
+      const size_t slash = path.find_last_of('/');
+      if (slash != std::string::npos && slash > 0) {
+        ensure_directory(
+            path.substr(0, slash), /*parents=*/true, /*allow_symlink=*/true, durable);
+      }
+    }
+    if (::mkdir(path.c_str(), 0777) == 0) {
+      if (durable) {
+        const size_t slash = path.find_last_of('/');
+        fsync_directory(slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1)));
+      }
+      return;
+    }
+    TORCH_CHECK(
+        errno == EEXIST,
+        "could not create the directory ",
+        path,
+        ": ",
+        errno_text(errno));
+    kind = path_kind(path);
+  }
+  if (kind == PathKind::kSymlink) {
+    TORCH_CHECK(
+        allow_symlink,
+        "Refusing to write a memmap directory through the symlink ",
+        path);
+    struct stat st {};
+    TORCH_CHECK(
+        ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode),
+        path,
+        " is a symlink to something that is not a directory");
+    return;
+  }
+  TORCH_CHECK(
+      kind == PathKind::kDirectory,
+      "cannot write a memmap directory at ",
+      path,
+      ": a file of another kind is there");
+}
+
+void remove_file(const std::string& path) {
+  TORCH_CHECK(
+      ::unlink(path.c_str()) == 0 || errno == ENOENT,
+      "could not remove ",
+      path,
+      ": ",
+      errno_text(errno));
+}
+
+void write_file_atomically(
+    const std::string& path,
+    std::string_view content,
+    bool durable) {
+  const std::string temp = path + ".tmp-" + std::to_string(::getpid()) + "-" +
+      std::to_string(temp_counter.fetch_add(1));
+  const int fd_raw = ::open(
+      temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+  TORCH_CHECK(
+      fd_raw >= 0, "could not create ", temp, ": ", errno_text(errno));
+  try {
+    FileDescriptor fd(fd_raw);
+    write_all(fd.get(), content.data(), content.size(), temp);
+    if (durable) {
+      TORCH_CHECK(
+          ::fsync(fd.get()) == 0,
+          "could not sync ",
+          temp,
+          ": ",
+          errno_text(errno));
+    }
+    fd.close(temp);
+    TORCH_CHECK(
+        ::rename(temp.c_str(), path.c_str()) == 0,
+        "could not rename ",
+        temp,
+        " to ",
+        path,
+        ": ",
+        errno_text(errno));
+  } catch (...) {
+    ::unlink(temp.c_str());
+    throw;
+  }
+  if (durable) {
+    const size_t slash = path.find_last_of('/');
+    fsync_directory(
+        slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1)));
+  }
+}
+
+std::string read_small_file(const std::string& path, int64_t max_bytes) {
+  const int fd_raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd_raw < 0) {
+    const int err = errno;
+    TORCH_CHECK(err != ELOOP, "refusing to read through the symlink ", path);
+    TORCH_CHECK(false, "cannot open ", path, ": ", errno_text(err));
+  }
+  FileDescriptor fd(fd_raw);
+  struct stat st {};
+  TORCH_CHECK(
+      ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode),
+      path,
+      " is not a regular file");
+  TORCH_CHECK(
+      st.st_size <= max_bytes,
+      path,
+      " has ",
+      st.st_size,
+      " bytes, more than the limit of ",
+      max_bytes,
+      " (LoadMemmapOptions::max_meta_bytes)");
+  std::string out(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::pread(
+        fd.get(), out.data() + done, out.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    TORCH_CHECK(n >= 0, "could not read ", path, ": ", errno_text(errno));
+    if (n == 0) {
+      break; // shrank meanwhile: parse what is there
+    }
+    done += static_cast<size_t>(n);
+  }
+  out.resize(done);
+  return out;
+}
+
+void fsync_directory(const std::string& path) {
+  const int fd_raw = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  TORCH_CHECK(
+      fd_raw >= 0, "could not open the directory ", path, ": ", errno_text(errno));
+  FileDescriptor fd(fd_raw);
+  TORCH_CHECK(
+      ::fsync(fd.get()) == 0,
+      "could not sync the directory ",
+      path,
+      ": ",
+      errno_text(errno));
+}
+
+std::string real_path(const std::string& path) {
+  char* resolved = ::realpath(path.c_str(), nullptr);
+  if (resolved == nullptr) {
+    return path;
+  }
+  std::string out(resolved);
+  std::free(resolved);
+  return out;
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {};
+  struct stat sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 &&
+      sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+} // namespace detail
+TENSORDICT_END_NAMESPACE

@@ -1,0 +1,423 @@
+#include "memmap/meta_json.h"
+
+#include <c10/util/Exception.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "detail/format.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace detail {
+
+const char* const kTensorDictType = "<class 'tensordict._td.TensorDict'>";
+const char* const kLazyStackType =
+    "<class 'tensordict._lazy.LazyStackedTensorDict'>";
+const char* const kNonTensorDataType =
+    "<class 'tensordict.tensorclass.NonTensorData'>";
+const char* const kNonTensorStackType =
+    "<class 'tensordict.tensorclass.NonTensorStack'>";
+const char* const kMetaDataType = "<class 'tensordict.tensorclass.MetaData'>";
+const char* const kTensorDictParamsType =
+    "<class 'tensordict.nn.params.TensorDictParams'>";
+
+namespace {
+
+// Python's _TORCH_DTYPES: what load_memmap can read back.
+constexpr c10::ScalarType kSaveableDtypes[] = {
+    c10::ScalarType::Bool,
+    c10::ScalarType::Byte,
+    c10::ScalarType::Char,
+    c10::ScalarType::Short,
+    c10::ScalarType::Int,
+    c10::ScalarType::Long,
+    c10::ScalarType::UInt16,
+    c10::ScalarType::UInt32,
+    c10::ScalarType::UInt64,
+    c10::ScalarType::Half,
+    c10::ScalarType::BFloat16,
+    c10::ScalarType::Float,
+    c10::ScalarType::Double,
+    c10::ScalarType::ComplexHalf,
+    c10::ScalarType::ComplexFloat,
+    c10::ScalarType::ComplexDouble,
+};
+
+bool is_unsafe_char(unsigned char c) {
+  if (c < 32 || c == 127) {
+    return true;
+  }
+  switch (c) {
+    case '/':
+    case '<':
+    case '>':
+    case ':':
+    case '"':
+    case '|':
+    case '?':
+    case '*':
+    case '\\':
+    case ' ':
+    case '%':
+      return true;
+    default:
+      return false;
+  }
+}
+
+void append_hex4(std::string& out, uint32_t unit) {
+  char buffer[16];
+  std::snprintf(buffer, sizeof(buffer), "\\u%04x", unit);
+  out += buffer;
+}
+
+// Decodes one UTF-8 sequence at `i`; returns the code point, or throws.
+uint32_t decode_utf8(std::string_view s, size_t& i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char lead = byte(i);
+  int extra = 0;
+  uint32_t cp = 0;
+  if (lead < 0x80) {
+    ++i;
+    return lead;
+  }
+  if ((lead & 0xE0) == 0xC0) {
+    extra = 1;
+    cp = lead & 0x1F;
+  } else if ((lead & 0xF0) == 0xE0) {
+    extra = 2;
+    cp = lead & 0x0F;
+  } else if ((lead & 0xF8) == 0xF0) {
+    extra = 3;
+    cp = lead & 0x07;
+  } else {
+    extra = -1;
+  }
+  bool ok = extra > 0;
+  for (int k = 1; ok && k <= extra; ++k) {
+    if (i + k >= s.size() || (byte(i + k) & 0xC0) != 0x80) {
+      ok = false;
+    } else {
+      cp = (cp << 6) | (byte(i + k) & 0x3F);
+    }
+  }
+  constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+  ok = ok && cp >= kMin[std::max(extra, 0)] && cp <= 0x10FFFF &&
+      !(cp >= 0xD800 && cp <= 0xDFFF);
+  TORCH_CHECK(
+      ok,
+      "cannot write invalid UTF-8 to meta.json (byte ",
+      i,
+      " of a string); keys and non-tensor strings must be UTF-8");
+  i += static_cast<size_t>(extra) + 1;
+  return cp;
+}
+
+void dump_string(std::string& out, std::string_view s, bool ascii) {
+  out += '"';
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t start = i;
+    const uint32_t cp = decode_utf8(s, i);
+    switch (cp) {
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      case '\b':
+        out += "\\b";
+        continue;
+      case '\f':
+        out += "\\f";
+        continue;
+      default:
+        break;
+    }
+    if (cp < 0x20 || (ascii && cp == 0x7F)) {
+      append_hex4(out, cp);
+    } else if (ascii && cp > 0x7F) {
+      if (cp >= 0x10000) {
+        const uint32_t v = cp - 0x10000;
+        append_hex4(out, 0xD800 + (v >> 10));
+        append_hex4(out, 0xDC00 + (v & 0x3FF));
+      } else {
+        append_hex4(out, cp);
+      }
+    } else {
+      out.append(s.substr(start, i - start));
+    }
+  }
+  out += '"';
+}
+
+void dump_value(std::string& out, const Json& value, bool spaced, bool ascii) {
+  const char* item_sep = spaced ? ", " : ",";
+  const char* key_sep = spaced ? ": " : ":";
+  switch (value.type()) {
+    case Json::value_t::null:
+      out += "null";
+      return;
+    case Json::value_t::boolean:
+      out += value.get<bool>() ? "true" : "false";
+      return;
+    case Json::value_t::number_integer:
+      out += std::to_string(value.get<int64_t>());
+      return;
+    case Json::value_t::number_unsigned:
+      out += std::to_string(value.get<uint64_t>());
+      return;
+    case Json::value_t::number_float: {
+      const double d = value.get<double>();
+      if (std::isnan(d)) {
+        out += ascii ? "NaN" : "null";
+      } else if (std::isinf(d)) {
+        out += ascii ? (d > 0 ? "Infinity" : "-Infinity") : "null";
+      } else {
+        out += float_repr(d);
+      }
+      return;
+    }
+    case Json::value_t::string:
+      dump_string(out, value.get_ref<const std::string&>(), ascii);
+      return;
+    case Json::value_t::array: {
+      out += '[';
+      bool first = true;
+      for (const auto& item : value) {
+        out += first ? "" : item_sep;
+        first = false;
+        dump_value(out, item, spaced, ascii);
+      }
+      out += ']';
+      return;
+    }
+    case Json::value_t::object: {
+      out += '{';
+      bool first = true;
+      for (const auto& [key, item] : value.items()) {
+        out += first ? "" : item_sep;
+        first = false;
+        dump_string(out, key, ascii);
+        out += key_sep;
+        dump_value(out, item, spaced, ascii);
+      }
+      out += '}';
+      return;
+    }
+    default:
+      TORCH_CHECK(false, "cannot write a binary JSON value to meta.json");
+  }
+}
+
+// Python's json writes NaN, Infinity and -Infinity, which JSON (and
+// nlohmann) reject: swap them for marker strings before parsing, and back
+// after. The markers cannot clash with data: the text is first checked not
+// to contain them.
+constexpr std::string_view kNanMarker = "\x01tensordict:NaN";
+constexpr std::string_view kInfMarker = "\x01tensordict:Infinity";
+constexpr std::string_view kNegInfMarker = "\x01tensordict:-Infinity";
+
+bool replace_float_literals(std::string_view text, std::string& out) {
+  bool in_string = false;
+  bool replaced = false;
+  out.clear();
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        out += text[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out += c;
+      continue;
+    }
+    const std::string_view rest = text.substr(i);
+    const std::pair<std::string_view, std::string_view> literals[] = {
+        {"NaN", "\"\\u0001tensordict:NaN\""},
+        {"Infinity", "\"\\u0001tensordict:Infinity\""},
+        {"-Infinity", "\"\\u0001tensordict:-Infinity\""}};
+    bool matched = false;
+    for (const auto& [literal, marker] : literals) {
+      if (rest.substr(0, literal.size()) == literal) {
+        out += marker;
+        i += literal.size() - 1;
+        matched = replaced = true;
+        break;
+      }
+    }
+    if (!matched) {
+      out += c;
+    }
+  }
+  return replaced;
+}
+
+void restore_float_literals(Json& value) {
+  if (value.is_string()) {
+    const auto& s = value.get_ref<const std::string&>();
+    if (s == kNanMarker) {
+      value = std::nan("");
+    } else if (s == kInfMarker) {
+      value = HUGE_VAL;
+    } else if (s == kNegInfMarker) {
+      value = -HUGE_VAL;
+    }
+  } else if (value.is_structured()) {
+    for (auto& item : value) {
+      restore_float_literals(item);
+    }
+  }
+}
+
+} // namespace
+
+std::optional<c10::ScalarType> dtype_from_name(std::string_view name) {
+  for (const c10::ScalarType dtype : kSaveableDtypes) {
+    if (dtype_name(dtype) == name) {
+      return dtype;
+    }
+  }
+  return std::nullopt;
+}
+
+bool is_saveable_dtype(c10::ScalarType dtype) {
+  for (const c10::ScalarType saveable : kSaveableDtypes) {
+    if (saveable == dtype) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string encode_key(std::string_view key) {
+  if (key.empty()) {
+    return "%";
+  }
+  if (key == "." || key == "..") {
+    std::string out;
+    for (size_t i = 0; i < key.size(); ++i) {
+      out += "%2E";
+    }
+    return out;
+  }
+  std::string out;
+  out.reserve(key.size());
+  for (const char ch : key) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (is_unsafe_char(c)) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof(buffer), "%%%02X", c);
+      out += buffer;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+bool is_safe_legacy_key(std::string_view key, bool is_collection) {
+  if (key.find('/') != std::string_view::npos ||
+      key.find('\\') != std::string_view::npos ||
+      key.find('\0') != std::string_view::npos) {
+    return false;
+  }
+  if (key.size() >= 2 && std::isalpha(static_cast<unsigned char>(key[0])) &&
+      key[1] == ':') {
+    return false;
+  }
+  // "." and ".." never name a child, not even as "<key>.memmap"'s stem.
+  if (key.empty() || key == "." || key == "..") {
+    return !is_collection;
+  }
+  return true;
+}
+
+std::string class_name_of(std::string_view type_string) {
+  constexpr std::string_view kPrefix = "<class '";
+  constexpr std::string_view kSuffix = "'>";
+  if (type_string.size() <= kPrefix.size() + kSuffix.size() ||
+      type_string.substr(0, kPrefix.size()) != kPrefix ||
+      type_string.substr(type_string.size() - kSuffix.size()) != kSuffix) {
+    return "";
+  }
+  std::string_view path = type_string.substr(
+      kPrefix.size(), type_string.size() - kPrefix.size() - kSuffix.size());
+  const size_t dot = path.find_last_of('.');
+  return std::string(dot == std::string_view::npos ? path : path.substr(dot + 1));
+}
+
+std::string dump_json(const Json& value, bool spaced, bool ascii) {
+  std::string out;
+  dump_value(out, value, spaced, ascii);
+  return out;
+}
+
+Json parse_meta_json(
+    std::string_view text,
+    int64_t max_depth,
+    const std::string& path) {
+  std::string rewritten;
+  const bool has_literals = replace_float_literals(text, rewritten);
+  if (has_literals) {
+    TORCH_CHECK(
+        text.find("tensordict:NaN") == std::string_view::npos &&
+            text.find("tensordict:Infinity") == std::string_view::npos &&
+            text.find("tensordict:-Infinity") == std::string_view::npos,
+        path,
+        " mixes NaN/Infinity literals with strings this reader uses to "
+        "parse them");
+  }
+  const std::string_view source = has_literals ? rewritten : text;
+  Json parsed;
+  try {
+    parsed = Json::parse(
+        source.begin(),
+        source.end(),
+        [max_depth, &path](int depth, Json::parse_event_t, Json&) {
+          TORCH_CHECK(
+              depth <= max_depth,
+              path,
+              " nests JSON deeper than ",
+              max_depth,
+              " levels (LoadMemmapOptions::max_depth)");
+          return true;
+        });
+  } catch (const nlohmann::json::exception& e) {
+    TORCH_CHECK(false, path, " is not valid JSON: ", e.what());
+  }
+  TORCH_CHECK(
+      parsed.is_object(),
+      path,
+      " must hold a JSON object, found ",
+      parsed.type_name());
+  if (has_literals) {
+    restore_float_literals(parsed);
+  }
+  return parsed;
+}
+
+} // namespace detail
+TENSORDICT_END_NAMESPACE

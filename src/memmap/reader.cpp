@@ -1,0 +1,807 @@
+// Loading: TensorDict::load_memmap and friends. Every member of every
+// meta.json is checked before it is used; see NOTE [Memmap layout].
+
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+#include <c10/util/Exception.h>
+#include <c10/util/safe_numerics.h>
+#include <nlohmann/json.hpp>
+
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "detail/format.h"
+#include "detail/tensor_dict_impl.h"
+#include "memmap/file_io.h"
+#include "memmap/meta_json.h"
+#include "tensordict/errors.h"
+#include "tensordict/memmap.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace detail {
+namespace {
+
+// More batch or leaf dims than any tensor can have: a bound for hostile
+// shapes before anything is allocated.
+constexpr size_t kMaxDims = 64;
+// More lazy-stack elements than this would be a hostile directory.
+constexpr int64_t kMaxStackElements = int64_t{1} << 24;
+
+std::string describe(const std::optional<NestedKey>& key) {
+  return key ? "key " + key->to_string() : "the root";
+}
+
+NestedKey child_key(const std::optional<NestedKey>& prefix, const std::string& k) {
+  return prefix ? prefix->child(k) : NestedKey(std::string(k));
+}
+
+class Loader {
+ public:
+  /// With `problems`, entries that fail to load are recorded there and
+  /// skipped instead of throwing (verify_memmap).
+  explicit Loader(
+      const LoadMemmapOptions& options,
+      std::vector<std::string>* problems = nullptr)
+      : options_(options), problems_(problems) {
+    meta_device_ = options.device() && options.device()->is_meta();
+  }
+
+  Json read_meta(const std::string& dir, const std::optional<NestedKey>& key) {
+    const std::string path = join_path(dir, "meta.json");
+    const PathKind kind = path_kind(path);
+    TORCH_CHECK(
+        kind != PathKind::kMissing,
+        "no meta.json in ",
+        dir,
+        " (",
+        describe(key),
+        "): not a memmap directory, or a save that did not complete");
+    Json meta = parse_meta_json(
+        read_small_file(path, options_.max_meta_bytes()),
+        options_.max_depth(),
+        path);
+    const auto version = meta.find("_format_version");
+    if (version != meta.end() && version->is_number_integer()) {
+      TORCH_CHECK(
+          version->get<int64_t>() <= kMemmapFormatVersion,
+          path,
+          " was saved in the format version ",
+          version->get<int64_t>(),
+          ", but this version of tensordict reads the format versions up to ",
+          kMemmapFormatVersion,
+          ". Upgrade tensordict to load it.");
+    }
+    const auto type = meta.find("_type");
+    TORCH_CHECK(
+        type != meta.end() && type->is_string(),
+        path,
+        " has no \"_type\" string naming the class saved (",
+        describe(key),
+        ")");
+    return meta;
+  }
+
+  // Loads any collection: a dict, a tensorclass, a lazy stack (densified
+  // unless `lazy` receives it), a NonTensorData or a NonTensorStack.
+  std::optional<Value> load_collection(
+      const std::string& dir,
+      const std::optional<NestedKey>& key,
+      c10::IntArrayRef parent_batch,
+      int64_t depth,
+      std::optional<LazyStackedTensorDict>* lazy = nullptr,
+      const TensorDict* out = nullptr) {
+    TORCH_CHECK(
+        depth <= options_.max_depth(),
+        "memmap directories nest deeper than ",
+        options_.max_depth(),
+        " levels at ",
+        describe(key),
+        " (LoadMemmapOptions::max_depth)");
+    Json meta = read_meta(dir, key);
+    const std::string type = meta["_type"].get<std::string>();
+    if (type == kTensorDictType || type == kTensorDictParamsType) {
+      return Value(load_dict(dir, meta, key, depth, out));
+    }
+    if (type == kNonTensorDataType || type == kMetaDataType) {
+      return load_non_tensor_data(dir, meta, key, parent_batch);
+    }
+    if (type == kNonTensorStackType) {
+      return load_non_tensor_stack(dir, meta, key, parent_batch);
+    }
+    if (type == kLazyStackType) {
+      LazyStackedTensorDict stack = load_lazy_stack(dir, meta, key, depth);
+      if (lazy != nullptr) {
+        *lazy = std::move(stack);
+        return std::nullopt;
+      }
+      try {
+        return Value(stack.contiguous());
+      } catch (const c10::Error& e) {
+        TORCH_CHECK(
+            false,
+            describe(key),
+            " is a lazy stack whose elements differ in shape or keys, which "
+            "a TensorDict entry cannot hold; load it on its own with "
+            "load_memmap_any(prefix, LoadMemmapOptions().subpath(...)). (",
+            e.msg(),
+            ")");
+      }
+    }
+    return Value(load_tensorclass(dir, meta, type, key, depth, out));
+  }
+
+  TensorDict load_dict(
+      const std::string& dir,
+      const Json& meta,
+      const std::optional<NestedKey>& key,
+      int64_t depth,
+      const TensorDict* out) {
+    const std::vector<int64_t> batch = read_shape(meta, "shape", dir, key, /*required=*/false);
+    std::optional<c10::Device> device = read_device(meta, dir, key);
+    if (options_.device()) {
+      device = *options_.device();
+    }
+    TensorDict result;
+    if (out != nullptr) {
+      result = *out;
+      TORCH_CHECK(
+          result.batch_size() == c10::IntArrayRef(batch),
+          "cannot load ",
+          dir,
+          " into a dict of batch size ",
+          result.batch_size(),
+          ": it was saved with batch size ",
+          c10::IntArrayRef(batch));
+    } else {
+      result = TensorDict(batch, device);
+      const auto names = meta.find("_names");
+      if (names != meta.end() && names->is_array()) {
+        result.set_names(read_names(*names, batch.size(), dir, key));
+      }
+    }
+    for (const auto& [name, entry] : meta.items()) {
+      if (!entry.is_object()) {
+        continue; // shape, device, _type and the version members
+      }
+      const NestedKey full = child_key(key, name);
+      try {
+        std::optional<Value> value = load_entry(dir, name, entry, full, batch, depth, result);
+        if (value) {
+          result.set(NestedKey(std::string(name)), *value);
+        }
+      } catch (c10::Error& e) {
+        if (problems_ == nullptr) {
+          TORCH_RETHROW(e, "while loading ", full.to_string(), " from ", dir);
+        }
+        problems_->push_back(
+            full.to_string() + " in " + dir + ": " + e.msg());
+      }
+    }
+    result.unsafeGetImpl()->memmap_prefix = dir;
+    return result;
+  }
+
+  LazyStackedTensorDict load_lazy_stack(
+      const std::string& dir,
+      const Json& meta,
+      const std::optional<NestedKey>& key,
+      int64_t depth) {
+    const auto stack_dim = meta.find("stack_dim");
+    TORCH_CHECK(
+        stack_dim != meta.end() && stack_dim->is_number_integer(),
+        join_path(dir, "meta.json"),
+        " (a lazy stack) needs an integer \"stack_dim\"");
+    std::vector<TensorDict> elements;
+    for (int64_t i = 0;; ++i) {
+      TORCH_CHECK(
+          i < kMaxStackElements,
+          "the lazy stack at ",
+          dir,
+          " has more than ",
+          kMaxStackElements,
+          " elements");
+      const std::string element_dir = join_path(dir, std::to_string(i));
+      const PathKind kind = path_kind(element_dir);
+      if (kind == PathKind::kMissing) {
+        break;
+      }
+      TORCH_CHECK(
+          kind == PathKind::kDirectory,
+          "refusing to load ",
+          element_dir,
+          ": element ",
+          i,
+          " of a lazy stack must be a directory, not a symlink or file");
+      std::optional<LazyStackedTensorDict> nested;
+      const NestedKey element_key = child_key(key, std::to_string(i));
+      std::optional<Value> value =
+          load_collection(element_dir, element_key, {}, depth + 1, &nested);
+      if (nested) {
+        elements.push_back(nested->contiguous());
+      } else {
+        TORCH_CHECK(
+            value && value->is_tensordict(),
+            "element ",
+            i,
+            " of the lazy stack at ",
+            dir,
+            " is not a tensordict");
+        elements.push_back(value->tensordict());
+      }
+    }
+    TORCH_CHECK(
+        !elements.empty(),
+        "the lazy stack at ",
+        dir,
+        " has no element directories (0/, 1/, ...)");
+    return lazy_stack(elements, stack_dim->get<int64_t>());
+  }
+
+ private:
+  std::optional<Value> load_entry(
+      const std::string& dir,
+      const std::string& name,
+      const Json& entry,
+      const NestedKey& full,
+      c10::IntArrayRef batch,
+      int64_t depth,
+      const TensorDict& result) {
+    if (entry.contains("type")) {
+      TORCH_CHECK(
+          entry["type"].is_string(),
+          "its \"type\" must be a string, found ",
+          entry["type"].type_name());
+      const std::string child_dir =
+          resolve(dir, name, /*is_collection=*/true, full);
+      const PathKind kind = path_kind(child_dir);
+      TORCH_CHECK(
+          kind != PathKind::kMissing,
+          "its directory ",
+          child_dir,
+          " is missing");
+      TORCH_CHECK(
+          kind == PathKind::kDirectory,
+          "refusing to load ",
+          child_dir,
+          ": it must be a directory, not a symlink or a file");
+      // Load into an existing nested dict (load_memmap_), as Python does.
+      const Value* existing = result.find(NestedKey(std::string(name)));
+      const TensorDict* child_out =
+          existing != nullptr && existing->is_tensordict()
+          ? &existing->tensordict()
+          : nullptr;
+      std::optional<Value> value =
+          load_collection(child_dir, full, batch, depth + 1, nullptr, child_out);
+      if (child_out != nullptr) {
+        return std::nullopt; // loaded in place
+      }
+      return value;
+    }
+    TORCH_CHECK(
+        entry.contains("dtype") && entry.contains("shape"),
+        "its meta.json entry has neither \"type\" (a nested collection) nor "
+        "\"dtype\" and \"shape\" (a tensor): ",
+        entry.dump());
+    TORCH_CHECK(
+        entry["dtype"].is_string(),
+        "its \"dtype\" must be a string, found ",
+        entry["dtype"].type_name());
+    const std::string dtype_text = entry["dtype"].get<std::string>();
+    const std::optional<c10::ScalarType> dtype = dtype_from_name(dtype_text);
+    TORCH_CHECK(
+        dtype.has_value(),
+        "unknown dtype '",
+        dtype_text,
+        "' (expected one of torch.bool, torch.uint8, ..., torch.complex128)");
+    const std::vector<int64_t> shape =
+        read_shape(entry, "shape", dir, full, /*required=*/true);
+    const auto nested = entry.find("is_nested");
+    if (nested != entry.end()) {
+      TORCH_CHECK(
+          nested->is_boolean(),
+          "its \"is_nested\" must be a bool, found ",
+          nested->type_name());
+      TORCH_CHECK(
+          !nested->get<bool>(),
+          "it is a nested tensor (is_nested: true), which this version "
+          "cannot load");
+    }
+    const int64_t numel = checked_nbytes(shape, *dtype) / static_cast<int64_t>(c10::elementSize(*dtype));
+    const auto options = at::TensorOptions().dtype(*dtype);
+    if (meta_device_) {
+      return Value(at::empty(shape, options.device(c10::kMeta)));
+    }
+    const std::string file = resolve(dir, name, /*is_collection=*/false, full);
+    const PathKind kind = path_kind(file);
+    at::Tensor tensor;
+    if (kind == PathKind::kMissing) {
+      TORCH_CHECK(
+          numel == 0,
+          "its memmap file ",
+          file,
+          " is missing (meta.json says shape ",
+          c10::IntArrayRef(shape),
+          " of ",
+          dtype_text,
+          ")");
+      // torch.from_file writes no file for an empty tensor.
+      tensor = at::empty(shape, options);
+    } else {
+      tensor = map_tensor_file(file, *dtype, shape, options_.mode(), full.to_string());
+    }
+    if (options_.device() && !options_.device()->is_cpu()) {
+      tensor = tensor.to(*options_.device());
+    }
+    return Value(tensor);
+  }
+
+  std::optional<Value> load_non_tensor_data(
+      const std::string& dir,
+      const Json& meta,
+      const std::optional<NestedKey>& key,
+      c10::IntArrayRef parent_batch) {
+    const auto data = meta.find("data");
+    if (data == meta.end()) {
+      return pickled(dir, "other.pickle", key);
+    }
+    // Python stores no batch size: the value spans its parent's.
+    return Value(NonTensorData(*data, parent_batch));
+  }
+
+  std::optional<Value> load_non_tensor_stack(
+      const std::string& dir,
+      const Json& meta,
+      const std::optional<NestedKey>& key,
+      c10::IntArrayRef parent_batch) {
+    const auto data = meta.find("data");
+    TORCH_CHECK(
+        data != meta.end(),
+        join_path(dir, "meta.json"),
+        " (a NonTensorStack) has no \"data\"");
+    if (data->is_string()) {
+      TORCH_CHECK(
+          data->get<std::string>() == "pickle.pkl",
+          join_path(dir, "meta.json"),
+          " (a NonTensorStack) has the string \"",
+          data->get<std::string>(),
+          "\" as data; expected a list or \"pickle.pkl\"");
+      return pickled(dir, "pickle.pkl", key);
+    }
+    TORCH_CHECK(
+        data->is_array(),
+        join_path(dir, "meta.json"),
+        " (a NonTensorStack) must hold a list as \"data\", found ",
+        data->type_name());
+    // As Python's NonTensorStack._from_list: every level of equal-length
+    // lists is a batch dim.
+    int64_t dims = 0;
+    std::vector<const Json*> level{&*data};
+    while (true) {
+      bool uniform = !level.empty();
+      for (const Json* node : level) {
+        uniform = uniform && node->is_array() &&
+            node->size() == level.front()->size();
+      }
+      if (!uniform) {
+        break;
+      }
+      ++dims;
+      std::vector<const Json*> next;
+      for (const Json* node : level) {
+        for (const auto& item : *node) {
+          next.push_back(&item);
+        }
+      }
+      if (next.empty()) {
+        break;
+      }
+      level = std::move(next);
+    }
+    TORCH_CHECK(
+        dims >= static_cast<int64_t>(parent_batch.size()),
+        "the NonTensorStack at ",
+        dir,
+        " has ",
+        dims,
+        " batch dims, but its parent has batch size ",
+        parent_batch);
+    std::optional<c10::Device> device;
+    const auto dev = meta.find("device");
+    if (dev != meta.end() && dev->is_string()) {
+      device = parse_device(dev->get<std::string>(), dir, key);
+    }
+    return Value(NonTensorStack::from_list(*data, std::max<int64_t>(dims, 1), device));
+  }
+
+  TensorDict load_tensorclass(
+      const std::string& dir,
+      const Json& meta,
+      const std::string& type,
+      const std::optional<NestedKey>& key,
+      int64_t depth,
+      const TensorDict* out) {
+    TORCH_CHECK(
+        !class_name_of(type).empty(),
+        join_path(dir, "meta.json"),
+        " names an unknown class '",
+        type,
+        "' (",
+        describe(key),
+        ")");
+    const std::string fields = join_path(dir, "_tensordict");
+    const PathKind kind = path_kind(fields);
+    TORCH_CHECK(
+        kind == PathKind::kDirectory,
+        dir,
+        " holds the class ",
+        type,
+        ", which is neither a tensordict class nor a tensorclass with a "
+        "_tensordict directory (",
+        describe(key),
+        ")");
+    if (path_kind(join_path(dir, "other.pickle")) != PathKind::kMissing &&
+        !options_.skip_pickle()) {
+      pickled(dir, "other.pickle", key);
+    }
+    Json fields_meta = read_meta(fields, key);
+    TensorDict td = load_dict(fields, fields_meta, key, depth + 1, out);
+    td.unsafeGetImpl()->python_class = type;
+    td.unsafeGetImpl()->memmap_prefix = dir;
+    return td;
+  }
+
+  // A pickle sidecar: an error naming the key, or the entry is skipped.
+  std::optional<Value> pickled(
+      const std::string& dir,
+      const char* file,
+      const std::optional<NestedKey>& key) {
+    TORCH_CHECK(
+        options_.skip_pickle(),
+        describe(key),
+        " is stored in the Python pickle file ",
+        join_path(dir, file),
+        ", which C++ cannot read (its value was not JSON-serializable). "
+        "Pass LoadMemmapOptions().skip_pickle(true) to load the rest "
+        "without it.");
+    return std::nullopt;
+  }
+
+  // The path of entry `name` in `dir`, encoded as Python writes it, with
+  // Python's fallback to the raw name of tensordict < 0.13.
+  std::string resolve(
+      const std::string& dir,
+      const std::string& key,
+      bool is_collection,
+      const NestedKey& full) const {
+    const char* suffix = is_collection ? "" : ".memmap";
+    if (options_.robust_key()) {
+      const std::string encoded = encode_key(key);
+      std::string path = join_path(dir, encoded + suffix);
+      if (encoded != key && is_safe_legacy_key(key, is_collection) &&
+          path_kind(path) == PathKind::kMissing) {
+        std::string legacy = join_path(dir, key + suffix);
+        if (path_kind(legacy) != PathKind::kMissing) {
+          return legacy;
+        }
+      }
+      return path;
+    }
+    TORCH_CHECK(
+        is_safe_legacy_key(key, is_collection) && !key.empty(),
+        full.to_string(),
+        " is not a safe file name, so it cannot be loaded with "
+        "robust_key(false)");
+    return join_path(dir, key + suffix);
+  }
+
+  std::vector<int64_t> read_shape(
+      const Json& meta,
+      const char* member,
+      const std::string& dir,
+      const std::optional<NestedKey>& key,
+      bool required) const {
+    const auto it = meta.find(member);
+    if (it == meta.end()) {
+      TORCH_CHECK(!required, "its \"", member, "\" is missing");
+      return {};
+    }
+    TORCH_CHECK(
+        it->is_array(),
+        describe(key),
+        " in ",
+        dir,
+        ": \"",
+        member,
+        "\" must be a list of sizes, found ",
+        it->type_name());
+    TORCH_CHECK(
+        it->size() <= kMaxDims,
+        describe(key),
+        " in ",
+        dir,
+        ": \"",
+        member,
+        "\" has ",
+        it->size(),
+        " dims, more than ",
+        kMaxDims);
+    std::vector<int64_t> shape;
+    shape.reserve(it->size());
+    for (const auto& size : *it) {
+      TORCH_CHECK(
+          size.is_number_integer() &&
+              (size.is_number_unsigned() || size.get<int64_t>() >= 0) &&
+              !(size.is_number_unsigned() &&
+                size.get<uint64_t>() >
+                    static_cast<uint64_t>(std::numeric_limits<int64_t>::max())),
+          describe(key),
+          " in ",
+          dir,
+          ": \"",
+          member,
+          "\" must hold non-negative integers, found ",
+          size.dump());
+      shape.push_back(size.get<int64_t>());
+    }
+    return shape;
+  }
+
+  // The byte size of a leaf; throws if it overflows.
+  static int64_t checked_nbytes(
+      const std::vector<int64_t>& shape,
+      c10::ScalarType dtype) {
+    uint64_t total = c10::elementSize(dtype);
+    for (const int64_t size : shape) {
+      uint64_t next = 0;
+      TORCH_CHECK(
+          !c10::mul_overflows(total, static_cast<uint64_t>(size), &next) &&
+              next <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
+          "its shape ",
+          c10::IntArrayRef(shape),
+          " overflows a 64-bit byte count");
+      total = next;
+    }
+    return static_cast<int64_t>(total);
+  }
+
+  std::optional<c10::Device> read_device(
+      const Json& meta,
+      const std::string& dir,
+      const std::optional<NestedKey>& key) const {
+    const auto it = meta.find("device");
+    if (it == meta.end() || it->is_null()) {
+      return std::nullopt;
+    }
+    TORCH_CHECK(
+        it->is_string(),
+        describe(key),
+        " in ",
+        dir,
+        ": \"device\" must be a string, found ",
+        it->type_name());
+    const std::string text = it->get<std::string>();
+    if (text == "None") {
+      return std::nullopt;
+    }
+    const c10::Device device = parse_device(text, dir, key);
+    TORCH_CHECK(
+        device.is_cpu() || options_.device(),
+        describe(key),
+        " in ",
+        dir,
+        " was saved from device ",
+        text,
+        "; pass LoadMemmapOptions().device(...) to choose where it loads");
+    return device;
+  }
+
+  static c10::Device parse_device(
+      const std::string& text,
+      const std::string& dir,
+      const std::optional<NestedKey>& key) {
+    try {
+      return c10::Device(text);
+    } catch (const c10::Error&) {
+      TORCH_CHECK(
+          false,
+          describe(key),
+          " in ",
+          dir,
+          ": \"device\" is not a device: '",
+          text,
+          "'");
+    }
+  }
+
+  static DimNames read_names(
+      const Json& names,
+      size_t ndim,
+      const std::string& dir,
+      const std::optional<NestedKey>& key) {
+    TORCH_CHECK(
+        names.size() == ndim,
+        describe(key),
+        " in ",
+        dir,
+        ": \"_names\" has ",
+        names.size(),
+        " names for ",
+        ndim,
+        " batch dims");
+    DimNames out;
+    for (const auto& name : names) {
+      TORCH_CHECK(
+          name.is_null() || name.is_string(),
+          describe(key),
+          " in ",
+          dir,
+          ": \"_names\" must hold strings or null, found ",
+          name.dump());
+      out.push_back(
+          name.is_null() ? std::nullopt
+                         : std::optional<std::string>(name.get<std::string>()));
+    }
+    return out;
+  }
+
+  const LoadMemmapOptions& options_;
+  std::vector<std::string>* problems_;
+  bool meta_device_ = false;
+};
+
+// The directory of `options.subpath()` below `prefix`.
+std::string subpath_dir(const std::string& prefix, const LoadMemmapOptions& options) {
+  std::string dir = prefix;
+  for (const auto& part : options.subpath()) {
+    std::string next = join_path(dir, options.robust_key() ? encode_key(part) : part);
+    if (path_kind(next) == PathKind::kMissing &&
+        is_safe_legacy_key(part, /*is_collection=*/true)) {
+      const std::string legacy = join_path(dir, part);
+      if (path_kind(legacy) == PathKind::kDirectory) {
+        next = legacy;
+      }
+    }
+    const PathKind kind = path_kind(next);
+    TORCH_CHECK(
+        kind == PathKind::kDirectory,
+        "the subpath part '",
+        part,
+        "' names no saved tensordict below ",
+        dir,
+        kind == PathKind::kSymlink ? " (it is a symlink, which is refused)" : "");
+    dir = std::move(next);
+  }
+  return dir;
+}
+
+} // namespace
+} // namespace detail
+
+LoadedTree load_memmap_any(
+    const std::string& prefix,
+    const LoadMemmapOptions& options) {
+  const std::string dir = detail::subpath_dir(prefix, options);
+  detail::Loader loader(options);
+  std::optional<LazyStackedTensorDict> lazy;
+  std::optional<Value> value =
+      loader.load_collection(dir, std::nullopt, {}, 0, &lazy);
+  if (lazy) {
+    return *lazy;
+  }
+  TORCH_CHECK(
+      value && value->is_tensordict(),
+      dir,
+      " holds a ",
+      value ? value->type_name() : "pickled value",
+      ", not a tensordict: load its parent directory");
+  return value->tensordict();
+}
+
+std::vector<std::string> verify_memmap(
+    const std::string& prefix,
+    const LoadMemmapOptions& options) {
+  std::vector<std::string> problems;
+  try {
+    const std::string dir = detail::subpath_dir(prefix, options);
+    detail::Loader loader(options, &problems);
+    std::optional<LazyStackedTensorDict> lazy;
+    loader.load_collection(dir, std::nullopt, {}, 0, &lazy);
+  } catch (const c10::Error& e) {
+    problems.push_back(e.msg());
+  }
+  return problems;
+}
+
+TensorDict TensorDict::load_memmap(
+    const std::string& prefix,
+    const LoadMemmapOptions& options) {
+  LoadedTree tree = load_memmap_any(prefix, options);
+  if (auto* td = std::get_if<TensorDict>(&tree)) {
+    return *td;
+  }
+  const auto& stack = std::get<LazyStackedTensorDict>(tree);
+  try {
+    return stack.contiguous();
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(
+        false,
+        prefix,
+        " holds a lazy stack whose elements differ in shape or keys; load "
+        "it with load_memmap_any. (",
+        e.msg(),
+        ")");
+  }
+}
+
+TensorDict TensorDict::load(
+    const std::string& prefix,
+    const LoadMemmapOptions& options) {
+  return load_memmap(prefix, options);
+}
+
+TensorDict& TensorDict::load_memmap_(
+    const std::string& prefix,
+    const LoadMemmapOptions& options) {
+  const bool was_locked = impl_->locked;
+  const bool was_memmap = impl_->is_memmap;
+  if (was_locked) {
+    unlock_();
+  }
+  LoadMemmapOptions opts = options;
+  if (!opts.device() && impl_->device) {
+    opts.device(impl_->device);
+  }
+  const std::string dir = detail::subpath_dir(prefix, opts);
+  detail::Loader loader(opts);
+  try {
+    Json meta = loader.read_meta(dir, std::nullopt);
+    std::string fields = dir;
+    if (meta["_type"] != detail::kTensorDictType &&
+        detail::path_kind(detail::join_path(dir, "_tensordict")) ==
+            detail::PathKind::kDirectory) {
+      // A tensorclass keeps its fields one level down.
+      fields = detail::join_path(dir, "_tensordict");
+      meta = loader.read_meta(fields, std::nullopt);
+    }
+    TORCH_CHECK(
+        meta["_type"] == detail::kTensorDictType,
+        dir,
+        " does not hold a TensorDict, so it cannot be loaded in place");
+    loader.load_dict(fields, meta, std::nullopt, 0, this);
+    impl_->memmap_prefix = dir;
+  } catch (...) {
+    if (was_locked) {
+      lock_();
+    }
+    throw;
+  }
+  if (was_locked || was_memmap) {
+    lock_();
+  }
+  if (was_memmap) {
+    std::function<void(detail::TensorDictImpl&)> mark = [&](detail::TensorDictImpl& impl) {
+      impl.is_memmap = true;
+      for (const auto& node : impl.nodes()) {
+        if (node->value.is_tensordict()) {
+          mark(*node->value.tensordict().unsafeGetImpl());
+        }
+      }
+    };
+    mark(*impl_);
+  }
+  return *this;
+}
+
+TensorDict& TensorDict::memmap_refresh_() {
+  TORCH_CHECK(
+      impl_->is_memmap && !impl_->memmap_prefix.empty(),
+      "memmap_refresh_ needs a dict memmapped to a directory (is_memmap() "
+      "and saved_path()); this one is not");
+  const std::string prefix = impl_->memmap_prefix;
+  return load_memmap_(prefix);
+}
+
+TENSORDICT_END_NAMESPACE

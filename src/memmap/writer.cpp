@@ -1,0 +1,683 @@
+// Saving: TensorDict::memmap and friends. A save is planned first (every
+// directory created, every leaf file and meta.json decided, every key
+// checked), then the leaf files are written, possibly by several threads,
+// then the meta.json files, children before parents. See NOTE [Memmap layout].
+
+#include <ATen/ops/empty.h>
+#include <c10/util/Exception.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "detail/format.h"
+#include "detail/tensor_dict_impl.h"
+#include "memmap/file_io.h"
+#include "memmap/meta_json.h"
+#include "memmap/writer.h"
+#include "tensordict/errors.h"
+#include "tensordict/memmap.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace detail {
+
+namespace {
+
+// The longest file name most file systems take (NAME_MAX).
+constexpr size_t kMaxFileName = 255;
+
+// Members of a dict's meta.json that are not entries: a key spelled like
+// one would be lost (Python) or misread, so it is refused.
+constexpr const char* kReservedKeys[] = {
+    "shape", "device", "_type", "_format_version", "_class", "_names"};
+
+std::string describe(const std::optional<NestedKey>& key) {
+  return key ? "key " + key->to_string() : "the root";
+}
+
+// dump_json, naming the entry whose text is not UTF-8.
+std::string dump_checked(
+    const Json& value,
+    bool spaced,
+    bool ascii,
+    const std::optional<NestedKey>& key) {
+  try {
+    return dump_json(value, spaced, ascii);
+  } catch (c10::Error& e) {
+    TORCH_RETHROW(e, "while saving ", describe(key));
+  }
+}
+
+NestedKey child_key(const std::optional<NestedKey>& prefix, const std::string& k) {
+  return prefix ? prefix->child(k) : NestedKey(std::string(k));
+}
+
+// Prepares a leaf's bytes: on the CPU, contiguous, conj/neg resolved.
+at::Tensor leaf_bytes(const at::Tensor& tensor) {
+  at::Tensor t = tensor.detach();
+  if (!t.device().is_cpu()) {
+    t = t.cpu();
+  }
+  return t.resolve_conj().resolve_neg().contiguous();
+}
+
+} // namespace
+
+Json format_members(const char* class_id) {
+  Json members = Json::object();
+  members["_format_version"] = kMemmapFormatVersion;
+  members["_class"] = class_id;
+  return members;
+}
+
+
+
+struct SavePlan::LeafJob {
+  at::Tensor source;
+  std::string path; // empty: anonymous shared memory
+  std::string what;
+  ImplPtr dest;
+  std::string dest_key;
+  at::Tensor result;
+};
+
+struct SavePlan::MetaJob {
+  std::string path;
+  std::string content;
+};
+
+void SavePlan::add_meta(std::string path, std::string content) {
+  metas_.push_back({std::move(path), std::move(content)});
+}
+
+SavePlan::SavePlan(const MemmapOptions& options, bool like, bool inplace)
+    : options_(options), like_(like), inplace_(inplace) {}
+
+SavePlan::~SavePlan() = default;
+
+void SavePlan::prepare_directory(const std::string& dir, bool is_root) {
+  ensure_directory(
+      dir, /*parents=*/is_root, /*allow_symlink=*/is_root, options_.durable());
+  // NOTE [Interrupted saves]: without its meta.json a directory does not
+  // load, so until this save writes it again, no reader can take a
+  // half-rewritten directory for a complete one.
+  remove_file(join_path(dir, "meta.json"));
+}
+
+std::string SavePlan::checked_name(
+    const std::string& key,
+    const NestedKey& full_key,
+    bool is_collection) const {
+  return entry_name(key, full_key, is_collection);
+}
+
+std::string SavePlan::entry_name(
+    const std::string& key,
+    const std::optional<NestedKey>& full_key,
+    bool is_collection) const {
+  for (const char* reserved : kReservedKeys) {
+    TORCH_CHECK(
+        key != reserved,
+        "cannot save ",
+        describe(full_key),
+        ": the key '",
+        key,
+        "' would collide with the '",
+        reserved,
+        "' member of meta.json; rename it first");
+  }
+  std::string name;
+  if (options_.robust_key()) {
+    name = encode_key(key);
+  } else {
+    TORCH_CHECK(
+        is_safe_legacy_key(key, is_collection) && !key.empty(),
+        "cannot save ",
+        describe(full_key),
+        " with robust_key(false): the key is not a safe file name (it is "
+        "empty, '.', '..', or holds '/', '\\\\' or a NUL); use "
+        "robust_key(true)");
+    name = key;
+  }
+  const size_t length = name.size() + (is_collection ? 0 : 7);
+  TORCH_CHECK(
+      length <= kMaxFileName,
+      "cannot save ",
+      describe(full_key),
+      ": its file name would be ",
+      length,
+      " bytes long, more than the ",
+      kMaxFileName,
+      " that file systems accept");
+  return name;
+}
+
+void SavePlan::plan_dict(
+    const TensorDict& src,
+    const TensorDict& dest,
+    const std::string& dir,
+    const std::optional<NestedKey>& key,
+    bool is_root) {
+  const TensorDictImpl& impl = *src.unsafeGetImpl();
+  TensorDictImpl& out = *dest.unsafeGetImpl();
+  const bool has_dir = !dir.empty();
+  // A Python tensorclass keeps its fields one directory down.
+  const bool tensorclass = !impl.python_class.empty();
+  std::string fields_dir = dir;
+  if (has_dir) {
+    prepare_directory(dir, is_root);
+    if (tensorclass) {
+      fields_dir = join_path(dir, "_tensordict");
+      prepare_directory(fields_dir, /*is_root=*/false);
+    }
+  }
+  Json meta = Json::object();
+  std::unordered_set<std::string> names;
+  for (const auto& node : impl.nodes()) {
+    const Value& value = node->value;
+    const NestedKey full = child_key(key, node->key);
+    const bool is_collection = !value.is_tensor();
+    std::string name;
+    if (has_dir) {
+      name = entry_name(node->key, full, is_collection);
+      const std::string file = is_collection ? name : name + ".memmap";
+      TORCH_CHECK(
+          names.insert(file).second,
+          "cannot save ",
+          full.to_string(),
+          ": its file name '",
+          file,
+          "' is taken by another entry");
+    }
+    if (value.is_tensor()) {
+      plan_leaf(value.tensor(), dest, node->key, full, fields_dir, name);
+      const at::Tensor& t = value.tensor();
+      Json entry = Json::object();
+      entry["device"] = t.device().str();
+      entry["shape"] = t.sizes().vec();
+      entry["dtype"] = dtype_name(t.scalar_type());
+      entry["is_nested"] = false;
+      meta[node->key] = std::move(entry);
+      continue;
+    }
+    const std::string child_dir = has_dir ? join_path(fields_dir, name) : "";
+    if (value.is_tensordict()) {
+      const TensorDict& child = value.tensordict();
+      TensorDict child_dest = child;
+      if (!inplace_) {
+        const TensorDictImpl& ci = *child.unsafeGetImpl();
+        child_dest = make_tensordict(ci.batch_size, c10::Device(c10::kCPU), ci.names);
+        child_dest.unsafeGetImpl()->python_class = ci.python_class;
+        out.append(node->key, child_dest);
+      }
+      plan_dict(child, child_dest, child_dir, full, /*is_root=*/false);
+      const std::string& cls = child.unsafeGetImpl()->python_class;
+      meta[node->key] = {{"type", cls.empty() ? "TensorDict" : class_name_of(cls)}};
+      continue;
+    }
+    if (!inplace_) {
+      out.append(node->key, value);
+    }
+    if (!has_dir) {
+      continue;
+    }
+    prepare_directory(child_dir, /*is_root=*/false);
+    Json child_meta = Json::object();
+    const bool ascii = options_.json_style() == JsonStyle::kSpaced;
+    std::string content;
+    if (value.is_non_tensor_data()) {
+      child_meta["_type"] = kNonTensorDataType;
+      child_meta["data"] = value.non_tensor_data().data();
+      child_meta["_metadata"] = nullptr;
+      child_meta["_is_non_tensor"] = true;
+      meta[node->key] = {{"type", "NonTensorData"}};
+      content = dump_checked(child_meta, /*spaced=*/ascii, ascii, full);
+    } else {
+      child_meta["_type"] = kNonTensorStackType;
+      child_meta.update(format_members("tensordict:NonTensorStack"));
+      child_meta["stack_dim"] = 0;
+      // Python writes the device the stack was built with, which its loader
+      // leaves unset: null, also for stacks that a dict moved to its device.
+      child_meta["device"] = nullptr;
+      child_meta["data"] = value.non_tensor_stack().tolist();
+      meta[node->key] = {{"type", "NonTensorStack"}};
+      // Python writes a stack's meta.json compact in both styles.
+      content = dump_checked(child_meta, /*spaced=*/false, ascii, full);
+    }
+    add_meta(join_path(child_dir, "meta.json"), std::move(content));
+  }
+  if (inplace_) {
+    out.device = c10::Device(c10::kCPU);
+  }
+  memmapped_.emplace_back(ImplPtr::reclaim_copy(dest.unsafeGetImpl()), dir);
+  if (!has_dir) {
+    return;
+  }
+  meta["shape"] = impl.batch_size;
+  meta["device"] = "cpu";
+  meta["_type"] = kTensorDictType;
+  meta.update(format_members("tensordict:TensorDict"));
+  if (!impl.names.empty()) {
+    Json names_json = Json::array();
+    for (const auto& n : impl.names) {
+      names_json.push_back(n ? Json(*n) : Json(nullptr));
+    }
+    meta["_names"] = std::move(names_json);
+  }
+  const bool spaced = options_.json_style() == JsonStyle::kSpaced;
+  add_meta(
+      join_path(fields_dir, "meta.json"),
+      dump_checked(meta, spaced, spaced, key));
+  if (tensorclass) {
+    Json class_meta = Json::object();
+    class_meta["_type"] = impl.python_class;
+    add_meta(
+        join_path(dir, "meta.json"),
+        dump_checked(class_meta, spaced, spaced, key));
+  }
+}
+
+void SavePlan::plan_leaf(
+    const at::Tensor& tensor,
+    const TensorDict& dest,
+    const std::string& key,
+    const NestedKey& full,
+    const std::string& dir,
+    const std::string& name) {
+  TORCH_CHECK(
+      !tensor.is_nested(),
+      "cannot save ",
+      full.to_string(),
+      ": nested tensors are not supported by memmap yet");
+  TORCH_CHECK(
+      tensor.layout() == c10::kStrided,
+      "cannot save ",
+      full.to_string(),
+      ": only strided tensors can be memory-mapped, got layout ",
+      tensor.layout());
+  TORCH_CHECK(
+      is_saveable_dtype(tensor.scalar_type()),
+      "cannot save ",
+      full.to_string(),
+      ": Python tensordict cannot load the dtype ",
+      dtype_name(tensor.scalar_type()));
+  LeafJob job;
+  job.source = tensor;
+  job.path = dir.empty() ? "" : join_path(dir, name + ".memmap");
+  job.what = full.to_string();
+  job.dest = ImplPtr::reclaim_copy(dest.unsafeGetImpl());
+  job.dest_key = key;
+  if (const auto backing = mapped_filename(tensor)) {
+    if (!job.path.empty() && same_file(*backing, job.path) &&
+        tensor.is_contiguous() && tensor.storage_offset() == 0 &&
+        !like_) {
+      // Already this very file (memmap_ again, or a reloaded dict saved
+      // in place): nothing to write.
+      job.result = tensor;
+    } else {
+      TORCH_CHECK(
+          options_.copy_existing() || like_,
+          "A filename was provided but the tensor already has a file "
+          "associated (",
+          *backing,
+          "). To copy the tensor onto the new location, pass "
+          "copy_existing(true). (",
+          full.to_string(),
+          ")");
+    }
+  }
+  if (!inplace_) {
+    dest.unsafeGetImpl()->append(key, tensor);
+  }
+  total_bytes_ += static_cast<int64_t>(tensor.nbytes());
+  leaves_.push_back(std::move(job));
+}
+
+void SavePlan::write_leaf(LeafJob& job) {
+  if (job.result.defined()) {
+    return;
+  }
+  const at::Tensor& src = job.source;
+  if (job.path.empty()) {
+    job.result = shared_memory_tensor(src.sizes(), src.scalar_type());
+    if (!like_) {
+      job.result.copy_(src.detach());
+    }
+    return;
+  }
+  if (src.numel() == 0) {
+    // Python (torch.from_file) writes no file for an empty tensor.
+    job.result = at::empty(src.sizes(), at::TensorOptions().dtype(src.scalar_type()));
+    return;
+  }
+  try {
+    if (like_) {
+      write_leaf_file(
+          job.path,
+          nullptr,
+          src.nbytes(),
+          options_.existsok(),
+          /*zeros=*/true,
+          options_.durable(),
+          job.what);
+    } else {
+      const at::Tensor bytes = leaf_bytes(src);
+      write_leaf_file(
+          job.path,
+          bytes.data_ptr(),
+          bytes.nbytes(),
+          options_.existsok(),
+          /*zeros=*/false,
+          options_.durable(),
+          job.what);
+    }
+  } catch (c10::Error& e) {
+    TORCH_RETHROW(e, "while saving ", job.what);
+  }
+  job.result = map_tensor_file(
+      job.path, src.scalar_type(), src.sizes(), MapMode::kReadWrite, job.what);
+}
+
+void SavePlan::run() {
+  std::mutex progress_mutex;
+  int64_t done_bytes = 0;
+  auto finish = [&](LeafJob& job) {
+    write_leaf(job);
+    if (options_.progress()) {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      done_bytes += static_cast<int64_t>(job.source.nbytes());
+      options_.progress()(done_bytes, total_bytes_);
+    }
+  };
+  const size_t threads = std::min<size_t>(
+      static_cast<size_t>(std::max<int64_t>(options_.num_threads(), 1)),
+      leaves_.size());
+  if (threads <= 1) {
+    for (auto& job : leaves_) {
+      finish(job);
+    }
+  } else {
+    std::atomic<size_t> next{0};
+    std::atomic<bool> failed{false};
+    std::exception_ptr error;
+    std::mutex error_mutex;
+    auto worker = [&] {
+      while (!failed.load()) {
+        const size_t i = next.fetch_add(1);
+        if (i >= leaves_.size()) {
+          return;
+        }
+        try {
+          finish(leaves_[i]);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(error_mutex);
+          if (!error) {
+            error = std::current_exception();
+          }
+          failed = true;
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    pool.reserve(threads - 1);
+    for (size_t t = 1; t < threads; ++t) {
+      pool.emplace_back(worker);
+    }
+    worker();
+    for (auto& thread : pool) {
+      thread.join();
+    }
+    if (error) {
+      std::rethrow_exception(error);
+    }
+  }
+  for (auto& job : leaves_) {
+    Node* node = job.dest->find(job.dest_key);
+    TORCH_INTERNAL_ASSERT(node != nullptr);
+    node->value = Value(job.result);
+  }
+  // Children's meta.json files were planned before their parents'.
+  for (const auto& meta : metas_) {
+    write_file_atomically(meta.path, meta.content, options_.durable());
+  }
+}
+
+void SavePlan::mark_memmapped() {
+  for (auto& [impl, dir] : memmapped_) {
+    impl->is_memmap = true;
+    impl->memmap_prefix = dir;
+  }
+}
+
+TensorDict save_dict(
+    const TensorDict& td,
+    const MemmapOptions& options,
+    bool like,
+    bool inplace) {
+  const TensorDictImpl& impl = *td.unsafeGetImpl();
+  TORCH_CHECK(
+      !(inplace && impl.shared),
+      "memmap and shared memory are mutually exclusive features.");
+  TensorDict dest = td;
+  if (!inplace) {
+    dest = make_tensordict(impl.batch_size, c10::Device(c10::kCPU), impl.names);
+    dest.unsafeGetImpl()->python_class = impl.python_class;
+  }
+  SavePlan plan(options, like, inplace);
+  plan.plan_dict(td, dest, options.prefix(), std::nullopt, /*is_root=*/true);
+  plan.run();
+  dest.lock_();
+  plan.mark_memmapped();
+  return dest;
+}
+
+} // namespace detail
+
+TensorDict TensorDict::memmap(const MemmapOptions& options) const {
+  return detail::save_dict(*this, options, /*like=*/false, /*inplace=*/false);
+}
+
+std::future<TensorDict> TensorDict::memmap_async(
+    const MemmapOptions& options) const {
+  TensorDict self = *this;
+  return std::async(std::launch::async, [self, options] {
+    return self.memmap(options);
+  });
+}
+
+TensorDict& TensorDict::memmap_(const MemmapOptions& options) {
+  detail::save_dict(*this, options, /*like=*/false, /*inplace=*/true);
+  return *this;
+}
+
+TensorDict TensorDict::memmap_like(const MemmapOptions& options) const {
+  return detail::save_dict(*this, options, /*like=*/true, /*inplace=*/false);
+}
+
+TensorDict TensorDict::save(const MemmapOptions& options) const {
+  return memmap(options);
+}
+
+bool TensorDict::is_memmap() const noexcept {
+  return impl_->is_memmap;
+}
+
+std::optional<std::string> TensorDict::saved_path() const {
+  if (impl_->memmap_prefix.empty()) {
+    return std::nullopt;
+  }
+  return impl_->memmap_prefix;
+}
+
+const std::string& TensorDict::python_class() const noexcept {
+  return impl_->python_class;
+}
+
+TensorDict& TensorDict::set_python_class(std::string type_string) {
+  TORCH_CHECK_VALUE(
+      type_string.empty() || !detail::class_name_of(type_string).empty(),
+      "a Python class is spelled \"<class 'module.Name'>\", got '",
+      type_string,
+      "'");
+  impl_->python_class = std::move(type_string);
+  return *this;
+}
+
+LazyStackedTensorDict memmap(
+    const LazyStackedTensorDict& stack,
+    const MemmapOptions& options) {
+  const std::string& dir = options.prefix();
+  std::vector<TensorDict> dests;
+  detail::SavePlan plan(options, /*like=*/false, /*inplace=*/false);
+  if (!dir.empty()) {
+    plan.prepare_directory(dir, /*is_root=*/true);
+  }
+  const auto& elements = stack.tensordicts();
+  for (size_t i = 0; i < elements.size(); ++i) {
+    const auto& impl = *elements[i].unsafeGetImpl();
+    TensorDict dest = detail::make_tensordict(
+        impl.batch_size, c10::Device(c10::kCPU), impl.names);
+    dest.unsafeGetImpl()->python_class = impl.python_class;
+    plan.plan_dict(
+        elements[i],
+        dest,
+        dir.empty() ? "" : detail::join_path(dir, std::to_string(i)),
+        NestedKey(std::to_string(i)),
+        /*is_root=*/false);
+    dests.push_back(dest);
+  }
+  if (!dir.empty()) {
+    Json meta = Json::object();
+    meta["_type"] = detail::kLazyStackType;
+    meta.update(detail::format_members("tensordict:LazyStackedTensorDict"));
+    meta["stack_dim"] = stack.stack_dim();
+    meta["stack_dim_name"] = nullptr;
+    const bool spaced = options.json_style() == JsonStyle::kSpaced;
+    plan.add_meta(detail::join_path(dir, "meta.json"), detail::dump_json(meta, spaced, spaced));
+  }
+  plan.run();
+  for (auto& dest : dests) {
+    dest.lock_();
+  }
+  plan.mark_memmapped();
+  return lazy_stack(dests, stack.stack_dim());
+}
+
+namespace {
+
+// The directory holding a memmapped dict's entries.
+std::string fields_directory(const detail::TensorDictImpl& impl) {
+  return impl.python_class.empty()
+      ? impl.memmap_prefix
+      : detail::join_path(impl.memmap_prefix, "_tensordict");
+}
+
+// Adds `entry` under `key` to the meta.json in `dir`, keeping its style:
+// Python re-reads and rewrites the file too, so that entries another
+// process added survive.
+void add_meta_entry(const std::string& dir, const std::string& key, Json entry) {
+  const std::string path = detail::join_path(dir, "meta.json");
+  const std::string text = detail::read_small_file(path, int64_t{1} << 30);
+  Json meta = detail::parse_meta_json(text, 1 << 20, path);
+  meta[key] = std::move(entry);
+  const bool spaced = text.find("\": ") != std::string::npos;
+  detail::write_file_atomically(path, detail::dump_json(meta, spaced, spaced), false);
+}
+
+} // namespace
+
+at::Tensor TensorDict::make_memmap(
+    const NestedKey& key,
+    c10::IntArrayRef shape,
+    c10::ScalarType dtype) {
+  TORCH_CHECK(
+      impl_->is_memmap && !impl_->memmap_prefix.empty(),
+      "make_memmap needs a dict memmapped to a directory (is_memmap() and "
+      "saved_path()); ",
+      key.to_string(),
+      " cannot be added to this one");
+  TORCH_CHECK_VALUE(
+      detail::is_saveable_dtype(dtype),
+      "make_memmap: Python tensordict cannot load the dtype ",
+      detail::dtype_name(dtype));
+  MemmapOptions naming; // default key encoding, for entry_name
+  detail::SavePlan plan(naming, /*like=*/true, /*inplace=*/true);
+  detail::TensorDictImpl* level = impl_.get();
+  for (size_t i = 0; i + 1 < key.size(); ++i) {
+    const std::string part(key[i]);
+    detail::Node* node = level->find(part);
+    if (node != nullptr) {
+      TENSORDICT_CHECK_KEY(
+          node->value.is_tensordict(),
+          "make_memmap: ",
+          key.to_string(),
+          " walks through the entry '",
+          part,
+          "', which is not a tensordict");
+      level = node->value.tensordict().unsafeGetImpl();
+      continue;
+    }
+    const std::string parent_dir = fields_directory(*level);
+    const std::string dir = detail::join_path(
+        parent_dir, plan.checked_name(part, key, /*is_collection=*/true));
+    TensorDict child = detail::make_tensordict(
+        level->batch_size, c10::Device(c10::kCPU), level->names);
+    detail::ensure_directory(dir, false, false, false);
+    Json meta = Json::object();
+    meta["shape"] = level->batch_size;
+    meta["device"] = "cpu";
+    meta["_type"] = detail::kTensorDictType;
+    meta.update(detail::format_members("tensordict:TensorDict"));
+    detail::write_file_atomically(
+        detail::join_path(dir, "meta.json"), detail::dump_json(meta, false, false), false);
+    add_meta_entry(parent_dir, part, {{"type", "TensorDict"}});
+    detail::TensorDictImpl* child_impl = child.unsafeGetImpl();
+    child_impl->memmap_prefix = dir;
+    child_impl->is_memmap = true;
+    child_impl->locked = level->locked;
+    if (level->locked) {
+      child_impl->lock_parents.emplace_back(
+          detail::ImplPtr::reclaim_copy(level));
+    }
+    level->append(part, child);
+    level = child_impl;
+  }
+  const std::string last(key[key.size() - 1]);
+  TORCH_CHECK(
+      level->find(last) == nullptr,
+      "make_memmap: the key ",
+      key.to_string(),
+      " already exists");
+  TORCH_CHECK_VALUE(
+      shape.size() >= level->batch_size.size() &&
+          shape.slice(0, level->batch_size.size()) ==
+              c10::IntArrayRef(level->batch_size),
+      "make_memmap: the shape ",
+      shape,
+      " of ",
+      key.to_string(),
+      " does not start with the batch size ",
+      c10::IntArrayRef(level->batch_size));
+  const std::string dir = fields_directory(*level);
+  const std::string file = detail::join_path(
+      dir, plan.checked_name(last, key, /*is_collection=*/false) + ".memmap");
+  at::Tensor tensor = MemoryMappedTensor::empty(shape, dtype, file);
+  Json entry = Json::object();
+  entry["device"] = "cpu";
+  entry["shape"] = shape.vec();
+  entry["dtype"] = detail::dtype_name(dtype);
+  entry["is_nested"] = false;
+  add_meta_entry(dir, last, std::move(entry));
+  level->append(last, tensor);
+  return tensor;
+}
+
+TENSORDICT_END_NAMESPACE

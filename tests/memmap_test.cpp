@@ -1,0 +1,637 @@
+// Tests of include/tensordict/memmap.h and the memmap methods of TensorDict.
+// Python interop lives in tests/python (run_memmap_interop.py).
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <iostream>
+#include <mutex>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support.h"
+
+using namespace tensordict; // NOLINT(google-build-using-namespace)
+using tensordict::testing::expect_td_equal;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh directory under the test's temp dir, removed at the end.
+class TempDir {
+ public:
+  TempDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = fs::temp_directory_path() /
+        ("tensordict_memmap_" + std::to_string(::getpid()) + "_" +
+         info->name());
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  std::string operator/(const std::string& name) const {
+    return (path_ / name).string();
+  }
+  std::string str() const {
+    return path_.string();
+  }
+
+ private:
+  fs::path path_;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+TensorDict sample() {
+  TensorDict td(
+      {{"obs", torch::arange(12, torch::kFloat32).reshape({3, 4})},
+       {"next",
+        {{"reward", torch::tensor({1.5, -2.0, 3.25}, torch::kFloat64)},
+         {"done", torch::tensor({true, false, true})}}},
+       {"task", "reach"},
+       {"empty", torch::zeros({3, 0})}},
+      /*batch_size=*/{3});
+  td.set("labels", NonTensorStack({"a", "b", "c"}));
+  return td;
+}
+
+} // namespace
+
+// --- layout -----------------------------------------------------------------
+
+TEST(MemmapTest, WritesPythonsLayoutWithCompactJson) {
+  TempDir dir;
+  TensorDict td = sample();
+  td.set_names({"time"});
+  (void)td.memmap(dir / "td");
+  EXPECT_EQ(
+      read_text(dir / "td/meta.json"),
+      "{\"obs\":{\"device\":\"cpu\",\"shape\":[3,4],\"dtype\":\"torch.float32\","
+      "\"is_nested\":false},\"next\":{\"type\":\"TensorDict\"},\"task\":{"
+      "\"type\":\"NonTensorData\"},\"empty\":{\"device\":\"cpu\",\"shape\":[3,"
+      "0],\"dtype\":\"torch.float32\",\"is_nested\":false},\"labels\":{\"type\":"
+      "\"NonTensorStack\"},\"shape\":[3],\"device\":\"cpu\",\"_type\":\"<class "
+      "'tensordict._td.TensorDict'>\",\"_format_version\":1,\"_class\":"
+      "\"tensordict:TensorDict\",\"_names\":[\"time\"]}");
+  EXPECT_EQ(fs::file_size(dir / "td/obs.memmap"), 48u);
+  EXPECT_EQ(fs::file_size(dir / "td/next/reward.memmap"), 24u);
+  EXPECT_EQ(fs::file_size(dir / "td/next/done.memmap"), 3u);
+  EXPECT_FALSE(fs::exists(dir / "td/empty.memmap")); // no file for 0 elements
+  EXPECT_EQ(
+      read_text(dir / "td/task/meta.json"),
+      "{\"_type\":\"<class 'tensordict.tensorclass.NonTensorData'>\",\"data\":"
+      "\"reach\",\"_metadata\":null,\"_is_non_tensor\":true}");
+  EXPECT_EQ(
+      read_text(dir / "td/labels/meta.json"),
+      "{\"_type\":\"<class 'tensordict.tensorclass.NonTensorStack'>\","
+      "\"_format_version\":1,\"_class\":\"tensordict:NonTensorStack\","
+      "\"stack_dim\":0,\"device\":null,\"data\":[\"a\",\"b\",\"c\"]}");
+  // The raw bytes are the tensor's, little-endian.
+  const std::string bytes = read_text(dir / "td/next/reward.memmap");
+  EXPECT_EQ(std::memcmp(bytes.data(), td.get({"next", "reward"}).data_ptr(), 24), 0);
+}
+
+TEST(MemmapTest, SpacedStyleEscapesLikePythonsJsonModule) {
+  TempDir dir;
+  TensorDict td({{"é", torch::zeros({2})}, {"s", "日本\n"}}, {2});
+  (void)td.memmap(MemmapOptions(dir / "td").json_style(JsonStyle::kSpaced));
+  EXPECT_EQ(
+      read_text(dir / "td/meta.json"),
+      "{\"\\u00e9\": {\"device\": \"cpu\", \"shape\": [2], \"dtype\": "
+      "\"torch.float32\", \"is_nested\": false}, \"s\": {\"type\": "
+      "\"NonTensorData\"}, \"shape\": [2], \"device\": \"cpu\", \"_type\": "
+      "\"<class 'tensordict._td.TensorDict'>\", \"_format_version\": 1, "
+      "\"_class\": \"tensordict:TensorDict\"}");
+  EXPECT_EQ(
+      read_text(dir / "td/s/meta.json"),
+      "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
+      "\"data\": \"\\u65e5\\u672c\\n\", \"_metadata\": null, "
+      "\"_is_non_tensor\": true}");
+  EXPECT_TRUE(fs::exists(dir / "td/é.memmap"));
+}
+
+TEST(MemmapTest, EncodesKeysAsPythonsRobustKey) {
+  EXPECT_EQ(encode_key_for_filesystem("a/b/c"), "a%2Fb%2Fc");
+  EXPECT_EQ(encode_key_for_filesystem("key with spaces"), "key%20with%20spaces");
+  EXPECT_EQ(encode_key_for_filesystem("100%"), "100%25");
+  EXPECT_EQ(encode_key_for_filesystem("../outside"), "..%2Foutside");
+  EXPECT_EQ(encode_key_for_filesystem(""), "%");
+  EXPECT_EQ(encode_key_for_filesystem("."), "%2E");
+  EXPECT_EQ(encode_key_for_filesystem(".."), "%2E%2E");
+  EXPECT_EQ(encode_key_for_filesystem("é"), "é");
+  EXPECT_EQ(encode_key_for_filesystem("a.b"), "a.b");
+  EXPECT_EQ(encode_key_for_filesystem(std::string("\x7f\x01", 2)), "%7F%01");
+}
+
+TEST(MemmapTest, KeysNeverLeaveThePrefix) {
+  TempDir dir;
+  TensorDict td(
+      {{"../escape", torch::ones({1})},
+       {"..", {{"x", torch::ones({1})}}},
+       {"", torch::ones({1})},
+       {"/abs", torch::ones({1})}},
+      {1});
+  (void)td.memmap(dir / "td");
+  EXPECT_TRUE(fs::exists(dir / "td/..%2Fescape.memmap"));
+  EXPECT_TRUE(fs::exists(dir / "td/%2E%2E/x.memmap"));
+  EXPECT_TRUE(fs::exists(dir / "td/%.memmap"));
+  EXPECT_TRUE(fs::exists(dir / "td/%2Fabs.memmap"));
+  EXPECT_FALSE(fs::exists(dir / "escape.memmap"));
+  expect_td_equal(TensorDict::load_memmap(dir / "td"), td);
+  EXPECT_THROWS_WITH(
+      (void)td.memmap(MemmapOptions(dir / "raw").robust_key(false)),
+      c10::Error,
+      "is not a safe file name");
+}
+
+// --- round trips --------------------------------------------------------------
+
+TEST(MemmapTest, MemmapReturnsALockedCopyBackedByFiles) {
+  TempDir dir;
+  TensorDict td = sample();
+  TensorDict saved = td.memmap(dir / "td");
+  expect_td_equal(saved, td);
+  EXPECT_TRUE(saved.is_locked());
+  EXPECT_TRUE(saved.is_memmap());
+  EXPECT_FALSE(td.is_memmap());
+  EXPECT_EQ(saved.saved_path(), dir / "td");
+  EXPECT_EQ(MemoryMappedTensor::filename(saved.get("obs")), dir / "td/obs.memmap");
+  // Writing into the mapped leaf writes the file.
+  saved.get("obs").fill_(7);
+  TensorDict loaded = TensorDict::load_memmap(dir / "td");
+  EXPECT_TRUE(torch::equal(loaded.get("obs"), torch::full({3, 4}, 7.0)));
+  EXPECT_FALSE(loaded.is_locked());
+  EXPECT_FALSE(loaded.is_memmap());
+  EXPECT_EQ(loaded.get_non_tensor("task"), "reach");
+  EXPECT_EQ(loaded["task"].non_tensor_data().batch_size(), c10::IntArrayRef({3}));
+  saved.unlock_();
+  EXPECT_FALSE(saved.is_memmap());
+}
+
+TEST(MemmapTest, RoundTripsEveryDtypeBitForBit) {
+  TempDir dir;
+  std::vector<c10::ScalarType> dtypes = {
+      torch::kBool, torch::kUInt8, torch::kInt8, torch::kInt16, torch::kInt32,
+      torch::kInt64, torch::kFloat16, torch::kBFloat16, torch::kFloat32,
+      torch::kFloat64, torch::kComplexFloat, torch::kComplexDouble};
+  TensorDict td({}, {5});
+  for (const auto dtype : dtypes) {
+    td.set(c10::toString(dtype), (torch::randn({5, 2}) * 100).to(dtype));
+  }
+  td.set("nan", torch::tensor(std::vector<float>{NAN, INFINITY, -INFINITY, -0.0f, 1e-40f}));
+  (void)td.memmap(dir / "td");
+  TensorDict loaded = TensorDict::load_memmap(dir / "td");
+  for (const auto& [key, value] : td.items()) {
+    const auto a = value.tensor().contiguous().view(torch::kUInt8);
+    const auto b = loaded.get(key).contiguous().view(torch::kUInt8);
+    EXPECT_TRUE(torch::equal(a, b)) << key;
+    EXPECT_EQ(loaded.get(key).scalar_type(), value.tensor().scalar_type());
+  }
+}
+
+TEST(MemmapTest, NonContiguousAndConjugateSourcesAreMaterialized) {
+  TempDir dir;
+  auto base = torch::arange(24, torch::kFloat32).reshape({4, 6});
+  auto complex = torch::randn({4, 2}, torch::kComplexFloat);
+  TensorDict td(
+      {{"t", base.t().narrow(0, 0, 4)},
+       {"expanded", torch::ones({1, 3}).expand({4, 3})},
+       {"conj", complex.conj()},
+       {"neg", torch::randn({4}).neg()}},
+      {4});
+  TensorDict loaded = TensorDict::load_memmap(*td.memmap(dir / "td").saved_path());
+  expect_td_equal(loaded, td);
+}
+
+TEST(MemmapTest, MemmapInPlaceReplacesLeaves) {
+  TempDir dir;
+  TensorDict td = sample();
+  TensorDict alias = td;
+  td.memmap_(dir / "td");
+  EXPECT_TRUE(alias.is_memmap());
+  EXPECT_TRUE(alias.is_locked());
+  EXPECT_TRUE(MemoryMappedTensor::filename(alias.get({"next", "reward"})).has_value());
+  expect_td_equal(TensorDict::load_memmap(dir / "td"), sample());
+  // Saving again to the same place reuses the files.
+  td.memmap_(dir / "td");
+  expect_td_equal(TensorDict::load_memmap(dir / "td"), sample());
+}
+
+TEST(MemmapTest, MemmapLikeWritesSparseZeros) {
+  TempDir dir;
+  TensorDict td = sample();
+  (void)td.memmap(dir / "td");
+  TensorDict like = td.memmap_like(dir / "td"); // over the existing files
+  EXPECT_TRUE(torch::equal(like.get("obs"), torch::zeros({3, 4})));
+  TensorDict loaded = TensorDict::load_memmap(dir / "td");
+  EXPECT_TRUE(torch::equal(loaded.get("obs"), torch::zeros({3, 4})));
+  EXPECT_EQ(loaded.get({"next", "done"}).scalar_type(), torch::kBool);
+}
+
+TEST(MemmapTest, WithoutPrefixLeavesLiveInSharedMemory) {
+  TensorDict saved = sample().memmap();
+  EXPECT_TRUE(saved.is_memmap());
+  EXPECT_FALSE(saved.saved_path().has_value());
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(saved.get("obs")));
+  EXPECT_FALSE(MemoryMappedTensor::filename(saved.get("obs")).has_value());
+  expect_td_equal(saved, sample());
+}
+
+TEST(MemmapTest, ThreadsAndProgressWriteTheSameFiles) {
+  TempDir dir;
+  TensorDict td({}, {8});
+  for (int i = 0; i < 40; ++i) {
+    td.set("leaf" + std::to_string(i), torch::randn({8, 16}));
+  }
+  std::vector<int64_t> seen;
+  std::mutex mutex;
+  auto options = MemmapOptions(dir / "td").num_threads(4).progress(
+      [&](int64_t done, int64_t total) {
+        std::lock_guard<std::mutex> lock(mutex);
+        EXPECT_EQ(total, 40 * 8 * 16 * 4);
+        seen.push_back(done);
+      });
+  (void)td.memmap(options);
+  ASSERT_EQ(seen.size(), 40u);
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  EXPECT_EQ(seen.back(), 40 * 8 * 16 * 4);
+  expect_td_equal(TensorDict::load_memmap(dir / "td"), td);
+  auto future = td.memmap_async(MemmapOptions(dir / "async").durable(true));
+  expect_td_equal(future.get(), td);
+  expect_td_equal(TensorDict::load_memmap(dir / "async"), td);
+}
+
+TEST(MemmapTest, LoadOptions) {
+  TempDir dir;
+  (void)sample().memmap(dir / "td");
+  TensorDict meta = TensorDict::load_memmap(
+      dir / "td", LoadMemmapOptions().device(c10::Device(c10::kMeta)));
+  EXPECT_TRUE(meta.get("obs").is_meta());
+  EXPECT_EQ(meta.get("obs").sizes(), c10::IntArrayRef({3, 4}));
+  TensorDict sub = TensorDict::load_memmap(dir / "td", LoadMemmapOptions().subpath({"next"}));
+  EXPECT_TRUE(torch::equal(sub.get("reward"), sample().get({"next", "reward"})));
+  // Copy-on-write: writes stay in memory.
+  TensorDict cow = TensorDict::load_memmap(dir / "td", LoadMemmapOptions().mode(MapMode::kReadOnly));
+  cow.get("obs").fill_(-1);
+  EXPECT_TRUE(torch::equal(TensorDict::load_memmap(dir / "td").get("obs"), sample().get("obs")));
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(dir / "td", LoadMemmapOptions().subpath({"nope"})),
+      c10::Error,
+      "the subpath part 'nope' names no saved tensordict");
+}
+
+TEST(MemmapTest, LoadMemmapInPlaceAndRefresh) {
+  TempDir dir;
+  TensorDict saved = sample().memmap(dir / "td");
+  TensorDict other = TensorDict::load_memmap(dir / "td");
+  other.memmap_(dir / "td"); // memmapped to the same directory
+  at::Tensor added = saved.make_memmap({"extra", "x"}, {3, 2}, torch::kInt32);
+  added.fill_(5);
+  EXPECT_TRUE(saved.is_locked());
+  EXPECT_FALSE(other.contains({"extra", "x"}));
+  other.memmap_refresh_();
+  EXPECT_TRUE(other.is_memmap());
+  EXPECT_TRUE(torch::equal(other.get({"extra", "x"}), torch::full({3, 2}, 5, torch::kInt32)));
+  EXPECT_THROWS_WITH(
+      (void)saved.make_memmap("obs", {3}), c10::Error, "already exists");
+  EXPECT_THROWS_WITH(
+      (void)sample().make_memmap("z", {3}), c10::Error, "needs a dict memmapped");
+  EXPECT_THROWS_WITH(sample().memmap_refresh_(), c10::Error, "memmap_refresh_ needs");
+}
+
+TEST(MemmapTest, LazyStacksRoundTrip) {
+  TempDir dir;
+  auto stack = lazy_stack(
+      {TensorDict({{"a", torch::ones({2})}}), TensorDict({{"a", torch::zeros({3})}})});
+  (void)memmap(stack, dir / "ls");
+  EXPECT_TRUE(fs::exists(dir / "ls/0/a.memmap"));
+  EXPECT_TRUE(fs::exists(dir / "ls/1/a.memmap"));
+  LoadedTree tree = load_memmap_any(dir / "ls");
+  auto& loaded = std::get<LazyStackedTensorDict>(tree);
+  EXPECT_EQ(loaded.tensordicts().size(), 2u);
+  EXPECT_TRUE(torch::equal(loaded.at(1).get("a"), torch::zeros({3})));
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(dir / "ls"), c10::Error, "load_memmap_any");
+}
+
+TEST(MemmapTest, PythonClassRoundTrips) {
+  TempDir dir;
+  TensorDict td({{"x", torch::ones({2})}, {"y", "hi"}}, {2});
+  td.set_python_class("<class '__main__.MyData'>");
+  (void)td.memmap(dir / "tc");
+  EXPECT_EQ(read_text(dir / "tc/meta.json"), "{\"_type\":\"<class '__main__.MyData'>\"}");
+  EXPECT_TRUE(fs::exists(dir / "tc/_tensordict/x.memmap"));
+  TensorDict loaded = TensorDict::load_memmap(dir / "tc");
+  EXPECT_EQ(loaded.python_class(), "<class '__main__.MyData'>");
+  expect_td_equal(loaded, td);
+  EXPECT_THROWS_WITH(td.set_python_class("MyData"), c10::ValueError, "<class 'module.Name'>");
+}
+
+TEST(MemmapTest, LoadsPythonsCommittedArtifact) {
+  const std::string fixture =
+      (fs::path(__FILE__).parent_path() / "data" / "mmap_example").string();
+  TensorDict td = TensorDict::load_memmap(fixture, LoadMemmapOptions().mode(MapMode::kReadOnly));
+  EXPECT_EQ(td.batch_size(), c10::IntArrayRef({2, 1}));
+  EXPECT_EQ(td.get_tensordict("nested").batch_size(), c10::IntArrayRef({2, 1}));
+  EXPECT_TRUE(torch::equal(
+      td.get({"nested", "int64"}), torch::tensor({{1}, {2}}, torch::kInt64)));
+  EXPECT_TRUE(torch::equal(
+      td.get({"nested", "bfloat16"}), torch::ones({2, 1}, torch::kBFloat16)));
+  EXPECT_EQ(td.get_non_tensor({"nested", "string"}), Json::array({"a string!"}));
+}
+
+// --- MemoryMappedTensor ---------------------------------------------------------
+
+TEST(MemoryMappedTensorTest, FactoriesMapFiles) {
+  TempDir dir;
+  auto t = MemoryMappedTensor::from_tensor(torch::arange(4), dir / "a.memmap");
+  EXPECT_EQ(MemoryMappedTensor::filename(t), dir / "a.memmap");
+  EXPECT_EQ(MemoryMappedTensor::filename(t.narrow(0, 1, 2)), dir / "a.memmap");
+  EXPECT_TRUE(torch::equal(
+      MemoryMappedTensor::from_filename(dir / "a.memmap", torch::kInt64, {2, 2}),
+      torch::arange(4).reshape({2, 2})));
+  EXPECT_TRUE(torch::equal(MemoryMappedTensor::zeros({3}, torch::kFloat32, dir / "z"), torch::zeros({3})));
+  EXPECT_TRUE(torch::equal(MemoryMappedTensor::ones({3}, torch::kInt8, dir / "o"), torch::ones({3}, torch::kInt8)));
+  EXPECT_TRUE(torch::equal(MemoryMappedTensor::full({2}, 2.5, torch::kFloat64, dir / "f"), torch::full({2}, 2.5, torch::kFloat64)));
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(MemoryMappedTensor::empty({2})));
+  EXPECT_FALSE(MemoryMappedTensor::is_memmap(torch::ones({2})));
+  // The same file is reused; another one needs copy_existing.
+  EXPECT_TRUE(MemoryMappedTensor::from_tensor(t, dir / "a.memmap").is_same(t));
+  EXPECT_THROWS_WITH(
+      (void)MemoryMappedTensor::from_tensor(t, dir / "b.memmap"),
+      c10::Error,
+      "pass copy_existing=true");
+  EXPECT_THROWS_WITH(
+      (void)MemoryMappedTensor::from_tensor(torch::ones({2}), dir / "a.memmap"),
+      c10::Error,
+      "already exists");
+  EXPECT_THROWS_WITH(
+      (void)MemoryMappedTensor::from_filename(dir / "a.memmap", torch::kInt64, {5}),
+      c10::Error,
+      "has 32 bytes, but its shape [5] of torch.int64 needs 40");
+}
+
+// --- untrusted files ------------------------------------------------------------
+
+TEST(MemmapUntrustedTest, ShortLeafFileIsAnError) {
+  TempDir dir;
+  (void)sample().memmap(dir / "td");
+  fs::resize_file(dir / "td/next/reward.memmap", 20);
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(dir / "td"),
+      c10::Error,
+      "the memmap file of ('next', 'reward') has 20 bytes, but its shape [3] "
+      "of torch.float64 needs 24");
+}
+
+TEST(MemmapUntrustedTest, LongerLeafFileIsFine) {
+  TempDir dir;
+  (void)sample().memmap(dir / "td");
+  fs::resize_file(dir / "td/obs.memmap", 49);
+  expect_td_equal(TensorDict::load_memmap(dir / "td"), sample());
+}
+
+TEST(MemmapUntrustedTest, MissingEntriesAreErrors) {
+  TempDir dir;
+  (void)sample().memmap(dir / "td");
+  fs::remove(dir / "td/obs.memmap");
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(dir / "td"),
+      c10::Error,
+      "is missing (meta.json says shape [3, 4] of torch.float32)");
+  fs::remove_all(dir / "td/next");
+  const auto problems = verify_memmap(dir / "td");
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_NE(problems[0].find("'obs'"), std::string::npos);
+  EXPECT_NE(problems[1].find("'next'"), std::string::npos);
+  EXPECT_NE(problems[1].find("is missing"), std::string::npos);
+}
+
+TEST(MemmapUntrustedTest, BadMetaJsonIsAClearError) {
+  TempDir dir;
+  (void)sample().memmap(dir / "td");
+  const std::string meta = dir / "td/next/meta.json";
+  const std::string good = read_text(meta);
+  auto expect_error = [&](const std::string& text, const std::string& message) {
+    write_text(meta, text);
+    EXPECT_THROWS_WITH((void)TensorDict::load_memmap(dir / "td"), c10::Error, message);
+  };
+  auto replace = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return text.replace(at, from.size(), to);
+  };
+  expect_error("{not json", "is not valid JSON");
+  expect_error("[1, 2]", "must hold a JSON object, found array");
+  expect_error(replace("\"torch.float64\"", "\"torch.float128\""), "unknown dtype 'torch.float128'");
+  expect_error(replace("\"shape\":[3],\"dtype\":\"torch.float64\"", "\"shape\":[-3],\"dtype\":\"torch.float64\""), "must hold non-negative integers, found -3");
+  expect_error(replace("\"shape\":[3],\"dtype\":\"torch.float64\"", "\"shape\":[4611686018427387904,4],\"dtype\":\"torch.float64\""), "overflows a 64-bit byte count");
+  expect_error(replace("\"shape\":[3],\"dtype\":\"torch.float64\"", "\"shape\":\"3\",\"dtype\":\"torch.float64\""), "must be a list of sizes, found string");
+  expect_error(replace("\"dtype\":\"torch.float64\"", "\"dtype\":7"), "its \"dtype\" must be a string, found number");
+  expect_error(replace("\"is_nested\":false", "\"is_nested\":true"), "is a nested tensor");
+  expect_error(replace(",\"_type\":\"<class 'tensordict._td.TensorDict'>\"", ""), "has no \"_type\" string");
+  expect_error(replace("\"_format_version\":1", "\"_format_version\":2"), "format version 2");
+  expect_error(std::string(200, '[') + std::string(200, ']'), "nests JSON deeper than 128 levels");
+  write_text(meta, good);
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(dir / "td", LoadMemmapOptions().max_meta_bytes(16)),
+      c10::Error,
+      "more than the limit of 16");
+}
+
+TEST(MemmapUntrustedTest, FuzzedMetaJsonNeverCrashes) {
+  TempDir dir;
+  (void)sample().memmap(dir / "td");
+  const std::string meta = dir / "td/meta.json";
+  const std::string good = read_text(meta);
+  std::mt19937 rng(1234);
+  int loaded = 0;
+  for (int i = 0; i < 300; ++i) {
+    std::string text = good;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      const size_t at = rng() % text.size();
+      switch (rng() % 3) {
+        case 0: text[at] = static_cast<char>(rng() % 128); break;
+        case 1: text.erase(at, 1 + rng() % 8); break;
+        default: text.insert(at, 1, "0123456789-[]{}\",:e"[rng() % 19]);
+      }
+      if (text.empty()) {
+        text = "{";
+      }
+    }
+    write_text(meta, text);
+    try {
+      TensorDict td = TensorDict::load_memmap(dir / "td");
+      ++loaded;
+    } catch (const c10::Error&) {
+    }
+  }
+  EXPECT_LT(loaded, 300);
+}
+
+TEST(MemmapUntrustedTest, PickleSidecarsNameTheKey) {
+  TempDir dir;
+  (void)sample().memmap(dir / "td");
+  write_text(dir / "td/task/meta.json",
+             "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", \"_metadata\": null}");
+  write_text(dir / "td/task/other.pickle", "\x80\x04");
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(dir / "td"),
+      c10::Error,
+      "key 'task' is stored in the Python pickle file");
+  TensorDict td = TensorDict::load_memmap(dir / "td", LoadMemmapOptions().skip_pickle(true));
+  EXPECT_FALSE(td.contains("task"));
+  EXPECT_TRUE(td.contains("obs"));
+}
+
+TEST(MemmapUntrustedTest, SymlinksAreRefused) {
+  TempDir dir;
+  (void)sample().memmap(dir / "td");
+  fs::create_directories(dir / "elsewhere");
+  // Reading a leaf through a symlink.
+  fs::rename(dir / "td/obs.memmap", dir / "elsewhere/obs.memmap");
+  fs::create_symlink(dir / "elsewhere/obs.memmap", dir / "td/obs.memmap");
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(dir / "td"), c10::Error, "through the symlink");
+  // Writing a leaf through a symlink.
+  EXPECT_THROWS_WITH(
+      (void)sample().memmap(dir / "td"),
+      c10::Error,
+      "Refusing to write memory-mapped tensor through symlink");
+  // Writing into a symlinked nested directory.
+  TempDir other;
+  fs::create_directories(other / "td");
+  fs::create_symlink(dir / "elsewhere", other / "td/next");
+  EXPECT_THROWS_WITH(
+      (void)sample().memmap(other / "td"),
+      c10::Error,
+      "Refusing to write a memmap directory through the symlink");
+  EXPECT_FALSE(fs::exists(dir / "elsewhere/reward.memmap"));
+}
+
+TEST(MemmapUntrustedTest, ReservedKeysAreRefusedWhenWriting) {
+  TempDir dir;
+  for (const char* key : {"shape", "device", "_type", "_format_version", "_class", "_names"}) {
+    TensorDict td({{key, torch::ones({1})}}, {1});
+    EXPECT_THROWS_WITH(
+        (void)td.memmap(dir / "td"),
+        c10::Error,
+        std::string("the key '") + key + "' would collide with the '" + key + "' member of meta.json");
+  }
+  TensorDict nested({{"a", {{"shape", torch::ones({1})}}}}, {1});
+  EXPECT_THROWS_WITH((void)nested.memmap(dir / "n"), c10::Error, "cannot save key ('a', 'shape')");
+}
+
+TEST(MemmapUntrustedTest, ExistsokFalseRefusesExistingFiles) {
+  TempDir dir;
+  (void)sample().memmap(dir / "td");
+  EXPECT_THROWS_WITH(
+      (void)sample().memmap(MemmapOptions(dir / "td").existsok(false)),
+      c10::Error,
+      "already exists");
+  // The failed save removed meta.json first: the tree no longer loads as
+  // complete. See NOTE [Interrupted saves].
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(dir / "td"), c10::Error, "no meta.json");
+}
+
+TEST(MemmapUntrustedTest, CopyExistingIsNeededToCopyAMappedLeaf) {
+  TempDir dir;
+  TensorDict saved = sample().memmap(dir / "a");
+  EXPECT_THROWS_WITH(
+      (void)saved.memmap(dir / "b"), c10::Error, "pass copy_existing(true)");
+  expect_td_equal(saved.memmap(MemmapOptions(dir / "c").copy_existing(true)), sample());
+}
+
+// --- crash safety -----------------------------------------------------------------
+
+namespace {
+
+// Saves `td` under `prefix` in a child process and kills it after
+// `delay_us`; returns once the child is gone.
+void save_and_kill(const TensorDict& td, const std::string& prefix, int delay_us, int threads) {
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    try {
+      (void)td.memmap(MemmapOptions(prefix).num_threads(threads));
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  ::usleep(static_cast<useconds_t>(delay_us));
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+}
+
+} // namespace
+
+TEST(MemmapCrashTest, AnInterruptedSaveNeverLoadsAsComplete) {
+  TempDir dir;
+  torch::manual_seed(0);
+  TensorDict first({}, {64});
+  TensorDict second({}, {64});
+  for (int i = 0; i < 48; ++i) {
+    const std::string key = "leaf" + std::to_string(i);
+    first.set({"group" + std::to_string(i % 4), key}, torch::randn({64, 1024}));
+    second.set({"group" + std::to_string(i % 4), key}, torch::randn({64, 1024}));
+  }
+  // How long a whole save takes here, to spread the kills over it.
+  const auto start = std::chrono::steady_clock::now();
+  (void)first.memmap(dir / "timing");
+  const auto save_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+  std::mt19937 rng(42);
+  int complete = 0;
+  int refused = 0;
+  for (int round = 0; round < 40; ++round) {
+    // Half the rounds save over a complete earlier save of other data.
+    const std::string prefix = dir / ("tree" + std::to_string(round % 8));
+    const TensorDict& data = round % 2 == 0 ? first : second;
+    const int delay = static_cast<int>(rng() % static_cast<uint64_t>(save_us * 3 / 2 + 1));
+    save_and_kill(data, prefix, delay, /*threads=*/round % 3 == 0 ? 2 : 0);
+    try {
+      TensorDict loaded = TensorDict::load_memmap(prefix);
+      expect_td_equal(loaded, data);
+      ++complete;
+    } catch (const c10::Error& e) {
+      const std::string msg = e.msg();
+      EXPECT_TRUE(
+          msg.find("no meta.json") != std::string::npos ||
+          msg.find("is missing") != std::string::npos)
+          << msg;
+      ++refused;
+    }
+  }
+  EXPECT_EQ(complete + refused, 40);
+  std::cout << "[ info ] " << complete << " complete, " << refused
+            << " refused, save takes " << save_us << " us\n";
+}

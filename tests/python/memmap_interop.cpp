@@ -1,0 +1,172 @@
+// The C++ half of the memmap interop test (see run_memmap_interop.py):
+// loads every tree of the corpus Python wrote, compares its canonical dump
+// with the one Python computed, compares the bytes of what C++ writes back
+// with Python's files, and leaves those trees for Python to load.
+//
+// usage: memmap_interop CORPUS_DIR OUT_DIR
+
+#include <nlohmann/json.hpp>
+#include <tensordict/memmap.h>
+
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <variant>
+
+#include "detail/sha256.h"
+#include "inspect.h"
+
+namespace {
+
+using tensordict::Json;
+
+Json read_json(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw std::runtime_error("cannot read " + path);
+  }
+  return Json::parse(in);
+}
+
+std::string file_sha256(const std::string& path, int64_t& size) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string bytes = buffer.str();
+  size = static_cast<int64_t>(bytes.size());
+  return tensordict::detail::sha256_hex(bytes.data(), bytes.size());
+}
+
+// Differences between two dumps, entry by entry.
+int compare_dumps(const std::string& name, const Json& expected, const Json& actual) {
+  int problems = 0;
+  for (const char* member : {"batch_size", "names", "stack_dim", "class"}) {
+    const Json want = expected.value(member, Json());
+    const Json got = actual.value(member, Json());
+    if (want != got) {
+      std::cout << name << ": " << member << " expected " << want.dump()
+                << ", got " << got.dump() << "\n";
+      ++problems;
+    }
+  }
+  std::map<Json, Json> want;
+  std::map<Json, Json> got;
+  for (const auto& entry : expected["entries"]) {
+    want[entry["key"]] = entry;
+  }
+  for (const auto& entry : actual["entries"]) {
+    got[entry["key"]] = entry;
+  }
+  for (const auto& [key, entry] : want) {
+    const auto it = got.find(key);
+    if (it == got.end()) {
+      std::cout << name << ": " << key.dump() << " missing\n";
+      ++problems;
+    } else if (it->second != entry) {
+      std::cout << name << ": " << key.dump() << " expected " << entry.dump()
+                << ", got " << it->second.dump() << "\n";
+      ++problems;
+    }
+  }
+  for (const auto& [key, entry] : got) {
+    if (want.count(key) == 0) {
+      std::cout << name << ": " << key.dump() << " unexpected\n";
+      ++problems;
+    }
+  }
+  return problems;
+}
+
+// Compares the files C++ wrote with Python's, byte for byte.
+int compare_files(const std::string& name, const Json& files, const std::string& dir) {
+  int problems = 0;
+  for (const auto& [relative, info] : files["files"].items()) {
+    int64_t size = -1;
+    const std::string path = dir + "/" + relative;
+    if (!std::ifstream(path)) {
+      continue; // reported by the Python check as missing
+    }
+    const std::string sha = file_sha256(path, size);
+    if (sha != info["sha256"].get<std::string>()) {
+      std::cout << name << ": file " << relative << " differs from Python's ("
+                << size << " bytes vs " << info["size"] << ")\n";
+      ++problems;
+    }
+  }
+  return problems;
+}
+
+// Trees this version cannot represent yet; each is reported, not failed.
+const std::map<std::string, std::string> kKnownGaps = {
+    {"lazy_stack_nested",
+     "a lazy stack of differently shaped elements nested in a TensorDict "
+     "(a TensorDict entry cannot be a LazyStackedTensorDict yet)"},
+    {"lazy_stack_names",
+     "LazyStackedTensorDict does not keep dim names (stack_dim_name) yet"},
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::cerr << "usage: memmap_interop CORPUS_DIR OUT_DIR\n";
+    return 2;
+  }
+  const std::string corpus = argv[1];
+  const std::string out = argv[2];
+  const Json index = read_json(corpus + "/index.json");
+  int failed = 0;
+  int ok = 0;
+  for (const auto& entry : index["cases"]) {
+    const std::string name = entry["name"];
+    const std::string path = corpus + "/" + name;
+    if (const auto gap = kKnownGaps.find(name); gap != kKnownGaps.end()) {
+      std::cout << name << ": known gap, not compared: " << gap->second << "\n";
+      std::ofstream(out + "/" + name + ".refused") << "known gap: " << gap->second << "\n";
+      continue;
+    }
+    int problems = 0;
+    try {
+      const tensordict::LoadedTree tree = tensordict::load_memmap_any(path);
+      problems += compare_dumps(
+          name,
+          read_json(corpus + "/" + name + ".expected.json"),
+          tensordict::tools::dump_tree(tree));
+      const auto style = entry["json_style"] == "orjson"
+          ? tensordict::JsonStyle::kCompact
+          : tensordict::JsonStyle::kSpaced;
+      const auto options =
+          tensordict::MemmapOptions(out + "/" + name).copy_existing(true).json_style(style);
+      try {
+        if (const auto* td = std::get_if<tensordict::TensorDict>(&tree)) {
+          (void)td->memmap(options);
+        } else {
+          (void)tensordict::memmap(
+              std::get<tensordict::LazyStackedTensorDict>(tree), options);
+        }
+        problems += compare_files(
+            name, read_json(corpus + "/" + name + ".files.json"), out + "/" + name);
+      } catch (const c10::Error& e) {
+        // Keys named like meta.json members are refused on purpose.
+        if (std::string(e.msg()).find("would collide with") == std::string::npos) {
+          throw;
+        }
+        std::ofstream(out + "/" + name + ".refused") << e.msg() << "\n";
+      }
+    } catch (const std::exception& e) {
+      const auto* error = dynamic_cast<const c10::Error*>(&e);
+      std::cout << name << ": " << (error ? error->msg() : e.what()) << "\n";
+      ++problems;
+    }
+    if (problems > 0) {
+      ++failed;
+    } else {
+      ++ok;
+    }
+  }
+  std::cout << "C++: " << ok << " cases ok, " << failed << " failed\n";
+  return failed > 0 ? 1 : 0;
+}

@@ -1,0 +1,185 @@
+#include "inspect.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "detail/format.h"
+#include "detail/sha256.h"
+
+namespace tensordict::tools {
+namespace {
+
+using Key = std::vector<std::string>;
+
+std::string tensor_sha256(const at::Tensor& tensor) {
+  const at::Tensor bytes =
+      tensor.detach().cpu().resolve_conj().resolve_neg().contiguous();
+  return detail::sha256_hex(bytes.data_ptr(), bytes.nbytes());
+}
+
+Json names_json(const DimNames& names) {
+  Json out = Json::array();
+  for (const auto& name : names) {
+    out.push_back(name ? Json(*name) : Json(nullptr));
+  }
+  return out;
+}
+
+void collect(const TensorDict& td, const Key& prefix, std::vector<std::pair<Key, Json>>& out) {
+  for (const auto& [name, value] : td.items()) {
+    Key key = prefix;
+    for (size_t i = 0; i < name.size(); ++i) {
+      key.emplace_back(name[i]);
+    }
+    Json entry = Json::object();
+    entry["key"] = key;
+    if (value.is_tensor()) {
+      const at::Tensor& t = value.tensor();
+      entry["kind"] = "tensor";
+      entry["dtype"] = detail::dtype_name(t.scalar_type());
+      entry["shape"] = t.sizes().vec();
+      entry["sha256"] = tensor_sha256(t);
+    } else if (value.is_tensordict()) {
+      collect(value.tensordict(), key, out);
+      continue;
+    } else {
+      entry["kind"] = "non_tensor";
+      entry["value"] = value.is_non_tensor_data()
+          ? value.non_tensor_data().data()
+          : value.non_tensor_stack().tolist();
+    }
+    out.emplace_back(std::move(key), std::move(entry));
+  }
+}
+
+Json sorted_entries(std::vector<std::pair<Key, Json>> entries) {
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+    return a.first < b.first;
+  });
+  Json out = Json::array();
+  for (auto& [key, entry] : entries) {
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+std::string shape_text(c10::IntArrayRef shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    out += (i > 0 ? ", " : "") + std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+struct Totals {
+  int64_t leaves = 0;
+  int64_t bytes = 0;
+};
+
+void print_dict(std::ostream& out, const TensorDict& td, int depth, Totals& totals) {
+  const std::string indent(static_cast<size_t>(depth) * 2, ' ');
+  for (const auto& [name, value] : td.items()) {
+    const std::string key = detail::python_repr(std::string(name[0]));
+    if (value.is_tensor()) {
+      const at::Tensor& t = value.tensor();
+      out << indent << key << ": tensor " << detail::dtype_name(t.scalar_type())
+          << " " << shape_text(t.sizes()) << " " << t.nbytes() << " bytes\n";
+      totals.leaves += 1;
+      totals.bytes += static_cast<int64_t>(t.nbytes());
+    } else if (value.is_tensordict()) {
+      const TensorDict& child = value.tensordict();
+      out << indent << key << ": "
+          << (child.python_class().empty() ? "TensorDict" : child.python_class())
+          << " batch_size=" << shape_text(child.batch_size()) << "\n";
+      print_dict(out, child, depth + 1, totals);
+    } else if (value.is_non_tensor_data()) {
+      out << indent << key << ": NonTensorData "
+          << value.non_tensor_data().data().dump() << "\n";
+    } else {
+      const auto& stack = value.non_tensor_stack();
+      out << indent << key << ": NonTensorStack batch_size="
+          << shape_text(stack.batch_size()) << " " << stack.tolist().dump()
+          << "\n";
+    }
+  }
+}
+
+} // namespace
+
+Json dump_tree(const LoadedTree& tree) {
+  Json out = Json::object();
+  std::vector<std::pair<Key, Json>> entries;
+  if (const auto* td = std::get_if<TensorDict>(&tree)) {
+    out["batch_size"] = td->batch_size().vec();
+    if (td->has_names()) {
+      out["names"] = names_json(td->names());
+    }
+    if (!td->python_class().empty()) {
+      out["class"] = td->python_class();
+    }
+    collect(*td, {}, entries);
+  } else {
+    const auto& stack = std::get<LazyStackedTensorDict>(tree);
+    out["batch_size"] = stack.batch_size().vec();
+    out["stack_dim"] = stack.stack_dim();
+    const auto& elements = stack.tensordicts();
+    if (!elements.empty() && elements.front().has_names()) {
+      DimNames names = elements.front().names();
+      names.insert(names.begin() + stack.stack_dim(), std::nullopt);
+      out["names"] = names_json(names);
+    }
+    for (size_t i = 0; i < elements.size(); ++i) {
+      collect(elements[i], {std::to_string(i)}, entries);
+    }
+  }
+  out["entries"] = sorted_entries(std::move(entries));
+  return out;
+}
+
+void print_info(std::ostream& out, const std::string& path, const LoadedTree& tree) {
+  Totals totals;
+  if (const auto* td = std::get_if<TensorDict>(&tree)) {
+    out << path << ": "
+        << (td->python_class().empty() ? "TensorDict" : td->python_class())
+        << " batch_size=" << shape_text(td->batch_size());
+    if (td->has_names()) {
+      out << " names=" << detail::names_repr(td->names());
+    }
+    out << "\n";
+    print_dict(out, *td, 1, totals);
+  } else {
+    const auto& stack = std::get<LazyStackedTensorDict>(tree);
+    out << path << ": LazyStackedTensorDict batch_size="
+        << shape_text(stack.batch_size()) << " stack_dim=" << stack.stack_dim()
+        << "\n";
+    const auto& elements = stack.tensordicts();
+    for (size_t i = 0; i < elements.size(); ++i) {
+      out << "  [" << i << "]: TensorDict batch_size="
+          << shape_text(elements[i].batch_size()) << "\n";
+      print_dict(out, elements[i], 2, totals);
+    }
+  }
+  out << totals.leaves << " tensors, " << totals.bytes << " bytes\n";
+}
+
+void copy_tree(
+    const std::string& source,
+    const std::string& destination,
+    const MemmapProgress& progress) {
+  const LoadedTree tree = load_memmap_any(source);
+  const MemmapOptions options =
+      MemmapOptions(destination).copy_existing(true).progress(progress);
+  if (const auto* td = std::get_if<TensorDict>(&tree)) {
+    (void)td->memmap(options);
+  } else {
+    (void)memmap(std::get<LazyStackedTensorDict>(tree), options);
+  }
+}
+
+} // namespace tensordict::tools

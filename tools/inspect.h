@@ -1,0 +1,32 @@
+#pragma once
+
+// The work behind the `tensordict` command-line tool, kept in a library so
+// that tests can call it: the canonical dump, a human-readable listing, and
+// copying a tree.
+
+#include <iosfwd>
+#include <string>
+
+#include "tensordict/memmap.h"
+
+namespace tensordict::tools {
+
+/// Returns the canonical dump of a loaded tree (the form
+/// tests/python/td_dump.py documents): `{"batch_size", ["names"],
+/// ["stack_dim"], ["class"], "entries"}`, entries sorted by key, each a
+/// tensor (dtype, shape, sha256 of its little-endian bytes) or a non-tensor
+/// value.
+Json dump_tree(const LoadedTree& tree);
+
+/// Writes a listing of a tree: keys, kinds, dtypes, shapes, bytes, batch
+/// sizes and non-tensor values.
+void print_info(std::ostream& out, const std::string& path, const LoadedTree& tree);
+
+/// Loads `source` and saves it again under `destination` (legacy key names
+/// come out encoded); `progress` is called as leaves are written.
+void copy_tree(
+    const std::string& source,
+    const std::string& destination,
+    const MemmapProgress& progress = {});
+
+} // namespace tensordict::tools
