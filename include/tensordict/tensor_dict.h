@@ -371,6 +371,9 @@ class TENSORDICT_API TensorDict {
   [[nodiscard]] TensorDict gather(int64_t dim, const at::Tensor& index) const;
   /// Pads the batch dims with `value`; `pad_sizes` lists (before, after)
   /// pairs starting at the last batch dim, as torch.nn.functional.pad.
+  /// Non-tensor entries hold null (Python's None) in the padded slots, so
+  /// NonTensorData becomes a NonTensorStack. Throws ValueError on a bad
+  /// number of pad sizes or a negative resulting size.
   [[nodiscard]] TensorDict pad(
       c10::IntArrayRef pad_sizes,
       const c10::Scalar& value = 0) const;
