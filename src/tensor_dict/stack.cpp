@@ -117,6 +117,23 @@ std::optional<c10::Device> common_device(const std::vector<T>& items, Get get) {
   return device;
 }
 
+// The node of `other` named like `node`, which sits at `pos` in its own
+// dict; null if there is none. Dicts built alike keep their keys in the
+// same order, so the node at the same position is tried before hashing.
+const Node* matching_node(
+    const TensorDictImpl& other,
+    const Node& node,
+    size_t pos) noexcept {
+  const auto nodes = other.nodes();
+  if (pos < nodes.size()) {
+    const Node* same_place = *nodes.begin() + pos; // nodes are contiguous
+    if (same_place->key == node.key) {
+      return same_place;
+    }
+  }
+  return other.find(node.key);
+}
+
 // Throws the key error when a dict's keys differ from the first's.
 void check_keys(
     const std::vector<const TensorDictImpl*>& srcs,
@@ -125,11 +142,12 @@ void check_keys(
   for (size_t i = 1; i < srcs.size(); ++i) {
     const TensorDictImpl& other = *srcs[i];
     bool same = other.nodes().size() == first.nodes().size();
+    size_t pos = 0;
     for (const auto& node : first.nodes()) {
       if (!same) {
         break;
       }
-      same = other.find(node->key) != nullptr;
+      same = matching_node(other, *node, pos++) != nullptr;
     }
     TENSORDICT_CHECK_KEY(
         same,
@@ -145,12 +163,14 @@ void check_keys(
 }
 
 // Checks that leaf shapes agree (except along `dim` for cat), naming the
-// key, so torch's own error need not be decoded.
+// key (`key()`, built only for the error), so torch's own error need not be
+// decoded.
+template <typename KeyFn>
 void check_leaf_shapes(
     const std::vector<at::Tensor>& leaves,
     Op op,
     int64_t dim,
-    const NestedKey& key) {
+    const KeyFn& key) {
   const auto first = leaves[0].sizes();
   for (size_t i = 1; i < leaves.size(); ++i) {
     const auto sizes = leaves[i].sizes();
@@ -168,7 +188,7 @@ void check_leaf_shapes(
         " vs ",
         detail::size_repr(first),
         " for key ",
-        key.to_string(),
+        key().to_string(),
         ".");
   }
 }
@@ -256,19 +276,23 @@ TensorDict combine(
   std::vector<const Value*> values(n);
   std::vector<at::Tensor> leaves;
   std::vector<const TensorDictImpl*> children;
+  size_t pos = 0;
   for (const auto& node : srcs[0]->nodes()) {
-    const NestedKey key = prefix ? prefix->child(node->key)
-                                 : NestedKey(std::string_view(node->key));
+    // The entry's full key, built only for errors and nested levels.
+    auto key = [&] {
+      return prefix ? prefix->child(node->key)
+                    : NestedKey(std::string_view(node->key));
+    };
     const Value& first = node->value;
     for (size_t i = 0; i < n; ++i) {
-      values[i] = &srcs[i]->find(node->key)->value;
+      values[i] = &matching_node(*srcs[i], *node, pos)->value;
       const Value& v = *values[i];
       TORCH_CHECK_TYPE(
           v.kind() == first.kind() || (v.is_non_tensor() && first.is_non_tensor()),
           "cannot ",
           op_verb(op),
           " entry ",
-          key.to_string(),
+          key().to_string(),
           ": it is a ",
           first.type_name(),
           " in tensordict 0 and a ",
@@ -290,7 +314,7 @@ TensorDict combine(
       for (const Value* v : values) {
         children.push_back(v->tensordict().unsafeGetImpl());
       }
-      dst.append(node->key, Value(combine(children, op, dim, key)));
+      dst.append(node->key, Value(combine(children, op, dim, key())));
     } else {
       std::vector<std::vector<int64_t>> shapes;
       shapes.reserve(n);
@@ -301,8 +325,9 @@ TensorDict combine(
       dst.append(
           node->key,
           combine_non_tensors(
-              values, op, dim, combined_batch(shape_refs, op, dim, key)));
+              values, op, dim, combined_batch(shape_refs, op, dim, key())));
     }
+    ++pos;
   }
   return result;
 }
