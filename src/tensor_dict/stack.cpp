@@ -4,6 +4,7 @@
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/stack.h>
+#include <c10/util/MaybeOwned.h>
 
 #include <numeric>
 #include <string>
@@ -164,7 +165,8 @@ void check_keys(
 
 // Checks that leaf shapes agree (except along `dim` for cat), naming the
 // key (`key()`, built only for the error), so torch's own error need not be
-// decoded.
+// decoded. Called once at::stack / at::cat has failed: the happy path pays
+// for torch's checks only.
 template <typename KeyFn>
 void check_leaf_shapes(
     const std::vector<at::Tensor>& leaves,
@@ -192,6 +194,37 @@ void check_leaf_shapes(
         ".");
   }
 }
+
+// The leaves of one entry, borrowed for one at::stack / at::cat call
+// without touching their refcounts (c10::MaybeOwned's borrow): copying
+// eight handles per leaf costs as much atomic traffic as the call itself.
+class BorrowedLeaves {
+ public:
+  BorrowedLeaves() = default;
+  BorrowedLeaves(const BorrowedLeaves&) = delete;
+  BorrowedLeaves& operator=(const BorrowedLeaves&) = delete;
+  ~BorrowedLeaves() {
+    clear();
+  }
+  void reserve(size_t n) {
+    leaves_.reserve(n);
+  }
+  void push_back(const at::Tensor& t) {
+    leaves_.push_back(c10::MaybeOwnedTraits<at::Tensor>::createBorrow(t));
+  }
+  void clear() noexcept {
+    for (at::Tensor& t : leaves_) {
+      c10::MaybeOwnedTraits<at::Tensor>::destroyBorrow(t);
+    }
+    leaves_.clear();
+  }
+  const std::vector<at::Tensor>& get() const noexcept {
+    return leaves_;
+  }
+
+ private:
+  std::vector<at::Tensor> leaves_;
+};
 
 // The flat, row-major values of a non-tensor entry.
 std::vector<Json> flat_values(const Value& v) {
@@ -274,7 +307,8 @@ TensorDict combine(
   dst.reserve(srcs[0]->nodes().size());
   const size_t n = srcs.size();
   std::vector<const Value*> values(n);
-  std::vector<at::Tensor> leaves;
+  BorrowedLeaves leaves;
+  leaves.reserve(n);
   std::vector<const TensorDictImpl*> children;
   size_t pos = 0;
   for (const auto& node : srcs[0]->nodes()) {
@@ -305,10 +339,16 @@ TensorDict combine(
       for (const Value* v : values) {
         leaves.push_back(v->tensor());
       }
-      check_leaf_shapes(leaves, op, dim, key);
-      dst.append(
-          node->key,
-          Value(op == Op::kStack ? at::stack(leaves, dim) : at::cat(leaves, dim)));
+      at::Tensor combined;
+      try {
+        combined = op == Op::kStack ? at::stack(leaves.get(), dim)
+                                    : at::cat(leaves.get(), dim);
+      } catch (const c10::Error&) {
+        // Name the key when the shapes are to blame; else torch's error.
+        check_leaf_shapes(leaves.get(), op, dim, key);
+        throw;
+      }
+      dst.append(node->key, Value(std::move(combined)));
     } else if (first.is_tensordict()) {
       children.clear();
       for (const Value* v : values) {
