@@ -369,7 +369,10 @@ std::string stacked_tensor_repr(
         shape, first.device(), dtype, first.device().type() == c10::kCUDA);
   }
   return tensor_repr(
-      shape, first.device(), first.scalar_type(), detail::tensor_is_shared(first));
+      shape,
+      first.device(),
+      first.scalar_type(),
+      detail::tensor_is_shared(first));
 }
 
 // Python's `_mixed_repr`: "[Tensor, NonTensorData]", first appearances.
@@ -633,7 +636,9 @@ std::variant<TensorDict, LazyStackedTensorDict> LazyStackedTensorDict::index(
   };
   for (const TensorIndex& idx : indices) {
     TORCH_CHECK(
-        !idx.is_boolean(), kWhere, "a boolean (True/False) index is not supported");
+        !idx.is_boolean(),
+        kWhere,
+        "a boolean (True/False) index is not supported");
     if (idx.is_tensor()) {
       const at::Tensor& t = idx.tensor();
       TORCH_CHECK_INDEX(
@@ -656,7 +661,8 @@ std::variant<TensorDict, LazyStackedTensorDict> LazyStackedTensorDict::index(
     used += dims_of(idx);
     items.push_back(idx);
   }
-  TORCH_CHECK_INDEX(ellipses <= 1, "an index can only have a single ellipsis ('...')");
+  TORCH_CHECK_INDEX(
+      ellipses <= 1, "an index can only have a single ellipsis ('...')");
   TORCH_CHECK_INDEX(
       used <= ndim,
       "too many indices for a LazyStackedTensorDict of batch size ",
@@ -665,12 +671,16 @@ std::variant<TensorDict, LazyStackedTensorDict> LazyStackedTensorDict::index(
       used,
       " batch dims indexed");
   // Expand the ellipsis, then cover every dim up to the stack dim.
-  const auto ell = std::find_if(items.begin(), items.end(), [](const TensorIndex& i) {
-    return i.is_ellipsis();
-  });
+  const auto ell = std::find_if(
+      items.begin(), items.end(), [](const TensorIndex& i) {
+        return i.is_ellipsis();
+      });
   if (ell != items.end()) {
     const auto pos = items.erase(ell);
-    items.insert(pos, static_cast<size_t>(ndim - used), TensorIndex(at::indexing::Slice()));
+    items.insert(
+        pos,
+        static_cast<size_t>(ndim - used),
+        TensorIndex(at::indexing::Slice()));
     used = ndim;
   }
   while (used <= stack_dim) {
@@ -777,8 +787,8 @@ std::variant<TensorDict, LazyStackedTensorDict> LazyStackedTensorDict::index(
           n,
           " of the stack dim");
       const at::Tensor picked = t.nonzero().view(-1);
-      positions.assign(
-          picked.data_ptr<int64_t>(), picked.data_ptr<int64_t>() + picked.numel());
+      const int64_t* first = picked.data_ptr<int64_t>();
+      positions.assign(first, first + picked.numel());
     } else {
       const at::Tensor picked = t.to(at::kLong).contiguous();
       for (int64_t i = 0; i < picked.numel(); ++i) {

@@ -256,7 +256,12 @@ void transform_into(
         TensorDict out = make_tensordict(
             std::move(change.batch_size), child.device, std::move(change.names));
         transform_into(
-            *out.unsafeGetImpl(), child, fn, on_positions, root_change, root_dims);
+            *out.unsafeGetImpl(),
+            child,
+            fn,
+            on_positions,
+            root_change,
+            root_dims);
         dst.append(node->key, Value(std::move(out)));
         break;
       }
@@ -308,7 +313,8 @@ TensorDict transform_filling(
     PositionsFn&& on_positions,
     const BatchChange& change) {
   const TensorDictImpl& src = *td.unsafeGetImpl();
-  TensorDict result = make_tensordict(change.batch_size, src.device, change.names);
+  TensorDict result =
+      make_tensordict(change.batch_size, src.device, change.names);
   transform_into(
       *result.unsafeGetImpl(),
       src,

@@ -265,8 +265,9 @@ void update_level(
       }
     }
     detail::Node* existing = out.find(node->key);
-    if (node->value.is_tensordict() &&
-        (existing == nullptr ? !sub_covered : existing->value.is_tensordict())) {
+    const bool merge = existing == nullptr ? !sub_covered
+                                           : existing->value.is_tensordict();
+    if (node->value.is_tensordict() && merge) {
       TensorDict target;
       if (existing != nullptr) {
         target = existing->value.tensordict();
@@ -275,7 +276,8 @@ void update_level(
         dst.set(NestedKey(std::string_view(node->key)), target);
       }
       path.push_back(node->key);
-      update_level(target, node->value.tensordict(), path, options, sub_covered);
+      update_level(
+          target, node->value.tensordict(), path, options, sub_covered);
       path.pop_back();
       continue;
     }
@@ -292,8 +294,9 @@ void update_level(
     if (!options.inplace() && value.is_tensor()) {
       const at::Tensor& t = value.tensor();
       const auto sizes = t.sizes();
-      const bool fits = sizes.size() >= out.batch_size.size() &&
-          std::equal(out.batch_size.begin(), out.batch_size.end(), sizes.begin()) &&
+      const auto& batch = out.batch_size;
+      const bool fits = sizes.size() >= batch.size() &&
+          std::equal(batch.begin(), batch.end(), sizes.begin()) &&
           (!out.device || t.device() == *out.device);
       if (fits) {
         detail::check_unlocked(out);
