@@ -251,7 +251,9 @@ void update_level(
     bool covered) {
   detail::TensorDictImpl& out = *dst.unsafeGetImpl();
   const bool filtered = !covered && !options.keys_to_update().empty();
+  size_t pos = 0; // of `node` in `src`
   for (const auto& node : src.unsafeGetImpl()->nodes()) {
+    const size_t here = pos++;
     bool sub_covered = covered;
     if (filtered) {
       const Match m =
@@ -264,7 +266,14 @@ void update_level(
         continue;
       }
     }
-    detail::Node* existing = out.find(node->key);
+    // Dicts built alike keep their keys in the same order: try the node at
+    // the same position before hashing.
+    detail::Node* existing = here < out.nodes().size()
+        ? *out.nodes().begin() + here // nodes are contiguous
+        : nullptr;
+    if (existing == nullptr || existing->key != node->key) {
+      existing = out.find(node->key);
+    }
     const bool merge = existing == nullptr ? !sub_covered
                                            : existing->value.is_tensordict();
     if (node->value.is_tensordict() && merge) {
