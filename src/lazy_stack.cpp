@@ -2,7 +2,6 @@
 
 #include "tensordict/lazy_stack.h"
 
-#include <ATen/MapAllocator.h>
 #include <ATen/TensorIndexing.h>
 #include <ATen/ops/stack.h>
 #include <c10/core/ScalarType.h>
@@ -12,6 +11,7 @@
 #include <utility>
 
 #include "detail/format.h"
+#include "detail/shared_memory.h"
 #include "detail/tensor_dict_impl.h"
 #include "tensordict/errors.h"
 
@@ -35,23 +35,9 @@ using detail::LazyStackedTensorDictImpl;
 using detail::Node;
 using detail::TensorDictImpl;
 
-std::string device_repr(const std::optional<c10::Device>& device) {
-  return device ? device->str() : "None";
-}
-
-const char* python_bool(bool b) {
-  return b ? "True" : "False";
-}
-
-// Same rule as TensorDict's repr (src/tensor_dict/repr.cpp): a CPU tensor is
-// shared when its storage is a shared-memory mapping.
-bool tensor_is_shared(const at::Tensor& t) {
-  if (!t.has_storage() || t.device().type() != c10::kCPU) {
-    return false;
-  }
-  const auto* map = at::MapAllocator::fromDataPtr(t.storage().data_ptr());
-  return map != nullptr && (map->flags() & at::ALLOCATOR_MAPPED_SHAREDMEM);
-}
+using detail::device_repr;
+using detail::python_bool;
+using detail::tensor_repr;
 
 NestedKey child_key(const std::optional<NestedKey>& prefix, const std::string& k) {
   return prefix ? prefix->child(k) : NestedKey(std::string_view(k));
@@ -344,42 +330,6 @@ std::string td_fields(std::vector<std::string> fields) {
   return detail::indent_lines("\n" + join(fields, ",\n"), "    ");
 }
 
-std::string tensor_repr(
-    c10::IntArrayRef shape,
-    c10::Device device,
-    c10::ScalarType dtype,
-    bool shared) {
-  return c10::str(
-      "Tensor(shape=",
-      detail::size_repr(shape),
-      ", device=",
-      device.str(),
-      ", dtype=",
-      detail::dtype_name(dtype),
-      ", is_shared=",
-      python_bool(shared),
-      ")");
-}
-
-// The repr of one entry of a plain TensorDict, as TensorDict's repr prints
-// it.
-std::string plain_value_repr(const Value& value) {
-  switch (value.kind()) {
-    case Value::Kind::kTensor: {
-      const at::Tensor& t = value.tensor();
-      return tensor_repr(
-          t.sizes(), t.device(), t.scalar_type(), tensor_is_shared(t));
-    }
-    case Value::Kind::kTensorDict:
-      return value.tensordict().repr();
-    case Value::Kind::kNonTensorData:
-      return value.non_tensor_data().repr();
-    case Value::Kind::kNonTensorStack:
-      return value.non_tensor_stack().repr();
-  }
-  return {};
-}
-
 // Python's `_plain_leaf` + `_stacked_repr`: the stacked shape with -1 where
 // the elements differ ([-1] when their ranks differ); the promoted dtype
 // when the stack would succeed, else the first tensor's attributes.
@@ -419,7 +369,10 @@ std::string stacked_tensor_repr(
         shape, first.device(), dtype, first.device().type() == c10::kCUDA);
   }
   return tensor_repr(
-      shape, first.device(), first.scalar_type(), tensor_is_shared(first));
+      shape,
+      first.device(),
+      first.scalar_type(),
+      detail::tensor_is_shared(first));
 }
 
 // Python's `_mixed_repr`: "[Tensor, NonTensorData]", first appearances.
@@ -471,7 +424,7 @@ std::string lazy_repr(const LazyStackedTensorDict& stack) {
             return c->key == node->key;
           }) != common.end();
       if (!is_common) {
-        own.push_back(node->key + ": " + plain_value_repr(node->value));
+        own.push_back(node->key + ": " + detail::value_repr(node->value));
       }
     }
     if (!own.empty()) {
@@ -647,43 +600,220 @@ TensorDict LazyStackedTensorDict::at(int64_t index) const {
   return impl_->tensordicts[index < 0 ? index + n : index];
 }
 
+// NOTE [Lazy stack indexing]
+// An index of the stack is split into the item that lands on the stack dim
+// and the rest, which indexes every element: an integer there picks one
+// element, a slice, a 1-D int64 tensor or a 1-D bool mask picks a list of
+// them, which are stacked lazily again. The stack dim of the result is
+// where torch puts that dim when indexing the dense stack. Ints are applied
+// as selects (torch's rule), so only index tensors take part in the
+// advanced-indexing layout: their dims replace the first of them when they
+// are adjacent (only ints between them), else go first. The combinations
+// whose layout would change by taking the stack item out, or that need one
+// lazy stack per index element, are errors.
 std::variant<TensorDict, LazyStackedTensorDict> LazyStackedTensorDict::index(
     c10::ArrayRef<at::indexing::TensorIndex> indices) const {
-  TORCH_CHECK(
-      impl_->stack_dim == 0,
-      "LazyStackedTensorDict.index: indexing a stack whose stack_dim is ",
-      impl_->stack_dim,
-      " is not supported yet (only stack_dim 0); use at() or tensordicts()");
-  TORCH_CHECK(
-      !indices.empty() &&
-          (indices[0].is_integer() || indices[0].is_slice()),
-      "LazyStackedTensorDict.index: only an integer or a slice on the stack "
-      "dim is supported yet");
-  if (indices[0].is_integer()) {
-    TensorDict element = at(indices[0].integer().expect_int());
-    if (indices.size() == 1) {
-      return element;
+  using at::indexing::TensorIndex;
+  const int64_t ndim = batch_dims();
+  const int64_t stack_dim = impl_->stack_dim;
+  const int64_t n = static_cast<int64_t>(impl_->tensordicts.size());
+  constexpr const char* kWhere = "LazyStackedTensorDict.index: ";
+
+  // Batch dims each item consumes; 0-dim integer tensors become integers.
+  std::vector<TensorIndex> items;
+  items.reserve(indices.size() + static_cast<size_t>(ndim));
+  int64_t used = 0;
+  int64_t ellipses = 0;
+  auto dims_of = [](const TensorIndex& idx) -> int64_t {
+    if (idx.is_integer() || idx.is_slice()) {
+      return 1;
     }
-    return element.index(indices.slice(1));
+    if (idx.is_tensor()) {
+      const at::Tensor& t = idx.tensor();
+      return t.scalar_type() == at::kBool ? t.dim() : 1;
+    }
+    return 0;
+  };
+  for (const TensorIndex& idx : indices) {
+    TORCH_CHECK(
+        !idx.is_boolean(),
+        kWhere,
+        "a boolean (True/False) index is not supported");
+    if (idx.is_tensor()) {
+      const at::Tensor& t = idx.tensor();
+      TORCH_CHECK_INDEX(
+          t.scalar_type() == at::kLong || t.scalar_type() == at::kInt ||
+              t.scalar_type() == at::kBool,
+          kWhere,
+          "index tensors must be int64, int32 or bool, got ",
+          detail::dtype_name(t.scalar_type()));
+      TORCH_CHECK(
+          t.dim() > 0 || t.scalar_type() != at::kBool,
+          kWhere,
+          "a 0-dim bool tensor index is not supported");
+      if (t.dim() == 0) {
+        items.emplace_back(t.item<int64_t>());
+        used += 1;
+        continue;
+      }
+    }
+    ellipses += idx.is_ellipsis() ? 1 : 0;
+    used += dims_of(idx);
+    items.push_back(idx);
+  }
+  TORCH_CHECK_INDEX(
+      ellipses <= 1, "an index can only have a single ellipsis ('...')");
+  TORCH_CHECK_INDEX(
+      used <= ndim,
+      "too many indices for a LazyStackedTensorDict of batch size ",
+      detail::size_repr(impl_->batch_size),
+      ": ",
+      used,
+      " batch dims indexed");
+  // Expand the ellipsis, then cover every dim up to the stack dim.
+  const auto ell = std::find_if(
+      items.begin(), items.end(), [](const TensorIndex& i) {
+        return i.is_ellipsis();
+      });
+  if (ell != items.end()) {
+    const auto pos = items.erase(ell);
+    items.insert(
+        pos,
+        static_cast<size_t>(ndim - used),
+        TensorIndex(at::indexing::Slice()));
+    used = ndim;
+  }
+  while (used <= stack_dim) {
+    items.emplace_back(at::indexing::Slice());
+    ++used;
+  }
+
+  // The item on the stack dim, and the output dims before it.
+  size_t k = 0;
+  int64_t dim = 0;
+  for (; k < items.size(); ++k) {
+    const int64_t d = dims_of(items[k]);
+    if (dim + d > stack_dim) {
+      break;
+    }
+    dim += d;
+  }
+  const TensorIndex& item = items[k];
+  TORCH_CHECK(
+      dims_of(item) == 1,
+      kWhere,
+      "a bool mask over several batch dims that include the stack dim is not "
+      "supported; index the elements (tensordicts()) instead");
+  std::vector<TensorIndex> rest;
+  rest.reserve(items.size() - 1);
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i != k) {
+      rest.push_back(items[i]);
+    }
+  }
+  auto index_element = [&](int64_t i) {
+    const TensorDict& element = impl_->tensordicts[i];
+    return rest.empty() ? element : element.index(rest);
+  };
+
+  if (item.is_integer()) {
+    const int64_t i = item.integer().expect_int();
+    TORCH_CHECK_INDEX(
+        i >= -n && i < n,
+        "index ",
+        i,
+        " is out of bounds for the stack dim of size ",
+        n);
+    return index_element(i < 0 ? i + n : i);
+  }
+
+  // Where torch puts the stack dim: basic dims before it, and the index
+  // tensors' dims before it when their block comes first.
+  int64_t basic_before = 0;
+  bool tensors_before = false;
+  bool tensors_after = false;
+  int64_t tensor_dims = 0;
+  size_t first_tensor = items.size();
+  size_t last_tensor = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const TensorIndex& idx = items[i];
+    if (idx.is_tensor() && i != k) {
+      const at::Tensor& t = idx.tensor();
+      tensor_dims = std::max<int64_t>(
+          tensor_dims, t.scalar_type() == at::kBool ? 1 : t.dim());
+      (i < k ? tensors_before : tensors_after) = true;
+      first_tensor = std::min(first_tensor, i);
+      last_tensor = i;
+    } else if (i < k && (idx.is_slice() || idx.is_none())) {
+      ++basic_before;
+    }
+  }
+  std::vector<int64_t> positions;
+  int64_t out_dim = basic_before;
+  if (item.is_slice()) {
+    TORCH_CHECK(
+        !(tensors_before && tensors_after),
+        kWhere,
+        "index tensors on both sides of the stack dim are not supported; "
+        "index the elements (tensordicts()) instead");
+    bool adjacent = true;
+    for (size_t i = first_tensor; i < last_tensor; ++i) {
+      adjacent = adjacent && (items[i].is_tensor() || items[i].is_integer());
+    }
+    if (tensors_before || (tensors_after && !adjacent)) {
+      out_dim += tensor_dims;
+    }
+    positions = slice_positions(item.slice(), n);
+  } else {
+    TORCH_CHECK(
+        !tensors_before && !tensors_after,
+        kWhere,
+        "an index tensor on the stack dim cannot be combined with index "
+        "tensors on other batch dims");
+    const at::Tensor t = item.tensor().to(at::kCPU);
+    TORCH_CHECK(
+        t.dim() == 1,
+        kWhere,
+        "an index tensor on the stack dim must be 1-D (one lazy stack per "
+        "index element is not supported), got ",
+        t.dim(),
+        " dims");
+    if (t.scalar_type() == at::kBool) {
+      TORCH_CHECK_INDEX(
+          t.size(0) == n,
+          "The shape of the mask ",
+          t.sizes(),
+          " at the stack dim does not match the size ",
+          n,
+          " of the stack dim");
+      const at::Tensor picked = t.nonzero().view(-1);
+      const int64_t* first = picked.data_ptr<int64_t>();
+      positions.assign(first, first + picked.numel());
+    } else {
+      const at::Tensor picked = t.to(at::kLong).contiguous();
+      for (int64_t i = 0; i < picked.numel(); ++i) {
+        const int64_t p = picked.data_ptr<int64_t>()[i];
+        TORCH_CHECK_INDEX(
+            p >= -n && p < n,
+            "index ",
+            p,
+            " is out of bounds for the stack dim of size ",
+            n);
+        positions.push_back(p < 0 ? p + n : p);
+      }
+    }
   }
   TORCH_CHECK(
-      indices.size() == 1,
-      "LazyStackedTensorDict.index: indices after a slice of the stack dim "
-      "are not supported yet (got ",
-      indices.size(),
-      " indices)");
-  const std::vector<int64_t> positions = slice_positions(
-      indices[0].slice(), static_cast<int64_t>(impl_->tensordicts.size()));
-  TORCH_CHECK(
       !positions.empty(),
-      "LazyStackedTensorDict.index: a slice selecting no element is not "
-      "supported yet");
+      kWhere,
+      "an index selecting no element of the stack dim is not supported (a "
+      "lazy stack needs at least one element)");
   std::vector<TensorDict> selected;
   selected.reserve(positions.size());
   for (int64_t i : positions) {
-    selected.push_back(impl_->tensordicts[i]);
+    selected.push_back(index_element(i));
   }
-  return LazyStackedTensorDict(std::move(selected), 0);
+  return LazyStackedTensorDict(std::move(selected), out_dim);
 }
 
 // --- reading -------------------------------------------------------------------

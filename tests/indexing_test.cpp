@@ -225,3 +225,29 @@ TEST(IndexingTest, GatherAndPad) {
   EXPECT_TRUE((p.get("x").select(1, 0) == -1).all().item<bool>());
   EXPECT_THROWS_WITH(td.pad({1}), c10::ValueError, "expected an even number of pad sizes");
 }
+
+TEST(IndexingTest, PadFillsNonTensorSlotsWithNull) {
+  // Python: pad(td, [1, 2]) gives [None, 'x', 'y', 'z', None, None].
+  TensorDict td({{"a", torch::arange(3, torch::kFloat)}, {"d", "same"}}, {3});
+  td.set("s", Value(NonTensorStack(std::vector<Json>{"x", "y", "z"}, {3})));
+  TensorDict p = td.pad({1, 2});
+  EXPECT_EQ(p.batch_size(), c10::IntArrayRef({6}));
+  EXPECT_EQ(
+      p.get_non_tensor("s"), Json::parse(R"([null, "x", "y", "z", null, null])"));
+  ASSERT_TRUE(p["d"].is_non_tensor_stack());
+  EXPECT_EQ(
+      p.get_non_tensor("d"),
+      Json::parse(R"([null, "same", "same", "same", null, null])"));
+  // No padded slot: NonTensorData stays NonTensorData (Python's rule too).
+  TensorDict same = td.pad({0, 0});
+  ASSERT_TRUE(same["d"].is_non_tensor_data());
+  EXPECT_EQ(same["d"].non_tensor_data().batch_size(), c10::IntArrayRef({3}));
+  // Over two batch dims, as Python's pad(td, [1, 0, 0, 1]).
+  TensorDict td2({{"a", torch::zeros({2, 3})}}, {2, 3});
+  td2.set(
+      "s",
+      Value(NonTensorStack(std::vector<Json>{"a", "b", "c", "d", "e", "f"}, {2, 3})));
+  EXPECT_EQ(
+      td2.pad({1, 0, 0, 1}).get_non_tensor("s"),
+      Json::parse(R"([[null, "a", "b", "c"], [null, "d", "e", "f"], [null, null, null, null]])"));
+}

@@ -156,26 +156,163 @@ TEST(LazyStackTest, IndexTakesAnIntegerOrASliceOfTheStackDim) {
       (void)stack.index({4}),
       c10::IndexError,
       "index 4 is out of bounds for the stack dim of size 4");
+}
+
+namespace {
+
+// Four elements of batch [3, 2] with equal shapes, stacked at `dim`, so the
+// dense stack (contiguous()) is the oracle.
+LazyStackedTensorDict uniform_stack(int64_t dim) {
+  std::vector<TensorDict> tds;
+  for (int i = 0; i < 4; ++i) {
+    tds.emplace_back(TensorDict(
+        {{"a", torch::arange(30, torch::kFloat).view({3, 2, 5}) + 100 * i},
+         {"n", {{"b", torch::arange(6).view({3, 2}) + 100 * i}}}},
+        {3, 2}));
+  }
+  return lazy_stack(tds, dim);
+}
+
+// Checks stack.index(idx) against the dense stack indexed the same way.
+void expect_like_dense(
+    const LazyStackedTensorDict& stack,
+    const std::vector<at::indexing::TensorIndex>& idx) {
+  SCOPED_TRACE(::testing::Message() << "stack_dim " << stack.stack_dim()
+                                    << ", " << idx.size() << " indices");
+  const TensorDict expected = stack.contiguous().index(idx);
+  const auto got = stack.index(idx);
+  const TensorDict dense = std::holds_alternative<TensorDict>(got)
+      ? std::get<TensorDict>(got)
+      : std::get<LazyStackedTensorDict>(got).contiguous();
+  tensordict::testing::expect_td_equal(dense, expected);
+}
+
+} // namespace
+
+TEST(LazyStackTest, IndexMatchesTheDenseStackOnEveryStackDim) {
+  using tensordict::indexing::Ellipsis;
+  using tensordict::indexing::None;
+  const at::Tensor pair = torch::tensor({1, 0});
+  const at::Tensor mask4 = torch::tensor({true, false, true, true});
+  for (int64_t dim = 0; dim < 3; ++dim) {
+    const LazyStackedTensorDict stack = uniform_stack(dim);
+    const std::vector<std::vector<at::indexing::TensorIndex>> cases = {
+        {1},
+        {-1},
+        {Slice(0, 2)},
+        {Slice(), 1},
+        {Slice(), Slice(1)},
+        {Slice(), Slice(), 1},
+        {Slice(None, None, 2), Slice(), Slice(0, 1)},
+        {Ellipsis, 0},
+        {0, Ellipsis, 1},
+        {None, 1},
+        {None, Slice(), 0},
+        {Slice(), None, 1},
+        {torch::tensor(1)},
+        {pair},
+        {Slice(), pair},
+        {Ellipsis, pair},
+        {pair, Slice(), 1},
+        {1, Slice(), pair},
+    };
+    for (const auto& idx : cases) {
+      expect_like_dense(stack, idx);
+    }
+    if (dim == 0) {
+      // A mask over both dims of the elements.
+      expect_like_dense(
+          stack, {Slice(), torch::tensor({{true, false}, {false, true}, {true, true}})});
+    }
+    // A mask on the stack dim, wherever it is.
+    std::vector<at::indexing::TensorIndex> masked(dim, Slice());
+    masked.emplace_back(mask4);
+    expect_like_dense(stack, masked);
+  }
+}
+
+TEST(LazyStackTest, IndexKeepsLazyStacksWhereTheStackDimSurvives) {
+  const std::vector<TensorDict> tds = make_elements(); // ragged "r"
+  const LazyStackedTensorDict stack = lazy_stack(tds);
+  // Indexing another dim indexes every element: still ragged, still lazy.
+  auto row = std::get<LazyStackedTensorDict>(stack.index({Slice(), 1}));
+  EXPECT_EQ(row.batch_size(), c10::IntArrayRef({2}));
+  EXPECT_EQ(row.stack_dim(), 0);
+  EXPECT_EQ(row.tensordicts()[1].get("r").sizes(), c10::IntArrayRef({5}));
+  // None before the stack dim moves it.
+  auto moved = std::get<LazyStackedTensorDict>(
+      stack.index({tensordict::indexing::None}));
+  EXPECT_EQ(moved.stack_dim(), 1);
+  EXPECT_EQ(moved.batch_size(), c10::IntArrayRef({1, 2, 3}));
+  // A tensor on the stack dim picks (and may repeat) elements, aliased.
+  auto picked = std::get<LazyStackedTensorDict>(
+      stack.index({torch::tensor({1, 1, -2})}));
+  ASSERT_EQ(picked.tensordicts().size(), 3u);
+  EXPECT_TRUE(picked.tensordicts()[0].is_same(tds[1]));
+  EXPECT_TRUE(picked.tensordicts()[2].is_same(tds[0]));
+  auto masked = std::get<LazyStackedTensorDict>(
+      stack.index({torch::tensor({false, true})}));
+  ASSERT_EQ(masked.tensordicts().size(), 1u);
+  EXPECT_TRUE(masked.tensordicts()[0].is_same(tds[1]));
+  // An integer on an inner stack dim gives the element, indexed.
+  auto inner = lazy_stack(tds, 1).index({Slice(0, 2), 0});
+  ASSERT_TRUE(std::holds_alternative<TensorDict>(inner));
+  EXPECT_EQ(std::get<TensorDict>(inner).get("r").sizes(), c10::IntArrayRef({2, 4}));
+}
+
+TEST(LazyStackTest, IndexThrowsWhereNoSingleLazyStackFits) {
+  const LazyStackedTensorDict stack = uniform_stack(0);
+  const LazyStackedTensorDict inner = uniform_stack(1);
+  const at::Tensor pair = torch::tensor({1, 0});
   EXPECT_THROWS_EXACTLY(
       (void)stack.index({Slice(5)}),
       c10::Error,
-      "LazyStackedTensorDict.index: a slice selecting no element is not "
-      "supported yet");
+      "LazyStackedTensorDict.index: an index selecting no element of the "
+      "stack dim is not supported (a lazy stack needs at least one element)");
   EXPECT_THROWS_EXACTLY(
-      (void)stack.index({Slice(1), 0}),
+      (void)stack.index({pair, pair}),
       c10::Error,
-      "LazyStackedTensorDict.index: indices after a slice of the stack dim are "
-      "not supported yet (got 2 indices)");
+      "LazyStackedTensorDict.index: an index tensor on the stack dim cannot be "
+      "combined with index tensors on other batch dims");
   EXPECT_THROWS_EXACTLY(
-      (void)stack.index({tensordict::indexing::Ellipsis}),
+      (void)stack.index({torch::tensor({{0, 1}})}),
       c10::Error,
-      "LazyStackedTensorDict.index: only an integer or a slice on the stack dim "
-      "is supported yet");
+      "LazyStackedTensorDict.index: an index tensor on the stack dim must be "
+      "1-D (one lazy stack per index element is not supported), got 2 dims");
   EXPECT_THROWS_EXACTLY(
-      (void)lazy_stack(tds, 1).index({0}),
+      (void)inner.index({pair, Slice(), pair}),
       c10::Error,
-      "LazyStackedTensorDict.index: indexing a stack whose stack_dim is 1 is "
-      "not supported yet (only stack_dim 0); use at() or tensordicts()");
+      "LazyStackedTensorDict.index: index tensors on both sides of the stack "
+      "dim are not supported; index the elements (tensordicts()) instead");
+  EXPECT_THROWS_EXACTLY(
+      (void)stack.index({torch::ones({4, 3}, torch::kBool)}),
+      c10::Error,
+      "LazyStackedTensorDict.index: a bool mask over several batch dims that "
+      "include the stack dim is not supported; index the elements "
+      "(tensordicts()) instead");
+  EXPECT_THROWS_EXACTLY(
+      (void)stack.index({torch::tensor({true, false})}),
+      c10::IndexError,
+      "The shape of the mask [2] at the stack dim does not match the size 4 "
+      "of the stack dim");
+  EXPECT_THROWS_EXACTLY(
+      (void)stack.index({torch::tensor({4})}),
+      c10::IndexError,
+      "index 4 is out of bounds for the stack dim of size 4");
+  EXPECT_THROWS_EXACTLY(
+      (void)stack.index({0, 0, 0, 0}),
+      c10::IndexError,
+      "too many indices for a LazyStackedTensorDict of batch size "
+      "torch.Size([4, 3, 2]): 4 batch dims indexed");
+  EXPECT_THROWS_EXACTLY(
+      (void)stack.index({tensordict::indexing::Ellipsis, tensordict::indexing::Ellipsis}),
+      c10::IndexError,
+      "an index can only have a single ellipsis ('...')");
+  EXPECT_THROWS_EXACTLY(
+      (void)stack.index({true}),
+      c10::Error,
+      "LazyStackedTensorDict.index: a boolean (True/False) index is not "
+      "supported");
 }
 
 // --- keys --------------------------------------------------------------------

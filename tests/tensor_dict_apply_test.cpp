@@ -7,6 +7,7 @@ using tensordict::ApplyOptions;
 using tensordict::KeyError;
 using tensordict::NestedKey;
 using tensordict::TensorDict;
+using tensordict::Value;
 
 namespace {
 
@@ -105,4 +106,114 @@ TEST(TensorDictApplyTest, ApplyInPlaceWritesIntoTheLeaves) {
   EXPECT_TRUE(td.get("a").is_same(a));
   EXPECT_EQ(a.sum().item<float>(), 36.f);
   EXPECT_EQ(td.get({"n", "b"})[0].item<float>(), 6.f);
+}
+
+TEST(TensorDictApplyTest, CallOnNestedPassesEachTopLevelEntryWhole) {
+  TensorDict td = make_td();
+  std::vector<std::pair<NestedKey, std::string>> seen;
+  TensorDict out = td.named_apply(
+      [&](const NestedKey& key, const Value& v) -> std::optional<Value> {
+        seen.emplace_back(key, v.type_name());
+        if (v.is_tensordict()) {
+          return v.tensordict().apply([](const at::Tensor& t) { return t + 1; });
+        }
+        return v;
+      },
+      ApplyOptions().call_on_nested(true));
+  EXPECT_EQ(
+      seen,
+      (std::vector<std::pair<NestedKey, std::string>>{
+          {"a", "Tensor"}, {"n", "TensorDict"}, {"s", "NonTensorData"}}));
+  EXPECT_TRUE(out.get("a").is_same(td.get("a")));
+  EXPECT_EQ(out.get({"n", "b"})[0].item<float>(), 3.f);
+  EXPECT_EQ(out.get({"n", "c"})[0][0].item<int64_t>(), 1);
+  EXPECT_EQ(out.get_non_tensor("s"), "txt");
+  EXPECT_EQ(out.batch_size(), td.batch_size());
+}
+
+TEST(TensorDictApplyTest, CallOnNestedDropsEntriesMappedToNullopt) {
+  TensorDict td = make_td();
+  TensorDict out = td.apply(
+      [](const Value& v) -> std::optional<Value> {
+        if (v.is_tensordict()) {
+          return std::nullopt;
+        }
+        return v;
+      },
+      ApplyOptions().call_on_nested(true));
+  EXPECT_EQ(out.keys(), (std::vector<NestedKey>{"a", "s"}));
+}
+
+TEST(TensorDictApplyTest, CallOnNestedWithANewBatchSize) {
+  TensorDict td = make_td();
+  TensorDict first = td.apply(
+      [](const Value& v) -> std::optional<Value> {
+        if (v.is_tensor()) {
+          return v.tensor()[0];
+        }
+        if (v.is_tensordict()) {
+          return v.tensordict().unbind(0)[0];
+        }
+        return std::nullopt;
+      },
+      ApplyOptions().call_on_nested(true).batch_size(std::vector<int64_t>{}));
+  EXPECT_EQ(first.batch_size(), c10::IntArrayRef{});
+  EXPECT_EQ(first.get("a").sizes(), c10::IntArrayRef({3}));
+  EXPECT_EQ(first.get_tensordict("n").batch_size(), c10::IntArrayRef{});
+  EXPECT_EQ(first.get({"n", "c"}).sizes(), c10::IntArrayRef({2}));
+  EXPECT_FALSE(first.contains("s"));
+  EXPECT_THROWS_WITH(
+      td.apply(
+          [](const Value& v) -> std::optional<Value> {
+            return v.is_tensordict() ? Value(v.tensordict().unbind(0)[0]) : v;
+          },
+          ApplyOptions().call_on_nested(true)),
+      c10::Error,
+      "batch dimension mismatch, got self.batch_size=torch.Size([4]) and "
+      "value.shape=torch.Size([]) for key 'n'");
+}
+
+TEST(TensorDictApplyTest, CallOnNestedMatchesOtherDictsEntries) {
+  TensorDict td = make_td();
+  TensorDict other = td.clone().apply([](const at::Tensor& t) { return t + 1; });
+  TensorDict out = td.apply(
+      [](const Value& v, const Value& o) -> std::optional<Value> {
+        EXPECT_EQ(v.kind(), o.kind());
+        return o;
+      },
+      other,
+      ApplyOptions().call_on_nested(true));
+  EXPECT_TRUE(out.get_tensordict("n").is_same(other.get_tensordict("n")));
+  TensorDict partial({{"a", torch::ones({4, 3})}}, {4});
+  EXPECT_THROWS_EXACTLY(
+      td.apply(
+          [](const Value& v, const Value&) -> std::optional<Value> { return v; },
+          partial,
+          ApplyOptions().call_on_nested(true)),
+      KeyError,
+      "key \"n\" not found in TensorDict with keys ['a']");
+}
+
+TEST(TensorDictApplyTest, EntryCallbackWithoutCallOnNestedSeesTensorLeaves) {
+  TensorDict td = make_td();
+  std::vector<NestedKey> seen;
+  TensorDict out = td.named_apply(
+      [&](const NestedKey& key, const Value& v) -> std::optional<Value> {
+        seen.push_back(key);
+        return v.tensor() * 2;
+      });
+  EXPECT_EQ(seen, (std::vector<NestedKey>{"a", {"n", "b"}, {"n", "c"}}));
+  EXPECT_EQ(out.get({"n", "b"})[0].item<float>(), 4.f);
+  EXPECT_EQ(out.get_non_tensor("s"), "txt");
+}
+
+TEST(TensorDictApplyTest, CallOnNestedNeedsAnEntryCallback) {
+  TensorDict td = make_td();
+  EXPECT_THROWS_WITH(
+      td.apply(
+          [](const at::Tensor& t) { return t; },
+          ApplyOptions().call_on_nested(true)),
+      c10::ValueError,
+      "apply: call_on_nested=true passes nested TensorDicts to the callback, "
+      "so it must take a const Value& and return a std::optional<Value>");
 }

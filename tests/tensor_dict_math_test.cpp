@@ -85,6 +85,23 @@ TEST(TensorDictMathTest, DictOperandsMustHaveTheSameKeys) {
   tensordict::testing::expect_td_equal(copy, td);
 }
 
+TEST(TensorDictMathTest, KindMismatchesNameTheOp) {
+  TensorDict a({{"x", torch::zeros({2})}}, {2});
+  TensorDict b({{"x", TensorDict({2})}}, {2});
+  EXPECT_THROWS_EXACTLY(
+      a + b,
+      c10::TypeError,
+      "cannot add entry 'x': it is a Tensor in one TensorDict and a "
+      "TensorDict in the other");
+  EXPECT_THROWS_WITH(a.sub_(b), c10::TypeError, "cannot subtract entry 'x'");
+  EXPECT_THROWS_WITH(a * b, c10::TypeError, "cannot multiply entry 'x'");
+  EXPECT_THROWS_WITH(a.lt(b), c10::TypeError, "cannot compare entry 'x'");
+  EXPECT_THROWS_WITH(
+      a.logical_and(b),
+      c10::TypeError,
+      "cannot compute the logical and of entry 'x'");
+}
+
 TEST(TensorDictMathTest, ScalarOperandsCombineWithEveryLeaf) {
   TensorDict td = make_td();
   expect_leaf(td + 1, "a", td.get("a") + 1);

@@ -51,9 +51,9 @@ class LazyStackedTensorDictImpl;
 /// - `get` throws KeyError for a key that some element lacks (Python's
 ///   `get` returns None) and an error when the shapes differ (Python's
 ///   `as_padded_tensor`, `as_nested_tensor` and `as_list` are not ported).
-/// - Only `at(i)` and `index()` with an integer or slice on the stack dim
-///   are supported for indexing; the stack cannot grow or be written
-///   through (use the elements).
+/// - `index()` supports what gives one element or one lazy stack (see its
+///   comment); the stack cannot grow or be written through (use the
+///   elements).
 ///
 /// Thread safety: like TensorDict, concurrent reads are safe; any write
 /// (to an element) needs external synchronisation.
@@ -123,13 +123,24 @@ class TENSORDICT_API LazyStackedTensorDict {
   /// end), aliased, as Python's `stack[i]` does for `stack_dim == 0`.
   /// Throws IndexError when out of range.
   TensorDict at(int64_t index) const;
-  /// Indexes the stack as Python's `stack[idx]` when `stack_dim() == 0`: an
-  /// integer returns that element (aliased; further indices then index the
-  /// element, as `TensorDict::index`), a slice returns the lazy stack of the
-  /// selected elements. Include <tensordict/indexing.h> to build indices.
-  /// Throws IndexError for an integer out of range, and an error for other
-  /// index kinds, an empty selection or `stack_dim() != 0` (not supported
-  /// yet).
+  /// Indexes the stack as Python's `stack[idx]`, with the results torch
+  /// gives on the dense stack (`contiguous().index(idx)`). The item landing
+  /// on the stack dim decides the kind of result: an integer (or 0-dim
+  /// integer tensor) returns that element indexed by the other items (the
+  /// element itself, aliased, when there are none); a slice, a 1-D int64
+  /// tensor or a 1-D bool mask returns the lazy stack of the selected
+  /// elements, each indexed by the other items, stacked at the dim where
+  /// torch puts the stack dim. Other items may be integers, slices, None,
+  /// one Ellipsis and index tensors or masks, as in `TensorDict::index`. See
+  /// NOTE [Lazy stack indexing]. Include <tensordict/indexing.h> to build
+  /// indices.
+  ///
+  /// Throws IndexError for an index out of range, a mask of the wrong
+  /// length or too many indices, and an error for what has no single-stack
+  /// result: an empty selection, an index tensor on the stack dim that is
+  /// not 1-D or comes with index tensors on other dims, index tensors on
+  /// both sides of a sliced stack dim, a mask spanning the stack dim and
+  /// another dim, and True/False indices.
   [[nodiscard]] std::variant<TensorDict, LazyStackedTensorDict> index(
       c10::ArrayRef<at::indexing::TensorIndex> indices) const;
 

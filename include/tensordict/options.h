@@ -97,6 +97,11 @@ struct TENSORDICT_API ApplyOptions {
   /// The leaf passed for a key missing from another dict; when undefined, a
   /// missing key is a KeyError.
   TENSORDICT_ARG(at::Tensor, default_value);
+  /// Call the callback on each top-level entry, nested TensorDicts and
+  /// non-tensor data included, instead of recursing into nested dicts
+  /// (Python's `call_on_nested=True`). Needs a callback over `Value`
+  /// (see `TensorDict::apply`); a tensor callback throws ValueError.
+  TENSORDICT_ARG(bool, call_on_nested) = false;
 };
 
 // --- reductions (src/tensor_dict/reduce.cpp) ---------------------------------

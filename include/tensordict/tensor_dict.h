@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -371,6 +372,9 @@ class TENSORDICT_API TensorDict {
   [[nodiscard]] TensorDict gather(int64_t dim, const at::Tensor& index) const;
   /// Pads the batch dims with `value`; `pad_sizes` lists (before, after)
   /// pairs starting at the last batch dim, as torch.nn.functional.pad.
+  /// Non-tensor entries hold null (Python's None) in the padded slots, so
+  /// NonTensorData becomes a NonTensorStack. Throws ValueError on a bad
+  /// number of pad sizes or a negative resulting size.
   [[nodiscard]] TensorDict pad(
       c10::IntArrayRef pad_sizes,
       const c10::Scalar& value = 0) const;
@@ -434,54 +438,121 @@ class TENSORDICT_API TensorDict {
       const;
 
   // --- apply (src/tensor_dict/apply.cpp) -------------------------------------
+  // Two callback shapes, told apart by what the callback returns when given
+  // tensors:
+  // - over tensors: `at::Tensor fn(const at::Tensor&)`. The callback sees
+  //   every tensor leaf, nested ones included; an undefined result drops the
+  //   entry. Non-tensor entries are kept.
+  // - over entries: `std::optional<Value> fn(const Value&)` (or returning
+  //   `Value` or `TensorDict`, which cannot drop). Without
+  //   `ApplyOptions::call_on_nested` it sees the same leaves as a tensor
+  //   callback; with it, it is called once per top-level entry, nested
+  //   TensorDicts and non-tensor data included, and is not called inside
+  //   nested dicts (Python's `call_on_nested=True`). `std::nullopt` drops the
+  //   entry. Results are checked against the result's batch size like `set`.
+  // A callback taking `const Value&` but returning `at::Tensor` is a tensor
+  // callback.
 
-  /// The compiled form of `apply` and `named_apply`: `fn(key, leaves)` gets
-  /// the nested key and one leaf from this dict then each of `others`.
+  /// The compiled form of `apply` and `named_apply` over tensors:
+  /// `fn(key, leaves)` gets the nested key and one leaf from this dict then
+  /// each of `others`. Throws ValueError with `options.call_on_nested()`.
   [[nodiscard]] TensorDict apply_impl(
       c10::function_ref<at::Tensor(const NestedKey&, c10::ArrayRef<at::Tensor>)>
           fn,
       c10::ArrayRef<TensorDict> others,
       const ApplyOptions& options) const;
+  /// The compiled form of `apply` and `named_apply` over entries:
+  /// `fn(key, values)` gets the nested key and one entry from this dict then
+  /// each of `others` (a missing key gives `options.default_value()` or
+  /// throws KeyError).
+  [[nodiscard]] TensorDict apply_entries_impl(
+      c10::function_ref<
+          std::optional<Value>(const NestedKey&, c10::ArrayRef<Value>)> fn,
+      c10::ArrayRef<TensorDict> others,
+      const ApplyOptions& options) const;
 
-  /// Returns a dict of `fn(leaf)` for every tensor; an undefined result drops
-  /// the entry. Non-tensor data is kept.
+  /// Returns a dict of `fn(leaf)` for every tensor, or of `fn(entry)` for a
+  /// callback over `Value` (see above); an undefined tensor or `std::nullopt`
+  /// drops the entry. Throws what `set` throws when a result does not fit
+  /// the batch size.
   ///
   /// Example: `td.apply([](const at::Tensor& t) { return t * 2; })`
   template <typename Fn>
   [[nodiscard]] TensorDict apply(Fn&& fn, const ApplyOptions& options = {})
       const {
-    return apply_impl(
-        [&](const NestedKey&, c10::ArrayRef<at::Tensor> leaves) {
-          return fn(leaves[0]);
-        },
-        {},
-        options);
+    if constexpr (std::is_convertible_v<
+                      std::invoke_result_t<Fn&, const at::Tensor&>,
+                      at::Tensor>) {
+      return apply_impl(
+          [&](const NestedKey&, c10::ArrayRef<at::Tensor> leaves) {
+            return fn(leaves[0]);
+          },
+          {},
+          options);
+    } else {
+      return apply_entries_impl(
+          [&](const NestedKey&, c10::ArrayRef<Value> values) {
+            return std::optional<Value>(fn(values[0]));
+          },
+          {},
+          options);
+    }
   }
-  /// Returns a dict of `fn(leaf, other_leaf)`, leaves matched by key. A key
-  /// missing from `other` uses `options.default_value()` or throws KeyError.
+  /// Returns a dict of `fn(leaf, other_leaf)` (or `fn(entry, other_entry)`),
+  /// matched by key. A key missing from `other` uses
+  /// `options.default_value()` or throws KeyError.
   template <typename Fn>
   [[nodiscard]] TensorDict apply(
       Fn&& fn,
       const TensorDict& other,
       const ApplyOptions& options = {}) const {
-    return apply_impl(
-        [&](const NestedKey&, c10::ArrayRef<at::Tensor> leaves) {
-          return fn(leaves[0], leaves[1]);
-        },
-        other,
-        options);
+    if constexpr (std::is_convertible_v<
+                      std::invoke_result_t<
+                          Fn&,
+                          const at::Tensor&,
+                          const at::Tensor&>,
+                      at::Tensor>) {
+      return apply_impl(
+          [&](const NestedKey&, c10::ArrayRef<at::Tensor> leaves) {
+            return fn(leaves[0], leaves[1]);
+          },
+          other,
+          options);
+    } else {
+      return apply_entries_impl(
+          [&](const NestedKey&, c10::ArrayRef<Value> values) {
+            return std::optional<Value>(fn(values[0], values[1]));
+          },
+          other,
+          options);
+    }
   }
-  /// Like `apply`, but `fn(key, leaf)` also sees the leaf's nested key.
+  /// Like `apply`, but `fn(key, leaf)` (or `fn(key, entry)`) also sees the
+  /// nested key.
   template <typename Fn>
   [[nodiscard]] TensorDict named_apply(
       Fn&& fn,
       const ApplyOptions& options = {}) const {
-    return apply_impl(
-        [&](const NestedKey& key, c10::ArrayRef<at::Tensor> leaves) {
-          return fn(key, leaves[0]);
-        },
-        {},
-        options);
+    if constexpr (std::is_convertible_v<
+                      std::invoke_result_t<
+                          Fn&,
+                          const NestedKey&,
+                          const at::Tensor&>,
+                      at::Tensor>) {
+      return apply_impl(
+          [&](const NestedKey& key, c10::ArrayRef<at::Tensor> leaves) {
+            return fn(key, leaves[0]);
+          },
+          {},
+          options);
+    } else {
+      return apply_entries_impl(
+          [&](const NestedKey& key, c10::ArrayRef<Value> values) {
+            return std::optional<Value>(fn(key, values[0]));
+          },
+          {},
+          options);
+    }
   }
   /// Writes `fn(leaf)` into every tensor in place (results must fit).
   template <typename Fn>

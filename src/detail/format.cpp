@@ -3,6 +3,9 @@
 #include <c10/util/Exception.h>
 #include <nlohmann/json.hpp>
 
+#include "detail/shared_memory.h"
+#include "tensordict/tensor_dict.h"
+
 #include <cmath>
 #include <cstdio>
 
@@ -251,6 +254,48 @@ std::string names_repr(const DimNames& names) {
   }
   out += "]";
   return out;
+}
+
+const char* python_bool(bool b) {
+  return b ? "True" : "False";
+}
+
+std::string device_repr(const std::optional<c10::Device>& device) {
+  return device ? device->str() : "None";
+}
+
+std::string tensor_repr(
+    c10::IntArrayRef shape,
+    c10::Device device,
+    c10::ScalarType dtype,
+    bool shared) {
+  return c10::str(
+      "Tensor(shape=",
+      size_repr(shape),
+      ", device=",
+      device.str(),
+      ", dtype=",
+      dtype_name(dtype),
+      ", is_shared=",
+      python_bool(shared),
+      ")");
+}
+
+std::string value_repr(const Value& value) {
+  switch (value.kind()) {
+    case Value::Kind::kTensor: {
+      const at::Tensor& t = value.tensor();
+      return tensor_repr(
+          t.sizes(), t.device(), t.scalar_type(), tensor_is_shared(t));
+    }
+    case Value::Kind::kTensorDict:
+      return value.tensordict().repr();
+    case Value::Kind::kNonTensorData:
+      return value.non_tensor_data().repr();
+    case Value::Kind::kNonTensorStack:
+      return value.non_tensor_stack().repr();
+  }
+  TORCH_INTERNAL_ASSERT(false, "unknown entry kind");
 }
 
 } // namespace detail

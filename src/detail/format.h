@@ -2,13 +2,16 @@
 
 // Python spellings of torch things, for reprs and error messages.
 
+#include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 #include <c10/util/ArrayRef.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "tensordict/export.h"
+#include "tensordict/fwd.h"
 #include "tensordict/options.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -32,6 +35,22 @@ std::string float_repr(double value);
 std::string indent_lines(std::string_view text, std::string_view prefix);
 /// Returns Python's repr of a list of names: ['x', None].
 std::string names_repr(const DimNames& names);
+/// Returns Python's repr of a bool: "True" or "False".
+const char* python_bool(bool b);
+/// Returns a device as Python prints it ("cpu", "cuda:0"), or "None".
+std::string device_repr(const std::optional<c10::Device>& device);
+/// Returns the line Python's detailed repr prints for a tensor:
+/// `Tensor(shape=torch.Size([4]), device=cpu, dtype=torch.float32,
+/// is_shared=False)`.
+std::string tensor_repr(
+    c10::IntArrayRef shape,
+    c10::Device device,
+    c10::ScalarType dtype,
+    bool shared);
+/// Returns the repr of one entry as a TensorDict's repr prints it (the
+/// tensor line, the nested dict's repr, or the non-tensor's repr). Used by
+/// TensorDict's and LazyStackedTensorDict's reprs.
+std::string value_repr(const Value& value);
 
 } // namespace detail
 TENSORDICT_END_NAMESPACE

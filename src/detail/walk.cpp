@@ -1,6 +1,9 @@
 #include "detail/walk.h"
 
 #include <ATen/ops/arange.h>
+#include <ATen/ops/zeros.h>
+
+#include <algorithm>
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
@@ -24,9 +27,31 @@ Value gather_stack(
   std::vector<Json> values;
   values.reserve(flat.numel());
   for (int64_t i = 0; i < flat.numel(); ++i) {
-    values.push_back(stack.at(pos[i]));
+    values.push_back(pos[i] < 0 ? Json(nullptr) : stack.at(pos[i]));
   }
   return Value(NonTensorStack(std::move(values), positions.sizes(), device));
+}
+
+at::Tensor data_positions(const NonTensorData& data) {
+  return at::zeros(data.batch_size(), at::TensorOptions().dtype(at::kLong));
+}
+
+Value gather_data(const NonTensorData& data, const at::Tensor& positions) {
+  const at::Tensor flat = positions.contiguous().view(-1);
+  const int64_t* pos = flat.data_ptr<int64_t>();
+  const int64_t n = flat.numel();
+  if (std::all_of(pos, pos + n, [](int64_t p) { return p >= 0; })) {
+    NonTensorData out = data;
+    out.set_batch_size(positions.sizes());
+    return Value(std::move(out));
+  }
+  std::vector<Json> values;
+  values.reserve(n);
+  for (int64_t i = 0; i < n; ++i) {
+    values.push_back(pos[i] < 0 ? Json(nullptr) : data.data());
+  }
+  return Value(
+      NonTensorStack(std::move(values), positions.sizes(), data.device()));
 }
 
 BatchChange carry_change(

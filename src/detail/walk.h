@@ -4,6 +4,7 @@
 // tensor and rebuild the same structure". Write that walk once, here.
 
 #include <optional>
+#include <type_traits>
 
 #include "detail/tensor_dict_impl.h"
 
@@ -86,11 +87,14 @@ namespace detail {
 /// Walks `a` and `b` together, matching entries by key, and builds a dict
 /// shaped like `a`: tensors become `on_tensors(ta, tb)`, non-tensor values
 /// `on_non_tensors(va, vb, batch_size)`. Throws KeyError naming the first
-/// key present in one dict only, TypeError when kinds differ.
+/// key present in one dict only, TypeError when kinds differ ("cannot
+/// <verb> entry 'x': ...", so `verb` says what the caller was doing:
+/// "compare", "add", ...).
 template <typename TensorFn, typename NonTensorFn>
 TensorDict zip_entries(
     const TensorDict& a,
     const TensorDict& b,
+    const char* verb,
     TensorFn&& on_tensors,
     NonTensorFn&& on_non_tensors,
     const std::optional<NestedKey>& prefix = std::nullopt) {
@@ -117,7 +121,9 @@ TensorDict zip_entries(
         (va.is_non_tensor() && vb.is_non_tensor());
     TORCH_CHECK_TYPE(
         same_kind,
-        "cannot compare entry ",
+        "cannot ",
+        verb,
+        " entry ",
         full_key(node->key).to_string(),
         ": it is a ",
         va.type_name(),
@@ -132,6 +138,7 @@ TensorDict zip_entries(
           Value(zip_entries(
               va.tensordict(),
               vb.tensordict(),
+              verb,
               on_tensors,
               on_non_tensors,
               full_key(node->key))));
@@ -181,6 +188,18 @@ struct BatchChange {
 template <typename Fn>
 TensorDict transform(const TensorDict& td, Fn&& fn, const BatchChange& change);
 
+/// Like `transform`, for ops that add batch elements with no source (pad):
+/// non-tensor entries follow `on_positions(positions)` instead of `fn`, and
+/// a position of -1 there is an element with no value, which holds null
+/// (Python's None). A NonTensorData that gets such elements becomes a
+/// NonTensorStack.
+template <typename Fn, typename PositionsFn>
+TensorDict transform_filling(
+    const TensorDict& td,
+    Fn&& fn,
+    PositionsFn&& on_positions,
+    const BatchChange& change);
+
 /// Calls a splitting op (unbind, split, chunk) on every entry: `fn(t)`
 /// returns the pieces of `t`, and `changes[i]` is the batch change of piece
 /// i. Returns one dict per piece.
@@ -195,11 +214,17 @@ std::vector<TensorDict> transform_split(
 /// The positions 0..n-1 of a stack's elements, shaped like its batch size.
 at::Tensor stack_positions(const NonTensorStack& stack);
 /// Rebuilds a stack from transformed positions (a NonTensorData when the
-/// result has no dims).
+/// result has no dims); a position of -1 gives null.
 Value gather_stack(
     const NonTensorStack& stack,
     const at::Tensor& positions,
     std::optional<c10::Device> device);
+/// Rebuilds NonTensorData from transformed positions of its batch (all 0,
+/// or -1 for an element with no value): the same data with the new batch
+/// size, or a NonTensorStack with null at the -1s.
+Value gather_data(const NonTensorData& data, const at::Tensor& positions);
+/// The positions of a NonTensorData's batch elements: zeros of its shape.
+at::Tensor data_positions(const NonTensorData& data);
 /// Returns `change` carried to a nested level of batch size `old_batch`
 /// and names `old_names`, for a root of `root_dims` batch dims.
 BatchChange carry_change(
@@ -208,11 +233,13 @@ BatchChange carry_change(
     const DimNames& old_names,
     size_t root_dims);
 
-template <typename Fn>
+// `on_positions` is null unless the op fills (transform_filling).
+template <typename Fn, typename PositionsFn>
 void transform_into(
     TensorDictImpl& dst,
     const TensorDictImpl& src,
     Fn& fn,
+    PositionsFn* on_positions,
     const BatchChange& root_change,
     size_t root_dims) {
   dst.reserve(src.nodes().size());
@@ -228,23 +255,37 @@ void transform_into(
             root_change, child.batch_size, child.names, root_dims);
         TensorDict out = make_tensordict(
             std::move(change.batch_size), child.device, std::move(change.names));
-        transform_into(*out.unsafeGetImpl(), child, fn, root_change, root_dims);
+        transform_into(
+            *out.unsafeGetImpl(),
+            child,
+            fn,
+            on_positions,
+            root_change,
+            root_dims);
         dst.append(node->key, Value(std::move(out)));
         break;
       }
       case Value::Kind::kNonTensorData: {
-        NonTensorData data = v.non_tensor_data();
-        data.set_batch_size(
+        const NonTensorData& data = v.non_tensor_data();
+        if (on_positions != nullptr) {
+          dst.append(
+              node->key,
+              gather_data(data, (*on_positions)(data_positions(data))));
+          break;
+        }
+        NonTensorData moved = data;
+        moved.set_batch_size(
             carry_change(root_change, data.batch_size(), {}, root_dims)
                 .batch_size);
-        dst.append(node->key, Value(std::move(data)));
+        dst.append(node->key, Value(std::move(moved)));
         break;
       }
       case Value::Kind::kNonTensorStack: {
         const NonTensorStack& stack = v.non_tensor_stack();
-        dst.append(
-            node->key,
-            gather_stack(stack, fn(stack_positions(stack)), stack.device()));
+        at::Tensor positions = on_positions != nullptr
+            ? (*on_positions)(stack_positions(stack))
+            : fn(stack_positions(stack));
+        dst.append(node->key, gather_stack(stack, positions, stack.device()));
         break;
       }
     }
@@ -256,7 +297,31 @@ TensorDict transform(const TensorDict& td, Fn&& fn, const BatchChange& change) {
   const TensorDictImpl& src = *td.unsafeGetImpl();
   TensorDict result = make_tensordict(change.batch_size, src.device, change.names);
   transform_into(
-      *result.unsafeGetImpl(), src, fn, change, src.batch_size.size());
+      *result.unsafeGetImpl(),
+      src,
+      fn,
+      static_cast<std::remove_reference_t<Fn>*>(nullptr),
+      change,
+      src.batch_size.size());
+  return result;
+}
+
+template <typename Fn, typename PositionsFn>
+TensorDict transform_filling(
+    const TensorDict& td,
+    Fn&& fn,
+    PositionsFn&& on_positions,
+    const BatchChange& change) {
+  const TensorDictImpl& src = *td.unsafeGetImpl();
+  TensorDict result =
+      make_tensordict(change.batch_size, src.device, change.names);
+  transform_into(
+      *result.unsafeGetImpl(),
+      src,
+      fn,
+      &on_positions,
+      change,
+      src.batch_size.size());
   return result;
 }
 

@@ -1,6 +1,7 @@
 #include "memmap/file_io.h"
 
 #include "detail/format.h"
+#include "detail/shared_memory.h"
 
 #include <ATen/MapAllocator.h>
 #include <c10/core/CPUAllocator.h>
@@ -291,11 +292,7 @@ bool is_mapped(const at::Tensor& tensor) {
   if (file_mapping_of(tensor) != nullptr) {
     return true;
   }
-  if (!tensor.defined() || !tensor.has_storage()) {
-    return false;
-  }
-  const auto* map = at::MapAllocator::fromDataPtr(tensor.storage().data_ptr());
-  return map != nullptr && (map->flags() & at::ALLOCATOR_MAPPED_SHAREDMEM);
+  return tensor_is_shared(tensor);
 }
 
 void write_leaf_file(

@@ -1,5 +1,6 @@
-// apply, named_apply and apply_: user callbacks over the leaves, with other
-// dicts' leaves matched by key.
+// apply, named_apply and apply_: user callbacks over the leaves (or, with
+// call_on_nested, over the top-level entries), with other dicts' entries
+// matched by key.
 
 #include "detail/format.h"
 #include "detail/walk.h"
@@ -11,31 +12,119 @@ namespace {
 
 using LeafFn =
     c10::function_ref<at::Tensor(const NestedKey&, c10::ArrayRef<at::Tensor>)>;
+using EntryFn = c10::function_ref<
+    std::optional<Value>(const NestedKey&, c10::ArrayRef<Value>)>;
 
 struct ApplyContext {
-  LeafFn fn;
   const ApplyOptions& options;
   const std::vector<int64_t>* root_batch; // set when options.batch_size()
 };
 
+// Calls a tensor callback on tensor leaves; `matches[i]` is the entry of
+// other dict i (null where it is missing).
+class LeafVisitor {
+ public:
+  LeafVisitor(LeafFn fn, size_t n_others, const at::Tensor& default_value)
+      : fn_(fn), leaves_(n_others + 1), default_value_(default_value) {}
+
+  static bool visits(const Value& v) noexcept {
+    return v.is_tensor();
+  }
+
+  std::optional<Value> operator()(
+      const NestedKey& key,
+      const Value& v,
+      c10::ArrayRef<const Value*> matches) {
+    leaves_[0] = v.tensor();
+    for (size_t i = 0; i < matches.size(); ++i) {
+      if (matches[i] == nullptr) {
+        leaves_[i + 1] = default_value_;
+        continue;
+      }
+      TORCH_CHECK_TYPE(
+          matches[i]->is_tensor(),
+          "apply: the entry ",
+          key.to_string(),
+          " is a Tensor here but a ",
+          matches[i]->type_name(),
+          " in another TensorDict");
+      leaves_[i + 1] = matches[i]->tensor();
+    }
+    at::Tensor result = fn_(key, leaves_);
+    if (!result.defined()) {
+      return std::nullopt;
+    }
+    return Value(std::move(result));
+  }
+
+ private:
+  LeafFn fn_;
+  std::vector<at::Tensor> leaves_; // reused from entry to entry
+  const at::Tensor& default_value_;
+};
+
+// Calls an entry callback on tensor leaves, or on every entry with
+// call_on_nested.
+class EntryVisitor {
+ public:
+  EntryVisitor(EntryFn fn, const ApplyOptions& options, size_t n_others)
+      : fn_(fn),
+        call_on_nested_(options.call_on_nested()),
+        default_value_(options.default_value()) {
+    values_.reserve(n_others + 1);
+  }
+
+  bool visits(const Value& v) const noexcept {
+    return call_on_nested_ || v.is_tensor();
+  }
+
+  std::optional<Value> operator()(
+      const NestedKey& key,
+      const Value& v,
+      c10::ArrayRef<const Value*> matches) {
+    values_.clear();
+    values_.push_back(v);
+    for (const Value* m : matches) {
+      values_.push_back(m ? *m : Value(default_value_));
+    }
+    return fn_(key, values_);
+  }
+
+ private:
+  EntryFn fn_;
+  bool call_on_nested_;
+  std::vector<Value> values_; // reused from entry to entry
+  const at::Tensor& default_value_;
+};
+
+// Fills `out` from `src`: entries the visitor takes get its result, nested
+// dicts it does not take are walked, other non-tensor entries are kept.
+template <typename Visitor>
 void apply_level(
     const ApplyContext& ctx,
+    Visitor& visit,
     const detail::TensorDictImpl& src,
-    const std::vector<const detail::TensorDictImpl*>& others,
+    c10::ArrayRef<const detail::TensorDictImpl*> others,
     const std::optional<NestedKey>& prefix,
-    TensorDict& dst) {
-  detail::TensorDictImpl& out = *dst.unsafeGetImpl();
-  std::vector<at::Tensor> leaves(others.size() + 1);
+    detail::TensorDictImpl& out) {
+  const bool has_default = ctx.options.default_value().defined();
+  // One buffer per level, reused for every entry.
+  std::vector<const Value*> matches(others.size());
+  out.reserve(src.nodes().size());
   for (const auto& node : src.nodes()) {
     const NestedKey key =
         prefix ? prefix->child(node->key) : NestedKey(std::string_view(node->key));
     const Value& v = node->value;
-    // The matching entry of each other dict (null where it is missing).
-    std::vector<const Value*> matches;
-    for (const detail::TensorDictImpl* other : others) {
+    const bool visited = visit.visits(v);
+    if (!visited && !v.is_tensordict()) {
+      // Non-tensor data is kept, as Python's apply does.
+      out.append(node->key, detail::validate_value(out, v, key, false));
+      continue;
+    }
+    for (size_t i = 0; i < others.size(); ++i) {
+      const detail::TensorDictImpl* other = others[i];
       const detail::Node* found = other ? other->find(node->key) : nullptr;
-      if (found == nullptr && !ctx.options.default_value().defined() &&
-          (v.is_tensor() || v.is_tensordict())) {
+      if (found == nullptr && !has_default) {
         if (other == nullptr) {
           TENSORDICT_CHECK_KEY(
               false,
@@ -45,59 +134,71 @@ void apply_level(
         }
         detail::throw_missing_key(*other, node->key, key);
       }
-      matches.push_back(found ? &found->value : nullptr);
+      matches[i] = found ? &found->value : nullptr;
     }
-    if (v.is_tensor()) {
-      leaves[0] = v.tensor();
-      for (size_t i = 0; i < matches.size(); ++i) {
-        if (matches[i] == nullptr) {
-          leaves[i + 1] = ctx.options.default_value();
-        } else {
-          TORCH_CHECK_TYPE(
-              matches[i]->is_tensor(),
-              "apply: the entry ",
-              key.to_string(),
-              " is a Tensor here but a ",
-              matches[i]->type_name(),
-              " in another TensorDict");
-          leaves[i + 1] = matches[i]->tensor();
-        }
-      }
-      at::Tensor result = ctx.fn(key, leaves);
-      if (result.defined()) {
+    if (visited) {
+      std::optional<Value> result = visit(key, v, matches);
+      if (result) {
         out.append(
-            node->key, detail::validate_value(out, Value(result), key, false));
+            node->key, detail::validate_value(out, *result, key, false));
       }
-    } else if (v.is_tensordict()) {
-      const detail::TensorDictImpl& child = *v.tensordict().unsafeGetImpl();
-      std::vector<const detail::TensorDictImpl*> child_others;
-      for (const Value* m : matches) {
-        if (m != nullptr) {
-          TORCH_CHECK_TYPE(
-              m->is_tensordict(),
-              "apply: the entry ",
-              key.to_string(),
-              " is a TensorDict here but a ",
-              m->type_name(),
-              " in another TensorDict");
-        }
-        child_others.push_back(m ? m->tensordict().unsafeGetImpl() : nullptr);
+      continue;
+    }
+    const detail::TensorDictImpl& child = *v.tensordict().unsafeGetImpl();
+    std::vector<const detail::TensorDictImpl*> child_others(others.size());
+    for (size_t i = 0; i < others.size(); ++i) {
+      const Value* m = matches[i];
+      if (m != nullptr) {
+        TORCH_CHECK_TYPE(
+            m->is_tensordict(),
+            "apply: the entry ",
+            key.to_string(),
+            " is a TensorDict here but a ",
+            m->type_name(),
+            " in another TensorDict");
       }
-      TensorDict sub = ctx.root_batch
-          ? detail::make_tensordict(*ctx.root_batch, child.device, {})
-          : detail::make_tensordict(child.batch_size, child.device, child.names);
-      apply_level(ctx, child, child_others, key, sub);
-      const std::optional<bool> filter = ctx.options.filter_empty();
-      const bool drop = sub.is_empty() &&
-          (filter.has_value() ? *filter : !child.nodes().empty());
-      if (!drop) {
-        out.append(node->key, Value(std::move(sub)));
-      }
-    } else {
-      // Non-tensor data is kept, as Python's apply does.
-      out.append(node->key, detail::validate_value(out, v, key, false));
+      child_others[i] = m ? m->tensordict().unsafeGetImpl() : nullptr;
+    }
+    TensorDict sub = ctx.root_batch
+        ? detail::make_tensordict(*ctx.root_batch, child.device, {})
+        : detail::make_tensordict(child.batch_size, child.device, child.names);
+    apply_level(ctx, visit, child, child_others, key, *sub.unsafeGetImpl());
+    const std::optional<bool> filter = ctx.options.filter_empty();
+    const bool drop = sub.is_empty() &&
+        (filter.has_value() ? *filter : !child.nodes().empty());
+    if (!drop) {
+      out.append(node->key, Value(std::move(sub)));
     }
   }
+}
+
+// Makes the empty result and runs `visit` over `self` and `others`.
+template <typename Visitor>
+TensorDict run_apply(
+    const TensorDict& self,
+    Visitor& visit,
+    c10::ArrayRef<TensorDict> others,
+    const ApplyOptions& options) {
+  const detail::TensorDictImpl& impl = *self.unsafeGetImpl();
+  const auto& batch = options.batch_size();
+  DimNames names;
+  if (options.names()) {
+    names = *options.names();
+  } else if (!batch || *batch == impl.batch_size) {
+    names = impl.names;
+  }
+  TensorDict result = batch
+      ? TensorDict(c10::IntArrayRef(*batch), impl.device, names)
+      : detail::make_tensordict(impl.batch_size, impl.device, names);
+  std::vector<const detail::TensorDictImpl*> other_impls;
+  other_impls.reserve(others.size());
+  for (const TensorDict& other : others) {
+    other_impls.push_back(other.unsafeGetImpl());
+  }
+  const ApplyContext ctx{options, batch ? &*batch : nullptr};
+  apply_level(
+      ctx, visit, impl, other_impls, std::nullopt, *result.unsafeGetImpl());
+  return result;
 }
 
 } // namespace
@@ -106,23 +207,21 @@ TensorDict TensorDict::apply_impl(
     LeafFn fn,
     c10::ArrayRef<TensorDict> others,
     const ApplyOptions& options) const {
-  const auto& batch = options.batch_size();
-  DimNames names;
-  if (options.names()) {
-    names = *options.names();
-  } else if (!batch || *batch == impl_->batch_size) {
-    names = impl_->names;
-  }
-  TensorDict result = batch
-      ? TensorDict(c10::IntArrayRef(*batch), impl_->device, names)
-      : detail::make_tensordict(impl_->batch_size, impl_->device, names);
-  std::vector<const detail::TensorDictImpl*> other_impls;
-  for (const TensorDict& other : others) {
-    other_impls.push_back(other.unsafeGetImpl());
-  }
-  const ApplyContext ctx{fn, options, batch ? &*batch : nullptr};
-  apply_level(ctx, *impl_, other_impls, std::nullopt, result);
-  return result;
+  TORCH_CHECK_VALUE(
+      !options.call_on_nested(),
+      "apply: call_on_nested=true passes nested TensorDicts to the callback, "
+      "so it must take a const Value& and return a std::optional<Value> (or "
+      "a Value), not an at::Tensor");
+  LeafVisitor visit(fn, others.size(), options.default_value());
+  return run_apply(*this, visit, others, options);
+}
+
+TensorDict TensorDict::apply_entries_impl(
+    EntryFn fn,
+    c10::ArrayRef<TensorDict> others,
+    const ApplyOptions& options) const {
+  EntryVisitor visit(fn, options, others.size());
+  return run_apply(*this, visit, others, options);
 }
 
 void TensorDict::apply_inplace_impl(LeafFn fn) {

@@ -55,6 +55,7 @@ TensorDict TensorDict::operator==(const TensorDict& other) const {
   return detail::zip_entries(
       *this,
       other,
+      "compare",
       [](const at::Tensor& a, const at::Tensor& b) { return at::eq(a, b); },
       [](const Value& a, const Value& b, c10::IntArrayRef shape) {
         return non_tensor_flag(shape, same_non_tensor(a, b));
@@ -65,6 +66,7 @@ TensorDict TensorDict::operator!=(const TensorDict& other) const {
   return detail::zip_entries(
       *this,
       other,
+      "compare",
       [](const at::Tensor& a, const at::Tensor& b) { return at::ne(a, b); },
       [](const Value& a, const Value& b, c10::IntArrayRef shape) {
         return non_tensor_flag(shape, !same_non_tensor(a, b));

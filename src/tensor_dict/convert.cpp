@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "detail/format.h"
+#include "detail/shared_memory.h"
 #include "detail/walk.h"
 #include "tensordict/errors.h"
 
@@ -34,18 +35,11 @@ void for_each_tensor(const TensorDictImpl& impl, Fn& fn) {
   }
 }
 
-// True when the storage already lives in a shared-memory mapping (the test
-// Python's Tensor.is_shared() makes on the CPU).
-bool storage_is_shared(const c10::Storage& storage) {
-  const auto* map = at::MapAllocator::fromDataPtr(storage.data_ptr());
-  return map != nullptr && (map->flags() & at::ALLOCATOR_MAPPED_SHAREDMEM);
-}
-
 // Moves one CPU storage into a new shared-memory mapping in place, as
 // torch's `UntypedStorage._share_fd_cpu_` does: every tensor viewing the
 // storage sees the new memory, since the StorageImpl itself is kept.
 void move_storage_to_shared_memory(const c10::Storage& storage) {
-  if (storage_is_shared(storage)) {
+  if (detail::storage_is_shared(storage)) {
     return;
   }
   const size_t nbytes = storage.nbytes();

@@ -434,6 +434,7 @@ TensorDict TensorDict::where(const at::Tensor& condition, const TensorDict& othe
   return detail::zip_entries(
       *this,
       other,
+      "apply where to",
       [&](const at::Tensor& a, const at::Tensor& b) {
         return at::where(expand_to_leaf(condition, a), a, b);
       },
@@ -525,13 +526,16 @@ TensorDict TensorDict::pad(c10::IntArrayRef pad_sizes, const c10::Scalar& value)
         batch[d] >= 0, "pad: batch dim ", d, " would have negative size");
   }
   detail::BatchChange change{batch, impl_->names};
-  return detail::transform(
+  auto pad_with = [&](const at::Tensor& t, const c10::Scalar& fill) {
+    std::vector<int64_t> full(2 * (t.dim() - ndim), 0);
+    full.insert(full.end(), pad_sizes.begin(), pad_sizes.end());
+    return at::constant_pad_nd(t, full, fill);
+  };
+  // Non-tensor entries hold None in the padded slots, as in Python.
+  return detail::transform_filling(
       *this,
-      [&](const at::Tensor& t) {
-        std::vector<int64_t> full(2 * (t.dim() - ndim), 0);
-        full.insert(full.end(), pad_sizes.begin(), pad_sizes.end());
-        return at::constant_pad_nd(t, full, value);
-      },
+      [&](const at::Tensor& t) { return pad_with(t, value); },
+      [&](const at::Tensor& positions) { return pad_with(positions, -1); },
       change);
 }
 

@@ -235,18 +235,29 @@ Match match_filter(const NestedKey& key, const std::vector<NestedKey>& filter) {
   return best;
 }
 
+// The nested key of entry `name` under `path`; built only where a key is
+// needed (filters, errors), so plain updates allocate no keys.
+NestedKey key_at(c10::ArrayRef<std::string_view> path, std::string_view name) {
+  std::vector<std::string> parts(path.begin(), path.end());
+  parts.emplace_back(name);
+  return NestedKey(parts);
+}
+
 void update_level(
     TensorDict& dst,
     const TensorDict& src,
-    const std::optional<NestedKey>& prefix,
+    std::vector<std::string_view>& path,
     const UpdateOptions& options,
     bool covered) {
+  detail::TensorDictImpl& out = *dst.unsafeGetImpl();
+  const bool filtered = !covered && !options.keys_to_update().empty();
+  size_t pos = 0; // of `node` in `src`
   for (const auto& node : src.unsafeGetImpl()->nodes()) {
-    const NestedKey full = prefix ? prefix->child(node->key)
-                                  : NestedKey(std::string_view(node->key));
+    const size_t here = pos++;
     bool sub_covered = covered;
-    if (!covered && !options.keys_to_update().empty()) {
-      const Match m = match_filter(full, options.keys_to_update());
+    if (filtered) {
+      const Match m =
+          match_filter(key_at(path, node->key), options.keys_to_update());
       if (m == Match::kNone) {
         continue;
       }
@@ -255,18 +266,28 @@ void update_level(
         continue;
       }
     }
-    const NestedKey local{std::string_view(node->key)};
-    const Value* existing = dst.find(local);
-    if (node->value.is_tensordict() &&
-        (existing == nullptr ? !sub_covered : existing->is_tensordict())) {
+    // Dicts built alike keep their keys in the same order: try the node at
+    // the same position before hashing.
+    detail::Node* existing = here < out.nodes().size()
+        ? *out.nodes().begin() + here // nodes are contiguous
+        : nullptr;
+    if (existing == nullptr || existing->key != node->key) {
+      existing = out.find(node->key);
+    }
+    const bool merge = existing == nullptr ? !sub_covered
+                                           : existing->value.is_tensordict();
+    if (node->value.is_tensordict() && merge) {
       TensorDict target;
       if (existing != nullptr) {
-        target = existing->tensordict();
+        target = existing->value.tensordict();
       } else {
         target = detail::empty_like(node->value.tensordict());
-        dst.set(local, target);
+        dst.set(NestedKey(std::string_view(node->key)), target);
       }
-      update_level(target, node->value.tensordict(), full, options, sub_covered);
+      path.push_back(node->key);
+      update_level(
+          target, node->value.tensordict(), path, options, sub_covered);
+      path.pop_back();
       continue;
     }
     Value value = node->value;
@@ -277,8 +298,27 @@ void update_level(
         value = Value(value.tensordict().clone());
       }
     }
+    // Fast path: a tensor that fits replaces the entry, as `set` would do
+    // after the same checks, without building a key.
+    if (!options.inplace() && value.is_tensor()) {
+      const at::Tensor& t = value.tensor();
+      const auto sizes = t.sizes();
+      const auto& batch = out.batch_size;
+      const bool fits = sizes.size() >= batch.size() &&
+          std::equal(batch.begin(), batch.end(), sizes.begin()) &&
+          (!out.device || t.device() == *out.device);
+      if (fits) {
+        detail::check_unlocked(out);
+        if (existing != nullptr) {
+          existing->value = std::move(value);
+        } else {
+          out.append(node->key, std::move(value));
+        }
+        continue;
+      }
+    }
     dst.set(
-        local,
+        NestedKey(std::string_view(node->key)),
         value,
         SetOptions().inplace(options.inplace()).non_blocking(
             options.non_blocking()));
@@ -293,7 +333,8 @@ TensorDict& TensorDict::update(
   if (is_same(other)) {
     return *this;
   }
-  update_level(*this, other, std::nullopt, options, /*covered=*/false);
+  std::vector<std::string_view> path;
+  update_level(*this, other, path, options, /*covered=*/false);
   return *this;
 }
 

@@ -104,11 +104,16 @@ void for_each_leaf(
   });
 }
 
-TensorDict binary(const TensorDict& td, const TensorDict& other, BinaryFn fn) {
+// `verb` says what the op does, for errors ("add", "compare", ...).
+TensorDict binary(
+    const TensorDict& td,
+    const TensorDict& other,
+    BinaryFn fn,
+    const char* verb) {
   const std::vector<int64_t> batch = broadcast_batch(
       td.batch_size(), other.batch_size(), "the other TensorDict's batch size");
   return detail::zip_entries(
-      expand_to(td, batch), expand_to(other, batch), fn, keep_first);
+      expand_to(td, batch), expand_to(other, batch), verb, fn, keep_first);
 }
 
 // `fn(leaf, other)`, or `fn(other, leaf)` when `reversed`.
@@ -116,6 +121,7 @@ TensorDict binary(
     const TensorDict& td,
     const at::Tensor& other,
     BinaryFn fn,
+    const char* /*verb*/,
     bool reversed = false) {
   const std::vector<int64_t> batch =
       broadcast_batch(td.batch_size(), other.sizes(), "a tensor of shape");
@@ -130,6 +136,7 @@ TensorDict binary(
     const TensorDict& td,
     const c10::Scalar& other,
     BinaryFn fn,
+    const char* /*verb*/,
     bool reversed = false) {
   const at::Tensor o = wrap_scalar(other);
   return map_leaves(td, [&](const at::Tensor& leaf) {
@@ -137,7 +144,11 @@ TensorDict binary(
   });
 }
 
-void binary_(TensorDict& td, const TensorDict& other, InplaceFn fn) {
+void binary_(
+    TensorDict& td,
+    const TensorDict& other,
+    InplaceFn fn,
+    const char* verb) {
   check_keeps_batch(
       td.batch_size(), other.batch_size(), "the other TensorDict's batch size");
   // Match every key before writing anything: a KeyError leaves `td` as is.
@@ -145,6 +156,7 @@ void binary_(TensorDict& td, const TensorDict& other, InplaceFn fn) {
   (void)detail::zip_entries(
       td,
       expand_to(other, td.batch_size()),
+      verb,
       [&](const at::Tensor& a, const at::Tensor& b) {
         pairs.emplace_back(a, b);
         return a;
@@ -155,14 +167,22 @@ void binary_(TensorDict& td, const TensorDict& other, InplaceFn fn) {
   }
 }
 
-void binary_(TensorDict& td, const at::Tensor& other, InplaceFn fn) {
+void binary_(
+    TensorDict& td,
+    const at::Tensor& other,
+    InplaceFn fn,
+    const char* /*verb*/) {
   check_keeps_batch(td.batch_size(), other.sizes(), "a tensor of shape");
   const size_t n = td.batch_size().size();
   for_each_leaf(
       td, [&](const at::Tensor& leaf) { fn(leaf, align(other, leaf.dim(), n)); });
 }
 
-void binary_(TensorDict& td, const c10::Scalar& other, InplaceFn fn) {
+void binary_(
+    TensorDict& td,
+    const c10::Scalar& other,
+    InplaceFn fn,
+    const char* /*verb*/) {
   const at::Tensor o = wrap_scalar(other);
   for_each_leaf(td, [&](const at::Tensor& leaf) { fn(leaf, o); });
 }
@@ -181,44 +201,56 @@ void check_clamp_bounds(
 
 // Defines `name(other)` and `name_(other)` for one operand type as the
 // tensor ops `a.name(b)` and `a.name_(b)`.
-#define TENSORDICT_BINARY_OP(name, Operand)                                  \
+#define TENSORDICT_BINARY_OP(name, verb, Operand)                            \
   TensorDict TensorDict::name(const Operand& other) const {                  \
-    return binary(*this, other, [](const at::Tensor& a, const at::Tensor& b) { \
-      return a.name(b);                                                      \
-    });                                                                      \
+    return binary(                                                           \
+        *this,                                                               \
+        other,                                                               \
+        [](const at::Tensor& a, const at::Tensor& b) { return a.name(b); },  \
+        verb);                                                               \
   }                                                                          \
   TensorDict& TensorDict::name##_(const Operand& other) {                    \
-    binary_(*this, other, [](const at::Tensor& a, const at::Tensor& b) {     \
-      a.name##_(b);                                                          \
-    });                                                                      \
+    binary_(                                                                 \
+        *this,                                                               \
+        other,                                                               \
+        [](const at::Tensor& a, const at::Tensor& b) { a.name##_(b); },      \
+        verb);                                                               \
     return *this;                                                            \
   }
 
 // The same for add and sub, which take `alpha`.
-#define TENSORDICT_BINARY_ALPHA_OP(name, Operand)                            \
+#define TENSORDICT_BINARY_ALPHA_OP(name, verb, Operand)                      \
   TensorDict TensorDict::name(                                               \
       const Operand& other, const c10::Scalar& alpha) const {                \
     return binary(                                                           \
-        *this, other, [&](const at::Tensor& a, const at::Tensor& b) {        \
+        *this,                                                               \
+        other,                                                               \
+        [&](const at::Tensor& a, const at::Tensor& b) {                      \
           return a.name(b, alpha);                                           \
-        });                                                                  \
+        },                                                                   \
+        verb);                                                               \
   }                                                                          \
   TensorDict& TensorDict::name##_(                                           \
       const Operand& other, const c10::Scalar& alpha) {                      \
-    binary_(*this, other, [&](const at::Tensor& a, const at::Tensor& b) {    \
-      a.name##_(b, alpha);                                                   \
-    });                                                                      \
+    binary_(                                                                 \
+        *this,                                                               \
+        other,                                                               \
+        [&](const at::Tensor& a, const at::Tensor& b) {                      \
+          a.name##_(b, alpha);                                               \
+        },                                                                   \
+        verb);                                                               \
     return *this;                                                            \
   }
 
-#define TENSORDICT_BINARY_OP_ALL(macro, name) \
-  macro(name, TensorDict) macro(name, at::Tensor) macro(name, c10::Scalar)
+#define TENSORDICT_BINARY_OP_ALL(macro, name, verb)                   \
+  macro(name, verb, TensorDict) macro(name, verb, at::Tensor)         \
+      macro(name, verb, c10::Scalar)
 
-TENSORDICT_BINARY_OP_ALL(TENSORDICT_BINARY_ALPHA_OP, add)
-TENSORDICT_BINARY_OP_ALL(TENSORDICT_BINARY_ALPHA_OP, sub)
-TENSORDICT_BINARY_OP_ALL(TENSORDICT_BINARY_OP, mul)
-TENSORDICT_BINARY_OP_ALL(TENSORDICT_BINARY_OP, div)
-TENSORDICT_BINARY_OP_ALL(TENSORDICT_BINARY_OP, pow)
+TENSORDICT_BINARY_OP_ALL(TENSORDICT_BINARY_ALPHA_OP, add, "add")
+TENSORDICT_BINARY_OP_ALL(TENSORDICT_BINARY_ALPHA_OP, sub, "subtract")
+TENSORDICT_BINARY_OP_ALL(TENSORDICT_BINARY_OP, mul, "multiply")
+TENSORDICT_BINARY_OP_ALL(TENSORDICT_BINARY_OP, div, "divide")
+TENSORDICT_BINARY_OP_ALL(TENSORDICT_BINARY_OP, pow, "raise to a power")
 
 #undef TENSORDICT_BINARY_OP_ALL
 #undef TENSORDICT_BINARY_ALPHA_OP
@@ -242,6 +274,7 @@ TENSORDICT_BINARY_OP_ALL(TENSORDICT_BINARY_OP, pow)
         b,                                                    \
         a,                                                    \
         [](const at::Tensor& x, const at::Tensor& y) { return x.name(y); }, \
+        #name,                                                \
         /*reversed=*/true);                                   \
   }                                                           \
   TensorDict operator op(const c10::Scalar& a, const TensorDict& b) { \
@@ -249,6 +282,7 @@ TENSORDICT_BINARY_OP_ALL(TENSORDICT_BINARY_OP, pow)
         b,                                                    \
         a,                                                    \
         [](const at::Tensor& x, const at::Tensor& y) { return x.name(y); }, \
+        #name,                                                \
         /*reversed=*/true);                                   \
   }
 
@@ -335,14 +369,18 @@ TensorDict& TensorDict::clamp_max_(const c10::Scalar& max) {
 // Defines `name(other)` and `operator op(other)` for dict and scalar operands.
 #define TENSORDICT_COMPARISON(name, op)                                       \
   TensorDict TensorDict::name(const TensorDict& other) const {               \
-    return binary(*this, other, [](const at::Tensor& a, const at::Tensor& b) { \
-      return a.name(b);                                                      \
-    });                                                                      \
+    return binary(                                                           \
+        *this,                                                               \
+        other,                                                               \
+        [](const at::Tensor& a, const at::Tensor& b) { return a.name(b); },  \
+        "compare");                                                          \
   }                                                                          \
   TensorDict TensorDict::name(const c10::Scalar& other) const {              \
-    return binary(*this, other, [](const at::Tensor& a, const at::Tensor& b) { \
-      return a.name(b);                                                      \
-    });                                                                      \
+    return binary(                                                           \
+        *this,                                                               \
+        other,                                                               \
+        [](const at::Tensor& a, const at::Tensor& b) { return a.name(b); },  \
+        "compare");                                                          \
   }                                                                          \
   TensorDict TensorDict::operator op(const TensorDict& other) const {        \
     return name(other);                                                      \
@@ -359,15 +397,19 @@ TENSORDICT_COMPARISON(ge, >=)
 #undef TENSORDICT_COMPARISON
 
 TensorDict TensorDict::logical_and(const TensorDict& other) const {
-  return binary(*this, other, [](const at::Tensor& a, const at::Tensor& b) {
-    return a.logical_and(b);
-  });
+  return binary(
+      *this,
+      other,
+      [](const at::Tensor& a, const at::Tensor& b) { return a.logical_and(b); },
+      "compute the logical and of");
 }
 
 TensorDict TensorDict::logical_or(const TensorDict& other) const {
-  return binary(*this, other, [](const at::Tensor& a, const at::Tensor& b) {
-    return a.logical_or(b);
-  });
+  return binary(
+      *this,
+      other,
+      [](const at::Tensor& a, const at::Tensor& b) { return a.logical_or(b); },
+      "compute the logical or of");
 }
 
 TensorDict TensorDict::logical_not() const {

@@ -1,8 +1,6 @@
 // Printing in the shape of Python's detailed repr
 // (`tensordict.set_printoptions(compact=False)`).
 
-#include <ATen/MapAllocator.h>
-
 #include <algorithm>
 #include <ostream>
 
@@ -13,50 +11,7 @@ TENSORDICT_BEGIN_NAMESPACE
 
 namespace {
 
-// A CPU tensor is shared when its storage is a shared-memory mapping, as
-// Python's Tensor.is_shared() reports.
-bool tensor_is_shared(const at::Tensor& t) {
-  if (!t.has_storage() || t.device().type() != c10::kCPU) {
-    return false;
-  }
-  const auto* map = at::MapAllocator::fromDataPtr(t.storage().data_ptr());
-  return map != nullptr && (map->flags() & at::ALLOCATOR_MAPPED_SHAREDMEM);
-}
-
-const char* python_bool(bool b) {
-  return b ? "True" : "False";
-}
-
-std::string device_repr(const std::optional<c10::Device>& device) {
-  return device ? device->str() : "None";
-}
-
-std::string td_repr(const TensorDict& td);
-
-std::string value_repr(const Value& value) {
-  switch (value.kind()) {
-    case Value::Kind::kTensor: {
-      const at::Tensor& t = value.tensor();
-      return c10::str(
-          "Tensor(shape=",
-          detail::size_repr(t.sizes()),
-          ", device=",
-          t.device().str(),
-          ", dtype=",
-          detail::dtype_name(t.scalar_type()),
-          ", is_shared=",
-          python_bool(tensor_is_shared(t)),
-          ")");
-    }
-    case Value::Kind::kTensorDict:
-      return td_repr(value.tensordict());
-    case Value::Kind::kNonTensorData:
-      return value.non_tensor_data().repr();
-    case Value::Kind::kNonTensorStack:
-      return value.non_tensor_stack().repr();
-  }
-  return {};
-}
+using detail::python_bool;
 
 // Python builds the repr bottom-up: each nested repr is indented whole with
 // textwrap.indent, and the "key: value" lines are sorted as strings (so
@@ -66,7 +21,7 @@ std::string td_repr(const TensorDict& td) {
   std::vector<std::string> fields;
   fields.reserve(impl.nodes().size());
   for (const auto& node : impl.nodes()) {
-    fields.push_back(node->key + ": " + value_repr(node->value));
+    fields.push_back(node->key + ": " + detail::value_repr(node->value));
   }
   std::sort(fields.begin(), fields.end());
   std::string joined;
@@ -80,7 +35,7 @@ std::string td_repr(const TensorDict& td) {
       "},\nbatch_size=",
       detail::size_repr(impl.batch_size),
       ",\ndevice=",
-      device_repr(impl.device),
+      detail::device_repr(impl.device),
       ",\nis_shared=",
       python_bool(impl.shared),
       ")");

@@ -4,6 +4,7 @@
 
 #include <ATen/InferSize.h>
 #include <ATen/WrapDimUtils.h>
+#include <c10/util/SmallVector.h>
 
 #include <numeric>
 
@@ -17,11 +18,12 @@ using detail::wrap_dim;
 namespace {
 
 // The leaf's shape with its first `batch_dims` dims replaced by `batch`.
-std::vector<int64_t> leaf_shape(
+// Inline storage: no heap allocation per leaf for the usual ranks.
+c10::SmallVector<int64_t, 8> leaf_shape(
     const at::Tensor& t,
     c10::IntArrayRef batch,
     int64_t batch_dims) {
-  std::vector<int64_t> shape(batch.begin(), batch.end());
+  c10::SmallVector<int64_t, 8> shape(batch.begin(), batch.end());
   const auto sizes = t.sizes();
   shape.insert(shape.end(), sizes.begin() + batch_dims, sizes.end());
   return shape;

@@ -4,6 +4,7 @@
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/stack.h>
+#include <c10/util/MaybeOwned.h>
 
 #include <numeric>
 #include <string>
@@ -117,6 +118,23 @@ std::optional<c10::Device> common_device(const std::vector<T>& items, Get get) {
   return device;
 }
 
+// The node of `other` named like `node`, which sits at `pos` in its own
+// dict; null if there is none. Dicts built alike keep their keys in the
+// same order, so the node at the same position is tried before hashing.
+const Node* matching_node(
+    const TensorDictImpl& other,
+    const Node& node,
+    size_t pos) noexcept {
+  const auto nodes = other.nodes();
+  if (pos < nodes.size()) {
+    const Node* same_place = *nodes.begin() + pos; // nodes are contiguous
+    if (same_place->key == node.key) {
+      return same_place;
+    }
+  }
+  return other.find(node.key);
+}
+
 // Throws the key error when a dict's keys differ from the first's.
 void check_keys(
     const std::vector<const TensorDictImpl*>& srcs,
@@ -125,11 +143,12 @@ void check_keys(
   for (size_t i = 1; i < srcs.size(); ++i) {
     const TensorDictImpl& other = *srcs[i];
     bool same = other.nodes().size() == first.nodes().size();
+    size_t pos = 0;
     for (const auto& node : first.nodes()) {
       if (!same) {
         break;
       }
-      same = other.find(node->key) != nullptr;
+      same = matching_node(other, *node, pos++) != nullptr;
     }
     TENSORDICT_CHECK_KEY(
         same,
@@ -145,12 +164,15 @@ void check_keys(
 }
 
 // Checks that leaf shapes agree (except along `dim` for cat), naming the
-// key, so torch's own error need not be decoded.
+// key (`key()`, built only for the error), so torch's own error need not be
+// decoded. Called once at::stack / at::cat has failed: the happy path pays
+// for torch's checks only.
+template <typename KeyFn>
 void check_leaf_shapes(
     const std::vector<at::Tensor>& leaves,
     Op op,
     int64_t dim,
-    const NestedKey& key) {
+    const KeyFn& key) {
   const auto first = leaves[0].sizes();
   for (size_t i = 1; i < leaves.size(); ++i) {
     const auto sizes = leaves[i].sizes();
@@ -168,10 +190,41 @@ void check_leaf_shapes(
         " vs ",
         detail::size_repr(first),
         " for key ",
-        key.to_string(),
+        key().to_string(),
         ".");
   }
 }
+
+// The leaves of one entry, borrowed for one at::stack / at::cat call
+// without touching their refcounts (c10::MaybeOwned's borrow): copying
+// eight handles per leaf costs as much atomic traffic as the call itself.
+class BorrowedLeaves {
+ public:
+  BorrowedLeaves() = default;
+  BorrowedLeaves(const BorrowedLeaves&) = delete;
+  BorrowedLeaves& operator=(const BorrowedLeaves&) = delete;
+  ~BorrowedLeaves() {
+    clear();
+  }
+  void reserve(size_t n) {
+    leaves_.reserve(n);
+  }
+  void push_back(const at::Tensor& t) {
+    leaves_.push_back(c10::MaybeOwnedTraits<at::Tensor>::createBorrow(t));
+  }
+  void clear() noexcept {
+    for (at::Tensor& t : leaves_) {
+      c10::MaybeOwnedTraits<at::Tensor>::destroyBorrow(t);
+    }
+    leaves_.clear();
+  }
+  const std::vector<at::Tensor>& get() const noexcept {
+    return leaves_;
+  }
+
+ private:
+  std::vector<at::Tensor> leaves_;
+};
 
 // The flat, row-major values of a non-tensor entry.
 std::vector<Json> flat_values(const Value& v) {
@@ -254,21 +307,26 @@ TensorDict combine(
   dst.reserve(srcs[0]->nodes().size());
   const size_t n = srcs.size();
   std::vector<const Value*> values(n);
-  std::vector<at::Tensor> leaves;
+  BorrowedLeaves leaves;
+  leaves.reserve(n);
   std::vector<const TensorDictImpl*> children;
+  size_t pos = 0;
   for (const auto& node : srcs[0]->nodes()) {
-    const NestedKey key = prefix ? prefix->child(node->key)
-                                 : NestedKey(std::string_view(node->key));
+    // The entry's full key, built only for errors and nested levels.
+    auto key = [&] {
+      return prefix ? prefix->child(node->key)
+                    : NestedKey(std::string_view(node->key));
+    };
     const Value& first = node->value;
     for (size_t i = 0; i < n; ++i) {
-      values[i] = &srcs[i]->find(node->key)->value;
+      values[i] = &matching_node(*srcs[i], *node, pos)->value;
       const Value& v = *values[i];
       TORCH_CHECK_TYPE(
           v.kind() == first.kind() || (v.is_non_tensor() && first.is_non_tensor()),
           "cannot ",
           op_verb(op),
           " entry ",
-          key.to_string(),
+          key().to_string(),
           ": it is a ",
           first.type_name(),
           " in tensordict 0 and a ",
@@ -281,16 +339,22 @@ TensorDict combine(
       for (const Value* v : values) {
         leaves.push_back(v->tensor());
       }
-      check_leaf_shapes(leaves, op, dim, key);
-      dst.append(
-          node->key,
-          Value(op == Op::kStack ? at::stack(leaves, dim) : at::cat(leaves, dim)));
+      at::Tensor combined;
+      try {
+        combined = op == Op::kStack ? at::stack(leaves.get(), dim)
+                                    : at::cat(leaves.get(), dim);
+      } catch (const c10::Error&) {
+        // Name the key when the shapes are to blame; else torch's error.
+        check_leaf_shapes(leaves.get(), op, dim, key);
+        throw;
+      }
+      dst.append(node->key, Value(std::move(combined)));
     } else if (first.is_tensordict()) {
       children.clear();
       for (const Value* v : values) {
         children.push_back(v->tensordict().unsafeGetImpl());
       }
-      dst.append(node->key, Value(combine(children, op, dim, key)));
+      dst.append(node->key, Value(combine(children, op, dim, key())));
     } else {
       std::vector<std::vector<int64_t>> shapes;
       shapes.reserve(n);
@@ -301,8 +365,9 @@ TensorDict combine(
       dst.append(
           node->key,
           combine_non_tensors(
-              values, op, dim, combined_batch(shape_refs, op, dim, key)));
+              values, op, dim, combined_batch(shape_refs, op, dim, key())));
     }
+    ++pos;
   }
   return result;
 }
