@@ -545,6 +545,12 @@ TEST(MemmapUntrustedTest, ReservedKeysAreRefusedWhenWriting) {
   }
   TensorDict nested({{"a", {{"shape", torch::ones({1})}}}}, {1});
   EXPECT_THROWS_WITH((void)nested.memmap(dir / "n"), c10::Error, "cannot save key ('a', 'shape')");
+  // A refused save leaves an earlier one in the same place loadable.
+  (void)sample().memmap(dir / "kept");
+  TensorDict bad = sample();
+  bad.set({"next", "_type"}, torch::ones({3}));
+  EXPECT_THROWS_WITH((void)bad.memmap(dir / "kept"), c10::Error, "would collide");
+  expect_td_equal(TensorDict::load_memmap(dir / "kept"), sample());
 }
 
 TEST(MemmapUntrustedTest, ExistsokFalseRefusesExistingFiles) {

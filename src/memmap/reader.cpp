@@ -284,7 +284,7 @@ class Loader {
         entry.contains("dtype") && entry.contains("shape"),
         "its meta.json entry has neither \"type\" (a nested collection) nor "
         "\"dtype\" and \"shape\" (a tensor): ",
-        entry.dump());
+        entry.dump().substr(0, 200));
     TORCH_CHECK(
         entry["dtype"].is_string(),
         "its \"dtype\" must be a string, found ",

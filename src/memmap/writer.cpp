@@ -104,12 +104,10 @@ SavePlan::SavePlan(const MemmapOptions& options, bool like, bool inplace)
 SavePlan::~SavePlan() = default;
 
 void SavePlan::prepare_directory(const std::string& dir, bool is_root) {
-  ensure_directory(
-      dir, /*parents=*/is_root, /*allow_symlink=*/is_root, options_.durable());
-  // NOTE [Interrupted saves]: without its meta.json a directory does not
-  // load, so until this save writes it again, no reader can take a
-  // half-rewritten directory for a complete one.
-  remove_file(join_path(dir, "meta.json"));
+  // Planning touches no file, so that a key refused while planning leaves
+  // an earlier save in the same place intact; run() creates the
+  // directories, parents first.
+  directories_.emplace_back(dir, is_root);
 }
 
 std::string SavePlan::checked_name(
@@ -387,6 +385,14 @@ void SavePlan::write_leaf(LeafJob& job) {
 }
 
 void SavePlan::run() {
+  for (const auto& [dir, is_root] : directories_) {
+    ensure_directory(
+        dir, /*parents=*/is_root, /*allow_symlink=*/is_root, options_.durable());
+    // NOTE [Interrupted saves]: without its meta.json a directory does not
+    // load, so until this save writes it again, no reader can take a
+    // half-rewritten directory for a complete one.
+    remove_file(join_path(dir, "meta.json"));
+  }
   std::mutex progress_mutex;
   int64_t done_bytes = 0;
   auto finish = [&](LeafJob& job) {

@@ -32,8 +32,8 @@ class SavePlan {
   SavePlan& operator=(const SavePlan&) = delete;
   ~SavePlan();
 
-  /// Creates `dir` if needed (its parents too for a root) and removes its
-  /// meta.json. See NOTE [Interrupted saves].
+  /// Queues `dir` to be created by `run` if needed (its parents too for a
+  /// root) and its meta.json removed. See NOTE [Interrupted saves].
   void prepare_directory(const std::string& dir, bool is_root);
   /// Plans `src` into directory `dir` (empty: anonymous shared memory),
   /// filling `dest` (an empty dict, or `src` itself in place).
@@ -79,6 +79,7 @@ class SavePlan {
   int64_t total_bytes_ = 0;
   std::vector<LeafJob> leaves_;
   std::vector<MetaJob> metas_;
+  std::vector<std::pair<std::string, bool>> directories_; // (dir, is_root)
   std::vector<std::pair<ImplPtr, std::string>> memmapped_;
 };
 
