@@ -312,6 +312,14 @@ bool is_saveable_dtype(c10::ScalarType dtype) {
   return false;
 }
 
+std::string describe(const std::optional<NestedKey>& key) {
+  return key ? "key " + key->to_string() : "the root";
+}
+
+NestedKey child_key(const std::optional<NestedKey>& prefix, const std::string& k) {
+  return prefix ? prefix->child(k) : NestedKey(std::string(k));
+}
+
 std::string encode_key(std::string_view key) {
   if (key.empty()) {
     return "%";

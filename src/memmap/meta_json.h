@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "tensordict/fwd.h"
+#include "tensordict/nested_key.h"
 #include "tensordict/options.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -34,6 +35,12 @@ std::optional<c10::ScalarType> dtype_from_name(std::string_view name);
 
 /// True if leaves of `dtype` can be saved so that Python loads them.
 bool is_saveable_dtype(c10::ScalarType dtype);
+
+/// Names an entry in messages: "key ('a', 'b')", or "the root".
+std::string describe(const std::optional<NestedKey>& key);
+
+/// Returns `prefix` extended by `k`, or `k` alone at the root.
+NestedKey child_key(const std::optional<NestedKey>& prefix, const std::string& k);
 
 /// Python's `_encode_key_for_filesystem(key, robust=True)`.
 std::string encode_key(std::string_view key);

@@ -30,13 +30,6 @@ constexpr size_t kMaxDims = 64;
 // More lazy-stack elements than this would be a hostile directory.
 constexpr int64_t kMaxStackElements = int64_t{1} << 24;
 
-std::string describe(const std::optional<NestedKey>& key) {
-  return key ? "key " + key->to_string() : "the root";
-}
-
-NestedKey child_key(const std::optional<NestedKey>& prefix, const std::string& k) {
-  return prefix ? prefix->child(k) : NestedKey(std::string(k));
-}
 
 class Loader {
  public:

@@ -39,10 +39,6 @@ constexpr size_t kMaxFileName = 255;
 constexpr const char* kReservedKeys[] = {
     "shape", "device", "_type", "_format_version", "_class", "_names"};
 
-std::string describe(const std::optional<NestedKey>& key) {
-  return key ? "key " + key->to_string() : "the root";
-}
-
 // dump_json, naming the entry whose text is not UTF-8.
 std::string dump_checked(
     const Json& value,
@@ -54,10 +50,6 @@ std::string dump_checked(
   } catch (c10::Error& e) {
     TORCH_RETHROW(e, "while saving ", describe(key));
   }
-}
-
-NestedKey child_key(const std::optional<NestedKey>& prefix, const std::string& k) {
-  return prefix ? prefix->child(k) : NestedKey(std::string(k));
 }
 
 // Prepares a leaf's bytes: on the CPU, contiguous, conj/neg resolved.
@@ -111,13 +103,6 @@ void SavePlan::prepare_directory(const std::string& dir, bool is_root) {
 }
 
 std::string SavePlan::checked_name(
-    const std::string& key,
-    const NestedKey& full_key,
-    bool is_collection) const {
-  return entry_name(key, full_key, is_collection);
-}
-
-std::string SavePlan::entry_name(
     const std::string& key,
     const std::optional<NestedKey>& full_key,
     bool is_collection) const {
@@ -185,7 +170,7 @@ void SavePlan::plan_dict(
     const bool is_collection = !value.is_tensor();
     std::string name;
     if (has_dir) {
-      name = entry_name(node->key, full, is_collection);
+      name = checked_name(node->key, full, is_collection);
       const std::string file = is_collection ? name : name + ".memmap";
       TORCH_CHECK(
           names.insert(file).second,
@@ -614,7 +599,7 @@ at::Tensor TensorDict::make_memmap(
       detail::is_saveable_dtype(dtype),
       "make_memmap: Python tensordict cannot load the dtype ",
       detail::dtype_name(dtype));
-  MemmapOptions naming; // default key encoding, for entry_name
+  MemmapOptions naming; // default key encoding, for checked_name
   detail::SavePlan plan(naming, /*like=*/true, /*inplace=*/true);
   detail::TensorDictImpl* level = impl_.get();
   for (size_t i = 0; i + 1 < key.size(); ++i) {

@@ -53,17 +53,13 @@ class SavePlan {
   /// reserved names, unsafe names and length); throws naming `full_key`.
   std::string checked_name(
       const std::string& key,
-      const NestedKey& full_key,
+      const std::optional<NestedKey>& full_key,
       bool is_collection) const;
 
  private:
   struct LeafJob;
   struct MetaJob;
 
-  std::string entry_name(
-      const std::string& key,
-      const std::optional<NestedKey>& full_key,
-      bool is_collection) const;
   void plan_leaf(
       const at::Tensor& tensor,
       const TensorDict& dest,
