@@ -641,3 +641,60 @@ TEST(MemmapCrashTest, AnInterruptedSaveNeverLoadsAsComplete) {
   std::cout << "[ info ] " << complete << " complete, " << refused
             << " refused, save takes " << save_us << " us\n";
 }
+
+TEST(MemmapUntrustedTest, MoreRefusalsNameWhatIsWrong) {
+  TempDir dir;
+  // Writing.
+  TensorDict long_key({{std::string(300, 'k'), torch::ones({1})}}, {1});
+  EXPECT_THROWS_WITH(
+      (void)long_key.memmap(dir / "a"), c10::Error,
+      "its file name would be 307 bytes long, more than the 255");
+  TensorDict taken({{"x", torch::ones({1})}, {"x.memmap", {{"y", torch::ones({1})}}}}, {1});
+  EXPECT_THROWS_WITH(
+      (void)taken.memmap(dir / "b"), c10::Error,
+      "its file name 'x.memmap' is taken by another entry");
+  TensorDict fp8({{"f", torch::ones({1}).to(torch::kFloat8_e4m3fn)}}, {1});
+  EXPECT_THROWS_WITH(
+      (void)fp8.memmap(dir / "c"), c10::Error,
+      "Python tensordict cannot load the dtype torch.float8_e4m3fn");
+  // Reading.
+  TensorDict named({{"a", torch::ones({2})}}, {2});
+  named.set_names({"n"});
+  (void)named.memmap(dir / "d");
+  const std::string meta = dir / "d/meta.json";
+  const std::string good = read_text(meta);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    text.replace(text.find(from), from.size(), to);
+    write_text(meta, text);
+  };
+  with("\"_names\":[\"n\"]", "\"_names\":[\"n\",\"m\"]");
+  EXPECT_THROWS_WITH((void)TensorDict::load_memmap(dir / "d"), c10::Error,
+                     "\"_names\" has 2 names for 1 batch dims");
+  with("\"device\":\"cpu\",\"_type\"", "\"device\":\"cuda:0\",\"_type\"");
+  EXPECT_THROWS_WITH((void)TensorDict::load_memmap(dir / "d"), c10::Error,
+                     "was saved from device cuda:0; pass LoadMemmapOptions().device");
+  with("\"device\":\"cpu\",\"_type\"", "\"device\":\"toaster\",\"_type\"");
+  EXPECT_THROWS_WITH((void)TensorDict::load_memmap(dir / "d"), c10::Error,
+                     "\"device\" is not a device: 'toaster'");
+  // A sub-collection that is a file, a stack with string data, an empty
+  // lazy stack.
+  (void)sample().memmap(dir / "e");
+  fs::remove_all(dir / "e/next");
+  write_text(dir / "e/next", "not a directory");
+  EXPECT_THROWS_WITH((void)TensorDict::load_memmap(dir / "e"), c10::Error,
+                     "it must be a directory, not a symlink or a file");
+  (void)sample().memmap(dir / "f");
+  write_text(dir / "f/labels/meta.json",
+             "{\"_type\":\"<class 'tensordict.tensorclass.NonTensorStack'>\",\"data\":\"x\"}");
+  EXPECT_THROWS_WITH((void)TensorDict::load_memmap(dir / "f"), c10::Error,
+                     "has the string \"x\" as data; expected a list or \"pickle.pkl\"");
+  fs::create_directories(dir / "g");
+  write_text(dir / "g/meta.json",
+             "{\"_type\": \"<class 'tensordict._lazy.LazyStackedTensorDict'>\", \"stack_dim\": 0}");
+  EXPECT_THROWS_WITH((void)load_memmap_any(dir / "g"), c10::Error,
+                     "has no element directories (0/, 1/, ...)");
+  write_text(dir / "g/meta.json", "{\"_type\": \"<class 'builtins.object'>\"}");
+  EXPECT_THROWS_WITH((void)load_memmap_any(dir / "g"), c10::Error,
+                     "which is neither a tensordict class nor a tensorclass");
+}
