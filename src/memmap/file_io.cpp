@@ -17,7 +17,6 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -516,16 +515,6 @@ void fsync_directory(const std::string& path) {
       path,
       ": ",
       errno_text(errno));
-}
-
-std::string real_path(const std::string& path) {
-  char* resolved = ::realpath(path.c_str(), nullptr);
-  if (resolved == nullptr) {
-    return path;
-  }
-  std::string out(resolved);
-  std::free(resolved);
-  return out;
 }
 
 bool same_file(const std::string& a, const std::string& b) {

@@ -85,10 +85,6 @@ std::string read_small_file(const std::string& path, int64_t max_bytes);
 /// Fsyncs a directory so that entries created in it survive a power loss.
 void fsync_directory(const std::string& path);
 
-/// Returns the absolute, symlink-free form of an existing path, or the
-/// path itself if it cannot be resolved.
-std::string real_path(const std::string& path);
-
 /// True if the two paths name the same file (device and inode).
 bool same_file(const std::string& a, const std::string& b);
 
