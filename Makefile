@@ -36,16 +36,19 @@ demo: build
 test: build
 	cd $(BUILD_DIR) && $(CTEST) --output-on-failure -j $(JOBS)
 
-# Google Benchmark of the C++ ops against raw ATen loops, then Python
-# tensordict on the same work; prints a table and writes build/bench/.
+# Google Benchmark of the C++ ops against their raw baselines, then each
+# benchmarks/python_*.py times Python on the same work; report.py prints a
+# table and writes build/bench/report.json and report.png.
 bench: build
 	$(CMAKE) --build $(BUILD_DIR) -j $(JOBS) --target tensor_dict_benchmark
-	mkdir -p $(BUILD_DIR)/bench
+	rm -rf $(BUILD_DIR)/bench && mkdir -p $(BUILD_DIR)/bench
 	./$(BUILD_DIR)/bin/tensor_dict_benchmark --benchmark_format=console \
 	  --benchmark_out=$(BUILD_DIR)/bench/cpp.json --benchmark_out_format=json
-	$(PYTHON) benchmarks/python_bench.py $(BUILD_DIR)/bench/python.json
-	$(PYTHON) benchmarks/report.py $(BUILD_DIR)/bench/cpp.json \
-	  $(BUILD_DIR)/bench/python.json $(BUILD_DIR)/bench
+	set -e; for script in benchmarks/python_*.py; do \
+	  $(PYTHON) $$script $(BUILD_DIR)/bench/$$(basename $$script .py).json; \
+	done
+	$(PYTHON) benchmarks/report.py $(BUILD_DIR)/bench $(BUILD_DIR)/bench/cpp.json \
+	  $(BUILD_DIR)/bench/python_*.json
 
 $(SAN_DIR)/CMakeCache.txt: | deps
 	$(CMAKE) -S . -B $(SAN_DIR) -DCMAKE_PREFIX_PATH="$(TORCH_PREFIX)" \

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Merges the C++ (Google Benchmark JSON) and Python timings into a report.
 
-Usage: report.py CPP_JSON PYTHON_JSON OUT_DIR
+Usage: report.py OUT_DIR CPP_JSON [PYTHON_JSON ...]
 
-Prints a table (op, C++ us, raw us, Python us, C++/raw, Python/C++), writes
+C++ benchmarks are named <op>/cpp and <op>/raw (the baseline); each Python
+file holds {"results": [{"name": op, "python_us": ...}, ...]}. Prints a table
+(op, C++ us, raw us, Python us, C++/raw, Python/C++), writes
 OUT_DIR/report.json as {"results": [{"name", "cpp_us", "raw_us",
 "python_us"}, ...]} and draws OUT_DIR/report.png (bars on a log scale).
 """
@@ -18,11 +20,16 @@ def to_us(bench):
     return bench["real_time"] * scale
 
 
-def main(cpp_path, python_path, out_dir):
+def main(out_dir, cpp_path, *python_paths):
     with open(cpp_path) as f:
         cpp = json.load(f)
-    with open(python_path) as f:
-        python = {r["name"]: r["python_us"] for r in json.load(f)["results"]}
+    python = {}
+    for path in python_paths:
+        with open(path) as f:
+            for r in json.load(f)["results"]:
+                if r["name"] in python:
+                    sys.exit(f"report.py: op {r['name']!r} timed by two Python scripts")
+                python[r["name"]] = r["python_us"]
     timings = {}
     for bench in cpp["benchmarks"]:
         if bench.get("run_type") == "aggregate":
@@ -49,12 +56,13 @@ def main(cpp_path, python_path, out_dir):
     def ratio(a, b):
         return a / b if a is not None and b else None
 
-    header = f"{'op':14s} {'C++ us':>10s} {'raw us':>10s} {'Python us':>10s} {'C++/raw':>10s} {'Py/C++':>10s}"
+    width = max([14] + [len(r["name"]) for r in results])
+    header = f"{'op':{width}s} {'C++ us':>10s} {'raw us':>10s} {'Python us':>10s} {'C++/raw':>10s} {'Py/C++':>10s}"
     print(header)
     print("-" * len(header))
     for r in results:
         print(
-            f"{r['name']:14s} {fmt(r['cpp_us'])} {fmt(r['raw_us'])} {fmt(r['python_us'])}"
+            f"{r['name']:{width}s} {fmt(r['cpp_us'])} {fmt(r['raw_us'])} {fmt(r['python_us'])}"
             f" {fmt(ratio(r['cpp_us'], r['raw_us']))} {fmt(ratio(r['python_us'], r['cpp_us']))}"
         )
     draw(results, os.path.join(out_dir, "report.png"))
@@ -80,10 +88,12 @@ def draw(results, path):
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels(names, rotation=30, ha="right")
     ax.legend()
-    ax.set_title("TensorDict ops: 100 leaves [64, 8], batch [64]")
+    ax.set_title("TensorDict C++ vs raw baseline vs Python tensordict")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    main(*sys.argv[1:])

@@ -1,9 +1,10 @@
 // TensorDict ops against the same ATen calls on a plain vector of the same
 // leaves ("raw"). Each op has two benchmarks, <op>/cpp and <op>/raw; the
 // report (benchmarks/report.py) divides them and adds Python's timings of
-// the same work (benchmarks/python_bench.py).
+// the same work (benchmarks/python_tensor_dict.py). Registered at static
+// initialization; benchmarks/main.cpp runs them.
 //
-// Workload (kept in step with python_bench.py): a TensorDict of 3 levels
+// Workload (kept in step with python_tensor_dict.py): a TensorDict of 3 levels
 // holding 100 float32 leaves of shape [64, 8], batch size [64].
 
 #include <benchmark/benchmark.h>
@@ -219,16 +220,6 @@ void register_all() {
       });
 }
 
-} // namespace
+[[maybe_unused]] const bool registered = (register_all(), true);
 
-int main(int argc, char** argv) {
-  // One intra-op thread, here and in python_bench.py, so both sides do the
-  // same work the same way.
-  at::set_num_threads(1);
-  torch::manual_seed(0);
-  register_all();
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+} // namespace
