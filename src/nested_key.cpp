@@ -19,9 +19,14 @@ void check_not_empty(size_t n) {
 
 } // namespace
 
-NestedKey::NestedKey(const char* key) {
-  TORCH_CHECK_VALUE(key != nullptr, "a NestedKey cannot be a null pointer");
-  parts_.emplace_back(key);
+void NestedKey::throw_null_key() {
+  TORCH_CHECK_VALUE(false, "a NestedKey cannot be a null pointer");
+  TORCH_INTERNAL_ASSERT(false);
+}
+
+void NestedKey::throw_empty_key() {
+  check_not_empty(0);
+  TORCH_INTERNAL_ASSERT(false);
 }
 
 NestedKey::NestedKey(const std::string& key)
@@ -31,18 +36,6 @@ NestedKey::NestedKey(std::string_view key) {
   auto storage = std::make_shared<std::string>(key);
   parts_.emplace_back(*storage);
   storage_ = std::move(storage);
-}
-
-NestedKey::NestedKey(std::initializer_list<NestedKey> parts) {
-  bool any_owned = false;
-  for (const NestedKey& part : parts) {
-    parts_.append(part.parts_.begin(), part.parts_.end());
-    any_owned = any_owned || part.storage_ != nullptr;
-  }
-  check_not_empty(parts_.size());
-  if (any_owned) {
-    own_parts();
-  }
 }
 
 NestedKey::NestedKey(const std::vector<std::string>& parts) {

@@ -14,37 +14,21 @@ Value::Value(TensorDict td) : value_(std::move(td)) {}
 Value::Value(NonTensorData data) : value_(std::move(data)) {}
 Value::Value(NonTensorStack stack) : value_(std::move(stack)) {}
 
-namespace {
-[[noreturn]] void throw_kind(const Value& v, const char* wanted) {
-  TORCH_CHECK_TYPE(false, "the entry is a ", v.type_name(), ", not a ", wanted);
+void Value::throw_kind(const char* wanted) const {
+  TORCH_CHECK_TYPE(false, "the entry is a ", type_name(), ", not a ", wanted);
   TORCH_INTERNAL_ASSERT(false);
-}
-} // namespace
-
-const at::Tensor& Value::tensor() const {
-  if (!is_tensor()) {
-    throw_kind(*this, "Tensor");
-  }
-  return std::get<at::Tensor>(value_);
-}
-
-const TensorDict& Value::tensordict() const {
-  if (!is_tensordict()) {
-    throw_kind(*this, "TensorDict");
-  }
-  return std::get<TensorDict>(value_);
 }
 
 const NonTensorData& Value::non_tensor_data() const {
   if (!is_non_tensor_data()) {
-    throw_kind(*this, "NonTensorData");
+    throw_kind("NonTensorData");
   }
   return std::get<NonTensorData>(value_);
 }
 
 const NonTensorStack& Value::non_tensor_stack() const {
   if (!is_non_tensor_stack()) {
-    throw_kind(*this, "NonTensorStack");
+    throw_kind("NonTensorStack");
   }
   return std::get<NonTensorStack>(value_);
 }
@@ -56,7 +40,7 @@ Json Value::non_tensor() const {
   if (is_non_tensor_stack()) {
     return std::get<NonTensorStack>(value_).tolist();
   }
-  throw_kind(*this, "NonTensorData or NonTensorStack");
+  throw_kind("NonTensorData or NonTensorStack");
 }
 
 std::vector<int64_t> Value::shape() const {

@@ -35,13 +35,32 @@ TENSORDICT_BEGIN_NAMESPACE
 class TENSORDICT_API NestedKey {
  public:
   /// Makes a one-part key that borrows `key`; `key` must outlive the key.
-  NestedKey(const char* key); // NOLINT(google-explicit-constructor)
+  NestedKey(const char* key) { // NOLINT(google-explicit-constructor)
+    // This and the brace-list constructor are inline: a key is built for
+    // every lookup, and out of line they cost more than the lookup itself.
+    if (key == nullptr) {
+      throw_null_key();
+    }
+    parts_.emplace_back(key);
+  }
   /// Makes a one-part key that owns a copy of `key`.
   NestedKey(const std::string& key); // NOLINT(google-explicit-constructor)
   /// Makes a one-part key that owns a copy of `key`.
   NestedKey(std::string_view key); // NOLINT(google-explicit-constructor)
   /// Unravels nested parts into one path; throws KeyError if it is empty.
-  NestedKey(std::initializer_list<NestedKey> parts);
+  NestedKey(std::initializer_list<NestedKey> parts) {
+    bool any_owned = false;
+    for (const NestedKey& part : parts) {
+      parts_.append(part.parts_.begin(), part.parts_.end());
+      any_owned = any_owned || part.storage_ != nullptr;
+    }
+    if (parts_.empty()) {
+      throw_empty_key();
+    }
+    if (any_owned) {
+      own_parts();
+    }
+  }
   /// Makes a path from its parts; throws KeyError if `parts` is empty.
   explicit NestedKey(const std::vector<std::string>& parts);
 
@@ -91,6 +110,8 @@ class TENSORDICT_API NestedKey {
  private:
   NestedKey() = default;
   void own_parts();
+  [[noreturn]] static void throw_null_key();
+  [[noreturn]] static void throw_empty_key();
 
   // Up to four parts live inline: no allocation for typical nested keys.
   c10::SmallVector<std::string_view, 4> parts_;

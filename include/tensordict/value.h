@@ -65,9 +65,20 @@ class TENSORDICT_API Value {
   }
 
   /// Returns the tensor; throws TypeError for other kinds.
-  const at::Tensor& tensor() const;
+  const at::Tensor& tensor() const {
+    // Inline: this is the hot path of every lookup.
+    if (const at::Tensor* t = std::get_if<at::Tensor>(&value_)) {
+      return *t;
+    }
+    throw_kind("Tensor");
+  }
   /// Returns the nested dict; throws TypeError for other kinds.
-  const TensorDict& tensordict() const;
+  const TensorDict& tensordict() const {
+    if (const TensorDict* td = std::get_if<TensorDict>(&value_)) {
+      return *td;
+    }
+    throw_kind("TensorDict");
+  }
   /// Returns the NonTensorData; throws TypeError for other kinds.
   const NonTensorData& non_tensor_data() const;
   /// Returns the NonTensorStack; throws TypeError for other kinds.
@@ -89,6 +100,8 @@ class TENSORDICT_API Value {
   }
 
  private:
+  [[noreturn]] void throw_kind(const char* wanted) const;
+
   std::variant<at::Tensor, TensorDict, NonTensorData, NonTensorStack> value_;
 };
 

@@ -2,6 +2,7 @@
 // removing entries, flattening nested keys.
 
 #include <algorithm>
+#include <optional>
 
 #include "detail/format.h"
 #include "detail/tensor_dict_impl.h"
@@ -271,7 +272,8 @@ void update_level(
     detail::Node* existing = here < out.nodes().size()
         ? *out.nodes().begin() + here // nodes are contiguous
         : nullptr;
-    if (existing == nullptr || existing->key != node->key) {
+    if (existing == nullptr || existing->hash != node->hash ||
+        existing->key != node->key) {
       existing = out.find(node->key);
     }
     const bool merge = existing == nullptr ? !sub_covered
@@ -290,14 +292,17 @@ void update_level(
       path.pop_back();
       continue;
     }
-    Value value = node->value;
+    // Copied only when cloned: copying a Value costs more than the rest of
+    // the fast path below.
+    std::optional<Value> cloned;
     if (options.clone()) {
-      if (value.is_tensor()) {
-        value = Value(value.tensor().clone());
-      } else if (value.is_tensordict()) {
-        value = Value(value.tensordict().clone());
+      if (node->value.is_tensor()) {
+        cloned.emplace(node->value.tensor().clone());
+      } else if (node->value.is_tensordict()) {
+        cloned.emplace(node->value.tensordict().clone());
       }
     }
+    const Value& value = cloned ? *cloned : node->value;
     // Fast path: a tensor that fits replaces the entry, as `set` would do
     // after the same checks, without building a key.
     if (!options.inplace() && value.is_tensor()) {
@@ -310,9 +315,9 @@ void update_level(
       if (fits) {
         detail::check_unlocked(out);
         if (existing != nullptr) {
-          existing->value = std::move(value);
+          existing->value = value;
         } else {
-          out.append(node->key, std::move(value));
+          out.append(node->key, value);
         }
         continue;
       }

@@ -1,0 +1,334 @@
+// Saving and loading memmap trees against the least the same work can cost
+// ("raw": plain write()/mmap() of the same bytes, or at::index_select on the
+// same mapped tensor), and against torch::save/torch::load. Registered at
+// static initialization; benchmarks/main.cpp runs them and
+// benchmarks/python_memmap.py times Python on the same work.
+//
+// Workloads (kept in step with python_memmap.py):
+//   a) 256 MiB: 16 float32 leaves of [1024, 4096] and 500 of [1024], batch [1024]
+//   b) 10,000 float32 leaves of [256] (1 KiB each) in 100 sub-dicts, batch [256]
+//   c) 512 float32 leaves of [1024] in 8 sub-dicts (load_memmap cost per leaf)
+//   d) 100,000 x 3 x 64 x 64 uint8 images: gather 256 random rows
+// Files go under $TENSORDICT_BENCH_DIR, by default /dev/shm when it is
+// writable (else the system temp directory): the benchmark measures the
+// libraries, not the disk.
+
+#include <benchmark/benchmark.h>
+#include <tensordict/tensordict.h>
+#include <torch/serialize.h>
+#include <torch/torch.h>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using tensordict::LoadMemmapOptions;
+using tensordict::MemmapOptions;
+using tensordict::NestedKey;
+using tensordict::TensorDict;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Python's benchmark uses the same number of writer threads.
+constexpr int64_t kSaveThreads = 2;
+
+// A directory of this process, removed at exit.
+class BenchDir {
+ public:
+  BenchDir() {
+    const char* env = std::getenv("TENSORDICT_BENCH_DIR");
+    fs::path base;
+    if (env != nullptr && *env != '\0') {
+      base = env;
+    } else if (::access("/dev/shm", W_OK) == 0) {
+      base = "/dev/shm";
+    } else {
+      base = fs::temp_directory_path();
+    }
+    path_ = base / ("tensordict_memmap_bench_" + std::to_string(::getpid()));
+    fs::create_directories(path_);
+  }
+  BenchDir(const BenchDir&) = delete;
+  BenchDir& operator=(const BenchDir&) = delete;
+  ~BenchDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const fs::path& path() const noexcept {
+    return path_;
+  }
+
+ private:
+  fs::path path_;
+};
+
+const fs::path& bench_dir() {
+  static const BenchDir dir;
+  return dir.path();
+}
+
+struct Workload {
+  TensorDict td;
+  std::vector<at::Tensor> leaves; // contiguous, in key order
+};
+
+Workload make_workload(
+    std::vector<int64_t> batch,
+    int64_t groups,
+    int64_t per_group,
+    std::vector<int64_t> leaf_shape) {
+  Workload w;
+  w.td = TensorDict(batch);
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t i = 0; i < per_group; ++i) {
+      at::Tensor t = torch::randn(leaf_shape);
+      const std::string name = "x" + std::to_string(i);
+      if (groups == 1) {
+        w.td.set(name, t);
+      } else {
+        w.td.set({"g" + std::to_string(g), name}, t);
+      }
+      w.leaves.push_back(t);
+    }
+  }
+  return w;
+}
+
+const Workload& workload_a() {
+  static const Workload w = [] {
+    Workload big = make_workload({1024}, 1, 16, {1024, 4096});
+    Workload small = make_workload({1024}, 1, 500, {1024});
+    for (int64_t i = 0; i < 500; ++i) {
+      big.td.set("s" + std::to_string(i), small.leaves[i]);
+      big.leaves.push_back(small.leaves[i]);
+    }
+    return big;
+  }();
+  return w;
+}
+
+const Workload& workload_b() {
+  static const Workload w = make_workload({256}, 100, 100, {256});
+  return w;
+}
+
+const Workload& workload_c() {
+  static const Workload w = make_workload({1024}, 8, 64, {1024});
+  return w;
+}
+
+void check_errno(bool ok, const char* what, const fs::path& path) {
+  if (!ok) {
+    throw std::runtime_error(std::string(what) + " " + path.string() + ": " + std::strerror(errno));
+  }
+}
+
+// The least a save can cost: one file per leaf, written with write().
+void raw_write(const std::vector<at::Tensor>& leaves, const fs::path& dir) {
+  fs::create_directories(dir);
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const fs::path path = dir / (std::to_string(i) + ".memmap");
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    check_errno(fd >= 0, "open", path);
+    const char* data = static_cast<const char*>(leaves[i].data_ptr());
+    size_t left = leaves[i].nbytes();
+    while (left > 0) {
+      const ssize_t n = ::write(fd, data, left);
+      check_errno(n > 0, "write", path);
+      data += n;
+      left -= static_cast<size_t>(n);
+    }
+    ::close(fd);
+  }
+}
+
+// The least a zero-copy load can cost: open and mmap each file, wrap it.
+std::vector<at::Tensor> raw_map(const std::vector<at::Tensor>& like, const fs::path& dir) {
+  std::vector<at::Tensor> out;
+  out.reserve(like.size());
+  for (size_t i = 0; i < like.size(); ++i) {
+    const fs::path path = dir / (std::to_string(i) + ".memmap");
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    check_errno(fd >= 0, "open", path);
+    struct stat st {};
+    check_errno(::fstat(fd, &st) == 0, "fstat", path);
+    const size_t size = static_cast<size_t>(st.st_size);
+    void* data = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    ::close(fd);
+    check_errno(data != MAP_FAILED, "mmap", path);
+    out.push_back(at::from_blob(
+        data, like[i].sizes(), [size](void* p) { ::munmap(p, size); },
+        at::TensorOptions().dtype(like[i].dtype())));
+  }
+  return out;
+}
+
+// The least a copying load can cost: read() each file into a new tensor.
+std::vector<at::Tensor> raw_read(const std::vector<at::Tensor>& like, const fs::path& dir) {
+  std::vector<at::Tensor> out;
+  out.reserve(like.size());
+  for (size_t i = 0; i < like.size(); ++i) {
+    const fs::path path = dir / (std::to_string(i) + ".memmap");
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    check_errno(fd >= 0, "open", path);
+    at::Tensor t = at::empty_like(like[i]);
+    char* data = static_cast<char*>(t.data_ptr());
+    size_t left = t.nbytes();
+    while (left > 0) {
+      const ssize_t n = ::read(fd, data, left);
+      check_errno(n > 0, "read", path);
+      data += n;
+      left -= static_cast<size_t>(n);
+    }
+    ::close(fd);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// Runs `save(dir)` once per iteration into a fresh directory; removing the
+// previous one is not timed.
+template <typename Save>
+void time_saves(benchmark::State& state, const std::string& name, Save save) {
+  const fs::path dir = bench_dir() / name;
+  for (auto _ : state) {
+    state.PauseTiming();
+    fs::remove_all(dir);
+    state.ResumeTiming();
+    save(dir);
+  }
+  fs::remove_all(dir);
+}
+
+void register_save(const std::string& name, const Workload& (*workload)(), int64_t threads) {
+  benchmark::RegisterBenchmark((name + "/cpp").c_str(), [=](benchmark::State& state) {
+    const Workload& w = workload();
+    time_saves(state, name, [&](const fs::path& dir) {
+      benchmark::DoNotOptimize(w.td.memmap(MemmapOptions(dir.string()).num_threads(threads)));
+    });
+  })->Unit(benchmark::kMicrosecond)->UseRealTime()->MinTime(1.0);
+  benchmark::RegisterBenchmark((name + "/raw").c_str(), [=](benchmark::State& state) {
+    const Workload& w = workload();
+    time_saves(state, name, [&](const fs::path& dir) { raw_write(w.leaves, dir); });
+  })->Unit(benchmark::kMicrosecond)->UseRealTime()->MinTime(1.0);
+}
+
+// Loads `name`'s tree, written once before timing.
+void register_load(const std::string& name, const Workload& (*workload)()) {
+  benchmark::RegisterBenchmark((name + "/cpp").c_str(), [=](benchmark::State& state) {
+    const fs::path dir = bench_dir() / name;
+    (void)workload().td.memmap(MemmapOptions(dir.string()));
+    for (auto _ : state) {
+      benchmark::DoNotOptimize(TensorDict::load_memmap(dir.string()));
+    }
+    fs::remove_all(dir);
+  })->Unit(benchmark::kMicrosecond)->UseRealTime();
+  benchmark::RegisterBenchmark((name + "/raw").c_str(), [=](benchmark::State& state) {
+    const fs::path dir = bench_dir() / name;
+    const Workload& w = workload();
+    raw_write(w.leaves, dir);
+    for (auto _ : state) {
+      benchmark::DoNotOptimize(raw_map(w.leaves, dir));
+    }
+    fs::remove_all(dir);
+  })->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
+// torch::save / torch::load of the same leaves (a flat list: what libtorch
+// offers without a dict type), against write()/read() of the same bytes.
+void register_torch_serialize() {
+  benchmark::RegisterBenchmark("torch_save_256MiB/cpp", [](benchmark::State& state) {
+    const Workload& w = workload_a();
+    time_saves(state, "torch_save", [&](const fs::path& dir) {
+      fs::create_directories(dir);
+      torch::save(w.leaves, (dir / "leaves.pt").string());
+    });
+  })->Unit(benchmark::kMicrosecond)->UseRealTime()->MinTime(1.0);
+  benchmark::RegisterBenchmark("torch_save_256MiB/raw", [](benchmark::State& state) {
+    const Workload& w = workload_a();
+    time_saves(state, "torch_save", [&](const fs::path& dir) { raw_write(w.leaves, dir); });
+  })->Unit(benchmark::kMicrosecond)->UseRealTime()->MinTime(1.0);
+  benchmark::RegisterBenchmark("torch_load_256MiB/cpp", [](benchmark::State& state) {
+    const fs::path file = bench_dir() / "torch_load.pt";
+    torch::save(workload_a().leaves, file.string());
+    for (auto _ : state) {
+      std::vector<at::Tensor> leaves;
+      torch::load(leaves, file.string());
+      benchmark::DoNotOptimize(leaves);
+    }
+    fs::remove(file);
+  })->Unit(benchmark::kMicrosecond)->UseRealTime();
+  benchmark::RegisterBenchmark("torch_load_256MiB/raw", [](benchmark::State& state) {
+    const fs::path dir = bench_dir() / "torch_load_raw";
+    const Workload& w = workload_a();
+    raw_write(w.leaves, dir);
+    for (auto _ : state) {
+      benchmark::DoNotOptimize(raw_read(w.leaves, dir));
+    }
+    fs::remove_all(dir);
+  })->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
+// 256 random rows of a memory-mapped 100,000 x 3 x 64 x 64 uint8 dataset:
+// TensorDict indexing against at::index_select on the same mapped tensor.
+struct Images {
+  TensorDict td; // memmapped, one leaf "pixels"
+  at::Tensor index;
+};
+
+const Images& images() {
+  static const Images images = [] {
+    constexpr int64_t kRows = 100000;
+    TensorDict like({kRows});
+    like.set("pixels", at::empty({kRows, 3, 64, 64}, at::kByte));
+    Images out;
+    out.td = like.memmap_like(MemmapOptions((bench_dir() / "images").string()));
+    at::Tensor pixels = out.td.get("pixels");
+    for (int64_t start = 0; start < kRows; start += 10000) {
+      pixels.narrow(0, start, 10000).copy_(torch::randint(0, 256, {10000, 3, 64, 64}, at::kByte));
+    }
+    out.index = torch::randint(0, kRows, {256}, at::kLong);
+    return out;
+  }();
+  return images;
+}
+
+void register_gather() {
+  benchmark::RegisterBenchmark("gather_256_rows/cpp", [](benchmark::State& state) {
+    const Images& im = images();
+    for (auto _ : state) {
+      benchmark::DoNotOptimize(im.td.index({im.index}));
+    }
+  })->Unit(benchmark::kMicrosecond)->UseRealTime();
+  benchmark::RegisterBenchmark("gather_256_rows/raw", [](benchmark::State& state) {
+    const Images& im = images();
+    const at::Tensor pixels = im.td.get("pixels");
+    for (auto _ : state) {
+      benchmark::DoNotOptimize(at::index_select(pixels, 0, im.index));
+    }
+  })->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
+void register_all() {
+  register_save("save_256MiB", workload_a, 0);
+  register_save("save_256MiB_2threads", workload_a, kSaveThreads);
+  register_save("save_10k_1KiB", workload_b, 0);
+  register_torch_serialize();
+  register_load("load_256MiB", workload_a);
+  register_load("load_10k_1KiB", workload_b);
+  register_load("load_512_leaves", workload_c);
+  register_gather();
+}
+
+[[maybe_unused]] const bool registered = (register_all(), true);
+
+} // namespace
