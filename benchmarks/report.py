@@ -34,7 +34,8 @@ def main(out_dir, cpp_path, *python_paths):
     for bench in cpp["benchmarks"]:
         if bench.get("run_type") == "aggregate":
             continue
-        op, _, side = bench["name"].partition("/")
+        # "<op>/<side>", maybe followed by "/min_time:...", "/real_time".
+        op, side = bench["name"].split("/")[:2]
         timings.setdefault(op, {})[side] = to_us(bench)
     results = []
     for op, sides in timings.items():

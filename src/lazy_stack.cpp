@@ -25,6 +25,7 @@ class LazyStackedTensorDictImpl : public c10::intrusive_ptr_target {
   int64_t stack_dim = 0; // in [0, batch dims of the elements]
   std::vector<int64_t> batch_size; // the elements' with the stack inserted
   std::optional<c10::Device> device;
+  std::optional<std::string> stack_dim_name;
 };
 
 } // namespace detail
@@ -286,7 +287,10 @@ TensorDict contiguous_impl(
     const std::optional<NestedKey>& prefix) {
   const std::vector<TensorDict>& tds = stack.tensordicts();
   const int64_t stack_dim = stack.stack_dim();
-  TensorDict dense(stack.batch_size(), stack.device());
+  TensorDict dense(
+      stack.batch_size(),
+      stack.device(),
+      stack.has_names() ? stack.names() : DimNames{});
   for (const Node* node : common_nodes(tds)) {
     const NestedKey key = child_key(prefix, node->key);
     const std::vector<Value> values = member_values(tds, node->key, key);
@@ -300,7 +304,9 @@ TensorDict contiguous_impl(
         dense.set(
             local,
             contiguous_impl(
-                LazyStackedTensorDict(nested_dicts(values), stack_dim), key));
+                LazyStackedTensorDict(
+                    nested_dicts(values), stack_dim, stack.stack_dim_name()),
+                key));
         break;
       case Value::Kind::kNonTensorData:
       case Value::Kind::kNonTensorStack:
@@ -473,7 +479,8 @@ std::vector<int64_t> slice_positions(
 
 LazyStackedTensorDict::LazyStackedTensorDict(
     std::vector<TensorDict> tensordicts,
-    int64_t stack_dim)
+    int64_t stack_dim,
+    std::optional<std::string> stack_dim_name)
     : impl_(c10::make_intrusive<LazyStackedTensorDictImpl>()) {
   TORCH_CHECK(!tensordicts.empty(), "items cannot be empty");
   const TensorDict& first = tensordicts.front();
@@ -528,6 +535,7 @@ LazyStackedTensorDict::LazyStackedTensorDict(
   impl_->batch_size = std::move(batch);
   impl_->device = first.device();
   impl_->stack_dim = stack_dim;
+  impl_->stack_dim_name = std::move(stack_dim_name);
   impl_->tensordicts = std::move(tensordicts);
 }
 
@@ -543,8 +551,9 @@ LazyStackedTensorDict::~LazyStackedTensorDict() = default;
 
 LazyStackedTensorDict lazy_stack(
     const std::vector<TensorDict>& tensordicts,
-    int64_t dim) {
-  return LazyStackedTensorDict(tensordicts, dim);
+    int64_t dim,
+    std::optional<std::string> stack_dim_name) {
+  return LazyStackedTensorDict(tensordicts, dim, std::move(stack_dim_name));
 }
 
 // --- structure -----------------------------------------------------------------
@@ -585,6 +594,24 @@ size_t LazyStackedTensorDict::size() const {
 
 std::optional<c10::Device> LazyStackedTensorDict::device() const noexcept {
   return impl_->device;
+}
+
+const std::optional<std::string>& LazyStackedTensorDict::stack_dim_name()
+    const noexcept {
+  return impl_->stack_dim_name;
+}
+
+bool LazyStackedTensorDict::has_names() const {
+  return impl_->tensordicts.front().has_names();
+}
+
+DimNames LazyStackedTensorDict::names() const {
+  const TensorDict& first = impl_->tensordicts.front();
+  DimNames names = first.has_names()
+      ? first.names()
+      : DimNames(static_cast<size_t>(first.batch_dims()), std::nullopt);
+  names.insert(names.begin() + impl_->stack_dim, impl_->stack_dim_name);
+  return names;
 }
 
 // --- indexing ------------------------------------------------------------------
@@ -813,7 +840,8 @@ std::variant<TensorDict, LazyStackedTensorDict> LazyStackedTensorDict::index(
   for (int64_t i : positions) {
     selected.push_back(index_element(i));
   }
-  return LazyStackedTensorDict(std::move(selected), out_dim);
+  return LazyStackedTensorDict(
+      std::move(selected), out_dim, impl_->stack_dim_name);
 }
 
 // --- reading -------------------------------------------------------------------
@@ -863,7 +891,8 @@ LazyStackedTensorDict LazyStackedTensorDict::get_tensordict(
   const std::vector<Value> values = walk_values(impl_->tensordicts, key);
   check_kind(values, key, Value::Kind::kTensorDict, "TensorDict");
   try {
-    return LazyStackedTensorDict(nested_dicts(values), impl_->stack_dim);
+    return LazyStackedTensorDict(
+        nested_dicts(values), impl_->stack_dim, impl_->stack_dim_name);
   } catch (c10::Error& e) {
     TORCH_RETHROW(e, "while stacking the entry ", key.to_string());
   }

@@ -113,6 +113,28 @@ TEST(IndexingTest, IntegerTensors) {
   EXPECT_EQ(td.index({Slice(), torch::tensor({2, 0})}).batch_size(), c10::IntArrayRef({4, 2}));
 }
 
+// A 1-D index of rows takes index_select (see gather_rows in
+// src/tensor_dict/indexing.cpp); results must equal advanced indexing for
+// every index dtype, negative and out-of-range indices and strided leaves.
+TEST(IndexingTest, RowGathersMatchAdvancedIndexing) {
+  TensorDict td = make_td();
+  td.set("t", torch::arange(24, torch::kDouble).view({3, 4, 2}).permute({1, 0, 2}));
+  ASSERT_FALSE(td.get("t").is_contiguous());
+  for (const at::Tensor& idx :
+       {torch::tensor({3, 0, 3}, torch::kLong), torch::tensor({1, 2}, torch::kInt),
+        torch::tensor({-1, 0}, torch::kLong), torch::empty({0}, torch::kLong)}) {
+    TensorDict out = td.index({idx});
+    for (const char* key : {"a", "t"}) {
+      EXPECT_TRUE(torch::equal(out.get(key), td.get(key).index({idx}))) << key << " " << idx;
+    }
+    EXPECT_TRUE(torch::equal(out.get({"n", "b"}), td.get({"n", "b"}).index({idx})));
+  }
+  EXPECT_THROWS_WITH(
+      td.index({torch::tensor({0, 4}, torch::kLong)}),
+      c10::IndexError,
+      "index 4 is out of bounds for dimension 0 with size 4");
+}
+
 TEST(IndexingTest, IndexingPastTheBatchDimsIsAnIndexError) {
   TensorDict td = make_td();
   EXPECT_THROWS_EXACTLY(

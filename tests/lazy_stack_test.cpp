@@ -121,6 +121,42 @@ TEST(LazyStackTest, AtReturnsTheElement) {
       "index -3 is out of bounds for the stack dim of size 2");
 }
 
+// Python: LazyStackedTensorDict(td_n, td_n, stack_dim=1, stack_dim_name="s")
+// has names ['n', 's'] and _has_names() True; without element names it has
+// names [None, 's'], _has_names() False, and contiguous() has no names.
+TEST(LazyStackTest, NamesInsertTheStackDimName) {
+  auto named = [](std::vector<std::optional<std::string>> names) {
+    return TensorDict({{"a", torch::zeros({3, 2})}}, {3}, std::nullopt, names);
+  };
+  using tensordict::DimNames;
+  const LazyStackedTensorDict both = lazy_stack({named({"n"}), named({"n"})}, 1, "s");
+  EXPECT_EQ(both.stack_dim_name(), std::optional<std::string>("s"));
+  EXPECT_TRUE(both.has_names());
+  EXPECT_EQ(both.names(), (DimNames{"n", "s"}));
+  EXPECT_EQ(both.contiguous().names(), (DimNames{"n", "s"}));
+
+  const LazyStackedTensorDict elements_only = lazy_stack({named({"n"}), named({"n"})}, -1);
+  EXPECT_EQ(elements_only.stack_dim_name(), std::nullopt);
+  EXPECT_EQ(elements_only.names(), (DimNames{"n", std::nullopt}));
+  EXPECT_EQ(elements_only.contiguous().names(), (DimNames{"n", std::nullopt}));
+
+  const LazyStackedTensorDict stack_only = lazy_stack({named({}), named({})}, 1, "s");
+  EXPECT_FALSE(stack_only.has_names());
+  EXPECT_EQ(stack_only.names(), (DimNames{std::nullopt, "s"}));
+  EXPECT_FALSE(stack_only.contiguous().has_names());
+
+  // Where the stack dim survives, so does its name.
+  auto sliced = std::get<LazyStackedTensorDict>(both.index({Slice(), Slice(0, 1)}));
+  EXPECT_EQ(sliced.names(), (DimNames{"n", "s"}));
+  auto row = std::get<LazyStackedTensorDict>(both.index({0}));
+  EXPECT_EQ(row.names(), (DimNames{"s"}));
+  TensorDict nested_a = named({"n"});
+  nested_a.set("sub", named({"n"}));
+  const LazyStackedTensorDict outer = lazy_stack({nested_a, nested_a.clone()}, 0, "s");
+  EXPECT_EQ(outer.get_tensordict("sub").stack_dim_name(), std::optional<std::string>("s"));
+  EXPECT_EQ(outer.contiguous().get_tensordict("sub").names(), (DimNames{"s", "n"}));
+}
+
 TEST(LazyStackTest, IndexTakesAnIntegerOrASliceOfTheStackDim) {
   std::vector<TensorDict> tds;
   for (int i = 0; i < 4; ++i) {

@@ -337,6 +337,25 @@ TEST(MemmapTest, LazyStacksRoundTrip) {
       (void)TensorDict::load_memmap(dir / "ls"), c10::Error, "load_memmap_any");
 }
 
+TEST(MemmapTest, LazyStackDimNamesRoundTrip) {
+  TempDir dir;
+  TensorDict element({{"a", torch::ones({3, 2})}}, {3}, std::nullopt, {"n"});
+  auto stack = lazy_stack({element, element.clone()}, 1, "s");
+  (void)memmap(stack, dir / "ls");
+  EXPECT_NE(read_text(dir / "ls/meta.json").find("\"stack_dim_name\":\"s\""), std::string::npos);
+  LoadedTree tree = load_memmap_any(dir / "ls");
+  const auto& loaded = std::get<LazyStackedTensorDict>(tree);
+  EXPECT_EQ(loaded.stack_dim(), 1);
+  EXPECT_EQ(loaded.names(), (tensordict::DimNames{"n", "s"}));
+
+  write_text(
+      dir / "ls/meta.json",
+      "{\"_type\": \"<class 'tensordict._lazy.LazyStackedTensorDict'>\", \"stack_dim\": 1, "
+      "\"stack_dim_name\": 3}");
+  EXPECT_THROWS_WITH(
+      (void)load_memmap_any(dir / "ls"), c10::Error, "\"stack_dim_name\" must be a string or null, not number");
+}
+
 TEST(MemmapTest, PythonClassRoundTrips) {
   TempDir dir;
   TensorDict td({{"x", torch::ones({2})}, {"y", "hi"}}, {2});

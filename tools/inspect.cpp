@@ -129,10 +129,8 @@ Json dump_tree(const LoadedTree& tree) {
     out["batch_size"] = stack.batch_size().vec();
     out["stack_dim"] = stack.stack_dim();
     const auto& elements = stack.tensordicts();
-    if (!elements.empty() && elements.front().has_names()) {
-      DimNames names = elements.front().names();
-      names.insert(names.begin() + stack.stack_dim(), std::nullopt);
-      out["names"] = names_json(names);
+    if (stack.has_names()) {
+      out["names"] = names_json(stack.names());
     }
     for (size_t i = 0; i < elements.size(); ++i) {
       collect(elements[i], {std::to_string(i)}, entries);

@@ -73,9 +73,11 @@ class TENSORDICT_API LazyStackedTensorDict {
   /// [-batch_dims - 1, batch_dims] of the elements. Throws an error if the
   /// list is empty, the devices or batch sizes differ, or `stack_dim` is out
   /// of range.
+  /// `stack_dim_name` names the stack dim (Python's `stack_dim_name`).
   explicit LazyStackedTensorDict(
       std::vector<TensorDict> tensordicts,
-      int64_t stack_dim = 0);
+      int64_t stack_dim = 0,
+      std::optional<std::string> stack_dim_name = std::nullopt);
 
   LazyStackedTensorDict(const LazyStackedTensorDict& other);
   LazyStackedTensorDict(LazyStackedTensorDict&& other) noexcept;
@@ -116,6 +118,14 @@ class TENSORDICT_API LazyStackedTensorDict {
   size_t size() const;
   /// Returns the device the elements share, or nullopt.
   std::optional<c10::Device> device() const noexcept;
+  /// Returns the name of the stack dim, or nullopt.
+  const std::optional<std::string>& stack_dim_name() const noexcept;
+  /// Returns true if the elements have dim names (Python's `_has_names()`:
+  /// a stack dim name alone does not count).
+  bool has_names() const;
+  /// Returns the elements' dim names (nullopt each when they have none)
+  /// with `stack_dim_name()` inserted at the stack dim, as Python's `names`.
+  DimNames names() const;
 
   // --- indexing -------------------------------------------------------------
 
@@ -165,13 +175,14 @@ class TENSORDICT_API LazyStackedTensorDict {
   /// the shapes differ.
   at::Tensor get(const NestedKey& key) const;
   /// Returns the lazy stack of the nested dicts at `key` (aliased), with
-  /// the same stack dim. Throws KeyError if an element lacks the key,
+  /// the same stack dim and stack dim name. Throws KeyError if an element lacks the key,
   /// TypeError if an entry is not a dict, and an error if the nested batch
   /// sizes differ.
   LazyStackedTensorDict get_tensordict(const NestedKey& key) const;
   /// Returns a dense TensorDict (new tensors) holding every key the
   /// elements share, stacked along the stack dim, nested dicts recursively;
-  /// non-tensor values become a NonTensorStack. Keys that only some
+  /// non-tensor values become a NonTensorStack. It has `names()` when the
+  /// elements have names. Keys that only some
   /// elements hold are dropped, as in Python. Throws an error naming the key
   /// if the shapes of a leaf differ, TypeError if its kinds differ.
   [[nodiscard]] TensorDict contiguous() const;
@@ -195,8 +206,10 @@ class TENSORDICT_API LazyStackedTensorDict {
 /// Stacks `tensordicts` lazily along batch dim `dim` (Python's
 /// `lazy_stack`): the elements are aliased, not copied. Throws like the
 /// LazyStackedTensorDict constructor.
-TENSORDICT_API LazyStackedTensorDict
-lazy_stack(const std::vector<TensorDict>& tensordicts, int64_t dim = 0);
+TENSORDICT_API LazyStackedTensorDict lazy_stack(
+    const std::vector<TensorDict>& tensordicts,
+    int64_t dim = 0,
+    std::optional<std::string> stack_dim_name = std::nullopt);
 
 /// Writes `stack.repr()`.
 TENSORDICT_API std::ostream& operator<<(

@@ -161,49 +161,23 @@ PathKind path_kind(const std::string& path) {
   return PathKind::kOther;
 }
 
-at::Tensor map_tensor_file(
+namespace {
+
+// Maps the first bytes of the open regular file `fd` (`path`) as a tensor
+// of `shape` and `dtype`; checks the file is long enough.
+at::Tensor map_open_file(
+    int fd,
     const std::string& path,
     c10::ScalarType dtype,
     c10::IntArrayRef shape,
-    MapMode mode,
+    bool writable,
     std::string_view what) {
   const int64_t numel = c10::multiply_integers(shape);
   const size_t nbytes =
       static_cast<size_t>(numel) * c10::elementSize(dtype);
-  bool writable = mode == MapMode::kReadWrite;
-  if (mode == MapMode::kAuto) {
-    writable = ::access(path.c_str(), W_OK) == 0;
-  }
-  const int fd_raw = ::open(
-      path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
-  if (fd_raw < 0) {
-    const int err = errno;
-    TORCH_CHECK(
-        err != ELOOP,
-        "refusing to read the memmap file of ",
-        what,
-        " through the symlink ",
-        path);
-    TORCH_CHECK(
-        !(err == EACCES && mode == MapMode::kReadWrite),
-        "cannot map the memmap file of ",
-        what,
-        " for writing (mode r+): ",
-        path,
-        " is not writable");
-    TORCH_CHECK(
-        false,
-        "cannot open the memmap file of ",
-        what,
-        " (",
-        path,
-        "): ",
-        errno_text(err));
-  }
-  FileDescriptor fd(fd_raw);
   struct stat st {};
   TORCH_CHECK(
-      ::fstat(fd.get(), &st) == 0,
+      ::fstat(fd, &st) == 0,
       "could not inspect ",
       path,
       ": ",
@@ -238,7 +212,7 @@ at::Tensor map_tensor_file(
         nbytes,
         PROT_READ | PROT_WRITE,
         writable ? MAP_SHARED : MAP_PRIVATE,
-        fd.get(),
+        fd,
         0);
     if (address == MAP_FAILED) {
       const int err = errno;
@@ -258,6 +232,76 @@ at::Tensor map_tensor_file(
       /*allocator=*/nullptr,
       /*resizable=*/false);
   return tensor_over(std::move(storage), dtype, shape);
+}
+
+} // namespace
+
+std::optional<at::Tensor> map_tensor_file_if_exists(
+    const std::string& path,
+    c10::ScalarType dtype,
+    c10::IntArrayRef shape,
+    MapMode mode,
+    std::string_view what) {
+  // Opening is the check: no lstat() or access() first, which would cost
+  // two more system calls per leaf. O_NOFOLLOW refuses a final symlink and
+  // map_open_file anything but a regular file.
+  bool writable = mode != MapMode::kReadOnly;
+  int fd_raw = ::open(
+      path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
+  if (fd_raw < 0 && mode == MapMode::kAuto &&
+      (errno == EACCES || errno == EROFS)) {
+    // Python's mode None: what cannot be written is mapped read-only.
+    writable = false;
+    fd_raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  }
+  if (fd_raw < 0) {
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) {
+      return std::nullopt;
+    }
+    TORCH_CHECK(
+        err != ELOOP,
+        "refusing to read the memmap file of ",
+        what,
+        " through the symlink ",
+        path);
+    TORCH_CHECK(
+        !((err == EACCES || err == EROFS) && mode == MapMode::kReadWrite),
+        "cannot map the memmap file of ",
+        what,
+        " for writing (mode r+): ",
+        path,
+        " is not writable");
+    TORCH_CHECK(
+        false,
+        "cannot open the memmap file of ",
+        what,
+        " (",
+        path,
+        "): ",
+        errno_text(err));
+  }
+  FileDescriptor fd(fd_raw);
+  return map_open_file(fd.get(), path, dtype, shape, writable, what);
+}
+
+at::Tensor map_tensor_file(
+    const std::string& path,
+    c10::ScalarType dtype,
+    c10::IntArrayRef shape,
+    MapMode mode,
+    std::string_view what) {
+  std::optional<at::Tensor> tensor =
+      map_tensor_file_if_exists(path, dtype, shape, mode, what);
+  TORCH_CHECK(
+      tensor.has_value(),
+      "cannot open the memmap file of ",
+      what,
+      " (",
+      path,
+      "): ",
+      errno_text(ENOENT));
+  return *std::move(tensor);
 }
 
 at::Tensor shared_memory_tensor(c10::IntArrayRef shape, c10::ScalarType dtype) {
@@ -294,17 +338,21 @@ bool is_mapped(const at::Tensor& tensor) {
   return tensor_is_shared(tensor);
 }
 
-void write_leaf_file(
+at::Tensor write_leaf_file(
     const std::string& path,
     const void* data,
-    size_t nbytes,
+    c10::ScalarType dtype,
+    c10::IntArrayRef shape,
     bool existsok,
     bool zeros,
     bool durable,
     std::string_view what) {
+  const size_t nbytes = static_cast<size_t>(c10::multiply_integers(shape)) *
+      c10::elementSize(dtype);
+  // Read-write, so the descriptor that wrote the file also maps it.
   int fd_raw = ::open(
       path.c_str(),
-      O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+      O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
       0666);
   bool existed = false;
   if (fd_raw < 0 && errno == EEXIST) {
@@ -323,7 +371,7 @@ void write_leaf_file(
         " already exists (",
         what,
         "); pass existsok(true) to overwrite it.");
-    fd_raw = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    fd_raw = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   }
   TORCH_CHECK(
       fd_raw >= 0,
@@ -364,7 +412,10 @@ void write_leaf_file(
         ": ",
         errno_text(errno));
   }
+  at::Tensor mapped =
+      map_open_file(fd.get(), path, dtype, shape, /*writable=*/true, what);
   fd.close(path);
+  return mapped;
 }
 
 void ensure_directory(

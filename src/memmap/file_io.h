@@ -35,6 +35,14 @@ at::Tensor map_tensor_file(
     MapMode mode,
     std::string_view what);
 
+/// Same as map_tensor_file, but returns nullopt when `path` does not exist.
+std::optional<at::Tensor> map_tensor_file_if_exists(
+    const std::string& path,
+    c10::ScalarType dtype,
+    c10::IntArrayRef shape,
+    MapMode mode,
+    std::string_view what);
+
 /// Makes a tensor of `shape` and `dtype` in anonymous shared memory.
 at::Tensor shared_memory_tensor(c10::IntArrayRef shape, c10::ScalarType dtype);
 
@@ -45,15 +53,17 @@ std::optional<std::string> mapped_filename(const at::Tensor& tensor);
 /// anonymous shared memory.
 bool is_mapped(const at::Tensor& tensor);
 
-/// Writes a leaf file: creates `path` (refusing a symlink, and an existing
-/// file unless `existsok`), then writes `nbytes` from `data`, or with
-/// `zeros` only sizes the file (sparse zeros; `data` unused). A file longer
-/// than the data keeps its length, as in Python. `durable` fsyncs it;
-/// `what` names the entry in messages.
-void write_leaf_file(
+/// Writes a leaf file and maps it: creates `path` (refusing a symlink, and
+/// an existing file unless `existsok`), writes the bytes of a `shape` tensor
+/// of `dtype` from `data`, or with `zeros` only sizes the file (sparse
+/// zeros; `data` unused), then returns the file mapped read-write. A file
+/// longer than the data keeps its length, as in Python. `durable` fsyncs
+/// it; `what` names the entry in messages.
+at::Tensor write_leaf_file(
     const std::string& path,
     const void* data,
-    size_t nbytes,
+    c10::ScalarType dtype,
+    c10::IntArrayRef shape,
     bool existsok,
     bool zeros,
     bool durable,

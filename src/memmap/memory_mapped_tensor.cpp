@@ -30,16 +30,15 @@ at::Tensor new_mapped(
   if (numel == 0) {
     return at::empty(shape, at::TensorOptions().dtype(dtype));
   }
-  detail::write_leaf_file(
+  return detail::write_leaf_file(
       filename,
       nullptr,
-      static_cast<size_t>(numel) * c10::elementSize(dtype),
+      dtype,
+      shape,
       existsok,
       /*zeros=*/true,
       /*durable=*/false,
       filename);
-  return detail::map_tensor_file(
-      filename, dtype, shape, MapMode::kReadWrite, filename);
 }
 
 } // namespace

@@ -187,6 +187,16 @@ class Loader {
         stack_dim != meta.end() && stack_dim->is_number_integer(),
         join_path(dir, "meta.json"),
         " (a lazy stack) needs an integer \"stack_dim\"");
+    std::optional<std::string> stack_dim_name;
+    if (const auto name = meta.find("stack_dim_name");
+        name != meta.end() && !name->is_null()) {
+      TORCH_CHECK(
+          name->is_string(),
+          join_path(dir, "meta.json"),
+          " (a lazy stack): \"stack_dim_name\" must be a string or null, not ",
+          name->type_name());
+      stack_dim_name = name->get<std::string>();
+    }
     std::vector<TensorDict> elements;
     for (int64_t i = 0;; ++i) {
       TORCH_CHECK(
@@ -230,7 +240,8 @@ class Loader {
         "the lazy stack at ",
         dir,
         " has no element directories (0/, 1/, ...)");
-    return lazy_stack(elements, stack_dim->get<int64_t>());
+    return lazy_stack(
+        elements, stack_dim->get<int64_t>(), std::move(stack_dim_name));
   }
 
  private:
@@ -308,9 +319,9 @@ class Loader {
       return Value(at::empty(shape, options.device(c10::kMeta)));
     }
     const std::string file = resolve(dir, name, /*is_collection=*/false, full);
-    const PathKind kind = path_kind(file);
-    at::Tensor tensor;
-    if (kind == PathKind::kMissing) {
+    std::optional<at::Tensor> mapped = map_tensor_file_if_exists(
+        file, *dtype, shape, options_.mode(), full.to_string());
+    if (!mapped) {
       TORCH_CHECK(
           numel == 0,
           "its memmap file ",
@@ -321,10 +332,9 @@ class Loader {
           dtype_text,
           ")");
       // torch.from_file writes no file for an empty tensor.
-      tensor = at::empty(shape, options);
-    } else {
-      tensor = map_tensor_file(file, *dtype, shape, options_.mode(), full.to_string());
+      mapped = at::empty(shape, options);
     }
+    at::Tensor tensor = *std::move(mapped);
     if (options_.device() && !options_.device()->is_cpu()) {
       tensor = tensor.to(*options_.device());
     }

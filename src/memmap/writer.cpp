@@ -342,31 +342,19 @@ void SavePlan::write_leaf(LeafJob& job) {
     return;
   }
   try {
-    if (like_) {
-      write_leaf_file(
-          job.path,
-          nullptr,
-          src.nbytes(),
-          options_.existsok(),
-          /*zeros=*/true,
-          options_.durable(),
-          job.what);
-    } else {
-      const at::Tensor bytes = leaf_bytes(src);
-      write_leaf_file(
-          job.path,
-          bytes.data_ptr(),
-          bytes.nbytes(),
-          options_.existsok(),
-          /*zeros=*/false,
-          options_.durable(),
-          job.what);
-    }
+    const at::Tensor bytes = like_ ? at::Tensor() : leaf_bytes(src);
+    job.result = write_leaf_file(
+        job.path,
+        like_ ? nullptr : bytes.data_ptr(),
+        src.scalar_type(),
+        src.sizes(),
+        options_.existsok(),
+        /*zeros=*/like_,
+        options_.durable(),
+        job.what);
   } catch (c10::Error& e) {
     TORCH_RETHROW(e, "while saving ", job.what);
   }
-  job.result = map_tensor_file(
-      job.path, src.scalar_type(), src.sizes(), MapMode::kReadWrite, job.what);
 }
 
 void SavePlan::run() {
@@ -550,7 +538,11 @@ LazyStackedTensorDict memmap(
     meta["_type"] = detail::kLazyStackType;
     meta.update(detail::format_members("tensordict:LazyStackedTensorDict"));
     meta["stack_dim"] = stack.stack_dim();
-    meta["stack_dim_name"] = nullptr;
+    if (const auto& name = stack.stack_dim_name()) {
+      meta["stack_dim_name"] = *name;
+    } else {
+      meta["stack_dim_name"] = nullptr;
+    }
     const bool spaced = options.json_style() == JsonStyle::kSpaced;
     plan.add_meta(detail::join_path(dir, "meta.json"), detail::dump_json(meta, spaced, spaced));
   }
@@ -559,7 +551,7 @@ LazyStackedTensorDict memmap(
     dest.lock_();
   }
   plan.mark_memmapped();
-  return lazy_stack(dests, stack.stack_dim());
+  return lazy_stack(dests, stack.stack_dim(), stack.stack_dim_name());
 }
 
 namespace {

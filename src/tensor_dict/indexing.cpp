@@ -3,9 +3,11 @@
 
 #include "tensordict/indexing.h"
 
+#include <ATen/ops/aminmax.h>
 #include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/gather.h>
+#include <ATen/ops/index_select.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 
@@ -129,6 +131,36 @@ std::vector<int64_t> indexed_batch_size(
 } // namespace
 } // namespace detail
 
+namespace {
+
+// Returns the index tensor when `indices` only picks rows of the first batch
+// dim with in-range integers (a gather), else an undefined tensor. Such an
+// index is served by index_select, which copies whole rows where advanced
+// indexing copies element by element (many times slower on wide leaves);
+// the results are equal. Negative or out-of-range indices take the general
+// path, which wraps them or raises Python's IndexError.
+at::Tensor gather_rows(
+    c10::ArrayRef<TensorIndex> indices,
+    c10::IntArrayRef batch_size) {
+  if (indices.size() != 1 || !indices[0].is_tensor() || batch_size.empty()) {
+    return {};
+  }
+  const at::Tensor& index = indices[0].tensor();
+  const auto dtype = index.scalar_type();
+  if (index.dim() != 1 || (dtype != at::kLong && dtype != at::kInt)) {
+    return {};
+  }
+  if (index.numel() > 0) {
+    const auto [lo, hi] = at::aminmax(index);
+    if (lo.item<int64_t>() < 0 || hi.item<int64_t>() >= batch_size[0]) {
+      return {};
+    }
+  }
+  return index;
+}
+
+} // namespace
+
 TensorDict TensorDict::index(c10::ArrayRef<TensorIndex> indices) const {
   const detail::TensorDictImpl& impl = *impl_;
   detail::NormalizedIndex norm = detail::normalize_index(indices, impl);
@@ -143,8 +175,16 @@ TensorDict TensorDict::index(c10::ArrayRef<TensorIndex> indices) const {
   }
   detail::BatchChange change;
   at::Tensor first_result;
+  change.names = std::move(norm.names);
+  const at::Tensor rows = gather_rows(norm.indices, impl.batch_size);
+  auto index_leaf = [&](const at::Tensor& t) {
+    if (rows.defined() && t.device() == rows.device()) {
+      return at::index_select(t, 0, rows);
+    }
+    return t.index(norm.indices);
+  };
   if (first != nullptr) {
-    first_result = first->index(norm.indices);
+    first_result = index_leaf(*first);
     const int64_t feature_dims =
         first->dim() - static_cast<int64_t>(impl.batch_size.size());
     change.batch_size = first_result.sizes()
@@ -153,14 +193,13 @@ TensorDict TensorDict::index(c10::ArrayRef<TensorIndex> indices) const {
   } else {
     change.batch_size = detail::indexed_batch_size(impl, norm.indices);
   }
-  change.names = std::move(norm.names);
   return detail::transform(
       *this,
       [&](const at::Tensor& t) {
         if (first != nullptr && t.is_same(*first)) {
           return first_result;
         }
-        return t.index(norm.indices);
+        return index_leaf(t);
       },
       change);
 }

@@ -104,8 +104,6 @@ const std::map<std::string, std::string> kKnownGaps = {
     {"lazy_stack_nested",
      "a lazy stack of differently shaped elements nested in a TensorDict "
      "(a TensorDict entry cannot be a LazyStackedTensorDict yet)"},
-    {"lazy_stack_names",
-     "LazyStackedTensorDict does not keep dim names (stack_dim_name) yet"},
 };
 
 } // namespace
