@@ -152,17 +152,18 @@ void raw_write(const std::vector<at::Tensor>& leaves, const fs::path& dir) {
 }
 
 // The least a zero-copy load can cost: open and mmap each file, wrap it.
+// Mapped read-write and shared, as load_memmap maps a writable file.
 std::vector<at::Tensor> raw_map(const std::vector<at::Tensor>& like, const fs::path& dir) {
   std::vector<at::Tensor> out;
   out.reserve(like.size());
   for (size_t i = 0; i < like.size(); ++i) {
     const fs::path path = dir / (std::to_string(i) + ".memmap");
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
     check_errno(fd >= 0, "open", path);
     struct stat st {};
     check_errno(::fstat(fd, &st) == 0, "fstat", path);
     const size_t size = static_cast<size_t>(st.st_size);
-    void* data = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    void* data = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     ::close(fd);
     check_errno(data != MAP_FAILED, "mmap", path);
     out.push_back(at::from_blob(

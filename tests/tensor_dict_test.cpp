@@ -902,6 +902,20 @@ TEST(TensorDictTest, ADestroyedLockedParentNoLongerHoldsTheLock) {
   EXPECT_FALSE(child.is_locked());
 }
 
+TEST(TensorDictTest, ADestroyedLockedTreeReleasesItsTensors) {
+  at::Tensor t = torch::zeros({2});
+  at::Tensor deep = torch::ones({2});
+  {
+    TensorDict td({{"a", {{"b", t}, {"c", {{"d", deep}}}}}}, {2});
+    td.lock_();
+    EXPECT_EQ(t.use_count(), 2);
+  }
+  // Children keep weak pointers to their locked parents: the entries must
+  // still go with the last handle.
+  EXPECT_EQ(t.use_count(), 1);
+  EXPECT_EQ(deep.use_count(), 1);
+}
+
 TEST(TensorDictTest, LockedChildInUnlockedParent) {
   TensorDict x({{"x", torch::zeros({2})}}, {2});
   x.lock_();

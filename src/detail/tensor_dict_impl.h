@@ -98,6 +98,17 @@ class TensorDictImpl : public c10::intrusive_ptr_target {
   /// Returns the keys at this level, sorted, as Python lists them.
   std::string sorted_keys_repr() const;
 
+  /// Drops the entries when the last handle goes. Locked children keep weak
+  /// pointers to their parents (`lock_parents`), and a weak pointer keeps
+  /// the object itself alive; without this, a locked parent would hold its
+  /// children, and with them every tensor, until the children died, which
+  /// its own entries prevent: a cycle that leaked whole locked trees.
+  void release_resources() override {
+    nodes_.clear();
+    slots_.clear();
+    lock_parents.clear();
+  }
+
   std::vector<int64_t> batch_size;
   std::optional<c10::Device> device;
   DimNames names; // empty = no names

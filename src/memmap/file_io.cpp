@@ -163,34 +163,36 @@ PathKind path_kind(const std::string& path) {
 
 namespace {
 
-// Maps the first bytes of the open regular file `fd` (`path`) as a tensor
-// of `shape` and `dtype`; checks the file is long enough.
+// Maps the first bytes of the open file `fd` (`path`) as a tensor of
+// `shape` and `dtype`. With `check_file`, first checks that the file is
+// regular and long enough; a file this process just wrote needs no check.
 at::Tensor map_open_file(
     int fd,
     const std::string& path,
     c10::ScalarType dtype,
     c10::IntArrayRef shape,
     bool writable,
+    bool check_file,
     std::string_view what) {
   const int64_t numel = c10::multiply_integers(shape);
   const size_t nbytes =
       static_cast<size_t>(numel) * c10::elementSize(dtype);
   struct stat st {};
   TORCH_CHECK(
-      ::fstat(fd, &st) == 0,
+      !check_file || ::fstat(fd, &st) == 0,
       "could not inspect ",
       path,
       ": ",
       errno_text(errno));
   TORCH_CHECK(
-      S_ISREG(st.st_mode),
+      !check_file || S_ISREG(st.st_mode),
       "the memmap file of ",
       what,
       " (",
       path,
       ") is not a regular file");
   TORCH_CHECK(
-      static_cast<uint64_t>(st.st_size) >= nbytes,
+      !check_file || static_cast<uint64_t>(st.st_size) >= nbytes,
       "the memmap file of ",
       what,
       " has ",
@@ -282,7 +284,8 @@ std::optional<at::Tensor> map_tensor_file_if_exists(
         errno_text(err));
   }
   FileDescriptor fd(fd_raw);
-  return map_open_file(fd.get(), path, dtype, shape, writable, what);
+  return map_open_file(
+      fd.get(), path, dtype, shape, writable, /*check_file=*/true, what);
 }
 
 at::Tensor map_tensor_file(
@@ -382,9 +385,11 @@ at::Tensor write_leaf_file(
       "): ",
       errno_text(errno));
   FileDescriptor fd(fd_raw);
+  // A file O_EXCL just created is a new regular file; only an existing one
+  // needs checking (a FIFO or device must not be written to or mapped).
   struct stat st {};
   TORCH_CHECK(
-      ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode),
+      !existed || (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode)),
       "the memmap file of ",
       what,
       " (",
@@ -412,8 +417,9 @@ at::Tensor write_leaf_file(
         ": ",
         errno_text(errno));
   }
-  at::Tensor mapped =
-      map_open_file(fd.get(), path, dtype, shape, /*writable=*/true, what);
+  // The file now holds at least nbytes (a longer one keeps its length).
+  at::Tensor mapped = map_open_file(
+      fd.get(), path, dtype, shape, /*writable=*/true, /*check_file=*/false, what);
   fd.close(path);
   return mapped;
 }
