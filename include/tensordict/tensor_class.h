@@ -698,10 +698,10 @@ class TensorClass : public std::conditional_t<
     detail::tc_check(td, Derived::tensor_class_info());
     return wrap(std::move(td));
   }
-  /// Returns a new TensorDict with the fields (a shallow copy: new dicts,
-  /// same tensors); the instance is untouched.
+  /// Returns a new TensorDict holding a deep copy of the fields, as
+  /// Python's `to_tensordict()`; `tensordict()` gives the dict itself.
   [[nodiscard]] TensorDict to_tensordict() const {
-    return this->td_.copy();
+    return this->td_.clone();
   }
 
   /// Returns the field named `name` as an entry; throws KeyError for a name

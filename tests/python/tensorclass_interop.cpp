@@ -68,17 +68,26 @@ void check_python_trees(const std::string& work) {
   expect(traj.task() == "reach", "py_traj.task");
   expect(!traj.note().has_value(), "py_traj.note is None");
   expect(!traj.mask().has_value(), "py_traj.mask is None");
+  // The repr of the same struct built in C++ as Python built it (a loaded
+  // tree prints MemoryMappedTensor in Python).
+  TcTrajectory same(
+      {{"obs", torch::arange(12, torch::kFloat).reshape({4, 3})},
+       {"action", torch::arange(4) * 2},
+       {"inner", TcInner({{"x", torch::full({4, 2}, 3.0)}, {"tag", "grip"}}, {4})},
+       {"task", "reach"}},
+      {4});
   const std::string py_repr = read_text(work + "/py_traj_repr.txt");
-  expect(traj.repr() == py_repr, "py_traj repr:\n" + traj.repr() + "\nPython:\n" + py_repr);
+  expect(same.repr() == py_repr, "py_traj repr:\n" + same.repr() + "\nPython:\n" + py_repr);
 
   TcCounts counts = TcCounts::load_memmap(work + "/py_counts");
   expect(counts.step() == 7, "py_counts.step");
   expect(counts.ratio() == 0.25, "py_counts.ratio");
   expect(counts.done(), "py_counts.done");
+  const TcCounts same_counts({{"step", 7}, {"ratio", 0.25}, {"done", true}});
   const std::string counts_repr = read_text(work + "/py_counts_repr.txt");
   expect(
-      counts.repr() == counts_repr,
-      "py_counts repr:\n" + counts.repr() + "\nPython:\n" + counts_repr);
+      same_counts.repr() == counts_repr,
+      "py_counts repr:\n" + same_counts.repr() + "\nPython:\n" + counts_repr);
 }
 
 void write_cpp_trees(const std::string& work) {
