@@ -626,3 +626,54 @@ TEST(TensorClassTest, RegistrationRejectsMalformedClassStrings) {
       c10::ValueError,
       "a Python class is spelled \"<class 'module.Name'>\", got 'Local'");
 }
+
+TEST(TensorClassTest, AutocastReadsNumbersThatPythonStoredAsTensors) {
+  // Python's default flags store a number as a 0-dim tensor (batch size []);
+  // an autocast C++ class still reads it as its declared type.
+  TensorDict td(
+      {{"step", torch::tensor(12)},
+       {"ratio", torch::tensor(0.5)},
+       {"done", torch::tensor(true)}});
+  Cast c = Cast::from_tensordict(td);
+  EXPECT_EQ(c.step(), 12);
+  EXPECT_EQ(c.ratio(), 0.5);
+  EXPECT_TRUE(c.done());
+  EXPECT_FALSE(c.label().has_value());
+  TensorDict wide({{"step", torch::arange(3)}}, {3});
+  EXPECT_THROWS_EXACTLY(
+      Cast::from_tensordict(wide).step(),
+      c10::TypeError,
+      "field 'step' of Cast holds a tensor of shape [3], not an integer");
+}
+
+TEST(TensorClassTest, IsNoneRejectsUnknownNames) {
+  Inner inner({{"x", torch::zeros({2})}}, {2});
+  EXPECT_THROWS_EXACTLY(
+      inner.is_none("y"), KeyError, "Inner has no field 'y'. Its fields are ['x'].");
+}
+
+TEST(TensorClassTest, FrozenInstancesCanBeMemmappedInPlace) {
+  const std::string dir = temp_dir("frozen");
+  Frozen f({{"x", torch::arange(3, torch::kFloat)}}, {3});
+  f.memmap_(MemmapOptions(dir));
+  EXPECT_TRUE(f.is_memmap());
+  EXPECT_TRUE(f.is_locked());
+  Frozen loaded = Frozen::load_memmap(dir);
+  EXPECT_TRUE(loaded.is_locked());
+  EXPECT_TRUE(torch::equal(loaded.x(), torch::arange(3, torch::kFloat)));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TensorClassTest, MaskedOpsAndWhereReturnTheStruct) {
+  Trajectory t = make_trajectory();
+  const at::Tensor mask = torch::tensor({true, false, true, false});
+  Trajectory picked = t.masked_select(mask);
+  EXPECT_EQ(picked.batch_size(), c10::IntArrayRef({2}));
+  Trajectory filled = t.masked_fill(mask, 0);
+  EXPECT_EQ(filled.obs()[0][1].item<float>(), 0.0f);
+  EXPECT_EQ(filled.obs()[1][1].item<float>(), 4.0f);
+  Trajectory zeros = t.apply([](const at::Tensor& x) { return torch::zeros_like(x); });
+  Trajectory mixed = t.where(mask, zeros);
+  EXPECT_EQ(mixed.obs()[1][0].item<float>(), 0.0f);
+  EXPECT_EQ(mixed.obs()[2][0].item<float>(), 6.0f);
+}
