@@ -241,15 +241,54 @@ const Value& tc_get(const TensorDict& td, const ClassInfo& info, size_t index) {
   return *value;
 }
 
-at::Tensor tc_read_tensor(
+namespace {
+
+// Field names are short: a loop beats a call to memcmp.
+inline bool same_key(const std::string& a, const std::string& b) noexcept {
+  const size_t n = a.size();
+  if (n != b.size()) {
+    return false;
+  }
+  const char* pa = a.data();
+  const char* pb = b.data();
+  for (size_t i = 0; i < n; ++i) {
+    if (pa[i] != pb[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+C10_NOINLINE at::Tensor read_tensor_slow(
     const TensorDict& td,
     const ClassInfo& info,
     size_t index) {
   const Value& value = tc_get(td, info, index);
-  if (C10_LIKELY(value.is_tensor())) {
+  if (value.is_tensor()) {
     return value.tensor();
   }
   return tc_as_tensor(value, info, index);
+}
+
+} // namespace
+
+at::Tensor tc_read_tensor(
+    const TensorDict& td,
+    const ClassInfo& info,
+    size_t index) {
+  // The fast path of tc_find spelled out here, with the rest out of line:
+  // a field read should cost about as much as copying a struct member (see
+  // benchmarks/tensor_class_benchmark.cpp).
+  const NodeRange nodes = td.unsafeGetImpl()->nodes();
+  if (C10_LIKELY(index < nodes.size())) {
+    const Node* node = *nodes.begin() + index;
+    if (C10_LIKELY(same_key(node->key, info.fields[index].name))) {
+      if (const auto* t = std::get_if<at::Tensor>(&node->value.variant())) {
+        return *t;
+      }
+    }
+  }
+  return read_tensor_slow(td, info, index);
 }
 
 size_t tc_field_index(const ClassInfo& info, std::string_view name) {
