@@ -677,3 +677,23 @@ TEST(TensorClassTest, MaskedOpsAndWhereReturnTheStruct) {
   EXPECT_EQ(mixed.obs()[1][0].item<float>(), 0.0f);
   EXPECT_EQ(mixed.obs()[2][0].item<float>(), 6.0f);
 }
+
+TEST(TensorClassTest, ArithmeticCastsAndOrderingReturnTheStruct) {
+  Inner a({{"x", torch::tensor({1.0, 4.0})}}, {2});
+  Inner b({{"x", torch::tensor({3.0, 2.0})}}, {2});
+  EXPECT_TRUE(torch::equal((a + b).x(), torch::tensor({4.0f, 6.0f})));
+  EXPECT_TRUE(torch::equal((a - 1).x(), torch::tensor({0.0f, 3.0f})));
+  EXPECT_TRUE(torch::equal((a * b).x(), torch::tensor({3.0f, 8.0f})));
+  EXPECT_TRUE(torch::equal((a / 2).x(), torch::tensor({0.5f, 2.0f})));
+  EXPECT_TRUE(torch::equal((-a).x(), torch::tensor({-1.0f, -4.0f})));
+  EXPECT_TRUE(torch::equal(a.sqrt().x(), torch::tensor({1.0f, 2.0f})));
+  EXPECT_TRUE(torch::equal(a.clamp(2, 3).x(), torch::tensor({2.0f, 3.0f})));
+  EXPECT_EQ(a.float64().x().scalar_type(), torch::kDouble);
+  EXPECT_EQ(a.half().x().scalar_type(), torch::kHalf);
+  EXPECT_TRUE(torch::equal((a < b).x(), torch::tensor({true, false})));
+  EXPECT_TRUE(torch::equal((a >= b).x(), torch::tensor({false, true})));
+  EXPECT_TRUE(torch::equal((a > 2).x(), torch::tensor({false, true})));
+  Inner c = a.clone();
+  c.add_(b).mul_(2);
+  EXPECT_TRUE(torch::equal(c.x(), torch::tensor({8.0f, 12.0f})));
+}

@@ -244,6 +244,10 @@ constexpr bool is_reserved_field_name(std::string_view name) noexcept {
       "transpose",   "unbind",       "unflatten",   "unlock_",
       "unsqueeze",   "update",       "values",      "view",
       "where",       "zero_",        "state_dict",  "tensor_class_info",
+      "add",         "sub",          "mul",         "div",
+      "add_",        "mul_",         "abs",         "exp",
+      "log",         "sqrt",         "clamp",       "masked_select",
+      "is_same",     "apply_",
   };
   for (std::string_view reserved : kReserved) {
     if (reserved == name) {
@@ -920,6 +924,156 @@ class TensorClass : public std::conditional_t<
   /// Compares every tensor to a scalar: an instance of bool tensors.
   [[nodiscard]] Derived operator!=(const c10::Scalar& other) const {
     return wrap(this->td_ != other);
+  }
+
+  // --- arithmetic, casts and ordering (leaf by leaf, as TensorDict's) ----
+
+  /// Returns `this + alpha * other`, field by field.
+  [[nodiscard]] Derived add(const Derived& other, const c10::Scalar& alpha = 1)
+      const {
+    return wrap(this->td_.add(other.tensordict(), alpha));
+  }
+  /// Returns `field + alpha * other` for every tensor.
+  [[nodiscard]] Derived add(
+      const c10::Scalar& other,
+      const c10::Scalar& alpha = 1) const {
+    return wrap(this->td_.add(other, alpha));
+  }
+  /// Returns `this - alpha * other`, field by field.
+  [[nodiscard]] Derived sub(const Derived& other, const c10::Scalar& alpha = 1)
+      const {
+    return wrap(this->td_.sub(other.tensordict(), alpha));
+  }
+  /// Returns `field - alpha * other` for every tensor.
+  [[nodiscard]] Derived sub(
+      const c10::Scalar& other,
+      const c10::Scalar& alpha = 1) const {
+    return wrap(this->td_.sub(other, alpha));
+  }
+  /// Returns the product, field by field.
+  [[nodiscard]] Derived mul(const Derived& other) const {
+    return wrap(this->td_.mul(other.tensordict()));
+  }
+  /// Returns `field * other` for every tensor.
+  [[nodiscard]] Derived mul(const c10::Scalar& other) const {
+    return wrap(this->td_.mul(other));
+  }
+  /// Returns the true division, field by field.
+  [[nodiscard]] Derived div(const Derived& other) const {
+    return wrap(this->td_.div(other.tensordict()));
+  }
+  /// Returns `field / other` for every tensor.
+  [[nodiscard]] Derived div(const c10::Scalar& other) const {
+    return wrap(this->td_.div(other));
+  }
+  /// Same as `add(other)`.
+  [[nodiscard]] Derived operator+(const Derived& other) const {
+    return add(other);
+  }
+  /// Same as `add(other)`.
+  [[nodiscard]] Derived operator+(const c10::Scalar& other) const {
+    return add(other);
+  }
+  /// Same as `sub(other)`.
+  [[nodiscard]] Derived operator-(const Derived& other) const {
+    return sub(other);
+  }
+  /// Same as `sub(other)`.
+  [[nodiscard]] Derived operator-(const c10::Scalar& other) const {
+    return sub(other);
+  }
+  /// Same as `mul(other)`.
+  [[nodiscard]] Derived operator*(const Derived& other) const {
+    return mul(other);
+  }
+  /// Same as `mul(other)`.
+  [[nodiscard]] Derived operator*(const c10::Scalar& other) const {
+    return mul(other);
+  }
+  /// Same as `div(other)`.
+  [[nodiscard]] Derived operator/(const Derived& other) const {
+    return div(other);
+  }
+  /// Same as `div(other)`.
+  [[nodiscard]] Derived operator/(const c10::Scalar& other) const {
+    return div(other);
+  }
+  /// Returns the negation of every tensor.
+  [[nodiscard]] Derived operator-() const {
+    return wrap(-this->td_);
+  }
+  /// Adds `alpha * other` into every tensor in place.
+  Derived& add_(const Derived& other, const c10::Scalar& alpha = 1) {
+    this->td_.add_(other.tensordict(), alpha);
+    return self();
+  }
+  /// Multiplies every tensor by `other` in place.
+  Derived& mul_(const c10::Scalar& other) {
+    this->td_.mul_(other);
+    return self();
+  }
+  /// Returns `abs` of every tensor.
+  [[nodiscard]] Derived abs() const {
+    return wrap(this->td_.abs());
+  }
+  /// Returns `exp` of every tensor.
+  [[nodiscard]] Derived exp() const {
+    return wrap(this->td_.exp());
+  }
+  /// Returns `log` of every tensor.
+  [[nodiscard]] Derived log() const {
+    return wrap(this->td_.log());
+  }
+  /// Returns `sqrt` of every tensor.
+  [[nodiscard]] Derived sqrt() const {
+    return wrap(this->td_.sqrt());
+  }
+  /// Returns every tensor clamped to [min, max]; throws like
+  /// `TensorDict::clamp`.
+  [[nodiscard]] Derived clamp(
+      const std::optional<c10::Scalar>& min,
+      const std::optional<c10::Scalar>& max = std::nullopt) const {
+    return wrap(this->td_.clamp(min, max));
+  }
+  /// Returns a copy cast to float32 (Python's `float()`).
+  [[nodiscard]] Derived float32() const {
+    return wrap(this->td_.float32());
+  }
+  /// Returns a copy cast to float64 (Python's `double()`).
+  [[nodiscard]] Derived float64() const {
+    return wrap(this->td_.float64());
+  }
+  /// Returns a copy cast to float16 (Python's `half()`).
+  [[nodiscard]] Derived half() const {
+    return wrap(this->td_.half());
+  }
+  /// Returns a copy cast to bool (Python's `bool()`).
+  [[nodiscard]] Derived boolean() const {
+    return wrap(this->td_.boolean());
+  }
+  /// Returns `this < other`, field by field: an instance of bool tensors.
+  [[nodiscard]] Derived operator<(const Derived& other) const {
+    return wrap(this->td_ < other.tensordict());
+  }
+  /// Returns `this <= other`, field by field.
+  [[nodiscard]] Derived operator<=(const Derived& other) const {
+    return wrap(this->td_ <= other.tensordict());
+  }
+  /// Returns `this > other`, field by field.
+  [[nodiscard]] Derived operator>(const Derived& other) const {
+    return wrap(this->td_ > other.tensordict());
+  }
+  /// Returns `this >= other`, field by field.
+  [[nodiscard]] Derived operator>=(const Derived& other) const {
+    return wrap(this->td_ >= other.tensordict());
+  }
+  /// Returns `field < other` for every tensor.
+  [[nodiscard]] Derived operator<(const c10::Scalar& other) const {
+    return wrap(this->td_ < other);
+  }
+  /// Returns `field > other` for every tensor.
+  [[nodiscard]] Derived operator>(const c10::Scalar& other) const {
+    return wrap(this->td_ > other);
   }
 
   // --- locking and memory-mapped storage ---------------------------------
