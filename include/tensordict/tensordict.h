@@ -9,5 +9,6 @@
 #include "tensordict/nested_key.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/options.h"
+#include "tensordict/tensor_class.h"
 #include "tensordict/tensor_dict.h"
 #include "tensordict/value.h"

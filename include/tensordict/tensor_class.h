@@ -1,0 +1,1329 @@
+#pragma once
+
+// TensorClass: typed, dataclass-like structs over a TensorDict handle, the
+// C++ form of Python's `@tensorclass` / `TensorClass`.
+//
+// NOTE [TensorClass design]
+// A TensorClass is a typed view: its only state is a TensorDict handle that
+// holds the fields as entries (tensors, nested dicts, NonTensorData), so
+// every TensorDict operation works on it and the struct's ops just re-wrap
+// the result in the struct's type. `TENSORDICT_FIELDS(Type, obs, action,
+// (std::string, task))` declares the fields in one place: a bare name is a
+// tensor field, a `(Type, name)` pair any other kind. The macro generates,
+// per field, a getter `name()` and a setter `set_name(value)`, and the class
+// description that construction, `from_tensordict`, `repr` and memmap use.
+//
+// Field types and how they are stored (Python's rules for its annotations):
+//   at::Tensor             a tensor entry (numbers become 0-dim tensors)
+//   TensorDict             a nested dict
+//   another TensorClass    a nested dict; read back as that class
+//   std::string, Json      NonTensorData
+//   int64_t, double, bool  by default a 0-dim tensor (NonTensorData when the
+//                          batch has dims, as Python does) read back as a
+//                          tensor; with kAutocast or kNocast, NonTensorData
+//                          read back as the declared C++ type
+//   std::optional<T>       T, or unset (Python's None): no entry at all
+// A field that is not optional must be given at construction; reading an
+// unset one throws ValueError naming it.
+//
+// Flags (`ClassFlags`, the second template argument):
+//   kFrozen     setters do not compile; instances are locked
+//   kTensorOnly every field is a tensor, a TensorDict or a TensorClass
+//               (checked at compile time); reads take the fast path
+//   kAutocast   non-tensor fields are cast to and read as their C++ type
+//   kNocast     numbers are stored as given (NonTensorData), not as tensors
+//   kShadow     allows field names that TensorClass methods use
+//               (`batch_size`, `device`, `names`, `get`, ...); the field's
+//               accessor then hides the method
+// kAutocast, kNocast and kTensorOnly are mutually exclusive and every rule
+// above is a static_assert. A derived class (`TensorClass<Derived, Flags,
+// Parent>`) inherits its parent's fields and flags; with explicit flags, a
+// class deriving from a frozen one must be frozen too.
+//
+// Differences from Python, for C++'s sake:
+// - Fields are read with `obs()` and written with `set_obs(x)`.
+// - Python's `data` is allowed as a field name (as in Python 0.15); `tensordict`
+//   and `to_tensordict` are reserved instead of `_tensordict`.
+// - A string or number field that a stack turned into a NonTensorStack reads
+//   back as its value when all elements agree, else throws TypeError (Python
+//   returns the list); `get(name)` gives the stack.
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <c10/util/ArrayRef.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "tensordict/detail/tensor_class_macros.h"
+#include "tensordict/errors.h"
+#include "tensordict/options.h"
+#include "tensordict/tensor_dict.h"
+#include "tensordict/value.h"
+
+namespace at::indexing {
+struct TensorIndex;
+} // namespace at::indexing
+
+TENSORDICT_BEGIN_NAMESPACE
+
+/// The class flags of a TensorClass, Python's `@tensorclass(frozen=...,
+/// ...)`; combine them with `|`. `kInherit` (the default) takes the parent's.
+///
+/// Example: `struct A : TensorClass<A, ClassFlags::kFrozen | ClassFlags::kShadow>`
+enum class ClassFlags : uint8_t {
+  kNone = 0,
+  kFrozen = 1,
+  kTensorOnly = 2,
+  kAutocast = 4,
+  kNocast = 8,
+  kShadow = 16,
+  kInherit = 128,
+};
+
+/// Returns the union of two flag sets.
+constexpr ClassFlags operator|(ClassFlags a, ClassFlags b) noexcept {
+  return static_cast<ClassFlags>(
+      static_cast<uint8_t>(a) | static_cast<uint8_t>(b));
+}
+
+/// Returns true if `flags` holds `flag`.
+constexpr bool has_flag(ClassFlags flags, ClassFlags flag) noexcept {
+  return (static_cast<uint8_t>(flags) & static_cast<uint8_t>(flag)) != 0;
+}
+
+namespace detail {
+
+/// Marks every TensorClass; not API.
+struct TensorClassRoot {};
+
+/// Selects the constructor that wraps an existing dict; not API.
+struct WrapTag {};
+
+template <typename T>
+inline constexpr bool kAlwaysFalse = false;
+
+/// The kinds of field; not API.
+enum class FieldKind : uint8_t {
+  kTensor,
+  kTensorDict,
+  kTensorClass,
+  kString,
+  kInt,
+  kDouble,
+  kBool,
+  kJson,
+};
+
+struct ClassInfo;
+
+/// One field of a class description; not API.
+struct FieldInfo {
+  std::string name;
+  FieldKind kind;
+  bool optional;
+  // The class of a TensorClass field, else null.
+  const ClassInfo* nested;
+};
+
+/// The run-time description of a TensorClass; not API.
+struct ClassInfo {
+  std::string name;
+  ClassFlags flags;
+  std::vector<FieldInfo> fields;
+  // The registered `_type` of the Python class; empty = none.
+  std::string python_class;
+};
+
+template <typename T, typename = void>
+struct FieldTraits {
+  static_assert(
+      kAlwaysFalse<T>,
+      "unsupported TensorClass field type: use at::Tensor, TensorDict, a "
+      "TensorClass, std::string, int64_t, double, bool, Json, or a "
+      "std::optional of one");
+};
+
+template <FieldKind K, bool TensorLike>
+struct FieldTraitsBase {
+  static constexpr FieldKind kind = K;
+  static constexpr bool optional = false;
+  static constexpr bool tensor_like = TensorLike;
+};
+
+template <>
+struct FieldTraits<at::Tensor> : FieldTraitsBase<FieldKind::kTensor, true> {
+  using value_type = at::Tensor;
+};
+template <>
+struct FieldTraits<TensorDict> : FieldTraitsBase<FieldKind::kTensorDict, true> {
+  using value_type = TensorDict;
+};
+template <>
+struct FieldTraits<std::string> : FieldTraitsBase<FieldKind::kString, false> {
+  using value_type = std::string;
+};
+template <>
+struct FieldTraits<int64_t> : FieldTraitsBase<FieldKind::kInt, false> {
+  using value_type = int64_t;
+};
+template <>
+struct FieldTraits<double> : FieldTraitsBase<FieldKind::kDouble, false> {
+  using value_type = double;
+};
+template <>
+struct FieldTraits<bool> : FieldTraitsBase<FieldKind::kBool, false> {
+  using value_type = bool;
+};
+template <>
+struct FieldTraits<Json> : FieldTraitsBase<FieldKind::kJson, false> {
+  using value_type = Json;
+};
+template <typename T>
+struct FieldTraits<T, std::enable_if_t<std::is_base_of_v<TensorClassRoot, T>>>
+    : FieldTraitsBase<FieldKind::kTensorClass, true> {
+  using value_type = T;
+};
+template <typename T>
+struct FieldTraits<std::optional<T>> : FieldTraits<T> {
+  static constexpr bool optional = true;
+};
+
+/// The type a getter returns for a field declared `T` under `Flags`.
+template <typename T, ClassFlags Flags>
+struct ReadType {
+  using type = std::conditional_t<
+      (FieldTraits<T>::kind == FieldKind::kInt ||
+       FieldTraits<T>::kind == FieldKind::kDouble ||
+       FieldTraits<T>::kind == FieldKind::kBool) &&
+          !has_flag(Flags, ClassFlags::kAutocast) &&
+          !has_flag(Flags, ClassFlags::kNocast),
+      at::Tensor,
+      T>;
+};
+template <typename T, ClassFlags Flags>
+struct ReadType<std::optional<T>, Flags> {
+  using type = std::optional<typename ReadType<T, Flags>::type>;
+};
+template <typename T, ClassFlags Flags>
+using read_type_t = typename ReadType<T, Flags>::type;
+
+/// Returns true for the names a field may only take with kShadow: the
+/// methods and members of TensorClass (Python: the members of TensorDict).
+constexpr bool is_reserved_field_name(std::string_view name) noexcept {
+  constexpr std::string_view kReserved[] = {
+      "all",         "any",          "apply",       "batch_dims",
+      "batch_size",  "bfloat16",     "boolean",     "cat",
+      "chunk",       "clone",        "contiguous",  "copy",
+      "copy_",       "cpu",          "cuda",        "del_",
+      "detach",      "detach_",      "device",      "dim",
+      "double",      "empty",        "exclude",     "expand",
+      "fields",      "fill_",        "flatten",     "flip",
+      "float",       "float32",      "float64",     "from_dict",
+      "from_tensordict", "gather",   "get",         "half",
+      "index",       "index_put_",   "int",         "int32",
+      "is_locked",   "is_memmap",    "is_none",     "is_shared",
+      "items",       "keys",         "load",        "load_memmap",
+      "load_memmap_", "lock_",       "masked_fill", "memmap",
+      "memmap_",     "named_apply",  "names",       "narrow",
+      "ndim",        "numel",        "permute",     "pop",
+      "repeat",      "repr",         "reshape",     "save",
+      "saved_path",  "select",       "set",         "shape",
+      "size",        "split",        "squeeze",     "stack",
+      "tensordict",  "to",           "to_dict",     "to_tensordict",
+      "transpose",   "unbind",       "unflatten",   "unlock_",
+      "unsqueeze",   "update",       "values",      "view",
+      "where",       "zero_",        "state_dict",  "tensor_class_info",
+      "add",         "sub",          "mul",         "div",
+      "add_",        "mul_",         "abs",         "exp",
+      "log",         "sqrt",         "clamp",       "masked_select",
+      "is_same",     "apply_",
+  };
+  for (std::string_view reserved : kReserved) {
+    if (reserved == name) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/// Resolves a class's flags from its own and its parent's.
+template <ClassFlags Own, typename Parent>
+constexpr ClassFlags resolve_flags() noexcept {
+  if constexpr (std::is_void_v<Parent>) {
+    return Own == ClassFlags::kInherit ? ClassFlags::kNone : Own;
+  } else if constexpr (Own == ClassFlags::kInherit) {
+    return Parent::kFlags;
+  } else {
+    return Own | Parent::kFlags;
+  }
+}
+
+} // namespace detail
+
+/// A value given to a field, before it is stored: a tensor, a dict, a
+/// TensorClass, a string or JSON value, a number, or nothing (Python's
+/// None, from `nullptr` or an empty `std::optional`).
+class TENSORDICT_API FieldArg {
+ public:
+  /// The alternatives, in order; `std::monostate` is None.
+  using Variant = std::variant<
+      std::monostate,
+      at::Tensor,
+      TensorDict,
+      Json,
+      int64_t,
+      double,
+      bool>;
+
+  /// Holds None.
+  FieldArg(std::nullptr_t) {} // NOLINT(google-explicit-constructor)
+  /// Holds None.
+  FieldArg(std::nullopt_t) {} // NOLINT(google-explicit-constructor)
+  /// Holds a tensor (None if undefined).
+  FieldArg(at::Tensor tensor); // NOLINT(google-explicit-constructor)
+  /// Holds a dict (aliased).
+  FieldArg(TensorDict td); // NOLINT(google-explicit-constructor)
+  /// Holds a string.
+  FieldArg(const char* text); // NOLINT(google-explicit-constructor)
+  /// Holds a string.
+  FieldArg(std::string text); // NOLINT(google-explicit-constructor)
+  /// Holds a JSON value.
+  FieldArg(Json value); // NOLINT(google-explicit-constructor)
+  /// Holds a number as given (bool, int64_t or double).
+  template <typename T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+  FieldArg(T number) { // NOLINT(google-explicit-constructor)
+    if constexpr (std::is_same_v<T, bool>) {
+      value_ = number;
+    } else if constexpr (std::is_integral_v<T>) {
+      value_ = static_cast<int64_t>(number);
+    } else {
+      value_ = static_cast<double>(number);
+    }
+  }
+  /// Holds a TensorClass (its dict, aliased, and its class).
+  template <
+      typename TC,
+      std::enable_if_t<std::is_base_of_v<detail::TensorClassRoot, TC>, int> = 0>
+  FieldArg(const TC& value) // NOLINT(google-explicit-constructor)
+      : value_(value.tensordict()), class_info_(&TC::tensor_class_info()) {}
+  /// Holds the optional's value, or None.
+  template <typename T>
+  FieldArg(const std::optional<T>& value) { // NOLINT(google-explicit-constructor)
+    if (value) {
+      *this = FieldArg(*value);
+    }
+  }
+
+  /// Returns the value.
+  const Variant& value() const noexcept {
+    return value_;
+  }
+  /// Returns the class of a TensorClass value, else null.
+  const detail::ClassInfo* class_info() const noexcept {
+    return class_info_;
+  }
+  /// Returns true for None.
+  bool is_none() const noexcept {
+    return value_.index() == 0;
+  }
+
+ private:
+  Variant value_;
+  const detail::ClassInfo* class_info_ = nullptr;
+};
+
+/// One named field of a TensorClass constructor: `{"obs", tensor}`.
+class TENSORDICT_API FieldInit {
+ public:
+  /// Pairs a field name with its value.
+  FieldInit(std::string name, FieldArg value)
+      : name_(std::move(name)), value_(std::move(value)) {}
+  /// Returns the field name.
+  const std::string& name() const noexcept {
+    return name_;
+  }
+  /// Returns the value.
+  const FieldArg& value() const noexcept {
+    return value_;
+  }
+
+ private:
+  std::string name_;
+  FieldArg value_;
+};
+
+namespace detail {
+
+// The compiled side of TensorClass (src/tensor_class.cpp); not API. Each
+// takes the class description and names the field in its errors.
+
+/// Builds the dict of a new instance from named fields; throws like Python's
+/// `__init__` on unknown, repeated or missing fields.
+TENSORDICT_API TensorDict tc_construct(
+    const ClassInfo& info,
+    c10::ArrayRef<FieldInit> fields,
+    c10::IntArrayRef batch_size,
+    std::optional<c10::Device> device,
+    const DimNames& names);
+/// Stores `value` as field `index`, cast as the class flags say.
+TENSORDICT_API void tc_set_field(
+    const TensorDict& td,
+    const ClassInfo& info,
+    size_t index,
+    const FieldArg& value);
+/// Stores `value` as the field named `name`; throws AttributeError's text
+/// (as a KeyError) for a name that is not a field.
+TENSORDICT_API void tc_set_by_name(
+    const TensorDict& td,
+    const ClassInfo& info,
+    std::string_view name,
+    const FieldArg& value);
+/// Returns the entry of field `index`, or null when it is unset.
+TENSORDICT_API const Value* tc_find(
+    const TensorDict& td,
+    const ClassInfo& info,
+    size_t index) noexcept;
+/// Returns the entry of field `index`; throws ValueError when unset.
+TENSORDICT_API const Value& tc_get(
+    const TensorDict& td,
+    const ClassInfo& info,
+    size_t index);
+/// Returns the tensor of field `index` (the fast path of tensor fields).
+TENSORDICT_API at::Tensor tc_read_tensor(
+    const TensorDict& td,
+    const ClassInfo& info,
+    size_t index);
+/// Returns the index of the field named `name`; throws KeyError.
+TENSORDICT_API size_t tc_field_index(const ClassInfo& info, std::string_view name);
+/// Converts a stored entry to the field's C++ type; each throws TypeError
+/// naming the field when the entry holds something else.
+TENSORDICT_API at::Tensor
+tc_as_tensor(const Value& value, const ClassInfo& info, size_t index);
+TENSORDICT_API TensorDict
+tc_as_tensordict(const Value& value, const ClassInfo& info, size_t index);
+TENSORDICT_API std::string
+tc_as_string(const Value& value, const ClassInfo& info, size_t index);
+TENSORDICT_API Json
+tc_as_json(const Value& value, const ClassInfo& info, size_t index);
+TENSORDICT_API int64_t
+tc_as_int(const Value& value, const ClassInfo& info, size_t index);
+TENSORDICT_API double
+tc_as_double(const Value& value, const ClassInfo& info, size_t index);
+TENSORDICT_API bool
+tc_as_bool(const Value& value, const ClassInfo& info, size_t index);
+/// Checks that `td` holds only fields of the class, of the right kinds.
+TENSORDICT_API void tc_check(const TensorDict& td, const ClassInfo& info);
+/// Returns Python's detailed repr of a tensorclass.
+TENSORDICT_API std::string tc_repr(const TensorDict& td, const ClassInfo& info);
+/// Marks `td` and its TensorClass fields with their Python classes.
+TENSORDICT_API void tc_mark_classes(const TensorDict& td, const ClassInfo& info);
+/// Returns a shallow copy of `td` marked with the Python classes, to save.
+TENSORDICT_API TensorDict
+tc_marked_copy(const TensorDict& td, const ClassInfo& info);
+/// Loads a memmap directory as the class (checks `_type` and the fields).
+TENSORDICT_API TensorDict tc_load_memmap(
+    const ClassInfo& info,
+    const std::string& prefix,
+    const LoadMemmapOptions& options);
+/// Records the Python class string of a class; throws ValueError unless it
+/// reads `<class 'module.Name'>`.
+TENSORDICT_API void tc_register(ClassInfo& info, std::string type_string);
+/// Writes text to a stream (keeps <ostream> out of this header).
+TENSORDICT_API void tc_write(std::ostream& out, const std::string& text);
+
+template <typename T>
+struct TypeIdentity {
+  using type = T;
+};
+
+template <typename T, ClassFlags Flags>
+read_type_t<T, Flags> tc_convert(
+    const Value& value,
+    const ClassInfo& info,
+    size_t index) {
+  constexpr FieldKind kind = FieldTraits<T>::kind;
+  constexpr bool cast_numbers =
+      !has_flag(Flags, ClassFlags::kAutocast) &&
+      !has_flag(Flags, ClassFlags::kNocast);
+  if constexpr (kind == FieldKind::kTensor) {
+    return tc_as_tensor(value, info, index);
+  } else if constexpr (kind == FieldKind::kTensorDict) {
+    return tc_as_tensordict(value, info, index);
+  } else if constexpr (kind == FieldKind::kTensorClass) {
+    return T(tc_as_tensordict(value, info, index), WrapTag{});
+  } else if constexpr (kind == FieldKind::kString) {
+    return tc_as_string(value, info, index);
+  } else if constexpr (kind == FieldKind::kJson) {
+    return tc_as_json(value, info, index);
+  } else if constexpr (cast_numbers) {
+    return tc_as_tensor(value, info, index);
+  } else if constexpr (kind == FieldKind::kInt) {
+    return tc_as_int(value, info, index);
+  } else if constexpr (kind == FieldKind::kDouble) {
+    return tc_as_double(value, info, index);
+  } else {
+    return tc_as_bool(value, info, index);
+  }
+}
+
+/// The root of every TensorClass: the TensorDict handle.
+class TENSORDICT_API TensorClassBase : public TensorClassRoot {
+ public:
+  /// Returns the dict that holds the fields (aliased: Python's
+  /// `_tensordict`).
+  const TensorDict& tensordict() const& noexcept {
+    return td_;
+  }
+  /// Returns the dict of a temporary.
+  TensorDict tensordict() && noexcept {
+    return std::move(td_);
+  }
+  /// Returns the batch size (a view into the dict).
+  c10::IntArrayRef batch_size() const& noexcept {
+    return td_.batch_size();
+  }
+  /// Returns the batch size of a temporary by value.
+  std::vector<int64_t> batch_size() const&& {
+    return td_.batch_size().vec();
+  }
+  /// Same as `batch_size()`.
+  c10::IntArrayRef shape() const& noexcept {
+    return td_.batch_size();
+  }
+  /// Same as `batch_size()`, by value.
+  std::vector<int64_t> shape() const&& {
+    return td_.batch_size().vec();
+  }
+  /// Returns the number of batch dims.
+  int64_t batch_dims() const noexcept {
+    return td_.batch_dims();
+  }
+  /// Same as `batch_dims()`.
+  int64_t ndim() const noexcept {
+    return td_.batch_dims();
+  }
+  /// Returns the number of batch elements.
+  int64_t numel() const noexcept {
+    return td_.numel();
+  }
+  /// Returns the device, or nullopt.
+  std::optional<c10::Device> device() const noexcept {
+    return td_.device();
+  }
+  /// Returns the dim names (empty when none).
+  DimNames names() const {
+    return td_.names();
+  }
+  /// Returns true if the dict is locked (always for frozen classes).
+  bool is_locked() const noexcept {
+    return td_.is_locked();
+  }
+  /// Returns true if the dict is marked shared.
+  bool is_shared() const noexcept {
+    return td_.is_shared();
+  }
+  /// Returns true if the dict is memory-mapped.
+  bool is_memmap() const noexcept {
+    return td_.is_memmap();
+  }
+  /// Returns the directory the instance was saved to or loaded from.
+  std::optional<std::string> saved_path() const {
+    return td_.saved_path();
+  }
+  /// Returns true if every element of every tensor is true.
+  bool all() const {
+    return td_.all();
+  }
+  /// Returns true if any element of any tensor is true.
+  bool any() const {
+    return td_.any();
+  }
+  /// Returns true if both instances share one dict.
+  bool is_same(const TensorClassBase& other) const noexcept {
+    return td_.is_same(other.td_);
+  }
+
+ protected:
+  TensorClassBase() = default;
+  TensorClassBase(TensorDict td, WrapTag) : td_(std::move(td)) {}
+
+  TensorDict td_;
+};
+
+} // namespace detail
+
+/// Returns true if `T` is a TensorClass.
+template <typename T>
+inline constexpr bool is_tensor_class_v =
+    std::is_base_of_v<detail::TensorClassRoot, T>;
+
+/// The base of a typed, dataclass-like struct whose fields live in a
+/// TensorDict: Python's `TensorClass`. `Derived` is the struct itself
+/// (CRTP), `Flags` its `ClassFlags`, `Parent` a TensorClass it extends.
+/// Every op returns `Derived`. See NOTE [TensorClass design].
+///
+/// Like TensorDict, an instance is a handle: copies alias the same fields,
+/// `clone()` is deep, and const is shallow. Thread safety is TensorDict's.
+///
+/// Example:
+/// ```
+///   struct Step : tensordict::TensorClass<Step> {
+///     TENSORDICT_FIELDS(Step, obs, action, (std::string, task))
+///   };
+///   Step s({{"obs", torch::zeros({4, 3})}, {"action", torch::ones({4})},
+///           {"task", "reach"}}, /*batch_size=*/{4});
+///   Step first = s.index({0});     // obs() is [3]
+/// ```
+template <
+    typename Derived,
+    ClassFlags Flags = ClassFlags::kInherit,
+    typename Parent = void>
+class TensorClass : public std::conditional_t<
+                        std::is_void_v<Parent>,
+                        detail::TensorClassBase,
+                        Parent> {
+  using Base = std::conditional_t<
+      std::is_void_v<Parent>,
+      detail::TensorClassBase,
+      Parent>;
+
+ public:
+  /// The class's flags: its own, or with the parent's.
+  static constexpr ClassFlags kFlags = detail::resolve_flags<Flags, Parent>();
+  /// The number of fields the parent classes declare.
+  static constexpr size_t kParentFieldCount = [] {
+    if constexpr (std::is_void_v<Parent>) {
+      return size_t{0};
+    } else {
+      return Parent::kFieldCount;
+    }
+  }();
+
+  static_assert(
+      !(has_flag(kFlags, ClassFlags::kAutocast) &&
+        has_flag(kFlags, ClassFlags::kNocast)),
+      "autocast is exclusive with nocast");
+  static_assert(
+      !(has_flag(kFlags, ClassFlags::kTensorOnly) &&
+        (has_flag(kFlags, ClassFlags::kAutocast) ||
+         has_flag(kFlags, ClassFlags::kNocast))),
+      "tensor_only and autocast or nocast are exclusive features");
+  static_assert(
+      std::is_void_v<Parent> || is_tensor_class_v<Parent>,
+      "the parent of a TensorClass must be a TensorClass");
+  static_assert(
+      [] {
+        if constexpr (std::is_void_v<Parent>) {
+          return true;
+        } else {
+          return Flags == ClassFlags::kInherit ||
+              !has_flag(Parent::kFlags, ClassFlags::kFrozen) ||
+              has_flag(Flags, ClassFlags::kFrozen);
+        }
+      }(),
+      "cannot inherit non-frozen TensorClass from a frozen one");
+
+  /// The TensorClass layer of `Derived`, for its macro.
+  using tensor_class_base = TensorClass;
+  /// The struct type that ops return.
+  using tensor_class_self = Derived;
+
+  /// Makes an instance with no batch dims whose fields are all unset.
+  TensorClass() : Base(TensorDict(), detail::WrapTag{}) {
+    if constexpr (has_flag(kFlags, ClassFlags::kFrozen)) {
+      this->td_.lock_();
+    }
+  }
+  /// Makes an instance from named fields, as Python's `Cls(obs=..., ...,
+  /// batch_size=..., device=..., names=...)`. Throws KeyError for a name
+  /// that is not a field, TypeError for a missing required field or a
+  /// value of the wrong kind, and what `TensorDict::set` throws (with the
+  /// field name) when a value does not fit the batch size.
+  TensorClass( // NOLINT(google-explicit-constructor)
+      std::initializer_list<FieldInit> fields,
+      c10::IntArrayRef batch_size = {},
+      std::optional<c10::Device> device = std::nullopt,
+      const DimNames& names = {})
+      : Base(
+            detail::tc_construct(
+                Derived::tensor_class_info(),
+                c10::ArrayRef<FieldInit>(fields.begin(), fields.size()),
+                batch_size,
+                device,
+                names),
+            detail::WrapTag{}) {}
+  /// Same as the initializer-list form, for fields built at run time.
+  explicit TensorClass(
+      const std::vector<FieldInit>& fields,
+      c10::IntArrayRef batch_size = {},
+      std::optional<c10::Device> device = std::nullopt,
+      const DimNames& names = {})
+      : Base(
+            detail::tc_construct(
+                Derived::tensor_class_info(),
+                fields,
+                batch_size,
+                device,
+                names),
+            detail::WrapTag{}) {}
+  /// Wraps a dict without checks; not API (use `from_tensordict`).
+  TensorClass(TensorDict td, detail::WrapTag tag) : Base(std::move(td), tag) {}
+
+  /// Returns the description of the class (built once); not API.
+  static detail::ClassInfo& tensor_class_info() {
+    static detail::ClassInfo info = [] {
+      detail::ClassInfo out;
+      out.name = Derived::tensor_class_name();
+      out.flags = kFlags;
+      if constexpr (!std::is_void_v<Parent>) {
+        out.fields = Parent::tensor_class_info().fields;
+      }
+      Derived::tensor_class_own_fields(out.fields);
+      return out;
+    }();
+    return info;
+  }
+
+  /// Wraps `td` as this class without copying, as Python's
+  /// `from_tensordict`: throws ValueError listing the keys that are not
+  /// fields, TypeError when an entry's kind does not fit its field.
+  [[nodiscard]] static Derived from_tensordict(TensorDict td) {
+    detail::tc_check(td, Derived::tensor_class_info());
+    return wrap(std::move(td));
+  }
+  /// Returns a new TensorDict holding a deep copy of the fields, as
+  /// Python's `to_tensordict()`; `tensordict()` gives the dict itself.
+  [[nodiscard]] TensorDict to_tensordict() const {
+    return this->td_.clone();
+  }
+
+  /// Returns the field named `name` as an entry; throws KeyError for a name
+  /// that is not a field and ValueError when the field is unset.
+  Value get(std::string_view name) const {
+    const auto& info = Derived::tensor_class_info();
+    return detail::tc_get(this->td_, info, detail::tc_field_index(info, name));
+  }
+  /// Returns true if the field named `name` is unset (Python's None);
+  /// throws KeyError for a name that is not a field.
+  bool is_none(std::string_view name) const {
+    const auto& info = Derived::tensor_class_info();
+    return detail::tc_find(
+               this->td_, info, detail::tc_field_index(info, name)) == nullptr;
+  }
+  /// Sets the field named `name` (None unsets it); does not compile for a
+  /// frozen class. Throws like the typed setters.
+  template <typename V = void>
+  Derived& set(std::string_view name, const FieldArg& value) {
+    static_assert(
+        std::is_void_v<V> && !has_flag(kFlags, ClassFlags::kFrozen),
+        "cannot assign to a field of a frozen TensorClass");
+    detail::tc_set_by_name(this->td_, Derived::tensor_class_info(), name, value);
+    return self();
+  }
+
+  // --- indexing and shape ops: each returns Derived (views where the
+  // TensorDict op gives views) ------------------------------------------------
+
+  /// Indexes the batch dims (see tensordict/indexing.h).
+  [[nodiscard]] Derived index(
+      c10::ArrayRef<at::indexing::TensorIndex> indices) const {
+    return wrap(this->td_.index(indices));
+  }
+  /// Writes `value`'s fields into the indexed part of every field.
+  Derived& index_put_(
+      c10::ArrayRef<at::indexing::TensorIndex> indices,
+      const Derived& value) {
+    this->td_.index_put_(indices, value.tensordict());
+    return self();
+  }
+  /// Writes a scalar into the indexed part of every tensor field.
+  Derived& index_put_(
+      c10::ArrayRef<at::indexing::TensorIndex> indices,
+      const c10::Scalar& value) {
+    this->td_.index_put_(indices, value);
+    return self();
+  }
+  /// Returns a view with batch size `shape`.
+  [[nodiscard]] Derived view(c10::IntArrayRef shape) const {
+    return wrap(this->td_.view(shape));
+  }
+  /// Returns the instance with batch size `shape`.
+  [[nodiscard]] Derived reshape(c10::IntArrayRef shape) const {
+    return wrap(this->td_.reshape(shape));
+  }
+  /// Flattens batch dims `start_dim`..`end_dim` into one.
+  [[nodiscard]] Derived flatten(int64_t start_dim = 0, int64_t end_dim = -1)
+      const {
+    return wrap(this->td_.flatten(start_dim, end_dim));
+  }
+  /// Splits batch dim `dim` into `sizes`.
+  [[nodiscard]] Derived unflatten(int64_t dim, c10::IntArrayRef sizes) const {
+    return wrap(this->td_.unflatten(dim, sizes));
+  }
+  /// Removes every batch dim of size 1.
+  [[nodiscard]] Derived squeeze() const {
+    return wrap(this->td_.squeeze());
+  }
+  /// Removes batch dim `dim` if its size is 1.
+  [[nodiscard]] Derived squeeze(int64_t dim) const {
+    return wrap(this->td_.squeeze(dim));
+  }
+  /// Inserts a batch dim of size 1 at `dim`.
+  [[nodiscard]] Derived unsqueeze(int64_t dim) const {
+    return wrap(this->td_.unsqueeze(dim));
+  }
+  /// Reorders the batch dims.
+  [[nodiscard]] Derived permute(c10::IntArrayRef dims) const {
+    return wrap(this->td_.permute(dims));
+  }
+  /// Swaps two batch dims.
+  [[nodiscard]] Derived transpose(int64_t dim0, int64_t dim1) const {
+    return wrap(this->td_.transpose(dim0, dim1));
+  }
+  /// Broadcasts to batch size `shape`; views.
+  [[nodiscard]] Derived expand(c10::IntArrayRef shape) const {
+    return wrap(this->td_.expand(shape));
+  }
+  /// Tiles the batch dims.
+  [[nodiscard]] Derived repeat(c10::IntArrayRef repeats) const {
+    return wrap(this->td_.repeat(repeats));
+  }
+  /// Reverses the order along batch dims.
+  [[nodiscard]] Derived flip(c10::IntArrayRef dims) const {
+    return wrap(this->td_.flip(dims));
+  }
+  /// Returns the slice [start, start + length) of batch dim `dim`; a view.
+  [[nodiscard]] Derived narrow(int64_t dim, int64_t start, int64_t length)
+      const {
+    return wrap(this->td_.narrow(dim, start, length));
+  }
+  /// Picks elements where the batch-shaped `mask` is true, flattened.
+  [[nodiscard]] Derived masked_select(const at::Tensor& mask) const {
+    return wrap(this->td_.masked_select(mask));
+  }
+  /// Returns a copy with `value` where the batch-shaped `mask` is true.
+  [[nodiscard]] Derived masked_fill(
+      const at::Tensor& mask,
+      const c10::Scalar& value) const {
+    return wrap(this->td_.masked_fill(mask, value));
+  }
+  /// Picks each field from this instance where `condition` is true, else
+  /// from `other`.
+  [[nodiscard]] Derived where(const at::Tensor& condition, const Derived& other)
+      const {
+    return wrap(this->td_.where(condition, other.tensordict()));
+  }
+  /// Splits along batch dim `dim` into its elements; views.
+  [[nodiscard]] std::vector<Derived> unbind(int64_t dim = 0) const {
+    return wrap_all(this->td_.unbind(dim));
+  }
+  /// Splits along batch dim `dim` into pieces of `split_size`; views.
+  [[nodiscard]] std::vector<Derived> split(int64_t split_size, int64_t dim = 0)
+      const {
+    return wrap_all(this->td_.split(split_size, dim));
+  }
+  /// Splits along batch dim `dim` into pieces of the given sizes; views.
+  [[nodiscard]] std::vector<Derived> split(
+      c10::IntArrayRef split_sizes,
+      int64_t dim = 0) const {
+    return wrap_all(this->td_.split(split_sizes, dim));
+  }
+  /// Splits along batch dim `dim` into `chunks` pieces.
+  [[nodiscard]] std::vector<Derived> chunk(int64_t chunks, int64_t dim = 0)
+      const {
+    return wrap_all(this->td_.chunk(chunks, dim));
+  }
+
+  // --- apply, conversions, comparisons -----------------------------------
+
+  /// Returns an instance of `fn(leaf)` for every tensor (non-tensor fields
+  /// kept), as `TensorDict::apply`; throws if a result drops or reshapes a
+  /// field so that it no longer fits the class.
+  template <typename Fn>
+  [[nodiscard]] Derived apply(Fn&& fn, const ApplyOptions& options = {}) const {
+    return checked(this->td_.apply(std::forward<Fn>(fn), options));
+  }
+  /// Returns an instance of `fn(leaf, other_leaf)`, matched by field.
+  template <typename Fn>
+  [[nodiscard]] Derived apply(
+      Fn&& fn,
+      const Derived& other,
+      const ApplyOptions& options = {}) const {
+    return checked(
+        this->td_.apply(std::forward<Fn>(fn), other.tensordict(), options));
+  }
+  /// Writes `fn(leaf)` into every tensor in place.
+  template <typename Fn>
+  Derived& apply_(Fn&& fn) {
+    this->td_.apply_(std::forward<Fn>(fn));
+    return self();
+  }
+  /// Returns a copy with every tensor cast to `dtype`.
+  [[nodiscard]] Derived to(c10::ScalarType dtype) const {
+    return wrap(this->td_.to(dtype));
+  }
+  /// Returns a copy moved and cast as `options` says.
+  [[nodiscard]] Derived to(
+      const at::TensorOptions& options,
+      bool non_blocking = false) const {
+    return wrap(this->td_.to(options, non_blocking));
+  }
+  /// Returns a copy on the CPU.
+  [[nodiscard]] Derived cpu() const {
+    return wrap(this->td_.cpu());
+  }
+  /// Returns a deep copy.
+  [[nodiscard]] Derived clone() const {
+    return wrap(this->td_.clone());
+  }
+  /// Returns a shallow copy: new dicts, same tensors.
+  [[nodiscard]] Derived copy() const {
+    return wrap(this->td_.copy());
+  }
+  /// Returns a copy whose tensors are detached from the autograd graph.
+  [[nodiscard]] Derived detach() const {
+    return wrap(this->td_.detach());
+  }
+  /// Returns a copy with every tensor contiguous.
+  [[nodiscard]] Derived contiguous() const {
+    return wrap(this->td_.contiguous());
+  }
+  /// Writes zero into every tensor; allowed on frozen instances.
+  Derived& zero_() {
+    this->td_.zero_();
+    return self();
+  }
+  /// Copies every field of `src` into this instance's tensors in place.
+  Derived& copy_(const Derived& src, bool non_blocking = false) {
+    this->td_.copy_(src.tensordict(), non_blocking);
+    return self();
+  }
+  /// Compares field by field: an instance of bool tensors.
+  [[nodiscard]] Derived operator==(const Derived& other) const {
+    return wrap(this->td_ == other.tensordict());
+  }
+  /// Compares field by field: an instance of bool tensors.
+  [[nodiscard]] Derived operator!=(const Derived& other) const {
+    return wrap(this->td_ != other.tensordict());
+  }
+  /// Compares every tensor to a scalar: an instance of bool tensors.
+  [[nodiscard]] Derived operator==(const c10::Scalar& other) const {
+    return wrap(this->td_ == other);
+  }
+  /// Compares every tensor to a scalar: an instance of bool tensors.
+  [[nodiscard]] Derived operator!=(const c10::Scalar& other) const {
+    return wrap(this->td_ != other);
+  }
+
+  // --- arithmetic, casts and ordering (leaf by leaf, as TensorDict's) ----
+
+  /// Returns `this + alpha * other`, field by field.
+  [[nodiscard]] Derived add(const Derived& other, const c10::Scalar& alpha = 1)
+      const {
+    return wrap(this->td_.add(other.tensordict(), alpha));
+  }
+  /// Returns `field + alpha * other` for every tensor.
+  [[nodiscard]] Derived add(
+      const c10::Scalar& other,
+      const c10::Scalar& alpha = 1) const {
+    return wrap(this->td_.add(other, alpha));
+  }
+  /// Returns `this - alpha * other`, field by field.
+  [[nodiscard]] Derived sub(const Derived& other, const c10::Scalar& alpha = 1)
+      const {
+    return wrap(this->td_.sub(other.tensordict(), alpha));
+  }
+  /// Returns `field - alpha * other` for every tensor.
+  [[nodiscard]] Derived sub(
+      const c10::Scalar& other,
+      const c10::Scalar& alpha = 1) const {
+    return wrap(this->td_.sub(other, alpha));
+  }
+  /// Returns the product, field by field.
+  [[nodiscard]] Derived mul(const Derived& other) const {
+    return wrap(this->td_.mul(other.tensordict()));
+  }
+  /// Returns `field * other` for every tensor.
+  [[nodiscard]] Derived mul(const c10::Scalar& other) const {
+    return wrap(this->td_.mul(other));
+  }
+  /// Returns the true division, field by field.
+  [[nodiscard]] Derived div(const Derived& other) const {
+    return wrap(this->td_.div(other.tensordict()));
+  }
+  /// Returns `field / other` for every tensor.
+  [[nodiscard]] Derived div(const c10::Scalar& other) const {
+    return wrap(this->td_.div(other));
+  }
+  /// Same as `add(other)`.
+  [[nodiscard]] Derived operator+(const Derived& other) const {
+    return add(other);
+  }
+  /// Same as `add(other)`.
+  [[nodiscard]] Derived operator+(const c10::Scalar& other) const {
+    return add(other);
+  }
+  /// Same as `sub(other)`.
+  [[nodiscard]] Derived operator-(const Derived& other) const {
+    return sub(other);
+  }
+  /// Same as `sub(other)`.
+  [[nodiscard]] Derived operator-(const c10::Scalar& other) const {
+    return sub(other);
+  }
+  /// Same as `mul(other)`.
+  [[nodiscard]] Derived operator*(const Derived& other) const {
+    return mul(other);
+  }
+  /// Same as `mul(other)`.
+  [[nodiscard]] Derived operator*(const c10::Scalar& other) const {
+    return mul(other);
+  }
+  /// Same as `div(other)`.
+  [[nodiscard]] Derived operator/(const Derived& other) const {
+    return div(other);
+  }
+  /// Same as `div(other)`.
+  [[nodiscard]] Derived operator/(const c10::Scalar& other) const {
+    return div(other);
+  }
+  /// Returns the negation of every tensor.
+  [[nodiscard]] Derived operator-() const {
+    return wrap(-this->td_);
+  }
+  /// Adds `alpha * other` into every tensor in place.
+  Derived& add_(const Derived& other, const c10::Scalar& alpha = 1) {
+    this->td_.add_(other.tensordict(), alpha);
+    return self();
+  }
+  /// Multiplies every tensor by `other` in place.
+  Derived& mul_(const c10::Scalar& other) {
+    this->td_.mul_(other);
+    return self();
+  }
+  /// Returns `abs` of every tensor.
+  [[nodiscard]] Derived abs() const {
+    return wrap(this->td_.abs());
+  }
+  /// Returns `exp` of every tensor.
+  [[nodiscard]] Derived exp() const {
+    return wrap(this->td_.exp());
+  }
+  /// Returns `log` of every tensor.
+  [[nodiscard]] Derived log() const {
+    return wrap(this->td_.log());
+  }
+  /// Returns `sqrt` of every tensor.
+  [[nodiscard]] Derived sqrt() const {
+    return wrap(this->td_.sqrt());
+  }
+  /// Returns every tensor clamped to [min, max]; throws like
+  /// `TensorDict::clamp`.
+  [[nodiscard]] Derived clamp(
+      const std::optional<c10::Scalar>& min,
+      const std::optional<c10::Scalar>& max = std::nullopt) const {
+    return wrap(this->td_.clamp(min, max));
+  }
+  /// Returns a copy cast to float32 (Python's `float()`).
+  [[nodiscard]] Derived float32() const {
+    return wrap(this->td_.float32());
+  }
+  /// Returns a copy cast to float64 (Python's `double()`).
+  [[nodiscard]] Derived float64() const {
+    return wrap(this->td_.float64());
+  }
+  /// Returns a copy cast to float16 (Python's `half()`).
+  [[nodiscard]] Derived half() const {
+    return wrap(this->td_.half());
+  }
+  /// Returns a copy cast to bool (Python's `bool()`).
+  [[nodiscard]] Derived boolean() const {
+    return wrap(this->td_.boolean());
+  }
+  /// Returns `this < other`, field by field: an instance of bool tensors.
+  [[nodiscard]] Derived operator<(const Derived& other) const {
+    return wrap(this->td_ < other.tensordict());
+  }
+  /// Returns `this <= other`, field by field.
+  [[nodiscard]] Derived operator<=(const Derived& other) const {
+    return wrap(this->td_ <= other.tensordict());
+  }
+  /// Returns `this > other`, field by field.
+  [[nodiscard]] Derived operator>(const Derived& other) const {
+    return wrap(this->td_ > other.tensordict());
+  }
+  /// Returns `this >= other`, field by field.
+  [[nodiscard]] Derived operator>=(const Derived& other) const {
+    return wrap(this->td_ >= other.tensordict());
+  }
+  /// Returns `field < other` for every tensor.
+  [[nodiscard]] Derived operator<(const c10::Scalar& other) const {
+    return wrap(this->td_ < other);
+  }
+  /// Returns `field > other` for every tensor.
+  [[nodiscard]] Derived operator>(const c10::Scalar& other) const {
+    return wrap(this->td_ > other);
+  }
+
+  // --- locking and memory-mapped storage ---------------------------------
+
+  /// Locks the instance (fields can be written in place only).
+  Derived& lock_() {
+    this->td_.lock_();
+    return self();
+  }
+  /// Unlocks the instance; does not compile for a frozen class.
+  template <typename V = void>
+  Derived& unlock_() {
+    static_assert(
+        std::is_void_v<V> && !has_flag(kFlags, ClassFlags::kFrozen),
+        "cannot unlock a frozen TensorClass");
+    this->td_.unlock_();
+    return self();
+  }
+  /// Writes the instance as a memmap directory and returns a locked copy
+  /// backed by the files. With a registered Python class (see
+  /// `register_python_class`), the layout is Python's tensorclass layout
+  /// (`meta.json` with `_type`, fields under `_tensordict/`), which Python
+  /// loads as its class; otherwise a plain TensorDict layout.
+  [[nodiscard]] Derived memmap(const MemmapOptions& options = {}) const {
+    return wrap(
+        detail::tc_marked_copy(this->td_, Derived::tensor_class_info())
+            .memmap(options));
+  }
+  /// Writes the instance like `memmap`, then maps its own tensors to the
+  /// files in place and locks it.
+  Derived& memmap_(const MemmapOptions& options = {}) {
+    detail::tc_mark_classes(this->td_, Derived::tensor_class_info());
+    this->td_.memmap_(options);
+    return self();
+  }
+  /// Same as `memmap` (Python's `save`).
+  Derived save(const MemmapOptions& options) const {
+    return memmap(options);
+  }
+  /// Loads a memmap directory written by `memmap` or by Python (a
+  /// tensorclass or a TensorDict): throws ValueError if its `_type` is not
+  /// the registered Python class, and like `from_tensordict` if the fields
+  /// do not fit.
+  [[nodiscard]] static Derived load_memmap(
+      const std::string& prefix,
+      const LoadMemmapOptions& options = {}) {
+    return wrap(detail::tc_load_memmap(
+        Derived::tensor_class_info(), prefix, options));
+  }
+  /// Same as `load_memmap` (Python's `load`).
+  [[nodiscard]] static Derived load(
+      const std::string& prefix,
+      const LoadMemmapOptions& options = {}) {
+    return load_memmap(prefix, options);
+  }
+
+  /// Returns Python's detailed repr: `Name(field=..., batch_size=...,
+  /// device=..., is_shared=...)`.
+  std::string repr() const {
+    return detail::tc_repr(this->td_, Derived::tensor_class_info());
+  }
+
+ protected:
+  /// Wraps a dict as Derived (locked when frozen).
+  static Derived wrap(TensorDict td) {
+    if constexpr (has_flag(kFlags, ClassFlags::kFrozen)) {
+      if (!td.is_locked()) {
+        td.lock_();
+      }
+    }
+    return Derived(std::move(td), detail::WrapTag{});
+  }
+  static Derived checked(TensorDict td) {
+    detail::tc_check(td, Derived::tensor_class_info());
+    return wrap(std::move(td));
+  }
+  static std::vector<Derived> wrap_all(const std::vector<TensorDict>& tds) {
+    std::vector<Derived> out;
+    out.reserve(tds.size());
+    for (const auto& td : tds) {
+      out.push_back(wrap(td));
+    }
+    return out;
+  }
+  Derived& self() noexcept {
+    return static_cast<Derived&>(*this);
+  }
+  template <typename T>
+  detail::read_type_t<T, kFlags> read_field(size_t index) const {
+    const detail::ClassInfo& info = Derived::tensor_class_info();
+    using Traits = detail::FieldTraits<T>;
+    if constexpr (Traits::optional) {
+      const Value* value = detail::tc_find(this->td_, info, index);
+      if (value == nullptr) {
+        return std::nullopt;
+      }
+      return detail::tc_convert<typename Traits::value_type, kFlags>(
+          *value, info, index);
+    } else if constexpr (Traits::kind == detail::FieldKind::kTensor) {
+      return detail::tc_read_tensor(this->td_, info, index);
+    } else {
+      return detail::tc_convert<T, kFlags>(
+          detail::tc_get(this->td_, info, index), info, index);
+    }
+  }
+  template <typename T>
+  Derived& write_field(size_t index, const FieldArg& value) {
+    static_assert(
+        !has_flag(kFlags, ClassFlags::kFrozen) || detail::kAlwaysFalse<T>,
+        "cannot assign to a field of a frozen TensorClass");
+    detail::tc_set_field(this->td_, Derived::tensor_class_info(), index, value);
+    return self();
+  }
+  template <typename T>
+  static void add_field(std::vector<detail::FieldInfo>& fields, const char* name) {
+    using Traits = detail::FieldTraits<T>;
+    const detail::ClassInfo* nested = nullptr;
+    if constexpr (Traits::kind == detail::FieldKind::kTensorClass) {
+      nested = &Traits::value_type::tensor_class_info();
+    }
+    fields.push_back(
+        detail::FieldInfo{name, Traits::kind, Traits::optional, nested});
+  }
+};
+
+/// Stacks instances along a new batch dim, as `torch.stack` on Python
+/// tensorclasses; throws what `tensordict::stack` throws.
+template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
+[[nodiscard]] TC stack(const std::vector<TC>& items, int64_t dim = 0) {
+  std::vector<TensorDict> tds;
+  tds.reserve(items.size());
+  for (const auto& item : items) {
+    tds.push_back(item.tensordict());
+  }
+  return TC::from_tensordict(stack(tds, dim));
+}
+
+/// Concatenates instances along batch dim `dim`, as `torch.cat`; throws
+/// what `tensordict::cat` throws.
+template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
+[[nodiscard]] TC cat(const std::vector<TC>& items, int64_t dim = 0) {
+  std::vector<TensorDict> tds;
+  tds.reserve(items.size());
+  for (const auto& item : items) {
+    tds.push_back(item.tensordict());
+  }
+  return TC::from_tensordict(cat(tds, dim));
+}
+
+/// Returns true if both instances hold equal fields and batch sizes.
+template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
+bool equal(const TC& a, const TC& b) {
+  return equal(a.tensordict(), b.tensordict());
+}
+
+/// Writes `value.repr()`.
+template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
+std::ostream& operator<<(std::ostream& out, const TC& value) {
+  detail::tc_write(out, value.repr());
+  return out;
+}
+
+/// Maps the Python class string `type_string` ("<class 'module.Name'>", as
+/// Python writes `_type` in meta.json) to `TC`: saves then write Python's
+/// tensorclass layout, and loads check `_type`. Throws ValueError on a
+/// malformed string. Returns true, so it can initialize a static.
+template <typename TC>
+bool register_python_class(std::string type_string) {
+  static_assert(is_tensor_class_v<TC>, "register_python_class needs a TensorClass");
+  detail::tc_register(TC::tensor_class_info(), std::move(type_string));
+  return true;
+}
+
+TENSORDICT_END_NAMESPACE
+
+#define TENSORDICT_DETAIL_STR(x) TENSORDICT_DETAIL_STR_I(x)
+#define TENSORDICT_DETAIL_STR_I(x) #x
+
+#define TENSORDICT_DETAIL_ACCESSORS(i, field) \
+  TENSORDICT_DETAIL_ACCESSORS_I(              \
+      i, TENSORDICT_DETAIL_FIELD_TYPE(field), TENSORDICT_DETAIL_FIELD_NAME(field))
+#define TENSORDICT_DETAIL_ACCESSORS_I(FieldIndex, FieldType, FieldName) \
+  TENSORDICT_DETAIL_ACCESSORS_II(FieldIndex, FieldType, FieldName)
+#define TENSORDICT_DETAIL_ACCESSORS_II(FieldIndex, FieldType, FieldName)                          \
+  static_assert(                                                              \
+      ::tensordict::has_flag(kFlags, ::tensordict::ClassFlags::kShadow) ||    \
+          !::tensordict::detail::is_reserved_field_name(#FieldName),               \
+      "a TensorClass field has the name of a TensorClass member; to allow "   \
+      "it, pass ClassFlags::kShadow");                                        \
+  static_assert(                                                              \
+      !::tensordict::has_flag(kFlags, ::tensordict::ClassFlags::kTensorOnly) || \
+          ::tensordict::detail::FieldTraits<FieldType>::tensor_like,               \
+      "tensor_only requires every field to be a tensor, a TensorDict or a "   \
+      "TensorClass");                                                         \
+                                                                              \
+ public:                                                                      \
+  /** Returns the field; throws ValueError if it is unset (not optional). */ \
+  ::tensordict::detail::read_type_t<FieldType, kFlags> FieldName() const {              \
+    return this->template read_field<FieldType>(kParentFieldCount + (FieldIndex));          \
+  }                                                                           \
+  /** Sets the field (checked against the batch size); not for frozen. */    \
+  template <typename TensordictFieldT = FieldType>                                 \
+  tensor_class_self& set_##FieldName(                                              \
+      const typename ::tensordict::detail::TypeIdentity<                      \
+          TensordictFieldT>::type& value) {                                   \
+    return this->template write_field<TensordictFieldT>(                      \
+        kParentFieldCount + (FieldIndex), ::tensordict::FieldArg(value));              \
+  }
+
+#define TENSORDICT_DETAIL_ADD_FIELD(i, field)                     \
+  add_field<TENSORDICT_DETAIL_FIELD_TYPE(field)>(                 \
+      fields, TENSORDICT_DETAIL_STR(TENSORDICT_DETAIL_FIELD_NAME(field)));
+
+/// Declares the fields of a TensorClass `Type`, in order: a bare name is an
+/// `at::Tensor` field, `(T, name)` a field of type T (see NOTE [TensorClass
+/// design]). Generates the constructors, a getter `name()` and a setter
+/// `set_name(value)` per field, and the class description. Up to 32 fields;
+/// a type with a comma needs an alias.
+///
+/// Example: `TENSORDICT_FIELDS(Step, obs, (std::optional<std::string>, task))`
+#define TENSORDICT_FIELDS(Type, ...)                                          \
+ public:                                                                      \
+  using tensor_class_base::tensor_class_base;                                 \
+  Type() = default;                                                           \
+  Type(const Type&) = default;                                                \
+  Type(Type&&) noexcept = default;                                            \
+  Type& operator=(const Type&) & = default;                                   \
+  Type& operator=(Type&&) & noexcept = default;                               \
+  Type& operator=(const Type&) && = delete;                                   \
+  Type& operator=(Type&&) && = delete;                                        \
+  ~Type() = default;                                                          \
+  /** The number of fields, the parents' included. */                        \
+  static constexpr size_t kFieldCount =                                       \
+      kParentFieldCount + TENSORDICT_DETAIL_COUNT(__VA_ARGS__);               \
+  /** Returns the class name; not API. */                                     \
+  static constexpr const char* tensor_class_name() noexcept {                 \
+    return #Type;                                                             \
+  }                                                                           \
+  /** Appends the class's own fields to a description; not API. */           \
+  static void tensor_class_own_fields(                                        \
+      std::vector<::tensordict::detail::FieldInfo>& fields) {                 \
+    TENSORDICT_DETAIL_FOR_EACH(TENSORDICT_DETAIL_ADD_FIELD, __VA_ARGS__)      \
+  }                                                                           \
+  TENSORDICT_DETAIL_FOR_EACH(TENSORDICT_DETAIL_ACCESSORS, __VA_ARGS__)
+
+/// Registers at static initialization the Python class string of a
+/// TensorClass (see `register_python_class`); use at namespace scope.
+///
+/// Example: `TENSORDICT_PYTHON_CLASS(Step, "<class 'envs.Step'>");`
+#define TENSORDICT_PYTHON_CLASS(Type, type_string)                  \
+  [[maybe_unused]] static const bool TENSORDICT_DETAIL_CAT(          \
+      tensordict_python_class_, __LINE__) =                          \
+      ::tensordict::register_python_class<Type>(type_string)

@@ -1,0 +1,769 @@
+// The compiled side of TensorClass (include/tensordict/tensor_class.h):
+// storing and reading fields by the class flags, construction, checks,
+// repr and the memmap glue. See NOTE [TensorClass design].
+
+#include "tensordict/tensor_class.h"
+
+#include <algorithm>
+#include <ostream>
+
+#include "detail/format.h"
+#include "detail/tensor_dict_impl.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+
+FieldArg::FieldArg(at::Tensor tensor) {
+  if (tensor.defined()) {
+    value_ = std::move(tensor);
+  }
+}
+FieldArg::FieldArg(TensorDict td) : value_(std::move(td)) {}
+FieldArg::FieldArg(const char* text) : value_(Json(text)) {}
+FieldArg::FieldArg(std::string text) : value_(Json(std::move(text))) {}
+FieldArg::FieldArg(Json value) {
+  if (!value.is_null()) {
+    value_ = std::move(value);
+  }
+}
+
+namespace detail {
+namespace {
+
+const char* kind_name(FieldKind kind) {
+  switch (kind) {
+    case FieldKind::kTensor:
+      return "a tensor";
+    case FieldKind::kTensorDict:
+      return "a TensorDict";
+    case FieldKind::kTensorClass:
+      return "a TensorClass";
+    case FieldKind::kString:
+      return "a string";
+    case FieldKind::kInt:
+      return "an integer";
+    case FieldKind::kDouble:
+      return "a float";
+    case FieldKind::kBool:
+      return "a bool";
+    case FieldKind::kJson:
+      return "a JSON value";
+  }
+  return "a value";
+}
+
+const char* arg_name(const FieldArg& arg) {
+  switch (arg.value().index()) {
+    case 0:
+      return "None";
+    case 1:
+      return "a tensor";
+    case 2:
+      return arg.class_info() ? "a TensorClass" : "a TensorDict";
+    case 3:
+      return std::get<Json>(arg.value()).is_string() ? "a string"
+                                                      : "a JSON value";
+    case 4:
+      return "an integer";
+    case 5:
+      return "a float";
+    default:
+      return "a bool";
+  }
+}
+
+std::string field_label(const ClassInfo& info, size_t index) {
+  return c10::str("field '", info.fields[index].name, "' of ", info.name);
+}
+
+std::string sorted_names_repr(std::vector<std::string> names) {
+  std::sort(names.begin(), names.end());
+  std::string out = "[";
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += (i > 0 ? ", " : "") + python_repr(names[i]);
+  }
+  return out + "]";
+}
+
+std::vector<std::string> field_names(const ClassInfo& info) {
+  std::vector<std::string> names;
+  names.reserve(info.fields.size());
+  for (const auto& f : info.fields) {
+    names.push_back(f.name);
+  }
+  return names;
+}
+
+std::optional<size_t> find_field(const ClassInfo& info, std::string_view name) {
+  for (size_t i = 0; i < info.fields.size(); ++i) {
+    if (info.fields[i].name == name) {
+      return i;
+    }
+  }
+  return std::nullopt;
+}
+
+[[noreturn]] void throw_no_such_field(const ClassInfo& info, std::string_view name) {
+  throw KeyError(
+      {__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
+      c10::str(
+          "Cannot set the attribute ",
+          python_repr(name),
+          ": ",
+          info.name,
+          " has no such field. Its fields are ",
+          sorted_names_repr(field_names(info)),
+          "."));
+}
+
+// The one JSON value of a non-tensor entry: its data, or the common value
+// of a stack whose elements all agree.
+std::optional<Json> single_json(const Value& value) {
+  if (value.is_non_tensor_data()) {
+    return value.non_tensor_data().data();
+  }
+  if (value.is_non_tensor_stack()) {
+    const auto& values = value.non_tensor_stack().values();
+    if (!values.empty() &&
+        std::all_of(values.begin(), values.end(), [&](const Json& v) {
+          return v == values.front();
+        })) {
+      return values.front();
+    }
+  }
+  return std::nullopt;
+}
+
+std::string entry_name(const Value& value) {
+  return value.type_name();
+}
+
+[[noreturn]] void throw_wrong_entry(
+    const Value& value,
+    const ClassInfo& info,
+    size_t index,
+    const char* expected) {
+  std::string hint;
+  if (value.is_non_tensor_stack()) {
+    hint = " whose elements differ; read them with get()";
+  }
+  C10_THROW_ERROR(
+      TypeError,
+      c10::str(
+          field_label(info, index),
+          " holds ",
+          entry_name(value),
+          hint,
+          ", not ",
+          expected));
+}
+
+at::Tensor json_number_tensor(const Json& j) {
+  if (j.is_boolean()) {
+    return number_to_tensor(j.get<bool>());
+  }
+  if (j.is_number_integer()) {
+    return number_to_tensor(j.get<int64_t>());
+  }
+  return number_to_tensor(j.get<double>());
+}
+
+// The number of a FieldArg as JSON, cast to the field's type when `cast`.
+Json number_json(const FieldArg::Variant& v, FieldKind kind, bool cast) {
+  double d = 0;
+  Json given;
+  if (const auto* i = std::get_if<int64_t>(&v)) {
+    given = *i;
+    d = static_cast<double>(*i);
+  } else if (const auto* f = std::get_if<double>(&v)) {
+    given = *f;
+    d = *f;
+  } else {
+    const bool b = std::get<bool>(v);
+    given = b;
+    d = b ? 1 : 0;
+  }
+  if (!cast) {
+    return given;
+  }
+  switch (kind) {
+    case FieldKind::kInt:
+      return given.is_number_integer() ? given : Json(static_cast<int64_t>(d));
+    case FieldKind::kDouble:
+      return d;
+    default:
+      return d != 0;
+  }
+}
+
+at::Tensor number_tensor(const FieldArg::Variant& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) {
+    return number_to_tensor(*i);
+  }
+  if (const auto* f = std::get_if<double>(&v)) {
+    return number_to_tensor(*f);
+  }
+  return number_to_tensor(std::get<bool>(v));
+}
+
+bool is_number(const FieldArg::Variant& v) {
+  return v.index() >= 4;
+}
+
+} // namespace
+
+const Value* tc_find(
+    const TensorDict& td,
+    const ClassInfo& info,
+    size_t index) noexcept {
+  const TensorDictImpl& impl = *td.unsafeGetImpl();
+  const std::string& name = info.fields[index].name;
+  const NodeRange nodes = impl.nodes();
+  // Fast path: fields are stored in declaration order, so field `index` is
+  // usually node `index`.
+  if (index < nodes.size()) {
+    Node* node = *nodes.begin() + index;
+    if (node->key == name) {
+      return &node->value;
+    }
+  }
+  Node* node = impl.find(name);
+  return node == nullptr ? nullptr : &node->value;
+}
+
+const Value& tc_get(const TensorDict& td, const ClassInfo& info, size_t index) {
+  const Value* value = tc_find(td, info, index);
+  TORCH_CHECK_VALUE(
+      value != nullptr,
+      info.name,
+      ".",
+      info.fields[index].name,
+      " is None (the field is unset)");
+  return *value;
+}
+
+namespace {
+
+// Field names are short: a loop beats a call to memcmp.
+inline bool same_key(const std::string& a, const std::string& b) noexcept {
+  const size_t n = a.size();
+  if (n != b.size()) {
+    return false;
+  }
+  const char* pa = a.data();
+  const char* pb = b.data();
+  for (size_t i = 0; i < n; ++i) {
+    if (pa[i] != pb[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+C10_NOINLINE at::Tensor read_tensor_slow(
+    const TensorDict& td,
+    const ClassInfo& info,
+    size_t index) {
+  const Value& value = tc_get(td, info, index);
+  if (value.is_tensor()) {
+    return value.tensor();
+  }
+  return tc_as_tensor(value, info, index);
+}
+
+} // namespace
+
+at::Tensor tc_read_tensor(
+    const TensorDict& td,
+    const ClassInfo& info,
+    size_t index) {
+  // The fast path of tc_find spelled out here, with the rest out of line:
+  // a field read should cost about as much as copying a struct member (see
+  // benchmarks/tensor_class_benchmark.cpp).
+  const NodeRange nodes = td.unsafeGetImpl()->nodes();
+  if (C10_LIKELY(index < nodes.size())) {
+    const Node* node = *nodes.begin() + index;
+    if (C10_LIKELY(same_key(node->key, info.fields[index].name))) {
+      if (const auto* t = std::get_if<at::Tensor>(&node->value.variant())) {
+        return *t;
+      }
+    }
+  }
+  return read_tensor_slow(td, info, index);
+}
+
+size_t tc_field_index(const ClassInfo& info, std::string_view name) {
+  const auto index = find_field(info, name);
+  TENSORDICT_CHECK_KEY(
+      index.has_value(),
+      info.name,
+      " has no field ",
+      python_repr(name),
+      ". Its fields are ",
+      sorted_names_repr(field_names(info)),
+      ".");
+  return *index;
+}
+
+at::Tensor tc_as_tensor(const Value& value, const ClassInfo& info, size_t index) {
+  if (value.is_tensor()) {
+    return value.tensor();
+  }
+  // A number field stored as NonTensorData (batch dims, or saved by an
+  // autocast class) reads back as its 0-dim tensor.
+  const FieldKind kind = info.fields[index].kind;
+  if (kind == FieldKind::kInt || kind == FieldKind::kDouble ||
+      kind == FieldKind::kBool) {
+    const auto j = single_json(value);
+    if (j && (j->is_number() || j->is_boolean())) {
+      return json_number_tensor(*j);
+    }
+  }
+  throw_wrong_entry(value, info, index, "a tensor");
+}
+
+TensorDict tc_as_tensordict(const Value& value, const ClassInfo& info, size_t index) {
+  if (!value.is_tensordict()) {
+    throw_wrong_entry(value, info, index, "a TensorDict");
+  }
+  return value.tensordict();
+}
+
+std::string tc_as_string(const Value& value, const ClassInfo& info, size_t index) {
+  const auto j = single_json(value);
+  if (!j || !j->is_string()) {
+    throw_wrong_entry(value, info, index, "a string");
+  }
+  return j->get<std::string>();
+}
+
+Json tc_as_json(const Value& value, const ClassInfo& info, size_t index) {
+  const auto j = single_json(value);
+  if (!j) {
+    throw_wrong_entry(value, info, index, "a JSON value");
+  }
+  return *j;
+}
+
+namespace {
+template <typename T>
+T read_number(const Value& value, const ClassInfo& info, size_t index, const char* expected) {
+  if (value.is_tensor()) {
+    const at::Tensor& t = value.tensor();
+    TORCH_CHECK_TYPE(
+        t.numel() == 1,
+        field_label(info, index),
+        " holds a tensor of shape ",
+        t.sizes(),
+        ", not ",
+        expected);
+    return t.item<T>();
+  }
+  const auto j = single_json(value);
+  if (!j || !(j->is_number() || j->is_boolean())) {
+    throw_wrong_entry(value, info, index, expected);
+  }
+  if (j->is_boolean()) {
+    return static_cast<T>(j->get<bool>());
+  }
+  if (j->is_number_integer()) {
+    return static_cast<T>(j->get<int64_t>());
+  }
+  return static_cast<T>(j->get<double>());
+}
+} // namespace
+
+int64_t tc_as_int(const Value& value, const ClassInfo& info, size_t index) {
+  return read_number<int64_t>(value, info, index, "an integer");
+}
+
+double tc_as_double(const Value& value, const ClassInfo& info, size_t index) {
+  return read_number<double>(value, info, index, "a float");
+}
+
+bool tc_as_bool(const Value& value, const ClassInfo& info, size_t index) {
+  return read_number<bool>(value, info, index, "a bool");
+}
+
+void tc_set_field(
+    const TensorDict& td_in,
+    const ClassInfo& info,
+    size_t index,
+    const FieldArg& arg) {
+  TensorDict td = td_in;
+  const FieldInfo& field = info.fields[index];
+  const std::string& key = field.name;
+  const FieldArg::Variant& v = arg.value();
+  if (arg.is_none()) {
+    if (td.contains(key)) {
+      td.del_(key);
+    }
+    return;
+  }
+  const bool autocast = has_flag(info.flags, ClassFlags::kAutocast);
+  const bool nocast = has_flag(info.flags, ClassFlags::kNocast);
+  auto wrong = [&]() {
+    C10_THROW_ERROR(
+        TypeError,
+        c10::str(
+            field_label(info, index),
+            " expects ",
+            kind_name(field.kind),
+            ", got ",
+            arg_name(arg)));
+  };
+  switch (field.kind) {
+    case FieldKind::kTensor:
+      if (const auto* t = std::get_if<at::Tensor>(&v)) {
+        td.set(key, *t);
+      } else if (is_number(v)) {
+        td.set(key, number_tensor(v));
+      } else {
+        wrong();
+      }
+      return;
+    case FieldKind::kTensorDict:
+      if (v.index() == 2 && arg.class_info() == nullptr) {
+        td.set(key, std::get<TensorDict>(v));
+      } else {
+        wrong();
+      }
+      return;
+    case FieldKind::kTensorClass: {
+      const auto* nested = std::get_if<TensorDict>(&v);
+      if (nested == nullptr) {
+        wrong();
+        return;
+      }
+      if (arg.class_info() == nullptr) {
+        // A plain dict must fit the class, as Python's autocast checks.
+        tc_check(*nested, *field.nested);
+      } else {
+        TORCH_CHECK_TYPE(
+            arg.class_info() == field.nested,
+            field_label(info, index),
+            " expects a ",
+            field.nested->name,
+            ", got a ",
+            arg.class_info()->name);
+      }
+      td.set(key, *nested);
+      return;
+    }
+    case FieldKind::kString:
+      if (const auto* j = std::get_if<Json>(&v); j != nullptr && j->is_string()) {
+        td.set_non_tensor(key, *j);
+      } else if (autocast && is_number(v)) {
+        td.set_non_tensor(key, number_json(v, field.kind, false).dump());
+      } else {
+        wrong();
+      }
+      return;
+    case FieldKind::kJson:
+      if (const auto* j = std::get_if<Json>(&v)) {
+        td.set_non_tensor(key, *j);
+      } else if (is_number(v)) {
+        td.set_non_tensor(key, number_json(v, field.kind, false));
+      } else {
+        wrong();
+      }
+      return;
+    case FieldKind::kInt:
+    case FieldKind::kDouble:
+    case FieldKind::kBool: {
+      if (const auto* t = std::get_if<at::Tensor>(&v)) {
+        if (autocast) {
+          TORCH_CHECK_TYPE(
+              t->numel() == 1,
+              "Failed to cast the value ",
+              key,
+              " to ",
+              kind_name(field.kind),
+              ": ",
+              field_label(info, index),
+              " got a tensor of shape ",
+              t->sizes());
+          Json j;
+          if (field.kind == FieldKind::kInt) {
+            j = t->item<int64_t>();
+          } else if (field.kind == FieldKind::kDouble) {
+            j = t->item<double>();
+          } else {
+            j = t->item<bool>();
+          }
+          td.set_non_tensor(key, j);
+        } else {
+          td.set(key, *t);
+        }
+        return;
+      }
+      if (!is_number(v)) {
+        wrong();
+        return;
+      }
+      if (autocast || nocast) {
+        td.set_non_tensor(key, number_json(v, field.kind, autocast));
+      } else if (td.batch_dims() > 0) {
+        // A 0-dim tensor would not fit the batch: Python keeps the value.
+        td.set_non_tensor(key, number_json(v, field.kind, false));
+      } else {
+        td.set(key, number_tensor(v));
+      }
+      return;
+    }
+  }
+}
+
+void tc_set_by_name(
+    const TensorDict& td,
+    const ClassInfo& info,
+    std::string_view name,
+    const FieldArg& value) {
+  const auto index = find_field(info, name);
+  if (!index) {
+    throw_no_such_field(info, name);
+  }
+  tc_set_field(td, info, *index, value);
+}
+
+TensorDict tc_construct(
+    const ClassInfo& info,
+    c10::ArrayRef<FieldInit> fields,
+    c10::IntArrayRef batch_size,
+    std::optional<c10::Device> device,
+    const DimNames& names) {
+  TensorDict td(batch_size, device, names);
+  std::vector<const FieldArg*> given(info.fields.size(), nullptr);
+  for (const FieldInit& init : fields) {
+    const auto index = find_field(info, init.name());
+    if (!index) {
+      throw_no_such_field(info, init.name());
+    }
+    TORCH_CHECK_TYPE(
+        given[*index] == nullptr,
+        info.name,
+        ".__init__() got multiple values for argument ",
+        python_repr(init.name()));
+    given[*index] = &init.value();
+  }
+  std::vector<std::string> missing;
+  for (size_t i = 0; i < info.fields.size(); ++i) {
+    if (given[i] == nullptr && !info.fields[i].optional) {
+      missing.push_back(python_repr(info.fields[i].name));
+    }
+  }
+  if (!missing.empty()) {
+    // Python's wording: 'a', 'a' and 'b', 'a', 'b', and 'c'.
+    std::string list;
+    for (size_t i = 0; i < missing.size(); ++i) {
+      if (i > 0) {
+        list += missing.size() == 2 ? " and "
+            : i + 1 == missing.size() ? ", and "
+                                      : ", ";
+      }
+      list += missing[i];
+    }
+    TORCH_CHECK_TYPE(
+        false,
+        info.name,
+        ".__init__() missing ",
+        missing.size(),
+        " required positional argument",
+        missing.size() == 1 ? "" : "s",
+        ": ",
+        list);
+  }
+  td.unsafeGetImpl()->reserve(info.fields.size());
+  for (size_t i = 0; i < info.fields.size(); ++i) {
+    if (given[i] != nullptr) {
+      tc_set_field(td, info, i, *given[i]);
+    }
+  }
+  if (has_flag(info.flags, ClassFlags::kFrozen)) {
+    td.lock_();
+  }
+  return td;
+}
+
+void tc_check(const TensorDict& td, const ClassInfo& info) {
+  const TensorDictImpl& impl = *td.unsafeGetImpl();
+  std::vector<std::string> extra;
+  std::vector<std::string> keys;
+  for (const auto& node : impl.nodes()) {
+    keys.push_back(node->key);
+    if (!find_field(info, node->key)) {
+      extra.push_back(node->key);
+    }
+  }
+  if (!extra.empty()) {
+    auto set_repr = [](std::vector<std::string> names) {
+      std::sort(names.begin(), names.end());
+      std::string out = "{";
+      for (size_t i = 0; i < names.size(); ++i) {
+        out += (i > 0 ? ", " : "") + python_repr(names[i]);
+      }
+      return out + "}";
+    };
+    TORCH_CHECK_VALUE(
+        false,
+        "Keys from the tensordict (",
+        set_repr(keys),
+        ") must correspond to the class attributes (",
+        set_repr(field_names(info)),
+        "). Got the set of keys {",
+        set_repr(extra),
+        "} which do not belong to the class.");
+  }
+  for (size_t i = 0; i < info.fields.size(); ++i) {
+    const FieldInfo& field = info.fields[i];
+    const Value* value = tc_find(td, info, i);
+    if (value == nullptr) {
+      continue;
+    }
+    switch (field.kind) {
+      case FieldKind::kTensor:
+        if (!value->is_tensor()) {
+          throw_wrong_entry(*value, info, i, "a tensor");
+        }
+        break;
+      case FieldKind::kTensorDict:
+        if (!value->is_tensordict()) {
+          throw_wrong_entry(*value, info, i, "a TensorDict");
+        }
+        break;
+      case FieldKind::kTensorClass: {
+        if (!value->is_tensordict()) {
+          throw_wrong_entry(*value, info, i, "a TensorDict");
+        }
+        const TensorDict& nested = value->tensordict();
+        const std::string& cls = nested.python_class();
+        TORCH_CHECK_VALUE(
+            cls.empty() || field.nested->python_class.empty() ||
+                cls == field.nested->python_class,
+            field_label(info, i),
+            " holds the Python class ",
+            cls,
+            ", but ",
+            field.nested->name,
+            " is registered as ",
+            field.nested->python_class);
+        try {
+          tc_check(nested, *field.nested);
+        } catch (c10::Error& e) {
+          TORCH_RETHROW(e, "while checking ", field_label(info, i));
+        }
+        break;
+      }
+      case FieldKind::kString:
+      case FieldKind::kJson:
+        if (!value->is_non_tensor()) {
+          throw_wrong_entry(
+              *value, info, i, field.kind == FieldKind::kString ? "a string" : "a JSON value");
+        }
+        break;
+      case FieldKind::kInt:
+      case FieldKind::kDouble:
+      case FieldKind::kBool:
+        if (value->is_tensordict()) {
+          throw_wrong_entry(*value, info, i, kind_name(field.kind));
+        }
+        break;
+    }
+  }
+}
+
+std::string tc_repr(const TensorDict& td, const ClassInfo& info) {
+  const TensorDictImpl& impl = *td.unsafeGetImpl();
+  std::vector<std::string> lines;
+  std::vector<std::string> none_lines;
+  for (size_t i = 0; i < info.fields.size(); ++i) {
+    const FieldInfo& field = info.fields[i];
+    const Value* value = tc_find(td, info, i);
+    if (value == nullptr) {
+      none_lines.push_back(field.name + "=None");
+      continue;
+    }
+    std::string text = field.kind == FieldKind::kTensorClass && value->is_tensordict()
+        ? tc_repr(value->tensordict(), *field.nested)
+        : value_repr(*value);
+    lines.push_back(field.name + "=" + text);
+  }
+  std::sort(lines.begin(), lines.end());
+  auto join = [](const std::vector<std::string>& parts) {
+    std::string out;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      out += (i > 0 ? ",\n" : "") + parts[i];
+    }
+    return out;
+  };
+  // Python always starts with the (possibly empty) block of set fields, so
+  // a class with none prints "Name(\n,\n    a=None, ...".
+  std::vector<std::string> parts;
+  parts.push_back("\n" + indent_lines(join(lines), "    "));
+  if (!none_lines.empty()) {
+    parts.push_back(indent_lines(join(none_lines), "    "));
+  }
+  if (!find_field(info, "batch_size")) {
+    parts.push_back("    batch_size=" + size_repr(impl.batch_size));
+  } else if (!find_field(info, "shape")) {
+    parts.push_back("    shape=" + size_repr(impl.batch_size));
+  }
+  if (!find_field(info, "device")) {
+    parts.push_back("    device=" + device_repr(impl.device));
+  }
+  parts.push_back(std::string("    is_shared=") + python_bool(impl.shared));
+  return info.name + "(" + join(parts) + ")";
+}
+
+void tc_mark_classes(const TensorDict& td, const ClassInfo& info) {
+  if (!info.python_class.empty()) {
+    td.unsafeGetImpl()->python_class = info.python_class;
+  }
+  for (size_t i = 0; i < info.fields.size(); ++i) {
+    if (info.fields[i].kind != FieldKind::kTensorClass) {
+      continue;
+    }
+    const Value* value = tc_find(td, info, i);
+    if (value != nullptr && value->is_tensordict()) {
+      tc_mark_classes(value->tensordict(), *info.fields[i].nested);
+    }
+  }
+}
+
+TensorDict tc_marked_copy(const TensorDict& td, const ClassInfo& info) {
+  TensorDict copy = td.copy();
+  tc_mark_classes(copy, info);
+  return copy;
+}
+
+TensorDict tc_load_memmap(
+    const ClassInfo& info,
+    const std::string& prefix,
+    const LoadMemmapOptions& options) {
+  TensorDict td = TensorDict::load_memmap(prefix, options);
+  const std::string& cls = td.python_class();
+  TORCH_CHECK_VALUE(
+      cls.empty() || info.python_class.empty() || cls == info.python_class,
+      prefix,
+      " holds the Python class ",
+      cls,
+      ", but ",
+      info.name,
+      " is registered as ",
+      info.python_class);
+  tc_check(td, info);
+  return td;
+}
+
+void tc_register(ClassInfo& info, std::string type_string) {
+  // set_python_class validates the spelling.
+  TensorDict probe;
+  probe.set_python_class(type_string);
+  info.python_class = std::move(type_string);
+}
+
+void tc_write(std::ostream& out, const std::string& text) {
+  out << text;
+}
+
+} // namespace detail
+TENSORDICT_END_NAMESPACE

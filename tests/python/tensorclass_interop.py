@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""TensorClass memmap interop, both ways, with the installed Python tensordict.
+
+1. Python saves a TcTrajectory and a TcCounts (tensorclass_interop_classes.py)
+   and writes the detailed repr of each.
+2. C++ (tensorclass_interop) loads them as its registered structs, checks
+   every field and the repr, then saves structs of its own.
+3. Python loads what C++ saved: the classes must be the Python tensorclasses
+   and every field must hold what C++ wrote.
+
+usage: tensorclass_interop.py TENSORCLASS_INTEROP_BINARY WORK_DIR
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from tensordict import set_printoptions  # noqa: E402
+from tensorclass_interop_classes import TcCounts, TcInner, TcTrajectory  # noqa: E402
+
+
+def write(work: str) -> None:
+    traj = TcTrajectory(
+        obs=torch.arange(12, dtype=torch.float32).reshape(4, 3),
+        action=torch.arange(4) * 2,
+        inner=TcInner(x=torch.full((4, 2), 3.0), tag="grip", batch_size=[4]),
+        task="reach",
+        batch_size=[4],
+    )
+    traj.memmap(os.path.join(work, "py_traj"))
+    counts = TcCounts(step=7, ratio=0.25, done=True, batch_size=[])
+    counts.memmap(os.path.join(work, "py_counts"))
+    with set_printoptions(compact=False):
+        with open(os.path.join(work, "py_traj_repr.txt"), "w") as f:
+            f.write(repr(traj))
+        with open(os.path.join(work, "py_counts_repr.txt"), "w") as f:
+            f.write(repr(counts))
+
+
+def check(work: str) -> list:
+    errors = []
+
+    def expect(cond: bool, what: str) -> None:
+        if not cond:
+            errors.append(what)
+
+    traj = TcTrajectory.load_memmap(os.path.join(work, "cpp_traj"))
+    expect(type(traj) is TcTrajectory, f"cpp_traj loads as {type(traj)}")
+    expect(type(traj.inner) is TcInner, f"cpp_traj.inner loads as {type(traj.inner)}")
+    expect(traj.batch_size == torch.Size([2]), f"batch size {traj.batch_size}")
+    expect(
+        torch.equal(traj.obs, torch.tensor([[0.5, 1.5], [2.5, 3.5]])),
+        f"obs {traj.obs}",
+    )
+    expect(traj.action.dtype == torch.int64, f"action dtype {traj.action.dtype}")
+    expect(torch.equal(traj.action, torch.tensor([5, 6])), f"action {traj.action}")
+    expect(torch.equal(traj.inner.x, torch.zeros(2, 1)), f"inner.x {traj.inner.x}")
+    expect(traj.inner.tag == "cpp-tag", f"inner.tag {traj.inner.tag!r}")
+    expect(traj.task == "from C++", f"task {traj.task!r}")
+    expect(traj.note == "a note", f"note {traj.note!r}")
+    expect(traj.mask is None, f"mask {traj.mask!r}")
+
+    counts = TcCounts.load_memmap(os.path.join(work, "cpp_counts"))
+    expect(type(counts) is TcCounts, f"cpp_counts loads as {type(counts)}")
+    expect(counts.step == 11 and type(counts.step) is int, f"step {counts.step!r}")
+    expect(counts.ratio == 0.5 and type(counts.ratio) is float, f"ratio {counts.ratio!r}")
+    expect(counts.done is False, f"done {counts.done!r}")
+    return errors
+
+
+def main() -> int:
+    binary, work = sys.argv[1], sys.argv[2]
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    write(work)
+    print("$", binary, work, flush=True)
+    if subprocess.run([binary, work]).returncode != 0:
+        return 1
+    errors = check(work)
+    for error in errors:
+        print("Python check failed:", error)
+    print("tensorclass interop:", "FAILED" if errors else "ok")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

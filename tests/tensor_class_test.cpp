@@ -1,0 +1,699 @@
+#include <tensordict/tensor_class.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "support.h"
+
+using namespace tensordict;
+using namespace tensordict::indexing;
+using tensordict::testing::expect_td_equal;
+
+namespace {
+
+struct Inner : TensorClass<Inner> {
+  TENSORDICT_FIELDS(Inner, x)
+};
+
+struct Trajectory : TensorClass<Trajectory> {
+  TENSORDICT_FIELDS(
+      Trajectory,
+      obs,
+      action,
+      (Inner, inner),
+      (std::optional<TensorDict>, extra),
+      (std::string, task),
+      (std::optional<int64_t>, step),
+      (std::optional<Json>, info),
+      (std::optional<at::Tensor>, mask))
+};
+
+struct Cast : TensorClass<Cast, ClassFlags::kAutocast> {
+  TENSORDICT_FIELDS(
+      Cast,
+      (int64_t, step),
+      (double, ratio),
+      (bool, done),
+      (std::optional<std::string>, label))
+};
+
+struct NoCast : TensorClass<NoCast, ClassFlags::kNocast> {
+  TENSORDICT_FIELDS(NoCast, (int64_t, step), (double, ratio))
+};
+
+struct Plain : TensorClass<Plain> {
+  TENSORDICT_FIELDS(Plain, (int64_t, step), (double, ratio))
+};
+
+struct Frozen : TensorClass<Frozen, ClassFlags::kFrozen> {
+  TENSORDICT_FIELDS(Frozen, x)
+};
+
+struct Fast : TensorClass<Fast, ClassFlags::kTensorOnly> {
+  TENSORDICT_FIELDS(Fast, a, b, (std::optional<at::Tensor>, c))
+};
+
+struct Shadowing : TensorClass<Shadowing, ClassFlags::kShadow> {
+  TENSORDICT_FIELDS(Shadowing, batch_size, x)
+};
+
+struct Base : TensorClass<Base, ClassFlags::kAutocast> {
+  TENSORDICT_FIELDS(Base, obs, (int64_t, step))
+};
+
+struct Derived : TensorClass<Derived, ClassFlags::kInherit, Base> {
+  TENSORDICT_FIELDS(Derived, reward)
+};
+
+struct FrozenBase : TensorClass<FrozenBase, ClassFlags::kFrozen> {
+  TENSORDICT_FIELDS(FrozenBase, a)
+};
+
+struct FrozenChild : TensorClass<FrozenChild, ClassFlags::kFrozen, FrozenBase> {
+  TENSORDICT_FIELDS(FrozenChild, b)
+};
+
+struct Registered : TensorClass<Registered> {
+  TENSORDICT_FIELDS(Registered, pos, (Inner, inner), (std::string, label))
+};
+TENSORDICT_PYTHON_CLASS(Registered, "<class 'tests.Registered'>");
+TENSORDICT_PYTHON_CLASS(Inner, "<class 'tests.Inner'>");
+
+struct Unregistered : TensorClass<Unregistered> {
+  TENSORDICT_FIELDS(Unregistered, x)
+};
+
+Trajectory make_trajectory(int64_t batch = 4) {
+  return Trajectory(
+      {{"obs", torch::arange(batch * 3, torch::kFloat).reshape({batch, 3})},
+       {"action", torch::ones({batch}, torch::kLong)},
+       {"inner", Inner({{"x", torch::zeros({batch, 2})}}, {batch})},
+       {"task", "reach"}},
+      {batch});
+}
+
+std::string temp_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+      ("tensor_class_test_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  return dir.string();
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+} // namespace
+
+// --- construction and fields ------------------------------------------------
+
+TEST(TensorClassTest, ConstructionStoresEveryKindOfField) {
+  Trajectory t = make_trajectory();
+  EXPECT_EQ(t.batch_size(), c10::IntArrayRef({4}));
+  EXPECT_EQ(t.obs().sizes(), c10::IntArrayRef({4, 3}));
+  EXPECT_EQ(t.action().scalar_type(), torch::kLong);
+  EXPECT_EQ(t.inner().x().sizes(), c10::IntArrayRef({4, 2}));
+  EXPECT_EQ(t.task(), "reach");
+  EXPECT_FALSE(t.extra().has_value());
+  EXPECT_FALSE(t.step().has_value());
+  EXPECT_FALSE(t.mask().has_value());
+  EXPECT_TRUE(t.is_none("mask"));
+  EXPECT_FALSE(t.is_none("obs"));
+  // Fields live in the dict in declaration order; unset fields are absent.
+  const auto keys = t.tensordict().keys();
+  ASSERT_EQ(keys.size(), 4u);
+  EXPECT_EQ(keys[0], NestedKey("obs"));
+  EXPECT_EQ(keys[3], NestedKey("task"));
+  EXPECT_TRUE(t.tensordict().is_non_tensor("task"));
+}
+
+TEST(TensorClassTest, ConstructionTakesDeviceAndNames) {
+  Trajectory t(
+      {{"obs", torch::zeros({2, 3})},
+       {"action", torch::zeros({2, 3})},
+       {"inner", Inner({{"x", torch::zeros({2, 3})}}, {2, 3})},
+       {"task", "t"}},
+      {2, 3},
+      c10::Device(c10::kCPU),
+      {"env", "time"});
+  EXPECT_EQ(t.device(), c10::Device(c10::kCPU));
+  ASSERT_EQ(t.names().size(), 2u);
+  EXPECT_EQ(t.names()[1], "time");
+}
+
+TEST(TensorClassTest, SettersReplaceFieldsAndNoneUnsets) {
+  Trajectory t = make_trajectory();
+  t.set_obs(torch::ones({4, 7}));
+  EXPECT_EQ(t.obs().size(1), 7);
+  t.set_step(3);
+  ASSERT_TRUE(t.step().has_value());
+  // Default flags: a number is a 0-dim tensor... unless the batch has dims,
+  // where Python keeps the value (NonTensorData).
+  EXPECT_TRUE(t.tensordict().is_non_tensor("step"));
+  t.set_info(Json{{"a", 1}});
+  EXPECT_EQ((*t.info())["a"], 1);
+  t.set_mask(torch::ones({4}, torch::kBool));
+  EXPECT_TRUE(t.mask().has_value());
+  t.set_mask(std::nullopt);
+  EXPECT_FALSE(t.mask().has_value());
+  EXPECT_FALSE(t.tensordict().contains("mask"));
+  t.set("task", "grasp");
+  EXPECT_EQ(t.task(), "grasp");
+}
+
+TEST(TensorClassTest, WrongBatchDimsNameTheField) {
+  Trajectory t = make_trajectory();
+  EXPECT_THROWS_WITH(
+      t.set_obs(torch::zeros({3, 3})),
+      c10::Error,
+      "batch dimension mismatch, got self.batch_size=torch.Size([4]) and "
+      "value.shape=torch.Size([3, 3]) for key 'obs'");
+  EXPECT_THROWS_WITH(
+      Trajectory(
+          {{"obs", torch::zeros({2})},
+           {"action", torch::zeros({4})},
+           {"inner", Inner({{"x", torch::zeros({4})}}, {4})},
+           {"task", "t"}},
+          {4}),
+      c10::Error,
+      "for key 'obs'");
+}
+
+TEST(TensorClassTest, ConstructionRejectsUnknownMissingAndRepeatedFields) {
+  EXPECT_THROWS_EXACTLY(
+      Inner({{"x", torch::zeros({2})}, {"y", torch::zeros({2})}}),
+      KeyError,
+      "Cannot set the attribute 'y': Inner has no such field. Its fields are "
+      "['x'].");
+  EXPECT_THROWS_EXACTLY(
+      Trajectory({{"obs", torch::zeros({2})}}, {2}),
+      c10::TypeError,
+      "Trajectory.__init__() missing 3 required positional arguments: "
+      "'action', 'inner', and 'task'");
+  EXPECT_THROWS_EXACTLY(
+      Inner({}),
+      c10::TypeError,
+      "Inner.__init__() missing 1 required positional argument: 'x'");
+  EXPECT_THROWS_EXACTLY(
+      Inner({{"x", torch::zeros({2})}, {"x", torch::zeros({2})}}),
+      c10::TypeError,
+      "Inner.__init__() got multiple values for argument 'x'");
+}
+
+TEST(TensorClassTest, ValuesOfTheWrongKindNameTheField) {
+  Trajectory t = make_trajectory();
+  EXPECT_THROWS_EXACTLY(
+      t.set("obs", "text"),
+      c10::TypeError,
+      "field 'obs' of Trajectory expects a tensor, got a string");
+  EXPECT_THROWS_EXACTLY(
+      t.set("task", torch::zeros({4})),
+      c10::TypeError,
+      "field 'task' of Trajectory expects a string, got a tensor");
+  EXPECT_THROWS_EXACTLY(
+      t.set("inner", Trajectory(t)),
+      c10::TypeError,
+      "field 'inner' of Trajectory expects a Inner, got a Trajectory");
+  EXPECT_THROWS_EXACTLY(
+      t.set("nope", 1),
+      KeyError,
+      "Cannot set the attribute 'nope': Trajectory has no such field. Its "
+      "fields are ['action', 'extra', 'info', 'inner', 'mask', 'obs', "
+      "'step', 'task'].");
+}
+
+TEST(TensorClassTest, GetByNameReturnsTheEntry) {
+  Trajectory t = make_trajectory();
+  EXPECT_TRUE(torch::equal(t.get("obs").tensor(), t.obs()));
+  EXPECT_EQ(t.get("task").non_tensor(), "reach");
+  EXPECT_TRUE(t.get("inner").is_tensordict());
+  EXPECT_THROWS_EXACTLY(
+      t.get("foo"),
+      KeyError,
+      "Trajectory has no field 'foo'. Its fields are ['action', 'extra', "
+      "'info', 'inner', 'mask', 'obs', 'step', 'task'].");
+  EXPECT_THROWS_EXACTLY(
+      t.get("mask"), c10::ValueError, "Trajectory.mask is None (the field is unset)");
+}
+
+TEST(TensorClassTest, UnsetRequiredFieldThrowsWhenRead) {
+  Trajectory t;
+  EXPECT_THROWS_EXACTLY(
+      t.obs(), c10::ValueError, "Trajectory.obs is None (the field is unset)");
+  EXPECT_THROWS_EXACTLY(
+      t.task(), c10::ValueError, "Trajectory.task is None (the field is unset)");
+}
+
+// --- flags ------------------------------------------------------------------
+
+TEST(TensorClassTest, DefaultFlagsStoreNumbersAsTensors) {
+  Plain p({{"step", 3}, {"ratio", 0.5}});
+  at::Tensor step = p.step();
+  EXPECT_EQ(step.scalar_type(), torch::kLong);
+  EXPECT_EQ(step.item<int64_t>(), 3);
+  EXPECT_EQ(p.ratio().scalar_type(), torch::kFloat);
+  EXPECT_TRUE(p.tensordict().get("ratio").defined());
+  // With batch dims, Python keeps the number; it still reads as a tensor.
+  Plain q({{"step", 3}, {"ratio", 0.5}}, {2});
+  EXPECT_TRUE(q.tensordict().is_non_tensor("step"));
+  EXPECT_EQ(q.step().item<int64_t>(), 3);
+}
+
+TEST(TensorClassTest, AutocastReadsTheDeclaredType) {
+  Cast c({{"step", 2.7}, {"ratio", 1}, {"done", 1}, {"label", 5}}, {3});
+  int64_t step = c.step();
+  double ratio = c.ratio();
+  bool done = c.done();
+  EXPECT_EQ(step, 2);
+  EXPECT_EQ(ratio, 1.0);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(c.label(), std::optional<std::string>("5"));
+  EXPECT_EQ(c.tensordict().get_non_tensor("step"), Json(2));
+  EXPECT_EQ(c.tensordict().get_non_tensor("ratio"), Json(1.0));
+  // A tensor is cast to the field's type too.
+  c.set_step(7);
+  c.set("step", torch::tensor(9));
+  EXPECT_EQ(c.step(), 9);
+}
+
+TEST(TensorClassTest, NocastStoresNumbersAsGiven) {
+  NoCast n({{"step", 2.5}, {"ratio", 1}});
+  EXPECT_EQ(n.tensordict().get_non_tensor("step"), Json(2.5));
+  EXPECT_EQ(n.tensordict().get_non_tensor("ratio"), Json(1));
+  EXPECT_EQ(n.step(), 2);
+  EXPECT_EQ(n.ratio(), 1.0);
+}
+
+TEST(TensorClassTest, FrozenInstancesAreLocked) {
+  Frozen f({{"x", torch::zeros({2})}}, {2});
+  EXPECT_TRUE(f.is_locked());
+  f.zero_();
+  EXPECT_TRUE(f.index({0}).is_locked());
+  EXPECT_TRUE(f.clone().is_locked());
+  EXPECT_THROWS_WITH(
+      TensorDict(f.tensordict()).set("x", torch::ones({2})),
+      c10::Error,
+      "locked");
+  FrozenChild child({{"a", torch::zeros({2})}, {"b", torch::ones({2})}}, {2});
+  EXPECT_TRUE(child.is_locked());
+  static_assert(has_flag(FrozenChild::kFlags, ClassFlags::kFrozen));
+}
+
+TEST(TensorClassTest, TensorOnlyReadsTensors) {
+  Fast f({{"a", torch::zeros({2})}, {"b", torch::ones({2})}}, {2});
+  EXPECT_TRUE(torch::equal(f.b(), torch::ones({2})));
+  EXPECT_FALSE(f.c().has_value());
+  // Out of declaration order (from_tensordict), the lookup falls back to
+  // the hash table.
+  TensorDict td({{"b", torch::ones({2})}, {"a", torch::zeros({2})}}, {2});
+  Fast g = Fast::from_tensordict(td);
+  EXPECT_TRUE(torch::equal(g.a(), torch::zeros({2})));
+  EXPECT_TRUE(torch::equal(g.b(), torch::ones({2})));
+}
+
+TEST(TensorClassTest, ShadowAllowsReservedNames) {
+  Shadowing s({{"batch_size", torch::full({3}, 7.0)}, {"x", torch::zeros({3})}}, {3});
+  at::Tensor field = s.batch_size();
+  EXPECT_EQ(field[0].item<float>(), 7.0f);
+  EXPECT_EQ(s.shape(), c10::IntArrayRef({3}));
+  EXPECT_EQ(
+      s.repr(),
+      "Shadowing(\n"
+      "    batch_size=Tensor(shape=torch.Size([3]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+      "    x=Tensor(shape=torch.Size([3]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+      "    shape=torch.Size([3]),\n"
+      "    device=None,\n"
+      "    is_shared=False)");
+}
+
+TEST(TensorClassTest, DerivedClassesInheritFieldsAndFlags) {
+  static_assert(has_flag(Derived::kFlags, ClassFlags::kAutocast));
+  static_assert(Derived::kFieldCount == 3);
+  Derived d({{"obs", torch::zeros({2})}, {"step", 4}, {"reward", torch::ones({2})}}, {2});
+  int64_t step = d.step();
+  EXPECT_EQ(step, 4);
+  EXPECT_TRUE(torch::equal(d.reward(), torch::ones({2})));
+  Derived first = d.index({0});
+  EXPECT_EQ(first.reward().dim(), 0);
+  const Base& as_base = d;
+  EXPECT_EQ(as_base.obs().size(0), 2);
+  EXPECT_EQ(Derived::tensor_class_info().fields.size(), 3u);
+  EXPECT_THROWS_EXACTLY(
+      Derived({{"obs", torch::zeros({2})}, {"step", 1}}, {2}),
+      c10::TypeError,
+      "Derived.__init__() missing 1 required positional argument: 'reward'");
+}
+
+// --- ops return the struct ---------------------------------------------------
+
+TEST(TensorClassTest, IndexingReturnsTheStruct) {
+  Trajectory t = make_trajectory();
+  Trajectory first = t.index({0});
+  EXPECT_EQ(first.batch_dims(), 0);
+  EXPECT_TRUE(torch::equal(first.obs(), torch::arange(3, torch::kFloat)));
+  EXPECT_EQ(first.task(), "reach");
+  EXPECT_EQ(first.inner().x().sizes(), c10::IntArrayRef({2}));
+  Trajectory some = t.index({Slice(1, 3)});
+  EXPECT_EQ(some.batch_size(), c10::IntArrayRef({2}));
+  // Views: writing through the index writes the original.
+  first.obs().fill_(-1);
+  EXPECT_EQ(t.obs()[0][0].item<float>(), -1.0f);
+  Trajectory masked = t.index({torch::tensor({true, false, true, false})});
+  EXPECT_EQ(masked.batch_size(), c10::IntArrayRef({2}));
+}
+
+TEST(TensorClassTest, IndexPutWritesEveryField) {
+  Trajectory t = make_trajectory();
+  Trajectory src = make_trajectory(2).apply([](const at::Tensor& x) {
+    return torch::full_like(x, 5);
+  });
+  t.index_put_({Slice(0, 2)}, src);
+  EXPECT_EQ(t.obs()[1][2].item<float>(), 5.0f);
+  EXPECT_EQ(t.obs()[2][0].item<float>(), 6.0f);
+  EXPECT_EQ(t.inner().x()[0][0].item<float>(), 5.0f);
+  t.index_put_({3}, 0);
+  EXPECT_EQ(t.action()[3].item<int64_t>(), 0);
+}
+
+TEST(TensorClassTest, ShapeOpsReturnTheStruct) {
+  Trajectory t = make_trajectory();
+  Trajectory r = t.reshape({2, 2});
+  EXPECT_EQ(r.obs().sizes(), c10::IntArrayRef({2, 2, 3}));
+  EXPECT_EQ(r.inner().x().sizes(), c10::IntArrayRef({2, 2, 2}));
+  EXPECT_EQ(r.flatten().batch_size(), c10::IntArrayRef({4}));
+  EXPECT_EQ(t.unsqueeze(0).batch_size(), c10::IntArrayRef({1, 4}));
+  EXPECT_EQ(t.unsqueeze(0).squeeze(0).batch_size(), c10::IntArrayRef({4}));
+  EXPECT_EQ(r.permute({1, 0}).obs().sizes(), c10::IntArrayRef({2, 2, 3}));
+  EXPECT_EQ(r.transpose(0, 1).batch_size(), c10::IntArrayRef({2, 2}));
+  EXPECT_EQ(t.expand({3, 4}).obs().sizes(), c10::IntArrayRef({3, 4, 3}));
+  EXPECT_EQ(t.view({4, 1}).batch_size(), c10::IntArrayRef({4, 1}));
+  EXPECT_EQ(t.unflatten(0, {2, 2}).batch_size(), c10::IntArrayRef({2, 2}));
+  EXPECT_EQ(t.narrow(0, 1, 2).obs()[0][0].item<float>(), 3.0f);
+  EXPECT_EQ(t.flip({0}).obs()[0][0].item<float>(), 9.0f);
+  EXPECT_EQ(t.repeat({2}).batch_size(), c10::IntArrayRef({8}));
+}
+
+TEST(TensorClassTest, UnbindSplitAndChunkGiveStructs) {
+  Trajectory t = make_trajectory();
+  std::vector<Trajectory> items = t.unbind(0);
+  ASSERT_EQ(items.size(), 4u);
+  EXPECT_EQ(items[2].obs()[0].item<float>(), 6.0f);
+  std::vector<Trajectory> parts = t.split(3);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[1].batch_size(), c10::IntArrayRef({1}));
+  EXPECT_EQ(t.split(std::vector<int64_t>{1, 3})[1].batch_size(), c10::IntArrayRef({3}));
+  EXPECT_EQ(t.chunk(2).size(), 2u);
+}
+
+TEST(TensorClassTest, StackAndCatTakeVectorsOfStructs) {
+  std::vector<Trajectory> items = make_trajectory().unbind(0);
+  Trajectory stacked = stack(items);
+  EXPECT_EQ(stacked.batch_size(), c10::IntArrayRef({4}));
+  EXPECT_TRUE(torch::equal(stacked.obs(), make_trajectory().obs()));
+  // Equal strings stack into a NonTensorStack that still reads as one value.
+  EXPECT_TRUE(stacked.get("task").is_non_tensor_stack());
+  EXPECT_EQ(stacked.task(), "reach");
+  Trajectory two = stack(std::vector<Trajectory>{items[0], items[1]}, 0);
+  EXPECT_EQ(two.inner().x().sizes(), c10::IntArrayRef({2, 2}));
+  Trajectory joined = cat(std::vector<Trajectory>{make_trajectory(2), make_trajectory(3)});
+  EXPECT_EQ(joined.batch_size(), c10::IntArrayRef({5}));
+  EXPECT_EQ(joined.obs().size(0), 5);
+  items[1].set_task("other");
+  Trajectory mixed = stack(items);
+  EXPECT_THROWS_EXACTLY(
+      mixed.task(),
+      c10::TypeError,
+      "field 'task' of Trajectory holds NonTensorStack whose elements differ; "
+      "read them with get(), not a string");
+  EXPECT_EQ(mixed.get("task").non_tensor(), Json({"reach", "other", "reach", "reach"}));
+}
+
+TEST(TensorClassTest, ApplyToCloneAndCompare) {
+  Trajectory t = make_trajectory();
+  Trajectory doubled = t.apply([](const at::Tensor& x) { return x * 2; });
+  EXPECT_EQ(doubled.obs()[1][0].item<float>(), 6.0f);
+  EXPECT_EQ(doubled.task(), "reach");
+  Trajectory summed = t.apply(
+      [](const at::Tensor& a, const at::Tensor& b) { return a + b; }, doubled);
+  EXPECT_EQ(summed.obs()[1][0].item<float>(), 9.0f);
+  Trajectory as_double = t.to(torch::kDouble);
+  EXPECT_EQ(as_double.obs().scalar_type(), torch::kDouble);
+  EXPECT_EQ(as_double.inner().x().scalar_type(), torch::kDouble);
+  Trajectory moved = t.to(at::TensorOptions().device(c10::kCPU));
+  EXPECT_EQ(moved.device(), c10::Device(c10::kCPU));
+  Trajectory copy = t.clone();
+  EXPECT_NE(copy.obs().data_ptr(), t.obs().data_ptr());
+  EXPECT_TRUE(equal(copy, t));
+  Trajectory same = t == copy;
+  EXPECT_TRUE(same.all());
+  EXPECT_TRUE(same.obs().all().item<bool>());
+  Trajectory diff = t != doubled;
+  EXPECT_TRUE(diff.obs()[1].all().item<bool>());
+  EXPECT_FALSE(diff.obs()[0][0].item<bool>());
+  EXPECT_EQ(t.detach().obs().data_ptr(), t.obs().data_ptr());
+  EXPECT_THROWS_WITH(
+      t.apply([](const at::Tensor& x) { return x.sum(); }),
+      c10::Error,
+      "batch dimension mismatch");
+}
+
+TEST(TensorClassTest, CopiesAliasAndCloneIsDeep) {
+  Trajectory t = make_trajectory();
+  Trajectory alias = t;
+  alias.set_task("changed");
+  EXPECT_EQ(t.task(), "changed");
+  EXPECT_TRUE(alias.is_same(t));
+  Trajectory deep = t.clone();
+  deep.set_task("again");
+  EXPECT_EQ(t.task(), "changed");
+}
+
+// --- conversions ------------------------------------------------------------
+
+TEST(TensorClassTest, FromTensordictChecksTheFields) {
+  TensorDict td({{"x", torch::zeros({2})}}, {2});
+  Inner inner = Inner::from_tensordict(td);
+  EXPECT_TRUE(inner.tensordict().is_same(td));
+  TensorDict extra({{"x", torch::zeros({2})}, {"extra", torch::ones({2})}}, {2});
+  EXPECT_THROWS_EXACTLY(
+      Inner::from_tensordict(extra),
+      c10::ValueError,
+      "Keys from the tensordict ({'extra', 'x'}) must correspond to the class "
+      "attributes ({'x'}). Got the set of keys {{'extra'}} which do not "
+      "belong to the class.");
+  TensorDict wrong({{"x", "text"}}, {2});
+  EXPECT_THROWS_EXACTLY(
+      Inner::from_tensordict(wrong),
+      c10::TypeError,
+      "field 'x' of Inner holds NonTensorData, not a tensor");
+  TensorDict nested_wrong(
+      {{"obs", torch::zeros({2})},
+       {"action", torch::zeros({2})},
+       {"inner", {{"y", torch::zeros({2})}}},
+       {"task", "t"}},
+      {2});
+  EXPECT_THROWS_WITH(
+      Trajectory::from_tensordict(nested_wrong),
+      c10::ValueError,
+      "must correspond to the class attributes ({'x'}). Got the set of keys "
+      "{{'y'}}");
+}
+
+TEST(TensorClassTest, ToTensordictIsADeepCopy) {
+  Trajectory t = make_trajectory();
+  TensorDict td = t.to_tensordict();
+  EXPECT_FALSE(td.is_same(t.tensordict()));
+  expect_td_equal(td, t.tensordict());
+  EXPECT_NE(td.get("obs").data_ptr(), t.obs().data_ptr());
+  td.set("obs", torch::zeros({4, 1}));
+  EXPECT_EQ(t.obs().size(1), 3);
+}
+
+TEST(TensorClassTest, NestedPlainDictIsCheckedAgainstTheClass) {
+  Trajectory t = make_trajectory();
+  t.set("inner", TensorDict({{"x", torch::ones({4})}}, {4}));
+  EXPECT_TRUE(torch::equal(t.inner().x(), torch::ones({4})));
+  EXPECT_THROWS_WITH(
+      t.set("inner", TensorDict({{"z", torch::ones({4})}}, {4})),
+      c10::ValueError,
+      "Got the set of keys {{'z'}}");
+}
+
+// --- repr ---------------------------------------------------------------------
+
+TEST(TensorClassTest, ReprMatchesPython) {
+  // Printed by Python tensordict 0.15.3 (set_printoptions(compact=False)) for
+  // the same classes.
+  Registered p(
+      {{"pos", torch::zeros({2, 3})},
+       {"inner", Inner({{"x", torch::ones({2}, torch::kLong)}}, {2})},
+       {"label", "hi"}},
+      {2});
+  EXPECT_EQ(
+      p.repr(),
+      "Registered(\n"
+      "    inner=Inner(\n"
+      "        x=Tensor(shape=torch.Size([2]), device=cpu, dtype=torch.int64, is_shared=False),\n"
+      "        batch_size=torch.Size([2]),\n"
+      "        device=None,\n"
+      "        is_shared=False),\n"
+      "    label=NonTensorData(data=hi, batch_size=torch.Size([2]), device=None),\n"
+      "    pos=Tensor(shape=torch.Size([2, 3]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+      "    batch_size=torch.Size([2]),\n"
+      "    device=None,\n"
+      "    is_shared=False)");
+  Fast empty;
+  EXPECT_EQ(
+      empty.repr(),
+      "Fast(\n,\n    a=None,\n    b=None,\n    c=None,\n"
+      "    batch_size=torch.Size([]),\n    device=None,\n    is_shared=False)");
+  std::ostringstream out;
+  out << empty;
+  EXPECT_EQ(out.str(), empty.repr());
+}
+
+// --- memmap -------------------------------------------------------------------
+
+TEST(TensorClassTest, MemmapRoundTripsAsTheStruct) {
+  const std::string dir = temp_dir("roundtrip");
+  Trajectory t = make_trajectory();
+  t.set_step(7);
+  Trajectory saved = t.memmap(MemmapOptions(dir));
+  EXPECT_TRUE(saved.is_memmap());
+  // Trajectory is not registered: a plain TensorDict layout.
+  EXPECT_NE(read_text(dir + "/meta.json").find("tensordict._td.TensorDict"), std::string::npos);
+  Trajectory loaded = Trajectory::load_memmap(dir);
+  expect_td_equal(loaded.tensordict(), t.tensordict());
+  EXPECT_EQ(loaded.task(), "reach");
+  EXPECT_EQ(loaded.step().value().item<int64_t>(), 7);
+  EXPECT_EQ(loaded.inner().x().sizes(), c10::IntArrayRef({4, 2}));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TensorClassTest, RegisteredClassesSaveThePythonLayout) {
+  const std::string dir = temp_dir("registered");
+  Registered p(
+      {{"pos", torch::arange(6, torch::kFloat).reshape({2, 3})},
+       {"inner", Inner({{"x", torch::ones({2})}}, {2})},
+       {"label", "hi"}},
+      {2});
+  (void)p.memmap(MemmapOptions(dir));
+  EXPECT_EQ(read_text(dir + "/meta.json"), "{\"_type\":\"<class 'tests.Registered'>\"}");
+  EXPECT_EQ(
+      read_text(dir + "/_tensordict/inner/meta.json"),
+      "{\"_type\":\"<class 'tests.Inner'>\"}");
+  EXPECT_TRUE(std::filesystem::exists(dir + "/_tensordict/pos.memmap"));
+  // The original's dicts are not marked.
+  EXPECT_EQ(p.tensordict().python_class(), "");
+  Registered loaded = Registered::load_memmap(dir);
+  EXPECT_TRUE(torch::equal(loaded.pos(), p.pos()));
+  EXPECT_EQ(loaded.label(), "hi");
+  // Another registered class refuses the tree.
+  EXPECT_THROWS_WITH(
+      Inner::load_memmap(dir),
+      c10::ValueError,
+      "holds the Python class <class 'tests.Registered'>, but Inner is "
+      "registered as <class 'tests.Inner'>");
+  // Python's own spacing on request: the bytes Python writes.
+  (void)p.memmap(MemmapOptions(dir).existsok(true).json_style(JsonStyle::kSpaced));
+  EXPECT_EQ(read_text(dir + "/meta.json"), "{\"_type\": \"<class 'tests.Registered'>\"}");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TensorClassTest, MemmapInPlaceMapsTheFields) {
+  const std::string dir = temp_dir("inplace");
+  Registered p(
+      {{"pos", torch::zeros({2, 3})},
+       {"inner", Inner({{"x", torch::ones({2})}}, {2})},
+       {"label", "hi"}},
+      {2});
+  p.memmap_(MemmapOptions(dir));
+  EXPECT_TRUE(p.is_memmap());
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(p.pos()));
+  p.pos().fill_(3);
+  Registered loaded = Registered::load(dir);
+  EXPECT_EQ(loaded.pos()[1][2].item<float>(), 3.0f);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TensorClassTest, RegistrationRejectsMalformedClassStrings) {
+  EXPECT_THROWS_WITH(
+      register_python_class<Unregistered>("Local"),
+      c10::ValueError,
+      "a Python class is spelled \"<class 'module.Name'>\", got 'Local'");
+}
+
+TEST(TensorClassTest, AutocastReadsNumbersThatPythonStoredAsTensors) {
+  // Python's default flags store a number as a 0-dim tensor (batch size []);
+  // an autocast C++ class still reads it as its declared type.
+  TensorDict td(
+      {{"step", torch::tensor(12)},
+       {"ratio", torch::tensor(0.5)},
+       {"done", torch::tensor(true)}});
+  Cast c = Cast::from_tensordict(td);
+  EXPECT_EQ(c.step(), 12);
+  EXPECT_EQ(c.ratio(), 0.5);
+  EXPECT_TRUE(c.done());
+  EXPECT_FALSE(c.label().has_value());
+  TensorDict wide({{"step", torch::arange(3)}}, {3});
+  EXPECT_THROWS_EXACTLY(
+      Cast::from_tensordict(wide).step(),
+      c10::TypeError,
+      "field 'step' of Cast holds a tensor of shape [3], not an integer");
+}
+
+TEST(TensorClassTest, IsNoneRejectsUnknownNames) {
+  Inner inner({{"x", torch::zeros({2})}}, {2});
+  EXPECT_THROWS_EXACTLY(
+      inner.is_none("y"), KeyError, "Inner has no field 'y'. Its fields are ['x'].");
+}
+
+TEST(TensorClassTest, FrozenInstancesCanBeMemmappedInPlace) {
+  const std::string dir = temp_dir("frozen");
+  Frozen f({{"x", torch::arange(3, torch::kFloat)}}, {3});
+  f.memmap_(MemmapOptions(dir));
+  EXPECT_TRUE(f.is_memmap());
+  EXPECT_TRUE(f.is_locked());
+  Frozen loaded = Frozen::load_memmap(dir);
+  EXPECT_TRUE(loaded.is_locked());
+  EXPECT_TRUE(torch::equal(loaded.x(), torch::arange(3, torch::kFloat)));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TensorClassTest, MaskedOpsAndWhereReturnTheStruct) {
+  Trajectory t = make_trajectory();
+  const at::Tensor mask = torch::tensor({true, false, true, false});
+  Trajectory picked = t.masked_select(mask);
+  EXPECT_EQ(picked.batch_size(), c10::IntArrayRef({2}));
+  Trajectory filled = t.masked_fill(mask, 0);
+  EXPECT_EQ(filled.obs()[0][1].item<float>(), 0.0f);
+  EXPECT_EQ(filled.obs()[1][1].item<float>(), 4.0f);
+  Trajectory zeros = t.apply([](const at::Tensor& x) { return torch::zeros_like(x); });
+  Trajectory mixed = t.where(mask, zeros);
+  EXPECT_EQ(mixed.obs()[1][0].item<float>(), 0.0f);
+  EXPECT_EQ(mixed.obs()[2][0].item<float>(), 6.0f);
+}
+
+TEST(TensorClassTest, ArithmeticCastsAndOrderingReturnTheStruct) {
+  Inner a({{"x", torch::tensor({1.0, 4.0})}}, {2});
+  Inner b({{"x", torch::tensor({3.0, 2.0})}}, {2});
+  EXPECT_TRUE(torch::equal((a + b).x(), torch::tensor({4.0f, 6.0f})));
+  EXPECT_TRUE(torch::equal((a - 1).x(), torch::tensor({0.0f, 3.0f})));
+  EXPECT_TRUE(torch::equal((a * b).x(), torch::tensor({3.0f, 8.0f})));
+  EXPECT_TRUE(torch::equal((a / 2).x(), torch::tensor({0.5f, 2.0f})));
+  EXPECT_TRUE(torch::equal((-a).x(), torch::tensor({-1.0f, -4.0f})));
+  EXPECT_TRUE(torch::equal(a.sqrt().x(), torch::tensor({1.0f, 2.0f})));
+  EXPECT_TRUE(torch::equal(a.clamp(2, 3).x(), torch::tensor({2.0f, 3.0f})));
+  EXPECT_EQ(a.float64().x().scalar_type(), torch::kDouble);
+  EXPECT_EQ(a.half().x().scalar_type(), torch::kHalf);
+  EXPECT_TRUE(torch::equal((a < b).x(), torch::tensor({true, false})));
+  EXPECT_TRUE(torch::equal((a >= b).x(), torch::tensor({false, true})));
+  EXPECT_TRUE(torch::equal((a > 2).x(), torch::tensor({false, true})));
+  Inner c = a.clone();
+  c.add_(b).mul_(2);
+  EXPECT_TRUE(torch::equal(c.x(), torch::tensor({8.0f, 12.0f})));
+}
