@@ -922,12 +922,8 @@ TensorDict read_consolidated(
   const int64_t data_size = size - kTrailerBytes - static_cast<int64_t>(length);
   const std::string_view text(
       reinterpret_cast<const char*>(raw + data_size), length);
-  Json meta;
-  try {
-    meta = parse_meta_json(text, options.max_depth(), source);
-  } catch (c10::Error& e) {
-    TORCH_RETHROW(e, "while reading the consolidated metadata of ", source);
-  }
+  const Json meta = parse_meta_json(
+      text, options.max_depth(), "the consolidated metadata of " + source);
   Reader reader(bytes.narrow(0, 0, data_size), source, options.max_depth());
   return reader.read_dict(meta, std::nullopt, {}, 0);
 }

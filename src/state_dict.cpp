@@ -287,6 +287,8 @@ std::vector<std::string> split_dots(const std::string& key) {
 struct Level {
   std::vector<std::pair<std::string, at::Tensor>> tensors;
   std::vector<std::pair<std::string, std::unique_ptr<Level>>> children;
+  // Nested state dicts given whole (a nested form mistaken for a flat one).
+  std::vector<std::pair<std::string, StateDict>> given;
   std::vector<std::string> order; // keys in first-seen order
   std::optional<StateDictMetadata> metadata;
 
@@ -322,6 +324,11 @@ struct Level {
     order.push_back(name);
   }
 
+  void add_nested(const std::string& name, const StateDict& sd) {
+    given.emplace_back(name, sd);
+    order.push_back(name);
+  }
+
   StateDict build() const {
     StateDict out;
     if (metadata) {
@@ -334,6 +341,12 @@ struct Level {
           out.insert(name, t.second);
           done = true;
           break;
+        }
+      }
+      for (const auto& g : given) {
+        if (!done && g.first == name) {
+          out.insert(name, g.second);
+          done = true;
         }
       }
       if (!done) {
@@ -352,6 +365,10 @@ struct Level {
 StateDict unflatten_state_dict(const StateDict& flat) {
   Level root;
   for (const auto& [key, entry] : flat.items()) {
+    if (entry.kind() == StateDict::Kind::kNested) {
+      root.add_nested(key, entry.nested());
+      continue;
+    }
     if (entry.kind() != StateDict::Kind::kTensor) {
       continue; // sentinels have no place in the flat form
     }
@@ -365,6 +382,9 @@ StateDict unflatten_state_dict(const StateDict& flat) {
   for (const auto& [prefix, metadata] : flat.metadata()) {
     Level* level = &root;
     if (!prefix.empty()) {
+      if (flat.find(prefix) != nullptr) {
+        continue; // a nested state dict given whole carries its own
+      }
       for (const auto& part : split_dots(prefix)) {
         level = &level->child(part, prefix);
       }
