@@ -994,7 +994,10 @@ TensorDict move_consolidated(
 } // namespace detail
 
 TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
-  if (is_consolidated()) {
+  if (is_consolidated() && options.filename().empty() &&
+      !options.share_memory() && !options.pin_memory() &&
+      (!options.device() ||
+       *options.device() == impl_->consolidated_storage.device())) {
     return *this;
   }
   std::vector<detail::LeafCopy> leaves;

@@ -121,6 +121,28 @@ TEST(ConsolidateTest, LeavesShareOneStorageWithPythonOffsets) {
 TEST(ConsolidateTest, ConsolidatingTwiceReturnsTheSameDict) {
   const TensorDict c = sample().consolidate();
   EXPECT_TRUE(c.consolidate().is_same(c));
+  EXPECT_TRUE(c.consolidate(ConsolidateOptions().device(c10::Device(c10::kCPU))).is_same(c));
+}
+
+TEST(ConsolidateTest, AConsolidatedDictStillGoesToANewFile) {
+  TempDir dir;
+  const TensorDict c = sample().consolidate();
+  const TensorDict in_file =
+      c.consolidate(ConsolidateOptions().filename(dir / "again.bin"));
+  EXPECT_FALSE(in_file.is_same(c));
+  EXPECT_EQ(MemoryMappedTensor::filename(in_file.get("d")), dir / "again.bin");
+  EXPECT_TRUE(torch::equal(
+      TensorDict::from_consolidated(dir / "again.bin").get("d"), sample().get("d")));
+}
+
+TEST(ConsolidateTest, DeviceOptionPutsTheStorageThere) {
+  const TensorDict meta =
+      sample().consolidate(ConsolidateOptions().device(c10::Device(c10::kMeta)));
+  EXPECT_TRUE(meta.is_consolidated());
+  EXPECT_EQ(meta.consolidated_storage().device().type(), c10::kMeta);
+  EXPECT_EQ(meta.device(), c10::Device(c10::kMeta));
+  EXPECT_EQ(meta.get_tensordict("b").device(), c10::Device(c10::kMeta));
+  EXPECT_EQ(meta.get({"b", "c"}).storage_offset(), 4); // byte 16 of float32
 }
 
 TEST(ConsolidateTest, NonContiguousAndEmptyLeavesAreCopied) {
@@ -177,8 +199,8 @@ TEST(ConsolidateTest, ToDeviceMovesOneBuffer) {
   EXPECT_TRUE(moved.is_consolidated());
   EXPECT_EQ(moved.device(), c10::Device(c10::kCPU));
   expect_td_equal(moved, sample());
-  // One storage, a new one (the CPU-to-CPU `to` of a tensor aliases, but a
-  // consolidated dict keeps its leaves over the one storage it moved).
+  // The leaves are rebuilt over the one storage that was moved (on the CPU,
+  // `to` of the storage aliases it, as for any tensor).
   for (const auto& leaf : moved.values(true, true)) {
     EXPECT_EQ(storage_of(leaf.tensor()), storage_of(moved.consolidated_storage()));
   }

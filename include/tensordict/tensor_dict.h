@@ -1030,8 +1030,10 @@ class TENSORDICT_API TensorDict {
   /// to 8 bytes, as Python does) and returns a locked dict of views of it;
   /// with `options.filename()`, the storage maps that file, which is then
   /// laid out for `from_consolidated`. Returns `*this` if it is already
-  /// consolidated. Throws on a nested key Python's layout cannot hold and on
-  /// I/O errors, naming the key or the file.
+  /// consolidated and the options ask for no file, no other device and no
+  /// shared or pinned memory (Python ignores them, with a warning). Throws on
+  /// a nested key Python's layout cannot hold and on I/O errors, naming the
+  /// key or the file.
   [[nodiscard]] TensorDict consolidate(
       const ConsolidateOptions& options = {}) const;
   /// Returns true if every tensor leaf is still a view into the storage of
