@@ -79,7 +79,7 @@ void register_all() {
       benchmark::DoNotOptimize(td.consolidate(ConsolidateOptions().num_threads(2)));
     }
     state.SetBytesProcessed(state.iterations() * kBigBytes);
-  })->Unit(benchmark::kMillisecond)->UseRealTime();
+  })->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("consolidate_256MiB/raw", [](benchmark::State& state) {
     const TensorDict td = big_dict();
     std::vector<at::Tensor> leaves;
@@ -98,41 +98,41 @@ void register_all() {
       benchmark::DoNotOptimize(out);
     }
     state.SetBytesProcessed(state.iterations() * kBigBytes);
-  })->Unit(benchmark::kMillisecond)->UseRealTime();
+  })->Unit(benchmark::kMillisecond);
 
   // Checkpoints of nn::Transformer (d_model 512, 6 + 6 layers: 44M params).
   benchmark::RegisterBenchmark("save_transformer/cpp", [](benchmark::State& state) {
-    torch::nn::Transformer model(torch::nn::TransformerOptions());
+    torch::nn::Transformer model{torch::nn::TransformerOptions()};
     const std::string dir = bench_dir("save_memmap");
     for (auto _ : state) {
       benchmark::DoNotOptimize(
           TensorDict::from_module(*model).memmap(tensordict::MemmapOptions(dir).num_threads(2)));
     }
-  })->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+  })->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("save_transformer/raw", [](benchmark::State& state) {
-    torch::nn::Transformer model(torch::nn::TransformerOptions());
+    torch::nn::Transformer model{torch::nn::TransformerOptions()};
     const std::string path = bench_dir("save_torch") + "/model.pt";
     for (auto _ : state) {
       torch::save(model, path);
     }
-  })->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+  })->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("load_transformer/cpp", [](benchmark::State& state) {
-    torch::nn::Transformer model(torch::nn::TransformerOptions());
+    torch::nn::Transformer model{torch::nn::TransformerOptions()};
     const std::string dir = bench_dir("load_memmap");
     (void)TensorDict::from_module(*model).memmap(dir);
     for (auto _ : state) {
       // Zero-copy: the leaves map the files.
       benchmark::DoNotOptimize(TensorDict::load_memmap(dir));
     }
-  })->Unit(benchmark::kMillisecond)->UseRealTime();
+  })->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("load_transformer/raw", [](benchmark::State& state) {
-    torch::nn::Transformer model(torch::nn::TransformerOptions());
+    torch::nn::Transformer model{torch::nn::TransformerOptions()};
     const std::string path = bench_dir("load_torch") + "/model.pt";
     torch::save(model, path);
     for (auto _ : state) {
       torch::load(model, path);
     }
-  })->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+  })->Unit(benchmark::kMillisecond);
 
   // from_consolidated vs load_memmap of the same 512 leaves.
   benchmark::RegisterBenchmark("from_consolidated_512/cpp", [](benchmark::State& state) {

@@ -5,6 +5,7 @@
 #include "tensordict/consolidate.h"
 
 #include <ATen/ops/empty.h>
+#include <c10/core/TensorImpl.h>
 #include <c10/util/Exception.h>
 #include <c10/util/safe_numerics.h>
 #include <nlohmann/json.hpp>
@@ -287,9 +288,19 @@ at::Tensor leaf_view(
     int64_t start,
     c10::ScalarType dtype,
     c10::IntArrayRef shape) {
+  // A TensorImpl over the storage directly: no dispatch per leaf.
   const int64_t itemsize = static_cast<int64_t>(c10::elementSize(dtype));
-  const int64_t numel = c10::multiply_integers(shape);
-  return storage.narrow(0, start, numel * itemsize).view(dtype).view(shape);
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i > 1; --i) {
+    strides[i - 2] = strides[i - 1] * std::max<int64_t>(shape[i - 1], 1);
+  }
+  auto impl = c10::make_intrusive<c10::TensorImpl>(
+      c10::Storage(storage.storage()),
+      storage.key_set(),
+      caffe2::TypeMeta::fromScalarType(dtype));
+  impl->set_sizes_and_strides(shape, strides);
+  impl->set_storage_offset((storage.storage_offset() + start) / itemsize);
+  return at::Tensor(std::move(impl));
 }
 
 // Rebuilds `impl`'s structure over `storage` by walking the same leaves in
@@ -391,6 +402,13 @@ void write_trailer(uint8_t* dst, const std::string& json) {
 
 // --- reading untrusted metadata ----------------------------------------------
 
+// Checks untrusted metadata; the message arguments are only evaluated when
+// the check fails (they may dump JSON).
+#define TD_READER_CHECK(cond, key, ...) \
+  if (C10_UNLIKELY(!(cond))) {           \
+    fail(key, __VA_ARGS__);              \
+  }
+
 class Reader {
  public:
   Reader(const at::Tensor& data, std::string source, int64_t max_depth)
@@ -405,10 +423,10 @@ class Reader {
       const std::optional<NestedKey>& key,
       c10::IntArrayRef parent_batch,
       int64_t depth) {
-    check(meta.is_object(), key, "expected a JSON object, got ", type(meta));
-    check(depth <= max_depth_, key, "nesting deeper than ", max_depth_);
+    TD_READER_CHECK(meta.is_object(), key, "expected a JSON object, got ", type(meta));
+    TD_READER_CHECK(depth <= max_depth_, key, "nesting deeper than ", max_depth_);
     const std::string cls = member_string(meta, "cls", key);
-    check(
+    TD_READER_CHECK(
         cls == "TensorDict",
         key,
         "class '",
@@ -417,7 +435,7 @@ class Reader {
         cls == "LazyStackedTensorDict" ? " (lazy stacks cannot be loaded)"
                                        : "");
     const Json& cls_metadata = member(meta, "cls_metadata", key);
-    check(
+    TD_READER_CHECK(
         cls_metadata.is_object(),
         key,
         "'cls_metadata' must be an object, got ",
@@ -434,7 +452,7 @@ class Reader {
     bool locked = false;
     if (const auto it = cls_metadata.find("is_locked");
         it != cls_metadata.end()) {
-      check(it->is_boolean(), key, "'is_locked' must be a boolean");
+      TD_READER_CHECK(it->is_boolean(), key, "'is_locked' must be a boolean");
       locked = it->get<bool>();
     }
 
@@ -442,7 +460,7 @@ class Reader {
     TensorDictImpl& impl = *result.unsafeGetImpl();
 
     const Json& non_tensors = member(meta, "non_tensors", key);
-    check(
+    TD_READER_CHECK(
         non_tensors.is_object(),
         key,
         "'non_tensors' must be an object, got ",
@@ -455,7 +473,7 @@ class Reader {
     }
 
     const Json& leaves = member(meta, "leaves", key);
-    check(
+    TD_READER_CHECK(
         leaves.is_object(), key, "'leaves' must be an object, got ", type(leaves));
     for (auto it = leaves.begin(); it != leaves.end(); ++it) {
       const std::string& name = it.key();
@@ -464,7 +482,7 @@ class Reader {
       at::Tensor leaf = read_leaf(entry, child);
       check_prefix(leaf.sizes(), batch, child, "shape");
       if (device) {
-        check(
+        TD_READER_CHECK(
             *device == data_.device(),
             child,
             "the dict's device is ",
@@ -482,7 +500,7 @@ class Reader {
         continue;
       }
       const NestedKey child = child_key(key, name);
-      check(
+      TD_READER_CHECK(
           entry.is_object(),
           child,
           "expected the metadata object of a nested dict, got ",
@@ -504,12 +522,11 @@ class Reader {
 
  private:
   template <typename... Args>
-  void check(
-      bool ok,
+  [[noreturn]] void fail(
       const std::optional<NestedKey>& key,
       const Args&... args) const {
     TORCH_CHECK(
-        ok,
+        false,
         "invalid consolidated metadata in ",
         source_,
         " at ",
@@ -527,7 +544,7 @@ class Reader {
       const char* name,
       const std::optional<NestedKey>& key) const {
     const auto it = object.find(name);
-    check(it != object.end(), key, "missing member '", name, "'");
+    TD_READER_CHECK(it != object.end(), key, "missing member '", name, "'");
     return *it;
   }
 
@@ -536,7 +553,7 @@ class Reader {
       const char* name,
       const std::optional<NestedKey>& key) const {
     const Json& value = member(object, name, key);
-    check(
+    TD_READER_CHECK(
         value.is_string(),
         key,
         "'",
@@ -550,14 +567,14 @@ class Reader {
       const Json& value,
       const std::optional<NestedKey>& key,
       const char* what) const {
-    check(
+    TD_READER_CHECK(
         value.is_number_integer(),
         key,
         what,
         " must be an integer, got ",
         value.dump());
     if (value.is_number_unsigned()) {
-      check(
+      TD_READER_CHECK(
           value.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX),
           key,
           what,
@@ -572,13 +589,13 @@ class Reader {
       const Json& value,
       const std::optional<NestedKey>& key,
       const char* what) const {
-    check(
+    TD_READER_CHECK(
         value.is_array(),
         key,
         what,
         " must be a list of integers, got ",
         type(value));
-    check(
+    TD_READER_CHECK(
         value.size() <= kMaxDims,
         key,
         what,
@@ -590,7 +607,7 @@ class Reader {
     out.reserve(value.size());
     for (const Json& item : value) {
       const int64_t v = integer(item, key, what);
-      check(v >= 0, key, what, " ", value.dump(), " has a negative size");
+      TD_READER_CHECK(v >= 0, key, what, " ", value.dump(), " has a negative size");
       out.push_back(v);
     }
     return out;
@@ -603,7 +620,7 @@ class Reader {
       const char* what) const {
     const bool ok = sizes.size() >= batch.size() &&
         std::equal(batch.begin(), batch.end(), sizes.begin());
-    check(
+    TD_READER_CHECK(
         ok,
         key,
         what,
@@ -619,7 +636,7 @@ class Reader {
     if (value.is_null()) {
       return std::nullopt;
     }
-    check(
+    TD_READER_CHECK(
         value.is_string(),
         key,
         "device must be a string or null, got ",
@@ -628,7 +645,7 @@ class Reader {
     try {
       return c10::Device(text);
     } catch (const c10::Error&) {
-      check(false, key, "invalid device string '", text, "'");
+      TD_READER_CHECK(false, key, "invalid device string '", text, "'");
     }
     return std::nullopt;
   }
@@ -640,8 +657,8 @@ class Reader {
     if (value.is_null()) {
       return {};
     }
-    check(value.is_array(), key, "names must be a list, got ", type(value));
-    check(
+    TD_READER_CHECK(value.is_array(), key, "names must be a list, got ", type(value));
+    TD_READER_CHECK(
         value.size() == batch_dims,
         key,
         "names ",
@@ -655,7 +672,7 @@ class Reader {
       if (name.is_null()) {
         names.emplace_back(std::nullopt);
       } else {
-        check(
+        TD_READER_CHECK(
             name.is_string(),
             key,
             "a dim name must be a string or null, got ",
@@ -669,7 +686,7 @@ class Reader {
     }
     for (size_t i = 0; i < names.size(); ++i) {
       for (size_t j = i + 1; j < names.size(); ++j) {
-        check(
+        TD_READER_CHECK(
             !(names[i] && names[j] && *names[i] == *names[j]),
             key,
             "dim name '",
@@ -681,23 +698,23 @@ class Reader {
   }
 
   at::Tensor read_leaf(const Json& entry, const NestedKey& key) const {
-    check(
+    TD_READER_CHECK(
         entry.is_array() && (entry.size() == 5 || entry.size() == 6),
         key,
         "expected [dtype, shape, start, stop, pad], got ",
         entry.dump().substr(0, 200));
-    check(
+    TD_READER_CHECK(
         entry.size() == 5 && key.back().rfind("<NJT", 0) != 0,
         key,
         "jagged nested tensors are not supported");
-    check(
+    TD_READER_CHECK(
         entry[0].is_string(),
         key,
         "dtype must be a string, got ",
         entry[0].dump());
     const auto& dtype_text = entry[0].get_ref<const std::string&>();
-    const std::optional<c10::ScalarType> dtype = dtype_from_name(dtype_text);
-    check(dtype.has_value(), key, "unknown dtype '", dtype_text, "'");
+    const std::optional<c10::ScalarType> dtype = cached_dtype(dtype_text);
+    TD_READER_CHECK(dtype.has_value(), key, "unknown dtype '", dtype_text, "'");
     const std::vector<int64_t> shape = int_list(entry[1], key, "shape");
     const int64_t start = integer(entry[2], key, "start");
     const int64_t stop = integer(entry[3], key, "stop");
@@ -705,7 +722,7 @@ class Reader {
     const auto itemsize = static_cast<uint64_t>(c10::elementSize(*dtype));
     uint64_t nbytes = itemsize;
     for (const int64_t size : shape) {
-      check(
+      TD_READER_CHECK(
           !c10::mul_overflows(nbytes, static_cast<uint64_t>(size), &nbytes) &&
               nbytes <= static_cast<uint64_t>(INT64_MAX),
           key,
@@ -713,7 +730,7 @@ class Reader {
           entry[1].dump(),
           " overflows a 64-bit byte count");
     }
-    check(
+    TD_READER_CHECK(
         start >= 0 && start <= stop && stop <= data_size_,
         key,
         "byte range [",
@@ -723,8 +740,8 @@ class Reader {
         ") is not within the ",
         data_size_,
         " bytes of data");
-    check(pad >= 0 && pad < kAlignment, key, "pad ", pad, " is not in [0, 8)");
-    check(
+    TD_READER_CHECK(pad >= 0 && pad < kAlignment, key, "pad ", pad, " is not in [0, 8)");
+    TD_READER_CHECK(
         static_cast<uint64_t>(stop - start) >= nbytes,
         key,
         "shape ",
@@ -739,7 +756,7 @@ class Reader {
         stop,
         ") holds ",
         stop - start);
-    check(
+    TD_READER_CHECK(
         (base_ + static_cast<uint64_t>(start)) % itemsize == 0,
         key,
         dtype_text,
@@ -754,7 +771,7 @@ class Reader {
       const Json& entry,
       const NestedKey& key,
       c10::IntArrayRef parent_batch) const {
-    check(
+    TD_READER_CHECK(
         entry.is_array() && entry.size() == 3,
         key,
         "expected [data, batch_size, device], got ",
@@ -774,26 +791,26 @@ class Reader {
       size_t dim,
       std::vector<Json>& values,
       std::optional<c10::Device>& device) const {
-    check(meta.is_object(), key, "expected a JSON object, got ", type(meta));
-    check(depth <= max_depth_, key, "nesting deeper than ", max_depth_);
-    check(
+    TD_READER_CHECK(meta.is_object(), key, "expected a JSON object, got ", type(meta));
+    TD_READER_CHECK(depth <= max_depth_, key, "nesting deeper than ", max_depth_);
+    TD_READER_CHECK(
         member_string(meta, "cls", key) == "NonTensorStack",
         key,
         "expected class 'NonTensorStack' for a stacked element");
     const Json& cls_metadata = member(meta, "cls_metadata", key);
-    check(cls_metadata.is_object(), key, "'cls_metadata' must be an object");
+    TD_READER_CHECK(cls_metadata.is_object(), key, "'cls_metadata' must be an object");
     if (const auto it = cls_metadata.find("stack_dim");
         it != cls_metadata.end()) {
-      check(
+      TD_READER_CHECK(
           integer(*it, key, "stack_dim") == 0,
           key,
           "only stack_dim 0 is supported, got ",
           it->dump());
     }
     const Json& non_tensors = member(meta, "non_tensors", key);
-    check(non_tensors.is_object(), key, "'non_tensors' must be an object");
+    TD_READER_CHECK(non_tensors.is_object(), key, "'non_tensors' must be an object");
     const Json& leaves = member(meta, "leaves", key);
-    check(
+    TD_READER_CHECK(
         leaves.is_object() && leaves.empty(),
         key,
         "a NonTensorStack holds no tensor leaves");
@@ -805,7 +822,7 @@ class Reader {
         ++n;
       }
     }
-    check(
+    TD_READER_CHECK(
         !(nested && !non_tensors.empty()),
         key,
         "a NonTensorStack level mixes elements and nested stacks");
@@ -813,10 +830,10 @@ class Reader {
       n = static_cast<int64_t>(non_tensors.size());
     }
     if (sizes.size() <= dim) {
-      check(sizes.size() < kMaxDims, key, "more than ", kMaxDims, " dims");
+      TD_READER_CHECK(sizes.size() < kMaxDims, key, "more than ", kMaxDims, " dims");
       sizes.push_back(n);
     } else {
-      check(
+      TD_READER_CHECK(
           sizes[dim] == n,
           key,
           "stacked elements have different sizes (",
@@ -830,25 +847,25 @@ class Reader {
       const NestedKey child = key.child(name);
       if (nested) {
         const auto it = meta.find(name);
-        check(it != meta.end(), child, "missing stacked element '", name, "'");
+        TD_READER_CHECK(it != meta.end(), child, "missing stacked element '", name, "'");
         read_stack_values(
             *it, child, depth + 1, sizes, dim + 1, values, device);
         continue;
       }
       const auto it = non_tensors.find(name);
-      check(
+      TD_READER_CHECK(
           it != non_tensors.end(), child, "missing stacked element '", name, "'");
-      check(
+      TD_READER_CHECK(
           it->is_array() && it->size() == 3,
           child,
           "expected [data, batch_size, device], got ",
           it->dump().substr(0, 200));
-      check(
+      TD_READER_CHECK(
           int_list((*it)[1], child, "batch_size").empty(),
           child,
           "stacked non-tensor elements must have batch size []");
       if (dim + 1 != sizes.size()) {
-        check(false, child, "stacked elements have different numbers of dims");
+        TD_READER_CHECK(false, child, "stacked elements have different numbers of dims");
       }
       device = parse_device((*it)[2], child);
       values.push_back((*it)[0]);
@@ -868,12 +885,27 @@ class Reader {
     return NonTensorStack(std::move(values), sizes, device);
   }
 
+  // dtype_from_name builds a string per candidate: remember the few names
+  // a file uses.
+  std::optional<c10::ScalarType> cached_dtype(const std::string& name) const {
+    for (const auto& [known, dtype] : dtype_cache_) {
+      if (known == name) {
+        return dtype;
+      }
+    }
+    const std::optional<c10::ScalarType> dtype = dtype_from_name(name);
+    if (dtype && dtype_cache_.size() < 64) {
+      dtype_cache_.emplace_back(name, *dtype);
+    }
+    return dtype;
+  }
+
   void append(
       TensorDictImpl& impl,
       const std::string& name,
       Value value,
       const NestedKey& key) const {
-    check(impl.find(name) == nullptr, key, "the key appears twice");
+    TD_READER_CHECK(impl.find(name) == nullptr, key, "the key appears twice");
     impl.append(name, std::move(value));
   }
 
@@ -882,6 +914,7 @@ class Reader {
   uintptr_t base_;
   std::string source_;
   int64_t max_depth_;
+  mutable std::vector<std::pair<std::string, c10::ScalarType>> dtype_cache_;
 };
 
 // Splits a whole file or buffer into its data region and metadata, checking
