@@ -78,7 +78,6 @@ void register_all() {
     for (auto _ : state) {
       benchmark::DoNotOptimize(td.consolidate(ConsolidateOptions().num_threads(2)));
     }
-    state.SetBytesProcessed(state.iterations() * kBigBytes);
   })->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("consolidate_256MiB/raw", [](benchmark::State& state) {
     const TensorDict td = big_dict();
@@ -97,7 +96,6 @@ void register_all() {
       }
       benchmark::DoNotOptimize(out);
     }
-    state.SetBytesProcessed(state.iterations() * kBigBytes);
   })->Unit(benchmark::kMillisecond);
 
   // Checkpoints of nn::Transformer (d_model 512, 6 + 6 layers: 44M params).
