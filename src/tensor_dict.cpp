@@ -1001,6 +1001,9 @@ TensorDict TensorDict::copy() const {
 }
 
 TensorDict TensorDict::to(c10::Device device, bool non_blocking) const {
+  if (is_consolidated()) {
+    return detail::move_consolidated(*this, device, non_blocking);
+  }
   TensorDict result = detail::map_entries(
       *this,
       [&](const at::Tensor& t) { return t.to(device, non_blocking); },

@@ -220,4 +220,44 @@ struct TENSORDICT_API LoadMemmapOptions {
   TENSORDICT_ARG(int64_t, max_depth) = 128;
 };
 
+// --- consolidate and nn::Module (include/tensordict/consolidate.h, module.h) -
+
+/// Options of `TensorDict::consolidate`.
+///
+/// Example: `td.consolidate(ConsolidateOptions().filename("/data/td.bin"))`
+struct TENSORDICT_API ConsolidateOptions {
+  /// Map this file as the storage and write the metadata after the data, in
+  /// Python's layout; an existing file is replaced. Empty: keep the storage
+  /// in memory.
+  TENSORDICT_ARG(std::string, filename);
+  /// Copy the leaves with this many threads (0 or 1: the caller's).
+  TENSORDICT_ARG(int64_t, num_threads) = 0;
+  /// The device of the storage (default: the dict's, else the CPU). Only the
+  /// CPU goes with `filename`.
+  TENSORDICT_ARG(std::optional<c10::Device>, device);
+  /// Put the storage in pinned memory (needs an accelerator).
+  TENSORDICT_ARG(bool, pin_memory) = false;
+  /// Put the storage in shared memory (CPU only).
+  TENSORDICT_ARG(bool, share_memory) = false;
+};
+
+/// Options of `TensorDict::from_consolidated` and `from_consolidated_bytes`.
+///
+/// Example: `LoadConsolidatedOptions().max_meta_bytes(1 << 20)`
+struct TENSORDICT_API LoadConsolidatedOptions {
+  /// The largest metadata JSON accepted, in bytes.
+  TENSORDICT_ARG(int64_t, max_meta_bytes) = int64_t{64} << 20;
+  /// The deepest JSON nesting accepted.
+  TENSORDICT_ARG(int64_t, max_depth) = 128;
+};
+
+/// Options of `TensorDict::to_module`.
+///
+/// Example: `params.to_module(*model, ToModuleOptions().inplace(true))`
+struct TENSORDICT_API ToModuleOptions {
+  /// Copy the values into the module's tensors (which keep their storage);
+  /// when false, the module's tensors are made to alias the dict's.
+  TENSORDICT_ARG(bool, inplace) = false;
+};
+
 TENSORDICT_END_NAMESPACE

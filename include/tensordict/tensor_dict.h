@@ -25,7 +25,13 @@ namespace at::indexing {
 struct TensorIndex;
 } // namespace at::indexing
 
+namespace torch::nn {
+class Module;
+} // namespace torch::nn
+
 TENSORDICT_BEGIN_NAMESPACE
+
+class StateDict; // tensordict/state_dict.h
 
 /// An ordered dictionary of tensors, nested TensorDicts and non-tensor values
 /// that share leading batch dims: the C++ form of Python's `TensorDict`.
@@ -1014,6 +1020,61 @@ class TENSORDICT_API TensorDict {
   const std::string& python_class() const noexcept;
   /// Sets the Python tensorclass the dict is saved as ("" for none).
   TensorDict& set_python_class(std::string type_string);
+
+  // --- consolidate, state_dict, nn::Module (issue 6) ----------------------
+  // Include <tensordict/consolidate.h>, <tensordict/state_dict.h> or
+  // <tensordict/module.h> for the types these use; see NOTE [Consolidated
+  // layout] in tensordict/consolidate.h.
+
+  /// Copies every leaf into one contiguous uint8 storage (each leaf padded
+  /// to 8 bytes, as Python does) and returns a locked dict of views of it;
+  /// with `options.filename()`, the storage maps that file, which is then
+  /// laid out for `from_consolidated`. Returns `*this` if it is already
+  /// consolidated and the options ask for no file, no other device and no
+  /// shared or pinned memory (Python ignores them, with a warning). Throws on
+  /// a nested key Python's layout cannot hold and on I/O errors, naming the
+  /// key or the file.
+  [[nodiscard]] TensorDict consolidate(
+      const ConsolidateOptions& options = {}) const;
+  /// Returns true if every tensor leaf is still a view into the storage of
+  /// `consolidate` (or `from_consolidated`).
+  bool is_consolidated() const;
+  /// Returns the uint8 storage a consolidated dict's leaves view (the data
+  /// region only, without the metadata); undefined if not consolidated.
+  at::Tensor consolidated_storage() const;
+  /// Maps a file written by `consolidate(filename)` here or by Python's
+  /// `consolidate(filename=...)` copy-on-write and returns a consolidated
+  /// dict of views of it. Every offset, size, dtype and shape is checked
+  /// against the file; errors name the key and what was expected.
+  [[nodiscard]] static TensorDict from_consolidated(
+      const std::string& filename,
+      const LoadConsolidatedOptions& options = {});
+
+  /// Returns the leaves as Python's `state_dict` does: with `flatten`, one
+  /// entry per leaf under its "."-joined key; otherwise nested. Batch size
+  /// and device of every level go in `StateDict::metadata()`. Tensors are
+  /// detached aliases (no copy). Throws KeyError if two flat keys collide.
+  [[nodiscard]] StateDict state_dict(bool flatten = true) const;
+  /// Loads a state dict in the flat, nested or legacy (`__batch_size`,
+  /// `__device`) form, detected as Python does. With `strict`, the key sets
+  /// must match (the error lists the missing and unexpected keys); with
+  /// `assign`, tensors replace the leaves instead of being copied into them.
+  TensorDict& load_state_dict(
+      const StateDict& state_dict,
+      bool strict = true,
+      bool assign = false);
+
+  /// Returns a dict of the module's parameters and buffers keyed by their
+  /// names, with one nested dict per child module that holds any (`"0"`,
+  /// `"1"` for Sequential children); the leaves alias the module's tensors.
+  [[nodiscard]] static TensorDict from_module(const torch::nn::Module& module);
+  /// Writes the dict into `module`'s parameters and buffers, in place or
+  /// (by default) making them alias the dict's tensors, and returns the
+  /// module's previous tensors as a dict. Throws if the structure does not
+  /// match the module's, naming the key.
+  TensorDict to_module(
+      torch::nn::Module& module,
+      const ToModuleOptions& options = {}) const;
 
   // --- comparison and printing ----------------------------------------------
 

@@ -2,13 +2,16 @@
 
 // Umbrella header: everything public in the library.
 
+#include "tensordict/consolidate.h"
 #include "tensordict/errors.h"
 #include "tensordict/indexing.h"
 #include "tensordict/lazy_stack.h"
 #include "tensordict/memmap.h"
+#include "tensordict/module.h"
 #include "tensordict/nested_key.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/options.h"
+#include "tensordict/state_dict.h"
 #include "tensordict/tensor_class.h"
 #include "tensordict/tensor_dict.h"
 #include "tensordict/value.h"

@@ -107,6 +107,7 @@ class TensorDictImpl : public c10::intrusive_ptr_target {
     nodes_.clear();
     slots_.clear();
     lock_parents.clear();
+    consolidated_storage.reset();
   }
 
   std::vector<int64_t> batch_size;
@@ -123,6 +124,9 @@ class TensorDictImpl : public c10::intrusive_ptr_target {
   std::string memmap_prefix;
   // `_type` of the Python tensorclass the dict stands for; empty = none.
   std::string python_class;
+  // Consolidated state (src/consolidate.cpp): the uint8 storage whose views
+  // the leaves are, set by consolidate/from_consolidated; undefined = none.
+  at::Tensor consolidated_storage;
 
  private:
   void rebuild_slots(size_t capacity);
@@ -174,6 +178,13 @@ Value validate_value(
 
 /// Throws the lock error if `impl` is locked.
 void check_unlocked(const TensorDictImpl& impl);
+
+/// Moves a consolidated dict to `device` with one copy of its storage
+/// (src/consolidate.cpp); `to(device)` calls it.
+TensorDict move_consolidated(
+    const TensorDict& td,
+    c10::Device device,
+    bool non_blocking);
 
 } // namespace detail
 TENSORDICT_END_NAMESPACE

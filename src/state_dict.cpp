@@ -1,0 +1,543 @@
+// StateDict, TensorDict::state_dict and load_state_dict, following Python
+// tensordict's flat, nested and legacy forms.
+
+#include "tensordict/state_dict.h"
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <iterator>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "detail/format.h"
+#include "detail/tensor_dict_impl.h"
+#include "tensordict/errors.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+
+namespace {
+
+constexpr const char* kLegacyBatchSize = "__batch_size";
+constexpr const char* kLegacyDevice = "__device";
+
+const char* kind_name(StateDict::Kind kind) {
+  switch (kind) {
+    case StateDict::Kind::kTensor:
+      return "a tensor";
+    case StateDict::Kind::kNested:
+      return "a nested state dict";
+    case StateDict::Kind::kBatchSize:
+      return "a legacy batch size";
+    case StateDict::Kind::kDevice:
+      return "a legacy device";
+  }
+  return "?";
+}
+
+void check_kind(StateDict::Kind got, StateDict::Kind expected) {
+  TORCH_CHECK_TYPE(
+      got == expected,
+      "state dict entry is ",
+      kind_name(got),
+      ", not ",
+      kind_name(expected));
+}
+
+// Python's repr of a set of str, sorted for stable messages: {'a', 'b'}.
+std::string set_repr(const std::set<std::string>& keys) {
+  if (keys.empty()) {
+    return "set()";
+  }
+  std::string out = "{";
+  bool first = true;
+  for (const auto& key : keys) {
+    if (!first) {
+      out += ", ";
+    }
+    first = false;
+    out += detail::python_repr(key);
+  }
+  return out + "}";
+}
+
+} // namespace
+
+// --- StateDict -------------------------------------------------------------------
+
+const at::Tensor& StateDict::Entry::tensor() const {
+  check_kind(kind_, Kind::kTensor);
+  return tensor_;
+}
+
+const StateDict& StateDict::Entry::nested() const {
+  check_kind(kind_, Kind::kNested);
+  return *nested_;
+}
+
+const std::vector<int64_t>& StateDict::Entry::batch_size() const {
+  check_kind(kind_, Kind::kBatchSize);
+  return batch_size_;
+}
+
+const std::optional<c10::Device>& StateDict::Entry::device() const {
+  check_kind(kind_, Kind::kDevice);
+  return device_;
+}
+
+StateDict::Entry& StateDict::emplace(std::string key) {
+  for (auto& item : items_) {
+    if (item.first == key) {
+      item.second = Entry();
+      return item.second;
+    }
+  }
+  items_.emplace_back(std::move(key), Entry());
+  return items_.back().second;
+}
+
+StateDict& StateDict::insert(std::string key, at::Tensor tensor) {
+  TORCH_CHECK_VALUE(
+      tensor.defined(), "cannot insert an undefined tensor at '", key, "'");
+  Entry& entry = emplace(std::move(key));
+  entry.kind_ = Kind::kTensor;
+  entry.tensor_ = std::move(tensor);
+  return *this;
+}
+
+StateDict& StateDict::insert(std::string key, StateDict nested) {
+  Entry& entry = emplace(std::move(key));
+  entry.kind_ = Kind::kNested;
+  entry.nested_ = std::make_shared<StateDict>(std::move(nested));
+  return *this;
+}
+
+StateDict& StateDict::insert_legacy_batch_size(std::vector<int64_t> batch_size) {
+  Entry& entry = emplace(kLegacyBatchSize);
+  entry.kind_ = Kind::kBatchSize;
+  entry.batch_size_ = std::move(batch_size);
+  return *this;
+}
+
+StateDict& StateDict::insert_legacy_device(std::optional<c10::Device> device) {
+  Entry& entry = emplace(kLegacyDevice);
+  entry.kind_ = Kind::kDevice;
+  entry.device_ = device;
+  return *this;
+}
+
+bool StateDict::erase(const std::string& key) {
+  const auto it = std::find_if(items_.begin(), items_.end(), [&](const auto& item) {
+    return item.first == key;
+  });
+  if (it == items_.end()) {
+    return false;
+  }
+  items_.erase(it);
+  return true;
+}
+
+std::vector<std::string> StateDict::keys() const {
+  std::vector<std::string> out;
+  out.reserve(items_.size());
+  for (const auto& item : items_) {
+    out.push_back(item.first);
+  }
+  return out;
+}
+
+const StateDict::Entry* StateDict::find(const std::string& key) const noexcept {
+  for (const auto& item : items_) {
+    if (item.first == key) {
+      return &item.second;
+    }
+  }
+  return nullptr;
+}
+
+const StateDict::Entry& StateDict::at(const std::string& key) const {
+  const Entry* entry = find(key);
+  if (entry == nullptr) {
+    const auto names = keys();
+    TENSORDICT_CHECK_KEY(
+        false,
+        "key \"",
+        key,
+        "\" not found in the state dict, whose keys are ",
+        set_repr(std::set<std::string>(names.begin(), names.end())));
+  }
+  return *entry;
+}
+
+const at::Tensor& StateDict::tensor(const std::string& key) const {
+  return at(key).tensor();
+}
+
+const StateDict& StateDict::nested(const std::string& key) const {
+  return at(key).nested();
+}
+
+const StateDictMetadata* StateDict::find_metadata(
+    const std::string& prefix) const noexcept {
+  for (const auto& item : metadata_) {
+    if (item.first == prefix) {
+      return &item.second;
+    }
+  }
+  return nullptr;
+}
+
+StateDict& StateDict::set_metadata(std::string prefix, StateDictMetadata metadata) {
+  has_metadata_ = true;
+  for (auto& item : metadata_) {
+    if (item.first == prefix) {
+      item.second = std::move(metadata);
+      return *this;
+    }
+  }
+  metadata_.emplace_back(std::move(prefix), std::move(metadata));
+  return *this;
+}
+
+// --- state_dict --------------------------------------------------------------------
+
+namespace {
+
+StateDictMetadata level_metadata(const detail::TensorDictImpl& impl) {
+  return StateDictMetadata{impl.batch_size, impl.device, std::nullopt};
+}
+
+StateDictMetadata non_tensor_metadata(const Value& value) {
+  return StateDictMetadata{
+      value.shape(),
+      value.is_non_tensor_data() ? value.non_tensor_data().device()
+                                 : value.non_tensor_stack().device(),
+      value};
+}
+
+void flat_state_dict(
+    const detail::TensorDictImpl& impl,
+    const std::string& prefix,
+    StateDict& out,
+    std::set<std::string>& seen) {
+  const std::string level = prefix.empty() ? "" : prefix.substr(0, prefix.size() - 1);
+  auto claim = [&](const std::string& key) {
+    TENSORDICT_CHECK_KEY(
+        seen.insert(key).second,
+        "Key '",
+        key,
+        "' appears twice in the flat state dict: a key holding \".\" "
+        "collides with a nested key; use state_dict(/*flatten=*/false)");
+  };
+  if (!prefix.empty()) {
+    claim(level);
+  }
+  out.set_metadata(level, level_metadata(impl));
+  for (const detail::Node* node : impl.nodes()) {
+    const std::string key = prefix + node->key;
+    const Value& value = node->value;
+    if (value.is_tensor()) {
+      claim(key);
+      out.insert(key, value.tensor().detach());
+    } else if (value.is_tensordict()) {
+      flat_state_dict(*value.tensordict().unsafeGetImpl(), key + ".", out, seen);
+    } else {
+      claim(key);
+      out.set_metadata(key, non_tensor_metadata(value));
+    }
+  }
+}
+
+StateDict nested_state_dict(const detail::TensorDictImpl& impl) {
+  StateDict out;
+  out.set_metadata("", level_metadata(impl));
+  for (const detail::Node* node : impl.nodes()) {
+    const Value& value = node->value;
+    if (value.is_tensor()) {
+      out.insert(node->key, value.tensor().detach());
+    } else if (value.is_tensordict()) {
+      out.insert(node->key, nested_state_dict(*value.tensordict().unsafeGetImpl()));
+    } else {
+      StateDict leaf;
+      leaf.set_metadata("", non_tensor_metadata(value));
+      out.insert(node->key, std::move(leaf));
+    }
+  }
+  return out;
+}
+
+// --- load_state_dict -------------------------------------------------------------
+
+std::vector<std::string> split_dots(const std::string& key) {
+  std::vector<std::string> parts;
+  size_t begin = 0;
+  while (true) {
+    const size_t dot = key.find('.', begin);
+    parts.push_back(key.substr(begin, dot - begin));
+    if (dot == std::string::npos) {
+      return parts;
+    }
+    begin = dot + 1;
+  }
+}
+
+// A mutable tree to unflatten into.
+struct Level {
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  std::vector<std::pair<std::string, std::unique_ptr<Level>>> children;
+  // Nested state dicts given whole (a nested form mistaken for a flat one).
+  std::vector<std::pair<std::string, StateDict>> given;
+  std::vector<std::string> order; // keys in first-seen order
+  std::optional<StateDictMetadata> metadata;
+
+  Level& child(const std::string& name, const std::string& flat_key) {
+    for (auto& c : children) {
+      if (c.first == name) {
+        return *c.second;
+      }
+    }
+    for (const auto& t : tensors) {
+      TENSORDICT_CHECK_KEY(
+          t.first != name,
+          "Cannot unflatten the state dict: '",
+          flat_key,
+          "' goes through '",
+          name,
+          "', which is a tensor");
+    }
+    children.emplace_back(name, std::make_unique<Level>());
+    order.push_back(name);
+    return *children.back().second;
+  }
+
+  void add_tensor(const std::string& name, at::Tensor t, const std::string& flat_key) {
+    for (const auto& c : children) {
+      TENSORDICT_CHECK_KEY(
+          c.first != name,
+          "Cannot unflatten the state dict: '",
+          flat_key,
+          "' is both a tensor and a nested level");
+    }
+    tensors.emplace_back(name, std::move(t));
+    order.push_back(name);
+  }
+
+  void add_nested(const std::string& name, const StateDict& sd) {
+    given.emplace_back(name, sd);
+    order.push_back(name);
+  }
+
+  StateDict build() const {
+    StateDict out;
+    if (metadata) {
+      out.set_metadata("", *metadata);
+    }
+    for (const auto& name : order) {
+      bool done = false;
+      for (const auto& t : tensors) {
+        if (t.first == name) {
+          out.insert(name, t.second);
+          done = true;
+          break;
+        }
+      }
+      for (const auto& g : given) {
+        if (!done && g.first == name) {
+          out.insert(name, g.second);
+          done = true;
+        }
+      }
+      if (!done) {
+        for (const auto& c : children) {
+          if (c.first == name) {
+            out.insert(name, c.second->build());
+            break;
+          }
+        }
+      }
+    }
+    return out;
+  }
+};
+
+StateDict unflatten_state_dict(const StateDict& flat) {
+  Level root;
+  for (const auto& [key, entry] : flat.items()) {
+    if (entry.kind() == StateDict::Kind::kNested) {
+      root.add_nested(key, entry.nested());
+      continue;
+    }
+    if (entry.kind() != StateDict::Kind::kTensor) {
+      continue; // sentinels have no place in the flat form
+    }
+    const auto parts = split_dots(key);
+    Level* level = &root;
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      level = &level->child(parts[i], key);
+    }
+    level->add_tensor(parts.back(), entry.tensor(), key);
+  }
+  for (const auto& [prefix, metadata] : flat.metadata()) {
+    Level* level = &root;
+    if (!prefix.empty()) {
+      if (flat.find(prefix) != nullptr) {
+        continue; // a nested state dict given whole carries its own
+      }
+      for (const auto& part : split_dots(prefix)) {
+        level = &level->child(part, prefix);
+      }
+    }
+    level->metadata = metadata;
+  }
+  return root.build();
+}
+
+bool is_empty_state_dict(const StateDict& sd) {
+  for (const auto& [key, entry] : sd.items()) {
+    if (entry.kind() == StateDict::Kind::kBatchSize ||
+        entry.kind() == StateDict::Kind::kDevice) {
+      continue;
+    }
+    if (entry.kind() != StateDict::Kind::kNested ||
+        !is_empty_state_dict(entry.nested())) {
+      return false;
+    }
+  }
+  const StateDictMetadata* md = sd.find_metadata("");
+  return md == nullptr || !md->non_tensor;
+}
+
+void load_nested(
+    TensorDict& td,
+    const StateDict& sd,
+    bool strict,
+    bool assign) {
+  std::vector<int64_t> batch_size = td.batch_size().vec();
+  std::optional<c10::Device> device = td.device();
+  if (const StateDictMetadata* md = sd.find_metadata("")) {
+    batch_size = md->batch_size;
+    device = md->device;
+  } else if (const auto* legacy = sd.find(kLegacyBatchSize)) {
+    batch_size = legacy->batch_size();
+    const auto* legacy_device = sd.find(kLegacyDevice);
+    device = legacy_device != nullptr ? legacy_device->device() : std::nullopt;
+  }
+
+  std::set<std::string> sd_keys;
+  for (const auto& [key, entry] : sd.items()) {
+    if (entry.kind() == StateDict::Kind::kTensor ||
+        entry.kind() == StateDict::Kind::kNested) {
+      sd_keys.insert(key);
+    }
+  }
+  if (strict) {
+    std::set<std::string> td_keys;
+    for (const auto& key : td.keys()) {
+      td_keys.insert(std::string(key.back()));
+    }
+    std::set<std::string> unexpected; // in the state dict only
+    std::set<std::string> missing; // in the dict only
+    std::set_difference(
+        sd_keys.begin(),
+        sd_keys.end(),
+        td_keys.begin(),
+        td_keys.end(),
+        std::inserter(unexpected, unexpected.end()));
+    std::set_difference(
+        td_keys.begin(),
+        td_keys.end(),
+        sd_keys.begin(),
+        sd_keys.end(),
+        std::inserter(missing, missing.end()));
+    bool ok = true;
+    for (const auto& key : missing) {
+      const Value* value = td.find(key);
+      ok = ok && value->is_tensordict() && value->tensordict().is_empty();
+    }
+    for (const auto& key : unexpected) {
+      const StateDict::Entry& entry = sd.at(key);
+      ok = ok && entry.kind() == StateDict::Kind::kNested &&
+          is_empty_state_dict(entry.nested());
+    }
+    TORCH_CHECK(
+        ok,
+        "Cannot load state-dict because the key sets don't match: got "
+        "state_dict extra keys \n",
+        set_repr(unexpected),
+        "\n and tensordict extra keys\n",
+        set_repr(missing),
+        "\n");
+  }
+  if (batch_size != td.batch_size().vec()) {
+    td.set_batch_size(batch_size);
+  }
+  TORCH_CHECK(
+      !(device && td.device() && *device != *td.device()),
+      "Loading data from another device is not yet supported.");
+  const SetOptions set_options = SetOptions().inplace(!assign);
+  for (const auto& [key, entry] : sd.items()) {
+    try {
+      if (entry.kind() == StateDict::Kind::kTensor) {
+        td.set(key, entry.tensor(), set_options);
+      } else if (entry.kind() == StateDict::Kind::kNested) {
+        const StateDict& nested = entry.nested();
+        const StateDictMetadata* md = nested.find_metadata("");
+        if (md != nullptr && md->non_tensor) {
+          td.set(key, *md->non_tensor);
+          continue;
+        }
+        const Value* existing = td.find(key);
+        if (existing != nullptr && existing->is_tensordict()) {
+          TensorDict dest = existing->tensordict();
+          load_nested(dest, nested, strict, assign);
+        } else {
+          TensorDict dest = td.empty();
+          load_nested(dest, nested, strict, assign);
+          td.set(key, dest);
+        }
+      }
+    } catch (c10::Error& e) {
+      TORCH_RETHROW(e, "while loading key '", key, "' of the state dict");
+    }
+  }
+}
+
+} // namespace
+
+StateDict TensorDict::state_dict(bool flatten) const {
+  if (!flatten) {
+    return nested_state_dict(*impl_);
+  }
+  StateDict out;
+  std::set<std::string> seen;
+  flat_state_dict(*impl_, "", out, seen);
+  return out;
+}
+
+TensorDict& TensorDict::load_state_dict(
+    const StateDict& state_dict,
+    bool strict,
+    bool assign) {
+  bool from_flatten = false;
+  if (state_dict.has_metadata()) {
+    std::set<std::string> sd_keys;
+    for (const auto& key : state_dict.keys()) {
+      sd_keys.insert(key);
+    }
+    std::set<std::string> td_keys;
+    for (const auto& key : keys()) {
+      td_keys.insert(std::string(key.back()));
+    }
+    from_flatten = sd_keys != td_keys;
+  }
+  if (from_flatten) {
+    load_nested(*this, unflatten_state_dict(state_dict), strict, assign);
+  } else {
+    load_nested(*this, state_dict, strict, assign);
+  }
+  return *this;
+}
+
+TENSORDICT_END_NAMESPACE

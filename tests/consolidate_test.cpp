@@ -1,0 +1,459 @@
+// Tests of include/tensordict/consolidate.h: consolidate, from_consolidated
+// and the byte-buffer form. Files written and read by Python live in
+// tests/python (run_consolidate_interop.py).
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "support.h"
+
+using namespace tensordict; // NOLINT(google-build-using-namespace)
+using tensordict::testing::expect_td_equal;
+namespace fs = std::filesystem;
+
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = fs::temp_directory_path() /
+        ("tensordict_consolidate_" + std::to_string(::getpid()) + "_" +
+         info->name());
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  std::string operator/(const std::string& name) const {
+    return (path_ / name).string();
+  }
+
+ private:
+  fs::path path_;
+};
+
+// {"a": int32 [3], "b": {"c": float [3, 2], "s": "hello"}, "d": bool [3]}
+TensorDict sample() {
+  return TensorDict(
+      {{"a", torch::arange(3, torch::kInt32)},
+       {"b", {{"c", torch::ones({3, 2})}, {"s", "hello"}}},
+       {"d", torch::tensor({true, false, true})}},
+      /*batch_size=*/{3});
+}
+
+const c10::StorageImpl* storage_of(const at::Tensor& t) {
+  return t.storage().unsafeGetStorageImpl();
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(
+      std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::vector<uint8_t> to_vector(const at::Tensor& bytes) {
+  const auto* p = bytes.data_ptr<uint8_t>();
+  return std::vector<uint8_t>(p, p + bytes.numel());
+}
+
+// The metadata JSON of a file or buffer, as text.
+std::string metadata_text(const std::string& bytes) {
+  int64_t length = 0;
+  std::memcpy(&length, bytes.data() + bytes.size() - 8, 8);
+  return bytes.substr(bytes.size() - 8 - length, length);
+}
+
+// Replaces the metadata of `bytes` (data, json, length) with `json`.
+at::Tensor with_metadata(const at::Tensor& bytes, const std::string& json) {
+  const std::string old = metadata_text(
+      std::string(reinterpret_cast<const char*>(bytes.data_ptr()), bytes.numel()));
+  const int64_t data_size = bytes.numel() - 8 - static_cast<int64_t>(old.size());
+  at::Tensor out = torch::empty(
+      {data_size + static_cast<int64_t>(json.size()) + 8}, torch::kUInt8);
+  auto* p = out.data_ptr<uint8_t>();
+  std::memcpy(p, bytes.data_ptr(), data_size);
+  std::memcpy(p + data_size, json.data(), json.size());
+  const int64_t length = static_cast<int64_t>(json.size());
+  std::memcpy(p + data_size + json.size(), &length, 8);
+  return out;
+}
+
+} // namespace
+
+TEST(ConsolidateTest, LeavesShareOneStorageWithPythonOffsets) {
+  const TensorDict td = sample();
+  const TensorDict c = td.consolidate();
+  EXPECT_TRUE(c.is_consolidated());
+  EXPECT_FALSE(td.is_consolidated());
+  EXPECT_TRUE(c.is_locked());
+  expect_td_equal(c, td);
+  const at::Tensor storage = c.consolidated_storage();
+  ASSERT_TRUE(storage.defined());
+  EXPECT_EQ(storage.scalar_type(), torch::kUInt8);
+  // a: 12 bytes + 4 pad, b.c: 24 bytes, d: 3 bytes + 5 pad (Python's
+  // depth-first order: the nested leaf sits between a and d).
+  EXPECT_EQ(storage.numel(), 48);
+  const auto* base = static_cast<const uint8_t*>(storage.data_ptr());
+  EXPECT_EQ(static_cast<const uint8_t*>(c.get("a").data_ptr()), base);
+  EXPECT_EQ(static_cast<const uint8_t*>(c.get({"b", "c"}).data_ptr()), base + 16);
+  EXPECT_EQ(static_cast<const uint8_t*>(c.get("d").data_ptr()), base + 40);
+  for (const auto& leaf : c.values(true, true)) {
+    EXPECT_EQ(storage_of(leaf.tensor()), storage_of(storage));
+  }
+  EXPECT_TRUE(c.get_tensordict("b").is_consolidated());
+  EXPECT_EQ(c.get_non_tensor({"b", "s"}), "hello");
+  // The padding is zeroed.
+  EXPECT_EQ(base[12] + base[13] + base[14] + base[15], 0);
+  EXPECT_EQ(base[43] + base[47], 0);
+}
+
+TEST(ConsolidateTest, ConsolidatingTwiceReturnsTheSameDict) {
+  const TensorDict c = sample().consolidate();
+  EXPECT_TRUE(c.consolidate().is_same(c));
+  EXPECT_TRUE(c.consolidate(ConsolidateOptions().device(c10::Device(c10::kCPU))).is_same(c));
+}
+
+TEST(ConsolidateTest, AConsolidatedDictStillGoesToANewFile) {
+  TempDir dir;
+  const TensorDict c = sample().consolidate();
+  const TensorDict in_file =
+      c.consolidate(ConsolidateOptions().filename(dir / "again.bin"));
+  EXPECT_FALSE(in_file.is_same(c));
+  EXPECT_EQ(MemoryMappedTensor::filename(in_file.get("d")), dir / "again.bin");
+  EXPECT_TRUE(torch::equal(
+      TensorDict::from_consolidated(dir / "again.bin").get("d"), sample().get("d")));
+}
+
+TEST(ConsolidateTest, DeviceOptionPutsTheStorageThere) {
+  const TensorDict meta =
+      sample().consolidate(ConsolidateOptions().device(c10::Device(c10::kMeta)));
+  EXPECT_TRUE(meta.is_consolidated());
+  EXPECT_EQ(meta.consolidated_storage().device().type(), c10::kMeta);
+  EXPECT_EQ(meta.device(), c10::Device(c10::kMeta));
+  EXPECT_EQ(meta.get_tensordict("b").device(), c10::Device(c10::kMeta));
+  EXPECT_EQ(meta.get({"b", "c"}).storage_offset(), 4); // byte 16 of float32
+}
+
+TEST(ConsolidateTest, NonContiguousAndEmptyLeavesAreCopied) {
+  const at::Tensor base = torch::arange(12, torch::kFloat).reshape({2, 6});
+  TensorDict td(
+      {{"strided", base.index({torch::indexing::Slice(), 1})},
+       {"t", base.t().contiguous().t()},
+       {"empty", torch::zeros({2, 0})},
+       {"scalar_batch", torch::full({2}, 7, torch::kInt64)}},
+      {2});
+  const TensorDict c = td.consolidate();
+  expect_td_equal(c, td);
+  EXPECT_TRUE(c.get("strided").is_contiguous());
+  EXPECT_EQ(c.get("empty").sizes(), (std::vector<int64_t>{2, 0}));
+  EXPECT_TRUE(c.is_consolidated());
+}
+
+TEST(ConsolidateTest, ThreadsGiveTheSameBytes) {
+  TensorDict td({}, {4});
+  for (int i = 0; i < 40; ++i) {
+    td.set("k" + std::to_string(i), torch::randn({4, i + 1}));
+  }
+  const TensorDict one = td.consolidate();
+  const TensorDict many = td.consolidate(ConsolidateOptions().num_threads(4));
+  EXPECT_TRUE(torch::equal(one.consolidated_storage(), many.consolidated_storage()));
+  expect_td_equal(many, td);
+}
+
+TEST(ConsolidateTest, ReplacingALeafEndsConsolidation) {
+  TensorDict c = sample().consolidate();
+  c.unlock_();
+  c.set("a", torch::zeros({3}, torch::kInt32));
+  EXPECT_FALSE(c.is_consolidated());
+  EXPECT_FALSE(c.consolidated_storage().defined());
+}
+
+TEST(ConsolidateTest, InPlaceWritesKeepConsolidation) {
+  TensorDict c = sample().consolidate();
+  c.set_("a", torch::full({3}, 9, torch::kInt32));
+  EXPECT_TRUE(c.is_consolidated());
+  EXPECT_EQ(c.consolidated_storage().index({0}).item<int>(), 9);
+}
+
+TEST(ConsolidateTest, ShareMemoryPutsTheStorageInSharedMemory) {
+  const TensorDict c = sample().consolidate(ConsolidateOptions().share_memory(true));
+  EXPECT_TRUE(c.is_consolidated());
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(c.consolidated_storage()));
+  expect_td_equal(c, sample());
+}
+
+TEST(ConsolidateTest, ToDeviceMovesOneBuffer) {
+  const TensorDict c = sample().consolidate();
+  const TensorDict moved = c.to(c10::Device(c10::kCPU));
+  EXPECT_TRUE(moved.is_consolidated());
+  EXPECT_EQ(moved.device(), c10::Device(c10::kCPU));
+  expect_td_equal(moved, sample());
+  // The leaves are rebuilt over the one storage that was moved (on the CPU,
+  // `to` of the storage aliases it, as for any tensor).
+  for (const auto& leaf : moved.values(true, true)) {
+    EXPECT_EQ(storage_of(leaf.tensor()), storage_of(moved.consolidated_storage()));
+  }
+  EXPECT_TRUE(moved.is_locked());
+}
+
+TEST(ConsolidateTest, ToMetaKeepsTheLayout) {
+  const TensorDict c = sample().consolidate();
+  const TensorDict meta = c.to(c10::Device(c10::kMeta));
+  EXPECT_TRUE(meta.is_consolidated());
+  EXPECT_EQ(meta.get({"b", "c"}).device().type(), c10::kMeta);
+  EXPECT_EQ(meta.get({"b", "c"}).sizes(), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(meta.get("d").storage_offset(), 40);
+  EXPECT_EQ(meta.get_non_tensor({"b", "s"}), "hello");
+}
+
+TEST(ConsolidateTest, FileHasPythonLayoutAndLoadsBack) {
+  TempDir dir;
+  const std::string path = dir / "td.bin";
+  const TensorDict c = sample().consolidate(ConsolidateOptions().filename(path));
+  EXPECT_TRUE(c.is_consolidated());
+  EXPECT_EQ(MemoryMappedTensor::filename(c.get("a")), path);
+  const std::string bytes = read_bytes(path);
+  EXPECT_EQ(
+      metadata_text(bytes),
+      "{\"cls\": \"TensorDict\", \"non_tensors\": {}, \"leaves\": {\"a\": "
+      "[\"torch.int32\", [3], 0, 16, 4], \"d\": [\"torch.bool\", [3], 40, 48, "
+      "5]}, \"cls_metadata\": {\"device\": null, \"names\": [null], "
+      "\"batch_size\": [3], \"is_locked\": false}, \"b\": {\"cls\": "
+      "\"TensorDict\", \"non_tensors\": {\"s\": [\"hello\", [3], null]}, "
+      "\"leaves\": {\"c\": [\"torch.float32\", [3, 2], 16, 40, 0]}, "
+      "\"cls_metadata\": {\"device\": null, \"names\": [null], \"batch_size\": "
+      "[3], \"is_locked\": false}}}");
+  EXPECT_EQ(bytes.size(), 48 + metadata_text(bytes).size() + 8);
+
+  const TensorDict back = TensorDict::from_consolidated(path);
+  EXPECT_TRUE(back.is_consolidated());
+  EXPECT_FALSE(back.is_locked());
+  // Python's order: non-tensors, leaves, then nested dicts.
+  EXPECT_EQ(back.keys(), (std::vector<NestedKey>{"a", "d", "b"}));
+  EXPECT_TRUE(torch::equal(back.get("a"), sample().get("a")));
+  EXPECT_TRUE(torch::equal(back.get({"b", "c"}), torch::ones({3, 2})));
+  EXPECT_EQ(back.get_non_tensor({"b", "s"}), "hello");
+  // Copy-on-write: writes do not reach the file.
+  back.get("a").fill_(5);
+  EXPECT_EQ(read_bytes(path), bytes);
+}
+
+TEST(ConsolidateTest, FileReplacesALargerFile) {
+  TempDir dir;
+  const std::string path = dir / "td.bin";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << std::string(100000, 'x');
+  }
+  (void)sample().consolidate(ConsolidateOptions().filename(path));
+  const TensorDict back = TensorDict::from_consolidated(path);
+  EXPECT_TRUE(torch::equal(back.get({"b", "c"}), torch::ones({3, 2})));
+  EXPECT_TRUE(torch::equal(back.get("d"), sample().get("d")));
+  EXPECT_LT(fs::file_size(path), 1000u);
+}
+
+TEST(ConsolidateTest, FileWithADeviceOtherThanCpuIsRefused) {
+  TempDir dir;
+  EXPECT_THROWS_WITH(
+      sample().consolidate(
+          ConsolidateOptions().filename(dir / "x").device(c10::Device(c10::kMeta))),
+      c10::Error,
+      "device and filename are mutually exclusive");
+}
+
+TEST(ConsolidateTest, NamesDeviceAndLockRoundTrip) {
+  TensorDict td(
+      {{"x", torch::randn({2, 3})}, {"n", TensorDict({{"y", torch::ones({2, 4})}}, {2, 4})}},
+      {2},
+      c10::Device(c10::kCPU));
+  td.set_names({"b"});
+  td.lock_();
+  const TensorDict back = from_consolidated_bytes(consolidated_bytes(td));
+  EXPECT_TRUE(back.is_locked());
+  EXPECT_EQ(back.device(), c10::Device(c10::kCPU));
+  EXPECT_EQ(back.names(), (DimNames{"b"}));
+  EXPECT_EQ(back.get_tensordict("n").batch_size(), (std::vector<int64_t>{2, 4}));
+  EXPECT_TRUE(torch::equal(back.get("x"), td.get("x")));
+}
+
+TEST(ConsolidateTest, NonTensorStacksRoundTrip) {
+  TensorDict td({{"x", torch::zeros({2, 2})}}, {2, 2});
+  td.set("words", NonTensorStack::from_list(Json::parse(R"([["a","b"],["c","d"]])"), 2));
+  const TensorDict back = from_consolidated_bytes(consolidated_bytes(td));
+  EXPECT_EQ(back.get_non_tensor("words"), Json::parse(R"([["a","b"],["c","d"]])"));
+  EXPECT_EQ(back["words"].non_tensor_stack().batch_size(), (std::vector<int64_t>{2, 2}));
+}
+
+TEST(ConsolidateTest, NestedKeysNamedLikeMetadataMembersAreRefused) {
+  TensorDict td({{"leaves", {{"x", torch::zeros({1})}}}});
+  EXPECT_THROWS_WITH(
+      td.consolidate(),
+      c10::Error,
+      "cannot consolidate key 'leaves': a nested entry named 'leaves' would "
+      "collide");
+  // A tensor leaf of that name is fine: it lives under "leaves".
+  TensorDict ok({{"leaves", torch::zeros({1})}});
+  EXPECT_TRUE(ok.consolidate().is_consolidated());
+}
+
+TEST(ConsolidateTest, BytesRoundTripAndViewTheBuffer) {
+  const at::Tensor bytes = consolidated_bytes(sample());
+  const TensorDict back = from_consolidated_bytes(bytes);
+  EXPECT_TRUE(torch::equal(back.get("a"), sample().get("a")));
+  EXPECT_EQ(back.get("a").data_ptr(), bytes.data_ptr());
+  const std::vector<uint8_t> raw = to_vector(bytes);
+  const TensorDict copied = from_consolidated_bytes(raw.data(), raw.size());
+  EXPECT_TRUE(torch::equal(copied.get({"b", "c"}), torch::ones({3, 2})));
+  EXPECT_NE(copied.get("a").data_ptr(), static_cast<const void*>(raw.data()));
+}
+
+TEST(ConsolidateTest, MisalignedBufferIsCopied) {
+  const at::Tensor bytes = consolidated_bytes(sample());
+  at::Tensor shifted = torch::zeros({bytes.numel() + 1}, torch::kUInt8);
+  shifted.narrow(0, 1, bytes.numel()).copy_(bytes);
+  const TensorDict back = from_consolidated_bytes(shifted.narrow(0, 1, bytes.numel()));
+  EXPECT_TRUE(torch::equal(back.get({"b", "c"}), torch::ones({3, 2})));
+}
+
+TEST(ConsolidateTest, BufferErrorsNameWhatWasExpected) {
+  const at::Tensor bytes = consolidated_bytes(sample());
+  EXPECT_THROWS_WITH(
+      from_consolidated_bytes(bytes.narrow(0, 0, 5)),
+      c10::Error,
+      "expected at least 8 bytes (the metadata length), got 5");
+  at::Tensor bad_length = bytes.clone();
+  bad_length.narrow(0, bytes.numel() - 8, 8).fill_(0x7f);
+  EXPECT_THROWS_WITH(
+      from_consolidated_bytes(bad_length),
+      c10::Error,
+      "the trailer gives a metadata length of");
+  EXPECT_THROWS_WITH(
+      from_consolidated_bytes(torch::zeros({4}, torch::kFloat)),
+      c10::TypeError,
+      "expects a 1-dim uint8 tensor");
+
+  const std::string leaf_prefix =
+      R"({"cls": "TensorDict", "non_tensors": {}, "cls_metadata": {"device": null, "names": [null], "batch_size": [3], "is_locked": false}, "leaves": {"a": )";
+  auto with_leaf = [&](const std::string& leaf) {
+    return with_metadata(bytes, leaf_prefix + leaf + "}}");
+  };
+  EXPECT_THROWS_WITH(
+      from_consolidated_bytes(with_leaf(R"(["torch.int32", [3], 0, 4000, 4])")),
+      c10::Error,
+      "at key 'a': byte range [0, 4000) is not within the 48 bytes of data");
+  EXPECT_THROWS_WITH(
+      from_consolidated_bytes(with_leaf(R"(["torch.int32", [30], 0, 16, 4])")),
+      c10::Error,
+      "at key 'a': shape [30] torch.int32 needs 120 bytes, but its byte range "
+      "[0, 16) holds 16");
+  EXPECT_THROWS_WITH(
+      from_consolidated_bytes(with_leaf(R"(["torch.int33", [3], 0, 16, 4])")),
+      c10::Error,
+      "at key 'a': unknown dtype 'torch.int33'");
+  EXPECT_THROWS_WITH(
+      from_consolidated_bytes(with_leaf(R"(["torch.int32", [-3], 0, 16, 4])")),
+      c10::Error,
+      "has a negative size");
+  EXPECT_THROWS_WITH(
+      from_consolidated_bytes(with_leaf(
+          R"(["torch.int32", [4294967296, 4294967296, 4], 0, 16, 4])")),
+      c10::Error,
+      "overflows a 64-bit byte count");
+  EXPECT_THROWS_WITH(
+      from_consolidated_bytes(with_leaf(R"(["torch.int32", [4], 0, 16, 4])")),
+      c10::Error,
+      "at key 'a': shape [4] does not start with the batch size [3]");
+  EXPECT_THROWS_WITH(
+      from_consolidated_bytes(with_leaf(R"(["torch.float64", [3], 4, 28, 0])")),
+      c10::Error,
+      "torch.float64 data at byte 4 is not aligned to its item size 8");
+  EXPECT_THROWS_WITH(
+      from_consolidated_bytes(with_leaf(R"(["torch.int32", [3], 0, 16])")),
+      c10::Error,
+      "expected [dtype, shape, start, stop, pad]");
+  EXPECT_THROWS_WITH(
+      from_consolidated_bytes(with_metadata(bytes, R"({"cls": "LazyStackedTensorDict"})")),
+      c10::Error,
+      "at the root: class 'LazyStackedTensorDict' is not supported");
+  EXPECT_THROWS_WITH(
+      from_consolidated_bytes(with_metadata(bytes, "[1, 2]")),
+      c10::Error,
+      "the consolidated metadata of the byte buffer must hold a JSON object, "
+      "found array");
+  EXPECT_THROWS_WITH(
+      from_consolidated_bytes(with_metadata(
+          bytes,
+          R"({"cls": "TensorDict", "non_tensors": {}, "leaves": {}, "cls_metadata": {"device": "gpu:x", "batch_size": []}})")),
+      c10::Error,
+      "invalid device string 'gpu:x'");
+}
+
+TEST(ConsolidateTest, FromConsolidatedNamesTheFile) {
+  TempDir dir;
+  EXPECT_THROWS_WITH(
+      TensorDict::from_consolidated(dir / "missing.bin"),
+      c10::Error,
+      "missing.bin");
+  const std::string tiny = dir / "tiny.bin";
+  {
+    std::ofstream out(tiny, std::ios::binary);
+    out << "abc";
+  }
+  EXPECT_THROWS_WITH(
+      TensorDict::from_consolidated(tiny),
+      c10::Error,
+      "tiny.bin: expected at least 8 bytes (the metadata length), got 3");
+}
+
+// Random corruption of a valid buffer never crashes: it loads or throws
+// c10::Error.
+TEST(ConsolidateTest, FuzzedBuffersNeverCrash) {
+  TensorDict td = sample();
+  td.set("words", NonTensorStack::from_list(Json::parse(R"(["x","y","z"])"), 1));
+  td.set({"b", "e", "f"}, torch::randn({3, 5}, torch::kDouble));
+  const at::Tensor bytes = consolidated_bytes(td);
+  const int64_t n = bytes.numel();
+  std::mt19937 rng(1234);
+  int loaded = 0;
+  int refused = 0;
+  for (int round = 0; round < 3000; ++round) {
+    at::Tensor copy = bytes.clone();
+    auto* p = copy.data_ptr<uint8_t>();
+    const int flips = 1 + static_cast<int>(rng() % 4);
+    for (int i = 0; i < flips; ++i) {
+      // Bias towards the metadata and trailer, where the structure is.
+      const int64_t span = std::min<int64_t>(n, 700);
+      const int64_t at = round % 3 == 0 ? static_cast<int64_t>(rng() % n)
+                                        : n - 1 - static_cast<int64_t>(rng() % span);
+      p[at] = round % 2 == 0 ? static_cast<uint8_t>(rng())
+                             : static_cast<uint8_t>("0123456789[]{},\"-"[rng() % 17]);
+    }
+    int64_t length = n;
+    if (round % 5 == 0) {
+      length = static_cast<int64_t>(rng() % n);
+    }
+    try {
+      const TensorDict back = from_consolidated_bytes(copy.narrow(0, 0, length));
+      // Whatever loaded must be readable.
+      for (const auto& leaf : back.values(true, true)) {
+        (void)leaf.tensor().sum();
+      }
+      ++loaded;
+    } catch (const c10::Error&) {
+      ++refused;
+    }
+  }
+  EXPECT_EQ(loaded + refused, 3000);
+  EXPECT_GT(refused, 100);
+}

@@ -1,0 +1,167 @@
+// Tests of include/tensordict/module.h: from_module, to_module and
+// ScopedModuleSwap, plus checkpointing through memmap.
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "support.h"
+
+using namespace tensordict; // NOLINT(google-build-using-namespace)
+namespace fs = std::filesystem;
+
+namespace {
+
+torch::nn::Sequential make_model() {
+  return torch::nn::Sequential(
+      torch::nn::Linear(2, 3),
+      torch::nn::ReLU(),
+      torch::nn::BatchNorm1d(3));
+}
+
+std::string temp_path() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path path = fs::temp_directory_path() /
+      ("tensordict_module_" + std::to_string(::getpid()) + "_" + info->name());
+  fs::remove_all(path);
+  return path.string();
+}
+
+} // namespace
+
+TEST(ModuleTest, FromModuleUsesPythonKeysAndAliasesTheTensors) {
+  auto model = make_model();
+  const TensorDict params = TensorDict::from_module(*model);
+  // Python: ('0','weight'), ('0','bias'), ('2','weight'), ... ; the ReLU
+  // child holds nothing and is left out.
+  EXPECT_EQ(
+      params.keys(/*include_nested=*/true, /*leaves_only=*/true),
+      (std::vector<NestedKey>{
+          {"0", "weight"},
+          {"0", "bias"},
+          {"2", "weight"},
+          {"2", "bias"},
+          {"2", "running_mean"},
+          {"2", "running_var"},
+          {"2", "num_batches_tracked"}}));
+  EXPECT_EQ(params.keys(), (std::vector<NestedKey>{"0", "2"}));
+  EXPECT_TRUE(params.batch_size().empty());
+  auto* linear = model[0]->as<torch::nn::Linear>();
+  EXPECT_TRUE(params.get({"0", "weight"}).is_same(linear->weight));
+  params.get({"0", "bias"}).detach().fill_(4);
+  EXPECT_TRUE(torch::equal(linear->bias, torch::full({3}, 4.0)));
+}
+
+TEST(ModuleTest, ToModuleInPlaceCopiesValues) {
+  auto model = make_model();
+  const TensorDict zeros =
+      TensorDict::from_module(*model).apply([](const at::Tensor& t) { return torch::zeros_like(t); });
+  const void* before = model[0]->as<torch::nn::Linear>()->weight.data_ptr();
+  (void)zeros.to_module(*model, ToModuleOptions().inplace(true));
+  auto* linear = model[0]->as<torch::nn::Linear>();
+  EXPECT_EQ(linear->weight.data_ptr(), before);
+  EXPECT_TRUE(torch::equal(linear->weight, torch::zeros({3, 2})));
+  EXPECT_TRUE(linear->weight.requires_grad());
+}
+
+TEST(ModuleTest, ToModuleSwapMakesTheModuleUseTheDictsTensors) {
+  auto model = make_model();
+  auto* linear = model[0]->as<torch::nn::Linear>();
+  const at::Tensor original = linear->weight.detach().clone();
+  const TensorDict ones =
+      TensorDict::from_module(*model).apply([](const at::Tensor& t) { return torch::ones_like(t); });
+  const TensorDict previous = ones.to_module(*model);
+  EXPECT_EQ(linear->weight.data_ptr(), ones.get({"0", "weight"}).data_ptr());
+  EXPECT_TRUE(torch::equal(previous.get({"0", "weight"}), original));
+  // forward computes with the swapped-in weights: ones @ x + 1
+  model->eval();
+  const at::Tensor y = linear->forward(torch::ones({1, 2}));
+  EXPECT_TRUE(torch::allclose(y, torch::full({1, 3}, 3.0)));
+  // Restore.
+  (void)previous.to_module(*model);
+  EXPECT_TRUE(torch::equal(linear->weight, original));
+}
+
+TEST(ModuleTest, ScopedSwapRestoresTheOriginals) {
+  auto model = make_model();
+  auto* linear = model[0]->as<torch::nn::Linear>();
+  const void* own = linear->weight.data_ptr();
+  const TensorDict twos =
+      TensorDict::from_module(*model).apply([](const at::Tensor& t) { return torch::full_like(t, 2); });
+  {
+    ScopedModuleSwap swap(twos, *model);
+    EXPECT_TRUE(torch::equal(linear->weight, torch::full({3, 2}, 2.0)));
+    EXPECT_EQ(swap.originals().get({"0", "weight"}).data_ptr(), own);
+  }
+  EXPECT_EQ(linear->weight.data_ptr(), own);
+  EXPECT_FALSE(torch::equal(linear->weight, torch::full({3, 2}, 2.0)));
+}
+
+TEST(ModuleTest, MismatchedStructureNamesTheKey) {
+  auto model = make_model();
+  TensorDict params = TensorDict::from_module(*model).clone();
+  params.set({"0", "extra"}, torch::zeros({1}));
+  EXPECT_THROWS_WITH(
+      params.to_module(*model),
+      c10::Error,
+      "to_module: key ('0', 'extra') has no parameter, buffer or submodule of "
+      "that name in torch::nn::Linear");
+  TensorDict missing = TensorDict::from_module(*model).clone();
+  (void)missing.pop({"2", "running_var"});
+  EXPECT_THROWS_WITH(
+      missing.to_module(*model),
+      c10::Error,
+      "to_module: the module's buffer ('2', 'running_var') is missing from the dict");
+  TensorDict shape = TensorDict::from_module(*model).clone();
+  shape.set({"0", "weight"}, torch::zeros({4, 2}));
+  EXPECT_THROWS_WITH(
+      shape.to_module(*model),
+      c10::Error,
+      "to_module: key ('0', 'weight') has shape [4, 2] but the module's tensor "
+      "has shape [3, 2]");
+  // A failed call leaves the module untouched.
+  EXPECT_FALSE(torch::equal(
+      model[0]->as<torch::nn::Linear>()->weight, torch::zeros({3, 2})));
+}
+
+TEST(ModuleTest, EnsembleRunsOncePerSlice) {
+  std::vector<torch::nn::Linear> members;
+  std::vector<TensorDict> params;
+  for (int i = 0; i < 3; ++i) {
+    members.emplace_back(torch::nn::Linear(4, 2));
+    params.push_back(TensorDict::from_module(*members.back()));
+  }
+  const TensorDict stacked = stack(params).detach();
+  EXPECT_EQ(stacked.batch_size(), (std::vector<int64_t>{3}));
+  torch::nn::Linear shell(4, 2);
+  const at::Tensor x = torch::randn({5, 4});
+  for (int64_t i = 0; i < 3; ++i) {
+    ScopedModuleSwap swap(stacked.index({i}), *shell);
+    torch::NoGradGuard no_grad;
+    EXPECT_TRUE(torch::allclose(shell->forward(x), members[i]->forward(x)));
+  }
+}
+
+TEST(ModuleTest, CheckpointThroughMemmapLoadsOntoAFreshModel) {
+  const std::string dir = temp_path();
+  auto model = make_model();
+  (void)TensorDict::from_module(*model).memmap(dir);
+  auto fresh = make_model();
+  (void)TensorDict::load_memmap(dir).to_module(*fresh, ToModuleOptions().inplace(true));
+  auto* a = model[0]->as<torch::nn::Linear>();
+  auto* b = fresh[0]->as<torch::nn::Linear>();
+  EXPECT_TRUE(torch::equal(a->weight, b->weight));
+  EXPECT_TRUE(torch::equal(
+      model[2]->as<torch::nn::BatchNorm1d>()->running_var,
+      fresh[2]->as<torch::nn::BatchNorm1d>()->running_var));
+
+  // One submodule from its sub-directory.
+  torch::nn::Linear single(2, 3);
+  (void)TensorDict::load_memmap(dir, LoadMemmapOptions().subpath({"0"}))
+      .to_module(*single, ToModuleOptions().inplace(true));
+  EXPECT_TRUE(torch::equal(single->weight, a->weight));
+  EXPECT_TRUE(torch::equal(single->bias, a->bias));
+  fs::remove_all(dir);
+}

@@ -1,0 +1,180 @@
+// The C++ half of consolidate_interop.py: loads every consolidated file
+// Python wrote and dumps what it read, then builds the same cases and writes
+// them with consolidate(filename).
+//
+// usage: consolidate_interop PYTHON_DIR CPP_DIR
+
+#include <tensordict/tensordict.h>
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace tensordict; // NOLINT(google-build-using-namespace)
+
+namespace {
+
+// The cases of consolidate_interop.py, built the same way.
+std::map<std::string, TensorDict> cases() {
+  std::map<std::string, TensorDict> out;
+  out.emplace(
+      "basic",
+      TensorDict(
+          {{"a", torch::arange(3, torch::kInt32)},
+           {"b", {{"c", torch::ones({3, 2})}, {"s", "hello"}}},
+           {"d", torch::tensor({true, false, true})}},
+          {3}));
+  TensorDict dtypes({}, {2});
+  const std::vector<std::pair<std::string, c10::ScalarType>> kinds = {
+      {"float64", torch::kFloat64},
+      {"float32", torch::kFloat32},
+      {"float16", torch::kFloat16},
+      {"bfloat16", torch::kBFloat16},
+      {"int8", torch::kInt8},
+      {"uint8", torch::kUInt8},
+      {"int16", torch::kInt16},
+      {"int32", torch::kInt32},
+      {"int64", torch::kInt64},
+      {"complex64", torch::kComplexFloat},
+      {"bool", torch::kBool}};
+  for (const auto& [name, dtype] : kinds) {
+    dtypes.set(name, torch::arange(6).reshape({2, 3}).to(dtype));
+  }
+  out.emplace("dtypes", dtypes);
+  TensorDict named(
+      {{"x", torch::arange(6, torch::kFloat32).reshape({2, 3})},
+       {"n", TensorDict({{"y", torch::ones({2, 4}, torch::kFloat64)}}, {2, 4})}},
+      {2},
+      c10::Device(c10::kCPU));
+  named.set_names({"b"});
+  named.lock_();
+  out.emplace("names_device_locked", named);
+  TensorDict stacked({{"x", torch::zeros({2, 2})}}, {2, 2});
+  stacked.set(
+      "words",
+      NonTensorStack::from_list(Json::parse(R"([["a","b"],["c","d"]])"), 2));
+  out.emplace("stack", stacked);
+  out.emplace(
+      "empty_leaf",
+      TensorDict(
+          {{"e", torch::zeros({2, 0})}, {"f", torch::arange(2, torch::kInt16)}},
+          {2}));
+  out.emplace(
+      "scalar", TensorDict({{"x", torch::tensor(3.5)}, {"meta", Json(7)}}));
+  out.emplace(
+      "deep",
+      TensorDict(
+          {{"l1", {{"l2", {{"l3", {{"v", torch::arange(5, torch::kInt64)}}}}}}},
+           {"w", torch::arange(5, torch::kUInt8)}},
+          {5}));
+  return out;
+}
+
+// The canonical view of consolidate_interop.py's dump().
+Json dump(const TensorDict& td) {
+  Json out = Json::object();
+  out["batch_size"] = td.batch_size().vec();
+  out["device"] = td.device() ? Json(td.device()->str()) : Json(nullptr);
+  Json names = Json::array();
+  if (td.has_names()) {
+    for (const auto& name : td.names()) {
+      names.push_back(name ? Json(*name) : Json(nullptr));
+    }
+  }
+  out["names"] = names;
+  Json entries = Json::object();
+  std::vector<std::string> keys;
+  for (const auto& key : td.keys()) {
+    keys.emplace_back(key.back());
+  }
+  std::sort(keys.begin(), keys.end());
+  for (const auto& key : keys) {
+    const Value value = td[key];
+    if (value.is_tensordict()) {
+      entries[key] = dump(value.tensordict());
+    } else if (value.is_non_tensor()) {
+      entries[key] = Json{{"non_tensor", value.non_tensor()}};
+    } else {
+      const at::Tensor& t = value.tensor();
+      at::Tensor flat = t.reshape({-1});
+      if (flat.is_complex()) {
+        flat = torch::view_as_real(flat).reshape({-1});
+      }
+      flat = flat.to(torch::kDouble).contiguous();
+      std::vector<double> values(
+          flat.data_ptr<double>(), flat.data_ptr<double>() + flat.numel());
+      entries[key] = Json{
+          {"dtype", "torch." + std::string(c10::toString(t.scalar_type()))},
+          {"shape", t.sizes().vec()},
+          {"values", values}};
+    }
+  }
+  out["entries"] = entries;
+  return out;
+}
+
+// c10::toString gives "Float"; Python spells "torch.float32".
+void fix_dtype_names(Json& j) {
+  static const std::map<std::string, std::string> names = {
+      {"torch.Double", "torch.float64"},
+      {"torch.Float", "torch.float32"},
+      {"torch.Half", "torch.float16"},
+      {"torch.BFloat16", "torch.bfloat16"},
+      {"torch.Char", "torch.int8"},
+      {"torch.Byte", "torch.uint8"},
+      {"torch.Short", "torch.int16"},
+      {"torch.Int", "torch.int32"},
+      {"torch.Long", "torch.int64"},
+      {"torch.ComplexFloat", "torch.complex64"},
+      {"torch.Bool", "torch.bool"}};
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it.key() == "dtype" && it.value().is_string()) {
+        const auto found = names.find(it.value().get<std::string>());
+        if (found != names.end()) {
+          it.value() = found->second;
+        }
+      } else {
+        fix_dtype_names(it.value());
+      }
+    }
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::cerr << "usage: consolidate_interop PYTHON_DIR CPP_DIR\n";
+    return 2;
+  }
+  const std::string py_dir = argv[1];
+  const std::string cpp_dir = argv[2];
+  int failures = 0;
+  for (const auto& [name, td] : cases()) {
+    try {
+      const TensorDict loaded =
+          TensorDict::from_consolidated(py_dir + "/" + name + ".bin");
+      if (!loaded.is_consolidated()) {
+        std::cerr << "FAIL " << name << ": not consolidated after loading\n";
+        ++failures;
+      }
+      Json view = dump(loaded);
+      fix_dtype_names(view);
+      std::ofstream(cpp_dir + "/" + name + ".loaded.json") << view.dump();
+      (void)td.consolidate(
+          ConsolidateOptions().filename(cpp_dir + "/" + name + ".bin"));
+      std::cout << "ok " << name << ": C++ read Python's file and wrote its own\n";
+    } catch (const std::exception& e) {
+      std::cerr << "FAIL " << name << ": " << e.what() << "\n";
+      ++failures;
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Consolidated files, both ways, with the installed Python tensordict.
+
+1. Python writes every case of `cases()` with `consolidate(filename=...)`
+   into WORK/python/<case>.bin.
+2. C++ (consolidate_interop) loads each file with `from_consolidated` and
+   writes its own dump into WORK/cpp/<case>.loaded.json; then it builds the
+   same cases itself and writes WORK/cpp/<case>.bin with
+   `consolidate(filename)`.
+3. Python compares the C++ dumps with its own, loads every C++ file with `TensorDict.from_consolidated`, compares
+   it with the case, and compares the file byte for byte with its own.
+
+usage: consolidate_interop.py CONSOLIDATE_INTEROP_BINARY WORK_DIR
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import torch
+from tensordict import NonTensorData, NonTensorStack, TensorDict
+
+
+def cases():
+    """The cases, built exactly as consolidate_interop.cpp builds them."""
+    out = {}
+    out["basic"] = TensorDict(
+        {
+            "a": torch.arange(3, dtype=torch.int32),
+            "b": {"c": torch.ones(3, 2), "s": "hello"},
+            "d": torch.tensor([True, False, True]),
+        },
+        batch_size=[3],
+    )
+    dtypes = TensorDict(batch_size=[2])
+    for name in [
+        "float64", "float32", "float16", "bfloat16", "int8", "uint8",
+        "int16", "int32", "int64", "complex64", "bool",
+    ]:
+        dtypes[name] = torch.arange(6).reshape(2, 3).to(getattr(torch, name))
+    out["dtypes"] = dtypes
+    named = TensorDict(
+        {
+            "x": torch.arange(6, dtype=torch.float32).reshape(2, 3),
+            "n": TensorDict({"y": torch.ones(2, 4, dtype=torch.float64)}, [2, 4]),
+        },
+        batch_size=[2],
+        device="cpu",
+    )
+    named.names = ["b"]
+    named.lock_()
+    out["names_device_locked"] = named
+    stacked = TensorDict({"x": torch.zeros(2, 2)}, batch_size=[2, 2])
+    stacked["words"] = NonTensorStack(
+        NonTensorStack("a", "b"), NonTensorStack("c", "d")
+    )
+    out["stack"] = stacked
+    out["empty_leaf"] = TensorDict(
+        {"e": torch.zeros(2, 0), "f": torch.arange(2, dtype=torch.int16)},
+        batch_size=[2],
+    )
+    out["scalar"] = TensorDict({"x": torch.tensor(3.5), "meta": NonTensorData(7)})
+    out["deep"] = TensorDict(
+        {"l1": {"l2": {"l3": {"v": torch.arange(5, dtype=torch.int64)}}},
+         "w": torch.arange(5, dtype=torch.uint8)},
+        batch_size=[5],
+    )
+    return out
+
+
+def dump(td, prefix=()):
+    """A canonical JSON-able view: batch sizes, names, leaves, non-tensors."""
+    result = {
+        "batch_size": list(td.batch_size),
+        "device": None if td.device is None else str(td.device),
+        "entries": {},
+    }
+    names = td.names
+    result["names"] = list(names) if any(n is not None for n in names) else []
+    for key in sorted(td.keys()):
+        value = td.get(key)
+        if isinstance(value, NonTensorStack):
+            result["entries"][key] = {"non_tensor": value.tolist()}
+        elif isinstance(value, NonTensorData):
+            result["entries"][key] = {"non_tensor": value.data}
+        elif isinstance(value, TensorDict):
+            result["entries"][key] = dump(value)
+        else:
+            flat = value.reshape(-1)
+            if flat.is_complex():
+                values = torch.view_as_real(flat).reshape(-1).double().tolist()
+            else:
+                values = flat.double().tolist()
+            result["entries"][key] = {
+                "dtype": str(value.dtype),
+                "shape": list(value.shape),
+                "values": values,
+            }
+    return result
+
+
+def main() -> int:
+    binary, work = sys.argv[1], sys.argv[2]
+    shutil.rmtree(work, ignore_errors=True)
+    py_dir = os.path.join(work, "python")
+    cpp_dir = os.path.join(work, "cpp")
+    os.makedirs(py_dir)
+    os.makedirs(cpp_dir)
+    all_cases = cases()
+    for name, td in all_cases.items():
+        td.consolidate(filename=os.path.join(py_dir, name + ".bin"))
+    print("$", binary, py_dir, cpp_dir, flush=True)
+    if subprocess.run([binary, py_dir, cpp_dir]).returncode != 0:
+        return 1
+    failures = 0
+    for name, td in all_cases.items():
+        expected = json.loads(json.dumps(dump(td)))
+        with open(os.path.join(cpp_dir, name + ".loaded.json")) as f:
+            cpp_view = json.load(f)
+        if cpp_view != expected:
+            print(f"FAIL {name}: C++ reads the Python file as\n{cpp_view}\n"
+                  f"expected\n{expected}")
+            failures += 1
+            continue
+        path = os.path.join(cpp_dir, name + ".bin")
+        loaded = TensorDict.from_consolidated(path)
+        if dump(loaded) != dump(td):
+            print(f"FAIL {name}: Python reads the C++ file as\n{dump(loaded)}\n"
+                  f"expected\n{dump(td)}")
+            failures += 1
+            continue
+        with open(path, "rb") as f:
+            cpp_bytes = f.read()
+        with open(os.path.join(py_dir, name + ".bin"), "rb") as f:
+            py_bytes = f.read()
+        if cpp_bytes != py_bytes:
+            print(f"FAIL {name}: the C++ file differs from Python's\n"
+                  f"C++:    {cpp_bytes[-400:]!r}\nPython: {py_bytes[-400:]!r}")
+            failures += 1
+            continue
+        print(f"ok {name}: Python reads the C++ file, byte-identical")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
