@@ -1066,16 +1066,15 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
         path,
         " is a directory");
     detail::remove_file(path);
-    detail::write_leaf_file(
+    const at::Tensor whole = detail::write_leaf_file(
         path,
         nullptr,
-        static_cast<size_t>(file_bytes),
+        c10::kByte,
+        {file_bytes},
         /*existsok=*/true,
         /*zeros=*/true,
         /*durable=*/false,
         "the consolidated file");
-    const at::Tensor whole = detail::map_tensor_file(
-        path, c10::kByte, {file_bytes}, MapMode::kReadWrite, "the consolidated file");
     detail::write_trailer(
         static_cast<uint8_t*>(whole.data_ptr()) + total, json);
     storage = whole.narrow(0, 0, total);
