@@ -48,6 +48,13 @@ int main() {
             << both.goal().position().sizes() << "\n\n";
   std::cout << first << "\n";
 
+  // A state dict is keyed by field names; `task` goes in its metadata.
+  StateDict sd = traj.state_dict();
+  Trajectory restored = traj.clone().zero_();
+  restored.load_state_dict(sd);
+  std::cout << "\nstate dict keys: " << sd.keys().size() << ", restored equal: "
+            << equal(restored, traj) << "\n";
+
   // Saving and loading keep the type. Register the Python class string
   // (TENSORDICT_PYTHON_CLASS) to save in Python's tensorclass layout.
   const auto dir = std::filesystem::temp_directory_path() / "tensor_class_example";

@@ -1,5 +1,6 @@
 // StateDict, TensorDict::state_dict and load_state_dict, following Python
-// tensordict's flat, nested and legacy forms.
+// tensordict's flat, nested and legacy forms, and the same for TensorClass
+// (detail::tc_state_dict): one walk, told the class of each level.
 
 #include "tensordict/state_dict.h"
 
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "detail/format.h"
+#include "detail/tensor_class_impl.h"
 #include "detail/tensor_dict_impl.h"
 #include "tensordict/errors.h"
 
@@ -206,19 +208,73 @@ StateDict& StateDict::set_metadata(std::string prefix, StateDictMetadata metadat
 namespace {
 
 StateDictMetadata level_metadata(const detail::TensorDictImpl& impl) {
-  return StateDictMetadata{impl.batch_size, impl.device, std::nullopt};
+  StateDictMetadata out;
+  out.batch_size = impl.batch_size;
+  out.device = impl.device;
+  return out;
 }
 
 StateDictMetadata non_tensor_metadata(const Value& value) {
-  return StateDictMetadata{
-      value.shape(),
-      value.is_non_tensor_data() ? value.non_tensor_data().device()
-                                 : value.non_tensor_stack().device(),
-      value};
+  StateDictMetadata out;
+  out.batch_size = value.shape();
+  out.device = value.is_non_tensor_data() ? value.non_tensor_data().device()
+                                          : value.non_tensor_stack().device();
+  out.non_tensor = value;
+  return out;
 }
 
+// The class of a nested level: that of field `key` of `cls`, or null for a
+// plain dict (and everything inside one).
+const detail::ClassInfo* nested_class(
+    const detail::ClassInfo* cls,
+    const std::string& key) {
+  if (cls == nullptr) {
+    return nullptr;
+  }
+  const auto index = detail::find_field(*cls, key);
+  return index ? cls->fields[*index].nested : nullptr;
+}
+
+// A TensorClass level's `_non_tensor`, as Python builds it: first the unset
+// fields (None), then the non-tensor entries in order (added by
+// `add_non_tensor_field`).
+Json unset_fields(const detail::TensorDictImpl& impl, const detail::ClassInfo& cls) {
+  Json fields = Json::object();
+  for (const auto& field : cls.fields) {
+    if (impl.find(field.name) == nullptr) {
+      fields[field.name] = nullptr;
+    }
+  }
+  return fields;
+}
+
+// Puts a non-tensor entry of a TensorClass level into `fields` by its one
+// value; returns false for a stack whose elements differ, which Python
+// cannot store there (C++ keeps it as a TensorDict level keeps a stack).
+bool add_non_tensor_field(Json& fields, const std::string& key, const Value& value) {
+  auto one = detail::single_json(value);
+  if (!one) {
+    return false;
+  }
+  fields[key] = std::move(*one);
+  return true;
+}
+
+StateDictMetadata class_metadata(
+    const detail::TensorDictImpl& impl,
+    const detail::ClassInfo& cls,
+    Json fields) {
+  StateDictMetadata out = level_metadata(impl);
+  out.type = cls.name;
+  out.non_tensor_fields = std::move(fields);
+  return out;
+}
+
+// `cls` is the TensorClass of this level, or null for a TensorDict. Python
+// records a class level's metadata after its children's.
 void flat_state_dict(
     const detail::TensorDictImpl& impl,
+    const detail::ClassInfo* cls,
     const std::string& prefix,
     StateDict& out,
     std::set<std::string>& seen) {
@@ -234,7 +290,12 @@ void flat_state_dict(
   if (!prefix.empty()) {
     claim(level);
   }
-  out.set_metadata(level, level_metadata(impl));
+  Json fields;
+  if (cls == nullptr) {
+    out.set_metadata(level, level_metadata(impl));
+  } else {
+    fields = unset_fields(impl, *cls);
+  }
   for (const detail::Node* node : impl.nodes()) {
     const std::string key = prefix + node->key;
     const Value& value = node->value;
@@ -242,28 +303,49 @@ void flat_state_dict(
       claim(key);
       out.insert(key, value.tensor().detach());
     } else if (value.is_tensordict()) {
-      flat_state_dict(*value.tensordict().unsafeGetImpl(), key + ".", out, seen);
-    } else {
+      flat_state_dict(
+          *value.tensordict().unsafeGetImpl(),
+          nested_class(cls, node->key),
+          key + ".",
+          out,
+          seen);
+    } else if (cls == nullptr || !add_non_tensor_field(fields, node->key, value)) {
       claim(key);
       out.set_metadata(key, non_tensor_metadata(value));
     }
   }
+  if (cls != nullptr) {
+    out.set_metadata(level, class_metadata(impl, *cls, std::move(fields)));
+  }
 }
 
-StateDict nested_state_dict(const detail::TensorDictImpl& impl) {
+StateDict nested_state_dict(
+    const detail::TensorDictImpl& impl,
+    const detail::ClassInfo* cls) {
   StateDict out;
-  out.set_metadata("", level_metadata(impl));
+  Json fields;
+  if (cls == nullptr) {
+    out.set_metadata("", level_metadata(impl));
+  } else {
+    fields = unset_fields(impl, *cls);
+  }
   for (const detail::Node* node : impl.nodes()) {
     const Value& value = node->value;
     if (value.is_tensor()) {
       out.insert(node->key, value.tensor().detach());
     } else if (value.is_tensordict()) {
-      out.insert(node->key, nested_state_dict(*value.tensordict().unsafeGetImpl()));
-    } else {
+      out.insert(
+          node->key,
+          nested_state_dict(
+              *value.tensordict().unsafeGetImpl(), nested_class(cls, node->key)));
+    } else if (cls == nullptr || !add_non_tensor_field(fields, node->key, value)) {
       StateDict leaf;
       leaf.set_metadata("", non_tensor_metadata(value));
       out.insert(node->key, std::move(leaf));
     }
+  }
+  if (cls != nullptr) {
+    out.set_metadata("", class_metadata(impl, *cls, std::move(fields)));
   }
   return out;
 }
@@ -406,17 +488,246 @@ bool is_empty_state_dict(const StateDict& sd) {
     }
   }
   const StateDictMetadata* md = sd.find_metadata("");
-  return md == nullptr || !md->non_tensor;
+  return md == nullptr ||
+      (!md->non_tensor &&
+       !(md->non_tensor_fields.is_object() && !md->non_tensor_fields.empty()));
 }
 
-void load_nested(
+// A TensorDict level's strict check: the key sets must match, as in Python,
+// except that a nested dict empty on one side may be missing on the other.
+void check_dict_keys(
+    const TensorDict& td,
+    const StateDict& sd,
+    const std::set<std::string>& sd_keys) {
+  std::set<std::string> td_keys;
+  for (const auto& key : td.keys()) {
+    td_keys.insert(std::string(key.back()));
+  }
+  std::set<std::string> unexpected; // in the state dict only
+  std::set<std::string> missing; // in the dict only
+  std::set_difference(
+      sd_keys.begin(),
+      sd_keys.end(),
+      td_keys.begin(),
+      td_keys.end(),
+      std::inserter(unexpected, unexpected.end()));
+  std::set_difference(
+      td_keys.begin(),
+      td_keys.end(),
+      sd_keys.begin(),
+      sd_keys.end(),
+      std::inserter(missing, missing.end()));
+  bool ok = true;
+  for (const auto& key : missing) {
+    const Value* value = td.find(key);
+    ok = ok && value->is_tensordict() && value->tensordict().is_empty();
+  }
+  for (const auto& key : unexpected) {
+    const auto* entry = sd.find(key);
+    ok = ok && entry != nullptr && entry->kind() == StateDict::Kind::kNested &&
+        is_empty_state_dict(entry->nested());
+  }
+  TORCH_CHECK(
+      ok,
+      "Cannot load state-dict because the key sets don't match: got "
+      "state_dict extra keys \n",
+      set_repr(unexpected),
+      "\n and tensordict extra keys\n",
+      set_repr(missing),
+      "\n");
+}
+
+[[noreturn]] void throw_unexpected_field(
+    const std::string& key,
+    const detail::ClassInfo& cls) {
+  TENSORDICT_CHECK_KEY(
+      false,
+      "Key '",
+      key,
+      "' wasn't expected in the state-dict: ",
+      cls.name,
+      " has no such field");
+}
+
+// A TensorClass level's strict check: every entry names a field (Python's
+// rule), and every set field has an entry or a non-tensor value.
+void check_class_keys(
+    const TensorDict& td,
+    const StateDict& sd,
+    const Json* fields,
+    const detail::ClassInfo& cls) {
+  for (const auto& [key, entry] : sd.items()) {
+    if ((entry.kind() == StateDict::Kind::kTensor ||
+         entry.kind() == StateDict::Kind::kNested) &&
+        !detail::find_field(cls, key)) {
+      throw_unexpected_field(key, cls);
+    }
+  }
+  std::set<std::string> missing;
+  for (const auto& key : td.keys()) {
+    const std::string name(key.back());
+    if (!sd.contains(name) && !(fields != nullptr && fields->contains(name))) {
+      missing.insert(name);
+    }
+  }
+  TORCH_CHECK(
+      missing.empty(),
+      "Cannot load the state dict into ",
+      cls.name,
+      ": it has no entry for the set fields ",
+      set_repr(missing),
+      " (pass strict=false to keep their values)");
+}
+
+// Sets the non-tensor fields of a level (Python's `_non_tensor`): by the
+// class's rules on a TensorClass level, where null unsets the field; as
+// NonTensorData on a TensorDict level (a Python tensorclass nested in a
+// dict), where null is skipped.
+void load_non_tensor_fields(
+    TensorDict& td,
+    const Json& fields,
+    const detail::ClassInfo* cls) {
+  for (const auto& [name, value] : fields.items()) {
+    try {
+      if (cls == nullptr) {
+        if (!value.is_null()) {
+          td.set_non_tensor(name, value);
+        }
+        continue;
+      }
+      const size_t index = *detail::find_field(*cls, name);
+      if (value.is_null()) {
+        TORCH_CHECK_VALUE(
+            cls->fields[index].optional,
+            "the state dict holds None for the field '",
+            name,
+            "' of ",
+            cls->name,
+            ", which is not optional");
+        if (td.contains(name)) {
+          td.del_(name);
+        }
+      } else if (const Value* existing = td.find(name);
+                 existing == nullptr || detail::single_json(*existing) != value) {
+        // Equal values are left alone, so a frozen instance can load.
+        detail::tc_set_field(td, *cls, index, detail::field_arg_from_json(value));
+      }
+    } catch (c10::Error& e) {
+      TORCH_RETHROW(e, "while loading the non-tensor field '", name, "' of the state dict");
+    }
+  }
+}
+
+void check_field_takes(
+    const detail::FieldInfo& field,
+    const detail::ClassInfo& cls,
+    bool ok,
+    const char* what) {
+  TORCH_CHECK_TYPE(
+      ok,
+      "the state dict holds ",
+      what,
+      " for the field '",
+      field.name,
+      "' of ",
+      cls.name,
+      ", which cannot hold one");
+}
+
+bool is_tensor_kind(detail::FieldKind kind) {
+  return kind == detail::FieldKind::kTensor || kind == detail::FieldKind::kInt ||
+      kind == detail::FieldKind::kDouble || kind == detail::FieldKind::kBool;
+}
+
+void load_level(
     TensorDict& td,
     const StateDict& sd,
     bool strict,
-    bool assign) {
+    bool assign,
+    const detail::ClassInfo* cls);
+
+// Loads one entry of a level; `cls` is the level's TensorClass or null.
+void load_entry(
+    TensorDict& td,
+    const std::string& key,
+    const StateDict::Entry& entry,
+    bool strict,
+    bool assign,
+    const detail::ClassInfo* cls) {
+  const detail::FieldInfo* field = nullptr;
+  if (cls != nullptr) {
+    const auto index = detail::find_field(*cls, key);
+    if (!index) {
+      return; // not a field: refused when strict, skipped when not
+    }
+    field = &cls->fields[*index];
+  }
+  if (entry.kind() == StateDict::Kind::kTensor) {
+    if (field == nullptr || field->kind == detail::FieldKind::kTensor) {
+      td.set(key, entry.tensor(), SetOptions().inplace(!assign));
+      return;
+    }
+    check_field_takes(*field, *cls, is_tensor_kind(field->kind), "a tensor");
+    const Value* existing = td.find(key);
+    if (existing != nullptr && existing->is_tensor()) {
+      td.set(key, entry.tensor(), SetOptions().inplace(!assign));
+    } else {
+      // A number field stored as non-tensor data: the class flags cast it.
+      detail::tc_set_field(
+          td, *cls, field - cls->fields.data(), FieldArg(entry.tensor()));
+    }
+    return;
+  }
+  if (entry.kind() != StateDict::Kind::kNested) {
+    return;
+  }
+  const StateDict& nested = entry.nested();
+  const StateDictMetadata* md = nested.find_metadata("");
+  if (md != nullptr && md->non_tensor) {
+    if (field != nullptr) {
+      check_field_takes(
+          *field,
+          *cls,
+          field->kind != detail::FieldKind::kTensor &&
+              field->kind != detail::FieldKind::kTensorDict &&
+              field->kind != detail::FieldKind::kTensorClass,
+          "non-tensor data");
+    }
+    td.set(key, *md->non_tensor);
+    return;
+  }
+  const detail::ClassInfo* nested_cls = nullptr;
+  if (field != nullptr) {
+    check_field_takes(
+        *field,
+        *cls,
+        field->kind == detail::FieldKind::kTensorDict ||
+            field->kind == detail::FieldKind::kTensorClass,
+        "a nested level");
+    nested_cls = field->nested;
+  }
+  const Value* existing = td.find(key);
+  if (existing != nullptr && existing->is_tensordict()) {
+    TensorDict dest = existing->tensordict();
+    load_level(dest, nested, strict, assign, nested_cls);
+  } else {
+    TensorDict dest = td.empty();
+    load_level(dest, nested, strict, assign, nested_cls);
+    td.set(key, dest);
+  }
+}
+
+// Loads a nested-form level into `td`; `cls` is its TensorClass or null.
+void load_level(
+    TensorDict& td,
+    const StateDict& sd,
+    bool strict,
+    bool assign,
+    const detail::ClassInfo* cls) {
   std::vector<int64_t> batch_size = td.batch_size().vec();
   std::optional<c10::Device> device = td.device();
-  if (const StateDictMetadata* md = sd.find_metadata("")) {
+  const StateDictMetadata* md = sd.find_metadata("");
+  if (md != nullptr) {
     batch_size = md->batch_size;
     device = md->device;
   } else if (const auto* legacy = sd.find(kLegacyBatchSize)) {
@@ -424,51 +735,38 @@ void load_nested(
     const auto* legacy_device = sd.find(kLegacyDevice);
     device = legacy_device != nullptr ? legacy_device->device() : std::nullopt;
   }
+  const Json* fields = md != nullptr && md->non_tensor_fields.is_object()
+      ? &md->non_tensor_fields
+      : nullptr;
 
-  std::set<std::string> sd_keys;
-  for (const auto& [key, entry] : sd.items()) {
-    if (entry.kind() == StateDict::Kind::kTensor ||
-        entry.kind() == StateDict::Kind::kNested) {
-      sd_keys.insert(key);
+  if (cls != nullptr) {
+    if (fields != nullptr) {
+      // Python refuses an unknown non-tensor field even when not strict.
+      for (const auto& [name, value] : fields->items()) {
+        if (!detail::find_field(*cls, name)) {
+          throw_unexpected_field(name, *cls);
+        }
+      }
     }
-  }
-  if (strict) {
-    std::set<std::string> td_keys;
-    for (const auto& key : td.keys()) {
-      td_keys.insert(std::string(key.back()));
+    if (strict) {
+      check_class_keys(td, sd, fields, *cls);
     }
-    std::set<std::string> unexpected; // in the state dict only
-    std::set<std::string> missing; // in the dict only
-    std::set_difference(
-        sd_keys.begin(),
-        sd_keys.end(),
-        td_keys.begin(),
-        td_keys.end(),
-        std::inserter(unexpected, unexpected.end()));
-    std::set_difference(
-        td_keys.begin(),
-        td_keys.end(),
-        sd_keys.begin(),
-        sd_keys.end(),
-        std::inserter(missing, missing.end()));
-    bool ok = true;
-    for (const auto& key : missing) {
-      const Value* value = td.find(key);
-      ok = ok && value->is_tensordict() && value->tensordict().is_empty();
+  } else if (strict) {
+    std::set<std::string> sd_keys;
+    for (const auto& [key, entry] : sd.items()) {
+      if (entry.kind() == StateDict::Kind::kTensor ||
+          entry.kind() == StateDict::Kind::kNested) {
+        sd_keys.insert(key);
+      }
     }
-    for (const auto& key : unexpected) {
-      const StateDict::Entry& entry = sd.at(key);
-      ok = ok && entry.kind() == StateDict::Kind::kNested &&
-          is_empty_state_dict(entry.nested());
+    if (fields != nullptr) {
+      for (const auto& [name, value] : fields->items()) {
+        if (!value.is_null()) {
+          sd_keys.insert(name);
+        }
+      }
     }
-    TORCH_CHECK(
-        ok,
-        "Cannot load state-dict because the key sets don't match: got "
-        "state_dict extra keys \n",
-        set_repr(unexpected),
-        "\n and tensordict extra keys\n",
-        set_repr(missing),
-        "\n");
+    check_dict_keys(td, sd, sd_keys);
   }
   if (batch_size != td.batch_size().vec()) {
     td.set_batch_size(batch_size);
@@ -476,50 +774,39 @@ void load_nested(
   TORCH_CHECK(
       !(device && td.device() && *device != *td.device()),
       "Loading data from another device is not yet supported.");
-  const SetOptions set_options = SetOptions().inplace(!assign);
+  if (fields != nullptr) {
+    load_non_tensor_fields(td, *fields, cls);
+  }
   for (const auto& [key, entry] : sd.items()) {
     try {
-      if (entry.kind() == StateDict::Kind::kTensor) {
-        td.set(key, entry.tensor(), set_options);
-      } else if (entry.kind() == StateDict::Kind::kNested) {
-        const StateDict& nested = entry.nested();
-        const StateDictMetadata* md = nested.find_metadata("");
-        if (md != nullptr && md->non_tensor) {
-          td.set(key, *md->non_tensor);
-          continue;
-        }
-        const Value* existing = td.find(key);
-        if (existing != nullptr && existing->is_tensordict()) {
-          TensorDict dest = existing->tensordict();
-          load_nested(dest, nested, strict, assign);
-        } else {
-          TensorDict dest = td.empty();
-          load_nested(dest, nested, strict, assign);
-          td.set(key, dest);
-        }
-      }
+      load_entry(td, key, entry, strict, assign, cls);
     } catch (c10::Error& e) {
       TORCH_RETHROW(e, "while loading key '", key, "' of the state dict");
     }
   }
 }
 
-} // namespace
-
-StateDict TensorDict::state_dict(bool flatten) const {
+StateDict make_state_dict(
+    const detail::TensorDictImpl& impl,
+    const detail::ClassInfo* cls,
+    bool flatten) {
   if (!flatten) {
-    return nested_state_dict(*impl_);
+    return nested_state_dict(impl, cls);
   }
   StateDict out;
   std::set<std::string> seen;
-  flat_state_dict(*impl_, "", out, seen);
+  flat_state_dict(impl, cls, "", out, seen);
   return out;
 }
 
-TensorDict& TensorDict::load_state_dict(
+// Python's rule: a state dict with metadata whose keys are not the dict's
+// own (a TensorClass's tensor and nested fields) is flat.
+void load_state_dict_into(
+    TensorDict& td,
     const StateDict& state_dict,
     bool strict,
-    bool assign) {
+    bool assign,
+    const detail::ClassInfo* cls) {
   bool from_flatten = false;
   if (state_dict.has_metadata()) {
     std::set<std::string> sd_keys;
@@ -527,17 +814,50 @@ TensorDict& TensorDict::load_state_dict(
       sd_keys.insert(key);
     }
     std::set<std::string> td_keys;
-    for (const auto& key : keys()) {
-      td_keys.insert(std::string(key.back()));
+    for (const detail::Node* node : td.unsafeGetImpl()->nodes()) {
+      if (cls == nullptr || !node->value.is_non_tensor()) {
+        td_keys.insert(node->key);
+      }
     }
     from_flatten = sd_keys != td_keys;
   }
   if (from_flatten) {
-    load_nested(*this, unflatten_state_dict(state_dict), strict, assign);
+    load_level(td, unflatten_state_dict(state_dict), strict, assign, cls);
   } else {
-    load_nested(*this, state_dict, strict, assign);
+    load_level(td, state_dict, strict, assign, cls);
   }
+}
+
+} // namespace
+
+StateDict TensorDict::state_dict(bool flatten) const {
+  return make_state_dict(*impl_, nullptr, flatten);
+}
+
+TensorDict& TensorDict::load_state_dict(
+    const StateDict& state_dict,
+    bool strict,
+    bool assign) {
+  load_state_dict_into(*this, state_dict, strict, assign, nullptr);
   return *this;
 }
+
+namespace detail {
+
+StateDict tc_state_dict(const TensorDict& td, const ClassInfo& info, bool flatten) {
+  return make_state_dict(*td.unsafeGetImpl(), &info, flatten);
+}
+
+void tc_load_state_dict(
+    const TensorDict& td,
+    const ClassInfo& info,
+    const StateDict& state_dict,
+    bool strict,
+    bool assign) {
+  TensorDict dest = td;
+  load_state_dict_into(dest, state_dict, strict, assign, &info);
+}
+
+} // namespace detail
 
 TENSORDICT_END_NAMESPACE

@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "detail/format.h"
+#include "detail/tensor_class_impl.h"
 #include "detail/tensor_dict_impl.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -93,15 +94,6 @@ std::vector<std::string> field_names(const ClassInfo& info) {
   return names;
 }
 
-std::optional<size_t> find_field(const ClassInfo& info, std::string_view name) {
-  for (size_t i = 0; i < info.fields.size(); ++i) {
-    if (info.fields[i].name == name) {
-      return i;
-    }
-  }
-  return std::nullopt;
-}
-
 [[noreturn]] void throw_no_such_field(const ClassInfo& info, std::string_view name) {
   throw KeyError(
       {__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
@@ -113,24 +105,6 @@ std::optional<size_t> find_field(const ClassInfo& info, std::string_view name) {
           " has no such field. Its fields are ",
           sorted_names_repr(field_names(info)),
           "."));
-}
-
-// The one JSON value of a non-tensor entry: its data, or the common value
-// of a stack whose elements all agree.
-std::optional<Json> single_json(const Value& value) {
-  if (value.is_non_tensor_data()) {
-    return value.non_tensor_data().data();
-  }
-  if (value.is_non_tensor_stack()) {
-    const auto& values = value.non_tensor_stack().values();
-    if (!values.empty() &&
-        std::all_of(values.begin(), values.end(), [&](const Json& v) {
-          return v == values.front();
-        })) {
-      return values.front();
-    }
-  }
-  return std::nullopt;
 }
 
 std::string entry_name(const Value& value) {
@@ -210,6 +184,44 @@ bool is_number(const FieldArg::Variant& v) {
 }
 
 } // namespace
+
+std::optional<size_t> find_field(const ClassInfo& info, std::string_view name) {
+  for (size_t i = 0; i < info.fields.size(); ++i) {
+    if (info.fields[i].name == name) {
+      return i;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Json> single_json(const Value& value) {
+  if (value.is_non_tensor_data()) {
+    return value.non_tensor_data().data();
+  }
+  if (value.is_non_tensor_stack()) {
+    const auto& values = value.non_tensor_stack().values();
+    if (!values.empty() &&
+        std::all_of(values.begin(), values.end(), [&](const Json& v) {
+          return v == values.front();
+        })) {
+      return values.front();
+    }
+  }
+  return std::nullopt;
+}
+
+FieldArg field_arg_from_json(const Json& value) {
+  if (value.is_boolean()) {
+    return FieldArg(value.get<bool>());
+  }
+  if (value.is_number_integer()) {
+    return FieldArg(value.get<int64_t>());
+  }
+  if (value.is_number_float()) {
+    return FieldArg(value.get<double>());
+  }
+  return FieldArg(value);
+}
 
 const Value* tc_find(
     const TensorDict& td,

@@ -15,33 +15,11 @@
 
 using namespace tensordict; // NOLINT(google-build-using-namespace)
 using tensordict::testing::expect_td_equal;
+using tensordict::testing::read_text;
+using tensordict::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() /
-        ("tensordict_consolidate_" + std::to_string(::getpid()) + "_" +
-         info->name());
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string operator/(const std::string& name) const {
-    return (path_ / name).string();
-  }
-
- private:
-  fs::path path_;
-};
 
 // {"a": int32 [3], "b": {"c": float [3, 2], "s": "hello"}, "d": bool [3]}
 TensorDict sample() {
@@ -54,12 +32,6 @@ TensorDict sample() {
 
 const c10::StorageImpl* storage_of(const at::Tensor& t) {
   return t.storage().unsafeGetStorageImpl();
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(
-      std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 std::vector<uint8_t> to_vector(const at::Tensor& bytes) {
@@ -223,7 +195,7 @@ TEST(ConsolidateTest, FileHasPythonLayoutAndLoadsBack) {
   const TensorDict c = sample().consolidate(ConsolidateOptions().filename(path));
   EXPECT_TRUE(c.is_consolidated());
   EXPECT_EQ(MemoryMappedTensor::filename(c.get("a")), path);
-  const std::string bytes = read_bytes(path);
+  const std::string bytes = read_text(path);
   EXPECT_EQ(
       metadata_text(bytes),
       "{\"cls\": \"TensorDict\", \"non_tensors\": {}, \"leaves\": {\"a\": "
@@ -246,7 +218,7 @@ TEST(ConsolidateTest, FileHasPythonLayoutAndLoadsBack) {
   EXPECT_EQ(back.get_non_tensor({"b", "s"}), "hello");
   // Copy-on-write: writes do not reach the file.
   back.get("a").fill_(5);
-  EXPECT_EQ(read_bytes(path), bytes);
+  EXPECT_EQ(read_text(path), bytes);
 }
 
 TEST(ConsolidateTest, FileReplacesALargerFile) {

@@ -22,48 +22,12 @@
 
 using namespace tensordict; // NOLINT(google-build-using-namespace)
 using tensordict::testing::expect_td_equal;
+using tensordict::testing::read_text;
+using tensordict::testing::TempDir;
+using tensordict::testing::write_text;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A fresh directory under the test's temp dir, removed at the end.
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() /
-        ("tensordict_memmap_" + std::to_string(::getpid()) + "_" +
-         info->name());
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string operator/(const std::string& name) const {
-    return (path_ / name).string();
-  }
-  std::string str() const {
-    return path_.string();
-  }
-
- private:
-  fs::path path_;
-};
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
 
 TensorDict sample() {
   TensorDict td(

@@ -8,6 +8,7 @@
 
 using namespace tensordict; // NOLINT(google-build-using-namespace)
 using tensordict::testing::expect_td_equal;
+using tensordict::testing::metadata_keys;
 
 namespace {
 
@@ -20,14 +21,6 @@ TensorDict sample() {
          {"d", {{"e", torch::full({3}, 2.0)}}},
          {"s", "txt"}}}},
       /*batch_size=*/{3});
-}
-
-std::vector<std::string> metadata_keys(const StateDict& sd) {
-  std::vector<std::string> out;
-  for (const auto& item : sd.metadata()) {
-    out.push_back(item.first);
-  }
-  return out;
 }
 
 } // namespace

@@ -1,12 +1,20 @@
 #pragma once
 
-// Shared test helpers: exception-message assertions and dict equality.
+// Shared test helpers: exception-message assertions, dict equality and
+// temporary directories and files.
 
 #include <gtest/gtest.h>
 #include <tensordict/tensordict.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <system_error>
+#include <vector>
 
 /// Asserts that `statement` throws `error_type` whose message (without the
 /// backtrace) contains `substring`.
@@ -63,6 +71,60 @@ inline void expect_td_equal(const TensorDict& a, const TensorDict& b) {
     }
   }
   EXPECT_TRUE(equal(a, b));
+}
+
+/// Returns the prefixes of a state dict's metadata, in order.
+inline std::vector<std::string> metadata_keys(const StateDict& sd) {
+  std::vector<std::string> out;
+  for (const auto& item : sd.metadata()) {
+    out.push_back(item.first);
+  }
+  return out;
+}
+
+/// A fresh, empty directory named after the running test (and process),
+/// removed with everything in it when the object goes away.
+class TempDir {
+ public:
+  TempDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = std::string("tensordict_test_") + std::to_string(::getpid()) +
+        "_" + info->test_suite_name() + "_" + info->name();
+    std::replace(name.begin(), name.end(), '/', '_'); // parameterized tests
+    path_ = std::filesystem::temp_directory_path() / name;
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  /// Returns the path of `name` inside the directory.
+  std::string operator/(const std::string& name) const {
+    return (path_ / name).string();
+  }
+  /// Returns the directory's path.
+  std::string str() const {
+    return path_.string();
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Returns the bytes of a file (empty if it cannot be read).
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+/// Replaces the bytes of a file.
+inline void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
 }
 
 } // namespace tensordict::testing

@@ -9,6 +9,9 @@
 using namespace tensordict;
 using namespace tensordict::indexing;
 using tensordict::testing::expect_td_equal;
+using tensordict::testing::metadata_keys;
+using tensordict::testing::read_text;
+using tensordict::testing::TempDir;
 
 namespace {
 
@@ -91,20 +94,6 @@ Trajectory make_trajectory(int64_t batch = 4) {
        {"inner", Inner({{"x", torch::zeros({batch, 2})}}, {batch})},
        {"task", "reach"}},
       {batch});
-}
-
-std::string temp_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-      ("tensor_class_test_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  return dir.string();
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 } // namespace
@@ -559,7 +548,8 @@ TEST(TensorClassTest, ReprMatchesPython) {
 // --- memmap -------------------------------------------------------------------
 
 TEST(TensorClassTest, MemmapRoundTripsAsTheStruct) {
-  const std::string dir = temp_dir("roundtrip");
+  TempDir tmp;
+  const std::string dir = tmp / "roundtrip";
   Trajectory t = make_trajectory();
   t.set_step(7);
   Trajectory saved = t.memmap(MemmapOptions(dir));
@@ -571,11 +561,11 @@ TEST(TensorClassTest, MemmapRoundTripsAsTheStruct) {
   EXPECT_EQ(loaded.task(), "reach");
   EXPECT_EQ(loaded.step().value().item<int64_t>(), 7);
   EXPECT_EQ(loaded.inner().x().sizes(), c10::IntArrayRef({4, 2}));
-  std::filesystem::remove_all(dir);
 }
 
 TEST(TensorClassTest, RegisteredClassesSaveThePythonLayout) {
-  const std::string dir = temp_dir("registered");
+  TempDir tmp;
+  const std::string dir = tmp / "registered";
   Registered p(
       {{"pos", torch::arange(6, torch::kFloat).reshape({2, 3})},
        {"inner", Inner({{"x", torch::ones({2})}}, {2})},
@@ -601,11 +591,11 @@ TEST(TensorClassTest, RegisteredClassesSaveThePythonLayout) {
   // Python's own spacing on request: the bytes Python writes.
   (void)p.memmap(MemmapOptions(dir).existsok(true).json_style(JsonStyle::kSpaced));
   EXPECT_EQ(read_text(dir + "/meta.json"), "{\"_type\": \"<class 'tests.Registered'>\"}");
-  std::filesystem::remove_all(dir);
 }
 
 TEST(TensorClassTest, MemmapInPlaceMapsTheFields) {
-  const std::string dir = temp_dir("inplace");
+  TempDir tmp;
+  const std::string dir = tmp / "inplace";
   Registered p(
       {{"pos", torch::zeros({2, 3})},
        {"inner", Inner({{"x", torch::ones({2})}}, {2})},
@@ -617,7 +607,6 @@ TEST(TensorClassTest, MemmapInPlaceMapsTheFields) {
   p.pos().fill_(3);
   Registered loaded = Registered::load(dir);
   EXPECT_EQ(loaded.pos()[1][2].item<float>(), 3.0f);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(TensorClassTest, RegistrationRejectsMalformedClassStrings) {
@@ -653,7 +642,8 @@ TEST(TensorClassTest, IsNoneRejectsUnknownNames) {
 }
 
 TEST(TensorClassTest, FrozenInstancesCanBeMemmappedInPlace) {
-  const std::string dir = temp_dir("frozen");
+  TempDir tmp;
+  const std::string dir = tmp / "frozen";
   Frozen f({{"x", torch::arange(3, torch::kFloat)}}, {3});
   f.memmap_(MemmapOptions(dir));
   EXPECT_TRUE(f.is_memmap());
@@ -661,7 +651,6 @@ TEST(TensorClassTest, FrozenInstancesCanBeMemmappedInPlace) {
   Frozen loaded = Frozen::load_memmap(dir);
   EXPECT_TRUE(loaded.is_locked());
   EXPECT_TRUE(torch::equal(loaded.x(), torch::arange(3, torch::kFloat)));
-  std::filesystem::remove_all(dir);
 }
 
 TEST(TensorClassTest, MaskedOpsAndWhereReturnTheStruct) {
@@ -696,4 +685,247 @@ TEST(TensorClassTest, ArithmeticCastsAndOrderingReturnTheStruct) {
   Inner c = a.clone();
   c.add_(b).mul_(2);
   EXPECT_TRUE(torch::equal(c.x(), torch::tensor({8.0f, 12.0f})));
+}
+
+// --- state dict ---------------------------------------------------------------
+
+namespace {
+
+const StateDictMetadata& metadata_at(const StateDict& sd, const std::string& prefix) {
+  const StateDictMetadata* md = sd.find_metadata(prefix);
+  if (md == nullptr) {
+    throw std::runtime_error("no metadata for prefix '" + prefix + "'");
+  }
+  return *md;
+}
+
+} // namespace
+
+TEST(TensorClassTest, StateDictUsesFieldNamesAndClassMetadata) {
+  Trajectory t = make_trajectory();
+  const StateDict sd = t.state_dict();
+  EXPECT_EQ(sd.keys(), (std::vector<std::string>{"obs", "action", "inner.x"}));
+  EXPECT_TRUE(torch::equal(sd.tensor("obs"), t.obs()));
+  // Python records a class level after its children.
+  EXPECT_EQ(metadata_keys(sd), (std::vector<std::string>{"inner", ""}));
+  const StateDictMetadata& root = metadata_at(sd, "");
+  EXPECT_EQ(root.type, "Trajectory");
+  EXPECT_EQ(root.batch_size, std::vector<int64_t>{4});
+  EXPECT_FALSE(root.device.has_value());
+  // Unset fields first (None), then the non-tensor entries: Python's order.
+  EXPECT_EQ(
+      root.non_tensor_fields.dump(),
+      R"({"extra":null,"step":null,"info":null,"mask":null,"task":"reach"})");
+  const StateDictMetadata& inner = metadata_at(sd, "inner");
+  EXPECT_EQ(inner.type, "Inner");
+  EXPECT_EQ(inner.non_tensor_fields, Json::object());
+
+  const StateDict nested = t.state_dict(/*flatten=*/false);
+  EXPECT_EQ(nested.keys(), (std::vector<std::string>{"obs", "action", "inner"}));
+  EXPECT_EQ(metadata_at(nested, "").type, "Trajectory");
+  EXPECT_EQ(metadata_at(nested.nested("inner"), "").type, "Inner");
+  EXPECT_TRUE(torch::equal(nested.nested("inner").tensor("x"), t.inner().x()));
+}
+
+TEST(TensorClassTest, LoadStateDictRestoresEveryFieldInPlace) {
+  const Trajectory source = make_trajectory();
+  for (bool flatten : {true, false}) {
+    SCOPED_TRACE(flatten ? "flat" : "nested");
+    Trajectory target(
+        {{"obs", torch::full({4, 3}, -1.0)},
+         {"action", torch::zeros({4}, torch::kLong)},
+         {"inner", Inner({{"x", torch::ones({4, 2})}}, {4})},
+         {"task", "other"},
+         {"step", 3},
+         {"info", Json{{"k", 1}}}},
+        {4});
+    const void* obs_data = target.obs().data_ptr();
+    target.load_state_dict(source.state_dict(flatten));
+    EXPECT_TRUE(torch::equal(target.obs(), source.obs()));
+    EXPECT_EQ(target.obs().data_ptr(), obs_data); // written in place
+    EXPECT_TRUE(torch::equal(target.action(), source.action()));
+    EXPECT_TRUE(torch::equal(target.inner().x(), source.inner().x()));
+    EXPECT_EQ(target.task(), "reach");
+    // None in the state dict unsets the fields.
+    EXPECT_FALSE(target.step().has_value());
+    EXPECT_FALSE(target.info().has_value());
+    EXPECT_TRUE(equal(target, source));
+  }
+}
+
+TEST(TensorClassTest, LoadStateDictWithAssignTakesTheTensors) {
+  const Trajectory source = make_trajectory();
+  Trajectory target = make_trajectory().apply([](const at::Tensor& x) { return x * 0; });
+  target.load_state_dict(source.state_dict(), /*strict=*/true, /*assign=*/true);
+  EXPECT_EQ(target.obs().data_ptr(), source.obs().data_ptr());
+  EXPECT_EQ(target.inner().x().data_ptr(), source.inner().x().data_ptr());
+}
+
+TEST(TensorClassTest, LoadStateDictSetsFieldsTheTargetLacks) {
+  Trajectory source = make_trajectory();
+  source.set_mask(torch::ones({4}, torch::kBool)).set_step(9);
+  Trajectory target = make_trajectory();
+  ASSERT_FALSE(target.mask().has_value());
+  target.load_state_dict(source.state_dict());
+  ASSERT_TRUE(target.mask().has_value());
+  EXPECT_TRUE(torch::equal(*target.mask(), torch::ones({4}, torch::kBool)));
+  // An int with batch dims is non-tensor data, as in Python.
+  EXPECT_EQ(source.tensordict().get_non_tensor("step"), Json(9));
+  EXPECT_EQ(target.tensordict().get_non_tensor("step"), Json(9));
+}
+
+TEST(TensorClassTest, StrictLoadChecksTheFields) {
+  const Trajectory source = make_trajectory();
+  Trajectory target = make_trajectory(); // values differ from none of source's
+
+  StateDict extra = source.state_dict();
+  extra.insert("bogus", torch::zeros({4}));
+  EXPECT_THROWS_WITH(
+      target.load_state_dict(extra),
+      KeyError,
+      "Key 'bogus' wasn't expected in the state-dict: Trajectory has no such field");
+  target.load_state_dict(extra, /*strict=*/false); // skipped
+
+  StateDict missing = source.state_dict();
+  missing.erase("obs");
+  EXPECT_THROWS_WITH(
+      target.load_state_dict(missing),
+      c10::Error,
+      "Cannot load the state dict into Trajectory: it has no entry for the set "
+      "fields {'obs'}");
+  target.obs().fill_(5);
+  target.load_state_dict(missing, /*strict=*/false);
+  EXPECT_EQ(target.obs()[0][0].item<float>(), 5.0f); // kept
+
+  // A non-tensor field that is not a field is refused even when not strict.
+  StateDict unknown = source.state_dict();
+  StateDictMetadata md = metadata_at(unknown, "");
+  md.non_tensor_fields["nope"] = "x";
+  unknown.set_metadata("", md);
+  EXPECT_THROWS_WITH(
+      target.load_state_dict(unknown, /*strict=*/false),
+      KeyError,
+      "Key 'nope' wasn't expected in the state-dict");
+
+  StateDict none_required = source.state_dict();
+  md = metadata_at(none_required, "");
+  md.non_tensor_fields["task"] = nullptr;
+  none_required.set_metadata("", md);
+  EXPECT_THROWS_WITH(
+      target.load_state_dict(none_required),
+      c10::ValueError,
+      "the state dict holds None for the field 'task' of Trajectory, which is "
+      "not optional");
+
+  StateDict wrong_kind = source.state_dict();
+  wrong_kind.insert("task", torch::zeros({4}));
+  EXPECT_THROWS_WITH(
+      target.load_state_dict(wrong_kind),
+      c10::TypeError,
+      "the state dict holds a tensor for the field 'task' of Trajectory");
+}
+
+TEST(TensorClassTest, StateDictKeepsTypedNonTensorFields) {
+  const Cast source({{"step", 7}, {"ratio", 0.25}, {"done", true}});
+  const StateDict sd = source.state_dict();
+  EXPECT_TRUE(sd.empty());
+  EXPECT_EQ(
+      metadata_at(sd, "").non_tensor_fields.dump(),
+      R"({"label":null,"step":7,"ratio":0.25,"done":true})");
+  Cast target({{"step", 1}, {"ratio", 1.5}, {"done", false}, {"label", "x"}});
+  target.load_state_dict(sd);
+  EXPECT_EQ(target.step(), 7);
+  EXPECT_EQ(target.ratio(), 0.25);
+  EXPECT_TRUE(target.done());
+  EXPECT_FALSE(target.label().has_value());
+
+  // Without batch dims, default-cast numbers are 0-dim tensors: entries.
+  const Plain plain({{"step", 3}, {"ratio", 0.5}});
+  const StateDict plain_sd = plain.state_dict();
+  EXPECT_EQ(plain_sd.keys(), (std::vector<std::string>{"step", "ratio"}));
+  Plain loaded({{"step", 0}, {"ratio", 0.0}});
+  loaded.load_state_dict(plain_sd);
+  EXPECT_EQ(loaded.step().item<int64_t>(), 3);
+  EXPECT_EQ(loaded.ratio().item<double>(), 0.5);
+}
+
+TEST(TensorClassTest, StateDictOfStackedStructsKeepsDifferingValues) {
+  auto make = [](const char* label, float value) {
+    return Registered(
+        {{"pos", torch::full({2}, value)},
+         {"inner", Inner({{"x", torch::full({2}, value)}}, {2})},
+         {"label", label}},
+        {2});
+  };
+  // Equal values are one value, as in Python.
+  const Registered same = stack(std::vector<Registered>{make("a", 1), make("a", 2)});
+  EXPECT_EQ(metadata_at(same.state_dict(), "").non_tensor_fields["label"], Json("a"));
+  // Differing values (Python raises) stay a NonTensorStack at their prefix.
+  const Registered mixed = stack(std::vector<Registered>{make("a", 1), make("b", 2)});
+  const StateDict sd = mixed.state_dict();
+  EXPECT_FALSE(metadata_at(sd, "").non_tensor_fields.contains("label"));
+  ASSERT_TRUE(metadata_at(sd, "label").non_tensor.has_value());
+  for (bool flatten : {true, false}) {
+    Registered target = same.clone();
+    target.load_state_dict(mixed.state_dict(flatten));
+    EXPECT_EQ(target.get("label").non_tensor_stack().tolist(), Json::parse(R"([["a","a"],["b","b"]])"));
+    EXPECT_TRUE(torch::equal(target.pos(), mixed.pos()));
+  }
+}
+
+TEST(TensorClassTest, FrozenInstancesLoadStateDictsInPlace) {
+  const Frozen source({{"x", torch::arange(3, torch::kFloat)}}, {3});
+  Frozen target({{"x", torch::zeros({3})}}, {3});
+  target.load_state_dict(source.state_dict());
+  EXPECT_TRUE(torch::equal(target.x(), source.x()));
+  EXPECT_THROWS_WITH(
+      target.load_state_dict(source.state_dict(), true, /*assign=*/true),
+      c10::Error,
+      "locked");
+}
+
+TEST(TensorClassTest, TensorDictLoadsAStructsStateDict) {
+  // The non-tensor fields of a class level become NonTensorData entries.
+  const Trajectory source = make_trajectory();
+  TensorDict td = make_trajectory().to_tensordict();
+  td.set_non_tensor("task", "other");
+  td.load_state_dict(source.state_dict());
+  EXPECT_EQ(td.get_non_tensor("task"), Json("reach"));
+  expect_td_equal(td, source.tensordict());
+}
+
+TEST(TensorClassTest, ReductionsNamesAndPaddingReturnTheStruct) {
+  Inner a({{"x", torch::tensor({{1.0f, 2.0f}, {3.0f, 4.0f}})}}, {2, 2});
+  EXPECT_TRUE(torch::equal(a.sum().x(), torch::tensor(10.0f)));
+  Inner rows = a.sum(ReduceOptions().dim({1}));
+  EXPECT_EQ(rows.batch_size(), c10::IntArrayRef({2}));
+  EXPECT_TRUE(torch::equal(rows.x(), torch::tensor({3.0f, 7.0f})));
+  EXPECT_TRUE(torch::equal(a.mean().x(), torch::tensor(2.5f)));
+  EXPECT_TRUE(torch::equal(a.amax(ReduceOptions().dim({0})).x(), torch::tensor({3.0f, 4.0f})));
+  EXPECT_TRUE(torch::equal(a.min().x(), torch::tensor(1.0f)));
+  EXPECT_TRUE(torch::equal(a.prod().x(), torch::tensor(24.0f)));
+  EXPECT_TRUE(torch::allclose(a.var().x(), torch::tensor({1.0f, 2.0f, 3.0f, 4.0f}).var()));
+  EXPECT_TRUE(torch::equal((a > 1.5).all(1).x(), torch::tensor({false, true})));
+  EXPECT_TRUE((a > 0).all());
+  EXPECT_TRUE(torch::equal((a > 3.5).any(0).x(), torch::tensor({false, true})));
+
+  Inner named = a.rename({"rows", "cols"});
+  EXPECT_EQ(named.names(), (DimNames{"rows", "cols"}));
+  EXPECT_FALSE(a.tensordict().has_names());
+  EXPECT_EQ(named.rename_by_map({{"cols", "c"}}).names(), (DimNames{"rows", "c"}));
+  a.refine_names({"r", std::nullopt});
+  EXPECT_EQ(a.names(), (DimNames{"r", std::nullopt}));
+
+  Inner padded = Inner({{"x", torch::ones({2})}}, {2}).pad({1, 0}, -1);
+  EXPECT_TRUE(torch::equal(padded.x(), torch::tensor({-1.0f, 1.0f, 1.0f})));
+  Inner rolled = Inner({{"x", torch::arange(3, torch::kFloat)}}, {3}).roll({1}, {0});
+  EXPECT_TRUE(torch::equal(rolled.x(), torch::tensor({2.0f, 0.0f, 1.0f})));
+  Inner gathered = Inner({{"x", torch::arange(3, torch::kFloat)}}, {3})
+                       .gather(0, torch::tensor({2, 0}));
+  EXPECT_TRUE(torch::equal(gathered.x(), torch::tensor({2.0f, 0.0f})));
+  Inner twice = Inner({{"x", torch::arange(2, torch::kFloat)}}, {2}).repeat_interleave(2, 0);
+  EXPECT_TRUE(torch::equal(twice.x(), torch::tensor({0.0f, 0.0f, 1.0f, 1.0f})));
+  Inner filled = Inner({{"x", torch::zeros({2})}}, {2});
+  filled.masked_fill_(torch::tensor({false, true}), 4);
+  EXPECT_TRUE(torch::equal(filled.x(), torch::tensor({0.0f, 4.0f})));
 }

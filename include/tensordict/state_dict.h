@@ -12,6 +12,11 @@
 //   its own `metadata()[""]`.
 // - Legacy (tensordict 0.11 and older): nested, with the sentinel entries
 //   "__batch_size" and "__device" at every level and no metadata.
+//
+// A TensorClass level (`TensorClass::state_dict`) is keyed by field names;
+// its metadata also holds the class name (`type`, Python's `_type`) and the
+// non-tensor fields (`non_tensor_fields`, Python's `_non_tensor`), where an
+// unset optional field is null (None).
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
@@ -23,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "tensordict/non_tensor.h"
 #include "tensordict/tensor_dict.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -30,12 +36,30 @@ TENSORDICT_BEGIN_NAMESPACE
 /// Batch size and device of one level of a state dict (one entry of Python's
 /// `_metadata`), and the value of a non-tensor entry.
 struct TENSORDICT_API StateDictMetadata {
+  /// Makes the metadata of an empty level with no dims and no device.
+  StateDictMetadata() = default;
+  /// Makes the metadata of a TensorDict level or a non-tensor entry.
+  StateDictMetadata(
+      std::vector<int64_t> batch_size,
+      std::optional<c10::Device> device,
+      std::optional<Value> non_tensor = std::nullopt)
+      : batch_size(std::move(batch_size)),
+        device(device),
+        non_tensor(std::move(non_tensor)) {}
+
   /// The level's batch size.
   std::vector<int64_t> batch_size;
   /// The level's device (nullopt: Python's None).
   std::optional<c10::Device> device;
   /// The NonTensorData or NonTensorStack stored at this prefix, if any.
   std::optional<Value> non_tensor;
+  /// The class name of a TensorClass level (Python's `_type`); empty for a
+  /// TensorDict level.
+  std::string type;
+  /// The non-tensor fields of a TensorClass level by name, in Python's order
+  /// (unset fields first, as null, then the set ones): Python's
+  /// `_non_tensor`. Null for a TensorDict level.
+  Json non_tensor_fields;
 };
 
 /// An ordered map from names to tensors, nested state dicts and legacy

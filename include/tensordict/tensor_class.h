@@ -57,6 +57,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <iosfwd>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -68,6 +69,7 @@
 #include "tensordict/detail/tensor_class_macros.h"
 #include "tensordict/errors.h"
 #include "tensordict/options.h"
+#include "tensordict/state_dict.h"
 #include "tensordict/tensor_dict.h"
 #include "tensordict/value.h"
 
@@ -244,6 +246,11 @@ constexpr bool is_reserved_field_name(std::string_view name) noexcept {
       "transpose",   "unbind",       "unflatten",   "unlock_",
       "unsqueeze",   "update",       "values",      "view",
       "where",       "zero_",        "state_dict",  "tensor_class_info",
+      "load_state_dict", "sum",      "mean",        "std",
+      "var",         "prod",         "amax",        "amin",
+      "max",         "min",          "rename",      "rename_",
+      "rename_by_map", "refine_names", "pad",       "roll",
+      "repeat_interleave", "masked_fill_",
       "add",         "sub",          "mul",         "div",
       "add_",        "mul_",         "abs",         "exp",
       "log",         "sqrt",         "clamp",       "masked_select",
@@ -436,6 +443,16 @@ TENSORDICT_API TensorDict tc_load_memmap(
     const ClassInfo& info,
     const std::string& prefix,
     const LoadMemmapOptions& options);
+/// Returns the state dict of an instance (src/state_dict.cpp).
+TENSORDICT_API StateDict
+tc_state_dict(const TensorDict& td, const ClassInfo& info, bool flatten);
+/// Loads a state dict into an instance (src/state_dict.cpp).
+TENSORDICT_API void tc_load_state_dict(
+    const TensorDict& td,
+    const ClassInfo& info,
+    const StateDict& state_dict,
+    bool strict,
+    bool assign);
 /// Records the Python class string of a class; throws ValueError unless it
 /// reads `<class 'module.Name'>`.
 TENSORDICT_API void tc_register(ClassInfo& info, std::string type_string);
@@ -845,6 +862,104 @@ class TensorClass : public std::conditional_t<
     return wrap_all(this->td_.chunk(chunks, dim));
   }
 
+  /// Gathers along batch dim `dim` as torch.gather (see TensorDict::gather).
+  [[nodiscard]] Derived gather(int64_t dim, const at::Tensor& index) const {
+    return wrap(this->td_.gather(dim, index));
+  }
+  /// Rolls along batch dims, as torch.roll.
+  [[nodiscard]] Derived roll(c10::IntArrayRef shifts, c10::IntArrayRef dims)
+      const {
+    return wrap(this->td_.roll(shifts, dims));
+  }
+  /// Repeats each element `repeats` times along batch dim `dim`.
+  [[nodiscard]] Derived repeat_interleave(int64_t repeats, int64_t dim) const {
+    return wrap(this->td_.repeat_interleave(repeats, dim));
+  }
+  /// Pads the batch dims with `value` (see TensorDict::pad); non-tensor
+  /// fields hold None in the padded slots.
+  [[nodiscard]] Derived pad(
+      c10::IntArrayRef pad_sizes,
+      const c10::Scalar& value = 0) const {
+    return wrap(this->td_.pad(pad_sizes, value));
+  }
+  /// Writes `value` into every tensor field where `mask` is true.
+  Derived& masked_fill_(const at::Tensor& mask, const c10::Scalar& value) {
+    this->td_.masked_fill_(mask, value);
+    return self();
+  }
+
+  // --- dim names ---------------------------------------------------------
+
+  /// Returns a shallow copy with these dim names.
+  [[nodiscard]] Derived rename(const DimNames& names) const {
+    return wrap(this->td_.rename(names));
+  }
+  /// Returns a shallow copy whose dims named like a key take the mapped
+  /// name (Python's `rename(old=new)`).
+  [[nodiscard]] Derived rename_by_map(
+      const std::map<std::string, std::string>& old_to_new) const {
+    return wrap(this->td_.rename_by_map(old_to_new));
+  }
+  /// Renames the dims in place.
+  Derived& rename_(const DimNames& names) {
+    this->td_.rename_(names);
+    return self();
+  }
+  /// Refines the dim names in place (see TensorDict::refine_names).
+  Derived& refine_names(const DimNames& names) {
+    this->td_.refine_names(names);
+    return self();
+  }
+
+  // --- reductions: one reduced tensor per field (see TensorDict::sum) ----
+
+  /// Returns the sum of every tensor field.
+  [[nodiscard]] Derived sum(const ReduceOptions& options = {}) const {
+    return wrap(this->td_.sum(options));
+  }
+  /// Returns the mean of every tensor field.
+  [[nodiscard]] Derived mean(const ReduceOptions& options = {}) const {
+    return wrap(this->td_.mean(options));
+  }
+  /// Returns the standard deviation of every tensor field.
+  [[nodiscard]] Derived std(const ReduceOptions& options = {}) const {
+    return wrap(this->td_.std(options));
+  }
+  /// Returns the variance of every tensor field.
+  [[nodiscard]] Derived var(const ReduceOptions& options = {}) const {
+    return wrap(this->td_.var(options));
+  }
+  /// Returns the product of every tensor field.
+  [[nodiscard]] Derived prod(const ReduceOptions& options = {}) const {
+    return wrap(this->td_.prod(options));
+  }
+  /// Returns the maximum of every tensor field.
+  [[nodiscard]] Derived amax(const ReduceOptions& options = {}) const {
+    return wrap(this->td_.amax(options));
+  }
+  /// Returns the minimum of every tensor field.
+  [[nodiscard]] Derived amin(const ReduceOptions& options = {}) const {
+    return wrap(this->td_.amin(options));
+  }
+  /// Returns the maximum values of every tensor field (no indices).
+  [[nodiscard]] Derived max(const ReduceOptions& options = {}) const {
+    return wrap(this->td_.max(options));
+  }
+  /// Returns the minimum values of every tensor field (no indices).
+  [[nodiscard]] Derived min(const ReduceOptions& options = {}) const {
+    return wrap(this->td_.min(options));
+  }
+  using Base::all;
+  using Base::any;
+  /// Returns whether all elements along batch dim `dim` are true.
+  [[nodiscard]] Derived all(int64_t dim) const {
+    return wrap(this->td_.all(dim));
+  }
+  /// Returns whether any element along batch dim `dim` is true.
+  [[nodiscard]] Derived any(int64_t dim) const {
+    return wrap(this->td_.any(dim));
+  }
+
   // --- apply, conversions, comparisons -----------------------------------
 
   /// Returns an instance of `fn(leaf)` for every tensor (non-tensor fields
@@ -1128,6 +1243,36 @@ class TensorClass : public std::conditional_t<
       const std::string& prefix,
       const LoadMemmapOptions& options = {}) {
     return load_memmap(prefix, options);
+  }
+
+  // --- state dict ------------------------------------------------------------
+
+  /// Returns the state dict keyed by field names, as Python's tensorclass
+  /// `state_dict`: tensors are entries (nested dicts and classes below their
+  /// field, "."-joined with `flatten`), and each class level's metadata
+  /// holds the class name and the non-tensor fields, unset ones as null
+  /// (see tensordict/state_dict.h). Unlike Python, a non-tensor field whose
+  /// stacked values differ is kept (as a TensorDict keeps a NonTensorStack)
+  /// instead of raising.
+  [[nodiscard]] StateDict state_dict(bool flatten = true) const {
+    return detail::tc_state_dict(
+        this->td_, Derived::tensor_class_info(), flatten);
+  }
+  /// Loads a state dict made by `state_dict` (flat or nested, detected as
+  /// `TensorDict::load_state_dict` does) into this instance and returns it.
+  /// Tensors are written in place unless `assign`; non-tensor fields are
+  /// set by the class's rules, and null unsets an optional field. With
+  /// `strict`, an entry that is not a field is a KeyError (Python's rule)
+  /// and a set field the state dict lacks is an error (C++ only: Python
+  /// keeps it silently). Unlike Python, an unset field the state dict holds
+  /// is set rather than skipped. Frozen instances load in place only.
+  Derived& load_state_dict(
+      const StateDict& state_dict,
+      bool strict = true,
+      bool assign = false) {
+    detail::tc_load_state_dict(
+        this->td_, Derived::tensor_class_info(), state_dict, strict, assign);
+    return self();
   }
 
   /// Returns Python's detailed repr: `Name(field=..., batch_size=...,

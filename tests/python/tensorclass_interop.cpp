@@ -1,7 +1,8 @@
 // The C++ side of tensorclass_interop.py: loads the tensorclasses Python
 // saved as registered C++ structs, checks every field and the repr against
-// Python's, then saves structs for Python to load. Prints each failed check
-// and exits 1.
+// Python's, checks its state dicts against Python's and loads Python's,
+// then saves structs for Python to load. Prints each failed check and
+// exits 1.
 
 #include <tensordict/tensordict.h>
 #include <torch/torch.h>
@@ -56,6 +57,16 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
+// The C++ struct Python built in write() (tensorclass_interop.py).
+TcTrajectory python_trajectory() {
+  return TcTrajectory(
+      {{"obs", torch::arange(12, torch::kFloat).reshape({4, 3})},
+       {"action", torch::arange(4) * 2},
+       {"inner", TcInner({{"x", torch::full({4, 2}, 3.0)}, {"tag", "grip"}}, {4})},
+       {"task", "reach"}},
+      {4});
+}
+
 void check_python_trees(const std::string& work) {
   TcTrajectory traj = TcTrajectory::load_memmap(work + "/py_traj");
   expect(traj.batch_size() == c10::IntArrayRef({4}), "py_traj batch size");
@@ -70,12 +81,7 @@ void check_python_trees(const std::string& work) {
   expect(!traj.mask().has_value(), "py_traj.mask is None");
   // The repr of the same struct built in C++ as Python built it (a loaded
   // tree prints MemoryMappedTensor in Python).
-  TcTrajectory same(
-      {{"obs", torch::arange(12, torch::kFloat).reshape({4, 3})},
-       {"action", torch::arange(4) * 2},
-       {"inner", TcInner({{"x", torch::full({4, 2}, 3.0)}, {"tag", "grip"}}, {4})},
-       {"task", "reach"}},
-      {4});
+  const TcTrajectory same = python_trajectory();
   const std::string py_repr = read_text(work + "/py_traj_repr.txt");
   expect(same.repr() == py_repr, "py_traj repr:\n" + same.repr() + "\nPython:\n" + py_repr);
 
@@ -88,6 +94,111 @@ void check_python_trees(const std::string& work) {
   expect(
       same_counts.repr() == counts_repr,
       "py_counts repr:\n" + same_counts.repr() + "\nPython:\n" + counts_repr);
+}
+
+std::string dtype_name(c10::ScalarType dtype) {
+  switch (dtype) {
+    case torch::kFloat:
+      return "torch.float32";
+    case torch::kLong:
+      return "torch.int64";
+    default:
+      return std::string("unexpected ") + c10::toString(dtype);
+  }
+}
+
+c10::ScalarType dtype_from_name(const std::string& name) {
+  if (name == "torch.float32") {
+    return torch::kFloat;
+  }
+  if (name == "torch.int64") {
+    return torch::kLong;
+  }
+  throw std::runtime_error("unexpected dtype " + name);
+}
+
+// The description tensorclass_interop.py's describe_state_dict writes.
+Json describe(const StateDict& sd) {
+  Json out = {{"keys", Json::array()}, {"tensors", Json::object()},
+              {"nested", Json::object()}, {"metadata", Json::array()}};
+  for (const auto& [key, entry] : sd.items()) {
+    out["keys"].push_back(key);
+    if (entry.kind() == StateDict::Kind::kNested) {
+      out["nested"][key] = describe(entry.nested());
+      continue;
+    }
+    const at::Tensor t = entry.tensor().contiguous();
+    Json values = Json::array();
+    const at::Tensor flat = t.flatten().to(torch::kDouble);
+    for (int64_t i = 0; i < flat.numel(); ++i) {
+      values.push_back(flat[i].item<double>());
+    }
+    out["tensors"][key] = {
+        {"dtype", dtype_name(t.scalar_type())},
+        {"shape", t.sizes().vec()},
+        {"values", values}};
+  }
+  for (const auto& [prefix, md] : sd.metadata()) {
+    Json entry = {{"batch_size", md.batch_size}, {"device", nullptr}};
+    if (md.device) {
+      entry["device"] = md.device->str();
+    }
+    if (!md.type.empty()) {
+      entry["_type"] = md.type;
+      entry["_non_tensor"] = md.non_tensor_fields;
+    }
+    out["metadata"].push_back({prefix, entry});
+  }
+  return out;
+}
+
+// Rebuilds a state dict from Python's description.
+StateDict rebuild(const Json& description) {
+  StateDict sd;
+  for (const auto& [key, spec] : description["tensors"].items()) {
+    std::vector<double> values = spec["values"].get<std::vector<double>>();
+    sd.insert(
+        key,
+        torch::tensor(values, torch::kDouble)
+            .to(dtype_from_name(spec["dtype"].get<std::string>()))
+            .reshape(spec["shape"].get<std::vector<int64_t>>()));
+  }
+  for (const auto& [key, nested] : description["nested"].items()) {
+    sd.insert(key, rebuild(nested));
+  }
+  for (const auto& item : description["metadata"]) {
+    StateDictMetadata md;
+    md.batch_size = item[1]["batch_size"].get<std::vector<int64_t>>();
+    if (item[1].contains("_type")) {
+      md.type = item[1]["_type"].get<std::string>();
+      md.non_tensor_fields = item[1]["_non_tensor"];
+    }
+    sd.set_metadata(item[0].get<std::string>(), md);
+  }
+  return sd;
+}
+
+void check_state_dicts(const std::string& work) {
+  const Json python = Json::parse(read_text(work + "/py_state_dict.json"));
+  const TcTrajectory traj = python_trajectory();
+  for (const char* form : {"flat", "nested"}) {
+    const bool flatten = std::string(form) == "flat";
+    const Json ours = describe(traj.state_dict(flatten));
+    expect(
+        ours == python[form],
+        std::string(form) + " state dict:\n" + ours.dump() + "\nPython:\n" +
+            python[form].dump());
+    TcTrajectory target(
+        {{"obs", torch::zeros({4, 3})},
+         {"action", torch::zeros({4}, torch::kLong)},
+         {"inner", TcInner({{"x", torch::zeros({4, 2})}, {"tag", "none"}}, {4})},
+         {"task", "none"},
+         {"note", "to be unset"}},
+        {4});
+    target.load_state_dict(rebuild(python[form]));
+    expect(equal(target, traj), std::string("loading Python's ") + form + " state dict");
+    expect(!target.note().has_value(), "Python's None unsets note");
+  }
 }
 
 void write_cpp_trees(const std::string& work) {
@@ -113,6 +224,7 @@ int main(int argc, char** argv) {
   const std::string work = argv[1];
   try {
     check_python_trees(work);
+    check_state_dicts(work);
     write_cpp_trees(work);
   } catch (const std::exception& e) {
     std::cerr << "C++ side threw: " << e.what() << "\n";

@@ -8,9 +8,15 @@
 3. Python loads what C++ saved: the classes must be the Python tensorclasses
    and every field must hold what C++ wrote.
 
+Python also writes its state dicts (flat and nested) of that TcTrajectory as
+JSON (py_state_dict.json): C++ must build the same keys, tensors and
+metadata (`_type`, `_non_tensor`) from its struct, and load Python's state
+dicts into a struct of its own.
+
 usage: tensorclass_interop.py TENSORCLASS_INTEROP_BINARY WORK_DIR
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -24,6 +30,30 @@ from tensordict import set_printoptions  # noqa: E402
 from tensorclass_interop_classes import TcCounts, TcInner, TcTrajectory  # noqa: E402
 
 
+def describe_state_dict(sd) -> dict:
+    """A state dict as JSON: keys, tensors and metadata in their order."""
+    out = {"keys": list(sd.keys()), "tensors": {}, "nested": {}, "metadata": []}
+    for key, value in sd.items():
+        if isinstance(value, dict):
+            out["nested"][key] = describe_state_dict(value)
+        else:
+            out["tensors"][key] = {
+                "dtype": str(value.dtype),
+                "shape": list(value.shape),
+                "values": value.flatten().tolist(),
+            }
+    for prefix, md in sd._metadata.items():
+        entry = {
+            "batch_size": list(md["batch_size"]),
+            "device": None if md["device"] is None else str(md["device"]),
+        }
+        if "_type" in md:
+            entry["_type"] = md["_type"]
+            entry["_non_tensor"] = md["_non_tensor"]
+        out["metadata"].append([prefix, entry])
+    return out
+
+
 def write(work: str) -> None:
     traj = TcTrajectory(
         obs=torch.arange(12, dtype=torch.float32).reshape(4, 3),
@@ -33,6 +63,14 @@ def write(work: str) -> None:
         batch_size=[4],
     )
     traj.memmap(os.path.join(work, "py_traj"))
+    with open(os.path.join(work, "py_state_dict.json"), "w") as f:
+        json.dump(
+            {
+                "flat": describe_state_dict(traj.state_dict()),
+                "nested": describe_state_dict(traj.state_dict(flatten=False)),
+            },
+            f,
+        )
     counts = TcCounts(step=7, ratio=0.25, done=True, batch_size=[])
     counts.memmap(os.path.join(work, "py_counts"))
     with set_printoptions(compact=False):

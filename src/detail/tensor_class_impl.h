@@ -1,0 +1,25 @@
+#pragma once
+
+// What src/state_dict.cpp shares with src/tensor_class.cpp; not API.
+
+#include <optional>
+#include <string_view>
+
+#include "tensordict/tensor_class.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace detail {
+
+/// Returns the one JSON value of a non-tensor entry: its data, or the common
+/// value of a stack whose elements all agree; nullopt otherwise.
+std::optional<Json> single_json(const Value& value);
+
+/// Returns the index of the field named `name`, or nullopt.
+std::optional<size_t> find_field(const ClassInfo& info, std::string_view name);
+
+/// Returns `value` as a field argument: integers, floats and bools as C++
+/// numbers (so the class flags cast them), anything else as JSON.
+FieldArg field_arg_from_json(const Json& value);
+
+} // namespace detail
+TENSORDICT_END_NAMESPACE
