@@ -13,6 +13,7 @@
 #include "detail/format.h"
 #include "detail/shared_memory.h"
 #include "detail/tensor_dict_impl.h"
+#include "memmap/meta_json.h"
 #include "tensordict/errors.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -26,6 +27,7 @@ class LazyStackedTensorDictImpl : public c10::intrusive_ptr_target {
   std::vector<int64_t> batch_size; // the elements' with the stack inserted
   std::optional<c10::Device> device;
   std::optional<std::string> stack_dim_name;
+  std::string python_class; // "" unless a Python tensorclass wraps the stack
 };
 
 } // namespace detail
@@ -603,6 +605,17 @@ const std::optional<std::string>& LazyStackedTensorDict::stack_dim_name()
 
 bool LazyStackedTensorDict::has_names() const {
   return impl_->tensordicts.front().has_names();
+}
+
+const std::string& LazyStackedTensorDict::python_class() const noexcept {
+  return impl_->python_class;
+}
+
+LazyStackedTensorDict& LazyStackedTensorDict::set_python_class(
+    std::string type_string) {
+  detail::check_python_class(type_string);
+  impl_->python_class = std::move(type_string);
+  return *this;
 }
 
 DimNames LazyStackedTensorDict::names() const {

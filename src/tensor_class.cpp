@@ -10,6 +10,7 @@
 #include "detail/format.h"
 #include "detail/tensor_class_impl.h"
 #include "detail/tensor_dict_impl.h"
+#include "tensordict/memmap.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 
@@ -747,12 +748,12 @@ TensorDict tc_marked_copy(const TensorDict& td, const ClassInfo& info) {
   return copy;
 }
 
-TensorDict tc_load_memmap(
+namespace {
+
+void check_loaded_class(
+    const std::string& cls,
     const ClassInfo& info,
-    const std::string& prefix,
-    const LoadMemmapOptions& options) {
-  TensorDict td = TensorDict::load_memmap(prefix, options);
-  const std::string& cls = td.python_class();
+    const std::string& prefix) {
   TORCH_CHECK_VALUE(
       cls.empty() || info.python_class.empty() || cls == info.python_class,
       prefix,
@@ -762,8 +763,67 @@ TensorDict tc_load_memmap(
       info.name,
       " is registered as ",
       info.python_class);
+}
+
+} // namespace
+
+TensorDict tc_load_memmap(
+    const ClassInfo& info,
+    const std::string& prefix,
+    const LoadMemmapOptions& options) {
+  TensorDict td = TensorDict::load_memmap(prefix, options);
+  check_loaded_class(td.python_class(), info, prefix);
   tc_check(td, info);
   return td;
+}
+
+void tc_check_lazy(const LazyStackedTensorDict& stack, const ClassInfo& info) {
+  const auto& elements = stack.tensordicts();
+  for (size_t i = 0; i < elements.size(); ++i) {
+    try {
+      tc_check(elements[i], info);
+    } catch (c10::Error& e) {
+      TORCH_RETHROW(e, "(element ", i, " of the lazy stack)");
+    }
+  }
+}
+
+LazyStackedTensorDict tc_memmap_lazy(
+    const LazyStackedTensorDict& stack,
+    const ClassInfo& info,
+    const MemmapOptions& options) {
+  // Python's elements are plain dicts whose TensorClass fields keep their
+  // classes; the class itself marks the stack.
+  std::vector<TensorDict> marked;
+  marked.reserve(stack.tensordicts().size());
+  for (const auto& element : stack.tensordicts()) {
+    TensorDict copy = tc_marked_copy(element, info);
+    copy.set_python_class("");
+    marked.push_back(std::move(copy));
+  }
+  LazyStackedTensorDict to_save(
+      std::move(marked), stack.stack_dim(), stack.stack_dim_name());
+  to_save.set_python_class(info.python_class);
+  return memmap(to_save, options);
+}
+
+LazyStackedTensorDict tc_load_lazy_memmap(
+    const ClassInfo& info,
+    const std::string& prefix,
+    const LoadMemmapOptions& options) {
+  LoadedTree tree = load_memmap_any(prefix, options);
+  auto* stack = std::get_if<LazyStackedTensorDict>(&tree);
+  TORCH_CHECK_VALUE(
+      stack != nullptr,
+      prefix,
+      " holds a dense ",
+      info.name,
+      ", not a lazy stack: load it with ",
+      info.name,
+      "::load_memmap");
+  check_loaded_class(stack->python_class(), info, prefix);
+  tc_check_lazy(*stack, info);
+  return *stack;
 }
 
 void tc_register(ClassInfo& info, std::string type_string) {

@@ -320,6 +320,39 @@ TEST(MemmapTest, LazyStackDimNamesRoundTrip) {
       (void)load_memmap_any(dir / "ls"), c10::Error, "\"stack_dim_name\" must be a string or null, not number");
 }
 
+TEST(MemmapTest, TensorclassOverALazyStackRoundTrips) {
+  // Python's `Cls.lazy_stack(...)`: the class at the root, the stack below.
+  TempDir dir;
+  auto stack = lazy_stack(
+      {TensorDict({{"a", torch::ones({2})}}), TensorDict({{"a", torch::zeros({2})}})});
+  stack.set_python_class("<class 'envs.Step'>");
+  EXPECT_THROWS_WITH(stack.set_python_class("Step"), c10::ValueError, "<class 'module.Name'>");
+  const auto saved = memmap(stack, dir / "ls");
+  EXPECT_EQ(saved.python_class(), "<class 'envs.Step'>");
+  EXPECT_EQ(read_text(dir / "ls/meta.json"), "{\"_type\":\"<class 'envs.Step'>\"}");
+  EXPECT_TRUE(fs::exists(dir / "ls/_tensordict/1/a.memmap"));
+
+  LoadedTree tree = load_memmap_any(dir / "ls");
+  const auto& loaded = std::get<LazyStackedTensorDict>(tree);
+  EXPECT_EQ(loaded.python_class(), "<class 'envs.Step'>");
+  EXPECT_TRUE(torch::equal(loaded.at(1).get("a"), torch::zeros({2})));
+  // A dense load stacks it and keeps the class.
+  TensorDict dense = TensorDict::load_memmap(dir / "ls");
+  EXPECT_EQ(dense.python_class(), "<class 'envs.Step'>");
+  EXPECT_TRUE(torch::equal(dense.get("a"), torch::stack({torch::ones({2}), torch::zeros({2})})));
+  EXPECT_TRUE(verify_memmap(dir / "ls").empty());
+
+  // Any other collection under _tensordict is refused, never read as empty.
+  write_text(
+      dir / "ls/_tensordict/meta.json",
+      "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorStack'>\"}");
+  EXPECT_THROWS_WITH(
+      (void)load_memmap_any(dir / "ls"),
+      c10::Error,
+      "but the fields of the tensorclass <class 'envs.Step'> must be a TensorDict or a "
+      "LazyStackedTensorDict");
+}
+
 TEST(MemmapTest, PythonClassRoundTrips) {
   TempDir dir;
   TensorDict td({{"x", torch::ones({2})}, {"y", "hi"}}, {2});

@@ -128,6 +128,9 @@ Json dump_tree(const LoadedTree& tree) {
     const auto& stack = std::get<LazyStackedTensorDict>(tree);
     out["batch_size"] = stack.batch_size().vec();
     out["stack_dim"] = stack.stack_dim();
+    if (!stack.python_class().empty()) {
+      out["class"] = stack.python_class();
+    }
     const auto& elements = stack.tensordicts();
     if (stack.has_names()) {
       out["names"] = names_json(stack.names());
@@ -153,7 +156,11 @@ void print_info(std::ostream& out, const std::string& path, const LoadedTree& tr
     print_dict(out, *td, 1, totals);
   } else {
     const auto& stack = std::get<LazyStackedTensorDict>(tree);
-    out << path << ": LazyStackedTensorDict batch_size="
+    out << path << ": ";
+    if (!stack.python_class().empty()) {
+      out << stack.python_class() << " over a ";
+    }
+    out << "LazyStackedTensorDict batch_size="
         << shape_text(stack.batch_size()) << " stack_dim=" << stack.stack_dim()
         << "\n";
     const auto& elements = stack.tensordicts();

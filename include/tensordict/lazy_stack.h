@@ -126,6 +126,15 @@ class TENSORDICT_API LazyStackedTensorDict {
   /// Returns the elements' dim names (nullopt each when they have none)
   /// with `stack_dim_name()` inserted at the stack dim, as Python's `names`.
   DimNames names() const;
+  /// Returns the `_type` string of the Python tensorclass this stack was
+  /// loaded as ("<class 'module.Name'>", a tensorclass over a lazy stack,
+  /// Python's `Cls.lazy_stack`), or "" for a plain stack; a save writes
+  /// the tensorclass layout when it is set.
+  const std::string& python_class() const noexcept;
+  /// Sets the Python tensorclass the stack is saved as ("" for none);
+  /// throws ValueError unless it reads "<class 'module.Name'>". Every
+  /// handle of the stack sees it.
+  LazyStackedTensorDict& set_python_class(std::string type_string);
 
   // --- indexing -------------------------------------------------------------
 

@@ -377,6 +377,14 @@ std::string class_name_of(std::string_view type_string) {
   return std::string(dot == std::string_view::npos ? path : path.substr(dot + 1));
 }
 
+void check_python_class(std::string_view type_string) {
+  TORCH_CHECK_VALUE(
+      type_string.empty() || !class_name_of(type_string).empty(),
+      "a Python class is spelled \"<class 'module.Name'>\", got '",
+      type_string,
+      "'");
+}
+
 std::string dump_json(const Json& value, bool spaced, bool ascii) {
   std::string out;
   dump_value(out, value, spaced, ascii);

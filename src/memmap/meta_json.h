@@ -52,6 +52,10 @@ bool is_safe_legacy_key(std::string_view key, bool is_collection);
 /// "<class 'module.Outer.Name'>", or "" if it is not of that form.
 std::string class_name_of(std::string_view type_string);
 
+/// Throws ValueError unless `type_string` is empty (no class) or reads
+/// "<class 'module.Name'>": what `set_python_class` accepts.
+void check_python_class(std::string_view type_string);
+
 /// Serializes like Python's json.dumps: `spaced` uses ", " and ": "
 /// separators (else "," and ":"), `ascii` escapes non-ASCII as \uXXXX and
 /// writes NaN/Infinity (stdlib json; else raw UTF-8 and null, as orjson).

@@ -105,25 +105,41 @@ class Loader {
       return load_non_tensor_stack(dir, meta, key, parent_batch);
     }
     if (type == kLazyStackType) {
-      LazyStackedTensorDict stack = load_lazy_stack(dir, meta, key, depth);
-      if (lazy != nullptr) {
-        *lazy = std::move(stack);
-        return std::nullopt;
-      }
-      try {
-        return Value(stack.contiguous());
-      } catch (const c10::Error& e) {
-        TORCH_CHECK(
-            false,
-            describe(key),
-            " is a lazy stack whose elements differ in shape or keys, which "
-            "a TensorDict entry cannot hold; load it on its own with "
-            "load_memmap_any(prefix, LoadMemmapOptions().subpath(...)). (",
-            e.msg(),
-            ")");
-      }
+      TORCH_CHECK(
+          out == nullptr,
+          dir,
+          " holds a lazy stack, which cannot be loaded into a dict in place (",
+          describe(key),
+          ")");
+      return lazy_or_dense(load_lazy_stack(dir, meta, key, depth), key, lazy);
     }
-    return Value(load_tensorclass(dir, meta, type, key, depth, out));
+    return load_tensorclass(dir, meta, type, key, depth, lazy, out);
+  }
+
+  // A lazy stack: handed to `lazy` when given (the root of
+  // load_memmap_any), else stacked into a dict.
+  std::optional<Value> lazy_or_dense(
+      LazyStackedTensorDict stack,
+      const std::optional<NestedKey>& key,
+      std::optional<LazyStackedTensorDict>* lazy) {
+    if (lazy != nullptr) {
+      *lazy = std::move(stack);
+      return std::nullopt;
+    }
+    try {
+      TensorDict dense = stack.contiguous();
+      dense.unsafeGetImpl()->python_class = stack.python_class();
+      return Value(std::move(dense));
+    } catch (const c10::Error& e) {
+      TORCH_CHECK(
+          false,
+          describe(key),
+          " is a lazy stack whose elements differ in shape or keys, which "
+          "a TensorDict cannot hold; load it on its own with "
+          "load_memmap_any(prefix, LoadMemmapOptions().subpath(...)). (",
+          e.msg(),
+          ")");
+    }
   }
 
   TensorDict load_dict(
@@ -419,12 +435,13 @@ class Loader {
     return Value(NonTensorStack::from_list(*data, std::max<int64_t>(dims, 1), device));
   }
 
-  TensorDict load_tensorclass(
+  std::optional<Value> load_tensorclass(
       const std::string& dir,
       const Json& meta,
       const std::string& type,
       const std::optional<NestedKey>& key,
       int64_t depth,
+      std::optional<LazyStackedTensorDict>* lazy,
       const TensorDict* out) {
     TORCH_CHECK(
         !class_name_of(type).empty(),
@@ -450,10 +467,36 @@ class Loader {
       pickled(dir, "other.pickle", key);
     }
     Json fields_meta = read_meta(fields, key);
+    const std::string fields_type = fields_meta["_type"].get<std::string>();
+    if (fields_type == kLazyStackType) {
+      // Python's `Cls.lazy_stack(...)`: the class over a lazy stack.
+      TORCH_CHECK(
+          out == nullptr,
+          dir,
+          " holds a lazy stack of ",
+          type,
+          ", which cannot be loaded into a dict in place (",
+          describe(key),
+          ")");
+      LazyStackedTensorDict stack =
+          load_lazy_stack(fields, fields_meta, key, depth + 1);
+      stack.set_python_class(type);
+      return lazy_or_dense(std::move(stack), key, lazy);
+    }
+    TORCH_CHECK(
+        fields_type == kTensorDictType || fields_type == kTensorDictParamsType,
+        join_path(fields, "meta.json"),
+        " holds a ",
+        fields_type,
+        ", but the fields of the tensorclass ",
+        type,
+        " must be a TensorDict or a LazyStackedTensorDict (",
+        describe(key),
+        ")");
     TensorDict td = load_dict(fields, fields_meta, key, depth + 1, out);
     td.unsafeGetImpl()->python_class = type;
     td.unsafeGetImpl()->memmap_prefix = dir;
-    return td;
+    return Value(std::move(td));
   }
 
   // A pickle sidecar: an error naming the key, or the entry is skipped.
@@ -727,7 +770,9 @@ TensorDict TensorDict::load_memmap(
   }
   const auto& stack = std::get<LazyStackedTensorDict>(tree);
   try {
-    return stack.contiguous();
+    TensorDict dense = stack.contiguous();
+    dense.unsafeGetImpl()->python_class = stack.python_class();
+    return dense;
   } catch (const c10::Error& e) {
     TORCH_CHECK(
         false,

@@ -501,11 +501,7 @@ const std::string& TensorDict::python_class() const noexcept {
 }
 
 TensorDict& TensorDict::set_python_class(std::string type_string) {
-  TORCH_CHECK_VALUE(
-      type_string.empty() || !detail::class_name_of(type_string).empty(),
-      "a Python class is spelled \"<class 'module.Name'>\", got '",
-      type_string,
-      "'");
+  detail::check_python_class(type_string);
   impl_->python_class = std::move(type_string);
   return *this;
 }
@@ -513,11 +509,19 @@ TensorDict& TensorDict::set_python_class(std::string type_string) {
 LazyStackedTensorDict memmap(
     const LazyStackedTensorDict& stack,
     const MemmapOptions& options) {
-  const std::string& dir = options.prefix();
+  // A Python tensorclass over a lazy stack keeps the stack one directory
+  // down, as for a dict.
+  const std::string& root = options.prefix();
+  const bool tensorclass = !stack.python_class().empty();
   std::vector<TensorDict> dests;
   detail::SavePlan plan(options, /*like=*/false, /*inplace=*/false);
-  if (!dir.empty()) {
-    plan.prepare_directory(dir, /*is_root=*/true);
+  std::string dir = root;
+  if (!root.empty()) {
+    plan.prepare_directory(root, /*is_root=*/true);
+    if (tensorclass) {
+      dir = detail::join_path(root, "_tensordict");
+      plan.prepare_directory(dir, /*is_root=*/false);
+    }
   }
   const auto& elements = stack.tensordicts();
   for (size_t i = 0; i < elements.size(); ++i) {
@@ -545,13 +549,22 @@ LazyStackedTensorDict memmap(
     }
     const bool spaced = options.json_style() == JsonStyle::kSpaced;
     plan.add_meta(detail::join_path(dir, "meta.json"), detail::dump_json(meta, spaced, spaced));
+    if (tensorclass) {
+      Json class_meta = Json::object();
+      class_meta["_type"] = stack.python_class();
+      plan.add_meta(
+          detail::join_path(root, "meta.json"),
+          detail::dump_json(class_meta, spaced, spaced));
+    }
   }
   plan.run();
   for (auto& dest : dests) {
     dest.lock_();
   }
   plan.mark_memmapped();
-  return lazy_stack(dests, stack.stack_dim(), stack.stack_dim_name());
+  LazyStackedTensorDict out = lazy_stack(dests, stack.stack_dim(), stack.stack_dim_name());
+  out.set_python_class(stack.python_class());
+  return out;
 }
 
 namespace {

@@ -85,6 +85,12 @@ void check_python_trees(const std::string& work) {
   const std::string py_repr = read_text(work + "/py_traj_repr.txt");
   expect(same.repr() == py_repr, "py_traj repr:\n" + same.repr() + "\nPython:\n" + py_repr);
 
+  const auto lazy = LazyStackedTensorClass<TcInner>::load_memmap(work + "/py_lazy");
+  expect(lazy.batch_size() == c10::IntArrayRef({2, 2}), "py_lazy batch size");
+  expect(torch::equal(lazy.at(0).x(), torch::ones({2, 3})), "py_lazy[0].x");
+  expect(torch::equal(lazy.at(1).x(), torch::zeros({2, 4})), "py_lazy[1].x");
+  expect(lazy.at(1).tag() == "b", "py_lazy[1].tag");
+
   TcCounts counts = TcCounts::load_memmap(work + "/py_counts");
   expect(counts.step() == 7, "py_counts.step");
   expect(counts.ratio() == 0.25, "py_counts.ratio");
@@ -210,6 +216,10 @@ void write_cpp_trees(const std::string& work) {
        {"note", "a note"}},
       {2});
   (void)traj.memmap(MemmapOptions(work + "/cpp_traj"));
+  (void)lazy_stack(std::vector<TcInner>{
+                       TcInner({{"x", torch::full({1, 2}, 1.5)}, {"tag", "first"}}, {1}),
+                       TcInner({{"x", torch::full({1, 5}, 2.5)}, {"tag", "second"}}, {1})})
+      .memmap(MemmapOptions(work + "/cpp_lazy"));
   TcCounts counts({{"step", 11}, {"ratio", 0.5}, {"done", false}});
   (void)counts.memmap(MemmapOptions(work + "/cpp_counts"));
 }

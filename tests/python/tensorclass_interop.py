@@ -8,6 +8,9 @@
 3. Python loads what C++ saved: the classes must be the Python tensorclasses
    and every field must hold what C++ wrote.
 
+Both sides also save a TcInner over a lazy stack of differently shaped
+elements (Python's ``TcInner.lazy_stack``) for the other to load.
+
 Python also writes its state dicts (flat and nested) of that TcTrajectory as
 JSON (py_state_dict.json): C++ must build the same keys, tensors and
 metadata (`_type`, `_non_tensor`) from its struct, and load Python's state
@@ -26,7 +29,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from tensordict import set_printoptions  # noqa: E402
+from tensordict import LazyStackedTensorDict, set_printoptions  # noqa: E402
 from tensorclass_interop_classes import TcCounts, TcInner, TcTrajectory  # noqa: E402
 
 
@@ -71,6 +74,13 @@ def write(work: str) -> None:
             },
             f,
         )
+    # A tensorclass over a lazy stack whose elements differ in shape.
+    TcInner.lazy_stack(
+        [
+            TcInner(x=torch.ones(2, 3), tag="a", batch_size=[2]),
+            TcInner(x=torch.zeros(2, 4), tag="b", batch_size=[2]),
+        ]
+    ).memmap(os.path.join(work, "py_lazy"))
     counts = TcCounts(step=7, ratio=0.25, done=True, batch_size=[])
     counts.memmap(os.path.join(work, "py_counts"))
     with set_printoptions(compact=False):
@@ -102,6 +112,17 @@ def check(work: str) -> list:
     expect(traj.task == "from C++", f"task {traj.task!r}")
     expect(traj.note == "a note", f"note {traj.note!r}")
     expect(traj.mask is None, f"mask {traj.mask!r}")
+
+    lazy = TcInner.load_memmap(os.path.join(work, "cpp_lazy"))
+    expect(type(lazy) is TcInner, f"cpp_lazy loads as {type(lazy)}")
+    expect(
+        isinstance(lazy._tensordict, LazyStackedTensorDict),
+        f"cpp_lazy holds a {type(lazy._tensordict)}",
+    )
+    expect(lazy.batch_size == torch.Size([2, 1]), f"cpp_lazy batch size {lazy.batch_size}")
+    expect(torch.equal(lazy[0].x, torch.full((1, 2), 1.5)), f"cpp_lazy[0].x {lazy[0].x}")
+    expect(torch.equal(lazy[1].x, torch.full((1, 5), 2.5)), f"cpp_lazy[1].x {lazy[1].x}")
+    expect(lazy[1].tag == "second", f"cpp_lazy[1].tag {lazy[1].tag!r}")
 
     counts = TcCounts.load_memmap(os.path.join(work, "cpp_counts"))
     expect(type(counts) is TcCounts, f"cpp_counts loads as {type(counts)}")
