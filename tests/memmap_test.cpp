@@ -353,6 +353,23 @@ TEST(MemmapTest, TensorclassOverALazyStackRoundTrips) {
       "LazyStackedTensorDict");
 }
 
+TEST(MemmapTest, ALazyStackCannotLoadIntoANestedDictInPlace) {
+  // {"n": a lazy stack on disk}: a dense load stacks it; loading into an
+  // existing nested dict would have nowhere to put the elements.
+  TempDir dir;
+  TensorDict td({{"n", TensorDict({{"a", torch::zeros({2, 3})}}, {2})}}, {2});
+  (void)td.memmap(dir / "td");
+  fs::remove_all(dir / "td/n");
+  (void)memmap(
+      lazy_stack({TensorDict({{"a", torch::ones({3})}}), TensorDict({{"a", torch::ones({3})}})}),
+      dir / "td/n");
+  EXPECT_TRUE(torch::equal(TensorDict::load_memmap(dir / "td").get({"n", "a"}), torch::ones({2, 3})));
+  EXPECT_THROWS_WITH(
+      td.load_memmap_(dir / "td"),
+      c10::Error,
+      "holds a lazy stack, which cannot be loaded into a dict in place");
+}
+
 TEST(MemmapTest, PythonClassRoundTrips) {
   TempDir dir;
   TensorDict td({{"x", torch::ones({2})}, {"y", "hi"}}, {2});
