@@ -13,7 +13,8 @@ CMAKE_FLAGS ?=
 
 TORCH_PREFIX = $(shell $(PYTHON) -c 'import torch;print(torch.utils.cmake_prefix_path)')
 
-.PHONY: all deps configure build demo test test-sanitize bench install clean
+.PHONY: all deps configure build demo test test-sanitize bench install clean \
+        format format-check
 
 all: build
 
@@ -30,7 +31,9 @@ configure: $(BUILD_DIR)/CMakeCache.txt
 build: deps configure
 	$(CMAKE) --build $(BUILD_DIR) -j $(JOBS)
 
-demo: build
+# Only the library and the example: a newcomer waits for nothing else.
+demo: deps configure
+	$(CMAKE) --build $(BUILD_DIR) -j $(JOBS) --target quickstart
 	./$(BUILD_DIR)/bin/quickstart
 
 test: build
@@ -64,6 +67,14 @@ test-sanitize: deps $(SAN_DIR)/CMakeCache.txt
 
 install: build
 	$(CMAKE) --install $(BUILD_DIR) --prefix $(or $(PREFIX),$(BUILD_DIR)/install)
+
+# clang-format over every C++ file git tracks (.clang-format: STYLE.md's).
+FORMAT_FILES = $(shell git ls-files '*.h' '*.cpp')
+format:
+	clang-format -i $(FORMAT_FILES)
+
+format-check: deps
+	clang-format --dry-run --Werror $(FORMAT_FILES)
 
 clean:
 	rm -rf $(BUILD_DIR) $(SAN_DIR)

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what building and testing TensorDict needs, and nothing twice.
-#  - Debian packages: compiler toolchain bits, gtest, Google Benchmark, nlohmann-json.
+#  - Debian packages: gtest, Google Benchmark, nlohmann-json, ccache, clang-format.
 #  - Python: torch==2.13.0 (the CPU wheel; always pinned, or pip pulls GBs of CUDA
 #    packages) together with tensordict, so pip never re-resolves torch.
 set -euo pipefail
 
 TORCH_VERSION=2.13.0
-APT_PACKAGES=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev)
+# ccache speeds up rebuilds; clang-format checks the layout (make format-check).
+APT_PACKAGES=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev ccache clang-format)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

@@ -34,9 +34,6 @@ namespace {
 
 constexpr int64_t kAlignment = 8;
 constexpr int64_t kTrailerBytes = 8;
-// The most batch or leaf dims accepted from untrusted metadata (torch's own
-// limit on tensor dims is 64).
-constexpr size_t kMaxDims = 64;
 
 // Members of a level's metadata object that are not nested keys.
 bool is_reserved_member(std::string_view key) {

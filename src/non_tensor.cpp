@@ -22,10 +22,6 @@ int64_t element_count(c10::IntArrayRef sizes) {
   return n;
 }
 
-std::string device_repr(const std::optional<c10::Device>& device) {
-  return device ? device->str() : "None";
-}
-
 // Python's repr() of the object a JSON value decodes to.
 void append_python_repr(std::string& out, const Json& value) {
   switch (value.type()) {
@@ -104,7 +100,7 @@ std::string NonTensorData::repr() const {
       ", batch_size=",
       detail::size_repr(batch_size_),
       ", device=",
-      device_repr(device_),
+      detail::device_repr(device_),
       ")");
 }
 
@@ -254,7 +250,7 @@ std::string NonTensorStack::repr() const {
       ",\nbatch_size=",
       detail::size_repr(batch_size_),
       ",\ndevice=",
-      device_repr(device_),
+      detail::device_repr(device_),
       ")");
   return "NonTensorStack(\n" + detail::indent_lines(body, "    ");
 }

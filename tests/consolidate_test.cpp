@@ -13,6 +13,9 @@
 
 #include "support.h"
 
+// Its own namespace, so that test files can share a unity batch.
+namespace consolidate_test {
+
 using namespace tensordict; // NOLINT(google-build-using-namespace)
 using tensordict::testing::expect_td_equal;
 using tensordict::testing::read_text;
@@ -429,3 +432,5 @@ TEST(ConsolidateTest, FuzzedBuffersNeverCrash) {
   EXPECT_EQ(loaded + refused, 3000);
   EXPECT_GT(refused, 100);
 }
+
+} // namespace consolidate_test

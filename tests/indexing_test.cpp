@@ -2,6 +2,9 @@
 
 #include "support.h"
 
+// Its own namespace, so that test files can share a unity batch.
+namespace indexing_test {
+
 using namespace tensordict::indexing;
 using tensordict::DimNames;
 using tensordict::Json;
@@ -273,3 +276,5 @@ TEST(IndexingTest, PadFillsNonTensorSlotsWithNull) {
       td2.pad({1, 0, 0, 1}).get_non_tensor("s"),
       Json::parse(R"([[null, "a", "b", "c"], [null, "d", "e", "f"], [null, null, null, null]])"));
 }
+
+} // namespace indexing_test

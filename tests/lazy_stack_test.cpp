@@ -7,6 +7,9 @@
 
 #include "support.h"
 
+// Its own namespace, so that test files can share a unity batch.
+namespace lazy_stack_test {
+
 using tensordict::Json;
 using tensordict::lazy_stack;
 using tensordict::LazyStackedTensorDict;
@@ -660,3 +663,5 @@ TEST(LazyStackTest, ReprShowsRaggedMixedAndExclusiveEntriesAsPython) {
       "    is_shared=False,\n"
       "    stack_dim=0)");
 }
+
+} // namespace lazy_stack_test

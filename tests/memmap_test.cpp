@@ -20,6 +20,9 @@
 
 #include "support.h"
 
+// Its own namespace, so that test files can share a unity batch.
+namespace memmap_test {
+
 using namespace tensordict; // NOLINT(google-build-using-namespace)
 using tensordict::testing::expect_td_equal;
 using tensordict::testing::read_text;
@@ -731,3 +734,5 @@ TEST(MemmapUntrustedTest, MoreRefusalsNameWhatIsWrong) {
   EXPECT_THROWS_WITH((void)load_memmap_any(dir / "g"), c10::Error,
                      "which is neither a tensordict class nor a tensorclass");
 }
+
+} // namespace memmap_test

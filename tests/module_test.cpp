@@ -9,6 +9,9 @@
 
 #include "support.h"
 
+// Its own namespace, so that test files can share a unity batch.
+namespace module_test {
+
 using namespace tensordict; // NOLINT(google-build-using-namespace)
 namespace fs = std::filesystem;
 
@@ -165,3 +168,5 @@ TEST(ModuleTest, CheckpointThroughMemmapLoadsOntoAFreshModel) {
   EXPECT_TRUE(torch::equal(single->bias, a->bias));
   fs::remove_all(dir);
 }
+
+} // namespace module_test

@@ -4,6 +4,9 @@
 
 #include "support.h"
 
+// Its own namespace, so that test files can share a unity batch.
+namespace nested_key_test {
+
 using tensordict::KeyError;
 using tensordict::NestedKey;
 
@@ -96,3 +99,5 @@ TEST(NestedKeyTest, NullPointerIsRejected) {
   const char* null = nullptr;
   EXPECT_THROWS_WITH(NestedKey{null}, c10::ValueError, "null pointer");
 }
+
+} // namespace nested_key_test

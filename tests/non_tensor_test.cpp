@@ -2,6 +2,9 @@
 
 #include "support.h"
 
+// Its own namespace, so that test files can share a unity batch.
+namespace non_tensor_test {
+
 using tensordict::Json;
 using tensordict::NonTensorData;
 using tensordict::NonTensorStack;
@@ -149,3 +152,5 @@ TEST(PythonStrTest, FormatsLikePythonStr) {
       tensordict::python_str(Json::array({"bell\x07", "zw\u200b", "caf\u00e9"})),
       "['bell\\x07', 'zw\\u200b', 'caf\u00e9']");
 }
+
+} // namespace non_tensor_test

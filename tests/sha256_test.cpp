@@ -9,6 +9,9 @@
 
 #include "detail/sha256.h"
 
+// Its own namespace, so that test files can share a unity batch.
+namespace sha256_test {
+
 namespace {
 
 using tensordict::detail::Sha256;
@@ -196,3 +199,5 @@ TEST(Sha256Test, UpdateThrowsPastTheLengthLimitOfThePadding) {
   }
   EXPECT_EQ(hasher.hex_digest(), kAbc);
 }
+
+} // namespace sha256_test

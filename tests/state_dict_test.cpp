@@ -6,6 +6,9 @@
 
 #include "support.h"
 
+// Its own namespace, so that test files can share a unity batch.
+namespace state_dict_test {
+
 using namespace tensordict; // NOLINT(google-build-using-namespace)
 using tensordict::testing::expect_td_equal;
 using tensordict::testing::metadata_keys;
@@ -168,3 +171,5 @@ TEST(StateDictTest, EntryAccessorsCheckTheKind) {
   EXPECT_TRUE(sd.erase("a"));
   EXPECT_TRUE(sd.empty());
 }
+
+} // namespace state_dict_test

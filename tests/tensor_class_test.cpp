@@ -6,6 +6,9 @@
 
 #include "support.h"
 
+// Its own namespace, so that test files can share a unity batch.
+namespace tensor_class_test {
+
 using namespace tensordict;
 using namespace tensordict::indexing;
 using tensordict::testing::expect_td_equal;
@@ -1037,3 +1040,5 @@ TEST(TensorClassTest, LazyStackSavesPythonsLayout) {
       c10::ValueError,
       "holds a dense Registered, not a lazy stack: load it with Registered::load_memmap");
 }
+
+} // namespace tensor_class_test

@@ -3,6 +3,9 @@
 
 #include "support.h"
 
+// Its own namespace, so that test files can share a unity batch.
+namespace tensor_dict_apply_test {
+
 using tensordict::ApplyOptions;
 using tensordict::KeyError;
 using tensordict::NestedKey;
@@ -217,3 +220,5 @@ TEST(TensorDictApplyTest, CallOnNestedNeedsAnEntryCallback) {
       "apply: call_on_nested=true passes nested TensorDicts to the callback, "
       "so it must take a const Value& and return a std::optional<Value>");
 }
+
+} // namespace tensor_dict_apply_test

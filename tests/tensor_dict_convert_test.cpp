@@ -4,6 +4,9 @@
 
 #include "support.h"
 
+// Its own namespace, so that test files can share a unity batch.
+namespace tensor_dict_convert_test {
+
 using tensordict::DimNames;
 using tensordict::Json;
 using tensordict::KeyError;
@@ -308,3 +311,5 @@ TEST(TensorDictConvertTest, CopyThrowsListingKeysThatDifferAndWritesNothing) {
       "copy_() cannot copy entry 's': it is a NonTensorData in the destination "
       "and a Tensor in the source");
 }
+
+} // namespace tensor_dict_convert_test

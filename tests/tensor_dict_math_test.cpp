@@ -3,6 +3,9 @@
 
 #include "support.h"
 
+// Its own namespace, so that test files can share a unity batch.
+namespace tensor_dict_math_test {
+
 using tensordict::DimNames;
 using tensordict::Json;
 using tensordict::KeyError;
@@ -307,3 +310,5 @@ TEST(TensorDictMathTest, LogicalOps) {
   expect_leaf(p.logical_not(), {"n", "y"}, torch::tensor({false, true, false, true}));
   EXPECT_THROWS_WITH(p.logical_or(q.exclude({"x"})), KeyError, "key \"x\" not found");
 }
+
+} // namespace tensor_dict_math_test

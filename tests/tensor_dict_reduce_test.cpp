@@ -3,6 +3,9 @@
 
 #include "support.h"
 
+// Its own namespace, so that test files can share a unity batch.
+namespace tensor_dict_reduce_test {
+
 using tensordict::DimNames;
 using tensordict::Json;
 using tensordict::NestedKey;
@@ -212,3 +215,5 @@ TEST(TensorDictReduceTest, ReduceCombinesAllLeavesIntoOneTensor) {
       c10::IndexError,
       "Incompatible dim 2 for tensordict with batch dims 2.");
 }
+
+} // namespace tensor_dict_reduce_test

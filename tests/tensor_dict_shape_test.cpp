@@ -3,6 +3,9 @@
 
 #include "support.h"
 
+// Its own namespace, so that test files can share a unity batch.
+namespace tensor_dict_shape_test {
+
 using tensordict::DimNames;
 using tensordict::Json;
 using tensordict::NonTensorStack;
@@ -162,3 +165,5 @@ TEST(TensorDictShapeTest, UnbindSplitChunk) {
   ASSERT_EQ(chunks.size(), 2u);
   EXPECT_EQ(chunks[0].batch_size(), c10::IntArrayRef({2, 2}));
 }
+
+} // namespace tensor_dict_shape_test

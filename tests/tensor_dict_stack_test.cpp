@@ -3,6 +3,9 @@
 
 #include "support.h"
 
+// Its own namespace, so that test files can share a unity batch.
+namespace tensor_dict_stack_test {
+
 using tensordict::DimNames;
 using tensordict::Json;
 using tensordict::KeyError;
@@ -234,3 +237,5 @@ TEST(TensorDictStackTest, CatErrors) {
       "The shapes of the tensors to concatenate are incompatible: "
       "torch.Size([2, 4]) vs torch.Size([2, 3]) for key 'a'.");
 }
+
+} // namespace tensor_dict_stack_test

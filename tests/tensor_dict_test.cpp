@@ -5,6 +5,9 @@
 #include "allocation_counter.h"
 #include "support.h"
 
+// Its own namespace, so that test files can share a unity batch.
+namespace tensor_dict_test {
+
 using tensordict::DimNames;
 using tensordict::FromDictOptions;
 using tensordict::Item;
@@ -1044,3 +1047,5 @@ TEST(TensorDictTest, ReprShowsDeviceAndDtypes) {
   EXPECT_NE(td.repr().find("dtype=torch.bfloat16"), std::string::npos);
   EXPECT_NE(td.repr().find("    device=meta,\n"), std::string::npos);
 }
+
+} // namespace tensor_dict_test

@@ -2,6 +2,9 @@
 
 #include "support.h"
 
+// Its own namespace, so that test files can share a unity batch.
+namespace value_test {
+
 using tensordict::Item;
 using tensordict::Json;
 using tensordict::NonTensorData;
@@ -81,3 +84,5 @@ TEST(ItemTest, NestedListsStayAsChildren) {
   ASSERT_EQ(nested.children().size(), 2u);
   EXPECT_EQ(nested.children()[1].key(), tensordict::NestedKey("b"));
 }
+
+} // namespace value_test

@@ -21,6 +21,11 @@ namespace detail {
 /// The format version written (`_format_version`); readers accept up to it.
 constexpr int64_t kMemmapFormatVersion = 1;
 
+/// The most batch or leaf dims accepted from untrusted metadata (torch's own
+/// limit on tensor dims): a bound for hostile shapes before anything is
+/// allocated.
+constexpr size_t kMaxDims = 64;
+
 // `_type` strings: Python's str(cls).
 extern const char* const kTensorDictType;
 extern const char* const kLazyStackType;

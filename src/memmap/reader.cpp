@@ -24,9 +24,6 @@ TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
 namespace {
 
-// More batch or leaf dims than any tensor can have: a bound for hostile
-// shapes before anything is allocated.
-constexpr size_t kMaxDims = 64;
 // More lazy-stack elements than this would be a hostile directory.
 constexpr int64_t kMaxStackElements = int64_t{1} << 24;
 
