@@ -58,12 +58,14 @@ $(SAN_DIR)/CMakeCache.txt: | deps
 	  -DCMAKE_BUILD_TYPE=Debug -DTENSORDICT_SANITIZE=ON \
 	  -DTENSORDICT_BUILD_EXAMPLES=OFF $(CMAKE_FLAGS)
 
-# The unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+# The unit tests under AddressSanitizer + UndefinedBehaviorSanitizer, one
+# process per core (ctest's process per test would spend most of the run
+# starting the instrumented binary).
 test-sanitize: deps $(SAN_DIR)/CMakeCache.txt
-	$(CMAKE) --build $(SAN_DIR) -j $(JOBS)
-	cd $(SAN_DIR) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+	$(CMAKE) --build $(SAN_DIR) -j $(JOBS) --target unit_tests
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  $(CTEST) --output-on-failure -j $(JOBS) -L unit
+	  ./scripts/run-gtest-shards.sh $(SAN_DIR)/bin/unit_tests $(JOBS)
 
 install: build
 	$(CMAKE) --install $(BUILD_DIR) --prefix $(or $(PREFIX),$(BUILD_DIR)/install)
