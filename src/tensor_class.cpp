@@ -1,4 +1,5 @@
-// The compiled side of TensorClass (include/tensordict/tensor_class.h):
+// The compiled side of TensorClass (declared in
+// include/tensordict/detail/tensor_class_impl.h):
 // storing and reading fields by the class flags, construction, checks,
 // repr and the memmap glue. See NOTE [TensorClass design].
 

@@ -1041,4 +1041,320 @@ TEST(TensorClassTest, LazyStackSavesPythonsLayout) {
       "holds a dense Registered, not a lazy stack: load it with Registered::load_memmap");
 }
 
+// --- the generated forwarders (TENSORDICT_TENSORCLASS_OPS) ------------------
+
+namespace {
+
+Fast make_fast() {
+  return Fast(
+      {{"a", torch::tensor({0.25f, 1.5f})}, {"b", torch::tensor({2.75f, 0.5f})}},
+      {2});
+}
+
+// Checks `op` and `op_` against torch's op on each field: values, the type
+// returned, and that the in-place form writes into and returns the instance.
+#define EXPECT_UNARY_FORWARDER(op)                                           \
+  do {                                                                       \
+    const Fast f = make_fast();                                              \
+    static_assert(std::is_same_v<decltype(f.op()), Fast>);                   \
+    const Fast out = f.op();                                                 \
+    EXPECT_TRUE(torch::allclose(out.a(), f.a().op())) << #op;                \
+    EXPECT_TRUE(torch::allclose(out.b(), f.b().op())) << #op;                \
+    EXPECT_FALSE(out.c().has_value()) << #op;                                \
+    Fast g = f.clone();                                                      \
+    static_assert(std::is_same_v<decltype(g.op##_()), Fast&>);               \
+    EXPECT_EQ(&g.op##_(), &g) << #op "_";                                    \
+    EXPECT_TRUE(torch::allclose(g.a(), out.a())) << #op "_";                 \
+    EXPECT_TRUE(torch::allclose(g.b(), out.b())) << #op "_";                 \
+  } while (false)
+
+} // namespace
+
+TEST(TensorClassTest, EveryUnaryMathOpOfTensorDictIsForwardedWithItsInPlaceForm) {
+  EXPECT_UNARY_FORWARDER(abs);
+  EXPECT_UNARY_FORWARDER(neg);
+  EXPECT_UNARY_FORWARDER(exp);
+  EXPECT_UNARY_FORWARDER(expm1);
+  EXPECT_UNARY_FORWARDER(log);
+  EXPECT_UNARY_FORWARDER(log1p);
+  EXPECT_UNARY_FORWARDER(sqrt);
+  EXPECT_UNARY_FORWARDER(reciprocal);
+  EXPECT_UNARY_FORWARDER(sigmoid);
+  EXPECT_UNARY_FORWARDER(tanh);
+  EXPECT_UNARY_FORWARDER(sin);
+  EXPECT_UNARY_FORWARDER(cos);
+  EXPECT_UNARY_FORWARDER(sign);
+  EXPECT_UNARY_FORWARDER(floor);
+  EXPECT_UNARY_FORWARDER(ceil);
+  EXPECT_UNARY_FORWARDER(round);
+  EXPECT_UNARY_FORWARDER(trunc);
+#undef EXPECT_UNARY_FORWARDER
+  // Spot values, so that the macro cannot pass by comparing two wrong ops.
+  const Fast f = make_fast();
+  EXPECT_TRUE(torch::equal(f.neg().a(), torch::tensor({-0.25f, -1.5f})));
+  EXPECT_TRUE(torch::equal(f.floor().b(), torch::tensor({2.0f, 0.0f})));
+  EXPECT_TRUE(torch::allclose(f.reciprocal().a(), torch::tensor({4.0f, 2.0f / 3})));
+}
+
+TEST(TensorClassTest, DetachHasItsInPlaceForm) {
+  Fast f = make_fast().apply([](const at::Tensor& t) {
+    return t.clone().requires_grad_(true);
+  });
+  ASSERT_TRUE(f.a().requires_grad());
+  EXPECT_FALSE(f.detach().a().requires_grad());
+  EXPECT_TRUE(f.a().requires_grad());
+  static_assert(std::is_same_v<decltype(f.detach_()), Fast&>);
+  EXPECT_EQ(&f.detach_(), &f);
+  EXPECT_FALSE(f.a().requires_grad());
+  EXPECT_FALSE(f.b().requires_grad());
+}
+
+TEST(TensorClassTest, GeneratedForwardersOfFrozenClassesReturnLockedInstances) {
+  Frozen f({{"x", torch::tensor({0.5f, 2.0f})}}, {2});
+  static_assert(std::is_same_v<decltype(f.sin()), Frozen>);
+  EXPECT_TRUE(f.sin().is_locked());
+  EXPECT_TRUE(f.pow(2).is_locked());
+  EXPECT_TRUE(f.clamp_min(1).is_locked());
+  EXPECT_TRUE(f.view({2, 1}).is_locked());
+  // In-place ops write the tensors, which a frozen instance allows.
+  f.mul_(2).sqrt_();
+  EXPECT_TRUE(torch::allclose(f.x(), torch::tensor({1.0f, 2.0f})));
+}
+
+TEST(TensorClassTest, EveryInPlaceArithmeticOpTakesAStructATensorOrAScalar) {
+  Inner a({{"x", torch::tensor({1.0f, 4.0f})}}, {2});
+  Inner b({{"x", torch::tensor({3.0f, 2.0f})}}, {2});
+  const at::Tensor t = torch::tensor({10.0f, 20.0f});
+
+  Inner c = a.clone();
+  static_assert(std::is_same_v<decltype(c.sub_(b)), Inner&>);
+  EXPECT_EQ(&c.sub_(b), &c);
+  EXPECT_TRUE(torch::equal(c.x(), torch::tensor({-2.0f, 2.0f})));
+  c.sub_(t, /*alpha=*/0.5).sub_(1);
+  EXPECT_TRUE(torch::equal(c.x(), torch::tensor({-8.0f, -9.0f})));
+
+  c = a.clone();
+  EXPECT_EQ(&c.div_(b), &c);
+  EXPECT_TRUE(torch::equal(c.x(), torch::tensor({1.0f / 3, 2.0f})));
+  c = a.clone().div_(t).div_(0.5);
+  EXPECT_TRUE(torch::equal(c.x(), torch::tensor({0.2f, 0.4f})));
+
+  c = a.clone().add_(2, /*alpha=*/3).add_(t);
+  EXPECT_TRUE(torch::equal(c.x(), torch::tensor({17.0f, 30.0f})));
+  c = a.clone().mul_(b).mul_(t);
+  EXPECT_TRUE(torch::equal(c.x(), torch::tensor({30.0f, 160.0f})));
+  c = a.clone().pow_(b).pow_(0.5);
+  EXPECT_TRUE(torch::allclose(c.x(), torch::tensor({1.0f, 4.0f})));
+  c = a.clone().pow_(torch::tensor({3.0f, 0.0f}));
+  EXPECT_TRUE(torch::equal(c.x(), torch::tensor({1.0f, 1.0f})));
+}
+
+TEST(TensorClassTest, OutOfPlaceArithmeticTakesATensorAndPow) {
+  Inner a({{"x", torch::tensor({1.0f, 4.0f})}}, {2});
+  Inner b({{"x", torch::tensor({3.0f, 2.0f})}}, {2});
+  const at::Tensor t = torch::tensor({10.0f, 20.0f});
+  static_assert(std::is_same_v<decltype(a.add(t)), Inner>);
+  EXPECT_TRUE(torch::equal(a.add(t, /*alpha=*/2).x(), torch::tensor({21.0f, 44.0f})));
+  EXPECT_TRUE(torch::equal(a.sub(t).x(), torch::tensor({-9.0f, -16.0f})));
+  EXPECT_TRUE(torch::equal(a.mul(t).x(), torch::tensor({10.0f, 80.0f})));
+  EXPECT_TRUE(torch::equal(a.div(t).x(), torch::tensor({0.1f, 0.2f})));
+  EXPECT_TRUE(torch::equal(a.pow(b).x(), torch::tensor({1.0f, 16.0f})));
+  EXPECT_TRUE(torch::equal(a.pow(2).x(), torch::tensor({1.0f, 16.0f})));
+  EXPECT_TRUE(torch::equal(a.pow(t.div(10)).x(), torch::tensor({1.0f, 16.0f})));
+  EXPECT_TRUE(torch::equal((a + t).x(), torch::tensor({11.0f, 24.0f})));
+  EXPECT_TRUE(torch::equal((a * t).x(), torch::tensor({10.0f, 80.0f})));
+  // A tensor operand broadcasts against the batch size, as in TensorDict.
+  Inner wide = a.add(torch::ones({3, 1}));
+  EXPECT_EQ(wide.batch_size(), c10::IntArrayRef({3, 2}));
+  EXPECT_TRUE(torch::equal(wide.x()[2], torch::tensor({2.0f, 5.0f})));
+}
+
+TEST(TensorClassTest, CompoundAssignmentOperatorsWorkInPlace) {
+  Inner a({{"x", torch::tensor({1.0f, 4.0f})}}, {2});
+  Inner b({{"x", torch::tensor({3.0f, 2.0f})}}, {2});
+  Inner c = a.clone();
+  static_assert(std::is_same_v<decltype(c += b), Inner&>);
+  EXPECT_EQ(&(c += b), &c);
+  EXPECT_TRUE(torch::equal(c.x(), torch::tensor({4.0f, 6.0f})));
+  c -= 1;
+  EXPECT_TRUE(torch::equal(c.x(), torch::tensor({3.0f, 5.0f})));
+  c *= torch::tensor({2.0f, 3.0f});
+  EXPECT_TRUE(torch::equal(c.x(), torch::tensor({6.0f, 15.0f})));
+  c /= b;
+  EXPECT_TRUE(torch::equal(c.x(), torch::tensor({2.0f, 7.5f})));
+  // Copies alias: the compound operators write through every handle.
+  Inner alias = c;
+  alias += 1;
+  EXPECT_TRUE(torch::equal(c.x(), torch::tensor({3.0f, 8.5f})));
+}
+
+TEST(TensorClassTest, EveryOrderingComparisonTakesAStructOrAScalar) {
+  Inner a({{"x", torch::tensor({1.0f, 4.0f, 2.0f})}}, {3});
+  Inner b({{"x", torch::tensor({3.0f, 2.0f, 2.0f})}}, {3});
+  static_assert(std::is_same_v<decltype(a <= 2), Inner>);
+  EXPECT_TRUE(torch::equal((a <= 2).x(), torch::tensor({true, false, true})));
+  EXPECT_TRUE(torch::equal((a >= 2).x(), torch::tensor({false, true, true})));
+  EXPECT_TRUE(torch::equal((a < 2).x(), torch::tensor({true, false, false})));
+  EXPECT_TRUE(torch::equal((a > 2).x(), torch::tensor({false, true, false})));
+  EXPECT_TRUE(torch::equal((a <= b).x(), torch::tensor({true, false, true})));
+  EXPECT_TRUE(torch::equal((a > b).x(), torch::tensor({false, true, false})));
+  EXPECT_TRUE(torch::equal((a == b).x(), torch::tensor({false, false, true})));
+  EXPECT_TRUE(torch::equal((a != 4).x(), torch::tensor({true, false, true})));
+}
+
+TEST(TensorClassTest, ClampBoundsHaveInPlaceForms) {
+  Inner a({{"x", torch::tensor({-1.0f, 0.5f, 3.0f})}}, {3});
+  EXPECT_TRUE(torch::equal(a.clamp_min(0).x(), torch::tensor({0.0f, 0.5f, 3.0f})));
+  EXPECT_TRUE(torch::equal(a.clamp_max(1).x(), torch::tensor({-1.0f, 0.5f, 1.0f})));
+  Inner c = a.clone();
+  static_assert(std::is_same_v<decltype(c.clamp_min_(0)), Inner&>);
+  EXPECT_EQ(&c.clamp_min_(0), &c);
+  EXPECT_TRUE(torch::equal(c.x(), torch::tensor({0.0f, 0.5f, 3.0f})));
+  EXPECT_EQ(&c.clamp_max_(1), &c);
+  EXPECT_TRUE(torch::equal(c.x(), torch::tensor({0.0f, 0.5f, 1.0f})));
+  c = a.clone();
+  EXPECT_EQ(&c.clamp_(std::nullopt, 2), &c);
+  EXPECT_TRUE(torch::equal(c.x(), torch::tensor({-1.0f, 0.5f, 2.0f})));
+  EXPECT_THROWS_WITH(
+      c.clamp_(std::nullopt, std::nullopt),
+      c10::Error,
+      "At least one of 'min' or 'max' must not be None");
+}
+
+TEST(TensorClassTest, EveryCastOfTensorDictIsForwarded) {
+  Inner a({{"x", torch::tensor({1.5f, -2.0f})}}, {2});
+  static_assert(std::is_same_v<decltype(a.bfloat16()), Inner>);
+  EXPECT_EQ(a.bfloat16().x().scalar_type(), torch::kBFloat16);
+  EXPECT_EQ(a.int32().x().scalar_type(), torch::kInt);
+  EXPECT_TRUE(torch::equal(a.int32().x(), torch::tensor({1, -2}, torch::kInt)));
+  EXPECT_EQ(a.float32().x().scalar_type(), torch::kFloat);
+  EXPECT_EQ(a.boolean().x().scalar_type(), torch::kBool);
+}
+
+// --- the reserved field names come from the same list ------------------------
+
+namespace {
+
+// True when `T` has a member named `name`, however overloaded: a class
+// deriving from `T` and from a struct with an `int name` finds the name
+// twice, which makes `&Probe::name` ill-formed.
+#define TC_TEST_DEFINE_MEMBER_PROBE(name)                                  \
+  struct ProbeFallback_##name {                                            \
+    int name;                                                              \
+  };                                                                       \
+  template <typename T>                                                    \
+  struct ProbeMixed_##name : T, ProbeFallback_##name {};                   \
+  template <typename T, typename = void>                                   \
+  struct HasMember_##name : std::true_type {};                             \
+  template <typename T>                                                    \
+  struct HasMember_##name<                                                 \
+      T,                                                                   \
+      std::void_t<decltype(&ProbeMixed_##name<T>::name)>>                  \
+      : std::false_type {};
+
+#define TC_TEST_PROBE(kind, name) TC_TEST_PROBE_##kind(name)
+#define TC_TEST_PROBE_MEMBER(name)                                         \
+  TC_TEST_DEFINE_MEMBER_PROBE(name)                                        \
+  static_assert(                                                           \
+      HasMember_##name<Inner>::value,                                      \
+      "TENSORDICT_TENSORCLASS_OPS lists " #name                            \
+      " as a MEMBER, but TensorClass has no such member");
+#define TC_TEST_PROBE_PYTHON(name)
+#define TC_TEST_PROBE_COPY(name)
+#define TC_TEST_PROBE_INPLACE(name)
+#define TC_TEST_PROBE_SIZES(name)
+#define TC_TEST_PROBE_DIMS(name)
+#define TC_TEST_PROBE_REDUCE(name)
+#define TC_TEST_PROBE_UNARY_PAIR(name)
+#define TC_TEST_PROBE_ALPHA_PAIR(name)
+#define TC_TEST_PROBE_BINARY_PAIR(name)
+#define TC_TEST_PROBE_BOUND_PAIR(name)
+
+// Every MEMBER entry of the list names a member of TensorClass (checked at
+// compile time, one static_assert per entry).
+TENSORDICT_TENSORCLASS_OPS(TC_TEST_PROBE)
+
+// The probe also tells a name that is not a member: `keys` is a PYTHON entry
+// (reserved, no C++ member), and `unsqueeze_` is no name at all.
+TC_TEST_DEFINE_MEMBER_PROBE(keys)
+TC_TEST_DEFINE_MEMBER_PROBE(unsqueeze_)
+static_assert(!HasMember_keys<Inner>::value);
+static_assert(!HasMember_unsqueeze_<Inner>::value);
+static_assert(HasMember_squeeze<Inner>::value);
+
+constexpr bool reserved_names_are_unique() {
+  const auto& names = tensordict::detail::kReservedFieldNames;
+  constexpr size_t count = std::size(tensordict::detail::kReservedFieldNames);
+  for (size_t i = 0; i < count; ++i) {
+    for (size_t j = i + 1; j < count; ++j) {
+      if (names[i] == names[j]) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+#undef TC_TEST_PROBE
+#undef TC_TEST_PROBE_MEMBER
+#undef TC_TEST_DEFINE_MEMBER_PROBE
+
+} // namespace
+
+TEST(TensorClassTest, ReservedNamesAreTheListedMembersAndTheirInPlaceForms) {
+  static_assert(reserved_names_are_unique());
+  // Generated pairs reserve both forms; hand-written members and Python's
+  // TensorDict names are reserved too.
+  for (const char* name :
+       {"sub_", "div_", "pow", "pow_", "sin", "sin_", "trunc_", "detach_",
+        "clamp_min", "clamp_max_", "clamp_", "bfloat16", "int32", "lock_",
+        "zero_", "view", "flip", "sum", "index", "state_dict", "keys", "float"}) {
+    EXPECT_TRUE(tensordict::detail::is_reserved_field_name(name)) << name;
+  }
+  for (const char* name : {"obs", "x", "reward", "data", "sin__", "lt", "", "Sum"}) {
+    EXPECT_FALSE(tensordict::detail::is_reserved_field_name(name)) << name;
+  }
+}
+
+TEST(TensorClassTest, EveryNameReservedBeforeTheOpListIsStillReserved) {
+  // The hand-kept list that TENSORDICT_TENSORCLASS_OPS replaced.
+  for (const char* name :
+       {"all", "any", "apply", "batch_dims", "batch_size", "bfloat16", "boolean",
+        "cat", "chunk", "clone", "contiguous", "copy", "copy_", "cpu", "cuda",
+        "del_", "detach", "detach_", "device", "dim", "double", "empty",
+        "exclude", "expand", "fields", "fill_", "flatten", "flip", "float",
+        "float32", "float64", "from_dict", "from_tensordict", "gather", "get",
+        "half", "index", "index_put_", "int", "int32", "is_locked", "is_memmap",
+        "is_none", "is_shared", "items", "keys", "load", "load_memmap",
+        "load_memmap_", "lock_", "masked_fill", "memmap", "memmap_",
+        "named_apply", "names", "narrow", "ndim", "numel", "permute", "pop",
+        "repeat", "repr", "reshape", "save", "saved_path", "select", "set",
+        "shape", "size", "split", "squeeze", "stack", "tensordict", "to",
+        "to_dict", "to_tensordict", "transpose", "unbind", "unflatten",
+        "unlock_", "unsqueeze", "update", "values", "view", "where", "zero_",
+        "state_dict", "tensor_class_info", "load_state_dict", "sum", "mean",
+        "std", "var", "prod", "amax", "amin", "max", "min", "rename", "rename_",
+        "rename_by_map", "refine_names", "pad", "roll", "repeat_interleave",
+        "masked_fill_", "add", "sub", "mul", "div", "add_", "mul_", "abs", "exp",
+        "log", "sqrt", "clamp", "masked_select", "is_same", "apply_"}) {
+    EXPECT_TRUE(tensordict::detail::is_reserved_field_name(name)) << name;
+  }
+}
+
+namespace {
+
+struct Signal : TensorClass<Signal, ClassFlags::kShadow> {
+  TENSORDICT_FIELDS(Signal, sin, x)
+};
+
+} // namespace
+
+TEST(TensorClassTest, ShadowAllowsAFieldNamedAfterAGeneratedForwarder) {
+  Signal s({{"sin", torch::ones({2})}, {"x", torch::zeros({2})}}, {2});
+  at::Tensor field = s.sin();
+  EXPECT_TRUE(torch::equal(field, torch::ones({2})));
+  // The other forwarders are still there.
+  EXPECT_TRUE(torch::equal(s.cos().x(), torch::ones({2})));
+}
+
 } // namespace tensor_class_test

@@ -47,17 +47,21 @@
 //
 // Differences from Python, for C++'s sake:
 // - Fields are read with `obs()` and written with `set_obs(x)`.
-// - Python's `data` is allowed as a field name (as in Python 0.15); `tensordict`
-//   and `to_tensordict` are reserved instead of `_tensordict`.
+// - Python's `data` is allowed as a field name (as in Python 0.15);
+//   `tensordict` and `to_tensordict` are reserved instead of `_tensordict`.
 // - A string or number field that a stack turned into a NonTensorStack reads
 //   back as its value when all elements agree, else throws TypeError (Python
 //   returns the list); `get(name)` gives the stack.
+//
+// The TensorDict ops a TensorClass forwards, and so the names a field may
+// not take without kShadow, come from one list, TENSORDICT_TENSORCLASS_OPS
+// in tensordict/detail/tensor_class_ops.h: forwarding an op is an entry
+// there, and the field-name check follows by construction.
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 #include <c10/util/ArrayRef.h>
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -71,9 +75,12 @@
 #include <variant>
 #include <vector>
 
+#include "tensordict/detail/tensor_class_impl.h"
 #include "tensordict/detail/tensor_class_macros.h"
+#include "tensordict/detail/tensor_class_ops.h"
+#include "tensordict/detail/tensor_class_traits.h"
 #include "tensordict/errors.h"
-#include "tensordict/lazy_stack.h"
+#include "tensordict/lazy_stacked_tensor_class.h"
 #include "tensordict/options.h"
 #include "tensordict/state_dict.h"
 #include "tensordict/tensor_dict.h"
@@ -81,208 +88,9 @@
 
 namespace at::indexing {
 struct TensorIndex;
-} // namespace at::indexing
+}  // namespace at::indexing
 
 TENSORDICT_BEGIN_NAMESPACE
-
-/// The class flags of a TensorClass, Python's `@tensorclass(frozen=...,
-/// ...)`; combine them with `|`. `kInherit` (the default) takes the parent's.
-///
-/// Example: `struct A : TensorClass<A, ClassFlags::kFrozen | ClassFlags::kShadow>`
-enum class ClassFlags : uint8_t {
-  kNone = 0,
-  kFrozen = 1,
-  kTensorOnly = 2,
-  kAutocast = 4,
-  kNocast = 8,
-  kShadow = 16,
-  kInherit = 128,
-};
-
-/// Returns the union of two flag sets.
-constexpr ClassFlags operator|(ClassFlags a, ClassFlags b) noexcept {
-  return static_cast<ClassFlags>(
-      static_cast<uint8_t>(a) | static_cast<uint8_t>(b));
-}
-
-/// Returns true if `flags` holds `flag`.
-constexpr bool has_flag(ClassFlags flags, ClassFlags flag) noexcept {
-  return (static_cast<uint8_t>(flags) & static_cast<uint8_t>(flag)) != 0;
-}
-
-namespace detail {
-
-/// Marks every TensorClass; not API.
-struct TensorClassRoot {};
-
-/// Selects the constructor that wraps an existing dict; not API.
-struct WrapTag {};
-
-template <typename T>
-inline constexpr bool kAlwaysFalse = false;
-
-/// The kinds of field; not API.
-enum class FieldKind : uint8_t {
-  kTensor,
-  kTensorDict,
-  kTensorClass,
-  kString,
-  kInt,
-  kDouble,
-  kBool,
-  kJson,
-};
-
-struct ClassInfo;
-
-/// One field of a class description; not API.
-struct FieldInfo {
-  std::string name;
-  FieldKind kind;
-  bool optional;
-  // The class of a TensorClass field, else null.
-  const ClassInfo* nested;
-};
-
-/// The run-time description of a TensorClass; not API.
-struct ClassInfo {
-  std::string name;
-  ClassFlags flags;
-  std::vector<FieldInfo> fields;
-  // The registered `_type` of the Python class; empty = none.
-  std::string python_class;
-};
-
-template <typename T, typename = void>
-struct FieldTraits {
-  static_assert(
-      kAlwaysFalse<T>,
-      "unsupported TensorClass field type: use at::Tensor, TensorDict, a "
-      "TensorClass, std::string, int64_t, double, bool, Json, or a "
-      "std::optional of one");
-};
-
-template <FieldKind K, bool TensorLike>
-struct FieldTraitsBase {
-  static constexpr FieldKind kind = K;
-  static constexpr bool optional = false;
-  static constexpr bool tensor_like = TensorLike;
-};
-
-template <>
-struct FieldTraits<at::Tensor> : FieldTraitsBase<FieldKind::kTensor, true> {
-  using value_type = at::Tensor;
-};
-template <>
-struct FieldTraits<TensorDict> : FieldTraitsBase<FieldKind::kTensorDict, true> {
-  using value_type = TensorDict;
-};
-template <>
-struct FieldTraits<std::string> : FieldTraitsBase<FieldKind::kString, false> {
-  using value_type = std::string;
-};
-template <>
-struct FieldTraits<int64_t> : FieldTraitsBase<FieldKind::kInt, false> {
-  using value_type = int64_t;
-};
-template <>
-struct FieldTraits<double> : FieldTraitsBase<FieldKind::kDouble, false> {
-  using value_type = double;
-};
-template <>
-struct FieldTraits<bool> : FieldTraitsBase<FieldKind::kBool, false> {
-  using value_type = bool;
-};
-template <>
-struct FieldTraits<Json> : FieldTraitsBase<FieldKind::kJson, false> {
-  using value_type = Json;
-};
-template <typename T>
-struct FieldTraits<T, std::enable_if_t<std::is_base_of_v<TensorClassRoot, T>>>
-    : FieldTraitsBase<FieldKind::kTensorClass, true> {
-  using value_type = T;
-};
-template <typename T>
-struct FieldTraits<std::optional<T>> : FieldTraits<T> {
-  static constexpr bool optional = true;
-};
-
-/// The type a getter returns for a field declared `T` under `Flags`.
-template <typename T, ClassFlags Flags>
-struct ReadType {
-  using type = std::conditional_t<
-      (FieldTraits<T>::kind == FieldKind::kInt ||
-       FieldTraits<T>::kind == FieldKind::kDouble ||
-       FieldTraits<T>::kind == FieldKind::kBool) &&
-          !has_flag(Flags, ClassFlags::kAutocast) &&
-          !has_flag(Flags, ClassFlags::kNocast),
-      at::Tensor,
-      T>;
-};
-template <typename T, ClassFlags Flags>
-struct ReadType<std::optional<T>, Flags> {
-  using type = std::optional<typename ReadType<T, Flags>::type>;
-};
-template <typename T, ClassFlags Flags>
-using read_type_t = typename ReadType<T, Flags>::type;
-
-/// Returns true for the names a field may only take with kShadow: the
-/// methods and members of TensorClass (Python: the members of TensorDict).
-constexpr bool is_reserved_field_name(std::string_view name) noexcept {
-  constexpr std::string_view kReserved[] = {
-      "all",         "any",          "apply",       "batch_dims",
-      "batch_size",  "bfloat16",     "boolean",     "cat",
-      "chunk",       "clone",        "contiguous",  "copy",
-      "copy_",       "cpu",          "cuda",        "del_",
-      "detach",      "detach_",      "device",      "dim",
-      "double",      "empty",        "exclude",     "expand",
-      "fields",      "fill_",        "flatten",     "flip",
-      "float",       "float32",      "float64",     "from_dict",
-      "from_tensordict", "gather",   "get",         "half",
-      "index",       "index_put_",   "int",         "int32",
-      "is_locked",   "is_memmap",    "is_none",     "is_shared",
-      "items",       "keys",         "load",        "load_memmap",
-      "load_memmap_", "lock_",       "masked_fill", "memmap",
-      "memmap_",     "named_apply",  "names",       "narrow",
-      "ndim",        "numel",        "permute",     "pop",
-      "repeat",      "repr",         "reshape",     "save",
-      "saved_path",  "select",       "set",         "shape",
-      "size",        "split",        "squeeze",     "stack",
-      "tensordict",  "to",           "to_dict",     "to_tensordict",
-      "transpose",   "unbind",       "unflatten",   "unlock_",
-      "unsqueeze",   "update",       "values",      "view",
-      "where",       "zero_",        "state_dict",  "tensor_class_info",
-      "load_state_dict", "sum",      "mean",        "std",
-      "var",         "prod",         "amax",        "amin",
-      "max",         "min",          "rename",      "rename_",
-      "rename_by_map", "refine_names", "pad",       "roll",
-      "repeat_interleave", "masked_fill_",
-      "add",         "sub",          "mul",         "div",
-      "add_",        "mul_",         "abs",         "exp",
-      "log",         "sqrt",         "clamp",       "masked_select",
-      "is_same",     "apply_",
-  };
-  for (std::string_view reserved : kReserved) {
-    if (reserved == name) {
-      return true;
-    }
-  }
-  return false;
-}
-
-/// Resolves a class's flags from its own and its parent's.
-template <ClassFlags Own, typename Parent>
-constexpr ClassFlags resolve_flags() noexcept {
-  if constexpr (std::is_void_v<Parent>) {
-    return Own == ClassFlags::kInherit ? ClassFlags::kNone : Own;
-  } else if constexpr (Own == ClassFlags::kInherit) {
-    return Parent::kFlags;
-  } else {
-    return Own | Parent::kFlags;
-  }
-}
-
-} // namespace detail
 
 /// A value given to a field, before it is stored: a tensor, a dict, a
 /// TensorClass, a string or JSON value, a number, or nothing (Python's
@@ -300,22 +108,22 @@ class TENSORDICT_API FieldArg {
       bool>;
 
   /// Holds None.
-  FieldArg(std::nullptr_t) {} // NOLINT(google-explicit-constructor)
+  FieldArg(std::nullptr_t) {}  // NOLINT(google-explicit-constructor)
   /// Holds None.
-  FieldArg(std::nullopt_t) {} // NOLINT(google-explicit-constructor)
+  FieldArg(std::nullopt_t) {}  // NOLINT(google-explicit-constructor)
   /// Holds a tensor (None if undefined).
-  FieldArg(at::Tensor tensor); // NOLINT(google-explicit-constructor)
+  FieldArg(at::Tensor tensor);  // NOLINT(google-explicit-constructor)
   /// Holds a dict (aliased).
-  FieldArg(TensorDict td); // NOLINT(google-explicit-constructor)
+  FieldArg(TensorDict td);  // NOLINT(google-explicit-constructor)
   /// Holds a string.
-  FieldArg(const char* text); // NOLINT(google-explicit-constructor)
+  FieldArg(const char* text);  // NOLINT(google-explicit-constructor)
   /// Holds a string.
-  FieldArg(std::string text); // NOLINT(google-explicit-constructor)
+  FieldArg(std::string text);  // NOLINT(google-explicit-constructor)
   /// Holds a JSON value.
-  FieldArg(Json value); // NOLINT(google-explicit-constructor)
+  FieldArg(Json value);  // NOLINT(google-explicit-constructor)
   /// Holds a number as given (bool, int64_t or double).
   template <typename T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
-  FieldArg(T number) { // NOLINT(google-explicit-constructor)
+  FieldArg(T number) {  // NOLINT(google-explicit-constructor)
     if constexpr (std::is_same_v<T, bool>) {
       value_ = number;
     } else if constexpr (std::is_integral_v<T>) {
@@ -328,11 +136,12 @@ class TENSORDICT_API FieldArg {
   template <
       typename TC,
       std::enable_if_t<std::is_base_of_v<detail::TensorClassRoot, TC>, int> = 0>
-  FieldArg(const TC& value) // NOLINT(google-explicit-constructor)
+  FieldArg(const TC& value)  // NOLINT(google-explicit-constructor)
       : value_(value.tensordict()), class_info_(&TC::tensor_class_info()) {}
   /// Holds the optional's value, or None.
   template <typename T>
-  FieldArg(const std::optional<T>& value) { // NOLINT(google-explicit-constructor)
+  FieldArg(
+      const std::optional<T>& value) {  // NOLINT(google-explicit-constructor)
     if (value) {
       *this = FieldArg(*value);
     }
@@ -377,143 +186,6 @@ class TENSORDICT_API FieldInit {
 };
 
 namespace detail {
-
-// The compiled side of TensorClass (src/tensor_class.cpp); not API. Each
-// takes the class description and names the field in its errors.
-
-/// Builds the dict of a new instance from named fields; throws like Python's
-/// `__init__` on unknown, repeated or missing fields.
-TENSORDICT_API TensorDict tc_construct(
-    const ClassInfo& info,
-    c10::ArrayRef<FieldInit> fields,
-    c10::IntArrayRef batch_size,
-    std::optional<c10::Device> device,
-    const DimNames& names);
-/// Stores `value` as field `index`, cast as the class flags say.
-TENSORDICT_API void tc_set_field(
-    const TensorDict& td,
-    const ClassInfo& info,
-    size_t index,
-    const FieldArg& value);
-/// Stores `value` as the field named `name`; throws AttributeError's text
-/// (as a KeyError) for a name that is not a field.
-TENSORDICT_API void tc_set_by_name(
-    const TensorDict& td,
-    const ClassInfo& info,
-    std::string_view name,
-    const FieldArg& value);
-/// Returns the entry of field `index`, or null when it is unset.
-TENSORDICT_API const Value* tc_find(
-    const TensorDict& td,
-    const ClassInfo& info,
-    size_t index) noexcept;
-/// Returns the entry of field `index`; throws ValueError when unset.
-TENSORDICT_API const Value& tc_get(
-    const TensorDict& td,
-    const ClassInfo& info,
-    size_t index);
-/// Returns the tensor of field `index` (the fast path of tensor fields).
-TENSORDICT_API at::Tensor tc_read_tensor(
-    const TensorDict& td,
-    const ClassInfo& info,
-    size_t index);
-/// Returns the index of the field named `name`; throws KeyError.
-TENSORDICT_API size_t tc_field_index(const ClassInfo& info, std::string_view name);
-/// Converts a stored entry to the field's C++ type; each throws TypeError
-/// naming the field when the entry holds something else.
-TENSORDICT_API at::Tensor
-tc_as_tensor(const Value& value, const ClassInfo& info, size_t index);
-TENSORDICT_API TensorDict
-tc_as_tensordict(const Value& value, const ClassInfo& info, size_t index);
-TENSORDICT_API std::string
-tc_as_string(const Value& value, const ClassInfo& info, size_t index);
-TENSORDICT_API Json
-tc_as_json(const Value& value, const ClassInfo& info, size_t index);
-TENSORDICT_API int64_t
-tc_as_int(const Value& value, const ClassInfo& info, size_t index);
-TENSORDICT_API double
-tc_as_double(const Value& value, const ClassInfo& info, size_t index);
-TENSORDICT_API bool
-tc_as_bool(const Value& value, const ClassInfo& info, size_t index);
-/// Checks that `td` holds only fields of the class, of the right kinds.
-TENSORDICT_API void tc_check(const TensorDict& td, const ClassInfo& info);
-/// Returns Python's detailed repr of a tensorclass.
-TENSORDICT_API std::string tc_repr(const TensorDict& td, const ClassInfo& info);
-/// Marks `td` and its TensorClass fields with their Python classes.
-TENSORDICT_API void tc_mark_classes(const TensorDict& td, const ClassInfo& info);
-/// Returns a shallow copy of `td` marked with the Python classes, to save.
-TENSORDICT_API TensorDict
-tc_marked_copy(const TensorDict& td, const ClassInfo& info);
-/// Loads a memmap directory as the class (checks `_type` and the fields).
-TENSORDICT_API TensorDict tc_load_memmap(
-    const ClassInfo& info,
-    const std::string& prefix,
-    const LoadMemmapOptions& options);
-/// Returns the state dict of an instance (src/state_dict.cpp).
-TENSORDICT_API StateDict
-tc_state_dict(const TensorDict& td, const ClassInfo& info, bool flatten);
-/// Loads a state dict into an instance (src/state_dict.cpp).
-TENSORDICT_API void tc_load_state_dict(
-    const TensorDict& td,
-    const ClassInfo& info,
-    const StateDict& state_dict,
-    bool strict,
-    bool assign);
-/// Checks every element of a lazy stack against the class (errors name the
-/// element).
-TENSORDICT_API void tc_check_lazy(
-    const LazyStackedTensorDict& stack,
-    const ClassInfo& info);
-/// Saves a lazy stack of instances in Python's layout of `Cls.lazy_stack`.
-TENSORDICT_API LazyStackedTensorDict tc_memmap_lazy(
-    const LazyStackedTensorDict& stack,
-    const ClassInfo& info,
-    const MemmapOptions& options);
-/// Loads a lazy stack of instances (checks `_type` and every element).
-TENSORDICT_API LazyStackedTensorDict tc_load_lazy_memmap(
-    const ClassInfo& info,
-    const std::string& prefix,
-    const LoadMemmapOptions& options);
-/// Records the Python class string of a class; throws ValueError unless it
-/// reads `<class 'module.Name'>`.
-TENSORDICT_API void tc_register(ClassInfo& info, std::string type_string);
-/// Writes text to a stream (keeps <ostream> out of this header).
-TENSORDICT_API void tc_write(std::ostream& out, const std::string& text);
-
-template <typename T>
-struct TypeIdentity {
-  using type = T;
-};
-
-template <typename T, ClassFlags Flags>
-read_type_t<T, Flags> tc_convert(
-    const Value& value,
-    const ClassInfo& info,
-    size_t index) {
-  constexpr FieldKind kind = FieldTraits<T>::kind;
-  constexpr bool cast_numbers =
-      !has_flag(Flags, ClassFlags::kAutocast) &&
-      !has_flag(Flags, ClassFlags::kNocast);
-  if constexpr (kind == FieldKind::kTensor) {
-    return tc_as_tensor(value, info, index);
-  } else if constexpr (kind == FieldKind::kTensorDict) {
-    return tc_as_tensordict(value, info, index);
-  } else if constexpr (kind == FieldKind::kTensorClass) {
-    return T(tc_as_tensordict(value, info, index), WrapTag{});
-  } else if constexpr (kind == FieldKind::kString) {
-    return tc_as_string(value, info, index);
-  } else if constexpr (kind == FieldKind::kJson) {
-    return tc_as_json(value, info, index);
-  } else if constexpr (cast_numbers) {
-    return tc_as_tensor(value, info, index);
-  } else if constexpr (kind == FieldKind::kInt) {
-    return tc_as_int(value, info, index);
-  } else if constexpr (kind == FieldKind::kDouble) {
-    return tc_as_double(value, info, index);
-  } else {
-    return tc_as_bool(value, info, index);
-  }
-}
 
 /// The root of every TensorClass: the TensorDict handle.
 class TENSORDICT_API TensorClassBase : public TensorClassRoot {
@@ -599,12 +271,7 @@ class TENSORDICT_API TensorClassBase : public TensorClassRoot {
   TensorDict td_;
 };
 
-} // namespace detail
-
-/// Returns true if `T` is a TensorClass.
-template <typename T>
-inline constexpr bool is_tensor_class_v =
-    std::is_base_of_v<detail::TensorClassRoot, T>;
+}  // namespace detail
 
 /// The base of a typed, dataclass-like struct whose fields live in a
 /// TensorDict: Python's `TensorClass`. `Derived` is the struct itself
@@ -631,10 +298,8 @@ class TensorClass : public std::conditional_t<
                         std::is_void_v<Parent>,
                         detail::TensorClassBase,
                         Parent> {
-  using Base = std::conditional_t<
-      std::is_void_v<Parent>,
-      detail::TensorClassBase,
-      Parent>;
+  using Base = std::
+      conditional_t<std::is_void_v<Parent>, detail::TensorClassBase, Parent>;
 
  public:
   /// The class's flags: its own, or with the parent's.
@@ -666,8 +331,8 @@ class TensorClass : public std::conditional_t<
           return true;
         } else {
           return Flags == ClassFlags::kInherit ||
-              !has_flag(Parent::kFlags, ClassFlags::kFrozen) ||
-              has_flag(Flags, ClassFlags::kFrozen);
+                 !has_flag(Parent::kFlags, ClassFlags::kFrozen) ||
+                 has_flag(Flags, ClassFlags::kFrozen);
         }
       }(),
       "cannot inherit non-frozen TensorClass from a frozen one");
@@ -688,7 +353,7 @@ class TensorClass : public std::conditional_t<
   /// that is not a field, TypeError for a missing required field or a
   /// value of the wrong kind, and what `TensorDict::set` throws (with the
   /// field name) when a value does not fit the batch size.
-  TensorClass( // NOLINT(google-explicit-constructor)
+  TensorClass(  // NOLINT(google-explicit-constructor)
       std::initializer_list<FieldInit> fields,
       c10::IntArrayRef batch_size = {},
       std::optional<c10::Device> device = std::nullopt,
@@ -766,12 +431,24 @@ class TensorClass : public std::conditional_t<
     static_assert(
         std::is_void_v<V> && !has_flag(kFlags, ClassFlags::kFrozen),
         "cannot assign to a field of a frozen TensorClass");
-    detail::tc_set_by_name(this->td_, Derived::tensor_class_info(), name, value);
+    detail::tc_set_by_name(
+        this->td_, Derived::tensor_class_info(), name, value);
     return self();
   }
 
-  // --- indexing and shape ops: each returns Derived (views where the
-  // TensorDict op gives views) ------------------------------------------------
+  // --- generated forwarders: TENSORDICT_TENSORCLASS_OPS lists them (shape
+  // ops, reductions, copies and casts, arithmetic with its `_` forms, unary
+  // math, `zero_`, `lock_`) and TENSORDICT_DETAIL_TC_OPERATORS the
+  // operators. Each forwards to the TensorDict op of the same name and
+  // returns Derived (views where TensorDict gives views), or *this for the
+  // in-place forms -----------------------------------------------------------
+
+  TENSORDICT_TENSORCLASS_OPS(TENSORDICT_DETAIL_TC_FORWARD)
+  TENSORDICT_DETAIL_TC_OPERATORS(
+      TENSORDICT_DETAIL_TC_COMPARISON, TENSORDICT_DETAIL_TC_ARITHMETIC)
+
+  // --- the members written by hand (each is a MEMBER entry of the list):
+  // signatures of their own, or more than forwarding -------------------------
 
   /// Indexes the batch dims (see tensordict/indexing.h).
   [[nodiscard]] Derived index(
@@ -780,8 +457,7 @@ class TensorClass : public std::conditional_t<
   }
   /// Writes `value`'s fields into the indexed part of every field.
   Derived& index_put_(
-      c10::ArrayRef<at::indexing::TensorIndex> indices,
-      const Derived& value) {
+      c10::ArrayRef<at::indexing::TensorIndex> indices, const Derived& value) {
     this->td_.index_put_(indices, value.tensordict());
     return self();
   }
@@ -792,17 +468,9 @@ class TensorClass : public std::conditional_t<
     this->td_.index_put_(indices, value);
     return self();
   }
-  /// Returns a view with batch size `shape`.
-  [[nodiscard]] Derived view(c10::IntArrayRef shape) const {
-    return wrap(this->td_.view(shape));
-  }
-  /// Returns the instance with batch size `shape`.
-  [[nodiscard]] Derived reshape(c10::IntArrayRef shape) const {
-    return wrap(this->td_.reshape(shape));
-  }
   /// Flattens batch dims `start_dim`..`end_dim` into one.
-  [[nodiscard]] Derived flatten(int64_t start_dim = 0, int64_t end_dim = -1)
-      const {
+  [[nodiscard]] Derived flatten(
+      int64_t start_dim = 0, int64_t end_dim = -1) const {
     return wrap(this->td_.flatten(start_dim, end_dim));
   }
   /// Splits batch dim `dim` into `sizes`.
@@ -821,29 +489,13 @@ class TensorClass : public std::conditional_t<
   [[nodiscard]] Derived unsqueeze(int64_t dim) const {
     return wrap(this->td_.unsqueeze(dim));
   }
-  /// Reorders the batch dims.
-  [[nodiscard]] Derived permute(c10::IntArrayRef dims) const {
-    return wrap(this->td_.permute(dims));
-  }
   /// Swaps two batch dims.
   [[nodiscard]] Derived transpose(int64_t dim0, int64_t dim1) const {
     return wrap(this->td_.transpose(dim0, dim1));
   }
-  /// Broadcasts to batch size `shape`; views.
-  [[nodiscard]] Derived expand(c10::IntArrayRef shape) const {
-    return wrap(this->td_.expand(shape));
-  }
-  /// Tiles the batch dims.
-  [[nodiscard]] Derived repeat(c10::IntArrayRef repeats) const {
-    return wrap(this->td_.repeat(repeats));
-  }
-  /// Reverses the order along batch dims.
-  [[nodiscard]] Derived flip(c10::IntArrayRef dims) const {
-    return wrap(this->td_.flip(dims));
-  }
   /// Returns the slice [start, start + length) of batch dim `dim`; a view.
-  [[nodiscard]] Derived narrow(int64_t dim, int64_t start, int64_t length)
-      const {
+  [[nodiscard]] Derived narrow(
+      int64_t dim, int64_t start, int64_t length) const {
     return wrap(this->td_.narrow(dim, start, length));
   }
   /// Picks elements where the batch-shaped `mask` is true, flattened.
@@ -852,14 +504,18 @@ class TensorClass : public std::conditional_t<
   }
   /// Returns a copy with `value` where the batch-shaped `mask` is true.
   [[nodiscard]] Derived masked_fill(
-      const at::Tensor& mask,
-      const c10::Scalar& value) const {
+      const at::Tensor& mask, const c10::Scalar& value) const {
     return wrap(this->td_.masked_fill(mask, value));
+  }
+  /// Writes `value` into every tensor field where `mask` is true.
+  Derived& masked_fill_(const at::Tensor& mask, const c10::Scalar& value) {
+    this->td_.masked_fill_(mask, value);
+    return self();
   }
   /// Picks each field from this instance where `condition` is true, else
   /// from `other`.
-  [[nodiscard]] Derived where(const at::Tensor& condition, const Derived& other)
-      const {
+  [[nodiscard]] Derived where(
+      const at::Tensor& condition, const Derived& other) const {
     return wrap(this->td_.where(condition, other.tensordict()));
   }
   /// Splits along batch dim `dim` into its elements; views.
@@ -867,29 +523,27 @@ class TensorClass : public std::conditional_t<
     return wrap_all(this->td_.unbind(dim));
   }
   /// Splits along batch dim `dim` into pieces of `split_size`; views.
-  [[nodiscard]] std::vector<Derived> split(int64_t split_size, int64_t dim = 0)
-      const {
+  [[nodiscard]] std::vector<Derived> split(
+      int64_t split_size, int64_t dim = 0) const {
     return wrap_all(this->td_.split(split_size, dim));
   }
   /// Splits along batch dim `dim` into pieces of the given sizes; views.
   [[nodiscard]] std::vector<Derived> split(
-      c10::IntArrayRef split_sizes,
-      int64_t dim = 0) const {
+      c10::IntArrayRef split_sizes, int64_t dim = 0) const {
     return wrap_all(this->td_.split(split_sizes, dim));
   }
   /// Splits along batch dim `dim` into `chunks` pieces.
-  [[nodiscard]] std::vector<Derived> chunk(int64_t chunks, int64_t dim = 0)
-      const {
+  [[nodiscard]] std::vector<Derived> chunk(
+      int64_t chunks, int64_t dim = 0) const {
     return wrap_all(this->td_.chunk(chunks, dim));
   }
-
   /// Gathers along batch dim `dim` as torch.gather (see TensorDict::gather).
   [[nodiscard]] Derived gather(int64_t dim, const at::Tensor& index) const {
     return wrap(this->td_.gather(dim, index));
   }
   /// Rolls along batch dims, as torch.roll.
-  [[nodiscard]] Derived roll(c10::IntArrayRef shifts, c10::IntArrayRef dims)
-      const {
+  [[nodiscard]] Derived roll(
+      c10::IntArrayRef shifts, c10::IntArrayRef dims) const {
     return wrap(this->td_.roll(shifts, dims));
   }
   /// Repeats each element `repeats` times along batch dim `dim`.
@@ -899,17 +553,9 @@ class TensorClass : public std::conditional_t<
   /// Pads the batch dims with `value` (see TensorDict::pad); non-tensor
   /// fields hold None in the padded slots.
   [[nodiscard]] Derived pad(
-      c10::IntArrayRef pad_sizes,
-      const c10::Scalar& value = 0) const {
+      c10::IntArrayRef pad_sizes, const c10::Scalar& value = 0) const {
     return wrap(this->td_.pad(pad_sizes, value));
   }
-  /// Writes `value` into every tensor field where `mask` is true.
-  Derived& masked_fill_(const at::Tensor& mask, const c10::Scalar& value) {
-    this->td_.masked_fill_(mask, value);
-    return self();
-  }
-
-  // --- dim names ---------------------------------------------------------
 
   /// Returns a shallow copy with these dim names.
   [[nodiscard]] Derived rename(const DimNames& names) const {
@@ -932,44 +578,6 @@ class TensorClass : public std::conditional_t<
     return self();
   }
 
-  // --- reductions: one reduced tensor per field (see TensorDict::sum) ----
-
-  /// Returns the sum of every tensor field.
-  [[nodiscard]] Derived sum(const ReduceOptions& options = {}) const {
-    return wrap(this->td_.sum(options));
-  }
-  /// Returns the mean of every tensor field.
-  [[nodiscard]] Derived mean(const ReduceOptions& options = {}) const {
-    return wrap(this->td_.mean(options));
-  }
-  /// Returns the standard deviation of every tensor field.
-  [[nodiscard]] Derived std(const ReduceOptions& options = {}) const {
-    return wrap(this->td_.std(options));
-  }
-  /// Returns the variance of every tensor field.
-  [[nodiscard]] Derived var(const ReduceOptions& options = {}) const {
-    return wrap(this->td_.var(options));
-  }
-  /// Returns the product of every tensor field.
-  [[nodiscard]] Derived prod(const ReduceOptions& options = {}) const {
-    return wrap(this->td_.prod(options));
-  }
-  /// Returns the maximum of every tensor field.
-  [[nodiscard]] Derived amax(const ReduceOptions& options = {}) const {
-    return wrap(this->td_.amax(options));
-  }
-  /// Returns the minimum of every tensor field.
-  [[nodiscard]] Derived amin(const ReduceOptions& options = {}) const {
-    return wrap(this->td_.amin(options));
-  }
-  /// Returns the maximum values of every tensor field (no indices).
-  [[nodiscard]] Derived max(const ReduceOptions& options = {}) const {
-    return wrap(this->td_.max(options));
-  }
-  /// Returns the minimum values of every tensor field (no indices).
-  [[nodiscard]] Derived min(const ReduceOptions& options = {}) const {
-    return wrap(this->td_.min(options));
-  }
   using Base::all;
   using Base::any;
   /// Returns whether all elements along batch dim `dim` are true.
@@ -981,8 +589,6 @@ class TensorClass : public std::conditional_t<
     return wrap(this->td_.any(dim));
   }
 
-  // --- apply, conversions, comparisons -----------------------------------
-
   /// Returns an instance of `fn(leaf)` for every tensor (non-tensor fields
   /// kept), as `TensorDict::apply`; throws if a result drops or reshapes a
   /// field so that it no longer fits the class.
@@ -993,9 +599,7 @@ class TensorClass : public std::conditional_t<
   /// Returns an instance of `fn(leaf, other_leaf)`, matched by field.
   template <typename Fn>
   [[nodiscard]] Derived apply(
-      Fn&& fn,
-      const Derived& other,
-      const ApplyOptions& options = {}) const {
+      Fn&& fn, const Derived& other, const ApplyOptions& options = {}) const {
     return checked(
         this->td_.apply(std::forward<Fn>(fn), other.tensordict(), options));
   }
@@ -1011,158 +615,17 @@ class TensorClass : public std::conditional_t<
   }
   /// Returns a copy moved and cast as `options` says.
   [[nodiscard]] Derived to(
-      const at::TensorOptions& options,
-      bool non_blocking = false) const {
+      const at::TensorOptions& options, bool non_blocking = false) const {
     return wrap(this->td_.to(options, non_blocking));
-  }
-  /// Returns a copy on the CPU.
-  [[nodiscard]] Derived cpu() const {
-    return wrap(this->td_.cpu());
-  }
-  /// Returns a deep copy.
-  [[nodiscard]] Derived clone() const {
-    return wrap(this->td_.clone());
-  }
-  /// Returns a shallow copy: new dicts, same tensors.
-  [[nodiscard]] Derived copy() const {
-    return wrap(this->td_.copy());
-  }
-  /// Returns a copy whose tensors are detached from the autograd graph.
-  [[nodiscard]] Derived detach() const {
-    return wrap(this->td_.detach());
-  }
-  /// Returns a copy with every tensor contiguous.
-  [[nodiscard]] Derived contiguous() const {
-    return wrap(this->td_.contiguous());
-  }
-  /// Writes zero into every tensor; allowed on frozen instances.
-  Derived& zero_() {
-    this->td_.zero_();
-    return self();
   }
   /// Copies every field of `src` into this instance's tensors in place.
   Derived& copy_(const Derived& src, bool non_blocking = false) {
     this->td_.copy_(src.tensordict(), non_blocking);
     return self();
   }
-  /// Compares field by field: an instance of bool tensors.
-  [[nodiscard]] Derived operator==(const Derived& other) const {
-    return wrap(this->td_ == other.tensordict());
-  }
-  /// Compares field by field: an instance of bool tensors.
-  [[nodiscard]] Derived operator!=(const Derived& other) const {
-    return wrap(this->td_ != other.tensordict());
-  }
-  /// Compares every tensor to a scalar: an instance of bool tensors.
-  [[nodiscard]] Derived operator==(const c10::Scalar& other) const {
-    return wrap(this->td_ == other);
-  }
-  /// Compares every tensor to a scalar: an instance of bool tensors.
-  [[nodiscard]] Derived operator!=(const c10::Scalar& other) const {
-    return wrap(this->td_ != other);
-  }
-
-  // --- arithmetic, casts and ordering (leaf by leaf, as TensorDict's) ----
-
-  /// Returns `this + alpha * other`, field by field.
-  [[nodiscard]] Derived add(const Derived& other, const c10::Scalar& alpha = 1)
-      const {
-    return wrap(this->td_.add(other.tensordict(), alpha));
-  }
-  /// Returns `field + alpha * other` for every tensor.
-  [[nodiscard]] Derived add(
-      const c10::Scalar& other,
-      const c10::Scalar& alpha = 1) const {
-    return wrap(this->td_.add(other, alpha));
-  }
-  /// Returns `this - alpha * other`, field by field.
-  [[nodiscard]] Derived sub(const Derived& other, const c10::Scalar& alpha = 1)
-      const {
-    return wrap(this->td_.sub(other.tensordict(), alpha));
-  }
-  /// Returns `field - alpha * other` for every tensor.
-  [[nodiscard]] Derived sub(
-      const c10::Scalar& other,
-      const c10::Scalar& alpha = 1) const {
-    return wrap(this->td_.sub(other, alpha));
-  }
-  /// Returns the product, field by field.
-  [[nodiscard]] Derived mul(const Derived& other) const {
-    return wrap(this->td_.mul(other.tensordict()));
-  }
-  /// Returns `field * other` for every tensor.
-  [[nodiscard]] Derived mul(const c10::Scalar& other) const {
-    return wrap(this->td_.mul(other));
-  }
-  /// Returns the true division, field by field.
-  [[nodiscard]] Derived div(const Derived& other) const {
-    return wrap(this->td_.div(other.tensordict()));
-  }
-  /// Returns `field / other` for every tensor.
-  [[nodiscard]] Derived div(const c10::Scalar& other) const {
-    return wrap(this->td_.div(other));
-  }
-  /// Same as `add(other)`.
-  [[nodiscard]] Derived operator+(const Derived& other) const {
-    return add(other);
-  }
-  /// Same as `add(other)`.
-  [[nodiscard]] Derived operator+(const c10::Scalar& other) const {
-    return add(other);
-  }
-  /// Same as `sub(other)`.
-  [[nodiscard]] Derived operator-(const Derived& other) const {
-    return sub(other);
-  }
-  /// Same as `sub(other)`.
-  [[nodiscard]] Derived operator-(const c10::Scalar& other) const {
-    return sub(other);
-  }
-  /// Same as `mul(other)`.
-  [[nodiscard]] Derived operator*(const Derived& other) const {
-    return mul(other);
-  }
-  /// Same as `mul(other)`.
-  [[nodiscard]] Derived operator*(const c10::Scalar& other) const {
-    return mul(other);
-  }
-  /// Same as `div(other)`.
-  [[nodiscard]] Derived operator/(const Derived& other) const {
-    return div(other);
-  }
-  /// Same as `div(other)`.
-  [[nodiscard]] Derived operator/(const c10::Scalar& other) const {
-    return div(other);
-  }
-  /// Returns the negation of every tensor.
+  /// Returns the negation of every tensor (same as `neg()`).
   [[nodiscard]] Derived operator-() const {
     return wrap(-this->td_);
-  }
-  /// Adds `alpha * other` into every tensor in place.
-  Derived& add_(const Derived& other, const c10::Scalar& alpha = 1) {
-    this->td_.add_(other.tensordict(), alpha);
-    return self();
-  }
-  /// Multiplies every tensor by `other` in place.
-  Derived& mul_(const c10::Scalar& other) {
-    this->td_.mul_(other);
-    return self();
-  }
-  /// Returns `abs` of every tensor.
-  [[nodiscard]] Derived abs() const {
-    return wrap(this->td_.abs());
-  }
-  /// Returns `exp` of every tensor.
-  [[nodiscard]] Derived exp() const {
-    return wrap(this->td_.exp());
-  }
-  /// Returns `log` of every tensor.
-  [[nodiscard]] Derived log() const {
-    return wrap(this->td_.log());
-  }
-  /// Returns `sqrt` of every tensor.
-  [[nodiscard]] Derived sqrt() const {
-    return wrap(this->td_.sqrt());
   }
   /// Returns every tensor clamped to [min, max]; throws like
   /// `TensorDict::clamp`.
@@ -1171,54 +634,16 @@ class TensorClass : public std::conditional_t<
       const std::optional<c10::Scalar>& max = std::nullopt) const {
     return wrap(this->td_.clamp(min, max));
   }
-  /// Returns a copy cast to float32 (Python's `float()`).
-  [[nodiscard]] Derived float32() const {
-    return wrap(this->td_.float32());
-  }
-  /// Returns a copy cast to float64 (Python's `double()`).
-  [[nodiscard]] Derived float64() const {
-    return wrap(this->td_.float64());
-  }
-  /// Returns a copy cast to float16 (Python's `half()`).
-  [[nodiscard]] Derived half() const {
-    return wrap(this->td_.half());
-  }
-  /// Returns a copy cast to bool (Python's `bool()`).
-  [[nodiscard]] Derived boolean() const {
-    return wrap(this->td_.boolean());
-  }
-  /// Returns `this < other`, field by field: an instance of bool tensors.
-  [[nodiscard]] Derived operator<(const Derived& other) const {
-    return wrap(this->td_ < other.tensordict());
-  }
-  /// Returns `this <= other`, field by field.
-  [[nodiscard]] Derived operator<=(const Derived& other) const {
-    return wrap(this->td_ <= other.tensordict());
-  }
-  /// Returns `this > other`, field by field.
-  [[nodiscard]] Derived operator>(const Derived& other) const {
-    return wrap(this->td_ > other.tensordict());
-  }
-  /// Returns `this >= other`, field by field.
-  [[nodiscard]] Derived operator>=(const Derived& other) const {
-    return wrap(this->td_ >= other.tensordict());
-  }
-  /// Returns `field < other` for every tensor.
-  [[nodiscard]] Derived operator<(const c10::Scalar& other) const {
-    return wrap(this->td_ < other);
-  }
-  /// Returns `field > other` for every tensor.
-  [[nodiscard]] Derived operator>(const c10::Scalar& other) const {
-    return wrap(this->td_ > other);
-  }
-
-  // --- locking and memory-mapped storage ---------------------------------
-
-  /// Locks the instance (fields can be written in place only).
-  Derived& lock_() {
-    this->td_.lock_();
+  /// Clamps every tensor to [min, max] in place; throws like `clamp`.
+  Derived& clamp_(
+      const std::optional<c10::Scalar>& min,
+      const std::optional<c10::Scalar>& max = std::nullopt) {
+    this->td_.clamp_(min, max);
     return self();
   }
+
+  // --- unlocking (`lock_` is generated) and memory-mapped storage ---------
+
   /// Unlocks the instance; does not compile for a frozen class.
   template <typename V = void>
   Derived& unlock_() {
@@ -1234,9 +659,8 @@ class TensorClass : public std::conditional_t<
   /// (`meta.json` with `_type`, fields under `_tensordict/`), which Python
   /// loads as its class; otherwise a plain TensorDict layout.
   [[nodiscard]] Derived memmap(const MemmapOptions& options = {}) const {
-    return wrap(
-        detail::tc_marked_copy(this->td_, Derived::tensor_class_info())
-            .memmap(options));
+    return wrap(detail::tc_marked_copy(this->td_, Derived::tensor_class_info())
+                    .memmap(options));
   }
   /// Writes the instance like `memmap`, then maps its own tensors to the
   /// files in place and locks it.
@@ -1254,15 +678,13 @@ class TensorClass : public std::conditional_t<
   /// the registered Python class, and like `from_tensordict` if the fields
   /// do not fit.
   [[nodiscard]] static Derived load_memmap(
-      const std::string& prefix,
-      const LoadMemmapOptions& options = {}) {
-    return wrap(detail::tc_load_memmap(
-        Derived::tensor_class_info(), prefix, options));
+      const std::string& prefix, const LoadMemmapOptions& options = {}) {
+    return wrap(
+        detail::tc_load_memmap(Derived::tensor_class_info(), prefix, options));
   }
   /// Same as `load_memmap` (Python's `load`).
   [[nodiscard]] static Derived load(
-      const std::string& prefix,
-      const LoadMemmapOptions& options = {}) {
+      const std::string& prefix, const LoadMemmapOptions& options = {}) {
     return load_memmap(prefix, options);
   }
 
@@ -1288,9 +710,7 @@ class TensorClass : public std::conditional_t<
   /// keeps it silently). Unlike Python, an unset field the state dict holds
   /// is set rather than skipped. Frozen instances load in place only.
   Derived& load_state_dict(
-      const StateDict& state_dict,
-      bool strict = true,
-      bool assign = false) {
+      const StateDict& state_dict, bool strict = true, bool assign = false) {
     detail::tc_load_state_dict(
         this->td_, Derived::tensor_class_info(), state_dict, strict, assign);
     return self();
@@ -1354,7 +774,8 @@ class TensorClass : public std::conditional_t<
     return self();
   }
   template <typename T>
-  static void add_field(std::vector<detail::FieldInfo>& fields, const char* name) {
+  static void add_field(
+      std::vector<detail::FieldInfo>& fields, const char* name) {
     using Traits = detail::FieldTraits<T>;
     const detail::ClassInfo* nested = nullptr;
     if constexpr (Traits::kind == detail::FieldKind::kTensorClass) {
@@ -1389,159 +810,6 @@ template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
   return TC::from_tensordict(cat(tds, dim));
 }
 
-/// A lazy stack of TensorClass instances: Python's `Cls.lazy_stack(...)`,
-/// a tensorclass over a LazyStackedTensorDict. The elements keep their own
-/// field shapes (their batch sizes must agree) and every read returns `TC`
-/// or a lazy stack of `TC`. A cheap handle like LazyStackedTensorDict:
-/// copies alias the stack, and the elements are aliased, not copied.
-///
-/// Differences from Python: fields are read with `get(name)` (stacked
-/// tensors) or through `at(i)` / `elements()`, not as attributes; the
-/// stack cannot grow or be written through (write into the elements).
-///
-/// Example:
-/// ```
-///   auto episodes = lazy_stack(std::vector<Step>{short_run, long_run});
-///   Step second = episodes.at(1);       // aliased
-///   episodes.get("reward");             // stacked, if the shapes agree
-///   (void)episodes.memmap(MemmapOptions("/data/episodes"));
-/// ```
-template <typename TC>
-class LazyStackedTensorClass {
-  static_assert(
-      is_tensor_class_v<TC>,
-      "LazyStackedTensorClass needs a TensorClass");
-
- public:
-  /// Stacks `items` (aliased) along batch dim `dim`; throws like
-  /// `tensordict::lazy_stack`.
-  explicit LazyStackedTensorClass(
-      const std::vector<TC>& items,
-      int64_t dim = 0,
-      std::optional<std::string> stack_dim_name = std::nullopt)
-      : stack_(tensordicts_of(items), dim, std::move(stack_dim_name)) {}
-
-  /// Wraps an untyped lazy stack without copying; throws like
-  /// `TC::from_tensordict`, naming the element, if one does not fit.
-  [[nodiscard]] static LazyStackedTensorClass from_lazy_stack(
-      LazyStackedTensorDict stack) {
-    detail::tc_check_lazy(stack, TC::tensor_class_info());
-    return LazyStackedTensorClass(std::move(stack));
-  }
-  /// Returns the untyped stack (aliased).
-  const LazyStackedTensorDict& lazy_stacked_tensordict() const noexcept {
-    return stack_;
-  }
-  /// Returns the elements (aliased), in stack order.
-  [[nodiscard]] std::vector<TC> elements() const {
-    std::vector<TC> out;
-    out.reserve(stack_.tensordicts().size());
-    for (const auto& td : stack_.tensordicts()) {
-      out.push_back(TC::from_tensordict(td));
-    }
-    return out;
-  }
-  /// Returns the number of elements.
-  size_t num_elements() const noexcept {
-    return stack_.tensordicts().size();
-  }
-  /// Returns the batch dim along which the elements are stacked.
-  int64_t stack_dim() const noexcept {
-    return stack_.stack_dim();
-  }
-  /// Returns the batch size (the elements' with the stack dim inserted).
-  c10::IntArrayRef batch_size() const& noexcept {
-    return stack_.batch_size();
-  }
-  /// Returns the number of batch dims.
-  int64_t batch_dims() const noexcept {
-    return stack_.batch_dims();
-  }
-  /// Returns the device the elements share, or nullopt.
-  std::optional<c10::Device> device() const noexcept {
-    return stack_.device();
-  }
-  /// Returns the dim names, the stack dim's included.
-  DimNames names() const {
-    return stack_.names();
-  }
-
-  /// Returns element `index` along the stack dim (aliased); throws
-  /// IndexError when out of range.
-  [[nodiscard]] TC at(int64_t index) const {
-    return TC::from_tensordict(stack_.at(index));
-  }
-  /// Indexes as `LazyStackedTensorDict::index`: one instance when an
-  /// integer lands on the stack dim, else a lazy stack of instances.
-  [[nodiscard]] std::variant<TC, LazyStackedTensorClass> index(
-      c10::ArrayRef<at::indexing::TensorIndex> indices) const {
-    auto result = stack_.index(indices);
-    if (auto* td = std::get_if<TensorDict>(&result)) {
-      return TC::from_tensordict(std::move(*td));
-    }
-    return LazyStackedTensorClass(
-        std::get<LazyStackedTensorDict>(std::move(result)));
-  }
-  /// Returns the tensor field `name` of every element stacked along the
-  /// stack dim (a new tensor). Throws KeyError for a name that is not a
-  /// field, and what `LazyStackedTensorDict::get` throws (shapes that
-  /// differ, an entry that is not a tensor).
-  [[nodiscard]] at::Tensor get(std::string_view name) const {
-    (void)detail::tc_field_index(TC::tensor_class_info(), name);
-    return stack_.get(NestedKey(name));
-  }
-  /// Stacks the elements into one dense instance (new tensors); throws an
-  /// error naming the field if its shapes differ.
-  [[nodiscard]] TC contiguous() const {
-    return TC::from_tensordict(stack_.contiguous());
-  }
-
-  /// Saves the stack as Python saves `Cls.lazy_stack(...)` (with a
-  /// registered class: `meta.json` with `_type`, the lazy stack under
-  /// `_tensordict/`, one directory per element) and returns it backed by
-  /// the files. Python loads it as its class over a lazy stack.
-  [[nodiscard]] LazyStackedTensorClass memmap(const MemmapOptions& options) const {
-    return LazyStackedTensorClass(
-        detail::tc_memmap_lazy(stack_, TC::tensor_class_info(), options));
-  }
-  /// Loads a lazy stack of `TC` saved by `memmap` or by Python; throws
-  /// ValueError if the tree holds another registered class or a dense
-  /// instance (load that with `TC::load_memmap`), and like
-  /// `from_lazy_stack` if an element does not fit.
-  [[nodiscard]] static LazyStackedTensorClass load_memmap(
-      const std::string& prefix,
-      const LoadMemmapOptions& options = {}) {
-    return LazyStackedTensorClass(detail::tc_load_lazy_memmap(
-        TC::tensor_class_info(), prefix, options));
-  }
-
- private:
-  explicit LazyStackedTensorClass(LazyStackedTensorDict stack)
-      : stack_(std::move(stack)) {}
-
-  static std::vector<TensorDict> tensordicts_of(const std::vector<TC>& items) {
-    std::vector<TensorDict> tds;
-    tds.reserve(items.size());
-    for (const auto& item : items) {
-      tds.push_back(item.tensordict());
-    }
-    return tds;
-  }
-
-  LazyStackedTensorDict stack_;
-};
-
-/// Stacks instances lazily along batch dim `dim` (Python's
-/// `Cls.lazy_stack`): the elements are aliased and may differ in field
-/// shapes. Throws like `tensordict::lazy_stack`.
-template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
-[[nodiscard]] LazyStackedTensorClass<TC> lazy_stack(
-    const std::vector<TC>& items,
-    int64_t dim = 0,
-    std::optional<std::string> stack_dim_name = std::nullopt) {
-  return LazyStackedTensorClass<TC>(items, dim, std::move(stack_dim_name));
-}
-
 /// Returns true if both instances hold equal fields and batch sizes.
 template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
 bool equal(const TC& a, const TC& b) {
@@ -1561,50 +829,13 @@ std::ostream& operator<<(std::ostream& out, const TC& value) {
 /// malformed string. Returns true, so it can initialize a static.
 template <typename TC>
 bool register_python_class(std::string type_string) {
-  static_assert(is_tensor_class_v<TC>, "register_python_class needs a TensorClass");
+  static_assert(
+      is_tensor_class_v<TC>, "register_python_class needs a TensorClass");
   detail::tc_register(TC::tensor_class_info(), std::move(type_string));
   return true;
 }
 
 TENSORDICT_END_NAMESPACE
-
-#define TENSORDICT_DETAIL_STR(x) TENSORDICT_DETAIL_STR_I(x)
-#define TENSORDICT_DETAIL_STR_I(x) #x
-
-#define TENSORDICT_DETAIL_ACCESSORS(i, field) \
-  TENSORDICT_DETAIL_ACCESSORS_I(              \
-      i, TENSORDICT_DETAIL_FIELD_TYPE(field), TENSORDICT_DETAIL_FIELD_NAME(field))
-#define TENSORDICT_DETAIL_ACCESSORS_I(FieldIndex, FieldType, FieldName) \
-  TENSORDICT_DETAIL_ACCESSORS_II(FieldIndex, FieldType, FieldName)
-#define TENSORDICT_DETAIL_ACCESSORS_II(FieldIndex, FieldType, FieldName)                          \
-  static_assert(                                                              \
-      ::tensordict::has_flag(kFlags, ::tensordict::ClassFlags::kShadow) ||    \
-          !::tensordict::detail::is_reserved_field_name(#FieldName),               \
-      "a TensorClass field has the name of a TensorClass member; to allow "   \
-      "it, pass ClassFlags::kShadow");                                        \
-  static_assert(                                                              \
-      !::tensordict::has_flag(kFlags, ::tensordict::ClassFlags::kTensorOnly) || \
-          ::tensordict::detail::FieldTraits<FieldType>::tensor_like,               \
-      "tensor_only requires every field to be a tensor, a TensorDict or a "   \
-      "TensorClass");                                                         \
-                                                                              \
- public:                                                                      \
-  /** Returns the field; throws ValueError if it is unset (not optional). */ \
-  ::tensordict::detail::read_type_t<FieldType, kFlags> FieldName() const {              \
-    return this->template read_field<FieldType>(kParentFieldCount + (FieldIndex));          \
-  }                                                                           \
-  /** Sets the field (checked against the batch size); not for frozen. */    \
-  template <typename TensordictFieldT = FieldType>                                 \
-  tensor_class_self& set_##FieldName(                                              \
-      const typename ::tensordict::detail::TypeIdentity<                      \
-          TensordictFieldT>::type& value) {                                   \
-    return this->template write_field<TensordictFieldT>(                      \
-        kParentFieldCount + (FieldIndex), ::tensordict::FieldArg(value));              \
-  }
-
-#define TENSORDICT_DETAIL_ADD_FIELD(i, field)                     \
-  add_field<TENSORDICT_DETAIL_FIELD_TYPE(field)>(                 \
-      fields, TENSORDICT_DETAIL_STR(TENSORDICT_DETAIL_FIELD_NAME(field)));
 
 /// Declares the fields of a TensorClass `Type`, in order: a bare name is an
 /// `at::Tensor` field, `(T, name)` a field of type T (see NOTE [TensorClass
@@ -1613,36 +844,36 @@ TENSORDICT_END_NAMESPACE
 /// a type with a comma needs an alias.
 ///
 /// Example: `TENSORDICT_FIELDS(Step, obs, (std::optional<std::string>, task))`
-#define TENSORDICT_FIELDS(Type, ...)                                          \
- public:                                                                      \
-  using tensor_class_base::tensor_class_base;                                 \
-  Type() = default;                                                           \
-  Type(const Type&) = default;                                                \
-  Type(Type&&) noexcept = default;                                            \
-  Type& operator=(const Type&) & = default;                                   \
-  Type& operator=(Type&&) & noexcept = default;                               \
-  Type& operator=(const Type&) && = delete;                                   \
-  Type& operator=(Type&&) && = delete;                                        \
-  ~Type() = default;                                                          \
-  /** The number of fields, the parents' included. */                        \
-  static constexpr size_t kFieldCount =                                       \
-      kParentFieldCount + TENSORDICT_DETAIL_COUNT(__VA_ARGS__);               \
-  /** Returns the class name; not API. */                                     \
-  static constexpr const char* tensor_class_name() noexcept {                 \
-    return #Type;                                                             \
-  }                                                                           \
-  /** Appends the class's own fields to a description; not API. */           \
-  static void tensor_class_own_fields(                                        \
-      std::vector<::tensordict::detail::FieldInfo>& fields) {                 \
-    TENSORDICT_DETAIL_FOR_EACH(TENSORDICT_DETAIL_ADD_FIELD, __VA_ARGS__)      \
-  }                                                                           \
-  TENSORDICT_DETAIL_FOR_EACH(TENSORDICT_DETAIL_ACCESSORS, __VA_ARGS__)
+#define TENSORDICT_FIELDS(Type, ...)                               \
+ public:                                                           \
+  using tensor_class_base::tensor_class_base;                      \
+  Type() = default;                                                \
+  Type(const Type&) = default;                                     \
+  Type(Type&&) noexcept = default;                                 \
+  Type& operator=(const Type&)& = default;                         \
+  Type& operator=(Type&&)& noexcept = default;                     \
+  Type& operator=(const Type&)&& = delete;                         \
+  Type& operator=(Type&&)&& = delete;                              \
+  ~Type() = default;                                               \
+  /** The number of fields, the parents' included. */              \
+  static constexpr size_t kFieldCount =                            \
+      kParentFieldCount + TENSORDICT_DETAIL_COUNT(__VA_ARGS__);    \
+  /** Returns the class name; not API. */                          \
+  static constexpr const char* tensor_class_name() noexcept {      \
+    return #Type;                                                  \
+  }                                                                \
+  /** Appends the class's own fields to a description; not API. */ \
+  static void tensor_class_own_fields(                             \
+      std::vector<::tensordict::detail::FieldInfo>&                \
+          fields){TENSORDICT_DETAIL_FOR_EACH(                      \
+      TENSORDICT_DETAIL_ADD_FIELD,                                 \
+      __VA_ARGS__)} TENSORDICT_DETAIL_FOR_EACH(TENSORDICT_DETAIL_ACCESSORS, __VA_ARGS__)
 
 /// Registers at static initialization the Python class string of a
 /// TensorClass (see `register_python_class`); use at namespace scope.
 ///
 /// Example: `TENSORDICT_PYTHON_CLASS(Step, "<class 'envs.Step'>");`
-#define TENSORDICT_PYTHON_CLASS(Type, type_string)                  \
-  [[maybe_unused]] static const bool TENSORDICT_DETAIL_CAT(          \
-      tensordict_python_class_, __LINE__) =                          \
+#define TENSORDICT_PYTHON_CLASS(Type, type_string)          \
+  [[maybe_unused]] static const bool TENSORDICT_DETAIL_CAT( \
+      tensordict_python_class_, __LINE__) =                 \
       ::tensordict::register_python_class<Type>(type_string)

@@ -6,6 +6,7 @@
 #include "tensordict/errors.h"
 #include "tensordict/indexing.h"
 #include "tensordict/lazy_stack.h"
+#include "tensordict/lazy_stacked_tensor_class.h"
 #include "tensordict/memmap.h"
 #include "tensordict/module.h"
 #include "tensordict/nested_key.h"

@@ -107,3 +107,49 @@
   TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_CAT(                           \
       TENSORDICT_DETAIL_FE_, TENSORDICT_DETAIL_COUNT(__VA_ARGS__))(         \
       m, 0, __VA_ARGS__))
+
+// The members TENSORDICT_FIELDS generates for one field (used inside a
+// TensorClass, where kFlags, kParentFieldCount, read_field and write_field
+// are in scope).
+
+#define TENSORDICT_DETAIL_STR(x) TENSORDICT_DETAIL_STR_I(x)
+#define TENSORDICT_DETAIL_STR_I(x) #x
+
+#define TENSORDICT_DETAIL_ACCESSORS(i, field) \
+  TENSORDICT_DETAIL_ACCESSORS_I(              \
+      i,                                      \
+      TENSORDICT_DETAIL_FIELD_TYPE(field),    \
+      TENSORDICT_DETAIL_FIELD_NAME(field))
+#define TENSORDICT_DETAIL_ACCESSORS_I(FieldIndex, FieldType, FieldName) \
+  TENSORDICT_DETAIL_ACCESSORS_II(FieldIndex, FieldType, FieldName)
+#define TENSORDICT_DETAIL_ACCESSORS_II(FieldIndex, FieldType, FieldName)     \
+  static_assert(                                                             \
+      ::tensordict::has_flag(kFlags, ::tensordict::ClassFlags::kShadow) ||   \
+          !::tensordict::detail::is_reserved_field_name(#FieldName),         \
+      "a TensorClass field has the name of a TensorClass member; to allow "  \
+      "it, pass ClassFlags::kShadow");                                       \
+  static_assert(                                                             \
+      !::tensordict::has_flag(                                               \
+          kFlags, ::tensordict::ClassFlags::kTensorOnly) ||                  \
+          ::tensordict::detail::FieldTraits<FieldType>::tensor_like,         \
+      "tensor_only requires every field to be a tensor, a TensorDict or a "  \
+      "TensorClass");                                                        \
+                                                                             \
+ public:                                                                     \
+  /** Returns the field; throws ValueError if it is unset (not optional). */ \
+  ::tensordict::detail::read_type_t<FieldType, kFlags> FieldName() const {   \
+    return this->template read_field<FieldType>(                             \
+        kParentFieldCount + (FieldIndex));                                   \
+  }                                                                          \
+  /** Sets the field (checked against the batch size); not for frozen. */    \
+  template <typename TensordictFieldT = FieldType>                           \
+  tensor_class_self& set_##FieldName(                                        \
+      const typename ::tensordict::detail::TypeIdentity<                     \
+          TensordictFieldT>::type& value) {                                  \
+    return this->template write_field<TensordictFieldT>(                     \
+        kParentFieldCount + (FieldIndex), ::tensordict::FieldArg(value));    \
+  }
+
+#define TENSORDICT_DETAIL_ADD_FIELD(i, field)     \
+  add_field<TENSORDICT_DETAIL_FIELD_TYPE(field)>( \
+      fields, TENSORDICT_DETAIL_STR(TENSORDICT_DETAIL_FIELD_NAME(field)));

@@ -1,0 +1,168 @@
+#pragma once
+
+// The compiled side of TensorClass (src/tensor_class.cpp and, for the state
+// dict, src/state_dict.cpp): the functions the TensorClass templates call,
+// exported so that the templates stay thin. Not API: include
+// tensordict/tensor_class.h. Each function takes the class description and
+// names the field in its errors.
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <c10/util/ArrayRef.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tensordict/detail/tensor_class_traits.h"
+#include "tensordict/lazy_stack.h"
+#include "tensordict/options.h"
+#include "tensordict/state_dict.h"
+#include "tensordict/tensor_dict.h"
+#include "tensordict/value.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+
+class FieldArg;   // tensordict/tensor_class.h
+class FieldInit;  // tensordict/tensor_class.h
+
+namespace detail {
+
+/// Builds the dict of a new instance from named fields; throws like Python's
+/// `__init__` on unknown, repeated or missing fields.
+TENSORDICT_API TensorDict tc_construct(
+    const ClassInfo& info,
+    c10::ArrayRef<FieldInit> fields,
+    c10::IntArrayRef batch_size,
+    std::optional<c10::Device> device,
+    const DimNames& names);
+/// Stores `value` as field `index`, cast as the class flags say.
+TENSORDICT_API void tc_set_field(
+    const TensorDict& td,
+    const ClassInfo& info,
+    size_t index,
+    const FieldArg& value);
+/// Stores `value` as the field named `name`; throws AttributeError's text
+/// (as a KeyError) for a name that is not a field.
+TENSORDICT_API void tc_set_by_name(
+    const TensorDict& td,
+    const ClassInfo& info,
+    std::string_view name,
+    const FieldArg& value);
+/// Returns the entry of field `index`, or null when it is unset.
+TENSORDICT_API const Value* tc_find(
+    const TensorDict& td, const ClassInfo& info, size_t index) noexcept;
+/// Returns the entry of field `index`; throws ValueError when unset.
+TENSORDICT_API const Value& tc_get(
+    const TensorDict& td, const ClassInfo& info, size_t index);
+/// Returns the tensor of field `index` (the fast path of tensor fields).
+TENSORDICT_API at::Tensor tc_read_tensor(
+    const TensorDict& td, const ClassInfo& info, size_t index);
+/// Returns the index of the field named `name`; throws KeyError.
+TENSORDICT_API size_t
+tc_field_index(const ClassInfo& info, std::string_view name);
+
+// Convert a stored entry to the field's C++ type; each throws TypeError
+// naming the field when the entry holds something else.
+
+/// Returns the entry as a tensor (numbers as 0-dim tensors).
+TENSORDICT_API at::Tensor tc_as_tensor(
+    const Value& value, const ClassInfo& info, size_t index);
+/// Returns the entry as a dict (aliased).
+TENSORDICT_API TensorDict
+tc_as_tensordict(const Value& value, const ClassInfo& info, size_t index);
+/// Returns the entry as a string.
+TENSORDICT_API std::string tc_as_string(
+    const Value& value, const ClassInfo& info, size_t index);
+/// Returns the entry as a JSON value.
+TENSORDICT_API Json
+tc_as_json(const Value& value, const ClassInfo& info, size_t index);
+/// Returns the entry as an integer.
+TENSORDICT_API int64_t
+tc_as_int(const Value& value, const ClassInfo& info, size_t index);
+/// Returns the entry as a double.
+TENSORDICT_API double tc_as_double(
+    const Value& value, const ClassInfo& info, size_t index);
+/// Returns the entry as a bool.
+TENSORDICT_API bool tc_as_bool(
+    const Value& value, const ClassInfo& info, size_t index);
+
+/// Checks that `td` holds only fields of the class, of the right kinds.
+TENSORDICT_API void tc_check(const TensorDict& td, const ClassInfo& info);
+/// Returns Python's detailed repr of a tensorclass.
+TENSORDICT_API std::string tc_repr(const TensorDict& td, const ClassInfo& info);
+/// Marks `td` and its TensorClass fields with their Python classes.
+TENSORDICT_API void tc_mark_classes(
+    const TensorDict& td, const ClassInfo& info);
+/// Returns a shallow copy of `td` marked with the Python classes, to save.
+TENSORDICT_API TensorDict
+tc_marked_copy(const TensorDict& td, const ClassInfo& info);
+/// Loads a memmap directory as the class (checks `_type` and the fields).
+TENSORDICT_API TensorDict tc_load_memmap(
+    const ClassInfo& info,
+    const std::string& prefix,
+    const LoadMemmapOptions& options);
+/// Returns the state dict of an instance (src/state_dict.cpp).
+TENSORDICT_API StateDict
+tc_state_dict(const TensorDict& td, const ClassInfo& info, bool flatten);
+/// Loads a state dict into an instance (src/state_dict.cpp).
+TENSORDICT_API void tc_load_state_dict(
+    const TensorDict& td,
+    const ClassInfo& info,
+    const StateDict& state_dict,
+    bool strict,
+    bool assign);
+/// Checks every element of a lazy stack against the class (errors name the
+/// element).
+TENSORDICT_API void tc_check_lazy(
+    const LazyStackedTensorDict& stack, const ClassInfo& info);
+/// Saves a lazy stack of instances in Python's layout of `Cls.lazy_stack`.
+TENSORDICT_API LazyStackedTensorDict tc_memmap_lazy(
+    const LazyStackedTensorDict& stack,
+    const ClassInfo& info,
+    const MemmapOptions& options);
+/// Loads a lazy stack of instances (checks `_type` and every element).
+TENSORDICT_API LazyStackedTensorDict tc_load_lazy_memmap(
+    const ClassInfo& info,
+    const std::string& prefix,
+    const LoadMemmapOptions& options);
+/// Records the Python class string of a class; throws ValueError unless it
+/// reads `<class 'module.Name'>`.
+TENSORDICT_API void tc_register(ClassInfo& info, std::string type_string);
+/// Writes text to a stream (keeps <ostream> out of the headers).
+TENSORDICT_API void tc_write(std::ostream& out, const std::string& text);
+
+/// Converts a stored entry to what the getter of a field declared `T`
+/// returns under `Flags`; throws like the `tc_as_*` it calls.
+template <typename T, ClassFlags Flags>
+read_type_t<T, Flags> tc_convert(
+    const Value& value, const ClassInfo& info, size_t index) {
+  constexpr FieldKind kind = FieldTraits<T>::kind;
+  constexpr bool cast_numbers = !has_flag(Flags, ClassFlags::kAutocast) &&
+                                !has_flag(Flags, ClassFlags::kNocast);
+  if constexpr (kind == FieldKind::kTensor) {
+    return tc_as_tensor(value, info, index);
+  } else if constexpr (kind == FieldKind::kTensorDict) {
+    return tc_as_tensordict(value, info, index);
+  } else if constexpr (kind == FieldKind::kTensorClass) {
+    return T(tc_as_tensordict(value, info, index), WrapTag{});
+  } else if constexpr (kind == FieldKind::kString) {
+    return tc_as_string(value, info, index);
+  } else if constexpr (kind == FieldKind::kJson) {
+    return tc_as_json(value, info, index);
+  } else if constexpr (cast_numbers) {
+    return tc_as_tensor(value, info, index);
+  } else if constexpr (kind == FieldKind::kInt) {
+    return tc_as_int(value, info, index);
+  } else if constexpr (kind == FieldKind::kDouble) {
+    return tc_as_double(value, info, index);
+  } else {
+    return tc_as_bool(value, info, index);
+  }
+}
+
+}  // namespace detail
+TENSORDICT_END_NAMESPACE

@@ -1,0 +1,274 @@
+#pragma once
+
+// The one list of TensorClass's members (not API). It expands to both the
+// forwarders TensorClass generates (tensordict/tensor_class.h) and the names
+// a field may not take without kShadow (detail::is_reserved_field_name), so
+// the two cannot drift apart.
+//
+// Each entry is `X(kind, name)`. The kind says how TensorClass gets the
+// member:
+//   COPY         generated: `Derived name() const`
+//   INPLACE      generated: `Derived& name()`
+//   SIZES        generated: `Derived name(c10::IntArrayRef sizes) const`
+//   DIMS         generated: `Derived name(c10::IntArrayRef dims) const`
+//   REDUCE       generated: `Derived name(const ReduceOptions& = {}) const`
+//   UNARY_PAIR   generated: `Derived name() const` and `Derived& name_()`
+//   ALPHA_PAIR   generated: `name(other, alpha = 1) const` and
+//                `name_(other, alpha = 1)`, `other` a Derived, a tensor or
+//                a scalar
+//   BINARY_PAIR  generated: `name(other) const` and `name_(other)`, `other`
+//                a Derived, a tensor or a scalar
+//   BOUND_PAIR   generated: `name(const c10::Scalar&) const` and `name_(...)`
+//   MEMBER       written by hand in TensorClass or TensorClassBase (an
+//                unusual signature, or more than forwarding)
+//   PYTHON       no C++ member: a member of Python's TensorDict, reserved so
+//                that a C++ class declares the fields Python would accept
+// A `_PAIR` entry reserves both `name` and `name_`. Each generated member
+// forwards to the TensorDict member of the same name and re-wraps the result
+// as `Derived` (views where TensorDict gives views; a `_` form returns
+// `*this`).
+//
+// Adding an op that has the shape of a kind is one entry here. A member
+// written by hand must be listed as MEMBER: tests/tensor_class_test.cpp checks
+// that every MEMBER entry names a member of TensorClass.
+
+// clang-format off
+#define TENSORDICT_TENSORCLASS_OPS(X)                                         \
+  /* the handle and its batch (TensorClassBase) */                           \
+  X(MEMBER, tensordict)       X(MEMBER, batch_size)     X(MEMBER, shape)      \
+  X(MEMBER, batch_dims)       X(MEMBER, ndim)           X(MEMBER, numel)      \
+  X(MEMBER, device)           X(MEMBER, names)          X(MEMBER, is_locked)  \
+  X(MEMBER, is_shared)        X(MEMBER, is_memmap)      X(MEMBER, saved_path) \
+  X(MEMBER, all)              X(MEMBER, any)            X(MEMBER, is_same)    \
+  /* construction and fields by name */                                      \
+  X(MEMBER, tensor_class_info) X(MEMBER, from_tensordict)                     \
+  X(MEMBER, to_tensordict)    X(MEMBER, get)            X(MEMBER, is_none)    \
+  X(MEMBER, set)                                                              \
+  /* indexing and shape */                                                   \
+  X(MEMBER, index)            X(MEMBER, index_put_)     X(SIZES, view)        \
+  X(SIZES, reshape)           X(SIZES, expand)          X(SIZES, repeat)      \
+  X(DIMS, permute)            X(DIMS, flip)             X(MEMBER, flatten)    \
+  X(MEMBER, unflatten)        X(MEMBER, squeeze)        X(MEMBER, unsqueeze)  \
+  X(MEMBER, transpose)        X(MEMBER, narrow)         X(MEMBER, unbind)     \
+  X(MEMBER, split)            X(MEMBER, chunk)          X(MEMBER, gather)     \
+  X(MEMBER, roll)             X(MEMBER, repeat_interleave) X(MEMBER, pad)     \
+  X(MEMBER, masked_select)    X(MEMBER, masked_fill)    X(MEMBER, masked_fill_) \
+  X(MEMBER, where)                                                            \
+  /* dim names */                                                            \
+  X(MEMBER, rename)           X(MEMBER, rename_)        X(MEMBER, rename_by_map) \
+  X(MEMBER, refine_names)                                                     \
+  /* reductions */                                                           \
+  X(REDUCE, sum)              X(REDUCE, mean)           X(REDUCE, std)        \
+  X(REDUCE, var)              X(REDUCE, prod)           X(REDUCE, amax)       \
+  X(REDUCE, amin)             X(REDUCE, max)            X(REDUCE, min)        \
+  /* apply, copies and casts */                                              \
+  X(MEMBER, apply)            X(MEMBER, apply_)         X(MEMBER, to)         \
+  X(COPY, cpu)                X(COPY, clone)            X(COPY, copy)         \
+  X(MEMBER, copy_)            X(COPY, contiguous)       X(INPLACE, zero_)     \
+  X(UNARY_PAIR, detach)       X(COPY, float32)          X(COPY, float64)      \
+  X(COPY, half)               X(COPY, bfloat16)         X(COPY, int32)        \
+  X(COPY, boolean)                                                            \
+  /* arithmetic (the operators are in TENSORDICT_DETAIL_TC_OPERATORS) */     \
+  X(ALPHA_PAIR, add)          X(ALPHA_PAIR, sub)        X(BINARY_PAIR, mul)   \
+  X(BINARY_PAIR, div)         X(BINARY_PAIR, pow)                             \
+  /* unary math: every one TensorDict has */                                 \
+  X(UNARY_PAIR, abs)          X(UNARY_PAIR, neg)        X(UNARY_PAIR, exp)    \
+  X(UNARY_PAIR, expm1)        X(UNARY_PAIR, log)        X(UNARY_PAIR, log1p)  \
+  X(UNARY_PAIR, sqrt)         X(UNARY_PAIR, reciprocal) X(UNARY_PAIR, sigmoid) \
+  X(UNARY_PAIR, tanh)         X(UNARY_PAIR, sin)        X(UNARY_PAIR, cos)    \
+  X(UNARY_PAIR, sign)         X(UNARY_PAIR, floor)      X(UNARY_PAIR, ceil)   \
+  X(UNARY_PAIR, round)        X(UNARY_PAIR, trunc)                            \
+  X(MEMBER, clamp)            X(MEMBER, clamp_)         X(BOUND_PAIR, clamp_min) \
+  X(BOUND_PAIR, clamp_max)                                                    \
+  /* locking, storage, state dict, repr */                                   \
+  X(INPLACE, lock_)           X(MEMBER, unlock_)        X(MEMBER, memmap)     \
+  X(MEMBER, memmap_)          X(MEMBER, save)           X(MEMBER, load_memmap) \
+  X(MEMBER, load)             X(MEMBER, state_dict)     X(MEMBER, load_state_dict) \
+  X(MEMBER, repr)                                                             \
+  /* Python's TensorDict members that TensorClass does not have */           \
+  X(PYTHON, cat)              X(PYTHON, cuda)           X(PYTHON, del_)       \
+  X(PYTHON, dim)              X(PYTHON, double)         X(PYTHON, empty)      \
+  X(PYTHON, exclude)          X(PYTHON, fields)         X(PYTHON, fill_)      \
+  X(PYTHON, float)            X(PYTHON, from_dict)      X(PYTHON, int)        \
+  X(PYTHON, items)            X(PYTHON, keys)           X(PYTHON, load_memmap_) \
+  X(PYTHON, named_apply)      X(PYTHON, pop)            X(PYTHON, select)     \
+  X(PYTHON, size)             X(PYTHON, stack)          X(PYTHON, to_dict)    \
+  X(PYTHON, update)           X(PYTHON, values)
+
+// The operators TensorClass generates: CMP(op) for a comparison, leaf by
+// leaf, with a Derived or a scalar; ARITH(op, compound, name) for an
+// arithmetic operator and its compound assignment, the same as `name` and
+// `name_` (with a Derived, a tensor or a scalar).
+#define TENSORDICT_DETAIL_TC_OPERATORS(CMP, ARITH)                            \
+  CMP(==) CMP(!=) CMP(<) CMP(<=) CMP(>) CMP(>=)                               \
+  ARITH(+, +=, add) ARITH(-, -=, sub) ARITH(*, *=, mul) ARITH(/, /=, div)
+// clang-format on
+
+// --- the names: one string per reserved name -------------------------------
+
+#define TENSORDICT_DETAIL_TC_NAMES(kind, name) \
+  TENSORDICT_DETAIL_TC_NAMES_##kind(name)
+#define TENSORDICT_DETAIL_TC_NAMES_1(name) #name,
+#define TENSORDICT_DETAIL_TC_NAMES_2(name) #name, #name "_",
+#define TENSORDICT_DETAIL_TC_NAMES_COPY TENSORDICT_DETAIL_TC_NAMES_1
+#define TENSORDICT_DETAIL_TC_NAMES_INPLACE TENSORDICT_DETAIL_TC_NAMES_1
+#define TENSORDICT_DETAIL_TC_NAMES_SIZES TENSORDICT_DETAIL_TC_NAMES_1
+#define TENSORDICT_DETAIL_TC_NAMES_DIMS TENSORDICT_DETAIL_TC_NAMES_1
+#define TENSORDICT_DETAIL_TC_NAMES_REDUCE TENSORDICT_DETAIL_TC_NAMES_1
+#define TENSORDICT_DETAIL_TC_NAMES_MEMBER TENSORDICT_DETAIL_TC_NAMES_1
+#define TENSORDICT_DETAIL_TC_NAMES_PYTHON TENSORDICT_DETAIL_TC_NAMES_1
+#define TENSORDICT_DETAIL_TC_NAMES_UNARY_PAIR TENSORDICT_DETAIL_TC_NAMES_2
+#define TENSORDICT_DETAIL_TC_NAMES_ALPHA_PAIR TENSORDICT_DETAIL_TC_NAMES_2
+#define TENSORDICT_DETAIL_TC_NAMES_BINARY_PAIR TENSORDICT_DETAIL_TC_NAMES_2
+#define TENSORDICT_DETAIL_TC_NAMES_BOUND_PAIR TENSORDICT_DETAIL_TC_NAMES_2
+
+// --- the forwarders: expanded inside TensorClass ----------------------------
+// They use TensorClass's `Derived`, `td_`, `wrap` and `self`.
+
+#define TENSORDICT_DETAIL_TC_FORWARD(kind, name) \
+  TENSORDICT_DETAIL_TC_FORWARD_##kind(name)
+#define TENSORDICT_DETAIL_TC_FORWARD_MEMBER(name)
+#define TENSORDICT_DETAIL_TC_FORWARD_PYTHON(name)
+
+#define TENSORDICT_DETAIL_TC_FORWARD_COPY(name)                      \
+  /** Returns TensorDict's `name()` of the fields, as this class. */ \
+  [[nodiscard]] Derived name() const {                               \
+    return wrap(this->td_.name());                                   \
+  }
+
+#define TENSORDICT_DETAIL_TC_FORWARD_INPLACE(name)                   \
+  /** Applies TensorDict's `name()` to the fields; returns *this. */ \
+  Derived& name() {                                                  \
+    this->td_.name();                                                \
+    return self();                                                   \
+  }
+
+#define TENSORDICT_DETAIL_TC_FORWARD_SIZES(name)             \
+  /** Returns TensorDict's `name(sizes)`, as this class. */  \
+  [[nodiscard]] Derived name(c10::IntArrayRef sizes) const { \
+    return wrap(this->td_.name(sizes));                      \
+  }
+
+#define TENSORDICT_DETAIL_TC_FORWARD_DIMS(name)                            \
+  /** Returns TensorDict's `name(dims)` over batch dims, as this class. */ \
+  [[nodiscard]] Derived name(c10::IntArrayRef dims) const {                \
+    return wrap(this->td_.name(dims));                                     \
+  }
+
+#define TENSORDICT_DETAIL_TC_FORWARD_REDUCE(name)                       \
+  /** Returns TensorDict's `name` reduction of every tensor field. */   \
+  [[nodiscard]] Derived name(const ReduceOptions& options = {}) const { \
+    return wrap(this->td_.name(options));                               \
+  }
+
+#define TENSORDICT_DETAIL_TC_FORWARD_UNARY_PAIR(name) \
+  TENSORDICT_DETAIL_TC_FORWARD_COPY(name)             \
+  TENSORDICT_DETAIL_TC_FORWARD_INPLACE(name##_)
+
+#define TENSORDICT_DETAIL_TC_FORWARD_ALPHA_PAIR(name)                        \
+  /** Returns TensorDict's `name(other, alpha)`, field by field. */          \
+  [[nodiscard]] Derived name(                                                \
+      const Derived& other, const c10::Scalar& alpha = 1) const {            \
+    return wrap(this->td_.name(other.tensordict(), alpha));                  \
+  }                                                                          \
+  /** Returns TensorDict's `name(other, alpha)` (batch broadcast). */        \
+  [[nodiscard]] Derived name(                                                \
+      const at::Tensor& other, const c10::Scalar& alpha = 1) const {         \
+    return wrap(this->td_.name(other, alpha));                               \
+  }                                                                          \
+  /** Returns TensorDict's `name(other, alpha)` for every tensor. */         \
+  [[nodiscard]] Derived name(                                                \
+      const c10::Scalar& other, const c10::Scalar& alpha = 1) const {        \
+    return wrap(this->td_.name(other, alpha));                               \
+  }                                                                          \
+  /** Applies `name(other, alpha)` in place; returns *this. */               \
+  Derived& name##_(const Derived& other, const c10::Scalar& alpha = 1) {     \
+    this->td_.name##_(other.tensordict(), alpha);                            \
+    return self();                                                           \
+  }                                                                          \
+  /** Applies `name(other, alpha)` in place; returns *this. */               \
+  Derived& name##_(const at::Tensor& other, const c10::Scalar& alpha = 1) {  \
+    this->td_.name##_(other, alpha);                                         \
+    return self();                                                           \
+  }                                                                          \
+  /** Applies `name(other, alpha)` in place; returns *this. */               \
+  Derived& name##_(const c10::Scalar& other, const c10::Scalar& alpha = 1) { \
+    this->td_.name##_(other, alpha);                                         \
+    return self();                                                           \
+  }
+
+#define TENSORDICT_DETAIL_TC_FORWARD_BINARY_PAIR(name)              \
+  /** Returns TensorDict's `name(other)`, field by field. */        \
+  [[nodiscard]] Derived name(const Derived& other) const {          \
+    return wrap(this->td_.name(other.tensordict()));                \
+  }                                                                 \
+  /** Returns TensorDict's `name(other)` (batch broadcast). */      \
+  [[nodiscard]] Derived name(const at::Tensor& other) const {       \
+    return wrap(this->td_.name(other));                             \
+  }                                                                 \
+  /** Returns TensorDict's `name(other)` for every tensor field. */ \
+  [[nodiscard]] Derived name(const c10::Scalar& other) const {      \
+    return wrap(this->td_.name(other));                             \
+  }                                                                 \
+  /** Applies `name(other)` in place; returns *this. */             \
+  Derived& name##_(const Derived& other) {                          \
+    this->td_.name##_(other.tensordict());                          \
+    return self();                                                  \
+  }                                                                 \
+  /** Applies `name(other)` in place; returns *this. */             \
+  Derived& name##_(const at::Tensor& other) {                       \
+    this->td_.name##_(other);                                       \
+    return self();                                                  \
+  }                                                                 \
+  /** Applies `name(other)` in place; returns *this. */             \
+  Derived& name##_(const c10::Scalar& other) {                      \
+    this->td_.name##_(other);                                       \
+    return self();                                                  \
+  }
+
+#define TENSORDICT_DETAIL_TC_FORWARD_BOUND_PAIR(name)              \
+  /** Returns TensorDict's `name(bound)` of every tensor field. */ \
+  [[nodiscard]] Derived name(const c10::Scalar& bound) const {     \
+    return wrap(this->td_.name(bound));                            \
+  }                                                                \
+  /** Applies `name(bound)` in place; returns *this. */            \
+  Derived& name##_(const c10::Scalar& bound) {                     \
+    this->td_.name##_(bound);                                      \
+    return self();                                                 \
+  }
+
+#define TENSORDICT_DETAIL_TC_COMPARISON(op)                           \
+  /** Compares field by field: an instance of bool tensors. */        \
+  [[nodiscard]] Derived operator op(const Derived& other) const {     \
+    return wrap(this->td_ op other.tensordict());                     \
+  }                                                                   \
+  /** Compares every tensor field to a scalar: bool tensors. */       \
+  [[nodiscard]] Derived operator op(const c10::Scalar& other) const { \
+    return wrap(this->td_ op other);                                  \
+  }
+
+#define TENSORDICT_DETAIL_TC_ARITHMETIC(op, compound, name)           \
+  /** Same as `name(other)`. */                                       \
+  [[nodiscard]] Derived operator op(const Derived& other) const {     \
+    return name(other);                                               \
+  }                                                                   \
+  /** Same as `name(other)`. */                                       \
+  [[nodiscard]] Derived operator op(const at::Tensor& other) const {  \
+    return name(other);                                               \
+  }                                                                   \
+  /** Same as `name(other)`. */                                       \
+  [[nodiscard]] Derived operator op(const c10::Scalar& other) const { \
+    return name(other);                                               \
+  }                                                                   \
+  /** Same as `name_(other)`. */                                      \
+  Derived& operator compound(const Derived& other) {                  \
+    return name##_(other);                                            \
+  }                                                                   \
+  /** Same as `name_(other)`. */                                      \
+  Derived& operator compound(const at::Tensor& other) {               \
+    return name##_(other);                                            \
+  }                                                                   \
+  /** Same as `name_(other)`. */                                      \
+  Derived& operator compound(const c10::Scalar& other) {              \
+    return name##_(other);                                            \
+  }
