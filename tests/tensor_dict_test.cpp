@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "allocation_counter.h"
+#include "detail/tensor_dict_impl.h"
 #include "support.h"
 
 // Its own namespace, so that test files can share a unity batch.
@@ -20,6 +21,10 @@ using tensordict::SetOptions;
 using tensordict::TensorDict;
 using tensordict::UpdateOptions;
 using tensordict::Value;
+using tensordict::detail::PathEnd;
+using tensordict::detail::PathMode;
+using tensordict::detail::resolve;
+using tensordict::detail::TensorDictImpl;
 using tensordict::testing::expect_td_equal;
 
 namespace {
@@ -485,6 +490,49 @@ TEST(TensorDictTest, SetCreatesMissingNestedLevels) {
   td.set({"a", "b", "c"}, torch::zeros({4, 2, 7}));
   EXPECT_EQ(td.get_tensordict({"a", "b"}).batch_size(), c10::IntArrayRef({4, 2}));
   EXPECT_EQ(td.get({"a", "b", "c"}).size(2), 7);
+}
+
+TEST(TensorDictTest, SetMakesMissingLevelsLikeTheDeepestExistingDict) {
+  TensorDict td({4}, std::nullopt, {"n"});
+  td.set("a", TensorDict({4, 3}));
+  td.set({"a", "b", "c", "x"}, torch::zeros({4, 3, 5}));
+  for (const NestedKey& level : {NestedKey({"a", "b"}), NestedKey({"a", "b", "c"})}) {
+    const TensorDict made = td.get_tensordict(level);
+    EXPECT_EQ(made.batch_size(), c10::IntArrayRef({4, 3})) << level.to_string();
+    EXPECT_EQ(made.names(), (DimNames{"n", std::nullopt})) << level.to_string();
+  }
+  EXPECT_EQ(td.get({"a", "b", "c", "x"}).size(2), 5);
+  EXPECT_EQ(td.get_tensordict("a").keys(), (std::vector<NestedKey>{"b"}));
+}
+
+TEST(TensorDictTest, SetIntoALockedNestedDictLeavesNoNewLevels) {
+  TensorDict td({4});
+  TensorDict child({4});
+  td.set("a", child);
+  child.lock_();
+  EXPECT_THROWS_EXACTLY(
+      td.set({"a", "new", "leaf"}, torch::zeros({4})), c10::Error, kLockError);
+  EXPECT_FALSE(td.contains({"a", "new"}));
+  EXPECT_TRUE(child.is_empty());
+  // The unlocked root still takes new levels.
+  td.set({"b", "leaf"}, torch::zeros({4}));
+  EXPECT_TRUE(td.contains({"b", "leaf"}));
+}
+
+TEST(TensorDictTest, SettingAnExistingNestedKeyAllocatesNothing) {
+  if (tensordict::testing::allocation_count() < 0) {
+    GTEST_SKIP() << "allocation counting is off in sanitizer builds";
+  }
+  TensorDict td(
+      {{"a_key_too_long_for_small_strings",
+        {{"b", {{"c", torch::ones({2})}}}}}},
+      {2});
+  const at::Tensor value = torch::zeros({2});
+  const int64_t before = tensordict::testing::allocation_count();
+  td.set({"a_key_too_long_for_small_strings", "b", "c"}, value);
+  const int64_t after = tensordict::testing::allocation_count();
+  EXPECT_EQ(after - before, 0);
+  EXPECT_TRUE(td.get({"a_key_too_long_for_small_strings", "b", "c"}).is_same(value));
 }
 
 TEST(TensorDictTest, SetChecksTheBatchSizeAndNamesTheNestedKey) {
@@ -1046,6 +1094,89 @@ TEST(TensorDictTest, ReprShowsDeviceAndDtypes) {
       std::string::npos);
   EXPECT_NE(td.repr().find("dtype=torch.bfloat16"), std::string::npos);
   EXPECT_NE(td.repr().find("    device=meta,\n"), std::string::npos);
+}
+
+// --- path resolution (src/tensor_dict/path.cpp) ---------------------------------
+
+TEST(TensorDictTest, ResolveFindStopsWhereThePathEndsWithoutThrowing) {
+  TensorDict td = make_td();
+  TensorDictImpl* root = td.unsafeGetImpl();
+  TensorDictImpl* a = td.get_tensordict("a").unsafeGetImpl();
+
+  const NestedKey whole({"a", "x"});
+  PathEnd end = resolve(td, whole, PathMode::kFind);
+  EXPECT_EQ(end.dict, a);
+  EXPECT_EQ(end.depth, 1u);
+  EXPECT_TRUE(end.reached(whole));
+
+  const NestedKey missing({"a", "zz", "q", "x"});
+  end = resolve(td, missing, PathMode::kFind);
+  EXPECT_EQ(end.dict, a);
+  EXPECT_EQ(end.depth, 1u);
+  EXPECT_FALSE(end.reached(missing));
+
+  const NestedKey through_leaf({"b", "c", "d"});
+  end = resolve(td, through_leaf, PathMode::kFind);
+  EXPECT_EQ(end.dict, root);
+  EXPECT_EQ(end.depth, 0u);
+  EXPECT_FALSE(end.reached(through_leaf));
+  EXPECT_EQ(tensordict::detail::find_parent(td, through_leaf), nullptr);
+  EXPECT_EQ(tensordict::detail::find_parent(td, whole), a);
+
+  // A one-part key is held by the root itself.
+  end = resolve(td, "zz", PathMode::kRequire);
+  EXPECT_EQ(end.dict, root);
+  EXPECT_TRUE(end.reached("zz"));
+}
+
+TEST(TensorDictTest, ResolveModesTellMissingLevelsFromLeavesInTheWay) {
+  TensorDict td = make_td();
+  const NestedKey missing({"a", "zz", "x"});
+  const NestedKey through_leaf({"a", "x", "deeper", "y"});
+  EXPECT_EQ(
+      resolve(td, missing, PathMode::kExisting).dict,
+      td.get_tensordict("a").unsafeGetImpl());
+  EXPECT_THROWS_EXACTLY(
+      resolve(td, through_leaf, PathMode::kExisting),
+      KeyError,
+      "('a', 'x') is a Tensor, not a tensordict, so it has no entry 'deeper'.");
+  EXPECT_THROWS_EXACTLY(
+      resolve(td, missing, PathMode::kRequire),
+      KeyError,
+      "key \"zz\" not found in TensorDict with keys ['x', 'y'] (while looking "
+      "up ('a', 'zz', 'x'))");
+  EXPECT_THROWS_EXACTLY(
+      resolve(td, through_leaf, PathMode::kRequire),
+      KeyError,
+      "('a', 'x') is a Tensor, not a tensordict, so it has no entry 'deeper'.");
+  EXPECT_THROWS_EXACTLY(
+      resolve(td, through_leaf, PathMode::kCreate),
+      KeyError,
+      "('a', 'x') is a Tensor, not a tensordict, so it has no entry 'deeper'.");
+  EXPECT_FALSE(td.contains({"a", "zz"}));
+}
+
+TEST(TensorDictTest, ResolveCreateContinuesFromWhereAWalkStopped) {
+  TensorDict td({4}, std::nullopt, {"n"});
+  td.set({"a", "b"}, TensorDict({4, 2}));
+  const NestedKey key({"a", "b", "c", "d", "leaf"});
+  PathEnd end = resolve(td, key, PathMode::kExisting);
+  EXPECT_EQ(end.depth, 2u);
+  EXPECT_EQ(end.dict, td.get_tensordict({"a", "b"}).unsafeGetImpl());
+  end = resolve(end, key, PathMode::kCreate);
+  EXPECT_TRUE(end.reached(key));
+  const TensorDict made = td.get_tensordict({"a", "b", "c", "d"});
+  EXPECT_EQ(end.dict, made.unsafeGetImpl());
+  EXPECT_EQ(made.batch_size(), c10::IntArrayRef({4, 2}));
+  EXPECT_EQ(made.names(), (DimNames{"n", std::nullopt}));
+  EXPECT_TRUE(made.is_empty());
+  // Created levels are checked against the lock of the dict they go into.
+  td.get_tensordict("a").lock_();
+  EXPECT_THROWS_EXACTLY(
+      resolve(td, NestedKey({"a", "new", "leaf"}), PathMode::kCreate),
+      c10::Error,
+      kLockError);
+  EXPECT_FALSE(td.contains({"a", "new"}));
 }
 
 } // namespace tensor_dict_test

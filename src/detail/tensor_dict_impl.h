@@ -11,89 +11,42 @@
 #include <string_view>
 #include <vector>
 
+#include "detail/node_table.h"
 #include "tensordict/tensor_dict.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
 
-/// One entry: its own name and its value.
-struct Node {
-  std::string key;
-  Value value;
-  size_t hash = 0; // of key, kept for the index
-};
-
-/// Iterates over a dict's nodes in insertion order, yielding `Node*`, so
-/// loops read `for (const auto& node : impl.nodes()) node->key`.
-class NodeRange {
- public:
-  class iterator {
-   public:
-    explicit iterator(Node* p) : p_(p) {}
-    Node* operator*() const noexcept {
-      return p_;
-    }
-    iterator& operator++() noexcept {
-      ++p_;
-      return *this;
-    }
-    bool operator!=(const iterator& other) const noexcept {
-      return p_ != other.p_;
-    }
-    bool operator==(const iterator& other) const noexcept {
-      return p_ == other.p_;
-    }
-
-   private:
-    Node* p_;
-  };
-  NodeRange(Node* begin, Node* end) : begin_(begin), end_(end) {}
-  iterator begin() const noexcept {
-    return iterator(begin_);
-  }
-  iterator end() const noexcept {
-    return iterator(end_);
-  }
-  size_t size() const noexcept {
-    return static_cast<size_t>(end_ - begin_);
-  }
-  bool empty() const noexcept {
-    return begin_ == end_;
-  }
-
- private:
-  Node* begin_;
-  Node* end_;
-};
-
-// NOTE [Dict storage]
-// Entries live contiguously in insertion order, and a flat open-addressing
-// table of positions (linear probing, at most half full) finds them by key:
-// building a dict costs one allocation for the nodes and one for the table,
-// not several per entry, and a lookup hashes the key once and compares
-// strings only on a hash match. Appending may move the nodes, so a Node* or
-// Value& is valid only until the dict's keys change.
+/// The state of one dict level: its entries (a NodeTable, see NOTE [Dict
+/// storage] in node_table.h) and its attributes. The table's methods are
+/// forwarded, so call sites read `impl.find(key)` and `impl.nodes()`.
 class TensorDictImpl : public c10::intrusive_ptr_target {
  public:
   TensorDictImpl() = default;
 
   /// Returns the node named `key`, or null.
-  Node* find(std::string_view key) const noexcept;
+  Node* find(std::string_view key) const noexcept {
+    return entries_.find(key);
+  }
   /// Appends a node; the key must not exist.
-  Node& append(std::string key, Value value);
+  Node& append(std::string key, Value value) {
+    return entries_.append(std::move(key), std::move(value));
+  }
   /// Removes the node named `key` and returns its value; it must exist.
-  Value erase(std::string_view key);
+  Value erase(std::string_view key) {
+    return entries_.erase(key);
+  }
   /// Makes room for `n` entries.
-  void reserve(size_t n);
+  void reserve(size_t n) {
+    entries_.reserve(n);
+  }
   /// Removes every node.
   void clear() noexcept {
-    nodes_.clear();
-    slots_.clear();
+    entries_.clear();
   }
   /// Returns the nodes in insertion order.
   NodeRange nodes() const noexcept {
-    Node* data = const_cast<Node*>(nodes_.data());
-    return NodeRange(data, data + nodes_.size());
+    return entries_.nodes();
   }
   /// Returns the keys at this level, sorted, as Python lists them.
   std::string sorted_keys_repr() const;
@@ -104,8 +57,7 @@ class TensorDictImpl : public c10::intrusive_ptr_target {
   /// children, and with them every tensor, until the children died, which
   /// its own entries prevent: a cycle that leaked whole locked trees.
   void release_resources() override {
-    nodes_.clear();
-    slots_.clear();
+    entries_.clear();
     lock_parents.clear();
     consolidated_storage.reset();
   }
@@ -129,13 +81,12 @@ class TensorDictImpl : public c10::intrusive_ptr_target {
   at::Tensor consolidated_storage;
 
  private:
-  void rebuild_slots(size_t capacity);
-
-  std::vector<Node> nodes_;
-  std::vector<int32_t> slots_; // node positions; -1 = empty; size 2^k
+  NodeTable entries_;
 };
 
 using ImplPtr = c10::intrusive_ptr<TensorDictImpl>;
+
+// --- building (src/tensor_dict/handle.cpp) -----------------------------------
 
 /// Makes an empty dict with the given attributes (names are not checked).
 TensorDict make_tensordict(
@@ -146,8 +97,7 @@ TensorDict make_tensordict(
 /// Returns a dict with the same batch size, device and names, no entries.
 TensorDict empty_like(const TensorDict& td);
 
-/// The message of Python's `_LOCK_ERROR`.
-extern const char* const kLockError;
+// --- key paths (src/tensor_dict/path.cpp) ------------------------------------
 
 /// Throws the Python-worded KeyError for `part` missing from `impl`; `key`
 /// is the full key looked up.
@@ -156,16 +106,68 @@ extern const char* const kLockError;
     std::string_view part,
     const NestedKey& key);
 
+/// What `resolve` does on the way down a key's parents when a level is
+/// missing or is not a dict ("blocked").
+enum class PathMode {
+  kFind, ///< stops at a missing or blocked level; never throws
+  kExisting, ///< stops at a missing level; throws KeyError when blocked
+  kRequire, ///< throws KeyError at a missing or blocked level
+  kCreate, ///< makes missing levels (lock error if the dict is locked) like
+           ///< their parent; throws KeyError when blocked
+};
+
+/// Where a walk down a key's parents stopped: `dict` is the deepest dict
+/// reached (never null) and `depth` the number of parts walked into it.
+struct PathEnd {
+  TensorDictImpl* dict;
+  size_t depth;
+  /// Returns whether `dict` is the one holding `key.back()`.
+  bool reached(const NestedKey& key) const noexcept {
+    return depth + 1 == key.size();
+  }
+};
+
+/// Continues a walk down the parents of `key` from where an earlier one
+/// stopped, treating a missing or blocked level as `mode` says. See NOTE
+/// [Key paths] in src/tensor_dict/path.cpp.
+PathEnd resolve(PathEnd from, const NestedKey& key, PathMode mode);
+
+/// Walks the parents of `key` (all its parts but the last) from `root`,
+/// treating a missing or blocked level as `mode` says. A one-part key has
+/// no parents to walk, so most lookups stop here.
+inline PathEnd resolve(
+    const TensorDict& root,
+    const NestedKey& key,
+    PathMode mode) {
+  const PathEnd start{root.unsafeGetImpl(), 0};
+  return key.size() == 1 ? start : resolve(start, key, mode);
+}
+
 /// Walks `key` down to the dict holding its last part. Throws KeyError if a
 /// level is missing or is not a dict.
-TensorDictImpl& resolve_parent(const TensorDict& root, const NestedKey& key);
+inline TensorDictImpl& resolve_parent(
+    const TensorDict& root,
+    const NestedKey& key) {
+  return *resolve(root, key, PathMode::kRequire).dict;
+}
 
 /// Returns the deepest dict that exists along `key`'s parents. Throws
 /// KeyError if the path walks through a leaf.
-TensorDictImpl& deepest_existing(const TensorDict& root, const NestedKey& key);
+inline TensorDictImpl& deepest_existing(
+    const TensorDict& root,
+    const NestedKey& key) {
+  return *resolve(root, key, PathMode::kExisting).dict;
+}
 
 /// Like resolve_parent, but returns null instead of throwing.
-TensorDictImpl* find_parent(const TensorDict& root, const NestedKey& key) noexcept;
+inline TensorDictImpl* find_parent(
+    const TensorDict& root,
+    const NestedKey& key) noexcept {
+  const PathEnd end = resolve(root, key, PathMode::kFind);
+  return end.reached(key) ? end.dict : nullptr;
+}
+
+// --- stored values (src/tensor_dict/set.cpp) ---------------------------------
 
 /// Checks that `value` fits in `impl` as entry `key` and returns it ready to
 /// store: tensors moved to the dict's device, non-tensors broadcast to the
@@ -176,8 +178,27 @@ Value validate_value(
     const NestedKey& key,
     bool non_blocking);
 
+/// Returns whether `shape` begins with the dims of `batch_size`.
+bool shape_starts_with(c10::IntArrayRef shape, c10::IntArrayRef batch_size);
+
+// --- names (src/tensor_dict/names.cpp) ---------------------------------------
+
+/// Returns whether no dim of `names` has a name (also true when empty).
+bool all_unnamed(const DimNames& names);
+
+/// Gives the nested dict `child`, and its own nested dicts, the names of its
+/// parent (`names`) on the dims they share.
+void propagate_names(TensorDictImpl& child, const DimNames& names);
+
+// --- locking (src/tensor_dict/lock.cpp) --------------------------------------
+
+/// The message of Python's `_LOCK_ERROR`.
+extern const char* const kLockError;
+
 /// Throws the lock error if `impl` is locked.
 void check_unlocked(const TensorDictImpl& impl);
+
+// --- consolidated storage (src/consolidate.cpp) ------------------------------
 
 /// Moves a consolidated dict to `device` with one copy of its storage
 /// (src/consolidate.cpp); `to(device)` calls it.

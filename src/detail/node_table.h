@@ -1,0 +1,158 @@
+#pragma once
+
+// The entries of one dict level: an insertion-ordered table of named values.
+// Not installed: only src/ sees it.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tensordict/value.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace detail {
+
+/// One entry: its own name and its value.
+struct Node {
+  std::string key;
+  Value value;
+  size_t hash = 0;  // of key, kept for the index
+};
+
+/// Iterates over a table's nodes in insertion order, yielding `Node*`, so
+/// loops read `for (const auto& node : impl.nodes()) node->key`.
+class NodeRange {
+ public:
+  /// Steps through contiguous nodes, dereferencing to `Node*`.
+  class iterator {
+   public:
+    explicit iterator(Node* p) : p_(p) {}
+    Node* operator*() const noexcept {
+      return p_;
+    }
+    iterator& operator++() noexcept {
+      ++p_;
+      return *this;
+    }
+    bool operator!=(const iterator& other) const noexcept {
+      return p_ != other.p_;
+    }
+    bool operator==(const iterator& other) const noexcept {
+      return p_ == other.p_;
+    }
+
+   private:
+    Node* p_;
+  };
+  /// Spans the nodes in [begin, end).
+  NodeRange(Node* begin, Node* end) : begin_(begin), end_(end) {}
+  /// Returns an iterator to the first node.
+  iterator begin() const noexcept {
+    return iterator(begin_);
+  }
+  /// Returns an iterator past the last node.
+  iterator end() const noexcept {
+    return iterator(end_);
+  }
+  /// Returns the number of nodes.
+  size_t size() const noexcept {
+    return static_cast<size_t>(end_ - begin_);
+  }
+  /// Returns whether there are no nodes.
+  bool empty() const noexcept {
+    return begin_ == end_;
+  }
+
+ private:
+  Node* begin_;
+  Node* end_;
+};
+
+// NOTE [Dict storage]
+// Entries live contiguously in insertion order, and a flat open-addressing
+// table of positions (linear probing, at most half full) finds them by key:
+// building a dict costs one allocation for the nodes and one for the table,
+// not several per entry, and a lookup hashes the key once and compares
+// strings only on a hash match. Appending may move the nodes, so a Node* or
+// Value& is valid only until the table's keys change. Erasing shifts the
+// later nodes down and re-indexes every position; dicts rarely lose keys, so
+// lookups and appends get the simple layout and erase pays.
+
+/// The entries of one dict level, in insertion order, found by key. See
+/// NOTE [Dict storage]. Not thread-safe; a Node* is invalidated by any change
+/// of the keys.
+///
+/// Example:
+///   NodeTable table;
+///   table.append("obs", Value(at::zeros({3})));
+///   table.find("obs")->value;  // the tensor; find("act") is null
+class NodeTable {
+ public:
+  /// Returns the node named `key`, or null. Inline: every lookup of every
+  /// source file goes through it.
+  Node* find(std::string_view key) const noexcept {
+    if (slots_.empty()) {
+      return nullptr;
+    }
+    const size_t hash = hash_key(key);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      const int32_t pos = slots_[i];
+      if (pos < 0) {
+        return nullptr;
+      }
+      const Node& node = nodes_[static_cast<size_t>(pos)];
+      if (node.hash == hash && node.key == key) {
+        return const_cast<Node*>(&node);
+      }
+    }
+  }
+  /// Appends a node and returns it; the key must not exist yet.
+  Node& append(std::string key, Value value);
+  /// Removes the node named `key` and returns its value; it must exist.
+  Value erase(std::string_view key);
+  /// Makes room for `n` entries, so that appending up to `n` in all neither
+  /// moves the nodes nor re-indexes them.
+  void reserve(size_t n);
+  /// Removes every node.
+  void clear() noexcept {
+    nodes_.clear();
+    slots_.clear();
+  }
+  /// Returns the nodes in insertion order.
+  NodeRange nodes() const noexcept {
+    Node* data = const_cast<Node*>(nodes_.data());
+    return NodeRange(data, data + nodes_.size());
+  }
+  /// Returns the number of nodes.
+  size_t size() const noexcept {
+    return nodes_.size();
+  }
+  /// Returns whether the table has no nodes.
+  bool empty() const noexcept {
+    return nodes_.empty();
+  }
+  /// Returns the number of index slots (a power of two, or 0 before the
+  /// first append); tests use it to see rehashing happen.
+  size_t slot_count() const noexcept {
+    return slots_.size();
+  }
+
+ private:
+  static size_t hash_key(std::string_view key) noexcept {
+    return std::hash<std::string_view>{}(key);
+  }
+  // Re-indexes every node into `capacity` slots (a power of two).
+  void rebuild_slots(size_t capacity);
+  // Puts position `pos` into the first free slot its hash probes to.
+  void insert_slot(size_t hash, int32_t pos) noexcept;
+
+  std::vector<Node> nodes_;
+  std::vector<int32_t> slots_;  // node positions; -1 = empty; size 2^k
+};
+
+}  // namespace detail
+TENSORDICT_END_NAMESPACE

@@ -1,0 +1,352 @@
+// Reading and writing entries: find/get and their typed forms, set and set_,
+// and the validation every stored value goes through. Paths are walked by
+// `resolve` (see NOTE [Key paths] in path.cpp); renaming and removing
+// entries live in keys.cpp.
+
+#include <algorithm>
+#include <string>
+
+#include "detail/format.h"
+#include "detail/tensor_dict_impl.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace detail {
+
+bool shape_starts_with(c10::IntArrayRef shape, c10::IntArrayRef batch_size) {
+  return shape.size() >= batch_size.size() &&
+         std::equal(batch_size.begin(), batch_size.end(), shape.begin());
+}
+
+namespace {
+
+// A dict may not hold itself, directly or through its nested dicts.
+bool holds_dict(const TensorDictImpl& haystack, const TensorDictImpl* needle) {
+  if (&haystack == needle) {
+    return true;
+  }
+  for (const auto& node : haystack.nodes()) {
+    if (node->value.is_tensordict() &&
+        holds_dict(*node->value.tensordict().unsafeGetImpl(), needle)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+[[noreturn]] void throw_batch_mismatch(
+    c10::IntArrayRef batch_size, c10::IntArrayRef shape, const NestedKey& key) {
+  C10_THROW_ERROR(
+      Error,
+      c10::str(
+          "batch dimension mismatch, got self.batch_size=",
+          size_repr(batch_size),
+          " and value.shape=",
+          size_repr(shape),
+          " for key ",
+          key.to_string(),
+          ". The leading dimensions of a value must match the batch size."));
+}
+
+// Throws unless `shape` begins with the batch size of `impl`.
+void check_batch_prefix(
+    const TensorDictImpl& impl, c10::IntArrayRef shape, const NestedKey& key) {
+  if (!shape_starts_with(shape, impl.batch_size)) {
+    throw_batch_mismatch(impl.batch_size, shape, key);
+  }
+}
+
+[[noreturn]] void throw_wrong_kind(
+    const Value& value, const NestedKey& key, const char* wanted) {
+  C10_THROW_ERROR(
+      TypeError,
+      c10::str(
+          "the entry ",
+          key.to_string(),
+          " is a ",
+          value.type_name(),
+          ", not a ",
+          wanted));
+}
+
+}  // namespace
+
+Value validate_value(
+    const TensorDictImpl& impl,
+    const Value& value,
+    const NestedKey& key,
+    bool non_blocking) {
+  switch (value.kind()) {
+    case Value::Kind::kTensor: {
+      const at::Tensor& t = value.tensor();
+      check_batch_prefix(impl, t.sizes(), key);
+      if (impl.device && t.device() != *impl.device) {
+        return Value(t.to(*impl.device, non_blocking));
+      }
+      return value;
+    }
+    case Value::Kind::kTensorDict: {
+      const TensorDict& td = value.tensordict();
+      check_batch_prefix(impl, td.batch_size(), key);
+      TORCH_CHECK_VALUE(
+          !holds_dict(*td.unsafeGetImpl(), &impl),
+          "cannot set ",
+          key.to_string(),
+          ": a TensorDict cannot hold itself");
+      TensorDict stored = td;
+      if (impl.device && td.device() != impl.device) {
+        stored = td.to(*impl.device, non_blocking);
+      }
+      if (!impl.names.empty()) {
+        propagate_names(*stored.unsafeGetImpl(), impl.names);
+      }
+      return Value(std::move(stored));
+    }
+    case Value::Kind::kNonTensorData: {
+      NonTensorData data = value.non_tensor_data();
+      if (data.batch_size().empty()) {
+        data.set_batch_size(impl.batch_size);
+      } else {
+        check_batch_prefix(impl, data.batch_size(), key);
+      }
+      if (impl.device) {
+        data.set_device(impl.device);
+      }
+      return Value(std::move(data));
+    }
+    case Value::Kind::kNonTensorStack: {
+      const NonTensorStack& stack = value.non_tensor_stack();
+      check_batch_prefix(impl, stack.batch_size(), key);
+      if (impl.device && stack.device() != impl.device) {
+        NonTensorStack moved = stack;
+        moved.set_device(impl.device);
+        return Value(std::move(moved));
+      }
+      return value;
+    }
+  }
+  TORCH_INTERNAL_ASSERT(false, "unknown entry kind");
+}
+
+namespace {
+
+// Returns the entry at `key`; throws KeyError if it is missing.
+const Value& lookup_entry(const TensorDict& td, const NestedKey& key) {
+  TensorDictImpl& parent = resolve_parent(td, key);
+  Node* node = parent.find(key.back());
+  if (node == nullptr) {
+    throw_missing_key(parent, key.back(), key);
+  }
+  return node->value;
+}
+
+// Python's `set_` checks for one tensor entry: shape, then dtype.
+void copy_into(
+    const at::Tensor& dest,
+    const at::Tensor& value,
+    const NestedKey& key,
+    bool non_blocking) {
+  const auto dest_sizes = dest.sizes();
+  const auto sizes = value.sizes();
+  bool fits = sizes.size() <= dest_sizes.size();
+  for (size_t i = 0; fits && i < sizes.size(); ++i) {
+    const int64_t s = sizes[sizes.size() - 1 - i];
+    fits = s == 1 || s == dest_sizes[dest_sizes.size() - 1 - i];
+  }
+  TORCH_CHECK(
+      fits,
+      "Failed to update ",
+      key.to_string(),
+      ": the value of shape ",
+      size_repr(sizes),
+      " does not fit the entry of shape ",
+      size_repr(dest_sizes));
+  TORCH_CHECK_TYPE(
+      c10::canCast(value.scalar_type(), dest.scalar_type()),
+      "Failed to update ",
+      key.to_string(),
+      ": a value of dtype ",
+      dtype_name(value.scalar_type()),
+      " cannot be cast safely to the entry's dtype ",
+      dtype_name(dest.scalar_type()));
+  dest.copy_(value, non_blocking);
+}
+
+// Writes `value` over an existing entry of `parent` without replacing its
+// storage when both are tensors or both dicts; a non-tensor has no storage,
+// so replacing it is its in-place write (which locked dicts allow). Returns
+// false when the kinds differ and the entry must be replaced.
+bool write_in_place(
+    TensorDictImpl& parent,
+    Node& node,
+    const Value& value,
+    const NestedKey& key,
+    bool non_blocking) {
+  if (node.value.is_tensor() && value.is_tensor()) {
+    copy_into(node.value.tensor(), value.tensor(), key, non_blocking);
+    return true;
+  }
+  if (node.value.is_tensordict() && value.is_tensordict()) {
+    TensorDict dest = node.value.tensordict();
+    dest.update(
+        value.tensordict(),
+        UpdateOptions().inplace(true).non_blocking(non_blocking));
+    return true;
+  }
+  if (node.value.is_non_tensor() && value.is_non_tensor()) {
+    node.value = validate_value(parent, value, key, non_blocking);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+}  // namespace detail
+
+using detail::Node;
+using detail::TensorDictImpl;
+
+// --- reading -----------------------------------------------------------------
+
+const Value* TensorDict::find(const NestedKey& key) const& noexcept {
+  TensorDictImpl* parent = detail::find_parent(*this, key);
+  if (parent == nullptr) {
+    return nullptr;
+  }
+  Node* node = parent->find(key.back());
+  return node == nullptr ? nullptr : &node->value;
+}
+
+bool TensorDict::contains(const NestedKey& key) const noexcept {
+  return find(key) != nullptr;
+}
+
+at::Tensor TensorDict::get(const NestedKey& key) const {
+  const Value& value = detail::lookup_entry(*this, key);
+  if (!value.is_tensor()) {
+    detail::throw_wrong_kind(value, key, "Tensor");
+  }
+  return value.tensor();
+}
+
+at::Tensor TensorDict::get(
+    const NestedKey& key, const at::Tensor& default_value) const {
+  const Value* value = find(key);
+  if (value == nullptr) {
+    return default_value;
+  }
+  if (!value->is_tensor()) {
+    detail::throw_wrong_kind(*value, key, "Tensor");
+  }
+  return value->tensor();
+}
+
+TensorDict TensorDict::get_tensordict(const NestedKey& key) const {
+  const Value& value = detail::lookup_entry(*this, key);
+  if (!value.is_tensordict()) {
+    detail::throw_wrong_kind(value, key, "TensorDict");
+  }
+  return value.tensordict();
+}
+
+Value TensorDict::operator[](const NestedKey& key) const {
+  return detail::lookup_entry(*this, key);
+}
+
+Value TensorDict::setdefault(const NestedKey& key, const Value& default_value) {
+  if (const Value* value = find(key)) {
+    return *value;
+  }
+  set(key, default_value);
+  return detail::lookup_entry(*this, key);
+}
+
+Json TensorDict::get_non_tensor(const NestedKey& key) const {
+  const Value& value = detail::lookup_entry(*this, key);
+  if (!value.is_non_tensor()) {
+    detail::throw_wrong_kind(value, key, "NonTensorData or NonTensorStack");
+  }
+  return value.non_tensor();
+}
+
+Json TensorDict::get_non_tensor(
+    const NestedKey& key, const Json& default_value) const {
+  const Value* value = find(key);
+  if (value == nullptr) {
+    return default_value;
+  }
+  if (!value->is_non_tensor()) {
+    detail::throw_wrong_kind(*value, key, "NonTensorData or NonTensorStack");
+  }
+  return value->non_tensor();
+}
+
+bool TensorDict::is_non_tensor(const NestedKey& key) const {
+  return detail::lookup_entry(*this, key).is_non_tensor();
+}
+
+// --- writing -----------------------------------------------------------------
+
+TensorDict& TensorDict::set(
+    const NestedKey& key, const Value& value, const SetOptions& options) {
+  using detail::PathMode;
+  // One walk: stop at the first missing level, if any (NOTE [Key paths]).
+  detail::PathEnd end = detail::resolve(*this, key, PathMode::kExisting);
+  if (!end.reached(key)) {
+    // Missing levels are made like the deepest existing dict, so validate
+    // against that one first: a rejected value must not leave new levels.
+    detail::check_unlocked(*end.dict);
+    Value stored =
+        detail::validate_value(*end.dict, value, key, options.non_blocking());
+    end = detail::resolve(end, key, PathMode::kCreate);
+    end.dict->append(std::string(key.back()), std::move(stored));
+    return *this;
+  }
+  TensorDictImpl& parent = *end.dict;
+  Node* node = parent.find(key.back());
+  if (node != nullptr && options.inplace() &&
+      detail::write_in_place(
+          parent, *node, value, key, options.non_blocking())) {
+    return *this;
+  }
+  detail::check_unlocked(parent);
+  Value stored =
+      detail::validate_value(parent, value, key, options.non_blocking());
+  if (node != nullptr) {
+    node->value = std::move(stored);
+  } else {
+    parent.append(std::string(key.back()), std::move(stored));
+  }
+  return *this;
+}
+
+TensorDict& TensorDict::set(
+    const NestedKey& key, const at::Tensor& value, const SetOptions& options) {
+  return set(key, Value(value), options);
+}
+
+TensorDict& TensorDict::set(
+    const NestedKey& key, const TensorDict& value, const SetOptions& options) {
+  return set(key, Value(value), options);
+}
+
+TensorDict& TensorDict::set_non_tensor(
+    const NestedKey& key, const Json& value) {
+  return set(key, Value(NonTensorData(value)));
+}
+
+TensorDict& TensorDict::set_(const NestedKey& key, const at::Tensor& value) {
+  TORCH_CHECK_VALUE(value.defined(), "cannot set_ an undefined tensor");
+  TensorDictImpl& parent = detail::resolve_parent(*this, key);
+  Node* node = parent.find(key.back());
+  if (node == nullptr) {
+    detail::throw_missing_key(parent, key.back(), key);
+  }
+  if (!node->value.is_tensor()) {
+    detail::throw_wrong_kind(node->value, key, "Tensor");
+  }
+  detail::check_batch_prefix(parent, value.sizes(), key);
+  detail::copy_into(node->value.tensor(), value, key, /*non_blocking=*/false);
+  return *this;
+}
+
+TENSORDICT_END_NAMESPACE
