@@ -13,7 +13,7 @@
 #include "detail/format.h"
 #include "detail/shared_memory.h"
 #include "detail/tensor_dict_impl.h"
-#include "memmap/meta_json.h"
+#include "io/format.h"
 #include "tensordict/errors.h"
 
 TENSORDICT_BEGIN_NAMESPACE

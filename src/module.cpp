@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "detail/tensor_dict_impl.h"
-#include "memmap/meta_json.h"
+#include "io/format.h"
 #include "tensordict/errors.h"
 
 TENSORDICT_BEGIN_NAMESPACE

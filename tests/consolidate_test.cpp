@@ -339,7 +339,7 @@ TEST(ConsolidateTest, BufferErrorsNameWhatWasExpected) {
   EXPECT_THROWS_WITH(
       from_consolidated_bytes(with_leaf(R"(["torch.int32", [-3], 0, 16, 4])")),
       c10::Error,
-      "has a negative size");
+      "at key 'a': \"shape\" must hold non-negative integers, found -3");
   EXPECT_THROWS_WITH(
       from_consolidated_bytes(with_leaf(
           R"(["torch.int32", [4294967296, 4294967296, 4], 0, 16, 4])")),
@@ -371,7 +371,45 @@ TEST(ConsolidateTest, BufferErrorsNameWhatWasExpected) {
           bytes,
           R"({"cls": "TensorDict", "non_tensors": {}, "leaves": {}, "cls_metadata": {"device": "gpu:x", "batch_size": []}})")),
       c10::Error,
-      "invalid device string 'gpu:x'");
+      "\"device\" is not a device: 'gpu:x'");
+}
+
+TEST(ConsolidateTest, MetadataRefusalsNameTheSourceAndTheKey) {
+  const at::Tensor bytes = consolidated_bytes(sample());
+  const std::string level =
+      R"({"cls": "TensorDict", "non_tensors": {}, "leaves": {}, "cls_metadata": {"device": null, "batch_size": [2, 3], "names": )";
+  // The one prefix of every metadata refusal, here with repeated dim names
+  // (the same rule and text as a memmap directory's "_names").
+  EXPECT_THROWS_WITH(
+      from_consolidated_bytes(with_metadata(bytes, level + R"(["x", "x"]}})")),
+      c10::Error,
+      "invalid metadata in the byte buffer at the root: \"names\" repeats "
+      "the dim name 'x'");
+  EXPECT_THROWS_WITH(
+      from_consolidated_bytes(with_metadata(bytes, level + R"(["x"]}})")),
+      c10::Error,
+      "\"names\" has 1 names for 2 batch dims");
+  EXPECT_THROWS_WITH(
+      from_consolidated_bytes(with_metadata(bytes, level + R"([null, 3]}})")),
+      c10::Error,
+      "\"names\" must hold strings or null, found 3");
+  // Names that are all null are no names.
+  const TensorDict unnamed =
+      from_consolidated_bytes(with_metadata(bytes, level + "[null, null]}}"));
+  EXPECT_FALSE(unnamed.has_names());
+  EXPECT_EQ(unnamed.batch_size(), (std::vector<int64_t>{2, 3}));
+  EXPECT_THROWS_WITH(
+      from_consolidated_bytes(with_metadata(
+          bytes,
+          R"({"cls": "TensorDict", "non_tensors": {}, "leaves": {}, "cls_metadata": {"device": null, "batch_size": [1, -1]}})")),
+      c10::Error,
+      "at the root: \"batch_size\" must hold non-negative integers, found -1");
+  EXPECT_THROWS_WITH(
+      from_consolidated_bytes(with_metadata(
+          bytes, R"({"cls": "TensorDict", "non_tensors": {}, "leaves": {}})")),
+      c10::Error,
+      "invalid metadata in the byte buffer at the root: \"cls_metadata\" is "
+      "missing");
 }
 
 TEST(ConsolidateTest, FromConsolidatedNamesTheFile) {

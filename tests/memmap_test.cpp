@@ -320,7 +320,7 @@ TEST(MemmapTest, LazyStackDimNamesRoundTrip) {
       "{\"_type\": \"<class 'tensordict._lazy.LazyStackedTensorDict'>\", \"stack_dim\": 1, "
       "\"stack_dim_name\": 3}");
   EXPECT_THROWS_WITH(
-      (void)load_memmap_any(dir / "ls"), c10::Error, "\"stack_dim_name\" must be a string or null, not number");
+      (void)load_memmap_any(dir / "ls"), c10::Error, "\"stack_dim_name\" must be a string or null, found number");
 }
 
 TEST(MemmapTest, TensorclassOverALazyStackRoundTrips) {
@@ -430,6 +430,42 @@ TEST(MemoryMappedTensorTest, FactoriesMapFiles) {
       "has 32 bytes, but its shape [5] of torch.int64 needs 40");
 }
 
+TEST(MemoryMappedTensorTest, FromTensorTakesPythonsKeywordsAsOptions) {
+  TempDir dir;
+  const at::Tensor t = MemoryMappedTensor::from_tensor(torch::arange(4), dir / "a.memmap");
+  // copy_existing=True: a tensor backed by another file is copied.
+  const at::Tensor copy = MemoryMappedTensor::from_tensor(
+      t, FromTensorOptions(dir / "b.memmap").copy_existing(true));
+  EXPECT_EQ(MemoryMappedTensor::filename(copy), dir / "b.memmap");
+  EXPECT_TRUE(torch::equal(copy, torch::arange(4)));
+  // existsok=True: an existing file is reused.
+  (void)MemoryMappedTensor::empty({4}, torch::kInt64, dir / "c.memmap");
+  const at::Tensor reused = MemoryMappedTensor::from_tensor(
+      torch::full({4}, 7, torch::kInt64), FromTensorOptions(dir / "c.memmap").existsok(true));
+  EXPECT_TRUE(torch::equal(reused, torch::full({4}, 7, torch::kInt64)));
+  EXPECT_TRUE(torch::equal(
+      MemoryMappedTensor::from_filename(dir / "c.memmap", torch::kInt64, {4}),
+      torch::full({4}, 7, torch::kInt64)));
+  // copy_data=False: zeros of the tensor's shape and dtype.
+  const at::Tensor zeros = MemoryMappedTensor::from_tensor(
+      torch::ones({2, 3}, torch::kDouble), FromTensorOptions(dir / "z.memmap").copy_data(false));
+  EXPECT_EQ(zeros.sizes(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(zeros.scalar_type(), torch::kDouble);
+  EXPECT_TRUE(torch::equal(zeros, torch::zeros({2, 3}, torch::kDouble)));
+  // No file name: anonymous shared memory.
+  const at::Tensor shared = MemoryMappedTensor::from_tensor(torch::arange(3));
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(shared));
+  EXPECT_FALSE(MemoryMappedTensor::filename(shared).has_value());
+  EXPECT_TRUE(torch::equal(shared, torch::arange(3)));
+  // empty and zeros are one factory: both start zeroed.
+  EXPECT_TRUE(torch::equal(
+      MemoryMappedTensor::empty({3}, torch::kFloat32, dir / "e"), torch::zeros({3})));
+  EXPECT_THROWS_WITH(
+      (void)MemoryMappedTensor::zeros({3}, torch::kFloat32, dir / "e"),
+      c10::Error,
+      "already exists");
+}
+
 // --- untrusted files ------------------------------------------------------------
 
 TEST(MemmapUntrustedTest, ShortLeafFileIsAnError) {
@@ -487,7 +523,7 @@ TEST(MemmapUntrustedTest, BadMetaJsonIsAClearError) {
   expect_error(replace("\"shape\":[3],\"dtype\":\"torch.float64\"", "\"shape\":[-3],\"dtype\":\"torch.float64\""), "must hold non-negative integers, found -3");
   expect_error(replace("\"shape\":[3],\"dtype\":\"torch.float64\"", "\"shape\":[4611686018427387904,4],\"dtype\":\"torch.float64\""), "overflows a 64-bit byte count");
   expect_error(replace("\"shape\":[3],\"dtype\":\"torch.float64\"", "\"shape\":\"3\",\"dtype\":\"torch.float64\""), "must be a list of sizes, found string");
-  expect_error(replace("\"dtype\":\"torch.float64\"", "\"dtype\":7"), "its \"dtype\" must be a string, found number");
+  expect_error(replace("\"dtype\":\"torch.float64\"", "\"dtype\":7"), "\"dtype\" must be a string, found number");
   expect_error(replace("\"is_nested\":false", "\"is_nested\":true"), "is a nested tensor");
   expect_error(replace(",\"_type\":\"<class 'tensordict._td.TensorDict'>\"", ""), "has no \"_type\" string");
   expect_error(replace("\"_format_version\":1", "\"_format_version\":2"), "format version 2");
@@ -497,6 +533,41 @@ TEST(MemmapUntrustedTest, BadMetaJsonIsAClearError) {
       (void)TensorDict::load_memmap(dir / "td", LoadMemmapOptions().max_meta_bytes(16)),
       c10::Error,
       "more than the limit of 16");
+}
+
+TEST(MemmapUntrustedTest, MetadataRefusalsNameTheFileAndTheKey) {
+  TempDir dir;
+  TensorDict td({{"a", torch::ones({2, 3})}, {"n", {{"b", torch::ones({2, 3})}}}}, {2, 3});
+  td.set_names({"x", "y"});
+  (void)td.memmap(dir / "d");
+  const std::string meta = dir / "d/meta.json";
+  const std::string good = read_text(meta);
+  auto with = [&](const std::string& path, const std::string& from, const std::string& to) {
+    std::string text = read_text(path);
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    write_text(path, text.replace(at, from.size(), to));
+  };
+  // Repeated dim names: the same rule and text as the consolidated "names".
+  with(meta, "\"_names\":[\"x\",\"y\"]", "\"_names\":[\"x\",\"x\"]");
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(dir / "d"),
+      c10::Error,
+      "invalid metadata in " + meta + " at the root: \"_names\" repeats the dim name 'x'");
+  write_text(meta, good);
+  // A leaf of a nested dict: its own meta.json and its full key.
+  const std::string nested_meta = dir / "d/n/meta.json";
+  with(nested_meta, "\"dtype\":\"torch.float32\"", "\"dtype\":\"torch.float33\"");
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(dir / "d"),
+      c10::Error,
+      "invalid metadata in " + nested_meta + " at key ('n', 'b'): unknown dtype 'torch.float33'");
+  with(nested_meta, "\"dtype\":\"torch.float33\"", "\"dtype\":\"torch.float32\"");
+  with(nested_meta, "\"is_nested\":false", "\"is_nested\":0");
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(dir / "d"),
+      c10::Error,
+      "at key ('n', 'b'): \"is_nested\" must be a boolean, found number");
 }
 
 TEST(MemmapUntrustedTest, FuzzedMetaJsonNeverCrashes) {

@@ -47,6 +47,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -55,6 +56,30 @@
 #include "tensordict/tensor_dict.h"
 
 TENSORDICT_BEGIN_NAMESPACE
+
+/// Options of `MemoryMappedTensor::from_tensor`, named as Python's keyword
+/// arguments.
+///
+/// Example: `FromTensorOptions("/tmp/a.memmap").existsok(true)`, or just
+/// the file name.
+struct TENSORDICT_API FromTensorOptions {
+  /// Copies into `filename`; an empty name means anonymous shared memory.
+  FromTensorOptions(std::string filename = {}) // NOLINT(google-explicit-constructor)
+      : filename_(std::move(filename)) {}
+  /// Same, for a literal.
+  FromTensorOptions(const char* filename) // NOLINT(google-explicit-constructor)
+      : filename_(filename) {}
+
+  /// The file to write (created if missing); empty: anonymous shared memory.
+  TENSORDICT_ARG(std::string, filename);
+  /// Reuse the file if it exists; when false an existing file is an error.
+  TENSORDICT_ARG(bool, existsok) = false;
+  /// Copy a tensor already backed by another file; when false that is an
+  /// error (a tensor backed by this same file is returned as is).
+  TENSORDICT_ARG(bool, copy_existing) = false;
+  /// Copy the values; when false the file holds zeros.
+  TENSORDICT_ARG(bool, copy_data) = true;
+};
 
 /// Tensors backed by a file (or by anonymous shared memory), as Python's
 /// `MemoryMappedTensor`. The tensors are plain `at::Tensor`s whose storage is
@@ -68,23 +93,22 @@ TENSORDICT_BEGIN_NAMESPACE
 /// ```
 ///   auto t = MemoryMappedTensor::from_tensor(torch::arange(4), "/tmp/a.memmap");
 ///   MemoryMappedTensor::filename(t);   // "/tmp/a.memmap"
+///   auto u = MemoryMappedTensor::from_tensor(
+///       t, FromTensorOptions("/tmp/b.memmap").copy_existing(true));
 /// ```
 class TENSORDICT_API MemoryMappedTensor {
  public:
   MemoryMappedTensor() = delete;
 
-  /// Copies `tensor` into the file `filename` (created if missing; with an
-  /// empty name, into anonymous shared memory) and returns the mapped
-  /// tensor. Throws if the file exists and `existsok` is false, if it is a
-  /// symlink, or if `tensor` is already backed by another file and
-  /// `copy_existing` is false (a tensor backed by this same file is
-  /// returned as is). With `copy_data` false the file holds zeros.
+  /// Copies `tensor` into `options.filename()` and returns the mapped
+  /// tensor, as Python's `from_tensor(input, filename=..., existsok=...,
+  /// copy_existing=..., copy_data=...)`. Throws if the file exists and
+  /// `existsok` is false, if it is a symlink, or if `tensor` is already
+  /// backed by another file and `copy_existing` is false (a tensor backed
+  /// by this same file is returned as is).
   [[nodiscard]] static at::Tensor from_tensor(
       const at::Tensor& tensor,
-      const std::string& filename = {},
-      bool existsok = false,
-      bool copy_existing = false,
-      bool copy_data = true);
+      const FromTensorOptions& options = {});
   /// Returns a mapped tensor of uninitialized (in practice zero) values.
   [[nodiscard]] static at::Tensor empty(
       c10::IntArrayRef shape,

@@ -76,7 +76,7 @@ class TensorDictImpl : public c10::intrusive_ptr_target {
   std::string memmap_prefix;
   // `_type` of the Python tensorclass the dict stands for; empty = none.
   std::string python_class;
-  // Consolidated state (src/consolidate.cpp): the uint8 storage whose views
+  // Consolidated state (src/consolidate/): the uint8 storage whose views
   // the leaves are, set by consolidate/from_consolidated; undefined = none.
   at::Tensor consolidated_storage;
 
@@ -201,7 +201,7 @@ void check_unlocked(const TensorDictImpl& impl);
 // --- consolidated storage (src/consolidate.cpp) ------------------------------
 
 /// Moves a consolidated dict to `device` with one copy of its storage
-/// (src/consolidate.cpp); `to(device)` calls it.
+/// (src/consolidate/device.cpp); `to(device)` calls it.
 TensorDict move_consolidated(
     const TensorDict& td,
     c10::Device device,

@@ -5,17 +5,40 @@
 
 #include <string>
 
-#include "memmap/file_io.h"
-#include "memmap/meta_json.h"
+#include "io/file_io.h"
+#include "io/format.h"
 #include "tensordict/memmap.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 
-namespace {
+at::Tensor MemoryMappedTensor::from_tensor(
+    const at::Tensor& tensor,
+    const FromTensorOptions& options) {
+  TORCH_CHECK_VALUE(tensor.defined(), "from_tensor needs a defined tensor");
+  const std::string& filename = options.filename();
+  if (const auto backing = detail::mapped_filename(tensor)) {
+    if (!filename.empty() && detail::same_file(*backing, filename)) {
+      return tensor;
+    }
+    TORCH_CHECK(
+        options.copy_existing(),
+        "A filename was provided but the tensor already has a file "
+        "associated (",
+        *backing,
+        "). To copy the tensor onto the new location, pass "
+        "copy_existing=true.");
+  }
+  at::Tensor result = empty(
+      tensor.sizes(), tensor.scalar_type(), filename, options.existsok());
+  if (options.copy_data() && result.numel() > 0) {
+    result.copy_(tensor.detach());
+  }
+  return result;
+}
 
-// A new mapped tensor of `shape`: zeros in a new (or reused) file, or in
-// anonymous shared memory when `filename` is empty.
-at::Tensor new_mapped(
+// New files (sized, never written) and anonymous shared memory both start
+// zeroed, so `empty` and `zeros` are one factory.
+at::Tensor MemoryMappedTensor::empty(
     c10::IntArrayRef shape,
     c10::ScalarType dtype,
     const std::string& filename,
@@ -26,56 +49,16 @@ at::Tensor new_mapped(
   if (filename.empty()) {
     return detail::shared_memory_tensor(shape, dtype);
   }
-  const int64_t numel = c10::multiply_integers(shape);
-  if (numel == 0) {
+  if (c10::multiply_integers(shape) == 0) {
     return at::empty(shape, at::TensorOptions().dtype(dtype));
   }
   return detail::write_leaf_file(
       filename,
-      nullptr,
+      /*data=*/nullptr,
       dtype,
       shape,
-      existsok,
-      /*zeros=*/true,
-      /*durable=*/false,
-      filename);
-}
-
-} // namespace
-
-at::Tensor MemoryMappedTensor::from_tensor(
-    const at::Tensor& tensor,
-    const std::string& filename,
-    bool existsok,
-    bool copy_existing,
-    bool copy_data) {
-  TORCH_CHECK_VALUE(tensor.defined(), "from_tensor needs a defined tensor");
-  if (const auto backing = detail::mapped_filename(tensor)) {
-    if (!filename.empty() && detail::same_file(*backing, filename)) {
-      return tensor;
-    }
-    TORCH_CHECK(
-        copy_existing,
-        "A filename was provided but the tensor already has a file "
-        "associated (",
-        *backing,
-        "). To copy the tensor onto the new location, pass "
-        "copy_existing=true.");
-  }
-  at::Tensor result =
-      new_mapped(tensor.sizes(), tensor.scalar_type(), filename, existsok);
-  if (copy_data && result.numel() > 0) {
-    result.copy_(tensor.detach());
-  }
-  return result;
-}
-
-at::Tensor MemoryMappedTensor::empty(
-    c10::IntArrayRef shape,
-    c10::ScalarType dtype,
-    const std::string& filename,
-    bool existsok) {
-  return new_mapped(shape, dtype, filename, existsok);
+      filename,
+      detail::LeafFileOptions().existsok(existsok));
 }
 
 at::Tensor MemoryMappedTensor::zeros(
@@ -83,8 +66,7 @@ at::Tensor MemoryMappedTensor::zeros(
     c10::ScalarType dtype,
     const std::string& filename,
     bool existsok) {
-  // New files and shared memory start zeroed.
-  return new_mapped(shape, dtype, filename, existsok);
+  return empty(shape, dtype, filename, existsok);
 }
 
 at::Tensor MemoryMappedTensor::ones(
@@ -101,7 +83,7 @@ at::Tensor MemoryMappedTensor::full(
     c10::ScalarType dtype,
     const std::string& filename,
     bool existsok) {
-  at::Tensor result = new_mapped(shape, dtype, filename, existsok);
+  at::Tensor result = empty(shape, dtype, filename, existsok);
   result.fill_(value);
   return result;
 }

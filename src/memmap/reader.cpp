@@ -4,10 +4,8 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
-#include <c10/util/safe_numerics.h>
 #include <nlohmann/json.hpp>
 
-#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -15,8 +13,9 @@
 
 #include "detail/format.h"
 #include "detail/tensor_dict_impl.h"
-#include "memmap/file_io.h"
-#include "memmap/meta_json.h"
+#include "io/file_io.h"
+#include "io/format.h"
+#include "io/metadata_reader.h"
 #include "tensordict/errors.h"
 #include "tensordict/memmap.h"
 
@@ -26,7 +25,6 @@ namespace {
 
 // More lazy-stack elements than this would be a hostile directory.
 constexpr int64_t kMaxStackElements = int64_t{1} << 24;
-
 
 class Loader {
  public:
@@ -65,12 +63,10 @@ class Loader {
           ". Upgrade tensordict to load it.");
     }
     const auto type = meta.find("_type");
-    TORCH_CHECK(
+    TENSORDICT_CHECK_METADATA(
+        MetadataReader(path, key),
         type != meta.end() && type->is_string(),
-        path,
-        " has no \"_type\" string naming the class saved (",
-        describe(key),
-        ")");
+        "it has no \"_type\" string naming the class saved");
     return meta;
   }
 
@@ -145,10 +141,24 @@ class Loader {
       const std::optional<NestedKey>& key,
       int64_t depth,
       const TensorDict* out) {
-    const std::vector<int64_t> batch = read_shape(meta, "shape", dir, key, /*required=*/false);
-    std::optional<c10::Device> device = read_device(meta, dir, key);
-    if (options_.device()) {
-      device = *options_.device();
+    const std::string meta_path = join_path(dir, "meta.json");
+    const MetadataReader reader(meta_path, key);
+    const auto shape = meta.find("shape");
+    const std::vector<int64_t> batch = shape == meta.end()
+        ? std::vector<int64_t>{}
+        : reader.shape(*shape, "shape");
+    std::optional<c10::Device> device = options_.device();
+    if (const auto saved = meta.find("device"); saved != meta.end()) {
+      const std::optional<c10::Device> saved_device = reader.device(*saved);
+      TORCH_CHECK(
+          !saved_device || saved_device->is_cpu() || options_.device(),
+          describe(key),
+          " in ",
+          dir,
+          " was saved from device ",
+          saved->get<std::string>(),
+          "; pass LoadMemmapOptions().device(...) to choose where it loads");
+      device = device ? device : saved_device;
     }
     TensorDict result;
     if (out != nullptr) {
@@ -163,9 +173,10 @@ class Loader {
           c10::IntArrayRef(batch));
     } else {
       result = TensorDict(batch, device);
+      // As Python, which ignores a "_names" that is not a list.
       const auto names = meta.find("_names");
       if (names != meta.end() && names->is_array()) {
-        result.set_names(read_names(*names, batch.size(), dir, key));
+        result.set_names(reader.names(*names, batch.size(), "_names"));
       }
     }
     for (const auto& [name, entry] : meta.items()) {
@@ -174,7 +185,8 @@ class Loader {
       }
       const NestedKey full = child_key(key, name);
       try {
-        std::optional<Value> value = load_entry(dir, name, entry, full, batch, depth, result);
+        std::optional<Value> value = load_entry(
+            dir, name, entry, MetadataReader(meta_path, full), batch, depth, result);
         if (value) {
           result.set(NestedKey(std::string(name)), *value);
         }
@@ -195,18 +207,17 @@ class Loader {
       const Json& meta,
       const std::optional<NestedKey>& key,
       int64_t depth) {
-    const auto stack_dim = meta.find("stack_dim");
-    TORCH_CHECK(
-        stack_dim != meta.end() && stack_dim->is_number_integer(),
-        join_path(dir, "meta.json"),
-        " (a lazy stack) needs an integer \"stack_dim\"");
+    const std::string meta_path = join_path(dir, "meta.json");
+    const MetadataReader reader(meta_path, key);
+    const int64_t stack_dim =
+        reader.integer(reader.member(meta, "stack_dim"), "stack_dim");
     std::optional<std::string> stack_dim_name;
     if (const auto name = meta.find("stack_dim_name");
         name != meta.end() && !name->is_null()) {
-      TORCH_CHECK(
+      TENSORDICT_CHECK_METADATA(
+          reader,
           name->is_string(),
-          join_path(dir, "meta.json"),
-          " (a lazy stack): \"stack_dim_name\" must be a string or null, not ",
+          "\"stack_dim_name\" must be a string or null, found ",
           name->type_name());
       stack_dim_name = name->get<std::string>();
     }
@@ -253,8 +264,7 @@ class Loader {
         "the lazy stack at ",
         dir,
         " has no element directories (0/, 1/, ...)");
-    return lazy_stack(
-        elements, stack_dim->get<int64_t>(), std::move(stack_dim_name));
+    return lazy_stack(elements, stack_dim, std::move(stack_dim_name));
   }
 
  private:
@@ -262,15 +272,13 @@ class Loader {
       const std::string& dir,
       const std::string& name,
       const Json& entry,
-      const NestedKey& full,
+      const MetadataReader& reader,
       c10::IntArrayRef batch,
       int64_t depth,
       const TensorDict& result) {
-    if (entry.contains("type")) {
-      TORCH_CHECK(
-          entry["type"].is_string(),
-          "its \"type\" must be a string, found ",
-          entry["type"].type_name());
+    const NestedKey& full = *reader.key();
+    if (const auto type = entry.find("type"); type != entry.end()) {
+      (void)reader.string(*type, "type");
       const std::string child_dir =
           resolve(dir, name, /*is_collection=*/true, full);
       const PathKind kind = path_kind(child_dir);
@@ -297,52 +305,37 @@ class Loader {
       }
       return value;
     }
-    TORCH_CHECK(
+    TENSORDICT_CHECK_METADATA(
+        reader,
         entry.contains("dtype") && entry.contains("shape"),
-        "its meta.json entry has neither \"type\" (a nested collection) nor "
+        "the entry has neither \"type\" (a nested collection) nor "
         "\"dtype\" and \"shape\" (a tensor): ",
         entry.dump().substr(0, 200));
-    TORCH_CHECK(
-        entry["dtype"].is_string(),
-        "its \"dtype\" must be a string, found ",
-        entry["dtype"].type_name());
-    const std::string dtype_text = entry["dtype"].get<std::string>();
-    const std::optional<c10::ScalarType> dtype = dtype_from_name(dtype_text);
-    TORCH_CHECK(
-        dtype.has_value(),
-        "unknown dtype '",
-        dtype_text,
-        "' (expected one of torch.bool, torch.uint8, ..., torch.complex128)");
-    const std::vector<int64_t> shape =
-        read_shape(entry, "shape", dir, full, /*required=*/true);
+    const c10::ScalarType dtype = reader.dtype(entry["dtype"]);
+    const std::vector<int64_t> shape = reader.shape(entry["shape"], "shape");
     const auto nested = entry.find("is_nested");
-    if (nested != entry.end()) {
-      TORCH_CHECK(
-          nested->is_boolean(),
-          "its \"is_nested\" must be a bool, found ",
-          nested->type_name());
-      TORCH_CHECK(
-          !nested->get<bool>(),
-          "it is a nested tensor (is_nested: true), which this version "
-          "cannot load");
-    }
-    const int64_t numel = checked_nbytes(shape, *dtype) / static_cast<int64_t>(c10::elementSize(*dtype));
-    const auto options = at::TensorOptions().dtype(*dtype);
+    TENSORDICT_CHECK_METADATA(
+        reader,
+        nested == entry.end() || !reader.boolean(*nested, "is_nested"),
+        "it is a nested tensor (is_nested: true), which this version "
+        "cannot load");
+    const int64_t nbytes = reader.checked_nbytes(shape, dtype);
+    const auto options = at::TensorOptions().dtype(dtype);
     if (meta_device_) {
       return Value(at::empty(shape, options.device(c10::kMeta)));
     }
     const std::string file = resolve(dir, name, /*is_collection=*/false, full);
     std::optional<at::Tensor> mapped = map_tensor_file_if_exists(
-        file, *dtype, shape, options_.mode(), full.to_string());
+        file, dtype, shape, options_.mode(), full.to_string());
     if (!mapped) {
       TORCH_CHECK(
-          numel == 0,
+          nbytes == 0,
           "its memmap file ",
           file,
           " is missing (meta.json says shape ",
           c10::IntArrayRef(shape),
           " of ",
-          dtype_text,
+          dtype_name(dtype),
           ")");
       // torch.from_file writes no file for an empty tensor.
       mapped = at::empty(shape, options);
@@ -372,24 +365,22 @@ class Loader {
       const Json& meta,
       const std::optional<NestedKey>& key,
       c10::IntArrayRef parent_batch) {
-    const auto data = meta.find("data");
-    TORCH_CHECK(
-        data != meta.end(),
-        join_path(dir, "meta.json"),
-        " (a NonTensorStack) has no \"data\"");
+    const std::string meta_path = join_path(dir, "meta.json");
+    const MetadataReader reader(meta_path, key);
+    const Json* data = &reader.member(meta, "data");
     if (data->is_string()) {
-      TORCH_CHECK(
-          data->get<std::string>() == "pickle.pkl",
-          join_path(dir, "meta.json"),
-          " (a NonTensorStack) has the string \"",
-          data->get<std::string>(),
+      TENSORDICT_CHECK_METADATA(
+          reader,
+          data->get_ref<const std::string&>() == "pickle.pkl",
+          "the NonTensorStack has the string \"",
+          data->get_ref<const std::string&>(),
           "\" as data; expected a list or \"pickle.pkl\"");
       return pickled(dir, "pickle.pkl", key);
     }
-    TORCH_CHECK(
+    TENSORDICT_CHECK_METADATA(
+        reader,
         data->is_array(),
-        join_path(dir, "meta.json"),
-        " (a NonTensorStack) must hold a list as \"data\", found ",
+        "the NonTensorStack must hold a list as \"data\", found ",
         data->type_name());
     // As Python's NonTensorStack._from_list: every level of equal-length
     // lists is a batch dim.
@@ -425,9 +416,9 @@ class Loader {
         " batch dims, but its parent has batch size ",
         parent_batch);
     std::optional<c10::Device> device;
-    const auto dev = meta.find("device");
-    if (dev != meta.end() && dev->is_string()) {
-      device = parse_device(dev->get<std::string>(), dir, key);
+    if (const auto dev = meta.find("device");
+        dev != meta.end() && dev->is_string()) {
+      device = reader.device(*dev);
     }
     return Value(NonTensorStack::from_list(*data, std::max<int64_t>(dims, 1), device));
   }
@@ -440,14 +431,13 @@ class Loader {
       int64_t depth,
       std::optional<LazyStackedTensorDict>* lazy,
       const TensorDict* out) {
-    TORCH_CHECK(
+    const std::string meta_path = join_path(dir, "meta.json");
+    TENSORDICT_CHECK_METADATA(
+        MetadataReader(meta_path, key),
         !class_name_of(type).empty(),
-        join_path(dir, "meta.json"),
-        " names an unknown class '",
+        "\"_type\" names an unknown class '",
         type,
-        "' (",
-        describe(key),
-        ")");
+        "'");
     const std::string fields = join_path(dir, "_tensordict");
     const PathKind kind = path_kind(fields);
     TORCH_CHECK(
@@ -538,156 +528,6 @@ class Loader {
         " is not a safe file name, so it cannot be loaded with "
         "robust_key(false)");
     return join_path(dir, key + suffix);
-  }
-
-  std::vector<int64_t> read_shape(
-      const Json& meta,
-      const char* member,
-      const std::string& dir,
-      const std::optional<NestedKey>& key,
-      bool required) const {
-    const auto it = meta.find(member);
-    if (it == meta.end()) {
-      TORCH_CHECK(!required, "its \"", member, "\" is missing");
-      return {};
-    }
-    TORCH_CHECK(
-        it->is_array(),
-        describe(key),
-        " in ",
-        dir,
-        ": \"",
-        member,
-        "\" must be a list of sizes, found ",
-        it->type_name());
-    TORCH_CHECK(
-        it->size() <= kMaxDims,
-        describe(key),
-        " in ",
-        dir,
-        ": \"",
-        member,
-        "\" has ",
-        it->size(),
-        " dims, more than ",
-        kMaxDims);
-    std::vector<int64_t> shape;
-    shape.reserve(it->size());
-    for (const auto& size : *it) {
-      TORCH_CHECK(
-          size.is_number_integer() &&
-              (size.is_number_unsigned() || size.get<int64_t>() >= 0) &&
-              !(size.is_number_unsigned() &&
-                size.get<uint64_t>() >
-                    static_cast<uint64_t>(std::numeric_limits<int64_t>::max())),
-          describe(key),
-          " in ",
-          dir,
-          ": \"",
-          member,
-          "\" must hold non-negative integers, found ",
-          size.dump());
-      shape.push_back(size.get<int64_t>());
-    }
-    return shape;
-  }
-
-  // The byte size of a leaf; throws if it overflows.
-  static int64_t checked_nbytes(
-      const std::vector<int64_t>& shape,
-      c10::ScalarType dtype) {
-    uint64_t total = c10::elementSize(dtype);
-    for (const int64_t size : shape) {
-      uint64_t next = 0;
-      TORCH_CHECK(
-          !c10::mul_overflows(total, static_cast<uint64_t>(size), &next) &&
-              next <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
-          "its shape ",
-          c10::IntArrayRef(shape),
-          " overflows a 64-bit byte count");
-      total = next;
-    }
-    return static_cast<int64_t>(total);
-  }
-
-  std::optional<c10::Device> read_device(
-      const Json& meta,
-      const std::string& dir,
-      const std::optional<NestedKey>& key) const {
-    const auto it = meta.find("device");
-    if (it == meta.end() || it->is_null()) {
-      return std::nullopt;
-    }
-    TORCH_CHECK(
-        it->is_string(),
-        describe(key),
-        " in ",
-        dir,
-        ": \"device\" must be a string, found ",
-        it->type_name());
-    const std::string text = it->get<std::string>();
-    if (text == "None") {
-      return std::nullopt;
-    }
-    const c10::Device device = parse_device(text, dir, key);
-    TORCH_CHECK(
-        device.is_cpu() || options_.device(),
-        describe(key),
-        " in ",
-        dir,
-        " was saved from device ",
-        text,
-        "; pass LoadMemmapOptions().device(...) to choose where it loads");
-    return device;
-  }
-
-  static c10::Device parse_device(
-      const std::string& text,
-      const std::string& dir,
-      const std::optional<NestedKey>& key) {
-    try {
-      return c10::Device(text);
-    } catch (const c10::Error&) {
-      TORCH_CHECK(
-          false,
-          describe(key),
-          " in ",
-          dir,
-          ": \"device\" is not a device: '",
-          text,
-          "'");
-    }
-  }
-
-  static DimNames read_names(
-      const Json& names,
-      size_t ndim,
-      const std::string& dir,
-      const std::optional<NestedKey>& key) {
-    TORCH_CHECK(
-        names.size() == ndim,
-        describe(key),
-        " in ",
-        dir,
-        ": \"_names\" has ",
-        names.size(),
-        " names for ",
-        ndim,
-        " batch dims");
-    DimNames out;
-    for (const auto& name : names) {
-      TORCH_CHECK(
-          name.is_null() || name.is_string(),
-          describe(key),
-          " in ",
-          dir,
-          ": \"_names\" must hold strings or null, found ",
-          name.dump());
-      out.push_back(
-          name.is_null() ? std::nullopt
-                         : std::optional<std::string>(name.get<std::string>()));
-    }
-    return out;
   }
 
   const LoadMemmapOptions& options_;

@@ -20,8 +20,8 @@
 
 #include "detail/format.h"
 #include "detail/tensor_dict_impl.h"
-#include "memmap/file_io.h"
-#include "memmap/meta_json.h"
+#include "io/file_io.h"
+#include "io/format.h"
 #include "memmap/writer.h"
 #include "tensordict/errors.h"
 #include "tensordict/memmap.h"
@@ -343,15 +343,16 @@ void SavePlan::write_leaf(LeafJob& job) {
   }
   try {
     const at::Tensor bytes = like_ ? at::Tensor() : leaf_bytes(src);
+    // A null source (memmap_like) writes zeros.
     job.result = write_leaf_file(
         job.path,
         like_ ? nullptr : bytes.data_ptr(),
         src.scalar_type(),
         src.sizes(),
-        options_.existsok(),
-        /*zeros=*/like_,
-        options_.durable(),
-        job.what);
+        job.what,
+        LeafFileOptions()
+            .existsok(options_.existsok())
+            .durable(options_.durable()));
   } catch (c10::Error& e) {
     TORCH_RETHROW(e, "while saving ", job.what);
   }

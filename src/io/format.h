@@ -1,8 +1,9 @@
 #pragma once
 
-// The meta.json vocabulary of Python tensordict: class strings, dtype
-// spellings, file-system key encoding, and a JSON writer that reproduces
-// Python's bytes in both of its styles.
+// The vocabulary of Python tensordict's on-disk formats (memmap directories
+// and consolidated files): class strings, dtype spellings, file-system key
+// encoding, and a JSON writer that reproduces Python's bytes in both of its
+// styles. Reading untrusted metadata goes through io/metadata_reader.h.
 
 #include <c10/core/ScalarType.h>
 
@@ -20,11 +21,6 @@ namespace detail {
 
 /// The format version written (`_format_version`); readers accept up to it.
 constexpr int64_t kMemmapFormatVersion = 1;
-
-/// The most batch or leaf dims accepted from untrusted metadata (torch's own
-/// limit on tensor dims): a bound for hostile shapes before anything is
-/// allocated.
-constexpr size_t kMaxDims = 64;
 
 // `_type` strings: Python's str(cls).
 extern const char* const kTensorDictType;

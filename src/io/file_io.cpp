@@ -1,4 +1,4 @@
-#include "memmap/file_io.h"
+#include "io/file_io.h"
 
 #include "detail/format.h"
 #include "detail/shared_memory.h"
@@ -346,10 +346,9 @@ at::Tensor write_leaf_file(
     const void* data,
     c10::ScalarType dtype,
     c10::IntArrayRef shape,
-    bool existsok,
-    bool zeros,
-    bool durable,
-    std::string_view what) {
+    std::string_view what,
+    const LeafFileOptions& options) {
+  const bool zeros = data == nullptr;
   const size_t nbytes = static_cast<size_t>(c10::multiply_integers(shape)) *
       c10::elementSize(dtype);
   // Read-write, so the descriptor that wrote the file also maps it.
@@ -368,7 +367,7 @@ at::Tensor write_leaf_file(
         what,
         ")");
     TORCH_CHECK(
-        existsok,
+        options.existsok(),
         "The file ",
         path,
         " already exists (",
@@ -409,7 +408,7 @@ at::Tensor write_leaf_file(
   } else {
     write_all(fd.get(), static_cast<const char*>(data), nbytes, path);
   }
-  if (durable) {
+  if (options.durable()) {
     TORCH_CHECK(
         ::fsync(fd.get()) == 0,
         "could not sync ",

@@ -53,21 +53,29 @@ std::optional<std::string> mapped_filename(const at::Tensor& tensor);
 /// anonymous shared memory.
 bool is_mapped(const at::Tensor& tensor);
 
+/// Options of write_leaf_file.
+///
+/// Example: `LeafFileOptions().existsok(true).durable(true)`
+struct LeafFileOptions {
+  /// Reuse a file that already exists; when false it is an error.
+  TENSORDICT_ARG(bool, existsok) = false;
+  /// Fsync the file before mapping it.
+  TENSORDICT_ARG(bool, durable) = false;
+};
+
 /// Writes a leaf file and maps it: creates `path` (refusing a symlink, and
-/// an existing file unless `existsok`), writes the bytes of a `shape` tensor
-/// of `dtype` from `data`, or with `zeros` only sizes the file (sparse
-/// zeros; `data` unused), then returns the file mapped read-write. A file
-/// longer than the data keeps its length, as in Python. `durable` fsyncs
-/// it; `what` names the entry in messages.
+/// an existing file unless `options.existsok()`), writes the bytes of a
+/// `shape` tensor of `dtype` from `data`, or with a null `data` only sizes
+/// the file (sparse zeros), then returns the file mapped read-write. A file
+/// longer than the data keeps its length, as in Python. `what` names the
+/// entry in messages.
 at::Tensor write_leaf_file(
     const std::string& path,
     const void* data,
     c10::ScalarType dtype,
     c10::IntArrayRef shape,
-    bool existsok,
-    bool zeros,
-    bool durable,
-    std::string_view what);
+    std::string_view what,
+    const LeafFileOptions& options = {});
 
 /// Creates the directory `path` if missing (with its parents when
 /// `parents`); throws if it is a symlink (unless `allow_symlink`) or not a

@@ -1,4 +1,4 @@
-#include "memmap/meta_json.h"
+#include "io/format.h"
 
 #include <c10/util/Exception.h>
 #include <nlohmann/json.hpp>
@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "detail/format.h"
 
@@ -295,9 +296,17 @@ void restore_float_literals(Json& value) {
 } // namespace
 
 std::optional<c10::ScalarType> dtype_from_name(std::string_view name) {
-  for (const c10::ScalarType dtype : kSaveableDtypes) {
-    if (dtype_name(dtype) == name) {
-      return dtype;
+  // Spelled once: readers look a name up per leaf.
+  static const auto* const kNames = [] {
+    auto* names = new std::vector<std::string>();
+    for (const c10::ScalarType dtype : kSaveableDtypes) {
+      names->push_back(dtype_name(dtype));
+    }
+    return names;
+  }();
+  for (size_t i = 0; i < kNames->size(); ++i) {
+    if ((*kNames)[i] == name) {
+      return kSaveableDtypes[i];
     }
   }
   return std::nullopt;

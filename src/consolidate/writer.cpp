@@ -1,0 +1,474 @@
+// consolidate and consolidated_bytes: the writing side of NOTE
+// [Consolidated layout] in tensordict/consolidate.h.
+
+#include <ATen/ops/empty.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "consolidate/layout.h"
+#include "detail/format.h"
+#include "detail/shared_memory.h"
+#include "detail/tensor_dict_impl.h"
+#include "io/file_io.h"
+#include "io/format.h"
+#include "tensordict/consolidate.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace detail {
+namespace {
+
+Json device_json(const std::optional<c10::Device>& device) {
+  return device ? Json(device->str()) : Json(nullptr);
+}
+
+Json names_json(const TensorDictImpl& impl) {
+  Json names = Json::array();
+  for (size_t i = 0; i < impl.batch_size.size(); ++i) {
+    if (!impl.names.empty() && impl.names[i]) {
+      names.push_back(*impl.names[i]);
+    } else {
+      names.push_back(nullptr);
+    }
+  }
+  return names;
+}
+
+// One tensor leaf to copy into the storage.
+struct LeafCopy {
+  at::Tensor source;
+  int64_t start = 0;
+  int64_t nbytes = 0;
+  int64_t pad = 0;
+};
+
+// --- writing the metadata ---------------------------------------------
+
+Json level_json(const char* cls, Json cls_metadata) {
+  Json meta = Json::object();
+  meta["cls"] = cls;
+  meta["non_tensors"] = Json::object();
+  meta["leaves"] = Json::object();
+  meta["cls_metadata"] = std::move(cls_metadata);
+  return meta;
+}
+
+void check_nested_name(const std::string& name, const NestedKey& key) {
+  TORCH_CHECK(
+      !is_reserved_member(name),
+      "cannot consolidate ",
+      describe(key),
+      ": a nested entry named '",
+      name,
+      "' would collide with a member of the consolidated metadata (cls, "
+      "non_tensors, leaves, cls_metadata, size); rename it");
+}
+
+// A NonTensorStack of batch size [n, ...] is stored as Python stores it: a
+// level per stacked dim, the elements of the last one as non-tensors.
+Json stack_json(
+    const NonTensorStack& stack, size_t dim, size_t flat_begin, bool locked) {
+  Json cls_metadata = Json::object();
+  cls_metadata["stack_dim"] = 0;
+  cls_metadata["stack_dim_name"] = nullptr;
+  cls_metadata["is_locked"] = locked;
+  Json meta = level_json("NonTensorStack", std::move(cls_metadata));
+  const auto sizes = stack.batch_size();
+  const int64_t n = sizes[dim];
+  size_t inner = 1;
+  for (size_t d = dim + 1; d < sizes.size(); ++d) {
+    inner *= static_cast<size_t>(sizes[d]);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string name = std::to_string(i);
+    const size_t begin = flat_begin + static_cast<size_t>(i) * inner;
+    if (dim + 1 == sizes.size()) {
+      meta["non_tensors"][name] = Json::array(
+          {stack.values()[begin], Json::array(), device_json(stack.device())});
+    } else {
+      meta[name] = stack_json(stack, dim + 1, begin, locked);
+    }
+  }
+  return meta;
+}
+
+Json build_metadata(
+    const TensorDictImpl& impl,
+    const std::optional<NestedKey>& prefix,
+    std::vector<LeafCopy>& leaves,
+    int64_t& offset) {
+  Json cls_metadata = Json::object();
+  cls_metadata["device"] = device_json(impl.device);
+  cls_metadata["names"] = names_json(impl);
+  cls_metadata["batch_size"] = impl.batch_size;
+  cls_metadata["is_locked"] = impl.locked;
+  Json meta = level_json("TensorDict", std::move(cls_metadata));
+  for (const Node* node : impl.nodes()) {
+    const NestedKey key = child_key(prefix, node->key);
+    const Value& value = node->value;
+    switch (value.kind()) {
+      case Value::Kind::kTensor: {
+        const at::Tensor& t = value.tensor();
+        TORCH_CHECK(
+            t.layout() == c10::kStrided && !t.is_nested(),
+            "cannot consolidate ",
+            describe(key),
+            ": only strided tensors can be consolidated, got layout ",
+            t.layout());
+        TORCH_CHECK(
+            is_saveable_dtype(t.scalar_type()),
+            "cannot consolidate ",
+            describe(key),
+            ": dtype ",
+            t.scalar_type(),
+            " has no name Python tensordict can read");
+        const int64_t itemsize = static_cast<int64_t>(t.element_size());
+        TORCH_CHECK(
+            offset % itemsize == 0,
+            "cannot consolidate ",
+            describe(key),
+            ": its ",
+            dtype_name(t.scalar_type()),
+            " data would start at byte ",
+            offset,
+            ", not a multiple of its item size ",
+            itemsize,
+            ", and could not be viewed (Python cannot rebuild it either); "
+            "move it before the leaves whose sizes are not multiples of ",
+            itemsize,
+            " bytes");
+        const int64_t nbytes = t.numel() * itemsize;
+        const int64_t pad = (kAlignment - nbytes % kAlignment) % kAlignment;
+        meta["leaves"][node->key] = Json::array(
+            {dtype_name(t.scalar_type()),
+             t.sizes().vec(),
+             offset,
+             offset + nbytes + pad,
+             pad});
+        leaves.push_back(LeafCopy{t, offset, nbytes, pad});
+        offset += nbytes + pad;
+        break;
+      }
+      case Value::Kind::kTensorDict:
+        check_nested_name(node->key, key);
+        meta[node->key] = build_metadata(
+            *value.tensordict().unsafeGetImpl(), key, leaves, offset);
+        break;
+      case Value::Kind::kNonTensorData: {
+        const NonTensorData& data = value.non_tensor_data();
+        meta["non_tensors"][node->key] = Json::array(
+            {data.data(), data.batch_size().vec(), device_json(data.device())});
+        break;
+      }
+      case Value::Kind::kNonTensorStack: {
+        check_nested_name(node->key, key);
+        const NonTensorStack& stack = value.non_tensor_stack();
+        TORCH_CHECK(
+            !stack.batch_size().empty(),
+            "cannot consolidate ",
+            describe(key),
+            ": a NonTensorStack needs at least one batch dim");
+        meta[node->key] = stack_json(stack, 0, 0, impl.locked);
+        break;
+      }
+    }
+  }
+  return meta;
+}
+
+// --- copying the leaves -----------------------------------------------
+
+void copy_leaf(const LeafCopy& leaf, const at::Tensor& storage) {
+  if (leaf.nbytes > 0) {
+    const at::Tensor& src = leaf.source;
+    if (storage.is_cpu() && src.is_cpu() && src.is_contiguous()) {
+      std::memcpy(
+          static_cast<uint8_t*>(storage.data_ptr()) + leaf.start,
+          static_cast<const uint8_t*>(src.const_data_ptr()),
+          static_cast<size_t>(leaf.nbytes));
+    } else {
+      const at::Tensor flat = src.contiguous().reshape({-1}).view(c10::kByte);
+      storage.narrow(0, leaf.start, leaf.nbytes).copy_(flat);
+    }
+  }
+  if (leaf.pad > 0) {
+    if (storage.is_cpu()) {
+      std::memset(
+          static_cast<uint8_t*>(storage.data_ptr()) + leaf.start + leaf.nbytes,
+          0,
+          static_cast<size_t>(leaf.pad));
+    } else {
+      storage.narrow(0, leaf.start + leaf.nbytes, leaf.pad).zero_();
+    }
+  }
+}
+
+void copy_leaves(
+    const std::vector<LeafCopy>& leaves,
+    const at::Tensor& storage,
+    int64_t num_threads,
+    int64_t total) {
+  if (num_threads <= 1 || leaves.size() < 2 || !storage.is_cpu()) {
+    for (const LeafCopy& leaf : leaves) {
+      copy_leaf(leaf, storage);
+    }
+    return;
+  }
+  // Chunks of consecutive leaves of about equal byte size, one per thread.
+  const int64_t target =
+      std::max<int64_t>(1, (total + num_threads - 1) / num_threads);
+  std::vector<std::pair<size_t, size_t>> chunks;
+  size_t begin = 0;
+  int64_t bytes = 0;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    bytes += leaves[i].nbytes + leaves[i].pad;
+    if (bytes >= target || i + 1 == leaves.size()) {
+      chunks.emplace_back(begin, i + 1);
+      begin = i + 1;
+      bytes = 0;
+    }
+  }
+  std::vector<std::thread> threads;
+  std::vector<std::exception_ptr> errors(chunks.size());
+  threads.reserve(chunks.size());
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    threads.emplace_back([&, c] {
+      try {
+        for (size_t i = chunks[c].first; i < chunks[c].second; ++i) {
+          copy_leaf(leaves[i], storage);
+        }
+      } catch (...) {
+        errors[c] = std::current_exception();
+      }
+    });
+  }
+  for (auto& thread : threads) {
+    thread.join();
+  }
+  for (const auto& error : errors) {
+    if (error) {
+      std::rethrow_exception(error);
+    }
+  }
+}
+
+// --- building dicts of views -------------------------------------------
+
+// Rebuilds `impl`'s structure over `storage` by walking the same leaves in
+// the same order as build_metadata.
+TensorDict views_like(
+    const TensorDictImpl& impl,
+    const at::Tensor& storage,
+    const std::vector<LeafCopy>& leaves,
+    size_t& next,
+    bool keep_device) {
+  std::optional<c10::Device> device;
+  if (keep_device && impl.device) {
+    device = storage.device();
+  }
+  TensorDict result = make_tensordict(impl.batch_size, device, impl.names);
+  TensorDictImpl& out = *result.unsafeGetImpl();
+  out.reserve(impl.nodes().size());
+  for (const Node* node : impl.nodes()) {
+    const Value& value = node->value;
+    switch (value.kind()) {
+      case Value::Kind::kTensor: {
+        const LeafCopy& leaf = leaves[next++];
+        out.append(
+            node->key,
+            leaf_view(
+                storage,
+                leaf.start,
+                leaf.source.scalar_type(),
+                leaf.source.sizes()));
+        break;
+      }
+      case Value::Kind::kTensorDict:
+        out.append(
+            node->key,
+            views_like(
+                *value.tensordict().unsafeGetImpl(),
+                storage,
+                leaves,
+                next,
+                keep_device));
+        break;
+      case Value::Kind::kNonTensorData: {
+        NonTensorData data = value.non_tensor_data();
+        if (device) {
+          data.set_device(device);
+        }
+        out.append(node->key, std::move(data));
+        break;
+      }
+      case Value::Kind::kNonTensorStack: {
+        NonTensorStack stack = value.non_tensor_stack();
+        if (device) {
+          stack.set_device(device);
+        }
+        out.append(node->key, std::move(stack));
+        break;
+      }
+    }
+  }
+  out.consolidated_storage = storage;
+  return result;
+}
+
+bool all_leaves_in(
+    const TensorDictImpl& impl, const c10::StorageImpl* storage) {
+  for (const Node* node : impl.nodes()) {
+    const Value& value = node->value;
+    if (value.is_tensor()) {
+      const at::Tensor& t = value.tensor();
+      if (!t.has_storage() || t.storage().unsafeGetStorageImpl() != storage) {
+        return false;
+      }
+    } else if (value.is_tensordict()) {
+      const TensorDictImpl& child = *value.tensordict().unsafeGetImpl();
+      if (!child.consolidated_storage.defined() ||
+          !all_leaves_in(child, storage)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+void write_trailer(uint8_t* dst, const std::string& json) {
+  std::memcpy(dst, json.data(), json.size());
+  const auto length = static_cast<uint64_t>(json.size());
+  for (int i = 0; i < 8; ++i) {  // little-endian whatever the host
+    dst[json.size() + i] = static_cast<uint8_t>(length >> (8 * i));
+  }
+}
+
+}  // namespace
+}  // namespace detail
+
+TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
+  if (is_consolidated() && options.filename().empty() &&
+      !options.share_memory() && !options.pin_memory() &&
+      (!options.device() ||
+       *options.device() == impl_->consolidated_storage.device())) {
+    return *this;
+  }
+  std::vector<detail::LeafCopy> leaves;
+  int64_t total = 0;
+  const Json metadata =
+      detail::build_metadata(*impl_, std::nullopt, leaves, total);
+
+  const bool to_file = !options.filename().empty();
+  c10::Device device =
+      options.device().value_or(impl_->device.value_or(c10::Device(c10::kCPU)));
+  TORCH_CHECK(
+      !to_file || device.is_cpu(),
+      "consolidate: device and filename are mutually exclusive arguments "
+      "(the file is mapped on the CPU, got device ",
+      device.str(),
+      ")");
+  if (to_file) {
+    device = c10::Device(c10::kCPU);
+  }
+
+  at::Tensor storage;
+  if (to_file) {
+    const std::string json =
+        detail::dump_json(metadata, /*spaced=*/true, /*ascii=*/true);
+    const int64_t file_bytes =
+        total + static_cast<int64_t>(json.size()) + detail::kTrailerBytes;
+    const std::string& path = options.filename();
+    // A larger existing file would keep its tail and hide the trailer; a new
+    // file also leaves the old one intact for dicts that map it.
+    TORCH_CHECK(
+        detail::path_kind(path) != detail::PathKind::kDirectory,
+        "consolidate: ",
+        path,
+        " is a directory");
+    detail::remove_file(path);
+    const at::Tensor whole = detail::write_leaf_file(
+        path,
+        /*data=*/nullptr,
+        c10::kByte,
+        {file_bytes},
+        "the consolidated file",
+        detail::LeafFileOptions().existsok(true));
+    detail::write_trailer(
+        static_cast<uint8_t*>(whole.data_ptr()) + total, json);
+    storage = whole.narrow(0, 0, total);
+  } else if (options.share_memory() && device.is_cpu()) {
+    storage = detail::shared_memory_tensor({total}, c10::kByte);
+  } else {
+    storage = at::empty(
+        {total},
+        at::TensorOptions()
+            .dtype(c10::kByte)
+            .device(device)
+            .pinned_memory(options.pin_memory()));
+  }
+  detail::copy_leaves(leaves, storage, options.num_threads(), total);
+
+  size_t next = 0;
+  TensorDict result = detail::views_like(
+      *impl_,
+      storage,
+      leaves,
+      next,
+      /*keep_device=*/impl_->device.has_value() ||
+          options.device().has_value());
+  if (options.device() && !impl_->device) {
+    result.unsafeGetImpl()->device = storage.device();
+    // Nested dicts share the root's device.
+    for (const auto& value : result.values(/*include_nested=*/true)) {
+      if (value.is_tensordict()) {
+        value.tensordict().unsafeGetImpl()->device = storage.device();
+      }
+    }
+  }
+  result.lock_();
+  return result;
+}
+
+bool TensorDict::is_consolidated() const {
+  const at::Tensor& storage = impl_->consolidated_storage;
+  if (!storage.defined()) {
+    return false;
+  }
+  return detail::all_leaves_in(
+      *impl_, storage.storage().unsafeGetStorageImpl());
+}
+
+at::Tensor TensorDict::consolidated_storage() const {
+  return is_consolidated() ? impl_->consolidated_storage : at::Tensor();
+}
+
+at::Tensor consolidated_bytes(const TensorDict& td) {
+  const TensorDict cons = td.is_consolidated() ? td : td.consolidate();
+  const detail::TensorDictImpl& impl = *cons.unsafeGetImpl();
+  // The metadata of the dict as it is now (batch sizes, names, lock).
+  std::vector<detail::LeafCopy> leaves;
+  int64_t total = 0;
+  const Json metadata =
+      detail::build_metadata(impl, std::nullopt, leaves, total);
+  const std::string json =
+      detail::dump_json(metadata, /*spaced=*/true, /*ascii=*/true);
+  at::Tensor out = at::empty(
+      {total + static_cast<int64_t>(json.size()) + detail::kTrailerBytes},
+      at::TensorOptions().dtype(c10::kByte));
+  // A dict loaded from Python's file may list its leaves in another order
+  // than their bytes, so each leaf is copied to its new offset.
+  detail::copy_leaves(leaves, out, 0, total);
+  detail::write_trailer(static_cast<uint8_t*>(out.data_ptr()) + total, json);
+  return out;
+}
+
+TENSORDICT_END_NAMESPACE
