@@ -341,8 +341,8 @@ TEST(LazyStackTest, IndexThrowsWhereNoSingleLazyStackFits) {
   EXPECT_THROWS_EXACTLY(
       (void)stack.index({0, 0, 0, 0}),
       c10::IndexError,
-      "too many indices for a LazyStackedTensorDict of batch size "
-      "torch.Size([4, 3, 2]): 4 batch dims indexed");
+      "too many indices for tensor of dimension 3 (the "
+      "LazyStackedTensorDict's batch dims are torch.Size([4, 3, 2]))");
   EXPECT_THROWS_EXACTLY(
       (void)stack.index({tensordict::indexing::Ellipsis, tensordict::indexing::Ellipsis}),
       c10::IndexError,
@@ -399,8 +399,8 @@ TEST(LazyStackTest, NestedKeysThrowWhenKindsDiffer) {
   EXPECT_THROWS_EXACTLY(
       stack.keys(/*include_nested=*/true),
       c10::TypeError,
-      "cannot stack the entry 'a': it is a TensorDict in element 0 of the lazy "
-      "stack and a Tensor in element 1");
+      "cannot stack entry 'a': it is a TensorDict in tensordict 0 and a "
+      "Tensor in tensordict 1");
 }
 
 // --- get ---------------------------------------------------------------------
@@ -461,8 +461,8 @@ TEST(LazyStackTest, GetThrowsOnRaggedMissingOrWrongKindEntries) {
   EXPECT_THROWS_EXACTLY(
       lazy_stack({TensorDict({{"a", torch::ones({1})}}), TensorDict({{"a", "text"}})}).get("a"),
       c10::TypeError,
-      "cannot stack the entry 'a': it is a Tensor in element 0 of the lazy "
-      "stack and a NonTensorData in element 1");
+      "cannot stack entry 'a': it is a Tensor in tensordict 0 and a "
+      "NonTensorData in tensordict 1");
 }
 
 TEST(LazyStackTest, GetTensordictStacksTheNestedDictsLazily) {
@@ -549,8 +549,8 @@ TEST(LazyStackTest, ContiguousThrowsOnRaggedOrMixedEntries) {
   EXPECT_THROWS_EXACTLY(
       mixed.contiguous(),
       c10::TypeError,
-      "cannot stack the entry ('n', 'a'): it is a Tensor in element 0 of the "
-      "lazy stack and a TensorDict in element 1");
+      "cannot stack entry ('n', 'a'): it is a Tensor in tensordict 0 and a "
+      "TensorDict in tensordict 1");
 }
 
 // --- repr --------------------------------------------------------------------
