@@ -664,4 +664,37 @@ TEST(LazyStackTest, ReprShowsRaggedMixedAndExclusiveEntriesAsPython) {
       "    stack_dim=0)");
 }
 
+// A 0-dim bool index consumes no batch dim (the normalizer TensorDict
+// uses): it adds a dim of size 1, as Python's lazy stack does.
+TEST(LazyStackTest, ZeroDimBoolIndexAddsADimAndConsumesNone) {
+  std::vector<TensorDict> tds;
+  for (int64_t i = 0; i < 2; ++i) {
+    tds.push_back(TensorDict({{"x", torch::arange(12).view({3, 4}) + 12 * i}}, {3}));
+  }
+  const LazyStackedTensorDict stack = lazy_stack(tds, 0);
+  const at::Tensor dense = stack.get("x");
+
+  auto front = std::get<LazyStackedTensorDict>(stack.index({torch::tensor(true)}));
+  EXPECT_EQ(front.batch_size(), c10::IntArrayRef({1, 2, 3}));
+  EXPECT_EQ(front.stack_dim(), 1);
+  EXPECT_TRUE(torch::equal(front.get("x"), dense.unsqueeze(0)));
+
+  auto back = std::get<LazyStackedTensorDict>(
+      stack.index({tensordict::indexing::Ellipsis, torch::tensor(true)}));
+  EXPECT_EQ(back.batch_size(), c10::IntArrayRef({2, 3, 1}));
+  EXPECT_TRUE(torch::equal(back.get("x"), dense.unsqueeze(2)));
+
+  auto row = std::get<TensorDict>(stack.index({torch::tensor(true), 1}));
+  EXPECT_EQ(row.batch_size(), c10::IntArrayRef({1, 3}));
+  EXPECT_TRUE(torch::equal(row.get("x"), tds[1].get("x").unsqueeze(0)));
+  EXPECT_EQ(
+      std::get<TensorDict>(stack.index({0, torch::tensor(true)})).batch_size(),
+      c10::IntArrayRef({1, 3}));
+
+  auto column = std::get<LazyStackedTensorDict>(
+      stack.index({torch::tensor(true), Slice(), 1}));
+  EXPECT_EQ(column.batch_size(), c10::IntArrayRef({1, 2}));
+  EXPECT_EQ(column.get("x").sum().item<int64_t>(), 92);
+}
+
 } // namespace lazy_stack_test
