@@ -10,9 +10,10 @@
 #include <ostream>
 #include <utility>
 
+#include "detail/batch_index.h"
 #include "detail/format.h"
 #include "detail/shared_memory.h"
-#include "detail/tensor_dict_impl.h"
+#include "detail/walk.h"
 #include "io/format.h"
 #include "tensordict/errors.h"
 
@@ -42,23 +43,26 @@ using detail::device_repr;
 using detail::python_bool;
 using detail::tensor_repr;
 
-NestedKey child_key(const std::optional<NestedKey>& prefix, const std::string& k) {
-  return prefix ? prefix->child(k) : NestedKey(std::string_view(k));
+// The elements' dicts, for the walk engine.
+std::vector<const TensorDictImpl*> impls_of(const std::vector<TensorDict>& tds) {
+  std::vector<const TensorDictImpl*> out;
+  out.reserve(tds.size());
+  for (const TensorDict& td : tds) {
+    out.push_back(td.unsafeGetImpl());
+  }
+  return out;
 }
 
 // The nodes of the first element whose key every element holds, in the
 // first element's order.
 std::vector<const Node*> common_nodes(const std::vector<TensorDict>& tds) {
   std::vector<const Node*> out;
-  for (const auto& node : tds.front().unsafeGetImpl()->nodes()) {
-    const bool everywhere =
-        std::all_of(tds.begin() + 1, tds.end(), [&](const TensorDict& td) {
-          return td.unsafeGetImpl()->find(node->key) != nullptr;
-        });
-    if (everywhere) {
-      out.push_back(&*node);
-    }
-  }
+  detail::KeyPath path;
+  const detail::ZipOptions options{
+      "stack", detail::ZipKeys::kCommon, /*check_kinds=*/false};
+  detail::zip_level(impls_of(tds), path, options, [&](const Node& node, auto) {
+    out.push_back(&node);
+  });
   return out;
 }
 
@@ -103,25 +107,21 @@ std::vector<Value> member_values(
   return values;
 }
 
-bool same_kind(const Value& a, const Value& b) {
-  return a.kind() == b.kind() || (a.is_non_tensor() && b.is_non_tensor());
-}
+using detail::same_kind;
 
-// Throws TypeError unless every entry has the kind of the first (any
-// non-tensor kinds count as one).
+// Throws the engine's kind error unless every entry has the kind of the
+// first (any non-tensor kinds count as one).
 void check_same_kind(const std::vector<Value>& values, const NestedKey& key) {
-  for (size_t i = 1; i < values.size(); ++i) {
-    TORCH_CHECK_TYPE(
-        same_kind(values[0], values[i]),
-        "cannot stack the entry ",
-        key.to_string(),
-        ": it is a ",
-        values[0].type_name(),
-        " in element 0 of the lazy stack and a ",
-        values[i].type_name(),
-        " in element ",
-        i);
+  std::vector<const Value*> pointers;
+  pointers.reserve(values.size());
+  for (const Value& v : values) {
+    pointers.push_back(&v);
   }
+  detail::KeyPath path;
+  for (std::string_view part : key) {
+    path.push(part);
+  }
+  detail::check_same_kind(pointers, path, "stack");
 }
 
 // Throws TypeError unless the (same-kind) entries are of kind `wanted`.
@@ -265,42 +265,57 @@ std::vector<Value> walk_values(
   }
 }
 
+// The values `values` point at, copied.
+std::vector<Value> copy_values(c10::ArrayRef<const Value*> values) {
+  std::vector<Value> out;
+  out.reserve(values.size());
+  for (const Value* v : values) {
+    out.push_back(*v);
+  }
+  return out;
+}
+
 void collect_keys(
     const std::vector<TensorDict>& tds,
-    const std::optional<NestedKey>& prefix,
+    detail::KeyPath& path,
     bool include_nested,
     bool leaves_only,
     std::vector<NestedKey>& out) {
-  for (const Node* node : common_nodes(tds)) {
-    NestedKey key = child_key(prefix, node->key);
-    if (include_nested && node->value.is_tensordict()) {
-      std::vector<Value> values = member_values(tds, node->key, key);
-      check_same_kind(values, key);
-      collect_keys(nested_dicts(values), key, include_nested, leaves_only, out);
+  // Kinds matter only where the walk goes down.
+  const detail::ZipOptions options{
+      "stack", detail::ZipKeys::kCommon, /*check_kinds=*/false};
+  detail::zip_level(impls_of(tds), path, options, [&](const Node& node, auto values) {
+    if (include_nested && node.value.is_tensordict()) {
+      detail::check_same_kind(values, path, options.verb);
+      collect_keys(
+          nested_dicts(copy_values(values)),
+          path,
+          include_nested,
+          leaves_only,
+          out);
     }
-    if (!leaves_only || node->value.is_tensor()) {
-      out.push_back(std::move(key));
+    if (!leaves_only || node.value.is_tensor()) {
+      out.push_back(path.key());
     }
-  }
+  });
 }
 
 TensorDict contiguous_impl(
     const LazyStackedTensorDict& stack,
-    const std::optional<NestedKey>& prefix) {
+    detail::KeyPath& path) {
   const std::vector<TensorDict>& tds = stack.tensordicts();
   const int64_t stack_dim = stack.stack_dim();
   TensorDict dense(
       stack.batch_size(),
       stack.device(),
       stack.has_names() ? stack.names() : DimNames{});
-  for (const Node* node : common_nodes(tds)) {
-    const NestedKey key = child_key(prefix, node->key);
-    const std::vector<Value> values = member_values(tds, node->key, key);
-    check_same_kind(values, key);
-    const NestedKey local{std::string_view(node->key)};
+  const detail::ZipOptions options{"stack", detail::ZipKeys::kCommon};
+  detail::zip_level(impls_of(tds), path, options, [&](const Node& node, auto pointers) {
+    const std::vector<Value> values = copy_values(pointers);
+    const NestedKey local{std::string_view(node.key)};
     switch (values[0].kind()) {
       case Value::Kind::kTensor:
-        dense.set(local, stack_tensors(values, stack_dim, key));
+        dense.set(local, stack_tensors(values, stack_dim, path.key()));
         break;
       case Value::Kind::kTensorDict:
         dense.set(
@@ -308,14 +323,15 @@ TensorDict contiguous_impl(
             contiguous_impl(
                 LazyStackedTensorDict(
                     nested_dicts(values), stack_dim, stack.stack_dim_name()),
-                key));
+                path));
         break;
       case Value::Kind::kNonTensorData:
       case Value::Kind::kNonTensorStack:
-        dense.set(local, Value(stack_non_tensors(values, stack_dim, key)));
+        dense.set(
+            local, Value(stack_non_tensors(values, stack_dim, path.key())));
         break;
     }
-  }
+  });
   return dense;
 }
 
@@ -654,26 +670,15 @@ TensorDict LazyStackedTensorDict::at(int64_t index) const {
 std::variant<TensorDict, LazyStackedTensorDict> LazyStackedTensorDict::index(
     c10::ArrayRef<at::indexing::TensorIndex> indices) const {
   using at::indexing::TensorIndex;
-  const int64_t ndim = batch_dims();
   const int64_t stack_dim = impl_->stack_dim;
   const int64_t n = static_cast<int64_t>(impl_->tensordicts.size());
   constexpr const char* kWhere = "LazyStackedTensorDict.index: ";
 
-  // Batch dims each item consumes; 0-dim integer tensors become integers.
-  std::vector<TensorIndex> items;
-  items.reserve(indices.size() + static_cast<size_t>(ndim));
-  int64_t used = 0;
-  int64_t ellipses = 0;
-  auto dims_of = [](const TensorIndex& idx) -> int64_t {
-    if (idx.is_integer() || idx.is_slice()) {
-      return 1;
-    }
-    if (idx.is_tensor()) {
-      const at::Tensor& t = idx.tensor();
-      return t.scalar_type() == at::kBool ? t.dim() : 1;
-    }
-    return 0;
-  };
+  // 0-dim integer tensors become integers; then the one batch-index
+  // normalizer expands the Ellipsis and checks the dims (NOTE [Batch-dim
+  // indices]).
+  std::vector<TensorIndex> given;
+  given.reserve(indices.size());
   for (const TensorIndex& idx : indices) {
     TORCH_CHECK(
         !idx.is_boolean(),
@@ -687,41 +692,21 @@ std::variant<TensorDict, LazyStackedTensorDict> LazyStackedTensorDict::index(
           kWhere,
           "index tensors must be int64, int32 or bool, got ",
           detail::dtype_name(t.scalar_type()));
-      TORCH_CHECK(
-          t.dim() > 0 || t.scalar_type() != at::kBool,
-          kWhere,
-          "a 0-dim bool tensor index is not supported");
-      if (t.dim() == 0) {
-        items.emplace_back(t.item<int64_t>());
-        used += 1;
+      if (t.dim() == 0 && t.scalar_type() != at::kBool) {
+        given.emplace_back(t.item<int64_t>());
         continue;
       }
     }
-    ellipses += idx.is_ellipsis() ? 1 : 0;
-    used += dims_of(idx);
-    items.push_back(idx);
+    given.push_back(idx);
   }
-  TORCH_CHECK_INDEX(
-      ellipses <= 1, "an index can only have a single ellipsis ('...')");
-  TORCH_CHECK_INDEX(
-      used <= ndim,
-      "too many indices for a LazyStackedTensorDict of batch size ",
-      detail::size_repr(impl_->batch_size),
-      ": ",
-      used,
-      " batch dims indexed");
-  // Expand the ellipsis, then cover every dim up to the stack dim.
-  const auto ell = std::find_if(
-      items.begin(), items.end(), [](const TensorIndex& i) {
-        return i.is_ellipsis();
-      });
-  if (ell != items.end()) {
-    const auto pos = items.erase(ell);
-    items.insert(
-        pos,
-        static_cast<size_t>(ndim - used),
-        TensorIndex(at::indexing::Slice()));
-    used = ndim;
+  std::vector<TensorIndex> items =
+      detail::normalize_index(
+          given, impl_->batch_size, DimNames{}, "LazyStackedTensorDict")
+          .indices;
+  // Cover every dim up to the stack dim.
+  int64_t used = 0;
+  for (const TensorIndex& idx : items) {
+    used += detail::consumed_dims(idx);
   }
   while (used <= stack_dim) {
     items.emplace_back(at::indexing::Slice());
@@ -732,7 +717,7 @@ std::variant<TensorDict, LazyStackedTensorDict> LazyStackedTensorDict::index(
   size_t k = 0;
   int64_t dim = 0;
   for (; k < items.size(); ++k) {
-    const int64_t d = dims_of(items[k]);
+    const int64_t d = detail::consumed_dims(items[k]);
     if (dim + d > stack_dim) {
       break;
     }
@@ -740,7 +725,7 @@ std::variant<TensorDict, LazyStackedTensorDict> LazyStackedTensorDict::index(
   }
   const TensorIndex& item = items[k];
   TORCH_CHECK(
-      dims_of(item) == 1,
+      detail::consumed_dims(item) == 1,
       kWhere,
       "a bool mask over several batch dims that include the stack dim is not "
       "supported; index the elements (tensordicts()) instead");
@@ -864,7 +849,8 @@ std::vector<NestedKey> LazyStackedTensorDict::keys(
     bool leaves_only,
     bool sort) const {
   std::vector<NestedKey> out;
-  collect_keys(impl_->tensordicts, std::nullopt, include_nested, leaves_only, out);
+  detail::KeyPath path;
+  collect_keys(impl_->tensordicts, path, include_nested, leaves_only, out);
   if (sort) {
     std::stable_sort(out.begin(), out.end());
   }
@@ -912,7 +898,8 @@ LazyStackedTensorDict LazyStackedTensorDict::get_tensordict(
 }
 
 TensorDict LazyStackedTensorDict::contiguous() const {
-  return contiguous_impl(*this, std::nullopt);
+  detail::KeyPath path;
+  return contiguous_impl(*this, path);
 }
 
 std::string LazyStackedTensorDict::repr() const {

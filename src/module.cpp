@@ -11,8 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "detail/tensor_dict_impl.h"
-#include "io/format.h"
+#include "detail/walk.h"
 #include "tensordict/errors.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -51,14 +50,15 @@ struct Target {
 void collect_targets(
     const TensorDict& td,
     torch::nn::Module& module,
-    const std::optional<NestedKey>& prefix,
+    detail::KeyPath& path,
     std::vector<Target>& targets) {
   const auto params = module.named_parameters(/*recurse=*/false);
   const auto buffers = module.named_buffers(/*recurse=*/false);
   const auto children = module.named_children();
-  for (const auto& [key, value] : td.items()) {
-    const std::string name(key.back());
-    const NestedKey full = detail::child_key(prefix, name);
+  for (const auto& node : td.unsafeGetImpl()->nodes()) {
+    const std::string& name = node->key;
+    const Value& value = node->value;
+    detail::PathPart part(path, name);
     const at::Tensor* tensor = params.find(name);
     if (tensor == nullptr) {
       tensor = buffers.find(name);
@@ -67,7 +67,7 @@ void collect_targets(
       TORCH_CHECK(
           value.is_tensor(),
           "to_module: key ",
-          full.to_string(),
+          path.to_string(),
           " is a ",
           value.type_name(),
           " but the module holds a tensor there");
@@ -75,7 +75,7 @@ void collect_targets(
       TORCH_CHECK(
           t.sizes() == tensor->sizes(),
           "to_module: key ",
-          full.to_string(),
+          path.to_string(),
           " has shape ",
           t.sizes(),
           " but the module's tensor has shape ",
@@ -83,7 +83,7 @@ void collect_targets(
       TORCH_CHECK(
           t.scalar_type() == tensor->scalar_type(),
           "to_module: key ",
-          full.to_string(),
+          path.to_string(),
           " has dtype ",
           t.scalar_type(),
           " but the module's tensor has dtype ",
@@ -95,17 +95,17 @@ void collect_targets(
     TORCH_CHECK(
         child != nullptr,
         "to_module: key ",
-        full.to_string(),
+        path.to_string(),
         " has no parameter, buffer or submodule of that name in ",
         module.name());
     TORCH_CHECK(
         value.is_tensordict(),
         "to_module: key ",
-        full.to_string(),
+        path.to_string(),
         " is a ",
         value.type_name(),
         " but the module has a submodule there");
-    collect_targets(value.tensordict(), **child, full, targets);
+    collect_targets(value.tensordict(), **child, path, targets);
   }
   // Every tensor the module holds must be given.
   auto check_present = [&](const std::string& name, const char* what) {
@@ -114,7 +114,7 @@ void collect_targets(
         "to_module: the module's ",
         what,
         " ",
-        detail::child_key(prefix, name).to_string(),
+        path.child(name).to_string(),
         " is missing from the dict");
   };
   for (const auto& item : params) {
@@ -141,7 +141,8 @@ TensorDict TensorDict::to_module(
     torch::nn::Module& module,
     const ToModuleOptions& options) const {
   std::vector<Target> targets;
-  collect_targets(*this, module, std::nullopt, targets);
+  detail::KeyPath path;
+  collect_targets(*this, module, path, targets);
   const TensorDict previous = from_module(module).apply(
       [](const at::Tensor& t) { return t.variable_data(); });
   at::NoGradGuard no_grad;

@@ -46,6 +46,20 @@ NestedKey::NestedKey(const std::vector<std::string>& parts) {
   own_parts();
 }
 
+NestedKey NestedKey::from_parts(c10::ArrayRef<std::string_view> parts) {
+  check_not_empty(parts.size());
+  NestedKey result;
+  result.parts_.append(parts.begin(), parts.end());
+  result.own_parts();
+  return result;
+}
+
+NestedKey NestedKey::child_of(
+    const std::optional<NestedKey>& parent,
+    std::string_view name) {
+  return parent ? parent->child(name) : NestedKey(name);
+}
+
 void NestedKey::own_parts() {
   size_t total = 0;
   for (std::string_view part : parts_) {

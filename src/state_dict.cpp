@@ -15,7 +15,7 @@
 
 #include "detail/format.h"
 #include "detail/tensor_class_impl.h"
-#include "detail/tensor_dict_impl.h"
+#include "detail/walk.h"
 #include "tensordict/errors.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -227,7 +227,7 @@ StateDictMetadata non_tensor_metadata(const Value& value) {
 // plain dict (and everything inside one).
 const detail::ClassInfo* nested_class(
     const detail::ClassInfo* cls,
-    const std::string& key) {
+    std::string_view key) {
   if (cls == nullptr) {
     return nullptr;
   }
@@ -251,12 +251,12 @@ Json unset_fields(const detail::TensorDictImpl& impl, const detail::ClassInfo& c
 // Puts a non-tensor entry of a TensorClass level into `fields` by its one
 // value; returns false for a stack whose elements differ, which Python
 // cannot store there (C++ keeps it as a TensorDict level keeps a stack).
-bool add_non_tensor_field(Json& fields, const std::string& key, const Value& value) {
+bool add_non_tensor_field(Json& fields, std::string_view key, const Value& value) {
   auto one = detail::single_json(value);
   if (!one) {
     return false;
   }
-  fields[key] = std::move(*one);
+  fields[std::string(key)] = std::move(*one);
   return true;
 }
 
@@ -270,85 +270,141 @@ StateDictMetadata class_metadata(
   return out;
 }
 
-// `cls` is the TensorClass of this level, or null for a TensorDict. Python
+// The state of one level while a state dict is built: its TensorClass (null
+// for a TensorDict) and that class's `_non_tensor` fields so far. Python
 // records a class level's metadata after its children's.
-void flat_state_dict(
+struct LevelState {
+  const detail::TensorDictImpl* impl;
+  const detail::ClassInfo* cls;
+  Json fields;
+  StateDict nested; // the level's own state dict (nested form only)
+};
+
+// Starts a level: a TensorDict's metadata goes first, a class's is
+// gathered until `class_level_metadata`.
+LevelState begin_level(
     const detail::TensorDictImpl& impl,
     const detail::ClassInfo* cls,
-    const std::string& prefix,
-    StateDict& out,
-    std::set<std::string>& seen) {
-  const std::string level = prefix.empty() ? "" : prefix.substr(0, prefix.size() - 1);
-  auto claim = [&](const std::string& key) {
+    StateDict& metadata_out,
+    const std::string& prefix) {
+  LevelState level{&impl, cls, Json(), StateDict()};
+  if (cls == nullptr) {
+    metadata_out.set_metadata(prefix, level_metadata(impl));
+  } else {
+    level.fields = unset_fields(impl, *cls);
+  }
+  return level;
+}
+
+// Records a finished class level's metadata under `prefix`.
+void end_level(LevelState& level, StateDict& metadata_out, const std::string& prefix) {
+  if (level.cls != nullptr) {
+    metadata_out.set_metadata(
+        prefix, class_metadata(*level.impl, *level.cls, std::move(level.fields)));
+  }
+}
+
+// The flat form: keys joined by ".", one metadata entry per level.
+class FlatStateDict : public detail::WalkVisitor {
+ public:
+  explicit FlatStateDict(StateDict& out) : out_(out) {}
+
+  void run(const detail::TensorDictImpl& root, const detail::ClassInfo* cls) {
+    levels_.push_back(begin_level(root, cls, out_, ""));
+    detail::KeyPath path;
+    detail::walk(root, *this, path);
+    end_level(levels_.back(), out_, "");
+  }
+  bool enter_dict(const detail::KeyPath& path, const TensorDict& dict) {
+    const std::string name = path.joined(".");
+    claim(name);
+    const detail::ClassInfo* cls = nested_class(levels_.back().cls, path.back());
+    levels_.push_back(begin_level(*dict.unsafeGetImpl(), cls, out_, name));
+    return true;
+  }
+  void leave_dict(const detail::KeyPath& path, const TensorDict& /*dict*/) {
+    if (levels_.back().cls != nullptr) {
+      end_level(levels_.back(), out_, path.joined("."));
+    }
+    levels_.pop_back();
+  }
+  void leaf(const detail::KeyPath& path, const at::Tensor& tensor) {
+    std::string key = path.joined(".");
+    claim(key);
+    out_.insert(std::move(key), tensor.detach());
+  }
+  void non_tensor(const detail::KeyPath& path, const Value& value) {
+    LevelState& level = levels_.back();
+    if (level.cls == nullptr ||
+        !add_non_tensor_field(level.fields, path.back(), value)) {
+      std::string key = path.joined(".");
+      claim(key);
+      out_.set_metadata(std::move(key), non_tensor_metadata(value));
+    }
+  }
+
+ private:
+  void claim(const std::string& key) {
     TENSORDICT_CHECK_KEY(
-        seen.insert(key).second,
+        seen_.insert(key).second,
         "Key '",
         key,
         "' appears twice in the flat state dict: a key holding \".\" "
         "collides with a nested key; use state_dict(/*flatten=*/false)");
-  };
-  if (!prefix.empty()) {
-    claim(level);
   }
-  Json fields;
-  if (cls == nullptr) {
-    out.set_metadata(level, level_metadata(impl));
-  } else {
-    fields = unset_fields(impl, *cls);
-  }
-  for (const detail::Node* node : impl.nodes()) {
-    const std::string key = prefix + node->key;
-    const Value& value = node->value;
-    if (value.is_tensor()) {
-      claim(key);
-      out.insert(key, value.tensor().detach());
-    } else if (value.is_tensordict()) {
-      flat_state_dict(
-          *value.tensordict().unsafeGetImpl(),
-          nested_class(cls, node->key),
-          key + ".",
-          out,
-          seen);
-    } else if (cls == nullptr || !add_non_tensor_field(fields, node->key, value)) {
-      claim(key);
-      out.set_metadata(key, non_tensor_metadata(value));
-    }
-  }
-  if (cls != nullptr) {
-    out.set_metadata(level, class_metadata(impl, *cls, std::move(fields)));
-  }
-}
 
-StateDict nested_state_dict(
-    const detail::TensorDictImpl& impl,
-    const detail::ClassInfo* cls) {
-  StateDict out;
-  Json fields;
-  if (cls == nullptr) {
-    out.set_metadata("", level_metadata(impl));
-  } else {
-    fields = unset_fields(impl, *cls);
+  StateDict& out_;
+  std::set<std::string> seen_;
+  std::vector<LevelState> levels_;
+};
+
+// The nested form: one StateDict per level, metadata under "".
+class NestedStateDict : public detail::WalkVisitor {
+ public:
+  StateDict run(const detail::TensorDictImpl& root, const detail::ClassInfo* cls) {
+    start(root, cls);
+    detail::KeyPath path;
+    detail::walk(root, *this, path);
+    return finish();
   }
-  for (const detail::Node* node : impl.nodes()) {
-    const Value& value = node->value;
-    if (value.is_tensor()) {
-      out.insert(node->key, value.tensor().detach());
-    } else if (value.is_tensordict()) {
-      out.insert(
-          node->key,
-          nested_state_dict(
-              *value.tensordict().unsafeGetImpl(), nested_class(cls, node->key)));
-    } else if (cls == nullptr || !add_non_tensor_field(fields, node->key, value)) {
+  bool enter_dict(const detail::KeyPath& path, const TensorDict& dict) {
+    start(*dict.unsafeGetImpl(), nested_class(levels_.back().cls, path.back()));
+    return true;
+  }
+  void leave_dict(const detail::KeyPath& path, const TensorDict& /*dict*/) {
+    StateDict done = finish();
+    levels_.back().nested.insert(std::string(path.back()), std::move(done));
+  }
+  void leaf(const detail::KeyPath& path, const at::Tensor& tensor) {
+    levels_.back().nested.insert(std::string(path.back()), tensor.detach());
+  }
+  void non_tensor(const detail::KeyPath& path, const Value& value) {
+    LevelState& level = levels_.back();
+    if (level.cls == nullptr ||
+        !add_non_tensor_field(level.fields, path.back(), value)) {
       StateDict leaf;
       leaf.set_metadata("", non_tensor_metadata(value));
-      out.insert(node->key, std::move(leaf));
+      level.nested.insert(std::string(path.back()), std::move(leaf));
     }
   }
-  if (cls != nullptr) {
-    out.set_metadata("", class_metadata(impl, *cls, std::move(fields)));
+
+ private:
+  void start(const detail::TensorDictImpl& impl, const detail::ClassInfo* cls) {
+    StateDict sd;
+    LevelState level = begin_level(impl, cls, sd, "");
+    level.nested = std::move(sd);
+    levels_.push_back(std::move(level));
   }
-  return out;
-}
+  StateDict finish() {
+    LevelState& level = levels_.back();
+    end_level(level, level.nested, "");
+    StateDict done = std::move(level.nested);
+    levels_.pop_back();
+    return done;
+  }
+
+  std::vector<LevelState> levels_;
+};
 
 // --- load_state_dict -------------------------------------------------------------
 
@@ -791,11 +847,10 @@ StateDict make_state_dict(
     const detail::ClassInfo* cls,
     bool flatten) {
   if (!flatten) {
-    return nested_state_dict(impl, cls);
+    return NestedStateDict().run(impl, cls);
   }
   StateDict out;
-  std::set<std::string> seen;
-  flat_state_dict(impl, cls, "", out, seen);
+  FlatStateDict(out).run(impl, cls);
   return out;
 }
 

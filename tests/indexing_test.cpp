@@ -277,4 +277,27 @@ TEST(IndexingTest, PadFillsNonTensorSlotsWithNull) {
       Json::parse(R"([[null, "a", "b", "c"], [null, "d", "e", "f"], [null, null, null, null]])"));
 }
 
+// A 0-dim bool index consumes no batch dim: it adds one of size 1 (true) or
+// 0 (false), as torch and Python's tensordict do.
+TEST(IndexingTest, ZeroDimBoolIndexAddsADimAndConsumesNone) {
+  TensorDict td(
+      {{"x", torch::arange(6).view({2, 3})},
+       {"y", torch::arange(24).view({2, 3, 4})}},
+      {2, 3});
+  const TensorDict front = td.index({torch::tensor(true)});
+  EXPECT_EQ(front.batch_size(), c10::IntArrayRef({1, 2, 3}));
+  EXPECT_TRUE(torch::equal(front.get("y"), td.get("y").unsqueeze(0)));
+  EXPECT_EQ(td.index({torch::tensor(false)}).batch_size(), c10::IntArrayRef({0, 2, 3}));
+  // After an Ellipsis the new dim lands after the batch dims, before the
+  // leaves' own dims.
+  const TensorDict back = td.index({Ellipsis, torch::tensor(true)});
+  EXPECT_EQ(back.batch_size(), c10::IntArrayRef({2, 3, 1}));
+  EXPECT_EQ(back.get("y").sizes(), c10::IntArrayRef({2, 3, 1, 4}));
+  EXPECT_TRUE(torch::equal(back.get("y"), td.get("y").unsqueeze(2)));
+  // It leaves every batch dim to the other indices.
+  const TensorDict picked = td.index({torch::tensor(true), 1, 2});
+  EXPECT_EQ(picked.batch_size(), c10::IntArrayRef({1}));
+  EXPECT_EQ(picked.get("x").item<int64_t>(), 5);
+}
+
 } // namespace indexing_test

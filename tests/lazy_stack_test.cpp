@@ -341,8 +341,8 @@ TEST(LazyStackTest, IndexThrowsWhereNoSingleLazyStackFits) {
   EXPECT_THROWS_EXACTLY(
       (void)stack.index({0, 0, 0, 0}),
       c10::IndexError,
-      "too many indices for a LazyStackedTensorDict of batch size "
-      "torch.Size([4, 3, 2]): 4 batch dims indexed");
+      "too many indices for tensor of dimension 3 (the "
+      "LazyStackedTensorDict's batch dims are torch.Size([4, 3, 2]))");
   EXPECT_THROWS_EXACTLY(
       (void)stack.index({tensordict::indexing::Ellipsis, tensordict::indexing::Ellipsis}),
       c10::IndexError,
@@ -399,8 +399,8 @@ TEST(LazyStackTest, NestedKeysThrowWhenKindsDiffer) {
   EXPECT_THROWS_EXACTLY(
       stack.keys(/*include_nested=*/true),
       c10::TypeError,
-      "cannot stack the entry 'a': it is a TensorDict in element 0 of the lazy "
-      "stack and a Tensor in element 1");
+      "cannot stack entry 'a': it is a TensorDict in tensordict 0 and a "
+      "Tensor in tensordict 1");
 }
 
 // --- get ---------------------------------------------------------------------
@@ -461,8 +461,8 @@ TEST(LazyStackTest, GetThrowsOnRaggedMissingOrWrongKindEntries) {
   EXPECT_THROWS_EXACTLY(
       lazy_stack({TensorDict({{"a", torch::ones({1})}}), TensorDict({{"a", "text"}})}).get("a"),
       c10::TypeError,
-      "cannot stack the entry 'a': it is a Tensor in element 0 of the lazy "
-      "stack and a NonTensorData in element 1");
+      "cannot stack entry 'a': it is a Tensor in tensordict 0 and a "
+      "NonTensorData in tensordict 1");
 }
 
 TEST(LazyStackTest, GetTensordictStacksTheNestedDictsLazily) {
@@ -549,8 +549,8 @@ TEST(LazyStackTest, ContiguousThrowsOnRaggedOrMixedEntries) {
   EXPECT_THROWS_EXACTLY(
       mixed.contiguous(),
       c10::TypeError,
-      "cannot stack the entry ('n', 'a'): it is a Tensor in element 0 of the "
-      "lazy stack and a TensorDict in element 1");
+      "cannot stack entry ('n', 'a'): it is a Tensor in tensordict 0 and a "
+      "TensorDict in tensordict 1");
 }
 
 // --- repr --------------------------------------------------------------------
@@ -662,6 +662,39 @@ TEST(LazyStackTest, ReprShowsRaggedMixedAndExclusiveEntriesAsPython) {
       "    device=None,\n"
       "    is_shared=False,\n"
       "    stack_dim=0)");
+}
+
+// A 0-dim bool index consumes no batch dim (the normalizer TensorDict
+// uses): it adds a dim of size 1, as Python's lazy stack does.
+TEST(LazyStackTest, ZeroDimBoolIndexAddsADimAndConsumesNone) {
+  std::vector<TensorDict> tds;
+  for (int64_t i = 0; i < 2; ++i) {
+    tds.push_back(TensorDict({{"x", torch::arange(12).view({3, 4}) + 12 * i}}, {3}));
+  }
+  const LazyStackedTensorDict stack = lazy_stack(tds, 0);
+  const at::Tensor dense = stack.get("x");
+
+  auto front = std::get<LazyStackedTensorDict>(stack.index({torch::tensor(true)}));
+  EXPECT_EQ(front.batch_size(), c10::IntArrayRef({1, 2, 3}));
+  EXPECT_EQ(front.stack_dim(), 1);
+  EXPECT_TRUE(torch::equal(front.get("x"), dense.unsqueeze(0)));
+
+  auto back = std::get<LazyStackedTensorDict>(
+      stack.index({tensordict::indexing::Ellipsis, torch::tensor(true)}));
+  EXPECT_EQ(back.batch_size(), c10::IntArrayRef({2, 3, 1}));
+  EXPECT_TRUE(torch::equal(back.get("x"), dense.unsqueeze(2)));
+
+  auto row = std::get<TensorDict>(stack.index({torch::tensor(true), 1}));
+  EXPECT_EQ(row.batch_size(), c10::IntArrayRef({1, 3}));
+  EXPECT_TRUE(torch::equal(row.get("x"), tds[1].get("x").unsqueeze(0)));
+  EXPECT_EQ(
+      std::get<TensorDict>(stack.index({0, torch::tensor(true)})).batch_size(),
+      c10::IntArrayRef({1, 3}));
+
+  auto column = std::get<LazyStackedTensorDict>(
+      stack.index({torch::tensor(true), Slice(), 1}));
+  EXPECT_EQ(column.batch_size(), c10::IntArrayRef({1, 2}));
+  EXPECT_EQ(column.get("x").sum().item<int64_t>(), 92);
 }
 
 } // namespace lazy_stack_test

@@ -100,4 +100,19 @@ TEST(NestedKeyTest, NullPointerIsRejected) {
   EXPECT_THROWS_WITH(NestedKey{null}, c10::ValueError, "null pointer");
 }
 
+TEST(NestedKeyTest, ChildOfJoinsAParentOrStartsAtTheRoot) {
+  EXPECT_EQ(NestedKey::child_of(std::nullopt, "a"), NestedKey("a"));
+  EXPECT_EQ(NestedKey::child_of(NestedKey({"n", "m"}), "a").to_string(), "('n', 'm', 'a')");
+}
+
+TEST(NestedKeyTest, FromPartsOwnsACopyOfThePath) {
+  std::string part = "obs";
+  const std::vector<std::string_view> parts = {"next", part};
+  const NestedKey key = NestedKey::from_parts(parts);
+  part = "xxx";
+  EXPECT_EQ(key.to_string(), "('next', 'obs')");
+  EXPECT_THROWS_WITH(
+      NestedKey::from_parts({}), KeyError, "a key must be a string or a non-empty");
+}
+
 } // namespace nested_key_test

@@ -91,6 +91,24 @@ TEST(TensorDictApplyTest, OtherDictsAreMatchedByKey) {
   EXPECT_EQ(with_default.get({"n", "b"})[0].item<float>(), 2.f);
 }
 
+TEST(TensorDictApplyTest, OtherDictsMustHoldTheSameKindOfEntry) {
+  TensorDict td = make_td();
+  TensorDict swapped = td.clone();
+  swapped.del_("a");
+  swapped.set("a", TensorDict({}, {4}));
+  auto add = [](const at::Tensor& x, const at::Tensor& y) { return x + y; };
+  EXPECT_THROWS_EXACTLY(
+      td.apply(add, swapped),
+      c10::TypeError,
+      "cannot apply a function to entry 'a': it is a Tensor in tensordict 0 "
+      "and a TensorDict in tensordict 1");
+  EXPECT_THROWS_EXACTLY(
+      swapped.apply(add, td),
+      c10::TypeError,
+      "cannot apply a function to entry 'a': it is a TensorDict in "
+      "tensordict 0 and a Tensor in tensordict 1");
+}
+
 TEST(TensorDictApplyTest, NamedApplySeesNestedKeys) {
   TensorDict td = make_td();
   std::vector<NestedKey> seen;

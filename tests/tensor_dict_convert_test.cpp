@@ -308,8 +308,8 @@ TEST(TensorDictConvertTest, CopyThrowsListingKeysThatDifferAndWritesNothing) {
   EXPECT_THROWS_EXACTLY(
       td.copy_(bad_kind),
       c10::TypeError,
-      "copy_() cannot copy entry 's': it is a NonTensorData in the destination "
-      "and a Tensor in the source");
+      "cannot copy entry 's': it is a NonTensorData in tensordict 0 and a "
+      "Tensor in tensordict 1");
 }
 
 } // namespace tensor_dict_convert_test

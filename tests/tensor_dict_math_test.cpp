@@ -94,8 +94,8 @@ TEST(TensorDictMathTest, KindMismatchesNameTheOp) {
   EXPECT_THROWS_EXACTLY(
       a + b,
       c10::TypeError,
-      "cannot add entry 'x': it is a Tensor in one TensorDict and a "
-      "TensorDict in the other");
+      "cannot add entry 'x': it is a Tensor in tensordict 0 and a "
+      "TensorDict in tensordict 1");
   EXPECT_THROWS_WITH(a.sub_(b), c10::TypeError, "cannot subtract entry 'x'");
   EXPECT_THROWS_WITH(a * b, c10::TypeError, "cannot multiply entry 'x'");
   EXPECT_THROWS_WITH(a.lt(b), c10::TypeError, "cannot compare entry 'x'");

@@ -129,15 +129,14 @@ TEST(TensorDictStackTest, StackErrors) {
   EXPECT_THROWS_EXACTLY(
       tensordict::stack({make_td(1), other_keys}),
       KeyError,
-      "tensordict 1 has keys ['c', 'n', 's'] but tensordict 0 has keys "
-      "['a', 'n', 's']; all tensordicts must have the same keys");
+      "key \"c\" not found in TensorDict with keys ['a', 'n', 's']");
   TensorDict nested_extra = make_td(2);
   nested_extra.set({"n", "z"}, torch::zeros({2, 4}));
   EXPECT_THROWS_EXACTLY(
       tensordict::stack({make_td(1), nested_extra}),
       KeyError,
-      "tensordict 1 has keys ['b', 'z'] but tensordict 0 has keys ['b'] for "
-      "the entry 'n'; all tensordicts must have the same keys");
+      "key \"z\" not found in TensorDict with keys ['b'] (while looking up "
+      "('n', 'z'))");
 
   TensorDict nested_batch = make_td(2);
   nested_batch.set("n", TensorDict({{"b", torch::zeros({2, 3})}}, {2, 3}));
@@ -227,8 +226,7 @@ TEST(TensorDictStackTest, CatErrors) {
   EXPECT_THROWS_EXACTLY(
       tensordict::cat({make_td(1), TensorDict({{"a", torch::zeros({3, 3})}}, {3})}),
       KeyError,
-      "tensordict 1 has keys ['a'] but tensordict 0 has keys ['a', 'n', 's']; "
-      "all tensordicts must have the same keys");
+      "key \"n\" not found in TensorDict with keys ['a']");
   EXPECT_THROWS_EXACTLY(
       tensordict::cat(
           {TensorDict({{"a", torch::zeros({2, 3})}}, {2}),

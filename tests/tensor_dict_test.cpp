@@ -1011,8 +1011,8 @@ TEST(TensorDictTest, EqualityWithDifferentKeysIsAKeyError) {
   EXPECT_THROWS_EXACTLY(
       a == c,
       c10::TypeError,
-      "cannot compare entry 'x': it is a Tensor in one TensorDict and a "
-      "TensorDict in the other");
+      "cannot compare entry 'x': it is a Tensor in tensordict 0 and a "
+      "TensorDict in tensordict 1");
 }
 
 TEST(TensorDictTest, AllAndAnyOnEmptyDicts) {

@@ -1,11 +1,13 @@
 #pragma once
 
+#include <c10/util/ArrayRef.h>
 #include <c10/util/SmallVector.h>
 
 #include <cstddef>
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +65,14 @@ class TENSORDICT_API NestedKey {
   }
   /// Makes a path from its parts; throws KeyError if `parts` is empty.
   explicit NestedKey(const std::vector<std::string>& parts);
+  /// Makes a path that owns a copy of `parts`; throws KeyError if `parts`
+  /// is empty.
+  static NestedKey from_parts(c10::ArrayRef<std::string_view> parts);
+  /// Returns the key of entry `name` inside the dict `parent` names, or the
+  /// one-part key `name` when `parent` is empty (the root). Owns its parts.
+  static NestedKey child_of(
+      const std::optional<NestedKey>& parent,
+      std::string_view name);
 
   /// Returns the number of parts (1 for a plain string key).
   size_t size() const noexcept {

@@ -54,6 +54,73 @@ Value gather_data(const NonTensorData& data, const at::Tensor& positions) {
       NonTensorStack(std::move(values), positions.sizes(), data.device()));
 }
 
+void check_same_keys(
+    c10::ArrayRef<const TensorDictImpl*> dicts,
+    const KeyPath& path) {
+  const TensorDictImpl& first = *dicts[0];
+  for (size_t i = 1; i < dicts.size(); ++i) {
+    const TensorDictImpl& other = *dicts[i];
+    // Same size and every key of the first found: the same key set.
+    bool same = other.nodes().size() == first.nodes().size();
+    size_t pos = 0;
+    for (const auto& node : first.nodes()) {
+      if (!same) {
+        break;
+      }
+      same = find_matching(other, node->key, pos++) != nullptr;
+    }
+    if (same) {
+      continue;
+    }
+    KeyPath at = path;
+    for (const auto& node : other.nodes()) {
+      if (first.find(node->key) == nullptr) {
+        at.push(node->key);
+        throw_missing_key(first, node->key, at.key());
+      }
+    }
+    for (const auto& node : first.nodes()) {
+      if (other.find(node->key) == nullptr) {
+        at.push(node->key);
+        throw_missing_key(other, node->key, at.key());
+      }
+    }
+  }
+}
+
+void throw_kind_mismatch(
+    const Value& first,
+    const Value& other,
+    size_t i,
+    const KeyPath& path,
+    const char* verb) {
+  TORCH_CHECK_TYPE(
+      false,
+      "cannot ",
+      verb,
+      " entry ",
+      path.to_string(),
+      ": it is a ",
+      first.type_name(),
+      " in tensordict 0 and a ",
+      other.type_name(),
+      " in tensordict ",
+      i);
+  TORCH_INTERNAL_ASSERT(false);
+}
+
+void check_same_kind(
+    c10::ArrayRef<const Value*> values,
+    const KeyPath& path,
+    const char* verb) {
+  const Value& first = *values[0];
+  for (size_t i = 1; i < values.size(); ++i) {
+    if (values[i] != nullptr && !same_kind(first, *values[i])) {
+      throw_kind_mismatch(first, *values[i], i, path, verb);
+    }
+  }
+}
+
 BatchChange carry_change(
     const BatchChange& change,
     c10::IntArrayRef old_batch,

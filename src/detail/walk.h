@@ -1,15 +1,325 @@
 #pragma once
 
-// The leaf-walking engine: most TensorDict operations are "do X to every
-// tensor and rebuild the same structure". Write that walk once, here.
+// The traversal engine: every walk over a dict's tree is written once, here.
+// See NOTE [Walking the tree].
+
+#include <c10/util/ArrayRef.h>
+#include <c10/util/SmallVector.h>
 
 #include <optional>
+#include <string>
+#include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "detail/tensor_dict_impl.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
+
+// NOTE [Walking the tree]
+// One recursion serves every feature that touches each level of a dict:
+//  - `walk(td, visitor)`: a depth-first visit with `enter_dict`, `leaf`,
+//    `non_tensor` and `leave_dict` hooks (derive from `WalkVisitor` and
+//    override what you need);
+//  - `for_each_dict(impl, fn)`: every nested dict, the root first;
+//  - `for_each_tensor` / `all_tensors`: every tensor;
+//  - `zip_level(dicts, path, options, fn)`: several dicts matched by key at
+//    one level, with the one key-set check (`check_same_keys`) and the one
+//    kind check (`check_same_kind`); callers recurse from `fn`;
+//  - `map_entries` / `transform*`: rebuild the structure leaf by leaf.
+// Walkers keep the current key as a `KeyPath`, a stack of borrowed parts,
+// and make a NestedKey only when they need one (a callback's key, an error),
+// so a walk allocates nothing per node for its keys.
+
+/// The key of the entry a walk is at, kept as a stack of parts borrowed
+/// from the dicts being walked. Pushing and popping allocate nothing;
+/// `key()` makes an owning NestedKey on demand. Valid while those dicts'
+/// keys do not change.
+class KeyPath {
+ public:
+  /// Enters entry `part` of the current dict.
+  void push(std::string_view part) {
+    parts_.push_back(part);
+  }
+  /// Leaves the innermost entry.
+  void pop() noexcept {
+    parts_.pop_back();
+  }
+  /// Returns true at the root (no entry entered).
+  bool empty() const noexcept {
+    return parts_.empty();
+  }
+  /// Returns the number of parts.
+  size_t size() const noexcept {
+    return parts_.size();
+  }
+  /// Returns the innermost part: the entry's name in its own dict.
+  std::string_view back() const noexcept {
+    return parts_.back();
+  }
+  /// Returns the parts, root first.
+  c10::ArrayRef<std::string_view> parts() const noexcept {
+    return parts_;
+  }
+  /// Returns the path as an owning key; the path must not be empty.
+  NestedKey key() const {
+    return NestedKey::from_parts(parts_);
+  }
+  /// Returns the key of entry `name` inside the dict the path names.
+  NestedKey child(std::string_view name) const {
+    c10::SmallVector<std::string_view, 8> parts(parts_);
+    parts.push_back(name);
+    return NestedKey::from_parts(parts);
+  }
+  /// Returns the parts joined by `separator` ("a.b" for "."): what
+  /// `key().join_parts(separator)` gives, with one allocation.
+  std::string joined(std::string_view separator) const {
+    std::string out;
+    for (size_t i = 0; i < parts_.size(); ++i) {
+      if (i > 0) {
+        out += separator;
+      }
+      out += parts_[i];
+    }
+    return out;
+  }
+  /// Returns the key as Python prints it, or "" at the root.
+  std::string to_string() const {
+    return parts_.empty() ? std::string() : key().to_string();
+  }
+
+ private:
+  c10::SmallVector<std::string_view, 8> parts_;
+};
+
+/// Pushes a part onto a KeyPath for the lifetime of the scope.
+class PathPart {
+ public:
+  PathPart(KeyPath& path, std::string_view part) : path_(path) {
+    path_.push(part);
+  }
+  PathPart(const PathPart&) = delete;
+  PathPart& operator=(const PathPart&) = delete;
+  ~PathPart() {
+    path_.pop();
+  }
+
+ private:
+  KeyPath& path_;
+};
+
+/// The hooks of `walk`, all no-ops: derive and hide the ones you need. In
+/// every hook `path` ends with the entry's own name.
+struct WalkVisitor {
+  /// Called on a nested dict before its entries; return false to skip them
+  /// (and `leave_dict`).
+  bool enter_dict(const KeyPath& /*path*/, const TensorDict& /*dict*/) {
+    return true;
+  }
+  /// Called on a nested dict after its entries.
+  void leave_dict(const KeyPath& /*path*/, const TensorDict& /*dict*/) {}
+  /// Called on each tensor.
+  void leaf(const KeyPath& /*path*/, const at::Tensor& /*tensor*/) {}
+  /// Called on each NonTensorData or NonTensorStack.
+  void non_tensor(const KeyPath& /*path*/, const Value& /*value*/) {}
+};
+
+/// Visits the entries of `impl` depth first, in insertion order, with
+/// `path` (the key of `impl` itself) extended by each entry's name.
+template <typename Visitor>
+void walk(const TensorDictImpl& impl, Visitor& visitor, KeyPath& path) {
+  for (const auto& node : impl.nodes()) {
+    PathPart part(path, node->key);
+    const Value& v = node->value;
+    if (v.is_tensor()) {
+      visitor.leaf(path, v.tensor());
+    } else if (v.is_tensordict()) {
+      const TensorDict& child = v.tensordict();
+      if (visitor.enter_dict(path, child)) {
+        walk(*child.unsafeGetImpl(), visitor, path);
+        visitor.leave_dict(path, child);
+      }
+    } else {
+      visitor.non_tensor(path, v);
+    }
+  }
+}
+
+/// Visits every entry of `td` depth first; see WalkVisitor.
+template <typename Visitor>
+void walk(const TensorDict& td, Visitor& visitor) {
+  KeyPath path;
+  walk(*td.unsafeGetImpl(), visitor, path);
+}
+
+/// Calls `fn(dict)` on `impl` and every dict nested in it, parents before
+/// their children.
+template <typename Fn>
+void for_each_dict(TensorDictImpl& impl, Fn&& fn) {
+  fn(impl);
+  for (const auto& node : impl.nodes()) {
+    if (node->value.is_tensordict()) {
+      for_each_dict(*node->value.tensordict().unsafeGetImpl(), fn);
+    }
+  }
+}
+
+/// Calls `fn(tensor)` on every tensor, nested ones too, until it returns
+/// false; returns false if it did.
+template <typename Fn>
+bool all_tensors(const TensorDictImpl& impl, Fn&& fn) {
+  for (const auto& node : impl.nodes()) {
+    const Value& v = node->value;
+    if (v.is_tensor() && !fn(v.tensor())) {
+      return false;
+    }
+    if (v.is_tensordict() &&
+        !all_tensors(*v.tensordict().unsafeGetImpl(), fn)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Like `all_tensors(impl, fn)`, from a handle.
+template <typename Fn>
+bool all_tensors(const TensorDict& td, Fn&& fn) {
+  return all_tensors(*td.unsafeGetImpl(), fn);
+}
+
+/// Calls `fn(tensor)` on every tensor, nested ones too.
+template <typename Fn>
+void for_each_tensor(const TensorDictImpl& impl, Fn&& fn) {
+  all_tensors(impl, [&](const at::Tensor& t) {
+    fn(t);
+    return true;
+  });
+}
+
+/// Calls `fn(key, value)` for every entry below `impl`, depth first, in the
+/// order of Python's `keys(include_nested=True)`: a nested dict's entries
+/// come right before the dict itself.
+template <typename Fn>
+void for_each_nested(const TensorDictImpl& impl, KeyPath& path, Fn& fn) {
+  for (const auto& node : impl.nodes()) {
+    PathPart part(path, node->key);
+    if (node->value.is_tensordict()) {
+      for_each_nested(*node->value.tensordict().unsafeGetImpl(), path, fn);
+    }
+    fn(path.key(), node->value);
+  }
+}
+
+/// Like `for_each_nested(impl, path, fn)`, from the root of `td`.
+template <typename Fn>
+void for_each_nested(const TensorDict& td, Fn&& fn) {
+  KeyPath path;
+  for_each_nested(*td.unsafeGetImpl(), path, fn);
+}
+
+/// Says which keys `zip_level` visits and what a missing key does.
+enum class ZipKeys {
+  /// Every dict must have the same keys (`check_same_keys`).
+  kSame,
+  /// The first dict's keys; a key missing elsewhere is a KeyError.
+  kFirst,
+  /// The first dict's keys; a key missing elsewhere gives a null value.
+  kFirstOrNull,
+  /// Only the keys every dict has, in the first dict's order.
+  kCommon,
+};
+
+/// How `zip_level` matches entries.
+struct ZipOptions {
+  /// What the caller does, for the kind error: "stack", "compare", ...
+  const char* verb;
+  ZipKeys keys = ZipKeys::kSame;
+  /// Check that matched entries have the same kind (`check_same_kind`).
+  bool check_kinds = true;
+};
+
+/// Throws Python's KeyError for the first key that one of `dicts` has and
+/// another lacks; `path` is the key of the level (empty at the root).
+void check_same_keys(
+    c10::ArrayRef<const TensorDictImpl*> dicts, const KeyPath& path);
+
+/// Throws TypeError "cannot <verb> entry <key>: it is a <kind> in
+/// tensordict 0 and a <kind> in tensordict <i>" unless every non-null value
+/// has the kind of `values[0]` (all non-tensor kinds count as one). `path`
+/// is the entry's key.
+void check_same_kind(
+    c10::ArrayRef<const Value*> values, const KeyPath& path, const char* verb);
+
+/// Throws the kind error of `check_same_kind` for values `0` and `i`.
+[[noreturn]] void throw_kind_mismatch(
+    const Value& first,
+    const Value& other,
+    size_t i,
+    const KeyPath& path,
+    const char* verb);
+
+/// Returns true if `a` and `b` count as the same kind for a zip.
+inline bool same_kind(const Value& a, const Value& b) noexcept {
+  return a.kind() == b.kind() || (a.is_non_tensor() && b.is_non_tensor());
+}
+
+/// Returns the node of `other` named `key`, trying position `pos` first:
+/// dicts built alike keep their keys in the same order, so that is a
+/// string compare instead of a hash lookup.
+inline const Node* find_matching(
+    const TensorDictImpl& other, std::string_view key, size_t pos) noexcept {
+  const auto nodes = other.nodes();
+  if (pos < nodes.size()) {
+    const Node* same_place = *nodes.begin() + pos;  // nodes are contiguous
+    if (same_place->key == key) {
+      return same_place;
+    }
+  }
+  return other.find(key);
+}
+
+/// Walks one level of `dicts` together, matching entries by key (see
+/// ZipKeys), and calls `fn(node, values)` per key with `path` extended by
+/// it: `node` is the first dict's entry, `values[i]` dict i's (null only
+/// with kFirstOrNull). Recurse from `fn` to go deeper.
+template <typename Fn>
+void zip_level(
+    c10::ArrayRef<const TensorDictImpl*> dicts,
+    KeyPath& path,
+    const ZipOptions& options,
+    Fn&& fn) {
+  if (options.keys == ZipKeys::kSame) {
+    check_same_keys(dicts, path);
+  }
+  const size_t n = dicts.size();
+  c10::SmallVector<const Value*, 8> values(n);
+  size_t pos = 0;
+  for (const auto& node : dicts[0]->nodes()) {
+    values[0] = &node->value;
+    bool everywhere = true;
+    for (size_t i = 1; i < n; ++i) {
+      const Node* match = find_matching(*dicts[i], node->key, pos);
+      if (match == nullptr) {
+        if (options.keys == ZipKeys::kFirst) {
+          PathPart part(path, node->key);
+          throw_missing_key(*dicts[i], node->key, path.key());
+        }
+        everywhere = false;
+      }
+      values[i] = match != nullptr ? &match->value : nullptr;
+    }
+    ++pos;
+    if (!everywhere && options.keys == ZipKeys::kCommon) {
+      continue;
+    }
+    PathPart part(path, node->key);
+    if (options.check_kinds) {
+      check_same_kind(values, path, options.verb);
+    }
+    fn(*node, c10::ArrayRef<const Value*>(values));
+  }
+}
 
 /// Returns a new dict with the same structure as `td` where every tensor is
 /// `fn(tensor)`; an undefined result drops the entry. Nested dicts are
@@ -22,8 +332,8 @@ TensorDict map_entries(
     Fn&& fn,
     std::optional<c10::Device> device = std::nullopt) {
   const TensorDictImpl& src = *td.unsafeGetImpl();
-  TensorDict result = make_tensordict(
-      src.batch_size, device ? device : src.device, src.names);
+  TensorDict result =
+      make_tensordict(src.batch_size, device ? device : src.device, src.names);
   TensorDictImpl& dst = *result.unsafeGetImpl();
   dst.reserve(src.nodes().size());
   for (const auto& node : src.nodes()) {
@@ -60,123 +370,54 @@ TensorDict map_entries(
   return result;
 }
 
-/// Calls `fn(key, value)` for every entry, depth first, in the order of
-/// Python's `keys(include_nested=True)`: a nested dict's entries come right
-/// before the dict itself.
-template <typename Fn>
-void for_each_nested(
-    const TensorDict& td,
-    const std::optional<NestedKey>& prefix,
-    Fn&& fn) {
-  for (const auto& node : td.unsafeGetImpl()->nodes()) {
-    NestedKey key =
-        prefix ? prefix->child(node->key) : NestedKey(std::string_view(node->key));
-    if (node->value.is_tensordict()) {
-      for_each_nested(node->value.tensordict(), key, fn);
-    }
-    fn(key, node->value);
-  }
-}
-
-} // namespace detail
-TENSORDICT_END_NAMESPACE
-
-TENSORDICT_BEGIN_NAMESPACE
-namespace detail {
-
 /// Walks `a` and `b` together, matching entries by key, and builds a dict
 /// shaped like `a`: tensors become `on_tensors(ta, tb)`, non-tensor values
 /// `on_non_tensors(va, vb, batch_size)`. Throws KeyError naming the first
-/// key present in one dict only, TypeError when kinds differ ("cannot
-/// <verb> entry 'x': ...", so `verb` says what the caller was doing:
-/// "compare", "add", ...).
+/// key present in one dict only, and the kind error of `check_same_kind`
+/// (`verb` says what the caller was doing: "compare", "add", ...).
 template <typename TensorFn, typename NonTensorFn>
 TensorDict zip_entries(
     const TensorDict& a,
     const TensorDict& b,
     const char* verb,
     TensorFn&& on_tensors,
-    NonTensorFn&& on_non_tensors,
-    const std::optional<NestedKey>& prefix = std::nullopt) {
-  const TensorDictImpl& ia = *a.unsafeGetImpl();
-  const TensorDictImpl& ib = *b.unsafeGetImpl();
-  auto full_key = [&](const std::string& k) {
-    return prefix ? prefix->child(k) : NestedKey(std::string_view(k));
+    NonTensorFn&& on_non_tensors) {
+  KeyPath path;
+  const ZipOptions options{verb};
+  auto zip = [&](const auto& self,
+                 const TensorDictImpl& ia,
+                 const TensorDictImpl& ib,
+                 TensorDictImpl& dst) -> void {
+    const TensorDictImpl* dicts[] = {&ia, &ib};
+    dst.reserve(ia.nodes().size());
+    zip_level(dicts, path, options, [&](const Node& node, auto values) {
+      const Value& va = *values[0];
+      const Value& vb = *values[1];
+      if (va.is_tensor()) {
+        dst.append(node.key, Value(on_tensors(va.tensor(), vb.tensor())));
+      } else if (va.is_tensordict()) {
+        TensorDict sub = empty_like(va.tensordict());
+        self(
+            self,
+            *va.tensordict().unsafeGetImpl(),
+            *vb.tensordict().unsafeGetImpl(),
+            *sub.unsafeGetImpl());
+        dst.append(node.key, Value(std::move(sub)));
+      } else {
+        dst.append(node.key, Value(on_non_tensors(va, vb, va.shape())));
+      }
+    });
   };
-  for (const auto& node : ib.nodes()) {
-    if (ia.find(node->key) == nullptr) {
-      throw_missing_key(ia, node->key, full_key(node->key));
-    }
-  }
   TensorDict result = empty_like(a);
-  TensorDictImpl& dst = *result.unsafeGetImpl();
-  for (const auto& node : ia.nodes()) {
-    const Node* other = ib.find(node->key);
-    if (other == nullptr) {
-      throw_missing_key(ib, node->key, full_key(node->key));
-    }
-    const Value& va = node->value;
-    const Value& vb = other->value;
-    const bool same_kind = va.kind() == vb.kind() ||
-        (va.is_non_tensor() && vb.is_non_tensor());
-    TORCH_CHECK_TYPE(
-        same_kind,
-        "cannot ",
-        verb,
-        " entry ",
-        full_key(node->key).to_string(),
-        ": it is a ",
-        va.type_name(),
-        " in one TensorDict and a ",
-        vb.type_name(),
-        " in the other");
-    if (va.is_tensor()) {
-      dst.append(node->key, Value(on_tensors(va.tensor(), vb.tensor())));
-    } else if (va.is_tensordict()) {
-      dst.append(
-          node->key,
-          Value(zip_entries(
-              va.tensordict(),
-              vb.tensordict(),
-              verb,
-              on_tensors,
-              on_non_tensors,
-              full_key(node->key))));
-    } else {
-      dst.append(
-          node->key, Value(on_non_tensors(va, vb, va.shape())));
-    }
-  }
+  zip(zip, *a.unsafeGetImpl(), *b.unsafeGetImpl(), *result.unsafeGetImpl());
   return result;
 }
-
-/// Calls `fn(tensor)` on every tensor, nested ones too, until it returns
-/// false; returns false if it did.
-template <typename Fn>
-bool all_tensors(const TensorDict& td, Fn&& fn) {
-  for (const auto& node : td.unsafeGetImpl()->nodes()) {
-    const Value& v = node->value;
-    if (v.is_tensor() && !fn(v.tensor())) {
-      return false;
-    }
-    if (v.is_tensordict() && !all_tensors(v.tensordict(), fn)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-} // namespace detail
-TENSORDICT_END_NAMESPACE
-
-TENSORDICT_BEGIN_NAMESPACE
-namespace detail {
 
 /// How a batch-dim op reshapes one dict: the root's new batch size and
 /// names. Nested dicts keep their extra batch dims after these.
 struct BatchChange {
   std::vector<int64_t> batch_size;
-  DimNames names; // empty = no names
+  DimNames names;  // empty = no names
 };
 
 /// Applies a batch-dim op to every entry of `td`: `fn(t)` must transform the
@@ -205,11 +446,10 @@ TensorDict transform_filling(
 /// i. Returns one dict per piece.
 template <typename Fn>
 std::vector<TensorDict> transform_split(
-    const TensorDict& td,
-    Fn&& fn,
-    const std::vector<BatchChange>& changes);
+    const TensorDict& td, Fn&& fn, const std::vector<BatchChange>& changes);
 
-// --- implementation ------------------------------------------------------------
+// --- implementation
+// ------------------------------------------------------------
 
 /// The positions 0..n-1 of a stack's elements, shaped like its batch size.
 at::Tensor stack_positions(const NonTensorStack& stack);
@@ -251,10 +491,12 @@ void transform_into(
         break;
       case Value::Kind::kTensorDict: {
         const TensorDictImpl& child = *v.tensordict().unsafeGetImpl();
-        BatchChange change = carry_change(
-            root_change, child.batch_size, child.names, root_dims);
+        BatchChange change =
+            carry_change(root_change, child.batch_size, child.names, root_dims);
         TensorDict out = make_tensordict(
-            std::move(change.batch_size), child.device, std::move(change.names));
+            std::move(change.batch_size),
+            child.device,
+            std::move(change.names));
         transform_into(
             *out.unsafeGetImpl(),
             child,
@@ -283,8 +525,8 @@ void transform_into(
       case Value::Kind::kNonTensorStack: {
         const NonTensorStack& stack = v.non_tensor_stack();
         at::Tensor positions = on_positions != nullptr
-            ? (*on_positions)(stack_positions(stack))
-            : fn(stack_positions(stack));
+                                   ? (*on_positions)(stack_positions(stack))
+                                   : fn(stack_positions(stack));
         dst.append(node->key, gather_stack(stack, positions, stack.device()));
         break;
       }
@@ -295,7 +537,8 @@ void transform_into(
 template <typename Fn>
 TensorDict transform(const TensorDict& td, Fn&& fn, const BatchChange& change) {
   const TensorDictImpl& src = *td.unsafeGetImpl();
-  TensorDict result = make_tensordict(change.batch_size, src.device, change.names);
+  TensorDict result =
+      make_tensordict(change.batch_size, src.device, change.names);
   transform_into(
       *result.unsafeGetImpl(),
       src,
@@ -350,10 +593,12 @@ void transform_split_into(
         const TensorDictImpl& child = *v.tensordict().unsafeGetImpl();
         std::vector<TensorDictImpl*> child_dsts;
         for (size_t i = 0; i < n; ++i) {
-          BatchChange change =
-              carry_change(changes[i], child.batch_size, child.names, root_dims);
+          BatchChange change = carry_change(
+              changes[i], child.batch_size, child.names, root_dims);
           TensorDict out = make_tensordict(
-              std::move(change.batch_size), child.device, std::move(change.names));
+              std::move(change.batch_size),
+              child.device,
+              std::move(change.names));
           child_dsts.push_back(out.unsafeGetImpl());
           dsts[i]->append(node->key, Value(std::move(out)));
         }
@@ -384,20 +629,19 @@ void transform_split_into(
 
 template <typename Fn>
 std::vector<TensorDict> transform_split(
-    const TensorDict& td,
-    Fn&& fn,
-    const std::vector<BatchChange>& changes) {
+    const TensorDict& td, Fn&& fn, const std::vector<BatchChange>& changes) {
   const TensorDictImpl& src = *td.unsafeGetImpl();
   std::vector<TensorDict> results;
   std::vector<TensorDictImpl*> dsts;
   results.reserve(changes.size());
   for (const BatchChange& change : changes) {
-    results.push_back(make_tensordict(change.batch_size, src.device, change.names));
+    results.push_back(
+        make_tensordict(change.batch_size, src.device, change.names));
     dsts.push_back(results.back().unsafeGetImpl());
   }
   transform_split_into(dsts, src, fn, changes, src.batch_size.size());
   return results;
 }
 
-} // namespace detail
+}  // namespace detail
 TENSORDICT_END_NAMESPACE

@@ -30,7 +30,10 @@ class LeafVisitor {
   static bool visits(const Value& v) noexcept {
     return v.is_tensor();
   }
+  // The callback takes tensors only, so every match must be one.
+  static constexpr bool kChecksKinds = true;
 
+  // The kinds of `matches` are checked by the caller.
   std::optional<Value> operator()(
       const NestedKey& key,
       const Value& v,
@@ -41,13 +44,6 @@ class LeafVisitor {
         leaves_[i + 1] = default_value_;
         continue;
       }
-      TORCH_CHECK_TYPE(
-          matches[i]->is_tensor(),
-          "apply: the entry ",
-          key.to_string(),
-          " is a Tensor here but a ",
-          matches[i]->type_name(),
-          " in another TensorDict");
       leaves_[i + 1] = matches[i]->tensor();
     }
     at::Tensor result = fn_(key, leaves_);
@@ -77,6 +73,8 @@ class EntryVisitor {
   bool visits(const Value& v) const noexcept {
     return call_on_nested_ || v.is_tensor();
   }
+  // The callback takes any Value, so matches of any kind are passed on.
+  static constexpr bool kChecksKinds = false;
 
   std::optional<Value> operator()(
       const NestedKey& key,
@@ -99,70 +97,68 @@ class EntryVisitor {
 
 // Fills `out` from `src`: entries the visitor takes get its result, nested
 // dicts it does not take are walked, other non-tensor entries are kept.
+// `others[i]` is null below a dict missing from other dict i (filled with
+// the default value).
 template <typename Visitor>
 void apply_level(
     const ApplyContext& ctx,
     Visitor& visit,
     const detail::TensorDictImpl& src,
     c10::ArrayRef<const detail::TensorDictImpl*> others,
-    const std::optional<NestedKey>& prefix,
+    detail::KeyPath& path,
     detail::TensorDictImpl& out) {
   const bool has_default = ctx.options.default_value().defined();
-  // One buffer per level, reused for every entry.
-  std::vector<const Value*> matches(others.size());
+  // One buffer per level, reused for every entry; matches[0] is `src`'s.
+  std::vector<const Value*> matches(others.size() + 1);
+  const c10::ArrayRef<const Value*> other_matches(
+      matches.data() + 1, others.size());
   out.reserve(src.nodes().size());
+  size_t pos = 0;
   for (const auto& node : src.nodes()) {
-    const NestedKey key =
-        prefix ? prefix->child(node->key) : NestedKey(std::string_view(node->key));
+    detail::PathPart part(path, node->key);
     const Value& v = node->value;
     const bool visited = visit.visits(v);
     if (!visited && !v.is_tensordict()) {
       // Non-tensor data is kept, as Python's apply does.
-      out.append(node->key, detail::validate_value(out, v, key, false));
+      out.append(node->key, detail::validate_value(out, v, path.key(), false));
+      ++pos;
       continue;
     }
+    matches[0] = &v;
     for (size_t i = 0; i < others.size(); ++i) {
       const detail::TensorDictImpl* other = others[i];
-      const detail::Node* found = other ? other->find(node->key) : nullptr;
+      const detail::Node* found =
+          other ? detail::find_matching(*other, node->key, pos) : nullptr;
       if (found == nullptr && !has_default) {
-        if (other == nullptr) {
-          TENSORDICT_CHECK_KEY(
-              false,
-              "key ",
-              key.to_string(),
-              " not found in the other TensorDict passed to apply");
-        }
-        detail::throw_missing_key(*other, node->key, key);
+        TORCH_INTERNAL_ASSERT(other != nullptr);
+        detail::throw_missing_key(*other, node->key, path.key());
       }
-      matches[i] = found ? &found->value : nullptr;
+      matches[i + 1] = found ? &found->value : nullptr;
     }
+    ++pos;
     if (visited) {
-      std::optional<Value> result = visit(key, v, matches);
+      if (Visitor::kChecksKinds) {
+        detail::check_same_kind(matches, path, "apply a function to");
+      }
+      const NestedKey key = path.key();
+      std::optional<Value> result = visit(key, v, other_matches);
       if (result) {
         out.append(
             node->key, detail::validate_value(out, *result, key, false));
       }
       continue;
     }
+    detail::check_same_kind(matches, path, "apply a function to");
     const detail::TensorDictImpl& child = *v.tensordict().unsafeGetImpl();
     std::vector<const detail::TensorDictImpl*> child_others(others.size());
     for (size_t i = 0; i < others.size(); ++i) {
-      const Value* m = matches[i];
-      if (m != nullptr) {
-        TORCH_CHECK_TYPE(
-            m->is_tensordict(),
-            "apply: the entry ",
-            key.to_string(),
-            " is a TensorDict here but a ",
-            m->type_name(),
-            " in another TensorDict");
-      }
+      const Value* m = other_matches[i];
       child_others[i] = m ? m->tensordict().unsafeGetImpl() : nullptr;
     }
     TensorDict sub = ctx.root_batch
         ? detail::make_tensordict(*ctx.root_batch, child.device, {})
         : detail::make_tensordict(child.batch_size, child.device, child.names);
-    apply_level(ctx, visit, child, child_others, key, *sub.unsafeGetImpl());
+    apply_level(ctx, visit, child, child_others, path, *sub.unsafeGetImpl());
     const std::optional<bool> filter = ctx.options.filter_empty();
     const bool drop = sub.is_empty() &&
         (filter.has_value() ? *filter : !child.nodes().empty());
@@ -196,8 +192,8 @@ TensorDict run_apply(
     other_impls.push_back(other.unsafeGetImpl());
   }
   const ApplyContext ctx{options, batch ? &*batch : nullptr};
-  apply_level(
-      ctx, visit, impl, other_impls, std::nullopt, *result.unsafeGetImpl());
+  detail::KeyPath path;
+  apply_level(ctx, visit, impl, other_impls, path, *result.unsafeGetImpl());
   return result;
 }
 
@@ -226,7 +222,7 @@ TensorDict TensorDict::apply_entries_impl(
 
 void TensorDict::apply_inplace_impl(LeafFn fn) {
   detail::for_each_nested(
-      *this, std::nullopt, [&](const NestedKey& key, const Value& value) {
+      *this, [&](const NestedKey& key, const Value& value) {
         if (!value.is_tensor()) {
           return;
         }

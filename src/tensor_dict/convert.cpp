@@ -22,19 +22,6 @@ namespace {
 using detail::Node;
 using detail::TensorDictImpl;
 
-// Calls `fn(tensor)` on every tensor of `impl`, nested ones too.
-template <typename Fn>
-void for_each_tensor(const TensorDictImpl& impl, Fn& fn) {
-  for (const auto& node : impl.nodes()) {
-    const Value& v = node->value;
-    if (v.is_tensor()) {
-      fn(v.tensor());
-    } else if (v.is_tensordict()) {
-      for_each_tensor(*v.tensordict().unsafeGetImpl(), fn);
-    }
-  }
-}
-
 // Moves one CPU storage into a new shared-memory mapping in place, as
 // torch's `UntypedStorage._share_fd_cpu_` does: every tensor viewing the
 // storage sees the new memory, since the StorageImpl itself is kept.
@@ -55,15 +42,6 @@ void move_storage_to_shared_memory(const c10::Storage& storage) {
     std::memcpy(shared.get(), storage.data(), nbytes);
   }
   storage.set_data_ptr_noswap(std::move(shared));
-}
-
-void mark_shared(TensorDictImpl& impl) {
-  impl.shared = true;
-  for (const auto& node : impl.nodes()) {
-    if (node->value.is_tensordict()) {
-      mark_shared(*node->value.tensordict().unsafeGetImpl());
-    }
-  }
 }
 
 // Python's `repr` of a list of nested keys: ['a', ('n', 'b')].
@@ -103,62 +81,51 @@ struct PlannedCopy {
 void diff_keys(
     const TensorDictImpl& dst,
     const TensorDictImpl& src,
-    const std::optional<NestedKey>& prefix,
+    detail::KeyPath& path,
     std::vector<NestedKey>& only_dst,
     std::vector<NestedKey>& only_src) {
-  auto full = [&](const std::string& k) {
-    return prefix ? prefix->child(k) : NestedKey(std::string_view(k));
-  };
   for (const auto& node : dst.nodes()) {
+    detail::PathPart part(path, node->key);
     const Node* other = src.find(node->key);
     if (other == nullptr) {
-      only_dst.push_back(full(node->key));
+      only_dst.push_back(path.key());
     } else if (node->value.is_tensordict() && other->value.is_tensordict()) {
       diff_keys(
           *node->value.tensordict().unsafeGetImpl(),
           *other->value.tensordict().unsafeGetImpl(),
-          full(node->key),
+          path,
           only_dst,
           only_src);
     }
   }
   for (const auto& node : src.nodes()) {
     if (dst.find(node->key) == nullptr) {
-      only_src.push_back(full(node->key));
+      detail::PathPart part(path, node->key);
+      only_src.push_back(path.key());
     }
   }
 }
 
-// Checks every pair of entries and plans the writes; writes nothing.
+// Checks every pair of entries and plans the writes; writes nothing. The
+// key sets are known to agree (diff_keys).
 void plan_copy(
     TensorDictImpl& dst,
     const TensorDictImpl& src,
-    const std::optional<NestedKey>& prefix,
+    detail::KeyPath& path,
     bool non_blocking,
     std::vector<PlannedCopy>& plan) {
-  for (const auto& node : dst.nodes()) {
-    const NestedKey key =
-        prefix ? prefix->child(node->key) : NestedKey(std::string_view(node->key));
-    const Value& d = node->value;
-    const Value& s = src.find(node->key)->value;
-    const bool same_kind =
-        d.kind() == s.kind() || (d.is_non_tensor() && s.is_non_tensor());
-    TORCH_CHECK_TYPE(
-        same_kind,
-        "copy_() cannot copy entry ",
-        key.to_string(),
-        ": it is a ",
-        d.type_name(),
-        " in the destination and a ",
-        s.type_name(),
-        " in the source");
+  const TensorDictImpl* dicts[] = {&dst, &src};
+  const detail::ZipOptions options{"copy", detail::ZipKeys::kFirst};
+  detail::zip_level(dicts, path, options, [&](const Node& node, auto values) {
+    const Value& d = *values[0];
+    const Value& s = *values[1];
     if (d.is_tensor()) {
       TORCH_CHECK(
           broadcasts_to(s.tensor().sizes(), d.tensor().sizes()),
           "copy_() cannot copy the value of shape ",
           detail::size_repr(s.tensor().sizes()),
           " under the key ",
-          key.to_string(),
+          path.to_string(),
           " into the entry of shape ",
           detail::size_repr(d.tensor().sizes()));
       plan.push_back({d.tensor(), s.tensor(), nullptr, {}, std::nullopt});
@@ -166,7 +133,7 @@ void plan_copy(
       plan_copy(
           *d.tensordict().unsafeGetImpl(),
           *s.tensordict().unsafeGetImpl(),
-          key,
+          path,
           non_blocking,
           plan);
     } else {
@@ -174,10 +141,10 @@ void plan_copy(
           {{},
            {},
            &dst,
-           node->key,
-           detail::validate_value(dst, s, key, non_blocking)});
+           node.key,
+           detail::validate_value(dst, s, path.key(), non_blocking)});
     }
-  }
+  });
 }
 
 } // namespace
@@ -217,8 +184,9 @@ TensorDict& TensorDict::share_memory_() {
       move_storage_to_shared_memory(t.storage());
     }
   };
-  for_each_tensor(*impl_, share);
-  mark_shared(*impl_);
+  detail::for_each_tensor(*impl_, share);
+  detail::for_each_dict(
+      *impl_, [](TensorDictImpl& dict) { dict.shared = true; });
   lock_();
   return *this;
 }
@@ -237,13 +205,13 @@ TensorDict TensorDict::detach() const {
 
 TensorDict& TensorDict::detach_() {
   auto detach = [](const at::Tensor& t) { t.detach_(); };
-  for_each_tensor(*impl_, detach);
+  detail::for_each_tensor(*impl_, detach);
   return *this;
 }
 
 TensorDict& TensorDict::requires_grad_(bool requires_grad) {
   auto set = [&](const at::Tensor& t) { t.requires_grad_(requires_grad); };
-  for_each_tensor(*impl_, set);
+  detail::for_each_tensor(*impl_, set);
   return *this;
 }
 
@@ -259,7 +227,7 @@ bool TensorDict::is_contiguous() const {
 
 TensorDict& TensorDict::zero_() {
   auto zero = [](const at::Tensor& t) { t.zero_(); };
-  for_each_tensor(*impl_, zero);
+  detail::for_each_tensor(*impl_, zero);
   return *this;
 }
 
@@ -269,7 +237,7 @@ TensorDict& TensorDict::fill_(const NestedKey& key, const c10::Scalar& value) {
   if (entry.is_tensor()) {
     fill(entry.tensor());
   } else if (entry.is_tensordict()) {
-    for_each_tensor(*entry.tensordict().unsafeGetImpl(), fill);
+    detail::for_each_tensor(*entry.tensordict().unsafeGetImpl(), fill);
   } else {
     TORCH_CHECK_TYPE(
         false,
@@ -284,7 +252,8 @@ TensorDict& TensorDict::fill_(const NestedKey& key, const c10::Scalar& value) {
 TensorDict& TensorDict::copy_(const TensorDict& src, bool non_blocking) {
   std::vector<NestedKey> only_dst;
   std::vector<NestedKey> only_src;
-  diff_keys(*impl_, *src.impl_, std::nullopt, only_dst, only_src);
+  detail::KeyPath path;
+  diff_keys(*impl_, *src.impl_, path, only_dst, only_src);
   TENSORDICT_CHECK_KEY(
       only_dst.empty() && only_src.empty(),
       "copy_() needs the same keys in both tensordicts, but ",
@@ -292,7 +261,7 @@ TensorDict& TensorDict::copy_(const TensorDict& src, bool non_blocking) {
       only_dst.empty() || only_src.empty() ? "" : " and ",
       only_src.empty() ? "" : "the destination lacks " + keys_repr(only_src));
   std::vector<PlannedCopy> plan;
-  plan_copy(*impl_, *src.impl_, std::nullopt, non_blocking, plan);
+  plan_copy(*impl_, *src.impl_, path, non_blocking, plan);
   for (PlannedCopy& step : plan) {
     if (step.dest.defined()) {
       step.dest.copy_(step.src, non_blocking);

@@ -11,6 +11,7 @@
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 
+#include "detail/batch_index.h"
 #include "detail/format.h"
 #include "detail/walk.h"
 #include "tensordict/errors.h"
@@ -20,36 +21,27 @@ TENSORDICT_BEGIN_NAMESPACE
 using at::indexing::TensorIndex;
 
 namespace detail {
-namespace {
 
-// NOTE [Batch-dim indices]
-// A leaf has the dict's batch dims first and its own feature dims after, so
-// an index meant for the batch dims must not reach the feature dims: an
-// Ellipsis would expand over them. normalize_index expands the Ellipsis
-// into full slices over the batch dims only, so the same index then works on
-// every leaf and nested dict, whatever its feature dims.
-struct NormalizedIndex {
-  std::vector<TensorIndex> indices;
-  DimNames names; // names of the result's batch dims (empty = none)
-};
-
-// The number of batch dims an index element consumes.
+// See NOTE [Batch-dim indices] in detail/batch_index.h.
 int64_t consumed_dims(const TensorIndex& index) {
   if (index.is_integer() || index.is_slice()) {
     return 1;
   }
   if (index.is_tensor()) {
+    // A bool mask covers as many dims as it has: none for a 0-dim one,
+    // which adds a dim of size 1 (true) or 0 (false), as torch does.
     const at::Tensor& t = index.tensor();
-    return t.scalar_type() == at::kBool ? std::max<int64_t>(t.dim(), 1)
-                                        : 1;
+    return t.scalar_type() == at::kBool ? t.dim() : 1;
   }
   return 0; // None, Ellipsis, bool
 }
 
 NormalizedIndex normalize_index(
     c10::ArrayRef<TensorIndex> indices,
-    const TensorDictImpl& impl) {
-  const int64_t ndim = static_cast<int64_t>(impl.batch_size.size());
+    c10::IntArrayRef batch_size,
+    const DimNames& names,
+    const char* owner) {
+  const int64_t ndim = static_cast<int64_t>(batch_size.size());
   int64_t consumed = 0;
   int64_t ellipses = 0;
   int64_t tensors = 0;
@@ -63,12 +55,14 @@ NormalizedIndex normalize_index(
       consumed <= ndim,
       "too many indices for tensor of dimension ",
       ndim,
-      " (the TensorDict's batch dims are ",
-      size_repr(impl.batch_size),
+      " (the ",
+      owner,
+      "'s batch dims are ",
+      size_repr(batch_size),
       ")");
   NormalizedIndex out;
   out.indices.reserve(indices.size() + ndim);
-  const bool named = !impl.names.empty();
+  const bool named = !names.empty();
   int64_t dim = 0;
   // torch moves the dims of several advanced indices around; names then
   // cannot follow, so they are dropped.
@@ -77,7 +71,7 @@ NormalizedIndex normalize_index(
     if (index.is_ellipsis()) {
       for (int64_t k = 0; k < ndim - consumed; ++k, ++dim) {
         out.indices.emplace_back(at::indexing::Slice());
-        out.names.push_back(keep_names ? impl.names[dim] : std::nullopt);
+        out.names.push_back(keep_names ? names[dim] : std::nullopt);
       }
       continue;
     }
@@ -85,7 +79,7 @@ NormalizedIndex normalize_index(
     if (index.is_integer()) {
       ++dim;
     } else if (index.is_slice()) {
-      out.names.push_back(keep_names ? impl.names[dim] : std::nullopt);
+      out.names.push_back(keep_names ? names[dim] : std::nullopt);
       ++dim;
     } else if (index.is_none() || index.is_boolean()) {
       out.names.emplace_back(std::nullopt);
@@ -95,11 +89,11 @@ NormalizedIndex normalize_index(
       if (t.scalar_type() == at::kBool) {
         // A mask over one dim keeps that dim's name, as in Python.
         out.names.push_back(
-            keep_names && used == 1 ? impl.names[dim] : std::nullopt);
+            keep_names && used == 1 ? names[dim] : std::nullopt);
       } else {
         for (int64_t k = 0; k < t.dim(); ++k) {
           out.names.push_back(
-              keep_names && t.dim() == 1 ? impl.names[dim] : std::nullopt);
+              keep_names && t.dim() == 1 ? names[dim] : std::nullopt);
         }
       }
       dim += used;
@@ -107,7 +101,7 @@ NormalizedIndex normalize_index(
   }
   // Dims after the last index are kept whole.
   for (; dim < ndim; ++dim) {
-    out.names.push_back(keep_names ? impl.names[dim] : std::nullopt);
+    out.names.push_back(keep_names ? names[dim] : std::nullopt);
   }
   if (std::none_of(out.names.begin(), out.names.end(), [](const auto& n) {
         return n.has_value();
@@ -116,6 +110,14 @@ NormalizedIndex normalize_index(
   }
   return out;
 }
+
+NormalizedIndex normalize_index(
+    c10::ArrayRef<TensorIndex> indices,
+    const TensorDictImpl& impl) {
+  return normalize_index(indices, impl.batch_size, impl.names, "TensorDict");
+}
+
+namespace {
 
 // The batch size the index gives, computed on a stand-in tensor of the
 // batch shape whose storage is a single element (indexing it costs what the
@@ -285,11 +287,10 @@ void index_put_dict(
     c10::ArrayRef<TensorIndex> indices,
     const TensorDict& value,
     int64_t value_root_dims,
-    const std::optional<NestedKey>& prefix) {
+    detail::KeyPath& path) {
   detail::TensorDictImpl& impl = *dst.unsafeGetImpl();
   for (const auto& node : value.unsafeGetImpl()->nodes()) {
-    const NestedKey key =
-        prefix ? prefix->child(node->key) : NestedKey(std::string_view(node->key));
+    detail::PathPart part(path, node->key);
     const Value& v = node->value;
     detail::Node* existing = impl.find(node->key);
     switch (v.kind()) {
@@ -311,7 +312,7 @@ void index_put_dict(
         TORCH_CHECK_TYPE(
             existing->value.is_tensor(),
             "cannot write a Tensor at an index of ",
-            key.to_string(),
+            path.to_string(),
             ", which is a ",
             existing->value.type_name());
         at::Tensor dest = existing->value.tensor();
@@ -337,11 +338,11 @@ void index_put_dict(
         TORCH_CHECK_TYPE(
             existing->value.is_tensordict(),
             "cannot write a TensorDict at an index of ",
-            key.to_string(),
+            path.to_string(),
             ", which is a ",
             existing->value.type_name());
         TensorDict sub = existing->value.tensordict();
-        index_put_dict(sub, indices, v.tensordict(), value_root_dims, key);
+        index_put_dict(sub, indices, v.tensordict(), value_root_dims, path);
         break;
       }
       case Value::Kind::kNonTensorData:
@@ -355,7 +356,7 @@ void index_put_dict(
             impl.batch_size,
             indices,
             impl.device,
-            key);
+            path.key());
         if (existing == nullptr) {
           impl.append(node->key, std::move(written));
         } else {
@@ -390,8 +391,9 @@ TensorDict& TensorDict::index_put_(
       detail::size_repr(vb),
       " into an index of batch size ",
       detail::size_repr(target));
+  detail::KeyPath path;
   index_put_dict(
-      *this, norm.indices, value, static_cast<int64_t>(vb.size()), std::nullopt);
+      *this, norm.indices, value, static_cast<int64_t>(vb.size()), path);
   return *this;
 }
 

@@ -27,7 +27,7 @@ std::vector<std::pair<NestedKey, Value>> TensorDict::items(
     }
   };
   if (include_nested) {
-    detail::for_each_nested(*this, std::nullopt, visit);
+    detail::for_each_nested(*this, visit);
   } else {
     for (const auto& node : impl_->nodes()) {
       visit(NestedKey(std::string_view(node->key)), node->value);
@@ -132,21 +132,20 @@ void flatten_into(
     const TensorDict& src,
     const std::string& prefix,
     std::string_view separator,
-    const NestedKey* src_prefix) {
+    detail::KeyPath& path) {
   for (const auto& node : src.unsafeGetImpl()->nodes()) {
-    std::string name = prefix.empty() && src_prefix == nullptr
+    std::string name = path.empty()
         ? node->key
         : prefix + std::string(separator) + node->key;
-    NestedKey full = src_prefix ? src_prefix->child(node->key)
-                                : NestedKey(std::string_view(node->key));
+    detail::PathPart part(path, node->key);
     if (node->value.is_tensordict()) {
-      flatten_into(dst, node->value.tensordict(), name, separator, &full);
+      flatten_into(dst, node->value.tensordict(), name, separator, path);
       continue;
     }
     TENSORDICT_CHECK_KEY(
         dst.find(name) == nullptr,
         "Flattening keys in tensordict causes keys [",
-        full.to_string(),
+        path.to_string(),
         "] to collide.");
     dst.append(std::move(name), node->value);
   }
@@ -174,7 +173,8 @@ std::vector<std::string> split_key(std::string_view text, std::string_view sep) 
 
 TensorDict TensorDict::flatten_keys(std::string_view separator) const {
   TensorDict result = detail::empty_like(*this);
-  flatten_into(*result.unsafeGetImpl(), *this, "", separator, nullptr);
+  detail::KeyPath path;
+  flatten_into(*result.unsafeGetImpl(), *this, "", separator, path);
   return result;
 }
 

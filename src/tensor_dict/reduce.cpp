@@ -113,16 +113,20 @@ std::vector<int64_t> wrap_dims(c10::IntArrayRef dims, int64_t ndim) {
 
 // Python refuses to reduce a NonTensorStack; so do we, before any work.
 void check_no_stack(const TensorDict& td, ReduceOp op) {
-  detail::for_each_nested(
-      td, std::nullopt, [&](const NestedKey& /*key*/, const Value& value) {
-        TORCH_CHECK(
-            !value.is_non_tensor_stack(),
-            op_name(op),
-            " requires this object to be cast to a regular TensorDict. If you "
-            "need NonTensorStack to support ",
-            op_name(op),
-            ", help us by filing an issue on github!");
-      });
+  struct Visitor : detail::WalkVisitor {
+    ReduceOp op;
+    void non_tensor(const detail::KeyPath& /*path*/, const Value& value) {
+      TORCH_CHECK(
+          !value.is_non_tensor_stack(),
+          op_name(op),
+          " requires this object to be cast to a regular TensorDict. If you "
+          "need NonTensorStack to support ",
+          op_name(op),
+          ", help us by filing an issue on github!");
+    }
+  } visitor;
+  visitor.op = op;
+  detail::walk(td, visitor);
 }
 
 // Reduces every element of each leaf: batch size [] (all 1s with

@@ -28,8 +28,8 @@ const char* op_verb(Op op) {
 }
 
 // " for the entry ('n', 'b')" at nested levels, "" at the root.
-std::string where(const std::optional<NestedKey>& prefix) {
-  return prefix ? " for the entry " + prefix->to_string() : "";
+std::string where(const detail::KeyPath& path) {
+  return path.empty() ? "" : " for the entry " + path.to_string();
 }
 
 // The batch size of a stack/cat of dicts of these batch sizes. Every batch
@@ -38,7 +38,7 @@ std::vector<int64_t> combined_batch(
     const std::vector<c10::IntArrayRef>& sizes,
     Op op,
     int64_t dim,
-    const std::optional<NestedKey>& prefix) {
+    const detail::KeyPath& path) {
   const c10::IntArrayRef first = sizes[0];
   int64_t along = 0;
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -58,7 +58,7 @@ std::vector<int64_t> combined_batch(
           detail::size_repr(b),
           " and td[0].batch_size=",
           detail::size_repr(first),
-          where(prefix));
+          where(path));
     } else {
       TORCH_CHECK(
           congruent,
@@ -71,7 +71,7 @@ std::vector<int64_t> combined_batch(
           detail::size_repr(b),
           " and td[0].batch_size=",
           detail::size_repr(first),
-          where(prefix));
+          where(path));
       along += b[dim];
     }
   }
@@ -87,7 +87,7 @@ std::vector<int64_t> combined_batch(
 // Python's rules: stack keeps the names all dicts share (the new dim
 // unnamed); cat keeps the first dict's.
 DimNames combined_names(
-    const std::vector<const TensorDictImpl*>& srcs,
+    c10::ArrayRef<const TensorDictImpl*> srcs,
     Op op,
     int64_t dim) {
   DimNames names = srcs[0]->names;
@@ -108,7 +108,7 @@ DimNames combined_names(
 
 // The device all dicts share, else none.
 template <typename T, typename Get>
-std::optional<c10::Device> common_device(const std::vector<T>& items, Get get) {
+std::optional<c10::Device> common_device(c10::ArrayRef<T> items, Get get) {
   std::optional<c10::Device> device = get(items[0]);
   for (const T& item : items) {
     if (get(item) != device) {
@@ -118,61 +118,15 @@ std::optional<c10::Device> common_device(const std::vector<T>& items, Get get) {
   return device;
 }
 
-// The node of `other` named like `node`, which sits at `pos` in its own
-// dict; null if there is none. Dicts built alike keep their keys in the
-// same order, so the node at the same position is tried before hashing.
-const Node* matching_node(
-    const TensorDictImpl& other,
-    const Node& node,
-    size_t pos) noexcept {
-  const auto nodes = other.nodes();
-  if (pos < nodes.size()) {
-    const Node* same_place = *nodes.begin() + pos; // nodes are contiguous
-    if (same_place->key == node.key) {
-      return same_place;
-    }
-  }
-  return other.find(node.key);
-}
-
-// Throws the key error when a dict's keys differ from the first's.
-void check_keys(
-    const std::vector<const TensorDictImpl*>& srcs,
-    const std::optional<NestedKey>& prefix) {
-  const TensorDictImpl& first = *srcs[0];
-  for (size_t i = 1; i < srcs.size(); ++i) {
-    const TensorDictImpl& other = *srcs[i];
-    bool same = other.nodes().size() == first.nodes().size();
-    size_t pos = 0;
-    for (const auto& node : first.nodes()) {
-      if (!same) {
-        break;
-      }
-      same = matching_node(other, *node, pos++) != nullptr;
-    }
-    TENSORDICT_CHECK_KEY(
-        same,
-        "tensordict ",
-        i,
-        " has keys ",
-        other.sorted_keys_repr(),
-        " but tensordict 0 has keys ",
-        first.sorted_keys_repr(),
-        where(prefix),
-        "; all tensordicts must have the same keys");
-  }
-}
-
 // Checks that leaf shapes agree (except along `dim` for cat), naming the
 // key (`key()`, built only for the error), so torch's own error need not be
 // decoded. Called once at::stack / at::cat has failed: the happy path pays
 // for torch's checks only.
-template <typename KeyFn>
 void check_leaf_shapes(
     const std::vector<at::Tensor>& leaves,
     Op op,
     int64_t dim,
-    const KeyFn& key) {
+    const detail::KeyPath& path) {
   const auto first = leaves[0].sizes();
   for (size_t i = 1; i < leaves.size(); ++i) {
     const auto sizes = leaves[i].sizes();
@@ -190,7 +144,7 @@ void check_leaf_shapes(
         " vs ",
         detail::size_repr(first),
         " for key ",
-        key().to_string(),
+        path.to_string(),
         ".");
   }
 }
@@ -242,7 +196,7 @@ std::vector<Json> flat_values(const Value& v) {
 // stays NonTensorData (Python); anything else becomes a NonTensorStack,
 // whose element order comes from stacking tensors of element positions.
 Value combine_non_tensors(
-    const std::vector<const Value*>& values,
+    c10::ArrayRef<const Value*> values,
     Op op,
     int64_t dim,
     c10::IntArrayRef batch) {
@@ -288,17 +242,16 @@ Value combine_non_tensors(
 }
 
 TensorDict combine(
-    const std::vector<const TensorDictImpl*>& srcs,
+    c10::ArrayRef<const TensorDictImpl*> srcs,
     Op op,
     int64_t dim,
-    const std::optional<NestedKey>& prefix) {
+    detail::KeyPath& path) {
   std::vector<c10::IntArrayRef> sizes;
   sizes.reserve(srcs.size());
   for (const TensorDictImpl* src : srcs) {
     sizes.emplace_back(src->batch_size);
   }
-  std::vector<int64_t> batch = combined_batch(sizes, op, dim, prefix);
-  check_keys(srcs, prefix);
+  std::vector<int64_t> batch = combined_batch(sizes, op, dim, path);
   TensorDict result = detail::make_tensordict(
       batch,
       common_device(srcs, [](const TensorDictImpl* s) { return s->device; }),
@@ -306,34 +259,11 @@ TensorDict combine(
   TensorDictImpl& dst = *result.unsafeGetImpl();
   dst.reserve(srcs[0]->nodes().size());
   const size_t n = srcs.size();
-  std::vector<const Value*> values(n);
   BorrowedLeaves leaves;
   leaves.reserve(n);
-  std::vector<const TensorDictImpl*> children;
-  size_t pos = 0;
-  for (const auto& node : srcs[0]->nodes()) {
-    // The entry's full key, built only for errors and nested levels.
-    auto key = [&] {
-      return prefix ? prefix->child(node->key)
-                    : NestedKey(std::string_view(node->key));
-    };
-    const Value& first = node->value;
-    for (size_t i = 0; i < n; ++i) {
-      values[i] = &matching_node(*srcs[i], *node, pos)->value;
-      const Value& v = *values[i];
-      TORCH_CHECK_TYPE(
-          v.kind() == first.kind() || (v.is_non_tensor() && first.is_non_tensor()),
-          "cannot ",
-          op_verb(op),
-          " entry ",
-          key().to_string(),
-          ": it is a ",
-          first.type_name(),
-          " in tensordict 0 and a ",
-          v.type_name(),
-          " in tensordict ",
-          i);
-    }
+  const detail::ZipOptions options{op_verb(op)};
+  detail::zip_level(srcs, path, options, [&](const Node& node, auto values) {
+    const Value& first = node.value;
     if (first.is_tensor()) {
       leaves.clear();
       for (const Value* v : values) {
@@ -345,16 +275,17 @@ TensorDict combine(
                                     : at::cat(leaves.get(), dim);
       } catch (const c10::Error&) {
         // Name the key when the shapes are to blame; else torch's error.
-        check_leaf_shapes(leaves.get(), op, dim, key);
+        check_leaf_shapes(leaves.get(), op, dim, path);
         throw;
       }
-      dst.append(node->key, Value(std::move(combined)));
+      dst.append(node.key, Value(std::move(combined)));
     } else if (first.is_tensordict()) {
-      children.clear();
+      std::vector<const TensorDictImpl*> nested;
+      nested.reserve(n);
       for (const Value* v : values) {
-        children.push_back(v->tensordict().unsafeGetImpl());
+        nested.push_back(v->tensordict().unsafeGetImpl());
       }
-      dst.append(node->key, Value(combine(children, op, dim, key())));
+      dst.append(node.key, Value(combine(nested, op, dim, path)));
     } else {
       std::vector<std::vector<int64_t>> shapes;
       shapes.reserve(n);
@@ -363,12 +294,11 @@ TensorDict combine(
       }
       const std::vector<c10::IntArrayRef> shape_refs(shapes.begin(), shapes.end());
       dst.append(
-          node->key,
+          node.key,
           combine_non_tensors(
-              values, op, dim, combined_batch(shape_refs, op, dim, key())));
+              values, op, dim, combined_batch(shape_refs, op, dim, path)));
     }
-    ++pos;
-  }
+  });
   return result;
 }
 
@@ -383,7 +313,8 @@ TensorDict stack(const std::vector<TensorDict>& tds, int64_t dim) {
   for (const TensorDict& td : tds) {
     srcs.push_back(td.unsafeGetImpl());
   }
-  return combine(srcs, Op::kStack, dim, std::nullopt);
+  detail::KeyPath path;
+  return combine(srcs, Op::kStack, dim, path);
 }
 
 TensorDict cat(const std::vector<TensorDict>& tds, int64_t dim) {
@@ -399,7 +330,8 @@ TensorDict cat(const std::vector<TensorDict>& tds, int64_t dim) {
   for (const TensorDict& td : tds) {
     srcs.push_back(td.unsafeGetImpl());
   }
-  return combine(srcs, Op::kCat, dim, std::nullopt);
+  detail::KeyPath path;
+  return combine(srcs, Op::kCat, dim, path);
 }
 
 TENSORDICT_END_NAMESPACE

@@ -1,0 +1,193 @@
+// The traversal engine (src/detail/walk.h): key paths, the visitor walk,
+// for_each_dict and the N-ary zip with its one key and kind check.
+
+#include "detail/walk.h"
+
+#include <tensordict/tensor_dict.h>
+
+#include <string>
+#include <vector>
+
+#include "support.h"
+
+// Its own namespace, so that test files can share a unity batch.
+namespace walk_test {
+
+using tensordict::KeyError;
+using tensordict::NestedKey;
+using tensordict::TensorDict;
+using tensordict::Value;
+using tensordict::detail::KeyPath;
+using tensordict::detail::Node;
+using tensordict::detail::TensorDictImpl;
+using tensordict::detail::ZipKeys;
+using tensordict::detail::ZipOptions;
+
+TensorDict make_tree() {
+  TensorDict td({{"a", torch::zeros({2})}}, {2});
+  td.set("n", TensorDict({{"b", torch::ones({2})}, {"s", "text"}}, {2}));
+  td.set_non_tensor("c", "x");
+  return td;
+}
+
+// Records every hook call as one line.
+struct Recorder : tensordict::detail::WalkVisitor {
+  std::vector<std::string> events;
+  bool skip_nested = false;
+
+  bool enter_dict(const KeyPath& path, const TensorDict& /*dict*/) {
+    events.push_back("enter " + path.to_string());
+    return !skip_nested;
+  }
+  void leave_dict(const KeyPath& path, const TensorDict& /*dict*/) {
+    events.push_back("leave " + path.to_string());
+  }
+  void leaf(const KeyPath& path, const at::Tensor& /*tensor*/) {
+    events.push_back("leaf " + path.to_string());
+  }
+  void non_tensor(const KeyPath& path, const Value& value) {
+    events.push_back(
+        "non_tensor " + path.to_string() + " " + value.type_name());
+  }
+};
+
+TEST(WalkTest, KeyPathIsAStackMaterializedOnDemand) {
+  KeyPath path;
+  EXPECT_TRUE(path.empty());
+  EXPECT_EQ(path.to_string(), "");
+  EXPECT_EQ(path.child("a"), NestedKey("a"));
+  path.push("n");
+  path.push("b");
+  EXPECT_EQ(path.size(), 2u);
+  EXPECT_EQ(path.back(), "b");
+  EXPECT_EQ(path.key(), NestedKey({"n", "b"}));
+  EXPECT_EQ(path.joined("."), "n.b");
+  EXPECT_EQ(path.child("c").to_string(), "('n', 'b', 'c')");
+  path.pop();
+  EXPECT_EQ(path.to_string(), "'n'");
+  {
+    tensordict::detail::PathPart part(path, "z");
+    EXPECT_EQ(path.joined("/"), "n/z");
+  }
+  EXPECT_EQ(path.joined("/"), "n");
+}
+
+TEST(WalkTest, WalkCallsTheHooksDepthFirstInInsertionOrder) {
+  Recorder recorder;
+  tensordict::detail::walk(make_tree(), recorder);
+  const std::vector<std::string> expected = {
+      "leaf 'a'",
+      "enter 'n'",
+      "leaf ('n', 'b')",
+      "non_tensor ('n', 's') NonTensorData",
+      "leave 'n'",
+      "non_tensor 'c' NonTensorData"};
+  EXPECT_EQ(recorder.events, expected);
+}
+
+TEST(WalkTest, WalkSkipsADictWhoseEnterHookReturnsFalse) {
+  Recorder recorder;
+  recorder.skip_nested = true;
+  tensordict::detail::walk(make_tree(), recorder);
+  const std::vector<std::string> expected = {
+      "leaf 'a'", "enter 'n'", "non_tensor 'c' NonTensorData"};
+  EXPECT_EQ(recorder.events, expected);
+}
+
+TEST(WalkTest, ForEachDictVisitsParentsBeforeChildren) {
+  TensorDict td = make_tree();
+  td.set({"n", "m"}, TensorDict({{"d", torch::ones({2})}}, {2}));
+  std::vector<size_t> sizes;
+  tensordict::detail::for_each_dict(
+      *td.unsafeGetImpl(),
+      [&](TensorDictImpl& dict) { sizes.push_back(dict.nodes().size()); });
+  EXPECT_EQ(sizes, (std::vector<size_t>{3, 3, 1}));
+}
+
+TEST(WalkTest, ForEachNestedListsNestedEntriesBeforeTheirDict) {
+  std::vector<std::string> keys;
+  tensordict::detail::for_each_nested(
+      make_tree(), [&](const NestedKey& key, const Value& /*value*/) {
+        keys.push_back(key.to_string());
+      });
+  EXPECT_EQ(
+      keys,
+      (std::vector<std::string>{
+          "'a'", "('n', 'b')", "('n', 's')", "'n'", "'c'"}));
+}
+
+// Zips `dicts` at the root and returns "key:kinds" per visited entry.
+std::vector<std::string> zip_root(
+    const std::vector<TensorDict>& tds, const ZipOptions& options) {
+  std::vector<const TensorDictImpl*> dicts;
+  for (const TensorDict& td : tds) {
+    dicts.push_back(td.unsafeGetImpl());
+  }
+  std::vector<std::string> out;
+  KeyPath path;
+  tensordict::detail::zip_level(
+      dicts, path, options, [&](const Node& node, auto values) {
+        std::string entry = path.to_string() + ":";
+        EXPECT_EQ(node.key, path.back());
+        for (const Value* v : values) {
+          entry += v == nullptr ? "-" : v->is_tensor() ? "T" : "o";
+        }
+        out.push_back(entry);
+      });
+  return out;
+}
+
+TEST(WalkTest, ZipLevelMatchesKeysAsItsOptionsSay) {
+  const TensorDict a({{"x", torch::zeros({2})}, {"y", torch::zeros({2})}}, {2});
+  const TensorDict b({{"y", torch::zeros({2})}, {"x", torch::zeros({2})}}, {2});
+  const TensorDict c({{"y", torch::zeros({2})}}, {2});
+  EXPECT_EQ(
+      zip_root({a, b, b}, ZipOptions{"stack"}),
+      (std::vector<std::string>{"'x':TTT", "'y':TTT"}));
+  EXPECT_EQ(
+      zip_root({a, c}, ZipOptions{"stack", ZipKeys::kCommon}),
+      (std::vector<std::string>{"'y':TT"}));
+  EXPECT_EQ(
+      zip_root({a, c}, ZipOptions{"apply", ZipKeys::kFirstOrNull}),
+      (std::vector<std::string>{"'x':T-", "'y':TT"}));
+  EXPECT_THROWS_EXACTLY(
+      zip_root({a, c}, ZipOptions{"apply", ZipKeys::kFirst}),
+      KeyError,
+      "key \"x\" not found in TensorDict with keys ['y']");
+  // One key-set check for every strict zip: the first key one dict lacks.
+  EXPECT_THROWS_EXACTLY(
+      zip_root({a, b, c}, ZipOptions{"stack"}),
+      KeyError,
+      "key \"x\" not found in TensorDict with keys ['y']");
+  EXPECT_THROWS_EXACTLY(
+      zip_root({c, a}, ZipOptions{"stack"}),
+      KeyError,
+      "key \"x\" not found in TensorDict with keys ['y']");
+}
+
+TEST(WalkTest, ZipLevelThrowsOneKindErrorNamingBothDicts) {
+  const TensorDict a({{"x", torch::zeros({2})}}, {2});
+  const TensorDict b({{"x", torch::zeros({2})}}, {2});
+  const TensorDict c({{"x", TensorDict({}, {2})}}, {2});
+  EXPECT_THROWS_EXACTLY(
+      zip_root({a, b, c}, ZipOptions{"stack"}),
+      c10::TypeError,
+      "cannot stack entry 'x': it is a Tensor in tensordict 0 and a "
+      "TensorDict in tensordict 2");
+  EXPECT_EQ(
+      zip_root(
+          {a, c}, ZipOptions{"stack", ZipKeys::kSame, /*check_kinds=*/false}),
+      (std::vector<std::string>{"'x':To"}));
+  // Non-tensor kinds count as one.
+  const TensorDict d({{"x", "text"}}, {2});
+  TensorDict e({}, {2});
+  e.set(
+      "x",
+      Value(
+          tensordict::NonTensorStack(std::vector<tensordict::Json>{"p", "q"})));
+  EXPECT_EQ(
+      zip_root({d, e}, ZipOptions{"stack"}),
+      (std::vector<std::string>{"'x':oo"}));
+}
+
+}  // namespace walk_test
