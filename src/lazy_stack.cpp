@@ -13,8 +13,10 @@
 #include "detail/format.h"
 #include "detail/shared_memory.h"
 #include "detail/tensor_dict_impl.h"
+#include "detail/value_repr.h"
 #include "memmap/meta_json.h"
 #include "tensordict/errors.h"
+#include "tensordict/json.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

@@ -13,6 +13,7 @@
 #include "detail/tensor_dict_impl.h"
 #include "detail/walk.h"
 #include "tensordict/errors.h"
+#include "tensordict/json.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {

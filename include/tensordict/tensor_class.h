@@ -73,6 +73,7 @@
 
 #include "tensordict/detail/tensor_class_macros.h"
 #include "tensordict/errors.h"
+#include "tensordict/json.h"
 #include "tensordict/lazy_stack.h"
 #include "tensordict/options.h"
 #include "tensordict/state_dict.h"
