@@ -13,9 +13,11 @@
 #include "detail/batch_index.h"
 #include "detail/format.h"
 #include "detail/shared_memory.h"
+#include "detail/value_repr.h"
 #include "detail/walk.h"
 #include "io/format.h"
 #include "tensordict/errors.h"
+#include "tensordict/json.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "detail/format.h"
+#include "tensordict/json.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 
@@ -80,12 +81,48 @@ std::string python_str(const Json& value) {
 
 // --- NonTensorData -----------------------------------------------------------
 
+NonTensorData::NonTensorData() : data_(std::make_shared<const Json>()) {}
+
 NonTensorData::NonTensorData(
     Json data,
     c10::IntArrayRef batch_size,
     std::optional<c10::Device> device)
-    : data_(std::move(data)), device_(device) {
+    : data_(std::make_shared<const Json>(std::move(data))), device_(device) {
   set_batch_size(batch_size);
+}
+
+NonTensorData::NonTensorData(
+    const char* text,
+    c10::IntArrayRef batch_size,
+    std::optional<c10::Device> device)
+    : NonTensorData(
+          text == nullptr ? Json() : Json(text),
+          batch_size,
+          device) {}
+
+NonTensorData::NonTensorData(
+    std::string text,
+    c10::IntArrayRef batch_size,
+    std::optional<c10::Device> device)
+    : NonTensorData(Json(std::move(text)), batch_size, device) {}
+
+NonTensorData::NonTensorData(
+    std::nullptr_t /*null*/,
+    c10::IntArrayRef batch_size,
+    std::optional<c10::Device> device)
+    : NonTensorData(Json(), batch_size, device) {}
+
+// The value pointer is copied, not moved, so it is never null.
+NonTensorData::NonTensorData(NonTensorData&& other) noexcept
+    : data_(other.data_),
+      batch_size_(std::move(other.batch_size_)),
+      device_(other.device_) {}
+
+NonTensorData& NonTensorData::operator=(NonTensorData&& other) noexcept {
+  data_ = other.data_;
+  batch_size_ = std::move(other.batch_size_);
+  device_ = other.device_;
+  return *this;
 }
 
 void NonTensorData::set_batch_size(c10::IntArrayRef batch_size) {
@@ -96,7 +133,7 @@ void NonTensorData::set_batch_size(c10::IntArrayRef batch_size) {
 std::string NonTensorData::repr() const {
   return c10::str(
       "NonTensorData(data=",
-      python_str(data_),
+      python_str(*data_),
       ", batch_size=",
       detail::size_repr(batch_size_),
       ", device=",
@@ -105,38 +142,54 @@ std::string NonTensorData::repr() const {
 }
 
 bool NonTensorData::operator==(const NonTensorData& other) const {
-  return data_ == other.data_ && batch_size_ == other.batch_size_ &&
+  return *data_ == *other.data_ && batch_size_ == other.batch_size_ &&
       device_ == other.device_;
 }
 
 // --- NonTensorStack ----------------------------------------------------------
 
-NonTensorStack::NonTensorStack() : batch_size_{0} {}
+NonTensorStack::NonTensorStack()
+    : values_(std::make_shared<const std::vector<Json>>()), batch_size_{0} {}
 
 NonTensorStack::NonTensorStack(
     std::vector<Json> values,
     std::optional<c10::Device> device)
-    : values_(std::move(values)),
-      batch_size_{static_cast<int64_t>(values_.size())},
+    : values_(std::make_shared<const std::vector<Json>>(std::move(values))),
+      batch_size_{static_cast<int64_t>(values_->size())},
       device_(device) {}
 
 NonTensorStack::NonTensorStack(
     std::vector<Json> values,
     c10::IntArrayRef batch_size,
     std::optional<c10::Device> device)
-    : values_(std::move(values)), batch_size_(batch_size.vec()), device_(device) {
+    : values_(std::make_shared<const std::vector<Json>>(std::move(values))),
+      batch_size_(batch_size.vec()),
+      device_(device) {
   TORCH_CHECK_VALUE(
       !batch_size_.empty(),
       "a NonTensorStack needs at least one batch dim, got torch.Size([])");
   const int64_t n = element_count(batch_size_);
   TORCH_CHECK_VALUE(
-      static_cast<int64_t>(values_.size()) == n,
+      static_cast<int64_t>(values_->size()) == n,
       "a NonTensorStack of batch size ",
       detail::size_repr(batch_size_),
       " needs ",
       n,
       " values, got ",
-      values_.size());
+      values_->size());
+}
+
+// The values pointer is copied, not moved, so it is never null.
+NonTensorStack::NonTensorStack(NonTensorStack&& other) noexcept
+    : values_(other.values_),
+      batch_size_(std::move(other.batch_size_)),
+      device_(other.device_) {}
+
+NonTensorStack& NonTensorStack::operator=(NonTensorStack&& other) noexcept {
+  values_ = other.values_;
+  batch_size_ = std::move(other.batch_size_);
+  device_ = other.device_;
+  return *this;
 }
 
 NonTensorStack NonTensorStack::from_list(
@@ -190,13 +243,13 @@ NonTensorStack NonTensorStack::from_list(
 
 const Json& NonTensorStack::at(int64_t flat_index) const {
   TORCH_CHECK_INDEX(
-      flat_index >= 0 && flat_index < static_cast<int64_t>(values_.size()),
+      flat_index >= 0 && flat_index < static_cast<int64_t>(values_->size()),
       "index ",
       flat_index,
       " is out of bounds for a NonTensorStack of ",
-      values_.size(),
+      values_->size(),
       " values");
-  return values_[flat_index];
+  return (*values_)[flat_index];
 }
 
 Json NonTensorStack::tolist() const {
@@ -204,7 +257,7 @@ Json NonTensorStack::tolist() const {
     Json list = Json::array();
     for (int64_t i = 0; i < batch_size_[dim]; ++i) {
       if (dim + 1 == batch_size_.size()) {
-        list.push_back(values_[pos++]);
+        list.push_back((*values_)[pos++]);
       } else {
         list.push_back(build(dim + 1, pos));
       }
@@ -232,13 +285,14 @@ void NonTensorStack::set_batch_size(c10::IntArrayRef batch_size) {
   }
   const int64_t repeat = element_count(batch_size.slice(batch_size_.size()));
   std::vector<Json> grown;
-  grown.reserve(values_.size() * repeat);
-  for (const Json& value : values_) {
+  grown.reserve(values_->size() * repeat);
+  for (const Json& value : *values_) {
     for (int64_t r = 0; r < repeat; ++r) {
       grown.push_back(value);
     }
   }
-  values_ = std::move(grown);
+  // Copies may share the old values: replace them, never modify them.
+  values_ = std::make_shared<const std::vector<Json>>(std::move(grown));
   batch_size_ = batch_size.vec();
 }
 
@@ -256,7 +310,7 @@ std::string NonTensorStack::repr() const {
 }
 
 bool NonTensorStack::operator==(const NonTensorStack& other) const {
-  return values_ == other.values_ && batch_size_ == other.batch_size_ &&
+  return *values_ == *other.values_ && batch_size_ == other.batch_size_ &&
       device_ == other.device_;
 }
 

@@ -17,6 +17,7 @@
 #include "detail/tensor_class_impl.h"
 #include "detail/walk.h"
 #include "tensordict/errors.h"
+#include "tensordict/json.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 
@@ -266,7 +267,7 @@ StateDictMetadata class_metadata(
     Json fields) {
   StateDictMetadata out = level_metadata(impl);
   out.type = cls.name;
-  out.non_tensor_fields = std::move(fields);
+  out.non_tensor_fields = std::make_shared<const Json>(std::move(fields));
   return out;
 }
 
@@ -546,7 +547,8 @@ bool is_empty_state_dict(const StateDict& sd) {
   const StateDictMetadata* md = sd.find_metadata("");
   return md == nullptr ||
       (!md->non_tensor &&
-       !(md->non_tensor_fields.is_object() && !md->non_tensor_fields.empty()));
+       !(md->non_tensor_fields && md->non_tensor_fields->is_object() &&
+         !md->non_tensor_fields->empty()));
 }
 
 // A TensorDict level's strict check: the key sets must match, as in Python,
@@ -791,8 +793,9 @@ void load_level(
     const auto* legacy_device = sd.find(kLegacyDevice);
     device = legacy_device != nullptr ? legacy_device->device() : std::nullopt;
   }
-  const Json* fields = md != nullptr && md->non_tensor_fields.is_object()
-      ? &md->non_tensor_fields
+  const Json* fields = md != nullptr && md->non_tensor_fields &&
+          md->non_tensor_fields->is_object()
+      ? md->non_tensor_fields.get()
       : nullptr;
 
   if (cls != nullptr) {

@@ -11,6 +11,7 @@
 #include "detail/format.h"
 #include "detail/tensor_class_impl.h"
 #include "detail/tensor_dict_impl.h"
+#include "detail/value_repr.h"
 #include "tensordict/memmap.h"
 
 TENSORDICT_BEGIN_NAMESPACE

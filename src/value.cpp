@@ -3,6 +3,11 @@
 #include <ATen/ops/scalar_tensor.h>
 #include <c10/core/DefaultDtype.h>
 
+#include "detail/format.h"
+#include "detail/shared_memory.h"
+#include "detail/value_repr.h"
+#include "tensordict/json.h"
+
 TENSORDICT_BEGIN_NAMESPACE
 
 Value::Value(at::Tensor tensor) : value_(std::move(tensor)) {
@@ -73,6 +78,23 @@ const char* Value::type_name() const noexcept {
 
 namespace detail {
 
+std::string value_repr(const Value& value) {
+  switch (value.kind()) {
+    case Value::Kind::kTensor: {
+      const at::Tensor& t = value.tensor();
+      return tensor_repr(
+          t.sizes(), t.device(), t.scalar_type(), tensor_is_shared(t));
+    }
+    case Value::Kind::kTensorDict:
+      return value.tensordict().repr();
+    case Value::Kind::kNonTensorData:
+      return value.non_tensor_data().repr();
+    case Value::Kind::kNonTensorStack:
+      return value.non_tensor_stack().repr();
+  }
+  TORCH_INTERNAL_ASSERT(false, "unknown entry kind");
+}
+
 at::Tensor number_to_tensor(double value) {
   return at::scalar_tensor(
       value, at::TensorOptions().dtype(c10::get_default_dtype()));
@@ -87,6 +109,19 @@ at::Tensor number_to_tensor(bool value) {
 }
 
 } // namespace detail
+
+// --- TensorDict's string overloads ------------------------------------------
+
+// Out of line, so that setting a string needs no complete Json.
+TensorDict& TensorDict::set_non_tensor(const NestedKey& key, const char* text) {
+  return set_non_tensor(key, text == nullptr ? Json() : Json(text));
+}
+
+TensorDict& TensorDict::set_non_tensor(
+    const NestedKey& key,
+    const std::string& text) {
+  return set_non_tensor(key, Json(text));
+}
 
 // --- Item --------------------------------------------------------------------
 

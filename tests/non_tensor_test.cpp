@@ -47,6 +47,33 @@ TEST(NonTensorDataTest, ReprMatchesPython) {
       "device=None)");
 }
 
+TEST(NonTensorDataTest, StringAndNullConstructorsNeedNoJson) {
+  EXPECT_TRUE(NonTensorData().data().is_null());
+  EXPECT_TRUE(NonTensorData().batch_size().empty());
+  EXPECT_EQ(NonTensorData("cat", {2}).data(), Json("cat"));
+  EXPECT_EQ(NonTensorData(std::string("dog"), {2}).data(), Json("dog"));
+  EXPECT_TRUE(NonTensorData(nullptr, {2}).data().is_null());
+  const char* missing = nullptr;
+  EXPECT_TRUE(NonTensorData(missing).data().is_null());
+  EXPECT_EQ(NonTensorData(nullptr, {2}).batch_size(), c10::IntArrayRef({2}));
+}
+
+TEST(NonTensorDataTest, CopiesShareTheValueAndMovesLeaveItValid) {
+  NonTensorData a(Json{{"k", {1, 2}}}, {3});
+  NonTensorData b = a;
+  EXPECT_EQ(&a.data(), &b.data()); // one value, not a deep copy
+  EXPECT_EQ(a, b);
+  b.set_batch_size({4});
+  EXPECT_EQ(a.batch_size(), c10::IntArrayRef({3}));
+
+  NonTensorData c = std::move(a);
+  EXPECT_EQ(c.data(), Json({{"k", {1, 2}}}));
+  EXPECT_EQ(a.data(), c.data()); // NOLINT(bugprone-use-after-move)
+  a = NonTensorData("other");
+  EXPECT_EQ(a.data(), "other");
+  EXPECT_EQ(c.data(), Json({{"k", {1, 2}}}));
+}
+
 TEST(NonTensorDataTest, RejectsNegativeBatchSize) {
   EXPECT_THROWS_WITH(
       NonTensorData("x", {-1}),
@@ -114,6 +141,21 @@ TEST(NonTensorStackTest, GrowingTheBatchRepeatsValues) {
       c10::Error,
       "the NonTensorStack has batch size torch.Size([2, 2]) which is "
       "incompatible with the batch-size torch.Size([3]).");
+}
+
+TEST(NonTensorStackTest, CopiesShareValuesUntilTheBatchGrows) {
+  NonTensorStack a({"x", "y"});
+  NonTensorStack b = a;
+  EXPECT_EQ(&a.values(), &b.values()); // one vector, not a deep copy
+  b.set_batch_size({2, 2});
+  EXPECT_EQ(a.values(), std::vector<Json>({"x", "y"}));
+  EXPECT_EQ(a.batch_size(), c10::IntArrayRef({2}));
+  EXPECT_EQ(b.values(), std::vector<Json>({"x", "x", "y", "y"}));
+
+  NonTensorStack c = std::move(a);
+  EXPECT_EQ(c.values(), std::vector<Json>({"x", "y"}));
+  EXPECT_EQ(a.values().size(), 2u); // NOLINT(bugprone-use-after-move)
+  EXPECT_TRUE(NonTensorStack().values().empty());
 }
 
 TEST(NonTensorStackTest, ReprMatchesPython) {

@@ -717,11 +717,11 @@ TEST(TensorClassTest, StateDictUsesFieldNamesAndClassMetadata) {
   EXPECT_FALSE(root.device.has_value());
   // Unset fields first (None), then the non-tensor entries: Python's order.
   EXPECT_EQ(
-      root.non_tensor_fields.dump(),
+      root.non_tensor_fields->dump(),
       R"({"extra":null,"step":null,"info":null,"mask":null,"task":"reach"})");
   const StateDictMetadata& inner = metadata_at(sd, "inner");
   EXPECT_EQ(inner.type, "Inner");
-  EXPECT_EQ(inner.non_tensor_fields, Json::object());
+  EXPECT_EQ(*inner.non_tensor_fields, Json::object());
 
   const StateDict nested = t.state_dict(/*flatten=*/false);
   EXPECT_EQ(nested.keys(), (std::vector<std::string>{"obs", "action", "inner"}));
@@ -803,7 +803,9 @@ TEST(TensorClassTest, StrictLoadChecksTheFields) {
   // A non-tensor field that is not a field is refused even when not strict.
   StateDict unknown = source.state_dict();
   StateDictMetadata md = metadata_at(unknown, "");
-  md.non_tensor_fields["nope"] = "x";
+  Json fields = *md.non_tensor_fields;
+  fields["nope"] = "x";
+  md.non_tensor_fields = std::make_shared<const Json>(fields);
   unknown.set_metadata("", md);
   EXPECT_THROWS_WITH(
       target.load_state_dict(unknown, /*strict=*/false),
@@ -812,7 +814,9 @@ TEST(TensorClassTest, StrictLoadChecksTheFields) {
 
   StateDict none_required = source.state_dict();
   md = metadata_at(none_required, "");
-  md.non_tensor_fields["task"] = nullptr;
+  fields = *md.non_tensor_fields;
+  fields["task"] = nullptr;
+  md.non_tensor_fields = std::make_shared<const Json>(fields);
   none_required.set_metadata("", md);
   EXPECT_THROWS_WITH(
       target.load_state_dict(none_required),
@@ -833,7 +837,7 @@ TEST(TensorClassTest, StateDictKeepsTypedNonTensorFields) {
   const StateDict sd = source.state_dict();
   EXPECT_TRUE(sd.empty());
   EXPECT_EQ(
-      metadata_at(sd, "").non_tensor_fields.dump(),
+      metadata_at(sd, "").non_tensor_fields->dump(),
       R"({"label":null,"step":7,"ratio":0.25,"done":true})");
   Cast target({{"step", 1}, {"ratio", 1.5}, {"done", false}, {"label", "x"}});
   target.load_state_dict(sd);
@@ -862,11 +866,11 @@ TEST(TensorClassTest, StateDictOfStackedStructsKeepsDifferingValues) {
   };
   // Equal values are one value, as in Python.
   const Registered same = stack(std::vector<Registered>{make("a", 1), make("a", 2)});
-  EXPECT_EQ(metadata_at(same.state_dict(), "").non_tensor_fields["label"], Json("a"));
+  EXPECT_EQ(metadata_at(same.state_dict(), "").non_tensor_fields->at("label"), Json("a"));
   // Differing values (Python raises) stay a NonTensorStack at their prefix.
   const Registered mixed = stack(std::vector<Registered>{make("a", 1), make("b", 2)});
   const StateDict sd = mixed.state_dict();
-  EXPECT_FALSE(metadata_at(sd, "").non_tensor_fields.contains("label"));
+  EXPECT_FALSE(metadata_at(sd, "").non_tensor_fields->contains("label"));
   ASSERT_TRUE(metadata_at(sd, "label").non_tensor.has_value());
   for (bool flatten : {true, false}) {
     Registered target = same.clone();

@@ -78,6 +78,29 @@ TEST(ItemTest, StringsAndJsonBecomeNonTensorData) {
   EXPECT_EQ(list.value()->non_tensor(), Json({1, 2, 3}));
 }
 
+TEST(ItemTest, NonTensorEntriesOfADictShareTheirValueWithCopies) {
+  TensorDict td({{"task", "reach"}, {"stack", NonTensorStack({1, 2})}}, {2});
+  const Value task = td["task"];
+  EXPECT_EQ(&task.non_tensor_data().data(), &td["task"].non_tensor_data().data());
+  const TensorDict copy = td.clone();
+  EXPECT_EQ(copy.get_non_tensor("task"), "reach");
+  EXPECT_EQ(copy.get_non_tensor("stack"), Json({1, 2}));
+}
+
+TEST(TensorDictNonTensorTest, SetNonTensorTakesStringsWithoutJson) {
+  TensorDict td({3});
+  td.set_non_tensor("name", "run-1");
+  td.set_non_tensor({"sub", "id"}, std::string("a1"));
+  const char* missing = nullptr;
+  td.set_non_tensor("none", missing);
+  EXPECT_EQ(td.get_non_tensor("name"), "run-1");
+  EXPECT_EQ(td.get_non_tensor({"sub", "id"}), "a1");
+  EXPECT_TRUE(td.get_non_tensor("none").is_null());
+  EXPECT_EQ(td["name"].non_tensor_data().batch_size(), c10::IntArrayRef({3}));
+  td.set_non_tensor("count", Json(3)); // JSON values still take the Json form
+  EXPECT_EQ(td.get_non_tensor("count"), 3);
+}
+
 TEST(ItemTest, NestedListsStayAsChildren) {
   Item nested("n", {{"a", torch::zeros({1})}, {"b", 1}});
   EXPECT_EQ(nested.value(), nullptr);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "inspect.h"
+#include "tensordict/json.h"
 
 namespace {
 

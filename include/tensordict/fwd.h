@@ -20,6 +20,8 @@ class TensorDictImpl;
 /// The JSON value type that non-tensor entries hold (null, bool, integers,
 /// doubles, strings, lists and objects). Objects keep their keys in
 /// insertion order, as Python dicts do, so JSON round-trips exactly.
+/// Public headers see only this declaration; include <tensordict/json.h>
+/// for the complete type.
 using Json = nlohmann::ordered_json;
 
 TENSORDICT_END_NAMESPACE

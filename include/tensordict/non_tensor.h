@@ -2,9 +2,10 @@
 
 #include <c10/core/Device.h>
 #include <c10/util/ArrayRef.h>
-#include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,7 +18,11 @@ TENSORDICT_BEGIN_NAMESPACE
 /// `NonTensorData`. Strings, numbers, lists and objects live beside tensors
 /// this way, and the memmap format stores them as JSON.
 ///
-/// A value type: copies are independent (unlike TensorDict, a handle).
+/// A value type: copies are independent (unlike TensorDict, a handle). The
+/// value itself is shared between copies and never modified in place, so a
+/// copy costs one reference count, and this header needs only
+/// `<nlohmann/json_fwd.hpp>`: include `<tensordict/json.h>` to build a value
+/// from JSON or to read `data()`.
 ///
 /// Example:
 /// ```
@@ -26,15 +31,43 @@ TENSORDICT_BEGIN_NAMESPACE
 /// ```
 class TENSORDICT_API NonTensorData {
  public:
+  /// Makes a null value (Python's None) with no batch dims.
+  NonTensorData();
   /// Makes a value with the given batch size (default: no batch dims).
   NonTensorData(
-      Json data = nullptr,
+      Json data,
+      c10::IntArrayRef batch_size = {},
+      std::optional<c10::Device> device = std::nullopt);
+  /// Makes a string value (a null `text` makes null); needs no JSON header.
+  NonTensorData(
+      const char* text,
+      c10::IntArrayRef batch_size = {},
+      std::optional<c10::Device> device = std::nullopt);
+  /// Makes a string value; needs no JSON header.
+  NonTensorData(
+      std::string text,
+      c10::IntArrayRef batch_size = {},
+      std::optional<c10::Device> device = std::nullopt);
+  /// Makes a null value (Python's None); needs no JSON header.
+  NonTensorData(
+      std::nullptr_t null,
       c10::IntArrayRef batch_size = {},
       std::optional<c10::Device> device = std::nullopt);
 
-  /// Returns the value.
+  /// Copies (sharing the value).
+  NonTensorData(const NonTensorData& other) = default;
+  /// Copies (sharing the value).
+  NonTensorData& operator=(const NonTensorData& other) = default;
+  /// Moves; the moved-from object still holds the value, so it stays valid.
+  NonTensorData(NonTensorData&& other) noexcept;
+  /// Moves; the moved-from object still holds the value, so it stays valid.
+  NonTensorData& operator=(NonTensorData&& other) noexcept;
+  /// Destroys.
+  ~NonTensorData() = default;
+
+  /// Returns the value (never modified in place: copies share it).
   const Json& data() const noexcept {
-    return data_;
+    return *data_;
   }
   /// Returns the batch size.
   c10::IntArrayRef batch_size() const noexcept {
@@ -62,7 +95,8 @@ class TENSORDICT_API NonTensorData {
   }
 
  private:
-  Json data_;
+  // Never null; shared by copies, so copying needs no complete Json.
+  std::shared_ptr<const Json> data_;
   std::vector<int64_t> batch_size_;
   std::optional<c10::Device> device_;
 };
@@ -71,7 +105,9 @@ class TENSORDICT_API NonTensorData {
 ///
 /// Values are kept flat in row-major order over the batch dims, so a stack of
 /// batch size [2, 3] holds six values; `tolist()` gives them back as nested
-/// lists, as Python's `NonTensorStack.tolist()` does.
+/// lists, as Python's `NonTensorStack.tolist()` does. A value type whose
+/// values are shared between copies and replaced, never modified in place,
+/// when the batch size grows: copies are cheap and need no complete Json.
 ///
 /// Example:
 /// ```
@@ -100,9 +136,20 @@ class TENSORDICT_API NonTensorStack {
       int64_t batch_dims = 1,
       std::optional<c10::Device> device = std::nullopt);
 
+  /// Copies (sharing the value).
+  NonTensorStack(const NonTensorStack& other) = default;
+  /// Copies (sharing the value).
+  NonTensorStack& operator=(const NonTensorStack& other) = default;
+  /// Moves; the moved-from object still holds the value, so it stays valid.
+  NonTensorStack(NonTensorStack&& other) noexcept;
+  /// Moves; the moved-from object still holds the value, so it stays valid.
+  NonTensorStack& operator=(NonTensorStack&& other) noexcept;
+  /// Destroys.
+  ~NonTensorStack() = default;
+
   /// Returns the flat, row-major values.
   const std::vector<Json>& values() const noexcept {
-    return values_;
+    return *values_;
   }
   /// Returns the value of one element by flat row-major position (checked).
   const Json& at(int64_t flat_index) const;
@@ -136,7 +183,8 @@ class TENSORDICT_API NonTensorStack {
   }
 
  private:
-  std::vector<Json> values_;
+  // Never null; shared by copies, so copying needs no complete Json.
+  std::shared_ptr<const std::vector<Json>> values_;
   std::vector<int64_t> batch_size_;
   std::optional<c10::Device> device_;
 };

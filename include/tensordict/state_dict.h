@@ -58,8 +58,9 @@ struct TENSORDICT_API StateDictMetadata {
   std::string type;
   /// The non-tensor fields of a TensorClass level by name, in Python's order
   /// (unset fields first, as null, then the set ones): Python's
-  /// `_non_tensor`. Null for a TensorDict level.
-  Json non_tensor_fields;
+  /// `_non_tensor`. Null for a TensorDict level. Shared, never modified in
+  /// place (as NonTensorData's value), so this header needs no complete Json.
+  std::shared_ptr<const Json> non_tensor_fields;
 };
 
 /// An ordered map from names to tensors, nested state dicts and legacy

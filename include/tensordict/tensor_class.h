@@ -80,6 +80,7 @@
 #include "tensordict/detail/tensor_class_ops.h"
 #include "tensordict/detail/tensor_class_traits.h"
 #include "tensordict/errors.h"
+#include "tensordict/json.h"
 #include "tensordict/lazy_stacked_tensor_class.h"
 #include "tensordict/options.h"
 #include "tensordict/state_dict.h"

@@ -249,6 +249,11 @@ class TENSORDICT_API TensorDict {
       const SetOptions& options = {});
   /// Sets `key` to non-tensor data shared by the whole batch.
   TensorDict& set_non_tensor(const NestedKey& key, const Json& value);
+  /// Sets `key` to a string shared by the whole batch (null if `text` is);
+  /// needs no JSON header.
+  TensorDict& set_non_tensor(const NestedKey& key, const char* text);
+  /// Sets `key` to a string shared by the whole batch; needs no JSON header.
+  TensorDict& set_non_tensor(const NestedKey& key, const std::string& text);
   /// Copies `value` into the existing tensor at `key` (Python's `set_`):
   /// throws KeyError if missing, and an error if the shape does not fit or
   /// the dtype cannot be cast safely. Allowed on locked dicts.
@@ -1021,7 +1026,7 @@ class TENSORDICT_API TensorDict {
   /// Sets the Python tensorclass the dict is saved as ("" for none).
   TensorDict& set_python_class(std::string type_string);
 
-  // --- consolidate, state_dict, nn::Module (issue 6) ----------------------
+  // --- consolidate, state_dict, nn::Module ---------------------------------
   // Include <tensordict/consolidate.h>, <tensordict/state_dict.h> or
   // <tensordict/module.h> for the types these use; see NOTE [Consolidated
   // layout] in tensordict/consolidate.h.
@@ -1225,4 +1230,7 @@ TENSORDICT_API std::ostream& operator<<(std::ostream& out, const TensorDict& td)
 
 TENSORDICT_END_NAMESPACE
 
+// Value (an entry) and Item (a literal's entry) hold a TensorDict, so they
+// are defined after it; value.h includes this header for users who include
+// value.h alone. Including either header gives both classes.
 #include "tensordict/value.h"

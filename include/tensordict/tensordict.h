@@ -5,6 +5,7 @@
 #include "tensordict/consolidate.h"
 #include "tensordict/errors.h"
 #include "tensordict/indexing.h"
+#include "tensordict/json.h"
 #include "tensordict/lazy_stack.h"
 #include "tensordict/lazy_stacked_tensor_class.h"
 #include "tensordict/memmap.h"

@@ -13,6 +13,8 @@
 #include "tensordict/fwd.h"
 #include "tensordict/nested_key.h"
 #include "tensordict/non_tensor.h"
+// Value holds a TensorDict by value, so it needs the complete class;
+// tensor_dict.h includes this header after defining TensorDict.
 #include "tensordict/tensor_dict.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -115,7 +117,8 @@ TENSORDICT_API at::Tensor number_to_tensor(bool value);
 /// One key/value pair of a TensorDict literal. The value may be any entry
 /// kind, a nested brace list of Items (a nested dict of the same batch size),
 /// a number (a 0-dim tensor: int64, float32 or bool, as in Python), or a
-/// string or JSON value (non-tensor data).
+/// string or JSON value (non-tensor data). Strings, numbers and null need
+/// no JSON header; a `Json` value needs `<tensordict/json.h>`.
 ///
 /// Example:
 /// ```
@@ -142,7 +145,8 @@ class TENSORDICT_API Item {
   Item(NestedKey key, std::string text);
   /// Pairs `key` with a JSON null (non-tensor data).
   Item(NestedKey key, std::nullptr_t null);
-  /// Pairs `key` with a JSON value (non-tensor data).
+  /// Pairs `key` with a JSON value (non-tensor data); the caller needs
+  /// `<tensordict/json.h>` to build one.
   Item(NestedKey key, Json value);
   /// Pairs `key` with a number, stored as a 0-dim tensor.
   template <

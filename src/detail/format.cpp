@@ -3,9 +3,6 @@
 #include <c10/util/Exception.h>
 #include <nlohmann/json.hpp>
 
-#include "detail/shared_memory.h"
-#include "tensordict/tensor_dict.h"
-
 #include <cmath>
 #include <cstdio>
 
@@ -279,23 +276,6 @@ std::string tensor_repr(
       ", is_shared=",
       python_bool(shared),
       ")");
-}
-
-std::string value_repr(const Value& value) {
-  switch (value.kind()) {
-    case Value::Kind::kTensor: {
-      const at::Tensor& t = value.tensor();
-      return tensor_repr(
-          t.sizes(), t.device(), t.scalar_type(), tensor_is_shared(t));
-    }
-    case Value::Kind::kTensorDict:
-      return value.tensordict().repr();
-    case Value::Kind::kNonTensorData:
-      return value.non_tensor_data().repr();
-    case Value::Kind::kNonTensorStack:
-      return value.non_tensor_stack().repr();
-  }
-  TORCH_INTERNAL_ASSERT(false, "unknown entry kind");
 }
 
 } // namespace detail

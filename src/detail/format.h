@@ -11,7 +11,6 @@
 #include <string_view>
 
 #include "tensordict/export.h"
-#include "tensordict/fwd.h"
 #include "tensordict/options.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -47,10 +46,5 @@ std::string tensor_repr(
     c10::Device device,
     c10::ScalarType dtype,
     bool shared);
-/// Returns the repr of one entry as a TensorDict's repr prints it (the
-/// tensor line, the nested dict's repr, or the non-tensor's repr). Used by
-/// TensorDict's and LazyStackedTensorDict's reprs.
-std::string value_repr(const Value& value);
-
 } // namespace detail
 TENSORDICT_END_NAMESPACE

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "tensordict/json.h"
+
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
 

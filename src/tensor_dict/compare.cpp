@@ -6,6 +6,7 @@
 #include <ATen/ops/ne.h>
 
 #include "detail/walk.h"
+#include "tensordict/json.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

@@ -15,6 +15,7 @@
 #include "detail/format.h"
 #include "detail/walk.h"
 #include "tensordict/errors.h"
+#include "tensordict/json.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

@@ -6,6 +6,7 @@
 
 #include "detail/format.h"
 #include "detail/tensor_dict_impl.h"
+#include "detail/value_repr.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

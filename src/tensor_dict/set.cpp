@@ -8,6 +8,7 @@
 
 #include "detail/format.h"
 #include "detail/tensor_dict_impl.h"
+#include "tensordict/json.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {

@@ -151,7 +151,7 @@ Json describe(const StateDict& sd) {
     }
     if (!md.type.empty()) {
       entry["_type"] = md.type;
-      entry["_non_tensor"] = md.non_tensor_fields;
+      entry["_non_tensor"] = *md.non_tensor_fields;
     }
     out["metadata"].push_back({prefix, entry});
   }
@@ -177,7 +177,7 @@ StateDict rebuild(const Json& description) {
     md.batch_size = item[1]["batch_size"].get<std::vector<int64_t>>();
     if (item[1].contains("_type")) {
       md.type = item[1]["_type"].get<std::string>();
-      md.non_tensor_fields = item[1]["_non_tensor"];
+      md.non_tensor_fields = std::make_shared<const Json>(item[1]["_non_tensor"]);
     }
     sd.set_metadata(item[0].get<std::string>(), md);
   }
