@@ -23,7 +23,8 @@ namespace fs = std::filesystem;
 // A directory for the files of one benchmark, removed at exit.
 std::string bench_dir(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() /
-      ("tensordict_bench_" + std::to_string(::getpid())) / name;
+                       ("tensordict_bench_" + std::to_string(::getpid())) /
+                       name;
   fs::create_directories(dir);
   return dir.string();
 }
@@ -32,7 +33,8 @@ struct Cleanup {
   ~Cleanup() {
     std::error_code ignored;
     fs::remove_all(
-        fs::temp_directory_path() / ("tensordict_bench_" + std::to_string(::getpid())),
+        fs::temp_directory_path() /
+            ("tensordict_bench_" + std::to_string(::getpid())),
         ignored);
   }
 } cleanup;
@@ -73,82 +75,107 @@ TensorDict small_dict() {
 
 void register_all() {
   // consolidate vs memcpy of the same bytes into one buffer.
-  benchmark::RegisterBenchmark("consolidate_256MiB/cpp", [](benchmark::State& state) {
-    const TensorDict td = big_dict();
-    for (auto _ : state) {
-      benchmark::DoNotOptimize(td.consolidate(ConsolidateOptions().num_threads(2)));
-    }
-  })->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("consolidate_256MiB/raw", [](benchmark::State& state) {
-    const TensorDict td = big_dict();
-    std::vector<at::Tensor> leaves;
-    for (const auto& v : td.values(true, true)) {
-      leaves.push_back(v.tensor());
-    }
-    for (auto _ : state) {
-      // One new buffer and one memcpy per leaf: what consolidate must do.
-      at::Tensor out = torch::empty({kBigBytes}, torch::kUInt8);
-      auto* dst = out.data_ptr<uint8_t>();
-      for (const auto& t : leaves) {
-        const size_t n = t.numel() * t.element_size();
-        std::memcpy(dst, t.data_ptr(), n);
-        dst += n;
-      }
-      benchmark::DoNotOptimize(out);
-    }
-  })->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark(
+      "consolidate_256MiB/cpp",
+      [](benchmark::State& state) {
+        const TensorDict td = big_dict();
+        for (auto _ : state) {
+          benchmark::DoNotOptimize(
+              td.consolidate(ConsolidateOptions().num_threads(2)));
+        }
+      })
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark(
+      "consolidate_256MiB/raw",
+      [](benchmark::State& state) {
+        const TensorDict td = big_dict();
+        std::vector<at::Tensor> leaves;
+        for (const auto& v : td.values(true, true)) {
+          leaves.push_back(v.tensor());
+        }
+        for (auto _ : state) {
+          // One new buffer and one memcpy per leaf: what consolidate must do.
+          at::Tensor out = torch::empty({kBigBytes}, torch::kUInt8);
+          auto* dst = out.data_ptr<uint8_t>();
+          for (const auto& t : leaves) {
+            const size_t n = t.numel() * t.element_size();
+            std::memcpy(dst, t.data_ptr(), n);
+            dst += n;
+          }
+          benchmark::DoNotOptimize(out);
+        }
+      })
+      ->Unit(benchmark::kMillisecond);
 
   // Checkpoints of nn::Transformer (d_model 512, 6 + 6 layers: 44M params).
-  benchmark::RegisterBenchmark("save_transformer/cpp", [](benchmark::State& state) {
-    torch::nn::Transformer model{torch::nn::TransformerOptions()};
-    const std::string dir = bench_dir("save_memmap");
-    for (auto _ : state) {
-      benchmark::DoNotOptimize(
-          TensorDict::from_module(*model).memmap(tensordict::MemmapOptions(dir).num_threads(2)));
-    }
-  })->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("save_transformer/raw", [](benchmark::State& state) {
-    torch::nn::Transformer model{torch::nn::TransformerOptions()};
-    const std::string path = bench_dir("save_torch") + "/model.pt";
-    for (auto _ : state) {
-      torch::save(model, path);
-    }
-  })->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("load_transformer/cpp", [](benchmark::State& state) {
-    torch::nn::Transformer model{torch::nn::TransformerOptions()};
-    const std::string dir = bench_dir("load_memmap");
-    (void)TensorDict::from_module(*model).memmap(dir);
-    for (auto _ : state) {
-      // Zero-copy: the leaves map the files.
-      benchmark::DoNotOptimize(TensorDict::load_memmap(dir));
-    }
-  })->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("load_transformer/raw", [](benchmark::State& state) {
-    torch::nn::Transformer model{torch::nn::TransformerOptions()};
-    const std::string path = bench_dir("load_torch") + "/model.pt";
-    torch::save(model, path);
-    for (auto _ : state) {
-      torch::load(model, path);
-    }
-  })->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark(
+      "save_transformer/cpp",
+      [](benchmark::State& state) {
+        torch::nn::Transformer model{torch::nn::TransformerOptions()};
+        const std::string dir = bench_dir("save_memmap");
+        for (auto _ : state) {
+          benchmark::DoNotOptimize(TensorDict::from_module(*model).memmap(
+              tensordict::MemmapOptions(dir).num_threads(2)));
+        }
+      })
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark(
+      "save_transformer/raw",
+      [](benchmark::State& state) {
+        torch::nn::Transformer model{torch::nn::TransformerOptions()};
+        const std::string path = bench_dir("save_torch") + "/model.pt";
+        for (auto _ : state) {
+          torch::save(model, path);
+        }
+      })
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark(
+      "load_transformer/cpp",
+      [](benchmark::State& state) {
+        torch::nn::Transformer model{torch::nn::TransformerOptions()};
+        const std::string dir = bench_dir("load_memmap");
+        (void)TensorDict::from_module(*model).memmap(dir);
+        for (auto _ : state) {
+          // Zero-copy: the leaves map the files.
+          benchmark::DoNotOptimize(TensorDict::load_memmap(dir));
+        }
+      })
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark(
+      "load_transformer/raw",
+      [](benchmark::State& state) {
+        torch::nn::Transformer model{torch::nn::TransformerOptions()};
+        const std::string path = bench_dir("load_torch") + "/model.pt";
+        torch::save(model, path);
+        for (auto _ : state) {
+          torch::load(model, path);
+        }
+      })
+      ->Unit(benchmark::kMillisecond);
 
   // from_consolidated vs load_memmap of the same 512 leaves.
-  benchmark::RegisterBenchmark("from_consolidated_512/cpp", [](benchmark::State& state) {
-    const std::string path = bench_dir("consolidated") + "/td.bin";
-    (void)small_dict().consolidate(ConsolidateOptions().filename(path));
-    for (auto _ : state) {
-      benchmark::DoNotOptimize(TensorDict::from_consolidated(path));
-    }
-  })->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("from_consolidated_512/raw", [](benchmark::State& state) {
-    const std::string dir = bench_dir("memmap_512");
-    (void)small_dict().memmap(dir);
-    for (auto _ : state) {
-      benchmark::DoNotOptimize(TensorDict::load_memmap(dir));
-    }
-  })->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark(
+      "from_consolidated_512/cpp",
+      [](benchmark::State& state) {
+        const std::string path = bench_dir("consolidated") + "/td.bin";
+        (void)small_dict().consolidate(ConsolidateOptions().filename(path));
+        for (auto _ : state) {
+          benchmark::DoNotOptimize(TensorDict::from_consolidated(path));
+        }
+      })
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark(
+      "from_consolidated_512/raw",
+      [](benchmark::State& state) {
+        const std::string dir = bench_dir("memmap_512");
+        (void)small_dict().memmap(dir);
+        for (auto _ : state) {
+          benchmark::DoNotOptimize(TensorDict::load_memmap(dir));
+        }
+      })
+      ->Unit(benchmark::kMicrosecond);
 }
 
 [[maybe_unused]] const bool registered = (register_all(), true);
 
-} // namespace
+}  // namespace

@@ -5,22 +5,22 @@
 // benchmarks/python_memmap.py times Python on the same work.
 //
 // Workloads (kept in step with python_memmap.py):
-//   a) 256 MiB: 16 float32 leaves of [1024, 4096] and 500 of [1024], batch [1024]
-//   b) 10,000 float32 leaves of [256] (1 KiB each) in 100 sub-dicts, batch [256]
-//   c) 512 float32 leaves of [1024] in 8 sub-dicts (load_memmap cost per leaf)
-//   d) 100,000 x 3 x 64 x 64 uint8 images: gather 256 random rows
+//   a) 256 MiB: 16 float32 leaves of [1024, 4096] and 500 of [1024], batch
+//   [1024] b) 10,000 float32 leaves of [256] (1 KiB each) in 100 sub-dicts,
+//   batch [256] c) 512 float32 leaves of [1024] in 8 sub-dicts (load_memmap
+//   cost per leaf) d) 100,000 x 3 x 64 x 64 uint8 images: gather 256 random
+//   rows
 // Files go under $TENSORDICT_BENCH_DIR, by default /dev/shm when it is
 // writable (else the system temp directory): the benchmark measures the
 // libraries, not the disk.
 
 #include <benchmark/benchmark.h>
-#include <tensordict/tensordict.h>
-#include <torch/serialize.h>
-#include <torch/torch.h>
-
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <tensordict/tensordict.h>
+#include <torch/serialize.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -78,7 +78,7 @@ const fs::path& bench_dir() {
 
 struct Workload {
   TensorDict td;
-  std::vector<at::Tensor> leaves; // contiguous, in key order
+  std::vector<at::Tensor> leaves;  // contiguous, in key order
 };
 
 Workload make_workload(
@@ -128,7 +128,8 @@ const Workload& workload_c() {
 
 void check_errno(bool ok, const char* what, const fs::path& path) {
   if (!ok) {
-    throw std::runtime_error(std::string(what) + " " + path.string() + ": " + std::strerror(errno));
+    throw std::runtime_error(
+        std::string(what) + " " + path.string() + ": " + std::strerror(errno));
   }
 }
 
@@ -137,7 +138,8 @@ void raw_write(const std::vector<at::Tensor>& leaves, const fs::path& dir) {
   fs::create_directories(dir);
   for (size_t i = 0; i < leaves.size(); ++i) {
     const fs::path path = dir / (std::to_string(i) + ".memmap");
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int fd =
+        ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     check_errno(fd >= 0, "open", path);
     const char* data = static_cast<const char*>(leaves[i].data_ptr());
     size_t left = leaves[i].nbytes();
@@ -153,7 +155,8 @@ void raw_write(const std::vector<at::Tensor>& leaves, const fs::path& dir) {
 
 // The least a zero-copy load can cost: open and mmap each file, wrap it.
 // Mapped read-write and shared, as load_memmap maps a writable file.
-std::vector<at::Tensor> raw_map(const std::vector<at::Tensor>& like, const fs::path& dir) {
+std::vector<at::Tensor> raw_map(
+    const std::vector<at::Tensor>& like, const fs::path& dir) {
   std::vector<at::Tensor> out;
   out.reserve(like.size());
   for (size_t i = 0; i < like.size(); ++i) {
@@ -163,18 +166,22 @@ std::vector<at::Tensor> raw_map(const std::vector<at::Tensor>& like, const fs::p
     struct stat st {};
     check_errno(::fstat(fd, &st) == 0, "fstat", path);
     const size_t size = static_cast<size_t>(st.st_size);
-    void* data = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void* data =
+        ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     ::close(fd);
     check_errno(data != MAP_FAILED, "mmap", path);
     out.push_back(at::from_blob(
-        data, like[i].sizes(), [size](void* p) { ::munmap(p, size); },
+        data,
+        like[i].sizes(),
+        [size](void* p) { ::munmap(p, size); },
         at::TensorOptions().dtype(like[i].dtype())));
   }
   return out;
 }
 
 // The least a copying load can cost: read() each file into a new tensor.
-std::vector<at::Tensor> raw_read(const std::vector<at::Tensor>& like, const fs::path& dir) {
+std::vector<at::Tensor> raw_read(
+    const std::vector<at::Tensor>& like, const fs::path& dir) {
   std::vector<at::Tensor> out;
   out.reserve(like.size());
   for (size_t i = 0; i < like.size(); ++i) {
@@ -210,79 +217,121 @@ void time_saves(benchmark::State& state, const std::string& name, Save save) {
   fs::remove_all(dir);
 }
 
-void register_save(const std::string& name, const Workload& (*workload)(), int64_t threads) {
-  benchmark::RegisterBenchmark((name + "/cpp").c_str(), [=](benchmark::State& state) {
-    const Workload& w = workload();
-    time_saves(state, name, [&](const fs::path& dir) {
-      benchmark::DoNotOptimize(w.td.memmap(MemmapOptions(dir.string()).num_threads(threads)));
-    });
-  })->Unit(benchmark::kMicrosecond)->UseRealTime()->MinTime(1.0);
-  benchmark::RegisterBenchmark((name + "/raw").c_str(), [=](benchmark::State& state) {
-    const Workload& w = workload();
-    time_saves(state, name, [&](const fs::path& dir) { raw_write(w.leaves, dir); });
-  })->Unit(benchmark::kMicrosecond)->UseRealTime()->MinTime(1.0);
+void register_save(
+    const std::string& name, const Workload& (*workload)(), int64_t threads) {
+  benchmark::RegisterBenchmark(
+      (name + "/cpp").c_str(),
+      [=](benchmark::State& state) {
+        const Workload& w = workload();
+        time_saves(state, name, [&](const fs::path& dir) {
+          benchmark::DoNotOptimize(
+              w.td.memmap(MemmapOptions(dir.string()).num_threads(threads)));
+        });
+      })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime()
+      ->MinTime(1.0);
+  benchmark::RegisterBenchmark(
+      (name + "/raw").c_str(),
+      [=](benchmark::State& state) {
+        const Workload& w = workload();
+        time_saves(state, name, [&](const fs::path& dir) {
+          raw_write(w.leaves, dir);
+        });
+      })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime()
+      ->MinTime(1.0);
 }
 
 // Loads `name`'s tree, written once before timing.
 void register_load(const std::string& name, const Workload& (*workload)()) {
-  benchmark::RegisterBenchmark((name + "/cpp").c_str(), [=](benchmark::State& state) {
-    const fs::path dir = bench_dir() / name;
-    (void)workload().td.memmap(MemmapOptions(dir.string()));
-    for (auto _ : state) {
-      benchmark::DoNotOptimize(TensorDict::load_memmap(dir.string()));
-    }
-    fs::remove_all(dir);
-  })->Unit(benchmark::kMicrosecond)->UseRealTime();
-  benchmark::RegisterBenchmark((name + "/raw").c_str(), [=](benchmark::State& state) {
-    const fs::path dir = bench_dir() / name;
-    const Workload& w = workload();
-    raw_write(w.leaves, dir);
-    for (auto _ : state) {
-      benchmark::DoNotOptimize(raw_map(w.leaves, dir));
-    }
-    fs::remove_all(dir);
-  })->Unit(benchmark::kMicrosecond)->UseRealTime();
+  benchmark::RegisterBenchmark(
+      (name + "/cpp").c_str(),
+      [=](benchmark::State& state) {
+        const fs::path dir = bench_dir() / name;
+        (void)workload().td.memmap(MemmapOptions(dir.string()));
+        for (auto _ : state) {
+          benchmark::DoNotOptimize(TensorDict::load_memmap(dir.string()));
+        }
+        fs::remove_all(dir);
+      })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark(
+      (name + "/raw").c_str(),
+      [=](benchmark::State& state) {
+        const fs::path dir = bench_dir() / name;
+        const Workload& w = workload();
+        raw_write(w.leaves, dir);
+        for (auto _ : state) {
+          benchmark::DoNotOptimize(raw_map(w.leaves, dir));
+        }
+        fs::remove_all(dir);
+      })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
 }
 
 // torch::save / torch::load of the same leaves (a flat list: what libtorch
 // offers without a dict type), against write()/read() of the same bytes.
 void register_torch_serialize() {
-  benchmark::RegisterBenchmark("torch_save_256MiB/cpp", [](benchmark::State& state) {
-    const Workload& w = workload_a();
-    time_saves(state, "torch_save", [&](const fs::path& dir) {
-      fs::create_directories(dir);
-      torch::save(w.leaves, (dir / "leaves.pt").string());
-    });
-  })->Unit(benchmark::kMicrosecond)->UseRealTime()->MinTime(1.0);
-  benchmark::RegisterBenchmark("torch_save_256MiB/raw", [](benchmark::State& state) {
-    const Workload& w = workload_a();
-    time_saves(state, "torch_save", [&](const fs::path& dir) { raw_write(w.leaves, dir); });
-  })->Unit(benchmark::kMicrosecond)->UseRealTime()->MinTime(1.0);
-  benchmark::RegisterBenchmark("torch_load_256MiB/cpp", [](benchmark::State& state) {
-    const fs::path file = bench_dir() / "torch_load.pt";
-    torch::save(workload_a().leaves, file.string());
-    for (auto _ : state) {
-      std::vector<at::Tensor> leaves;
-      torch::load(leaves, file.string());
-      benchmark::DoNotOptimize(leaves);
-    }
-    fs::remove(file);
-  })->Unit(benchmark::kMicrosecond)->UseRealTime();
-  benchmark::RegisterBenchmark("torch_load_256MiB/raw", [](benchmark::State& state) {
-    const fs::path dir = bench_dir() / "torch_load_raw";
-    const Workload& w = workload_a();
-    raw_write(w.leaves, dir);
-    for (auto _ : state) {
-      benchmark::DoNotOptimize(raw_read(w.leaves, dir));
-    }
-    fs::remove_all(dir);
-  })->Unit(benchmark::kMicrosecond)->UseRealTime();
+  benchmark::RegisterBenchmark(
+      "torch_save_256MiB/cpp",
+      [](benchmark::State& state) {
+        const Workload& w = workload_a();
+        time_saves(state, "torch_save", [&](const fs::path& dir) {
+          fs::create_directories(dir);
+          torch::save(w.leaves, (dir / "leaves.pt").string());
+        });
+      })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime()
+      ->MinTime(1.0);
+  benchmark::RegisterBenchmark(
+      "torch_save_256MiB/raw",
+      [](benchmark::State& state) {
+        const Workload& w = workload_a();
+        time_saves(state, "torch_save", [&](const fs::path& dir) {
+          raw_write(w.leaves, dir);
+        });
+      })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime()
+      ->MinTime(1.0);
+  benchmark::RegisterBenchmark(
+      "torch_load_256MiB/cpp",
+      [](benchmark::State& state) {
+        const fs::path file = bench_dir() / "torch_load.pt";
+        torch::save(workload_a().leaves, file.string());
+        for (auto _ : state) {
+          std::vector<at::Tensor> leaves;
+          torch::load(leaves, file.string());
+          benchmark::DoNotOptimize(leaves);
+        }
+        fs::remove(file);
+      })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark(
+      "torch_load_256MiB/raw",
+      [](benchmark::State& state) {
+        const fs::path dir = bench_dir() / "torch_load_raw";
+        const Workload& w = workload_a();
+        raw_write(w.leaves, dir);
+        for (auto _ : state) {
+          benchmark::DoNotOptimize(raw_read(w.leaves, dir));
+        }
+        fs::remove_all(dir);
+      })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
 }
 
 // 256 random rows of a memory-mapped 100,000 x 3 x 64 x 64 uint8 dataset:
 // TensorDict indexing against at::index_select on the same mapped tensor.
 struct Images {
-  TensorDict td; // memmapped, one leaf "pixels"
+  TensorDict td;  // memmapped, one leaf "pixels"
   at::Tensor index;
 };
 
@@ -295,7 +344,8 @@ const Images& images() {
     out.td = like.memmap_like(MemmapOptions((bench_dir() / "images").string()));
     at::Tensor pixels = out.td.get("pixels");
     for (int64_t start = 0; start < kRows; start += 10000) {
-      pixels.narrow(0, start, 10000).copy_(torch::randint(0, 256, {10000, 3, 64, 64}, at::kByte));
+      pixels.narrow(0, start, 10000)
+          .copy_(torch::randint(0, 256, {10000, 3, 64, 64}, at::kByte));
     }
     out.index = torch::randint(0, kRows, {256}, at::kLong);
     return out;
@@ -304,19 +354,27 @@ const Images& images() {
 }
 
 void register_gather() {
-  benchmark::RegisterBenchmark("gather_256_rows/cpp", [](benchmark::State& state) {
-    const Images& im = images();
-    for (auto _ : state) {
-      benchmark::DoNotOptimize(im.td.index({im.index}));
-    }
-  })->Unit(benchmark::kMicrosecond)->UseRealTime();
-  benchmark::RegisterBenchmark("gather_256_rows/raw", [](benchmark::State& state) {
-    const Images& im = images();
-    const at::Tensor pixels = im.td.get("pixels");
-    for (auto _ : state) {
-      benchmark::DoNotOptimize(at::index_select(pixels, 0, im.index));
-    }
-  })->Unit(benchmark::kMicrosecond)->UseRealTime();
+  benchmark::RegisterBenchmark(
+      "gather_256_rows/cpp",
+      [](benchmark::State& state) {
+        const Images& im = images();
+        for (auto _ : state) {
+          benchmark::DoNotOptimize(im.td.index({im.index}));
+        }
+      })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark(
+      "gather_256_rows/raw",
+      [](benchmark::State& state) {
+        const Images& im = images();
+        const at::Tensor pixels = im.td.get("pixels");
+        for (auto _ : state) {
+          benchmark::DoNotOptimize(at::index_select(pixels, 0, im.index));
+        }
+      })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
 }
 
 void register_all() {
@@ -332,4 +390,4 @@ void register_all() {
 
 [[maybe_unused]] const bool registered = (register_all(), true);
 
-} // namespace
+}  // namespace

@@ -40,8 +40,16 @@ std::vector<at::Tensor> leaves() {
 Ten make_ten() {
   const auto& l = leaves();
   return Ten(
-      {{"f0", l[0]}, {"f1", l[1]}, {"f2", l[2]}, {"f3", l[3]}, {"f4", l[4]},
-       {"f5", l[5]}, {"f6", l[6]}, {"f7", l[7]}, {"f8", l[8]}, {"f9", l[9]}},
+      {{"f0", l[0]},
+       {"f1", l[1]},
+       {"f2", l[2]},
+       {"f3", l[3]},
+       {"f4", l[4]},
+       {"f5", l[5]},
+       {"f6", l[6]},
+       {"f7", l[7]},
+       {"f8", l[8]},
+       {"f9", l[9]}},
       {kBatch});
 }
 
@@ -90,9 +98,16 @@ void index_raw(benchmark::State& state) {
   const PlainTen p = make_plain();
   for (auto _ : state) {
     PlainTen out{
-        p.f0.index({3}), p.f1.index({3}), p.f2.index({3}), p.f3.index({3}),
-        p.f4.index({3}), p.f5.index({3}), p.f6.index({3}), p.f7.index({3}),
-        p.f8.index({3}), p.f9.index({3})};
+        p.f0.index({3}),
+        p.f1.index({3}),
+        p.f2.index({3}),
+        p.f3.index({3}),
+        p.f4.index({3}),
+        p.f5.index({3}),
+        p.f6.index({3}),
+        p.f7.index({3}),
+        p.f8.index({3}),
+        p.f9.index({3})};
     benchmark::DoNotOptimize(out);
   }
 }
@@ -113,4 +128,4 @@ const bool registered = [] {
   return true;
 }();
 
-} // namespace
+}  // namespace

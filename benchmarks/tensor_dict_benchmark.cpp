@@ -68,19 +68,26 @@ const at::Tensor& int_index() {
 
 // Registers <name>/cpp and <name>/raw from two callables over a workload.
 template <typename CppFn, typename RawFn>
-void register_pair(const std::string& name, CppFn cpp, RawFn raw, int64_t leaves = kLeaves) {
-  benchmark::RegisterBenchmark((name + "/cpp").c_str(), [=](benchmark::State& state) {
-    Workload w = make_workload(leaves);
-    for (auto _ : state) {
-      benchmark::DoNotOptimize(cpp(w));
-    }
-  })->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark((name + "/raw").c_str(), [=](benchmark::State& state) {
-    Workload w = make_workload(leaves);
-    for (auto _ : state) {
-      benchmark::DoNotOptimize(raw(w));
-    }
-  })->Unit(benchmark::kMicrosecond);
+void register_pair(
+    const std::string& name, CppFn cpp, RawFn raw, int64_t leaves = kLeaves) {
+  benchmark::RegisterBenchmark(
+      (name + "/cpp").c_str(),
+      [=](benchmark::State& state) {
+        Workload w = make_workload(leaves);
+        for (auto _ : state) {
+          benchmark::DoNotOptimize(cpp(w));
+        }
+      })
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark(
+      (name + "/raw").c_str(),
+      [=](benchmark::State& state) {
+        Workload w = make_workload(leaves);
+        for (auto _ : state) {
+          benchmark::DoNotOptimize(raw(w));
+        }
+      })
+      ->Unit(benchmark::kMicrosecond);
 }
 
 // 8 dicts of 20 leaves each, and the same leaves grouped by key.
@@ -98,7 +105,8 @@ std::vector<TensorDict> stack_inputs() {
 std::vector<std::vector<at::Tensor>> stack_leaves() {
   const std::vector<TensorDict> tds = stack_inputs();
   std::vector<std::vector<at::Tensor>> by_key;
-  for (const NestedKey& key : tds[0].keys(/*include_nested=*/true, /*leaves_only=*/true)) {
+  for (const NestedKey& key :
+       tds[0].keys(/*include_nested=*/true, /*leaves_only=*/true)) {
     std::vector<at::Tensor> group;
     for (const TensorDict& td : tds) {
       group.push_back(td.get(key));
@@ -123,22 +131,30 @@ void register_all() {
   register_pair(
       "index_int",
       [](Workload& w) { return w.td.index({3}); },
-      [](Workload& w) { return each(w.raw, [](const at::Tensor& t) { return t.index({3}); }); });
+      [](Workload& w) {
+        return each(w.raw, [](const at::Tensor& t) { return t.index({3}); });
+      });
   register_pair(
       "index_slice",
       [](Workload& w) { return w.td.index({Slice(8, 40, 2)}); },
       [](Workload& w) {
-        return each(w.raw, [](const at::Tensor& t) { return t.index({Slice(8, 40, 2)}); });
+        return each(w.raw, [](const at::Tensor& t) {
+          return t.index({Slice(8, 40, 2)});
+        });
       });
   register_pair(
       "index_mask",
       [](Workload& w) { return w.td.index({mask()}); },
-      [](Workload& w) { return each(w.raw, [](const at::Tensor& t) { return t.index({mask()}); }); });
+      [](Workload& w) {
+        return each(
+            w.raw, [](const at::Tensor& t) { return t.index({mask()}); });
+      });
   register_pair(
       "index_tensor",
       [](Workload& w) { return w.td.index({int_index()}); },
       [](Workload& w) {
-        return each(w.raw, [](const at::Tensor& t) { return t.index({int_index()}); });
+        return each(
+            w.raw, [](const at::Tensor& t) { return t.index({int_index()}); });
       });
   // Python's stack/cat work: 8 dicts of 20 leaves each.
   register_pair(
@@ -148,8 +164,11 @@ void register_all() {
         return tensordict::stack(tds, 0);
       },
       [](Workload&) {
-        static const std::vector<std::vector<at::Tensor>> leaves = stack_leaves();
-        return each(leaves, [](const std::vector<at::Tensor>& ts) { return at::stack(ts, 0); });
+        static const std::vector<std::vector<at::Tensor>> leaves =
+            stack_leaves();
+        return each(leaves, [](const std::vector<at::Tensor>& ts) {
+          return at::stack(ts, 0);
+        });
       });
   register_pair(
       "cat",
@@ -158,13 +177,19 @@ void register_all() {
         return tensordict::cat(tds, 0);
       },
       [](Workload&) {
-        static const std::vector<std::vector<at::Tensor>> leaves = stack_leaves();
-        return each(leaves, [](const std::vector<at::Tensor>& ts) { return at::cat(ts, 0); });
+        static const std::vector<std::vector<at::Tensor>> leaves =
+            stack_leaves();
+        return each(leaves, [](const std::vector<at::Tensor>& ts) {
+          return at::cat(ts, 0);
+        });
       });
   register_pair(
       "to_float64",
       [](Workload& w) { return w.td.to(at::kDouble); },
-      [](Workload& w) { return each(w.raw, [](const at::Tensor& t) { return t.to(at::kDouble); }); });
+      [](Workload& w) {
+        return each(
+            w.raw, [](const at::Tensor& t) { return t.to(at::kDouble); });
+      });
   register_pair(
       "unbind",
       [](Workload& w) { return w.td.unbind(0); },
@@ -178,21 +203,33 @@ void register_all() {
       });
   register_pair(
       "reshape",
-      [](Workload& w) { return w.td.reshape({8, 8}); },
       [](Workload& w) {
-        return each(w.raw, [](const at::Tensor& t) { return t.reshape({8, 8, 8}); });
+        return w.td.reshape({8, 8});
+      },
+      [](Workload& w) {
+        return each(w.raw, [](const at::Tensor& t) {
+          return t.reshape({8, 8, 8});
+        });
       });
   register_pair(
       "apply",
-      [](Workload& w) { return w.td.apply([](const at::Tensor& t) { return t * 2; }); },
-      [](Workload& w) { return each(w.raw, [](const at::Tensor& t) { return t * 2; }); });
+      [](Workload& w) {
+        return w.td.apply([](const at::Tensor& t) { return t * 2; });
+      },
+      [](Workload& w) {
+        return each(w.raw, [](const at::Tensor& t) { return t * 2; });
+      });
   register_pair(
       "clone",
       [](Workload& w) { return w.td.clone(); },
-      [](Workload& w) { return each(w.raw, [](const at::Tensor& t) { return t.clone(); }); });
+      [](Workload& w) {
+        return each(w.raw, [](const at::Tensor& t) { return t.clone(); });
+      });
   register_pair(
       "get_nested",
-      [](Workload& w) { return w.td.get({"l1", "l2", "leaf5"}); },
+      [](Workload& w) {
+        return w.td.get({"l1", "l2", "leaf5"});
+      },
       [](Workload& w) { return w.by_path.at("l1/l2/leaf5"); });
   register_pair(
       "set_nested",
@@ -222,4 +259,4 @@ void register_all() {
 
 [[maybe_unused]] const bool registered = (register_all(), true);
 
-} // namespace
+}  // namespace

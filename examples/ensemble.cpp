@@ -18,7 +18,7 @@ torch::nn::Sequential make_model() {
       torch::nn::Linear(4, 8), torch::nn::ReLU(), torch::nn::Linear(8, 2));
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
   using tensordict::ConsolidateOptions;
@@ -26,9 +26,11 @@ int main(int argc, char** argv) {
   using tensordict::ScopedModuleSwap;
   using tensordict::TensorDict;
   using tensordict::ToModuleOptions;
-  const std::string dir = argc > 1
-      ? argv[1]
-      : (std::filesystem::temp_directory_path() / "tensordict_ensemble").string();
+  const std::string dir =
+      argc > 1
+          ? argv[1]
+          : (std::filesystem::temp_directory_path() / "tensordict_ensemble")
+                .string();
   torch::manual_seed(0);
   torch::NoGradGuard no_grad;
 
@@ -47,23 +49,28 @@ int main(int argc, char** argv) {
   auto shell = make_model();
   const at::Tensor x = torch::randn({3, 4});
   for (int64_t i = 0; i < stacked.size(0); ++i) {
-    ScopedModuleSwap swap(stacked.index({i}), *shell); // restored at scope end
-    const bool same = torch::allclose(shell->forward(x), members[i]->forward(x));
+    ScopedModuleSwap swap(stacked.index({i}), *shell);  // restored at scope end
+    const bool same =
+        torch::allclose(shell->forward(x), members[i]->forward(x));
     std::cout << "member " << i << ": shell output matches: " << same << "\n";
   }
 
   // --- checkpoint: memmap the parameters, load them onto a fresh model ----
   (void)TensorDict::from_module(*members[0]).memmap(dir);
   auto fresh = make_model();
-  (void)TensorDict::load_memmap(dir).to_module(*fresh, ToModuleOptions().inplace(true));
+  (void)TensorDict::load_memmap(dir).to_module(
+      *fresh, ToModuleOptions().inplace(true));
   std::cout << "fresh model matches member 0: "
-            << torch::allclose(fresh->forward(x), members[0]->forward(x)) << "\n";
+            << torch::allclose(fresh->forward(x), members[0]->forward(x))
+            << "\n";
   // Only the first layer, from its sub-directory.
   torch::nn::Linear first(4, 8);
   (void)TensorDict::load_memmap(dir, LoadMemmapOptions().subpath({"0"}))
       .to_module(*first, ToModuleOptions().inplace(true));
   std::cout << "first layer restored: "
-            << torch::equal(first->weight, members[0][0]->as<torch::nn::Linear>()->weight)
+            << torch::equal(
+                   first->weight,
+                   members[0][0]->as<torch::nn::Linear>()->weight)
             << "\n";
 
   // --- one buffer: consolidate, serialize, rebuild -----------------------

@@ -14,7 +14,8 @@ int main() {
   TensorDict td(
       {{"obs", torch::randn({4, 3})},
        {"action", torch::randint(0, 5, {4}, torch::kLong)},
-       {"next", {{"obs", torch::randn({4, 3})}, {"reward", torch::ones({4, 1})}}},
+       {"next",
+        {{"obs", torch::randn({4, 3})}, {"reward", torch::ones({4, 1})}}},
        {"task", "reach"}},
       /*batch_size=*/{4});
   std::cout << "A TensorDict of batch size [4]:\n" << td << "\n\n";
@@ -34,7 +35,8 @@ int main() {
   TensorDict alias = td;
   TensorDict deep = td.clone();
   alias.set_("obs", torch::zeros({4, 3}));
-  std::cout << std::boolalpha << "after writing through an alias: td.obs is zero: "
+  std::cout << std::boolalpha
+            << "after writing through an alias: td.obs is zero: "
             << td.get("obs").eq(0).all().item<bool>()
             << ", the clone is untouched: "
             << !deep.get("obs").eq(0).all().item<bool>() << "\n\n";
@@ -71,7 +73,11 @@ int main() {
   std::cout << "apply(x * 2): reward sum "
             << doubled.get({"next", "reward"}).sum().item<float>()
             << ", mean over the batch of next.reward: "
-            << td.get_tensordict("next").exclude({"done"}).mean().get("reward").item<float>()
+            << td.get_tensordict("next")
+                   .exclude({"done"})
+                   .mean()
+                   .get("reward")
+                   .item<float>()
             << "\n\n";
 
   // Writing at an index of an empty dict allocates what is missing.

@@ -11,9 +11,10 @@
 int main(int argc, char** argv) {
   using tensordict::MemmapOptions;
   using tensordict::TensorDict;
-  const std::string prefix = argc > 1
-      ? argv[1]
-      : (std::filesystem::temp_directory_path() / "tensordict_example").string();
+  const std::string prefix =
+      argc > 1 ? argv[1]
+               : (std::filesystem::temp_directory_path() / "tensordict_example")
+                     .string();
 
   TensorDict rollout(
       {{"obs", torch::randn({100, 4})},
@@ -23,8 +24,8 @@ int main(int argc, char** argv) {
 
   // One directory, a meta.json per dict and a raw file per tensor.
   TensorDict saved = rollout.memmap(MemmapOptions(prefix).num_threads(2));
-  std::cout << "saved to " << *saved.saved_path() << ", locked: "
-            << saved.is_locked() << "\n";
+  std::cout << "saved to " << *saved.saved_path()
+            << ", locked: " << saved.is_locked() << "\n";
 
   // Loading maps the files: nothing is read until a leaf is used.
   TensorDict loaded = TensorDict::load_memmap(prefix);

@@ -52,12 +52,13 @@ int main() {
   StateDict sd = traj.state_dict();
   Trajectory restored = traj.clone().zero_();
   restored.load_state_dict(sd);
-  std::cout << "\nstate dict keys: " << sd.keys().size() << ", restored equal: "
-            << equal(restored, traj) << "\n";
+  std::cout << "\nstate dict keys: " << sd.keys().size()
+            << ", restored equal: " << equal(restored, traj) << "\n";
 
   // Saving and loading keep the type. Register the Python class string
   // (TENSORDICT_PYTHON_CLASS) to save in Python's tensorclass layout.
-  const auto dir = std::filesystem::temp_directory_path() / "tensor_class_example";
+  const auto dir =
+      std::filesystem::temp_directory_path() / "tensor_class_example";
   std::filesystem::remove_all(dir);
   (void)traj.memmap(MemmapOptions(dir.string()));
   Trajectory loaded = Trajectory::load_memmap(dir.string());

@@ -25,15 +25,15 @@ namespace detail {
 
 class LazyStackedTensorDictImpl : public c10::intrusive_ptr_target {
  public:
-  std::vector<TensorDict> tensordicts; // never empty
-  int64_t stack_dim = 0; // in [0, batch dims of the elements]
-  std::vector<int64_t> batch_size; // the elements' with the stack inserted
+  std::vector<TensorDict> tensordicts;  // never empty
+  int64_t stack_dim = 0;                // in [0, batch dims of the elements]
+  std::vector<int64_t> batch_size;      // the elements' with the stack inserted
   std::optional<c10::Device> device;
   std::optional<std::string> stack_dim_name;
-  std::string python_class; // "" unless a Python tensorclass wraps the stack
+  std::string python_class;  // "" unless a Python tensorclass wraps the stack
 };
 
-} // namespace detail
+}  // namespace detail
 
 namespace {
 
@@ -46,7 +46,8 @@ using detail::python_bool;
 using detail::tensor_repr;
 
 // The elements' dicts, for the walk engine.
-std::vector<const TensorDictImpl*> impls_of(const std::vector<TensorDict>& tds) {
+std::vector<const TensorDictImpl*> impls_of(
+    const std::vector<TensorDict>& tds) {
   std::vector<const TensorDictImpl*> out;
   out.reserve(tds.size());
   for (const TensorDict& td : tds) {
@@ -155,8 +156,7 @@ std::vector<TensorDict> nested_dicts(const std::vector<Value>& values) {
 // Python's error for leaves that cannot be stacked; `shapes` in the order
 // of the elements, repeats dropped.
 [[noreturn]] void throw_stack_error(
-    const NestedKey& key,
-    const std::vector<std::vector<int64_t>>& shapes) {
+    const NestedKey& key, const std::vector<std::vector<int64_t>>& shapes) {
   std::vector<std::vector<int64_t>> unique;
   for (const auto& s : shapes) {
     if (std::find(unique.begin(), unique.end(), s) == unique.end()) {
@@ -193,9 +193,7 @@ void check_same_shapes(const std::vector<Value>& values, const NestedKey& key) {
 }
 
 at::Tensor stack_tensors(
-    const std::vector<Value>& values,
-    int64_t stack_dim,
-    const NestedKey& key) {
+    const std::vector<Value>& values, int64_t stack_dim, const NestedKey& key) {
   check_same_shapes(values, key);
   std::vector<at::Tensor> tensors;
   tensors.reserve(values.size());
@@ -208,9 +206,7 @@ at::Tensor stack_tensors(
 // Stacks NonTensorData / NonTensorStack entries of one batch shape into one
 // NonTensorStack, as Python's lazy stack does (even for equal values).
 NonTensorStack stack_non_tensors(
-    const std::vector<Value>& values,
-    int64_t stack_dim,
-    const NestedKey& key) {
+    const std::vector<Value>& values, int64_t stack_dim, const NestedKey& key) {
   check_same_shapes(values, key);
   const std::vector<int64_t> shape = values.front().shape();
   int64_t outer = 1;
@@ -238,16 +234,15 @@ NonTensorStack stack_non_tensors(
   out_shape.insert(
       out_shape.begin() + stack_dim, static_cast<int64_t>(values.size()));
   const Value& first = values.front();
-  const std::optional<c10::Device> device = first.is_non_tensor_data()
-      ? first.non_tensor_data().device()
-      : first.non_tensor_stack().device();
+  const std::optional<c10::Device> device =
+      first.is_non_tensor_data() ? first.non_tensor_data().device()
+                                 : first.non_tensor_stack().device();
   return NonTensorStack(std::move(flat), out_shape, device);
 }
 
 // Walks `key` through the elements and returns every element's entry.
 std::vector<Value> walk_values(
-    const std::vector<TensorDict>& elements,
-    const NestedKey& key) {
+    const std::vector<TensorDict>& elements, const NestedKey& key) {
   std::vector<TensorDict> level = elements;
   for (size_t depth = 0;; ++depth) {
     std::vector<Value> values = member_values(level, key[depth], key);
@@ -286,25 +281,25 @@ void collect_keys(
   // Kinds matter only where the walk goes down.
   const detail::ZipOptions options{
       "stack", detail::ZipKeys::kCommon, /*check_kinds=*/false};
-  detail::zip_level(impls_of(tds), path, options, [&](const Node& node, auto values) {
-    if (include_nested && node.value.is_tensordict()) {
-      detail::check_same_kind(values, path, options.verb);
-      collect_keys(
-          nested_dicts(copy_values(values)),
-          path,
-          include_nested,
-          leaves_only,
-          out);
-    }
-    if (!leaves_only || node.value.is_tensor()) {
-      out.push_back(path.key());
-    }
-  });
+  detail::zip_level(
+      impls_of(tds), path, options, [&](const Node& node, auto values) {
+        if (include_nested && node.value.is_tensordict()) {
+          detail::check_same_kind(values, path, options.verb);
+          collect_keys(
+              nested_dicts(copy_values(values)),
+              path,
+              include_nested,
+              leaves_only,
+              out);
+        }
+        if (!leaves_only || node.value.is_tensor()) {
+          out.push_back(path.key());
+        }
+      });
 }
 
 TensorDict contiguous_impl(
-    const LazyStackedTensorDict& stack,
-    detail::KeyPath& path) {
+    const LazyStackedTensorDict& stack, detail::KeyPath& path) {
   const std::vector<TensorDict>& tds = stack.tensordicts();
   const int64_t stack_dim = stack.stack_dim();
   TensorDict dense(
@@ -312,28 +307,31 @@ TensorDict contiguous_impl(
       stack.device(),
       stack.has_names() ? stack.names() : DimNames{});
   const detail::ZipOptions options{"stack", detail::ZipKeys::kCommon};
-  detail::zip_level(impls_of(tds), path, options, [&](const Node& node, auto pointers) {
-    const std::vector<Value> values = copy_values(pointers);
-    const NestedKey local{std::string_view(node.key)};
-    switch (values[0].kind()) {
-      case Value::Kind::kTensor:
-        dense.set(local, stack_tensors(values, stack_dim, path.key()));
-        break;
-      case Value::Kind::kTensorDict:
-        dense.set(
-            local,
-            contiguous_impl(
-                LazyStackedTensorDict(
-                    nested_dicts(values), stack_dim, stack.stack_dim_name()),
-                path));
-        break;
-      case Value::Kind::kNonTensorData:
-      case Value::Kind::kNonTensorStack:
-        dense.set(
-            local, Value(stack_non_tensors(values, stack_dim, path.key())));
-        break;
-    }
-  });
+  detail::zip_level(
+      impls_of(tds), path, options, [&](const Node& node, auto pointers) {
+        const std::vector<Value> values = copy_values(pointers);
+        const NestedKey local{std::string_view(node.key)};
+        switch (values[0].kind()) {
+          case Value::Kind::kTensor:
+            dense.set(local, stack_tensors(values, stack_dim, path.key()));
+            break;
+          case Value::Kind::kTensorDict:
+            dense.set(
+                local,
+                contiguous_impl(
+                    LazyStackedTensorDict(
+                        nested_dicts(values),
+                        stack_dim,
+                        stack.stack_dim_name()),
+                    path));
+            break;
+          case Value::Kind::kNonTensorData:
+          case Value::Kind::kNonTensorStack:
+            dense.set(
+                local, Value(stack_non_tensors(values, stack_dim, path.key())));
+            break;
+        }
+      });
   return dense;
 }
 
@@ -360,8 +358,7 @@ std::string td_fields(std::vector<std::string> fields) {
 // the elements differ ([-1] when their ranks differ); the promoted dtype
 // when the stack would succeed, else the first tensor's attributes.
 std::string stacked_tensor_repr(
-    const std::vector<Value>& values,
-    int64_t stack_dim) {
+    const std::vector<Value>& values, int64_t stack_dim) {
   const at::Tensor& first = values[0].tensor();
   std::vector<int64_t> shape = first.sizes().vec();
   bool ragged = false;
@@ -421,8 +418,8 @@ std::string lazy_repr(const LazyStackedTensorDict& stack) {
     const NestedKey key{std::string_view(node->key)};
     const std::vector<Value> values = member_values(tds, node->key, key);
     std::string text;
-    const bool mixed = !std::all_of(
-        values.begin(), values.end(), [&](const Value& v) {
+    const bool mixed =
+        !std::all_of(values.begin(), values.end(), [&](const Value& v) {
           return same_kind(values[0], v);
         });
     if (mixed) {
@@ -474,8 +471,7 @@ std::string lazy_repr(const LazyStackedTensorDict& stack) {
 
 // Python's slice.indices(n): the positions a slice selects.
 std::vector<int64_t> slice_positions(
-    const at::indexing::Slice& slice,
-    int64_t n) {
+    const at::indexing::Slice& slice, int64_t n) {
   const int64_t step = slice.step().expect_int();
   auto adjust = [&](int64_t i) {
     if (i < 0) {
@@ -493,9 +489,10 @@ std::vector<int64_t> slice_positions(
   return out;
 }
 
-} // namespace
+}  // namespace
 
-// --- construction --------------------------------------------------------------
+// --- construction
+// --------------------------------------------------------------
 
 LazyStackedTensorDict::LazyStackedTensorDict(
     std::vector<TensorDict> tensordicts,
@@ -576,7 +573,8 @@ LazyStackedTensorDict lazy_stack(
   return LazyStackedTensorDict(tensordicts, dim, std::move(stack_dim_name));
 }
 
-// --- structure -----------------------------------------------------------------
+// --- structure
+// -----------------------------------------------------------------
 
 const std::vector<TensorDict>& LazyStackedTensorDict::tensordicts()
     const& noexcept {
@@ -638,14 +636,16 @@ LazyStackedTensorDict& LazyStackedTensorDict::set_python_class(
 
 DimNames LazyStackedTensorDict::names() const {
   const TensorDict& first = impl_->tensordicts.front();
-  DimNames names = first.has_names()
-      ? first.names()
-      : DimNames(static_cast<size_t>(first.batch_dims()), std::nullopt);
+  DimNames names =
+      first.has_names()
+          ? first.names()
+          : DimNames(static_cast<size_t>(first.batch_dims()), std::nullopt);
   names.insert(names.begin() + impl_->stack_dim, impl_->stack_dim_name);
   return names;
 }
 
-// --- indexing ------------------------------------------------------------------
+// --- indexing
+// ------------------------------------------------------------------
 
 TensorDict LazyStackedTensorDict::at(int64_t index) const {
   const int64_t n = static_cast<int64_t>(impl_->tensordicts.size());
@@ -844,12 +844,11 @@ std::variant<TensorDict, LazyStackedTensorDict> LazyStackedTensorDict::index(
       std::move(selected), out_dim, impl_->stack_dim_name);
 }
 
-// --- reading -------------------------------------------------------------------
+// --- reading
+// -------------------------------------------------------------------
 
 std::vector<NestedKey> LazyStackedTensorDict::keys(
-    bool include_nested,
-    bool leaves_only,
-    bool sort) const {
+    bool include_nested, bool leaves_only, bool sort) const {
   std::vector<NestedKey> out;
   detail::KeyPath path;
   collect_keys(impl_->tensordicts, path, include_nested, leaves_only, out);
@@ -908,7 +907,8 @@ std::string LazyStackedTensorDict::repr() const {
   return lazy_repr(*this);
 }
 
-std::ostream& operator<<(std::ostream& out, const LazyStackedTensorDict& stack) {
+std::ostream& operator<<(
+    std::ostream& out, const LazyStackedTensorDict& stack) {
   return out << stack.repr();
 }
 

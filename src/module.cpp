@@ -130,7 +130,7 @@ void collect_targets(
   }
 }
 
-} // namespace
+}  // namespace
 
 TensorDict TensorDict::from_module(const torch::nn::Module& module) {
   auto result = module_tensors(module);
@@ -138,8 +138,7 @@ TensorDict TensorDict::from_module(const torch::nn::Module& module) {
 }
 
 TensorDict TensorDict::to_module(
-    torch::nn::Module& module,
-    const ToModuleOptions& options) const {
+    torch::nn::Module& module, const ToModuleOptions& options) const {
   std::vector<Target> targets;
   detail::KeyPath path;
   collect_targets(*this, module, path, targets);
@@ -157,8 +156,7 @@ TensorDict TensorDict::to_module(
 }
 
 ScopedModuleSwap::ScopedModuleSwap(
-    const TensorDict& params,
-    torch::nn::Module& module)
+    const TensorDict& params, torch::nn::Module& module)
     : module_(&module), originals_(params.to_module(module)) {}
 
 ScopedModuleSwap::~ScopedModuleSwap() {

@@ -17,7 +17,7 @@ void check_not_empty(size_t n) {
       "possibly nested tuple of strings. Got key ().");
 }
 
-} // namespace
+}  // namespace
 
 void NestedKey::throw_null_key() {
   TORCH_CHECK_VALUE(false, "a NestedKey cannot be a null pointer");
@@ -55,8 +55,7 @@ NestedKey NestedKey::from_parts(c10::ArrayRef<std::string_view> parts) {
 }
 
 NestedKey NestedKey::child_of(
-    const std::optional<NestedKey>& parent,
-    std::string_view name) {
+    const std::optional<NestedKey>& parent, std::string_view name) {
   return parent ? parent->child(name) : NestedKey(name);
 }
 
@@ -185,7 +184,7 @@ size_t std::hash<tensordict::NestedKey>::operator()(
   size_t h = key.size();
   for (std::string_view part : key) {
     h ^= std::hash<std::string_view>{}(part) + 0x9e3779b97f4a7c15ULL +
-        (h << 6) + (h >> 2);
+         (h << 6) + (h >> 2);
   }
   return h;
 }

@@ -62,13 +62,13 @@ void append_python_repr(std::string& out, const Json& value) {
       out += '}';
       break;
     }
-    default: // integers and binary
+    default:  // integers and binary
       out += value.dump();
       break;
   }
 }
 
-} // namespace
+}  // namespace
 
 std::string python_str(const Json& value) {
   if (value.is_string()) {
@@ -84,33 +84,20 @@ std::string python_str(const Json& value) {
 NonTensorData::NonTensorData() : data_(std::make_shared<const Json>()) {}
 
 NonTensorData::NonTensorData(
-    Json data,
-    c10::IntArrayRef batch_size,
-    std::optional<c10::Device> device)
+    Json data, c10::IntArrayRef batch_size, std::optional<c10::Device> device)
     : data_(std::make_shared<const Json>(std::move(data))), device_(device) {
   set_batch_size(batch_size);
 }
 
 NonTensorData::NonTensorData(
-    const char* text,
+    detail::TextArg text,
     c10::IntArrayRef batch_size,
     std::optional<c10::Device> device)
     : NonTensorData(
-          text == nullptr ? Json() : Json(text),
+          text.data == nullptr ? Json()
+                               : Json(std::string(text.data, text.size)),
           batch_size,
           device) {}
-
-NonTensorData::NonTensorData(
-    std::string text,
-    c10::IntArrayRef batch_size,
-    std::optional<c10::Device> device)
-    : NonTensorData(Json(std::move(text)), batch_size, device) {}
-
-NonTensorData::NonTensorData(
-    std::nullptr_t /*null*/,
-    c10::IntArrayRef batch_size,
-    std::optional<c10::Device> device)
-    : NonTensorData(Json(), batch_size, device) {}
 
 // The value pointer is copied, not moved, so it is never null.
 NonTensorData::NonTensorData(NonTensorData&& other) noexcept
@@ -126,7 +113,7 @@ NonTensorData& NonTensorData::operator=(NonTensorData&& other) noexcept {
 }
 
 void NonTensorData::set_batch_size(c10::IntArrayRef batch_size) {
-  element_count(batch_size); // validates
+  element_count(batch_size);  // validates
   batch_size_ = batch_size.vec();
 }
 
@@ -143,7 +130,7 @@ std::string NonTensorData::repr() const {
 
 bool NonTensorData::operator==(const NonTensorData& other) const {
   return *data_ == *other.data_ && batch_size_ == other.batch_size_ &&
-      device_ == other.device_;
+         device_ == other.device_;
 }
 
 // --- NonTensorStack ----------------------------------------------------------
@@ -152,8 +139,7 @@ NonTensorStack::NonTensorStack()
     : values_(std::make_shared<const std::vector<Json>>()), batch_size_{0} {}
 
 NonTensorStack::NonTensorStack(
-    std::vector<Json> values,
-    std::optional<c10::Device> device)
+    std::vector<Json> values, std::optional<c10::Device> device)
     : values_(std::make_shared<const std::vector<Json>>(std::move(values))),
       batch_size_{static_cast<int64_t>(values_->size())},
       device_(device) {}
@@ -193,9 +179,7 @@ NonTensorStack& NonTensorStack::operator=(NonTensorStack&& other) noexcept {
 }
 
 NonTensorStack NonTensorStack::from_list(
-    const Json& nested,
-    int64_t batch_dims,
-    std::optional<c10::Device> device) {
+    const Json& nested, int64_t batch_dims, std::optional<c10::Device> device) {
   TORCH_CHECK_VALUE(
       batch_dims >= 1,
       "a NonTensorStack needs at least one batch dim, got batch_dims=",
@@ -225,8 +209,7 @@ NonTensorStack NonTensorStack::from_list(
       return;
     }
     TORCH_CHECK_VALUE(
-        node.is_array() &&
-            static_cast<int64_t>(node.size()) == sizes[depth],
+        node.is_array() && static_cast<int64_t>(node.size()) == sizes[depth],
         "NonTensorStack.from_list: ragged lists: expected a list of length ",
         sizes[depth],
         " at depth ",
@@ -311,7 +294,7 @@ std::string NonTensorStack::repr() const {
 
 bool NonTensorStack::operator==(const NonTensorStack& other) const {
   return *values_ == *other.values_ && batch_size_ == other.batch_size_ &&
-      device_ == other.device_;
+         device_ == other.device_;
 }
 
 TENSORDICT_END_NAMESPACE

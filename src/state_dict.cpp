@@ -66,9 +66,10 @@ std::string set_repr(const std::set<std::string>& keys) {
   return out + "}";
 }
 
-} // namespace
+}  // namespace
 
-// --- StateDict -------------------------------------------------------------------
+// --- StateDict
+// -------------------------------------------------------------------
 
 const at::Tensor& StateDict::Entry::tensor() const {
   check_kind(kind_, Kind::kTensor);
@@ -117,7 +118,8 @@ StateDict& StateDict::insert(std::string key, StateDict nested) {
   return *this;
 }
 
-StateDict& StateDict::insert_legacy_batch_size(std::vector<int64_t> batch_size) {
+StateDict& StateDict::insert_legacy_batch_size(
+    std::vector<int64_t> batch_size) {
   Entry& entry = emplace(kLegacyBatchSize);
   entry.kind_ = Kind::kBatchSize;
   entry.batch_size_ = std::move(batch_size);
@@ -132,9 +134,10 @@ StateDict& StateDict::insert_legacy_device(std::optional<c10::Device> device) {
 }
 
 bool StateDict::erase(const std::string& key) {
-  const auto it = std::find_if(items_.begin(), items_.end(), [&](const auto& item) {
-    return item.first == key;
-  });
+  const auto it =
+      std::find_if(items_.begin(), items_.end(), [&](const auto& item) {
+        return item.first == key;
+      });
   if (it == items_.end()) {
     return false;
   }
@@ -192,7 +195,8 @@ const StateDictMetadata* StateDict::find_metadata(
   return nullptr;
 }
 
-StateDict& StateDict::set_metadata(std::string prefix, StateDictMetadata metadata) {
+StateDict& StateDict::set_metadata(
+    std::string prefix, StateDictMetadata metadata) {
   has_metadata_ = true;
   for (auto& item : metadata_) {
     if (item.first == prefix) {
@@ -204,7 +208,8 @@ StateDict& StateDict::set_metadata(std::string prefix, StateDictMetadata metadat
   return *this;
 }
 
-// --- state_dict --------------------------------------------------------------------
+// --- state_dict
+// --------------------------------------------------------------------
 
 namespace {
 
@@ -227,8 +232,7 @@ StateDictMetadata non_tensor_metadata(const Value& value) {
 // The class of a nested level: that of field `key` of `cls`, or null for a
 // plain dict (and everything inside one).
 const detail::ClassInfo* nested_class(
-    const detail::ClassInfo* cls,
-    std::string_view key) {
+    const detail::ClassInfo* cls, std::string_view key) {
   if (cls == nullptr) {
     return nullptr;
   }
@@ -239,7 +243,8 @@ const detail::ClassInfo* nested_class(
 // A TensorClass level's `_non_tensor`, as Python builds it: first the unset
 // fields (None), then the non-tensor entries in order (added by
 // `add_non_tensor_field`).
-Json unset_fields(const detail::TensorDictImpl& impl, const detail::ClassInfo& cls) {
+Json unset_fields(
+    const detail::TensorDictImpl& impl, const detail::ClassInfo& cls) {
   Json fields = Json::object();
   for (const auto& field : cls.fields) {
     if (impl.find(field.name) == nullptr) {
@@ -252,7 +257,8 @@ Json unset_fields(const detail::TensorDictImpl& impl, const detail::ClassInfo& c
 // Puts a non-tensor entry of a TensorClass level into `fields` by its one
 // value; returns false for a stack whose elements differ, which Python
 // cannot store there (C++ keeps it as a TensorDict level keeps a stack).
-bool add_non_tensor_field(Json& fields, std::string_view key, const Value& value) {
+bool add_non_tensor_field(
+    Json& fields, std::string_view key, const Value& value) {
   auto one = detail::single_json(value);
   if (!one) {
     return false;
@@ -278,7 +284,7 @@ struct LevelState {
   const detail::TensorDictImpl* impl;
   const detail::ClassInfo* cls;
   Json fields;
-  StateDict nested; // the level's own state dict (nested form only)
+  StateDict nested;  // the level's own state dict (nested form only)
 };
 
 // Starts a level: a TensorDict's metadata goes first, a class's is
@@ -298,10 +304,12 @@ LevelState begin_level(
 }
 
 // Records a finished class level's metadata under `prefix`.
-void end_level(LevelState& level, StateDict& metadata_out, const std::string& prefix) {
+void end_level(
+    LevelState& level, StateDict& metadata_out, const std::string& prefix) {
   if (level.cls != nullptr) {
     metadata_out.set_metadata(
-        prefix, class_metadata(*level.impl, *level.cls, std::move(level.fields)));
+        prefix,
+        class_metadata(*level.impl, *level.cls, std::move(level.fields)));
   }
 }
 
@@ -319,7 +327,8 @@ class FlatStateDict : public detail::WalkVisitor {
   bool enter_dict(const detail::KeyPath& path, const TensorDict& dict) {
     const std::string name = path.joined(".");
     claim(name);
-    const detail::ClassInfo* cls = nested_class(levels_.back().cls, path.back());
+    const detail::ClassInfo* cls =
+        nested_class(levels_.back().cls, path.back());
     levels_.push_back(begin_level(*dict.unsafeGetImpl(), cls, out_, name));
     return true;
   }
@@ -362,7 +371,8 @@ class FlatStateDict : public detail::WalkVisitor {
 // The nested form: one StateDict per level, metadata under "".
 class NestedStateDict : public detail::WalkVisitor {
  public:
-  StateDict run(const detail::TensorDictImpl& root, const detail::ClassInfo* cls) {
+  StateDict run(
+      const detail::TensorDictImpl& root, const detail::ClassInfo* cls) {
     start(root, cls);
     detail::KeyPath path;
     detail::walk(root, *this, path);
@@ -407,7 +417,8 @@ class NestedStateDict : public detail::WalkVisitor {
   std::vector<LevelState> levels_;
 };
 
-// --- load_state_dict -------------------------------------------------------------
+// --- load_state_dict
+// -------------------------------------------------------------
 
 std::vector<std::string> split_dots(const std::string& key) {
   std::vector<std::string> parts;
@@ -428,7 +439,7 @@ struct Level {
   std::vector<std::pair<std::string, std::unique_ptr<Level>>> children;
   // Nested state dicts given whole (a nested form mistaken for a flat one).
   std::vector<std::pair<std::string, StateDict>> given;
-  std::vector<std::string> order; // keys in first-seen order
+  std::vector<std::string> order;  // keys in first-seen order
   std::optional<StateDictMetadata> metadata;
 
   Level& child(const std::string& name, const std::string& flat_key) {
@@ -451,7 +462,8 @@ struct Level {
     return *children.back().second;
   }
 
-  void add_tensor(const std::string& name, at::Tensor t, const std::string& flat_key) {
+  void add_tensor(
+      const std::string& name, at::Tensor t, const std::string& flat_key) {
     for (const auto& c : children) {
       TENSORDICT_CHECK_KEY(
           c.first != name,
@@ -509,7 +521,7 @@ StateDict unflatten_state_dict(const StateDict& flat) {
       continue;
     }
     if (entry.kind() != StateDict::Kind::kTensor) {
-      continue; // sentinels have no place in the flat form
+      continue;  // sentinels have no place in the flat form
     }
     const auto parts = split_dots(key);
     Level* level = &root;
@@ -522,7 +534,7 @@ StateDict unflatten_state_dict(const StateDict& flat) {
     Level* level = &root;
     if (!prefix.empty()) {
       if (flat.find(prefix) != nullptr) {
-        continue; // a nested state dict given whole carries its own
+        continue;  // a nested state dict given whole carries its own
       }
       for (const auto& part : split_dots(prefix)) {
         level = &level->child(part, prefix);
@@ -546,9 +558,9 @@ bool is_empty_state_dict(const StateDict& sd) {
   }
   const StateDictMetadata* md = sd.find_metadata("");
   return md == nullptr ||
-      (!md->non_tensor &&
-       !(md->non_tensor_fields && md->non_tensor_fields->is_object() &&
-         !md->non_tensor_fields->empty()));
+         (!md->non_tensor &&
+          !(md->non_tensor_fields && md->non_tensor_fields->is_object() &&
+            !md->non_tensor_fields->empty()));
 }
 
 // A TensorDict level's strict check: the key sets must match, as in Python,
@@ -561,8 +573,8 @@ void check_dict_keys(
   for (const auto& key : td.keys()) {
     td_keys.insert(std::string(key.back()));
   }
-  std::set<std::string> unexpected; // in the state dict only
-  std::set<std::string> missing; // in the dict only
+  std::set<std::string> unexpected;  // in the state dict only
+  std::set<std::string> missing;     // in the dict only
   std::set_difference(
       sd_keys.begin(),
       sd_keys.end(),
@@ -583,7 +595,7 @@ void check_dict_keys(
   for (const auto& key : unexpected) {
     const auto* entry = sd.find(key);
     ok = ok && entry != nullptr && entry->kind() == StateDict::Kind::kNested &&
-        is_empty_state_dict(entry->nested());
+         is_empty_state_dict(entry->nested());
   }
   TORCH_CHECK(
       ok,
@@ -596,8 +608,7 @@ void check_dict_keys(
 }
 
 [[noreturn]] void throw_unexpected_field(
-    const std::string& key,
-    const detail::ClassInfo& cls) {
+    const std::string& key, const detail::ClassInfo& cls) {
   TENSORDICT_CHECK_KEY(
       false,
       "Key '",
@@ -642,9 +653,7 @@ void check_class_keys(
 // NonTensorData on a TensorDict level (a Python tensorclass nested in a
 // dict), where null is skipped.
 void load_non_tensor_fields(
-    TensorDict& td,
-    const Json& fields,
-    const detail::ClassInfo* cls) {
+    TensorDict& td, const Json& fields, const detail::ClassInfo* cls) {
   for (const auto& [name, value] : fields.items()) {
     try {
       if (cls == nullptr) {
@@ -666,12 +675,18 @@ void load_non_tensor_fields(
           td.del_(name);
         }
       } else if (const Value* existing = td.find(name);
-                 existing == nullptr || detail::single_json(*existing) != value) {
+                 existing == nullptr ||
+                 detail::single_json(*existing) != value) {
         // Equal values are left alone, so a frozen instance can load.
-        detail::tc_set_field(td, *cls, index, detail::field_arg_from_json(value));
+        detail::tc_set_field(
+            td, *cls, index, detail::field_arg_from_json(value));
       }
     } catch (c10::Error& e) {
-      TORCH_RETHROW(e, "while loading the non-tensor field '", name, "' of the state dict");
+      TORCH_RETHROW(
+          e,
+          "while loading the non-tensor field '",
+          name,
+          "' of the state dict");
     }
   }
 }
@@ -693,8 +708,9 @@ void check_field_takes(
 }
 
 bool is_tensor_kind(detail::FieldKind kind) {
-  return kind == detail::FieldKind::kTensor || kind == detail::FieldKind::kInt ||
-      kind == detail::FieldKind::kDouble || kind == detail::FieldKind::kBool;
+  return kind == detail::FieldKind::kTensor ||
+         kind == detail::FieldKind::kInt ||
+         kind == detail::FieldKind::kDouble || kind == detail::FieldKind::kBool;
 }
 
 void load_level(
@@ -716,7 +732,7 @@ void load_entry(
   if (cls != nullptr) {
     const auto index = detail::find_field(*cls, key);
     if (!index) {
-      return; // not a field: refused when strict, skipped when not
+      return;  // not a field: refused when strict, skipped when not
     }
     field = &cls->fields[*index];
   }
@@ -794,9 +810,9 @@ void load_level(
     device = legacy_device != nullptr ? legacy_device->device() : std::nullopt;
   }
   const Json* fields = md != nullptr && md->non_tensor_fields &&
-          md->non_tensor_fields->is_object()
-      ? md->non_tensor_fields.get()
-      : nullptr;
+                               md->non_tensor_fields->is_object()
+                           ? md->non_tensor_fields.get()
+                           : nullptr;
 
   if (cls != nullptr) {
     if (fields != nullptr) {
@@ -886,23 +902,22 @@ void load_state_dict_into(
   }
 }
 
-} // namespace
+}  // namespace
 
 StateDict TensorDict::state_dict(bool flatten) const {
   return make_state_dict(*impl_, nullptr, flatten);
 }
 
 TensorDict& TensorDict::load_state_dict(
-    const StateDict& state_dict,
-    bool strict,
-    bool assign) {
+    const StateDict& state_dict, bool strict, bool assign) {
   load_state_dict_into(*this, state_dict, strict, assign, nullptr);
   return *this;
 }
 
 namespace detail {
 
-StateDict tc_state_dict(const TensorDict& td, const ClassInfo& info, bool flatten) {
+StateDict tc_state_dict(
+    const TensorDict& td, const ClassInfo& info, bool flatten) {
   return make_state_dict(*td.unsafeGetImpl(), &info, flatten);
 }
 
@@ -916,6 +931,6 @@ void tc_load_state_dict(
   load_state_dict_into(dest, state_dict, strict, assign, &info);
 }
 
-} // namespace detail
+}  // namespace detail
 
 TENSORDICT_END_NAMESPACE

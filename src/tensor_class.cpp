@@ -65,7 +65,7 @@ const char* arg_name(const FieldArg& arg) {
       return arg.class_info() ? "a TensorClass" : "a TensorDict";
     case 3:
       return std::get<Json>(arg.value()).is_string() ? "a string"
-                                                      : "a JSON value";
+                                                     : "a JSON value";
     case 4:
       return "an integer";
     case 5:
@@ -97,7 +97,8 @@ std::vector<std::string> field_names(const ClassInfo& info) {
   return names;
 }
 
-[[noreturn]] void throw_no_such_field(const ClassInfo& info, std::string_view name) {
+[[noreturn]] void throw_no_such_field(
+    const ClassInfo& info, std::string_view name) {
   throw KeyError(
       {__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
       c10::str(
@@ -186,7 +187,7 @@ bool is_number(const FieldArg::Variant& v) {
   return v.index() >= 4;
 }
 
-} // namespace
+}  // namespace
 
 std::optional<size_t> find_field(const ClassInfo& info, std::string_view name) {
   for (size_t i = 0; i < info.fields.size(); ++i) {
@@ -227,9 +228,7 @@ FieldArg field_arg_from_json(const Json& value) {
 }
 
 const Value* tc_find(
-    const TensorDict& td,
-    const ClassInfo& info,
-    size_t index) noexcept {
+    const TensorDict& td, const ClassInfo& info, size_t index) noexcept {
   const TensorDictImpl& impl = *td.unsafeGetImpl();
   const std::string& name = info.fields[index].name;
   const NodeRange nodes = impl.nodes();
@@ -275,9 +274,7 @@ inline bool same_key(const std::string& a, const std::string& b) noexcept {
 }
 
 C10_NOINLINE at::Tensor read_tensor_slow(
-    const TensorDict& td,
-    const ClassInfo& info,
-    size_t index) {
+    const TensorDict& td, const ClassInfo& info, size_t index) {
   const Value& value = tc_get(td, info, index);
   if (value.is_tensor()) {
     return value.tensor();
@@ -285,12 +282,10 @@ C10_NOINLINE at::Tensor read_tensor_slow(
   return tc_as_tensor(value, info, index);
 }
 
-} // namespace
+}  // namespace
 
 at::Tensor tc_read_tensor(
-    const TensorDict& td,
-    const ClassInfo& info,
-    size_t index) {
+    const TensorDict& td, const ClassInfo& info, size_t index) {
   // The fast path of tc_find spelled out here, with the rest out of line:
   // a field read should cost about as much as copying a struct member (see
   // benchmarks/tensor_class_benchmark.cpp).
@@ -319,7 +314,8 @@ size_t tc_field_index(const ClassInfo& info, std::string_view name) {
   return *index;
 }
 
-at::Tensor tc_as_tensor(const Value& value, const ClassInfo& info, size_t index) {
+at::Tensor tc_as_tensor(
+    const Value& value, const ClassInfo& info, size_t index) {
   if (value.is_tensor()) {
     return value.tensor();
   }
@@ -336,14 +332,16 @@ at::Tensor tc_as_tensor(const Value& value, const ClassInfo& info, size_t index)
   throw_wrong_entry(value, info, index, "a tensor");
 }
 
-TensorDict tc_as_tensordict(const Value& value, const ClassInfo& info, size_t index) {
+TensorDict tc_as_tensordict(
+    const Value& value, const ClassInfo& info, size_t index) {
   if (!value.is_tensordict()) {
     throw_wrong_entry(value, info, index, "a TensorDict");
   }
   return value.tensordict();
 }
 
-std::string tc_as_string(const Value& value, const ClassInfo& info, size_t index) {
+std::string tc_as_string(
+    const Value& value, const ClassInfo& info, size_t index) {
   const auto j = single_json(value);
   if (!j || !j->is_string()) {
     throw_wrong_entry(value, info, index, "a string");
@@ -361,7 +359,11 @@ Json tc_as_json(const Value& value, const ClassInfo& info, size_t index) {
 
 namespace {
 template <typename T>
-T read_number(const Value& value, const ClassInfo& info, size_t index, const char* expected) {
+T read_number(
+    const Value& value,
+    const ClassInfo& info,
+    size_t index,
+    const char* expected) {
   if (value.is_tensor()) {
     const at::Tensor& t = value.tensor();
     TORCH_CHECK_TYPE(
@@ -385,7 +387,7 @@ T read_number(const Value& value, const ClassInfo& info, size_t index, const cha
   }
   return static_cast<T>(j->get<double>());
 }
-} // namespace
+}  // namespace
 
 int64_t tc_as_int(const Value& value, const ClassInfo& info, size_t index) {
   return read_number<int64_t>(value, info, index, "an integer");
@@ -465,7 +467,8 @@ void tc_set_field(
       return;
     }
     case FieldKind::kString:
-      if (const auto* j = std::get_if<Json>(&v); j != nullptr && j->is_string()) {
+      if (const auto* j = std::get_if<Json>(&v);
+          j != nullptr && j->is_string()) {
         td.set_non_tensor(key, *j);
       } else if (autocast && is_number(v)) {
         td.set_non_tensor(key, number_json(v, field.kind, false).dump());
@@ -571,9 +574,9 @@ TensorDict tc_construct(
     std::string list;
     for (size_t i = 0; i < missing.size(); ++i) {
       if (i > 0) {
-        list += missing.size() == 2 ? " and "
-            : i + 1 == missing.size() ? ", and "
-                                      : ", ";
+        list += missing.size() == 2       ? " and "
+                : i + 1 == missing.size() ? ", and "
+                                          : ", ";
       }
       list += missing[i];
     }
@@ -672,7 +675,10 @@ void tc_check(const TensorDict& td, const ClassInfo& info) {
       case FieldKind::kJson:
         if (!value->is_non_tensor()) {
           throw_wrong_entry(
-              *value, info, i, field.kind == FieldKind::kString ? "a string" : "a JSON value");
+              *value,
+              info,
+              i,
+              field.kind == FieldKind::kString ? "a string" : "a JSON value");
         }
         break;
       case FieldKind::kInt:
@@ -697,9 +703,10 @@ std::string tc_repr(const TensorDict& td, const ClassInfo& info) {
       none_lines.push_back(field.name + "=None");
       continue;
     }
-    std::string text = field.kind == FieldKind::kTensorClass && value->is_tensordict()
-        ? tc_repr(value->tensordict(), *field.nested)
-        : value_repr(*value);
+    std::string text =
+        field.kind == FieldKind::kTensorClass && value->is_tensordict()
+            ? tc_repr(value->tensordict(), *field.nested)
+            : value_repr(*value);
     lines.push_back(field.name + "=" + text);
   }
   std::sort(lines.begin(), lines.end());
@@ -753,9 +760,7 @@ TensorDict tc_marked_copy(const TensorDict& td, const ClassInfo& info) {
 namespace {
 
 void check_loaded_class(
-    const std::string& cls,
-    const ClassInfo& info,
-    const std::string& prefix) {
+    const std::string& cls, const ClassInfo& info, const std::string& prefix) {
   TORCH_CHECK_VALUE(
       cls.empty() || info.python_class.empty() || cls == info.python_class,
       prefix,
@@ -767,7 +772,7 @@ void check_loaded_class(
       info.python_class);
 }
 
-} // namespace
+}  // namespace
 
 TensorDict tc_load_memmap(
     const ClassInfo& info,
@@ -839,5 +844,5 @@ void tc_write(std::ostream& out, const std::string& text) {
   out << text;
 }
 
-} // namespace detail
+}  // namespace detail
 TENSORDICT_END_NAMESPACE

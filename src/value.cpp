@@ -108,19 +108,14 @@ at::Tensor number_to_tensor(bool value) {
   return at::scalar_tensor(value, at::TensorOptions().dtype(at::kBool));
 }
 
-} // namespace detail
+}  // namespace detail
 
 // --- TensorDict's string overloads ------------------------------------------
 
 // Out of line, so that setting a string needs no complete Json.
-TensorDict& TensorDict::set_non_tensor(const NestedKey& key, const char* text) {
-  return set_non_tensor(key, text == nullptr ? Json() : Json(text));
-}
-
-TensorDict& TensorDict::set_non_tensor(
-    const NestedKey& key,
-    const std::string& text) {
-  return set_non_tensor(key, Json(text));
+TensorDict& TensorDict::set_non_tensor_text(
+    const NestedKey& key, detail::TextArg text) {
+  return set(key, Value(NonTensorData(text, {}, std::nullopt)));
 }
 
 // --- Item --------------------------------------------------------------------

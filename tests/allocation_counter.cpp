@@ -14,13 +14,13 @@
 
 namespace {
 std::atomic<int64_t> g_allocations{0};
-} // namespace
+}  // namespace
 
 namespace tensordict::testing {
 int64_t allocation_count() {
   return g_allocations.load();
 }
-} // namespace tensordict::testing
+}  // namespace tensordict::testing
 
 void* operator new(std::size_t size) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
@@ -56,6 +56,6 @@ namespace tensordict::testing {
 int64_t allocation_count() {
   return -1;
 }
-} // namespace tensordict::testing
+}  // namespace tensordict::testing
 
 #endif

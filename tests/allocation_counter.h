@@ -9,4 +9,4 @@ namespace tensordict::testing {
 /// allocation_counter.cpp into a test binary replaces operator new.
 int64_t allocation_count();
 
-} // namespace tensordict::testing
+}  // namespace tensordict::testing

@@ -16,7 +16,7 @@
 // Its own namespace, so that test files can share a unity batch.
 namespace consolidate_test {
 
-using namespace tensordict; // NOLINT(google-build-using-namespace)
+using namespace tensordict;  // NOLINT(google-build-using-namespace)
 using tensordict::testing::expect_td_equal;
 using tensordict::testing::read_text;
 using tensordict::testing::TempDir;
@@ -51,9 +51,10 @@ std::string metadata_text(const std::string& bytes) {
 
 // Replaces the metadata of `bytes` (data, json, length) with `json`.
 at::Tensor with_metadata(const at::Tensor& bytes, const std::string& json) {
-  const std::string old = metadata_text(
-      std::string(reinterpret_cast<const char*>(bytes.data_ptr()), bytes.numel()));
-  const int64_t data_size = bytes.numel() - 8 - static_cast<int64_t>(old.size());
+  const std::string old = metadata_text(std::string(
+      reinterpret_cast<const char*>(bytes.data_ptr()), bytes.numel()));
+  const int64_t data_size =
+      bytes.numel() - 8 - static_cast<int64_t>(old.size());
   at::Tensor out = torch::empty(
       {data_size + static_cast<int64_t>(json.size()) + 8}, torch::kUInt8);
   auto* p = out.data_ptr<uint8_t>();
@@ -64,7 +65,7 @@ at::Tensor with_metadata(const at::Tensor& bytes, const std::string& json) {
   return out;
 }
 
-} // namespace
+}  // namespace
 
 TEST(ConsolidateTest, LeavesShareOneStorageWithPythonOffsets) {
   const TensorDict td = sample();
@@ -81,7 +82,8 @@ TEST(ConsolidateTest, LeavesShareOneStorageWithPythonOffsets) {
   EXPECT_EQ(storage.numel(), 48);
   const auto* base = static_cast<const uint8_t*>(storage.data_ptr());
   EXPECT_EQ(static_cast<const uint8_t*>(c.get("a").data_ptr()), base);
-  EXPECT_EQ(static_cast<const uint8_t*>(c.get({"b", "c"}).data_ptr()), base + 16);
+  EXPECT_EQ(
+      static_cast<const uint8_t*>(c.get({"b", "c"}).data_ptr()), base + 16);
   EXPECT_EQ(static_cast<const uint8_t*>(c.get("d").data_ptr()), base + 40);
   for (const auto& leaf : c.values(true, true)) {
     EXPECT_EQ(storage_of(leaf.tensor()), storage_of(storage));
@@ -96,7 +98,8 @@ TEST(ConsolidateTest, LeavesShareOneStorageWithPythonOffsets) {
 TEST(ConsolidateTest, ConsolidatingTwiceReturnsTheSameDict) {
   const TensorDict c = sample().consolidate();
   EXPECT_TRUE(c.consolidate().is_same(c));
-  EXPECT_TRUE(c.consolidate(ConsolidateOptions().device(c10::Device(c10::kCPU))).is_same(c));
+  EXPECT_TRUE(c.consolidate(ConsolidateOptions().device(c10::Device(c10::kCPU)))
+                  .is_same(c));
 }
 
 TEST(ConsolidateTest, AConsolidatedDictStillGoesToANewFile) {
@@ -107,17 +110,18 @@ TEST(ConsolidateTest, AConsolidatedDictStillGoesToANewFile) {
   EXPECT_FALSE(in_file.is_same(c));
   EXPECT_EQ(MemoryMappedTensor::filename(in_file.get("d")), dir / "again.bin");
   EXPECT_TRUE(torch::equal(
-      TensorDict::from_consolidated(dir / "again.bin").get("d"), sample().get("d")));
+      TensorDict::from_consolidated(dir / "again.bin").get("d"),
+      sample().get("d")));
 }
 
 TEST(ConsolidateTest, DeviceOptionPutsTheStorageThere) {
-  const TensorDict meta =
-      sample().consolidate(ConsolidateOptions().device(c10::Device(c10::kMeta)));
+  const TensorDict meta = sample().consolidate(
+      ConsolidateOptions().device(c10::Device(c10::kMeta)));
   EXPECT_TRUE(meta.is_consolidated());
   EXPECT_EQ(meta.consolidated_storage().device().type(), c10::kMeta);
   EXPECT_EQ(meta.device(), c10::Device(c10::kMeta));
   EXPECT_EQ(meta.get_tensordict("b").device(), c10::Device(c10::kMeta));
-  EXPECT_EQ(meta.get({"b", "c"}).storage_offset(), 4); // byte 16 of float32
+  EXPECT_EQ(meta.get({"b", "c"}).storage_offset(), 4);  // byte 16 of float32
 }
 
 TEST(ConsolidateTest, NonContiguousAndEmptyLeavesAreCopied) {
@@ -142,7 +146,8 @@ TEST(ConsolidateTest, ThreadsGiveTheSameBytes) {
   }
   const TensorDict one = td.consolidate();
   const TensorDict many = td.consolidate(ConsolidateOptions().num_threads(4));
-  EXPECT_TRUE(torch::equal(one.consolidated_storage(), many.consolidated_storage()));
+  EXPECT_TRUE(
+      torch::equal(one.consolidated_storage(), many.consolidated_storage()));
   expect_td_equal(many, td);
 }
 
@@ -162,7 +167,8 @@ TEST(ConsolidateTest, InPlaceWritesKeepConsolidation) {
 }
 
 TEST(ConsolidateTest, ShareMemoryPutsTheStorageInSharedMemory) {
-  const TensorDict c = sample().consolidate(ConsolidateOptions().share_memory(true));
+  const TensorDict c =
+      sample().consolidate(ConsolidateOptions().share_memory(true));
   EXPECT_TRUE(c.is_consolidated());
   EXPECT_TRUE(MemoryMappedTensor::is_memmap(c.consolidated_storage()));
   expect_td_equal(c, sample());
@@ -177,7 +183,8 @@ TEST(ConsolidateTest, ToDeviceMovesOneBuffer) {
   // The leaves are rebuilt over the one storage that was moved (on the CPU,
   // `to` of the storage aliases it, as for any tensor).
   for (const auto& leaf : moved.values(true, true)) {
-    EXPECT_EQ(storage_of(leaf.tensor()), storage_of(moved.consolidated_storage()));
+    EXPECT_EQ(
+        storage_of(leaf.tensor()), storage_of(moved.consolidated_storage()));
   }
   EXPECT_TRUE(moved.is_locked());
 }
@@ -195,7 +202,8 @@ TEST(ConsolidateTest, ToMetaKeepsTheLayout) {
 TEST(ConsolidateTest, FileHasPythonLayoutAndLoadsBack) {
   TempDir dir;
   const std::string path = dir / "td.bin";
-  const TensorDict c = sample().consolidate(ConsolidateOptions().filename(path));
+  const TensorDict c =
+      sample().consolidate(ConsolidateOptions().filename(path));
   EXPECT_TRUE(c.is_consolidated());
   EXPECT_EQ(MemoryMappedTensor::filename(c.get("a")), path);
   const std::string bytes = read_text(path);
@@ -241,15 +249,16 @@ TEST(ConsolidateTest, FileReplacesALargerFile) {
 TEST(ConsolidateTest, FileWithADeviceOtherThanCpuIsRefused) {
   TempDir dir;
   EXPECT_THROWS_WITH(
-      sample().consolidate(
-          ConsolidateOptions().filename(dir / "x").device(c10::Device(c10::kMeta))),
+      sample().consolidate(ConsolidateOptions().filename(dir / "x").device(
+          c10::Device(c10::kMeta))),
       c10::Error,
       "device and filename are mutually exclusive");
 }
 
 TEST(ConsolidateTest, NamesDeviceAndLockRoundTrip) {
   TensorDict td(
-      {{"x", torch::randn({2, 3})}, {"n", TensorDict({{"y", torch::ones({2, 4})}}, {2, 4})}},
+      {{"x", torch::randn({2, 3})},
+       {"n", TensorDict({{"y", torch::ones({2, 4})}}, {2, 4})}},
       {2},
       c10::Device(c10::kCPU));
   td.set_names({"b"});
@@ -258,16 +267,22 @@ TEST(ConsolidateTest, NamesDeviceAndLockRoundTrip) {
   EXPECT_TRUE(back.is_locked());
   EXPECT_EQ(back.device(), c10::Device(c10::kCPU));
   EXPECT_EQ(back.names(), (DimNames{"b"}));
-  EXPECT_EQ(back.get_tensordict("n").batch_size(), (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(
+      back.get_tensordict("n").batch_size(), (std::vector<int64_t>{2, 4}));
   EXPECT_TRUE(torch::equal(back.get("x"), td.get("x")));
 }
 
 TEST(ConsolidateTest, NonTensorStacksRoundTrip) {
   TensorDict td({{"x", torch::zeros({2, 2})}}, {2, 2});
-  td.set("words", NonTensorStack::from_list(Json::parse(R"([["a","b"],["c","d"]])"), 2));
+  td.set(
+      "words",
+      NonTensorStack::from_list(Json::parse(R"([["a","b"],["c","d"]])"), 2));
   const TensorDict back = from_consolidated_bytes(consolidated_bytes(td));
-  EXPECT_EQ(back.get_non_tensor("words"), Json::parse(R"([["a","b"],["c","d"]])"));
-  EXPECT_EQ(back["words"].non_tensor_stack().batch_size(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(
+      back.get_non_tensor("words"), Json::parse(R"([["a","b"],["c","d"]])"));
+  EXPECT_EQ(
+      back["words"].non_tensor_stack().batch_size(),
+      (std::vector<int64_t>{2, 2}));
 }
 
 TEST(ConsolidateTest, NestedKeysNamedLikeMetadataMembersAreRefused) {
@@ -297,7 +312,8 @@ TEST(ConsolidateTest, MisalignedBufferIsCopied) {
   const at::Tensor bytes = consolidated_bytes(sample());
   at::Tensor shifted = torch::zeros({bytes.numel() + 1}, torch::kUInt8);
   shifted.narrow(0, 1, bytes.numel()).copy_(bytes);
-  const TensorDict back = from_consolidated_bytes(shifted.narrow(0, 1, bytes.numel()));
+  const TensorDict back =
+      from_consolidated_bytes(shifted.narrow(0, 1, bytes.numel()));
   EXPECT_TRUE(torch::equal(back.get({"b", "c"}), torch::ones({3, 2})));
 }
 
@@ -358,7 +374,8 @@ TEST(ConsolidateTest, BufferErrorsNameWhatWasExpected) {
       c10::Error,
       "expected [dtype, shape, start, stop, pad]");
   EXPECT_THROWS_WITH(
-      from_consolidated_bytes(with_metadata(bytes, R"({"cls": "LazyStackedTensorDict"})")),
+      from_consolidated_bytes(
+          with_metadata(bytes, R"({"cls": "LazyStackedTensorDict"})")),
       c10::Error,
       "at the root: class 'LazyStackedTensorDict' is not supported");
   EXPECT_THROWS_WITH(
@@ -433,7 +450,8 @@ TEST(ConsolidateTest, FromConsolidatedNamesTheFile) {
 // c10::Error.
 TEST(ConsolidateTest, FuzzedBuffersNeverCrash) {
   TensorDict td = sample();
-  td.set("words", NonTensorStack::from_list(Json::parse(R"(["x","y","z"])"), 1));
+  td.set(
+      "words", NonTensorStack::from_list(Json::parse(R"(["x","y","z"])"), 1));
   td.set({"b", "e", "f"}, torch::randn({3, 5}, torch::kDouble));
   const at::Tensor bytes = consolidated_bytes(td);
   const int64_t n = bytes.numel();
@@ -447,17 +465,20 @@ TEST(ConsolidateTest, FuzzedBuffersNeverCrash) {
     for (int i = 0; i < flips; ++i) {
       // Bias towards the metadata and trailer, where the structure is.
       const int64_t span = std::min<int64_t>(n, 700);
-      const int64_t at = round % 3 == 0 ? static_cast<int64_t>(rng() % n)
-                                        : n - 1 - static_cast<int64_t>(rng() % span);
-      p[at] = round % 2 == 0 ? static_cast<uint8_t>(rng())
-                             : static_cast<uint8_t>("0123456789[]{},\"-"[rng() % 17]);
+      const int64_t at = round % 3 == 0
+                             ? static_cast<int64_t>(rng() % n)
+                             : n - 1 - static_cast<int64_t>(rng() % span);
+      p[at] = round % 2 == 0
+                  ? static_cast<uint8_t>(rng())
+                  : static_cast<uint8_t>("0123456789[]{},\"-"[rng() % 17]);
     }
     int64_t length = n;
     if (round % 5 == 0) {
       length = static_cast<int64_t>(rng() % n);
     }
     try {
-      const TensorDict back = from_consolidated_bytes(copy.narrow(0, 0, length));
+      const TensorDict back =
+          from_consolidated_bytes(copy.narrow(0, 0, length));
       // Whatever loaded must be readable.
       for (const auto& leaf : back.values(true, true)) {
         (void)leaf.tensor().sum();
@@ -471,4 +492,4 @@ TEST(ConsolidateTest, FuzzedBuffersNeverCrash) {
   EXPECT_GT(refused, 100);
 }
 
-} // namespace consolidate_test
+}  // namespace consolidate_test

@@ -20,12 +20,12 @@ namespace {
 // s "txt", st a stack of [4, 3] ints.
 TensorDict make_td(bool names = false) {
   TensorDict td(
-      {{"a", torch::arange(60, torch::kFloat).view({4, 3, 5})},
-       {"s", "txt"}},
+      {{"a", torch::arange(60, torch::kFloat).view({4, 3, 5})}, {"s", "txt"}},
       {4, 3},
       std::nullopt,
       names ? DimNames{"x", "y"} : DimNames{});
-  TensorDict n({{"b", torch::arange(168, torch::kFloat).view({4, 3, 2, 7})}}, {4, 3, 2});
+  TensorDict n(
+      {{"b", torch::arange(168, torch::kFloat).view({4, 3, 2, 7})}}, {4, 3, 2});
   td.set("n", n);
   std::vector<Json> values;
   for (int i = 0; i < 12; ++i) {
@@ -35,7 +35,7 @@ TensorDict make_td(bool names = false) {
   return td;
 }
 
-} // namespace
+}  // namespace
 
 TEST(IndexingTest, IntegerIndexDropsTheFirstBatchDim) {
   TensorDict td = make_td(/*names=*/true);
@@ -80,10 +80,12 @@ TEST(IndexingTest, SlicesAndNone) {
   TensorDict out = td.index({None, Slice(1, 3)});
   EXPECT_EQ(out.batch_size(), c10::IntArrayRef({1, 2, 3}));
   EXPECT_EQ(out.names(), (DimNames{std::nullopt, "x", "y"}));
-  EXPECT_TRUE(torch::equal(out.get("a"), td.get("a").slice(0, 1, 3).unsqueeze(0)));
-  TensorDict stepped = td.index({Slice(None, None, 2), Slice(None, None, -1 + 2)});
+  EXPECT_TRUE(
+      torch::equal(out.get("a"), td.get("a").slice(0, 1, 3).unsqueeze(0)));
+  TensorDict stepped =
+      td.index({Slice(None, None, 2), Slice(None, None, -1 + 2)});
   EXPECT_EQ(stepped.batch_size(), c10::IntArrayRef({2, 3}));
-  EXPECT_EQ(stepped.get("a").data_ptr(), td.get("a").data_ptr()); // a view
+  EXPECT_EQ(stepped.get("a").data_ptr(), td.get("a").data_ptr());  // a view
   EXPECT_EQ(stepped.get_non_tensor("st"), Json({{0, 1, 2}, {6, 7, 8}}));
 }
 
@@ -113,7 +115,9 @@ TEST(IndexingTest, IntegerTensors) {
   EXPECT_EQ(out.get_non_tensor("st")[0], Json({9, 10, 11}));
   at::Tensor grid = torch::tensor({{0, 1}, {2, 3}}, torch::kLong);
   EXPECT_EQ(td.index({grid}).batch_size(), c10::IntArrayRef({2, 2, 3}));
-  EXPECT_EQ(td.index({Slice(), torch::tensor({2, 0})}).batch_size(), c10::IntArrayRef({4, 2}));
+  EXPECT_EQ(
+      td.index({Slice(), torch::tensor({2, 0})}).batch_size(),
+      c10::IntArrayRef({4, 2}));
 }
 
 // A 1-D index of rows takes index_select (see gather_rows in
@@ -121,16 +125,22 @@ TEST(IndexingTest, IntegerTensors) {
 // every index dtype, negative and out-of-range indices and strided leaves.
 TEST(IndexingTest, RowGathersMatchAdvancedIndexing) {
   TensorDict td = make_td();
-  td.set("t", torch::arange(24, torch::kDouble).view({3, 4, 2}).permute({1, 0, 2}));
+  td.set(
+      "t",
+      torch::arange(24, torch::kDouble).view({3, 4, 2}).permute({1, 0, 2}));
   ASSERT_FALSE(td.get("t").is_contiguous());
   for (const at::Tensor& idx :
-       {torch::tensor({3, 0, 3}, torch::kLong), torch::tensor({1, 2}, torch::kInt),
-        torch::tensor({-1, 0}, torch::kLong), torch::empty({0}, torch::kLong)}) {
+       {torch::tensor({3, 0, 3}, torch::kLong),
+        torch::tensor({1, 2}, torch::kInt),
+        torch::tensor({-1, 0}, torch::kLong),
+        torch::empty({0}, torch::kLong)}) {
     TensorDict out = td.index({idx});
     for (const char* key : {"a", "t"}) {
-      EXPECT_TRUE(torch::equal(out.get(key), td.get(key).index({idx}))) << key << " " << idx;
+      EXPECT_TRUE(torch::equal(out.get(key), td.get(key).index({idx})))
+          << key << " " << idx;
     }
-    EXPECT_TRUE(torch::equal(out.get({"n", "b"}), td.get({"n", "b"}).index({idx})));
+    EXPECT_TRUE(
+        torch::equal(out.get({"n", "b"}), td.get({"n", "b"}).index({idx})));
   }
   EXPECT_THROWS_WITH(
       td.index({torch::tensor({0, 4}, torch::kLong)}),
@@ -145,9 +155,12 @@ TEST(IndexingTest, IndexingPastTheBatchDimsIsAnIndexError) {
       c10::IndexError,
       "too many indices for tensor of dimension 2 (the TensorDict's batch "
       "dims are torch.Size([4, 3]))");
-  EXPECT_THROWS_WITH(td.index({Ellipsis, 0, Ellipsis}), c10::IndexError, "single ellipsis");
   EXPECT_THROWS_WITH(
-      td.index({7}), c10::IndexError, "index 7 is out of bounds for dimension 0 with size 4");
+      td.index({Ellipsis, 0, Ellipsis}), c10::IndexError, "single ellipsis");
+  EXPECT_THROWS_WITH(
+      td.index({7}),
+      c10::IndexError,
+      "index 7 is out of bounds for dimension 0 with size 4");
 }
 
 TEST(IndexingTest, DictWithoutTopLevelTensorsStillGetsItsBatchSize) {
@@ -155,8 +168,11 @@ TEST(IndexingTest, DictWithoutTopLevelTensorsStillGetsItsBatchSize) {
   TensorDict out = td.index({Slice(1, 4)});
   EXPECT_EQ(out.batch_size(), c10::IntArrayRef({3}));
   EXPECT_EQ(out.get({"n", "x"}).sizes(), c10::IntArrayRef({3, 2}));
-  EXPECT_EQ(TensorDict({5}).index({torch::tensor({true, false, true, true, false})}).batch_size(),
-            c10::IntArrayRef({3}));
+  EXPECT_EQ(
+      TensorDict({5})
+          .index({torch::tensor({true, false, true, true, false})})
+          .batch_size(),
+      c10::IntArrayRef({3}));
 }
 
 TEST(IndexingTest, IndexPutWritesInPlace) {
@@ -171,13 +187,14 @@ TEST(IndexingTest, IndexPutWritesInPlace) {
   EXPECT_TRUE((td.get({"n", "b"}).select(1, 1) == 7).all().item<bool>());
   // A tensor value broadcasts over each leaf's feature dims.
   TensorDict only_a = td.select({"a"});
-  only_a.index_put_({torch::tensor({true, false, false, false})}, torch::zeros({5}));
+  only_a.index_put_(
+      {torch::tensor({true, false, false, false})}, torch::zeros({5}));
   EXPECT_EQ(td.get("a")[0].abs().sum().item<float>(), 0.f);
 }
 
 TEST(IndexingTest, LazyPreallocationFillsAnEmptyDict) {
   TensorDict buffer({3, 2});
-  for (int64_t i : {2, 0, 1}) { // any order
+  for (int64_t i : {2, 0, 1}) {  // any order
     TensorDict step(
         {{"obs", torch::full({2, 4}, static_cast<float>(i))},
          {"next", {{"r", torch::full({2}, i)}}},
@@ -188,12 +205,18 @@ TEST(IndexingTest, LazyPreallocationFillsAnEmptyDict) {
   EXPECT_EQ(buffer.get("obs").sizes(), c10::IntArrayRef({3, 2, 4}));
   EXPECT_EQ(buffer.get("obs").scalar_type(), at::kFloat);
   EXPECT_EQ(buffer.get({"next", "r"}).scalar_type(), at::kLong);
-  EXPECT_EQ(buffer.get_tensordict("next").batch_size(), c10::IntArrayRef({3, 2}));
-  EXPECT_TRUE(torch::equal(buffer.get("obs").select(2, 0).select(1, 0), torch::tensor({0.f, 1.f, 2.f})));
+  EXPECT_EQ(
+      buffer.get_tensordict("next").batch_size(), c10::IntArrayRef({3, 2}));
+  EXPECT_TRUE(torch::equal(
+      buffer.get("obs").select(2, 0).select(1, 0),
+      torch::tensor({0.f, 1.f, 2.f})));
   EXPECT_TRUE(buffer["tag"].is_non_tensor_stack());
   EXPECT_EQ(
       buffer.get_non_tensor("tag"),
-      Json::array({Json::array({"t0", "t0"}), Json::array({"t1", "t1"}), Json::array({"t2", "t2"})}));
+      Json::array(
+          {Json::array({"t0", "t0"}),
+           Json::array({"t1", "t1"}),
+           Json::array({"t2", "t2"})}));
 }
 
 TEST(IndexingTest, IndexPutOfAKeyValueList) {
@@ -215,7 +238,8 @@ TEST(IndexingTest, IndexPutChecksTheValuesBatchSize) {
       td.index_put_({0}, TensorDict({{"new", torch::zeros({3})}}, {3})),
       c10::Error,
       "Cannot modify locked TensorDict");
-  td.index_put_({0}, TensorDict({{"a", torch::zeros({3, 5})}}, {3})); // in place: fine
+  td.index_put_(
+      {0}, TensorDict({{"a", torch::zeros({3, 5})}}, {3}));  // in place: fine
 }
 
 TEST(IndexingTest, WhereMaskedFillAndMaskedSelect) {
@@ -223,8 +247,10 @@ TEST(IndexingTest, WhereMaskedFillAndMaskedSelect) {
   at::Tensor cond = torch::tensor({true, false, true});
   TensorDict other({{"x", torch::full({3, 2}, -1.f)}}, {3});
   TensorDict w = td.where(cond, other);
-  EXPECT_TRUE(torch::equal(w.get("x"), torch::tensor({{0.f, 1.f}, {-1.f, -1.f}, {4.f, 5.f}})));
-  EXPECT_TRUE(torch::equal(td.where(cond, 9).get("x")[1], torch::tensor({9.f, 9.f})));
+  EXPECT_TRUE(torch::equal(
+      w.get("x"), torch::tensor({{0.f, 1.f}, {-1.f, -1.f}, {4.f, 5.f}})));
+  EXPECT_TRUE(
+      torch::equal(td.where(cond, 9).get("x")[1], torch::tensor({9.f, 9.f})));
   TensorDict filled = td.masked_fill(cond, 0);
   EXPECT_EQ(filled.get("x").sum().item<float>(), 5.f);
   EXPECT_EQ(td.get("x").sum().item<float>(), 15.f);
@@ -233,12 +259,15 @@ TEST(IndexingTest, WhereMaskedFillAndMaskedSelect) {
   TensorDict sel = td.masked_select(cond);
   EXPECT_EQ(sel.batch_size(), c10::IntArrayRef({2}));
   EXPECT_THROWS_WITH(
-      td.masked_fill(torch::tensor({true}), 0), c10::Error,
-      "masked_fill: the mask of shape torch.Size([1]) does not match the batch size torch.Size([3])");
+      td.masked_fill(torch::tensor({true}), 0),
+      c10::Error,
+      "masked_fill: the mask of shape torch.Size([1]) does not match the batch "
+      "size torch.Size([3])");
 }
 
 TEST(IndexingTest, GatherAndPad) {
-  TensorDict td({{"x", torch::arange(12, torch::kFloat).view({3, 2, 2})}}, {3, 2});
+  TensorDict td(
+      {{"x", torch::arange(12, torch::kFloat).view({3, 2, 2})}}, {3, 2});
   at::Tensor idx = torch::tensor({{1, 0}, {0, 0}, {1, 1}}, torch::kLong);
   TensorDict g = td.gather(1, idx);
   EXPECT_TRUE(torch::equal(
@@ -248,7 +277,8 @@ TEST(IndexingTest, GatherAndPad) {
   EXPECT_EQ(p.batch_size(), c10::IntArrayRef({3, 3}));
   EXPECT_EQ(p.get("x").sizes(), c10::IntArrayRef({3, 3, 2}));
   EXPECT_TRUE((p.get("x").select(1, 0) == -1).all().item<bool>());
-  EXPECT_THROWS_WITH(td.pad({1}), c10::ValueError, "expected an even number of pad sizes");
+  EXPECT_THROWS_WITH(
+      td.pad({1}), c10::ValueError, "expected an even number of pad sizes");
 }
 
 TEST(IndexingTest, PadFillsNonTensorSlotsWithNull) {
@@ -258,7 +288,8 @@ TEST(IndexingTest, PadFillsNonTensorSlotsWithNull) {
   TensorDict p = td.pad({1, 2});
   EXPECT_EQ(p.batch_size(), c10::IntArrayRef({6}));
   EXPECT_EQ(
-      p.get_non_tensor("s"), Json::parse(R"([null, "x", "y", "z", null, null])"));
+      p.get_non_tensor("s"),
+      Json::parse(R"([null, "x", "y", "z", null, null])"));
   ASSERT_TRUE(p["d"].is_non_tensor_stack());
   EXPECT_EQ(
       p.get_non_tensor("d"),
@@ -271,10 +302,12 @@ TEST(IndexingTest, PadFillsNonTensorSlotsWithNull) {
   TensorDict td2({{"a", torch::zeros({2, 3})}}, {2, 3});
   td2.set(
       "s",
-      Value(NonTensorStack(std::vector<Json>{"a", "b", "c", "d", "e", "f"}, {2, 3})));
+      Value(NonTensorStack(
+          std::vector<Json>{"a", "b", "c", "d", "e", "f"}, {2, 3})));
   EXPECT_EQ(
       td2.pad({1, 0, 0, 1}).get_non_tensor("s"),
-      Json::parse(R"([[null, "a", "b", "c"], [null, "d", "e", "f"], [null, null, null, null]])"));
+      Json::parse(
+          R"([[null, "a", "b", "c"], [null, "d", "e", "f"], [null, null, null, null]])"));
 }
 
 // A 0-dim bool index consumes no batch dim: it adds one of size 1 (true) or
@@ -287,7 +320,9 @@ TEST(IndexingTest, ZeroDimBoolIndexAddsADimAndConsumesNone) {
   const TensorDict front = td.index({torch::tensor(true)});
   EXPECT_EQ(front.batch_size(), c10::IntArrayRef({1, 2, 3}));
   EXPECT_TRUE(torch::equal(front.get("y"), td.get("y").unsqueeze(0)));
-  EXPECT_EQ(td.index({torch::tensor(false)}).batch_size(), c10::IntArrayRef({0, 2, 3}));
+  EXPECT_EQ(
+      td.index({torch::tensor(false)}).batch_size(),
+      c10::IntArrayRef({0, 2, 3}));
   // After an Ellipsis the new dim lands after the batch dims, before the
   // leaves' own dims.
   const TensorDict back = td.index({Ellipsis, torch::tensor(true)});
@@ -300,4 +335,4 @@ TEST(IndexingTest, ZeroDimBoolIndexAddsADimAndConsumesNone) {
   EXPECT_EQ(picked.get("x").item<int64_t>(), 5);
 }
 
-} // namespace indexing_test
+}  // namespace indexing_test

@@ -42,7 +42,7 @@ std::vector<NestedKey> as_keys(std::initializer_list<NestedKey> keys) {
   return keys;
 }
 
-} // namespace
+}  // namespace
 
 // --- construction ------------------------------------------------------------
 
@@ -54,7 +54,7 @@ TEST(LazyStackTest, StackInsertsTheStackDimAndAliasesElements) {
   EXPECT_EQ(stack.stack_dim(), 0);
   EXPECT_EQ(stack.size(0), 2);
   EXPECT_EQ(stack.size(-1), 3);
-  EXPECT_EQ(stack.size(), 3u); // a, r, n
+  EXPECT_EQ(stack.size(), 3u);  // a, r, n
   EXPECT_EQ(stack.device(), std::nullopt);
   ASSERT_EQ(stack.tensordicts().size(), 2u);
   EXPECT_TRUE(stack.tensordicts()[0].is_same(tds[0]));
@@ -64,7 +64,9 @@ TEST(LazyStackTest, StackInsertsTheStackDimAndAliasesElements) {
   EXPECT_FALSE(lazy_stack(tds).is_same(stack));
   // Writing into an element shows through the stack.
   tds[1].set("only0", torch::full({3}, 7.0));
-  EXPECT_TRUE(torch::equal(stack.get("only0"), torch::stack({torch::ones({3}), torch::full({3}, 7.0)})));
+  EXPECT_TRUE(torch::equal(
+      stack.get("only0"),
+      torch::stack({torch::ones({3}), torch::full({3}, 7.0)})));
 }
 
 TEST(LazyStackTest, StackDimMayBeInnerOrNegative) {
@@ -132,32 +134,40 @@ TEST(LazyStackTest, NamesInsertTheStackDimName) {
     return TensorDict({{"a", torch::zeros({3, 2})}}, {3}, std::nullopt, names);
   };
   using tensordict::DimNames;
-  const LazyStackedTensorDict both = lazy_stack({named({"n"}), named({"n"})}, 1, "s");
+  const LazyStackedTensorDict both =
+      lazy_stack({named({"n"}), named({"n"})}, 1, "s");
   EXPECT_EQ(both.stack_dim_name(), std::optional<std::string>("s"));
   EXPECT_TRUE(both.has_names());
   EXPECT_EQ(both.names(), (DimNames{"n", "s"}));
   EXPECT_EQ(both.contiguous().names(), (DimNames{"n", "s"}));
 
-  const LazyStackedTensorDict elements_only = lazy_stack({named({"n"}), named({"n"})}, -1);
+  const LazyStackedTensorDict elements_only =
+      lazy_stack({named({"n"}), named({"n"})}, -1);
   EXPECT_EQ(elements_only.stack_dim_name(), std::nullopt);
   EXPECT_EQ(elements_only.names(), (DimNames{"n", std::nullopt}));
   EXPECT_EQ(elements_only.contiguous().names(), (DimNames{"n", std::nullopt}));
 
-  const LazyStackedTensorDict stack_only = lazy_stack({named({}), named({})}, 1, "s");
+  const LazyStackedTensorDict stack_only =
+      lazy_stack({named({}), named({})}, 1, "s");
   EXPECT_FALSE(stack_only.has_names());
   EXPECT_EQ(stack_only.names(), (DimNames{std::nullopt, "s"}));
   EXPECT_FALSE(stack_only.contiguous().has_names());
 
   // Where the stack dim survives, so does its name.
-  auto sliced = std::get<LazyStackedTensorDict>(both.index({Slice(), Slice(0, 1)}));
+  auto sliced =
+      std::get<LazyStackedTensorDict>(both.index({Slice(), Slice(0, 1)}));
   EXPECT_EQ(sliced.names(), (DimNames{"n", "s"}));
   auto row = std::get<LazyStackedTensorDict>(both.index({0}));
   EXPECT_EQ(row.names(), (DimNames{"s"}));
   TensorDict nested_a = named({"n"});
   nested_a.set("sub", named({"n"}));
-  const LazyStackedTensorDict outer = lazy_stack({nested_a, nested_a.clone()}, 0, "s");
-  EXPECT_EQ(outer.get_tensordict("sub").stack_dim_name(), std::optional<std::string>("s"));
-  EXPECT_EQ(outer.contiguous().get_tensordict("sub").names(), (DimNames{"s", "n"}));
+  const LazyStackedTensorDict outer =
+      lazy_stack({nested_a, nested_a.clone()}, 0, "s");
+  EXPECT_EQ(
+      outer.get_tensordict("sub").stack_dim_name(),
+      std::optional<std::string>("s"));
+  EXPECT_EQ(
+      outer.contiguous().get_tensordict("sub").names(), (DimNames{"s", "n"}));
 }
 
 TEST(LazyStackTest, IndexTakesAnIntegerOrASliceOfTheStackDim) {
@@ -172,7 +182,8 @@ TEST(LazyStackTest, IndexTakesAnIntegerOrASliceOfTheStackDim) {
   auto row = stack.index({1, 2});
   ASSERT_TRUE(std::holds_alternative<TensorDict>(row));
   EXPECT_EQ(std::get<TensorDict>(row).batch_size(), c10::IntArrayRef({}));
-  EXPECT_TRUE(torch::equal(std::get<TensorDict>(row).get("a"), tds[1].get("a")[2]));
+  EXPECT_TRUE(
+      torch::equal(std::get<TensorDict>(row).get("a"), tds[1].get("a")[2]));
 
   auto sliced = stack.index({Slice(1, 3)});
   ASSERT_TRUE(std::holds_alternative<LazyStackedTensorDict>(sliced));
@@ -180,14 +191,16 @@ TEST(LazyStackTest, IndexTakesAnIntegerOrASliceOfTheStackDim) {
   EXPECT_EQ(middle.batch_size(), c10::IntArrayRef({2, 3}));
   EXPECT_TRUE(middle.tensordicts()[0].is_same(tds[1]));
   EXPECT_TRUE(middle.tensordicts()[1].is_same(tds[2]));
-  auto reversed = std::get<LazyStackedTensorDict>(stack.index({Slice(tensordict::indexing::None, tensordict::indexing::None, -1)}));
+  auto reversed = std::get<LazyStackedTensorDict>(stack.index(
+      {Slice(tensordict::indexing::None, tensordict::indexing::None, -1)}));
   ASSERT_EQ(reversed.tensordicts().size(), 4u);
   EXPECT_TRUE(reversed.tensordicts()[0].is_same(tds[3]));
   EXPECT_TRUE(reversed.tensordicts()[3].is_same(tds[0]));
   auto tail = std::get<LazyStackedTensorDict>(stack.index({Slice(-3, -1)}));
   ASSERT_EQ(tail.tensordicts().size(), 2u);
   EXPECT_TRUE(tail.tensordicts()[0].is_same(tds[1]));
-  auto even = std::get<LazyStackedTensorDict>(stack.index({Slice(tensordict::indexing::None, tensordict::indexing::None, 2)}));
+  auto even = std::get<LazyStackedTensorDict>(stack.index(
+      {Slice(tensordict::indexing::None, tensordict::indexing::None, 2)}));
   ASSERT_EQ(even.tensordicts().size(), 2u);
   EXPECT_TRUE(even.tensordicts()[1].is_same(tds[2]));
 
@@ -216,17 +229,19 @@ LazyStackedTensorDict uniform_stack(int64_t dim) {
 void expect_like_dense(
     const LazyStackedTensorDict& stack,
     const std::vector<at::indexing::TensorIndex>& idx) {
-  SCOPED_TRACE(::testing::Message() << "stack_dim " << stack.stack_dim()
-                                    << ", " << idx.size() << " indices");
+  SCOPED_TRACE(
+      ::testing::Message() << "stack_dim " << stack.stack_dim() << ", "
+                           << idx.size() << " indices");
   const TensorDict expected = stack.contiguous().index(idx);
   const auto got = stack.index(idx);
-  const TensorDict dense = std::holds_alternative<TensorDict>(got)
-      ? std::get<TensorDict>(got)
-      : std::get<LazyStackedTensorDict>(got).contiguous();
+  const TensorDict dense =
+      std::holds_alternative<TensorDict>(got)
+          ? std::get<TensorDict>(got)
+          : std::get<LazyStackedTensorDict>(got).contiguous();
   tensordict::testing::expect_td_equal(dense, expected);
 }
 
-} // namespace
+}  // namespace
 
 TEST(LazyStackTest, IndexMatchesTheDenseStackOnEveryStackDim) {
   using tensordict::indexing::Ellipsis;
@@ -261,7 +276,9 @@ TEST(LazyStackTest, IndexMatchesTheDenseStackOnEveryStackDim) {
     if (dim == 0) {
       // A mask over both dims of the elements.
       expect_like_dense(
-          stack, {Slice(), torch::tensor({{true, false}, {false, true}, {true, true}})});
+          stack,
+          {Slice(),
+           torch::tensor({{true, false}, {false, true}, {true, true}})});
     }
     // A mask on the stack dim, wherever it is.
     std::vector<at::indexing::TensorIndex> masked(dim, Slice());
@@ -271,7 +288,7 @@ TEST(LazyStackTest, IndexMatchesTheDenseStackOnEveryStackDim) {
 }
 
 TEST(LazyStackTest, IndexKeepsLazyStacksWhereTheStackDimSurvives) {
-  const std::vector<TensorDict> tds = make_elements(); // ragged "r"
+  const std::vector<TensorDict> tds = make_elements();  // ragged "r"
   const LazyStackedTensorDict stack = lazy_stack(tds);
   // Indexing another dim indexes every element: still ragged, still lazy.
   auto row = std::get<LazyStackedTensorDict>(stack.index({Slice(), 1}));
@@ -284,8 +301,8 @@ TEST(LazyStackTest, IndexKeepsLazyStacksWhereTheStackDimSurvives) {
   EXPECT_EQ(moved.stack_dim(), 1);
   EXPECT_EQ(moved.batch_size(), c10::IntArrayRef({1, 2, 3}));
   // A tensor on the stack dim picks (and may repeat) elements, aliased.
-  auto picked = std::get<LazyStackedTensorDict>(
-      stack.index({torch::tensor({1, 1, -2})}));
+  auto picked =
+      std::get<LazyStackedTensorDict>(stack.index({torch::tensor({1, 1, -2})}));
   ASSERT_EQ(picked.tensordicts().size(), 3u);
   EXPECT_TRUE(picked.tensordicts()[0].is_same(tds[1]));
   EXPECT_TRUE(picked.tensordicts()[2].is_same(tds[0]));
@@ -296,7 +313,8 @@ TEST(LazyStackTest, IndexKeepsLazyStacksWhereTheStackDimSurvives) {
   // An integer on an inner stack dim gives the element, indexed.
   auto inner = lazy_stack(tds, 1).index({Slice(0, 2), 0});
   ASSERT_TRUE(std::holds_alternative<TensorDict>(inner));
-  EXPECT_EQ(std::get<TensorDict>(inner).get("r").sizes(), c10::IntArrayRef({2, 4}));
+  EXPECT_EQ(
+      std::get<TensorDict>(inner).get("r").sizes(), c10::IntArrayRef({2, 4}));
 }
 
 TEST(LazyStackTest, IndexThrowsWhereNoSingleLazyStackFits) {
@@ -344,7 +362,8 @@ TEST(LazyStackTest, IndexThrowsWhereNoSingleLazyStackFits) {
       "too many indices for tensor of dimension 3 (the "
       "LazyStackedTensorDict's batch dims are torch.Size([4, 3, 2]))");
   EXPECT_THROWS_EXACTLY(
-      (void)stack.index({tensordict::indexing::Ellipsis, tensordict::indexing::Ellipsis}),
+      (void)stack.index(
+          {tensordict::indexing::Ellipsis, tensordict::indexing::Ellipsis}),
       c10::IndexError,
       "an index can only have a single ellipsis ('...')");
   EXPECT_THROWS_EXACTLY(
@@ -362,26 +381,50 @@ TEST(LazyStackTest, KeysAreTheCommonKeysInTheFirstElementsOrder) {
   TensorDict t0(
       {{"z", torch::zeros({2})},
        {"a", torch::ones({3})},
-       {"n", {{"x", torch::ones({1})}, {"y", torch::ones({2})}, {"m", {{"q", torch::ones({1})}}}}},
+       {"n",
+        {{"x", torch::ones({1})},
+         {"y", torch::ones({2})},
+         {"m", {{"q", torch::ones({1})}}}}},
        {"s", "x"},
        {"only0", torch::ones({1})}});
   TensorDict t1(
       {{"a", torch::ones({3})},
-       {"n", {{"y", torch::ones({2})}, {"x", torch::ones({1})}, {"m", {{"q", torch::ones({1})}, {"r", torch::ones({1})}}}}},
+       {"n",
+        {{"y", torch::ones({2})},
+         {"x", torch::ones({1})},
+         {"m", {{"q", torch::ones({1})}, {"r", torch::ones({1})}}}}},
        {"s", "x"},
        {"z", torch::ones({2})}});
   LazyStackedTensorDict stack = lazy_stack({t0, t1});
   EXPECT_EQ(stack.keys(), as_keys({"z", "a", "n", "s"}));
   EXPECT_EQ(
       stack.keys(/*include_nested=*/true),
-      as_keys({"z", "a", {"n", "x"}, {"n", "y"}, {"n", "m", "q"}, {"n", "m"}, "n", "s"}));
+      as_keys(
+          {"z",
+           "a",
+           {"n", "x"},
+           {"n", "y"},
+           {"n", "m", "q"},
+           {"n", "m"},
+           "n",
+           "s"}));
   EXPECT_EQ(
       stack.keys(/*include_nested=*/true, /*leaves_only=*/true),
       as_keys({"z", "a", {"n", "x"}, {"n", "y"}, {"n", "m", "q"}}));
-  EXPECT_EQ(stack.keys(/*include_nested=*/false, /*leaves_only=*/true), as_keys({"z", "a"}));
+  EXPECT_EQ(
+      stack.keys(/*include_nested=*/false, /*leaves_only=*/true),
+      as_keys({"z", "a"}));
   EXPECT_EQ(
       stack.keys(/*include_nested=*/true, /*leaves_only=*/false, /*sort=*/true),
-      as_keys({"a", "n", {"n", "m"}, {"n", "m", "q"}, {"n", "x"}, {"n", "y"}, "s", "z"}));
+      as_keys(
+          {"a",
+           "n",
+           {"n", "m"},
+           {"n", "m", "q"},
+           {"n", "x"},
+           {"n", "y"},
+           "s",
+           "z"}));
   EXPECT_EQ(stack.size(), 4u);
 
   EXPECT_TRUE(stack.contains("a"));
@@ -394,7 +437,8 @@ TEST(LazyStackTest, KeysAreTheCommonKeysInTheFirstElementsOrder) {
 
 TEST(LazyStackTest, NestedKeysThrowWhenKindsDiffer) {
   LazyStackedTensorDict stack = lazy_stack(
-      {TensorDict({{"a", {{"b", torch::ones({1})}}}}), TensorDict({{"a", torch::ones({1})}})});
+      {TensorDict({{"a", {{"b", torch::ones({1})}}}}),
+       TensorDict({{"a", torch::ones({1})}})});
   EXPECT_EQ(stack.keys(), as_keys({"a"}));
   EXPECT_THROWS_EXACTLY(
       stack.keys(/*include_nested=*/true),
@@ -410,8 +454,10 @@ TEST(LazyStackTest, GetStacksTheLeafAlongTheStackDim) {
   LazyStackedTensorDict stack = lazy_stack(tds);
   const at::Tensor a = stack.get("a");
   EXPECT_EQ(a.sizes(), c10::IntArrayRef({2, 3, 2}));
-  EXPECT_TRUE(torch::equal(a, torch::stack({tds[0].get("a"), tds[1].get("a")})));
-  EXPECT_TRUE(torch::equal(a, torch::arange(12, torch::kFloat).view({2, 3, 2})));
+  EXPECT_TRUE(
+      torch::equal(a, torch::stack({tds[0].get("a"), tds[1].get("a")})));
+  EXPECT_TRUE(
+      torch::equal(a, torch::arange(12, torch::kFloat).view({2, 3, 2})));
   const at::Tensor x = stack.get({"n", "x"});
   EXPECT_EQ(x.scalar_type(), torch::kInt64);
   EXPECT_TRUE(torch::equal(x, torch::arange(6).view({2, 3})));
@@ -419,12 +465,16 @@ TEST(LazyStackTest, GetStacksTheLeafAlongTheStackDim) {
   LazyStackedTensorDict inner = lazy_stack(tds, 1);
   const at::Tensor a1 = inner.get("a");
   EXPECT_EQ(a1.sizes(), c10::IntArrayRef({3, 2, 2}));
-  EXPECT_TRUE(torch::equal(a1, torch::stack({tds[0].get("a"), tds[1].get("a")}, 1)));
-  EXPECT_TRUE(torch::equal(inner.get({"n", "x"}), torch::stack({tds[0].get({"n", "x"}), tds[1].get({"n", "x"})}, 1)));
+  EXPECT_TRUE(
+      torch::equal(a1, torch::stack({tds[0].get("a"), tds[1].get("a")}, 1)));
+  EXPECT_TRUE(torch::equal(
+      inner.get({"n", "x"}),
+      torch::stack({tds[0].get({"n", "x"}), tds[1].get({"n", "x"})}, 1)));
 
   // dtypes promote as in torch.stack.
   LazyStackedTensorDict mixed = lazy_stack(
-      {TensorDict({{"a", torch::ones({3})}}), TensorDict({{"a", torch::ones({3}, torch::kInt64)}})});
+      {TensorDict({{"a", torch::ones({3})}}),
+       TensorDict({{"a", torch::ones({3}, torch::kInt64)}})});
   EXPECT_EQ(mixed.get("a").scalar_type(), torch::kFloat);
 }
 
@@ -437,7 +487,10 @@ TEST(LazyStackTest, GetThrowsOnRaggedMissingOrWrongKindEntries) {
       "shapes are [torch.Size([3, 4]), torch.Size([3, 5])]. To read them, take "
       "the entry from each of tensordicts().");
   EXPECT_THROWS_EXACTLY(
-      lazy_stack({TensorDict({{"a", torch::ones({3, 2})}}), TensorDict({{"a", torch::ones({3})}}), TensorDict({{"a", torch::ones({3})}})}).get("a"),
+      lazy_stack({TensorDict({{"a", torch::ones({3, 2})}}),
+                  TensorDict({{"a", torch::ones({3})}}),
+                  TensorDict({{"a", torch::ones({3})}})})
+          .get("a"),
       c10::Error,
       "Failed to stack tensors within a tensordict under the key 'a': their "
       "shapes are [torch.Size([3, 2]), torch.Size([3])]. To read them, take "
@@ -457,9 +510,13 @@ TEST(LazyStackTest, GetThrowsOnRaggedMissingOrWrongKindEntries) {
       tensordict::KeyError,
       "'a' is a Tensor, not a tensordict, so it has no entry 'zz'.");
   EXPECT_THROWS_EXACTLY(
-      stack.get("n"), c10::TypeError, "the entry 'n' is a TensorDict, not a Tensor");
+      stack.get("n"),
+      c10::TypeError,
+      "the entry 'n' is a TensorDict, not a Tensor");
   EXPECT_THROWS_EXACTLY(
-      lazy_stack({TensorDict({{"a", torch::ones({1})}}), TensorDict({{"a", "text"}})}).get("a"),
+      lazy_stack(
+          {TensorDict({{"a", torch::ones({1})}}), TensorDict({{"a", "text"}})})
+          .get("a"),
       c10::TypeError,
       "cannot stack entry 'a': it is a Tensor in tensordict 0 and a "
       "NonTensorData in tensordict 1");
@@ -475,9 +532,12 @@ TEST(LazyStackTest, GetTensordictStacksTheNestedDictsLazily) {
   EXPECT_EQ(n.keys(), as_keys({"x"}));
   EXPECT_TRUE(torch::equal(n.get("x"), stack.get({"n", "x"})));
   EXPECT_THROWS_EXACTLY(
-      stack.get_tensordict("a"), c10::TypeError, "the entry 'a' is a Tensor, not a TensorDict");
+      stack.get_tensordict("a"),
+      c10::TypeError,
+      "the entry 'a' is a Tensor, not a TensorDict");
   LazyStackedTensorDict ragged = lazy_stack(
-      {TensorDict({{"n", TensorDict({2})}}), TensorDict({{"n", TensorDict({3})}})});
+      {TensorDict({{"n", TensorDict({2})}}),
+       TensorDict({{"n", TensorDict({3})}})});
   EXPECT_THROWS_WITH(
       ragged.get_tensordict("n"),
       c10::Error,
@@ -509,7 +569,12 @@ TEST(LazyStackTest, ContiguousStacksTheCommonEntries) {
     batch.insert(batch.begin() + dim, 2);
     TensorDict expected{c10::IntArrayRef(batch)};
     expected.set("a", torch::stack({t0.get("a"), t1.get("a")}, dim));
-    expected.set("n", TensorDict({{"x", torch::stack({t0.get({"n", "x"}), t1.get({"n", "x"})}, dim)}}, batch));
+    expected.set(
+        "n",
+        TensorDict(
+            {{"x",
+              torch::stack({t0.get({"n", "x"}), t1.get({"n", "x"})}, dim)}},
+            batch));
     // Python's lazy stack gives a NonTensorStack even for equal values.
     // Built with Json::array: a brace list of two-element lists would make
     // a JSON object.
@@ -537,7 +602,8 @@ TEST(LazyStackTest, ContiguousStacksTheCommonEntries) {
 
 TEST(LazyStackTest, ContiguousThrowsOnRaggedOrMixedEntries) {
   LazyStackedTensorDict ragged = lazy_stack(
-      {TensorDict({{"n", {{"a", torch::ones({3})}}}}), TensorDict({{"n", {{"a", torch::ones({4})}}}})});
+      {TensorDict({{"n", {{"a", torch::ones({3})}}}}),
+       TensorDict({{"n", {{"a", torch::ones({4})}}}})});
   EXPECT_THROWS_EXACTLY(
       ragged.contiguous(),
       c10::Error,
@@ -545,7 +611,8 @@ TEST(LazyStackTest, ContiguousThrowsOnRaggedOrMixedEntries) {
       "their shapes are [torch.Size([3]), torch.Size([4])]. To read them, "
       "take the entry from each of tensordicts().");
   LazyStackedTensorDict mixed = lazy_stack(
-      {TensorDict({{"n", {{"a", torch::ones({3})}}}}), TensorDict({{"n", {{"a", {{"b", torch::ones({3})}}}}}})});
+      {TensorDict({{"n", {{"a", torch::ones({3})}}}}),
+       TensorDict({{"n", {{"a", {{"b", torch::ones({3})}}}}}})});
   EXPECT_THROWS_EXACTLY(
       mixed.contiguous(),
       c10::TypeError,
@@ -557,7 +624,8 @@ TEST(LazyStackTest, ContiguousThrowsOnRaggedOrMixedEntries) {
 
 TEST(LazyStackTest, ReprMatchesPython) {
   // python3 -c "with set_printoptions(compact=False): print(lazy_stack([
-  //   TensorDict(a=torch.zeros(3), b=torch.zeros(2)), TensorDict(a=torch.zeros(4))]))"
+  //   TensorDict(a=torch.zeros(3), b=torch.zeros(2)),
+  //   TensorDict(a=torch.zeros(4))]))"
   LazyStackedTensorDict simple = lazy_stack(
       {TensorDict({{"a", torch::zeros({3})}, {"b", torch::zeros({2})}}),
        TensorDict({{"a", torch::zeros({4})}})});
@@ -565,10 +633,12 @@ TEST(LazyStackTest, ReprMatchesPython) {
       simple.repr(),
       "LazyStackedTensorDict(\n"
       "    fields={\n"
-      "        a: Tensor(shape=torch.Size([2, -1]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+      "        a: Tensor(shape=torch.Size([2, -1]), device=cpu, "
+      "dtype=torch.float32, is_shared=False)},\n"
       "    exclusive_fields={\n"
       "        0 ->\n"
-      "            b: Tensor(shape=torch.Size([2]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+      "            b: Tensor(shape=torch.Size([2]), device=cpu, "
+      "dtype=torch.float32, is_shared=False)},\n"
       "    batch_size=torch.Size([2]),\n"
       "    device=None,\n"
       "    is_shared=False,\n"
@@ -579,17 +649,25 @@ TEST(LazyStackTest, ReprMatchesPython) {
 
   // Nested lazy stacks, stack_dim 1, no exclusive fields.
   LazyStackedTensorDict nested = lazy_stack(
-      {TensorDict({{"a", torch::zeros({2, 3})}, {"b", TensorDict({{"c", torch::zeros({2, 1})}}, {2})}}, {2}),
-       TensorDict({{"a", torch::zeros({2, 4})}, {"b", TensorDict({{"c", torch::zeros({2, 1})}}, {2})}}, {2})},
+      {TensorDict(
+           {{"a", torch::zeros({2, 3})},
+            {"b", TensorDict({{"c", torch::zeros({2, 1})}}, {2})}},
+           {2}),
+       TensorDict(
+           {{"a", torch::zeros({2, 4})},
+            {"b", TensorDict({{"c", torch::zeros({2, 1})}}, {2})}},
+           {2})},
       1);
   EXPECT_EQ(
       nested.repr(),
       "LazyStackedTensorDict(\n"
       "    fields={\n"
-      "        a: Tensor(shape=torch.Size([2, 2, -1]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+      "        a: Tensor(shape=torch.Size([2, 2, -1]), device=cpu, "
+      "dtype=torch.float32, is_shared=False),\n"
       "        b: LazyStackedTensorDict(\n"
       "            fields={\n"
-      "                c: Tensor(shape=torch.Size([2, 2, 1]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+      "                c: Tensor(shape=torch.Size([2, 2, 1]), device=cpu, "
+      "dtype=torch.float32, is_shared=False)},\n"
       "            exclusive_fields={\n"
       "            },\n"
       "            batch_size=torch.Size([2, 2]),\n"
@@ -607,7 +685,8 @@ TEST(LazyStackTest, ReprMatchesPython) {
 TEST(LazyStackTest, ReprShowsRaggedMixedAndExclusiveEntriesAsPython) {
   TensorDict t0(
       {{"a", torch::zeros({3, 2})},
-       {"n", {{"p", torch::zeros({1})}, {"e0", torch::ones({1}, torch::kInt64)}}},
+       {"n",
+        {{"p", torch::zeros({1})}, {"e0", torch::ones({1}, torch::kInt64)}}},
        {"s", "x"},
        {"m", torch::ones({1})}});
   TensorDict t1(
@@ -621,14 +700,17 @@ TEST(LazyStackTest, ReprShowsRaggedMixedAndExclusiveEntriesAsPython) {
       lazy_stack({t0, t1}).repr(),
       "LazyStackedTensorDict(\n"
       "    fields={\n"
-      "        a: Tensor(shape=torch.Size([-1]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+      "        a: Tensor(shape=torch.Size([-1]), device=cpu, "
+      "dtype=torch.float32, is_shared=False),\n"
       "        m: [Tensor, NonTensorData],\n"
       "        n: LazyStackedTensorDict(\n"
       "            fields={\n"
-      "                p: Tensor(shape=torch.Size([2, -1]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+      "                p: Tensor(shape=torch.Size([2, -1]), device=cpu, "
+      "dtype=torch.float32, is_shared=False)},\n"
       "            exclusive_fields={\n"
       "                0 ->\n"
-      "                    e0: Tensor(shape=torch.Size([1]), device=cpu, dtype=torch.int64, is_shared=False)},\n"
+      "                    e0: Tensor(shape=torch.Size([1]), device=cpu, "
+      "dtype=torch.int64, is_shared=False)},\n"
       "            batch_size=torch.Size([2]),\n"
       "            device=None,\n"
       "            is_shared=False,\n"
@@ -641,21 +723,26 @@ TEST(LazyStackTest, ReprShowsRaggedMixedAndExclusiveEntriesAsPython) {
       "        1 ->\n"
       "            e1: TensorDict(\n"
       "                fields={\n"
-      "                    z: Tensor(shape=torch.Size([1]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+      "                    z: Tensor(shape=torch.Size([1]), device=cpu, "
+      "dtype=torch.float32, is_shared=False)},\n"
       "                batch_size=torch.Size([]),\n"
       "                device=None,\n"
       "                is_shared=False),\n"
-      "            e2: NonTensorData(data=w, batch_size=torch.Size([]), device=None)},\n"
+      "            e2: NonTensorData(data=w, batch_size=torch.Size([]), "
+      "device=None)},\n"
       "    batch_size=torch.Size([2]),\n"
       "    device=None,\n"
       "    is_shared=False,\n"
       "    stack_dim=0)");
   // Equal shapes and promoted dtypes print like the stacked tensor.
   EXPECT_EQ(
-      lazy_stack({TensorDict({{"a", torch::zeros({3}, torch::kInt64)}}), TensorDict({{"a", torch::zeros({3})}})}).repr(),
+      lazy_stack({TensorDict({{"a", torch::zeros({3}, torch::kInt64)}}),
+                  TensorDict({{"a", torch::zeros({3})}})})
+          .repr(),
       "LazyStackedTensorDict(\n"
       "    fields={\n"
-      "        a: Tensor(shape=torch.Size([2, 3]), device=cpu, dtype=torch.float32, is_shared=False)},\n"
+      "        a: Tensor(shape=torch.Size([2, 3]), device=cpu, "
+      "dtype=torch.float32, is_shared=False)},\n"
       "    exclusive_fields={\n"
       "    },\n"
       "    batch_size=torch.Size([2]),\n"
@@ -669,12 +756,14 @@ TEST(LazyStackTest, ReprShowsRaggedMixedAndExclusiveEntriesAsPython) {
 TEST(LazyStackTest, ZeroDimBoolIndexAddsADimAndConsumesNone) {
   std::vector<TensorDict> tds;
   for (int64_t i = 0; i < 2; ++i) {
-    tds.push_back(TensorDict({{"x", torch::arange(12).view({3, 4}) + 12 * i}}, {3}));
+    tds.push_back(
+        TensorDict({{"x", torch::arange(12).view({3, 4}) + 12 * i}}, {3}));
   }
   const LazyStackedTensorDict stack = lazy_stack(tds, 0);
   const at::Tensor dense = stack.get("x");
 
-  auto front = std::get<LazyStackedTensorDict>(stack.index({torch::tensor(true)}));
+  auto front =
+      std::get<LazyStackedTensorDict>(stack.index({torch::tensor(true)}));
   EXPECT_EQ(front.batch_size(), c10::IntArrayRef({1, 2, 3}));
   EXPECT_EQ(front.stack_dim(), 1);
   EXPECT_TRUE(torch::equal(front.get("x"), dense.unsqueeze(0)));
@@ -697,4 +786,4 @@ TEST(LazyStackTest, ZeroDimBoolIndexAddsADimAndConsumesNone) {
   EXPECT_EQ(column.get("x").sum().item<int64_t>(), 92);
 }
 
-} // namespace lazy_stack_test
+}  // namespace lazy_stack_test

@@ -8,11 +8,11 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
-#include <iostream>
-#include <mutex>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <string>
@@ -23,7 +23,7 @@
 // Its own namespace, so that test files can share a unity batch.
 namespace memmap_test {
 
-using namespace tensordict; // NOLINT(google-build-using-namespace)
+using namespace tensordict;  // NOLINT(google-build-using-namespace)
 using tensordict::testing::expect_td_equal;
 using tensordict::testing::read_text;
 using tensordict::testing::TempDir;
@@ -45,7 +45,7 @@ TensorDict sample() {
   return td;
 }
 
-} // namespace
+}  // namespace
 
 // --- layout -----------------------------------------------------------------
 
@@ -56,17 +56,19 @@ TEST(MemmapTest, WritesPythonsLayoutWithCompactJson) {
   (void)td.memmap(dir / "td");
   EXPECT_EQ(
       read_text(dir / "td/meta.json"),
-      "{\"obs\":{\"device\":\"cpu\",\"shape\":[3,4],\"dtype\":\"torch.float32\","
+      "{\"obs\":{\"device\":\"cpu\",\"shape\":[3,4],\"dtype\":\"torch."
+      "float32\","
       "\"is_nested\":false},\"next\":{\"type\":\"TensorDict\"},\"task\":{"
       "\"type\":\"NonTensorData\"},\"empty\":{\"device\":\"cpu\",\"shape\":[3,"
-      "0],\"dtype\":\"torch.float32\",\"is_nested\":false},\"labels\":{\"type\":"
+      "0],\"dtype\":\"torch.float32\",\"is_nested\":false},\"labels\":{"
+      "\"type\":"
       "\"NonTensorStack\"},\"shape\":[3],\"device\":\"cpu\",\"_type\":\"<class "
       "'tensordict._td.TensorDict'>\",\"_format_version\":1,\"_class\":"
       "\"tensordict:TensorDict\",\"_names\":[\"time\"]}");
   EXPECT_EQ(fs::file_size(dir / "td/obs.memmap"), 48u);
   EXPECT_EQ(fs::file_size(dir / "td/next/reward.memmap"), 24u);
   EXPECT_EQ(fs::file_size(dir / "td/next/done.memmap"), 3u);
-  EXPECT_FALSE(fs::exists(dir / "td/empty.memmap")); // no file for 0 elements
+  EXPECT_FALSE(fs::exists(dir / "td/empty.memmap"));  // no file for 0 elements
   EXPECT_EQ(
       read_text(dir / "td/task/meta.json"),
       "{\"_type\":\"<class 'tensordict.tensorclass.NonTensorData'>\",\"data\":"
@@ -78,7 +80,8 @@ TEST(MemmapTest, WritesPythonsLayoutWithCompactJson) {
       "\"stack_dim\":0,\"device\":null,\"data\":[\"a\",\"b\",\"c\"]}");
   // The raw bytes are the tensor's, little-endian.
   const std::string bytes = read_text(dir / "td/next/reward.memmap");
-  EXPECT_EQ(std::memcmp(bytes.data(), td.get({"next", "reward"}).data_ptr(), 24), 0);
+  EXPECT_EQ(
+      std::memcmp(bytes.data(), td.get({"next", "reward"}).data_ptr(), 24), 0);
 }
 
 TEST(MemmapTest, SpacedStyleEscapesLikePythonsJsonModule) {
@@ -102,7 +105,8 @@ TEST(MemmapTest, SpacedStyleEscapesLikePythonsJsonModule) {
 
 TEST(MemmapTest, EncodesKeysAsPythonsRobustKey) {
   EXPECT_EQ(encode_key_for_filesystem("a/b/c"), "a%2Fb%2Fc");
-  EXPECT_EQ(encode_key_for_filesystem("key with spaces"), "key%20with%20spaces");
+  EXPECT_EQ(
+      encode_key_for_filesystem("key with spaces"), "key%20with%20spaces");
   EXPECT_EQ(encode_key_for_filesystem("100%"), "100%25");
   EXPECT_EQ(encode_key_for_filesystem("../outside"), "..%2Foutside");
   EXPECT_EQ(encode_key_for_filesystem(""), "%");
@@ -134,7 +138,8 @@ TEST(MemmapTest, KeysNeverLeaveThePrefix) {
       "is not a safe file name");
 }
 
-// --- round trips --------------------------------------------------------------
+// --- round trips
+// --------------------------------------------------------------
 
 TEST(MemmapTest, MemmapReturnsALockedCopyBackedByFiles) {
   TempDir dir;
@@ -145,7 +150,8 @@ TEST(MemmapTest, MemmapReturnsALockedCopyBackedByFiles) {
   EXPECT_TRUE(saved.is_memmap());
   EXPECT_FALSE(td.is_memmap());
   EXPECT_EQ(saved.saved_path(), dir / "td");
-  EXPECT_EQ(MemoryMappedTensor::filename(saved.get("obs")), dir / "td/obs.memmap");
+  EXPECT_EQ(
+      MemoryMappedTensor::filename(saved.get("obs")), dir / "td/obs.memmap");
   // Writing into the mapped leaf writes the file.
   saved.get("obs").fill_(7);
   TensorDict loaded = TensorDict::load_memmap(dir / "td");
@@ -153,7 +159,8 @@ TEST(MemmapTest, MemmapReturnsALockedCopyBackedByFiles) {
   EXPECT_FALSE(loaded.is_locked());
   EXPECT_FALSE(loaded.is_memmap());
   EXPECT_EQ(loaded.get_non_tensor("task"), "reach");
-  EXPECT_EQ(loaded["task"].non_tensor_data().batch_size(), c10::IntArrayRef({3}));
+  EXPECT_EQ(
+      loaded["task"].non_tensor_data().batch_size(), c10::IntArrayRef({3}));
   saved.unlock_();
   EXPECT_FALSE(saved.is_memmap());
 }
@@ -161,14 +168,26 @@ TEST(MemmapTest, MemmapReturnsALockedCopyBackedByFiles) {
 TEST(MemmapTest, RoundTripsEveryDtypeBitForBit) {
   TempDir dir;
   std::vector<c10::ScalarType> dtypes = {
-      torch::kBool, torch::kUInt8, torch::kInt8, torch::kInt16, torch::kInt32,
-      torch::kInt64, torch::kFloat16, torch::kBFloat16, torch::kFloat32,
-      torch::kFloat64, torch::kComplexFloat, torch::kComplexDouble};
+      torch::kBool,
+      torch::kUInt8,
+      torch::kInt8,
+      torch::kInt16,
+      torch::kInt32,
+      torch::kInt64,
+      torch::kFloat16,
+      torch::kBFloat16,
+      torch::kFloat32,
+      torch::kFloat64,
+      torch::kComplexFloat,
+      torch::kComplexDouble};
   TensorDict td({}, {5});
   for (const auto dtype : dtypes) {
     td.set(c10::toString(dtype), (torch::randn({5, 2}) * 100).to(dtype));
   }
-  td.set("nan", torch::tensor(std::vector<float>{NAN, INFINITY, -INFINITY, -0.0f, 1e-40f}));
+  td.set(
+      "nan",
+      torch::tensor(
+          std::vector<float>{NAN, INFINITY, -INFINITY, -0.0f, 1e-40f}));
   (void)td.memmap(dir / "td");
   TensorDict loaded = TensorDict::load_memmap(dir / "td");
   for (const auto& [key, value] : td.items()) {
@@ -189,7 +208,8 @@ TEST(MemmapTest, NonContiguousAndConjugateSourcesAreMaterialized) {
        {"conj", complex.conj()},
        {"neg", torch::randn({4}).neg()}},
       {4});
-  TensorDict loaded = TensorDict::load_memmap(*td.memmap(dir / "td").saved_path());
+  TensorDict loaded =
+      TensorDict::load_memmap(*td.memmap(dir / "td").saved_path());
   expect_td_equal(loaded, td);
 }
 
@@ -200,7 +220,8 @@ TEST(MemmapTest, MemmapInPlaceReplacesLeaves) {
   td.memmap_(dir / "td");
   EXPECT_TRUE(alias.is_memmap());
   EXPECT_TRUE(alias.is_locked());
-  EXPECT_TRUE(MemoryMappedTensor::filename(alias.get({"next", "reward"})).has_value());
+  EXPECT_TRUE(
+      MemoryMappedTensor::filename(alias.get({"next", "reward"})).has_value());
   expect_td_equal(TensorDict::load_memmap(dir / "td"), sample());
   // Saving again to the same place reuses the files.
   td.memmap_(dir / "td");
@@ -211,7 +232,7 @@ TEST(MemmapTest, MemmapLikeWritesSparseZeros) {
   TempDir dir;
   TensorDict td = sample();
   (void)td.memmap(dir / "td");
-  TensorDict like = td.memmap_like(dir / "td"); // over the existing files
+  TensorDict like = td.memmap_like(dir / "td");  // over the existing files
   EXPECT_TRUE(torch::equal(like.get("obs"), torch::zeros({3, 4})));
   TensorDict loaded = TensorDict::load_memmap(dir / "td");
   EXPECT_TRUE(torch::equal(loaded.get("obs"), torch::zeros({3, 4})));
@@ -235,12 +256,13 @@ TEST(MemmapTest, ThreadsAndProgressWriteTheSameFiles) {
   }
   std::vector<int64_t> seen;
   std::mutex mutex;
-  auto options = MemmapOptions(dir / "td").num_threads(4).progress(
-      [&](int64_t done, int64_t total) {
-        std::lock_guard<std::mutex> lock(mutex);
-        EXPECT_EQ(total, 40 * 8 * 16 * 4);
-        seen.push_back(done);
-      });
+  auto options = MemmapOptions(dir / "td")
+                     .num_threads(4)
+                     .progress([&](int64_t done, int64_t total) {
+                       std::lock_guard<std::mutex> lock(mutex);
+                       EXPECT_EQ(total, 40 * 8 * 16 * 4);
+                       seen.push_back(done);
+                     });
   (void)td.memmap(options);
   ASSERT_EQ(seen.size(), 40u);
   EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
@@ -258,14 +280,19 @@ TEST(MemmapTest, LoadOptions) {
       dir / "td", LoadMemmapOptions().device(c10::Device(c10::kMeta)));
   EXPECT_TRUE(meta.get("obs").is_meta());
   EXPECT_EQ(meta.get("obs").sizes(), c10::IntArrayRef({3, 4}));
-  TensorDict sub = TensorDict::load_memmap(dir / "td", LoadMemmapOptions().subpath({"next"}));
-  EXPECT_TRUE(torch::equal(sub.get("reward"), sample().get({"next", "reward"})));
+  TensorDict sub = TensorDict::load_memmap(
+      dir / "td", LoadMemmapOptions().subpath({"next"}));
+  EXPECT_TRUE(
+      torch::equal(sub.get("reward"), sample().get({"next", "reward"})));
   // Copy-on-write: writes stay in memory.
-  TensorDict cow = TensorDict::load_memmap(dir / "td", LoadMemmapOptions().mode(MapMode::kReadOnly));
+  TensorDict cow = TensorDict::load_memmap(
+      dir / "td", LoadMemmapOptions().mode(MapMode::kReadOnly));
   cow.get("obs").fill_(-1);
-  EXPECT_TRUE(torch::equal(TensorDict::load_memmap(dir / "td").get("obs"), sample().get("obs")));
+  EXPECT_TRUE(torch::equal(
+      TensorDict::load_memmap(dir / "td").get("obs"), sample().get("obs")));
   EXPECT_THROWS_WITH(
-      (void)TensorDict::load_memmap(dir / "td", LoadMemmapOptions().subpath({"nope"})),
+      (void)TensorDict::load_memmap(
+          dir / "td", LoadMemmapOptions().subpath({"nope"})),
       c10::Error,
       "the subpath part 'nope' names no saved tensordict");
 }
@@ -274,25 +301,30 @@ TEST(MemmapTest, LoadMemmapInPlaceAndRefresh) {
   TempDir dir;
   TensorDict saved = sample().memmap(dir / "td");
   TensorDict other = TensorDict::load_memmap(dir / "td");
-  other.memmap_(dir / "td"); // memmapped to the same directory
+  other.memmap_(dir / "td");  // memmapped to the same directory
   at::Tensor added = saved.make_memmap({"extra", "x"}, {3, 2}, torch::kInt32);
   added.fill_(5);
   EXPECT_TRUE(saved.is_locked());
   EXPECT_FALSE(other.contains({"extra", "x"}));
   other.memmap_refresh_();
   EXPECT_TRUE(other.is_memmap());
-  EXPECT_TRUE(torch::equal(other.get({"extra", "x"}), torch::full({3, 2}, 5, torch::kInt32)));
+  EXPECT_TRUE(torch::equal(
+      other.get({"extra", "x"}), torch::full({3, 2}, 5, torch::kInt32)));
   EXPECT_THROWS_WITH(
       (void)saved.make_memmap("obs", {3}), c10::Error, "already exists");
   EXPECT_THROWS_WITH(
-      (void)sample().make_memmap("z", {3}), c10::Error, "needs a dict memmapped");
-  EXPECT_THROWS_WITH(sample().memmap_refresh_(), c10::Error, "memmap_refresh_ needs");
+      (void)sample().make_memmap("z", {3}),
+      c10::Error,
+      "needs a dict memmapped");
+  EXPECT_THROWS_WITH(
+      sample().memmap_refresh_(), c10::Error, "memmap_refresh_ needs");
 }
 
 TEST(MemmapTest, LazyStacksRoundTrip) {
   TempDir dir;
   auto stack = lazy_stack(
-      {TensorDict({{"a", torch::ones({2})}}), TensorDict({{"a", torch::zeros({3})}})});
+      {TensorDict({{"a", torch::ones({2})}}),
+       TensorDict({{"a", torch::zeros({3})}})});
   (void)memmap(stack, dir / "ls");
   EXPECT_TRUE(fs::exists(dir / "ls/0/a.memmap"));
   EXPECT_TRUE(fs::exists(dir / "ls/1/a.memmap"));
@@ -309,7 +341,9 @@ TEST(MemmapTest, LazyStackDimNamesRoundTrip) {
   TensorDict element({{"a", torch::ones({3, 2})}}, {3}, std::nullopt, {"n"});
   auto stack = lazy_stack({element, element.clone()}, 1, "s");
   (void)memmap(stack, dir / "ls");
-  EXPECT_NE(read_text(dir / "ls/meta.json").find("\"stack_dim_name\":\"s\""), std::string::npos);
+  EXPECT_NE(
+      read_text(dir / "ls/meta.json").find("\"stack_dim_name\":\"s\""),
+      std::string::npos);
   LoadedTree tree = load_memmap_any(dir / "ls");
   const auto& loaded = std::get<LazyStackedTensorDict>(tree);
   EXPECT_EQ(loaded.stack_dim(), 1);
@@ -317,22 +351,28 @@ TEST(MemmapTest, LazyStackDimNamesRoundTrip) {
 
   write_text(
       dir / "ls/meta.json",
-      "{\"_type\": \"<class 'tensordict._lazy.LazyStackedTensorDict'>\", \"stack_dim\": 1, "
+      "{\"_type\": \"<class 'tensordict._lazy.LazyStackedTensorDict'>\", "
+      "\"stack_dim\": 1, "
       "\"stack_dim_name\": 3}");
   EXPECT_THROWS_WITH(
-      (void)load_memmap_any(dir / "ls"), c10::Error, "\"stack_dim_name\" must be a string or null, found number");
+      (void)load_memmap_any(dir / "ls"),
+      c10::Error,
+      "\"stack_dim_name\" must be a string or null, found number");
 }
 
 TEST(MemmapTest, TensorclassOverALazyStackRoundTrips) {
   // Python's `Cls.lazy_stack(...)`: the class at the root, the stack below.
   TempDir dir;
   auto stack = lazy_stack(
-      {TensorDict({{"a", torch::ones({2})}}), TensorDict({{"a", torch::zeros({2})}})});
+      {TensorDict({{"a", torch::ones({2})}}),
+       TensorDict({{"a", torch::zeros({2})}})});
   stack.set_python_class("<class 'envs.Step'>");
-  EXPECT_THROWS_WITH(stack.set_python_class("Step"), c10::ValueError, "<class 'module.Name'>");
+  EXPECT_THROWS_WITH(
+      stack.set_python_class("Step"), c10::ValueError, "<class 'module.Name'>");
   const auto saved = memmap(stack, dir / "ls");
   EXPECT_EQ(saved.python_class(), "<class 'envs.Step'>");
-  EXPECT_EQ(read_text(dir / "ls/meta.json"), "{\"_type\":\"<class 'envs.Step'>\"}");
+  EXPECT_EQ(
+      read_text(dir / "ls/meta.json"), "{\"_type\":\"<class 'envs.Step'>\"}");
   EXPECT_TRUE(fs::exists(dir / "ls/_tensordict/1/a.memmap"));
 
   LoadedTree tree = load_memmap_any(dir / "ls");
@@ -342,7 +382,8 @@ TEST(MemmapTest, TensorclassOverALazyStackRoundTrips) {
   // A dense load stacks it and keeps the class.
   TensorDict dense = TensorDict::load_memmap(dir / "ls");
   EXPECT_EQ(dense.python_class(), "<class 'envs.Step'>");
-  EXPECT_TRUE(torch::equal(dense.get("a"), torch::stack({torch::ones({2}), torch::zeros({2})})));
+  EXPECT_TRUE(torch::equal(
+      dense.get("a"), torch::stack({torch::ones({2}), torch::zeros({2})})));
   EXPECT_TRUE(verify_memmap(dir / "ls").empty());
 
   // Any other collection under _tensordict is refused, never read as empty.
@@ -352,7 +393,8 @@ TEST(MemmapTest, TensorclassOverALazyStackRoundTrips) {
   EXPECT_THROWS_WITH(
       (void)load_memmap_any(dir / "ls"),
       c10::Error,
-      "but the fields of the tensorclass <class 'envs.Step'> must be a TensorDict or a "
+      "but the fields of the tensorclass <class 'envs.Step'> must be a "
+      "TensorDict or a "
       "LazyStackedTensorDict");
 }
 
@@ -364,9 +406,13 @@ TEST(MemmapTest, ALazyStackCannotLoadIntoANestedDictInPlace) {
   (void)td.memmap(dir / "td");
   fs::remove_all(dir / "td/n");
   (void)memmap(
-      lazy_stack({TensorDict({{"a", torch::ones({3})}}), TensorDict({{"a", torch::ones({3})}})}),
+      lazy_stack(
+          {TensorDict({{"a", torch::ones({3})}}),
+           TensorDict({{"a", torch::ones({3})}})}),
       dir / "td/n");
-  EXPECT_TRUE(torch::equal(TensorDict::load_memmap(dir / "td").get({"n", "a"}), torch::ones({2, 3})));
+  EXPECT_TRUE(torch::equal(
+      TensorDict::load_memmap(dir / "td").get({"n", "a"}),
+      torch::ones({2, 3})));
   EXPECT_THROWS_WITH(
       td.load_memmap_(dir / "td"),
       c10::Error,
@@ -378,28 +424,34 @@ TEST(MemmapTest, PythonClassRoundTrips) {
   TensorDict td({{"x", torch::ones({2})}, {"y", "hi"}}, {2});
   td.set_python_class("<class '__main__.MyData'>");
   (void)td.memmap(dir / "tc");
-  EXPECT_EQ(read_text(dir / "tc/meta.json"), "{\"_type\":\"<class '__main__.MyData'>\"}");
+  EXPECT_EQ(
+      read_text(dir / "tc/meta.json"),
+      "{\"_type\":\"<class '__main__.MyData'>\"}");
   EXPECT_TRUE(fs::exists(dir / "tc/_tensordict/x.memmap"));
   TensorDict loaded = TensorDict::load_memmap(dir / "tc");
   EXPECT_EQ(loaded.python_class(), "<class '__main__.MyData'>");
   expect_td_equal(loaded, td);
-  EXPECT_THROWS_WITH(td.set_python_class("MyData"), c10::ValueError, "<class 'module.Name'>");
+  EXPECT_THROWS_WITH(
+      td.set_python_class("MyData"), c10::ValueError, "<class 'module.Name'>");
 }
 
 TEST(MemmapTest, LoadsPythonsCommittedArtifact) {
   const std::string fixture =
       (fs::path(__FILE__).parent_path() / "data" / "mmap_example").string();
-  TensorDict td = TensorDict::load_memmap(fixture, LoadMemmapOptions().mode(MapMode::kReadOnly));
+  TensorDict td = TensorDict::load_memmap(
+      fixture, LoadMemmapOptions().mode(MapMode::kReadOnly));
   EXPECT_EQ(td.batch_size(), c10::IntArrayRef({2, 1}));
   EXPECT_EQ(td.get_tensordict("nested").batch_size(), c10::IntArrayRef({2, 1}));
   EXPECT_TRUE(torch::equal(
       td.get({"nested", "int64"}), torch::tensor({{1}, {2}}, torch::kInt64)));
   EXPECT_TRUE(torch::equal(
       td.get({"nested", "bfloat16"}), torch::ones({2, 1}, torch::kBFloat16)));
-  EXPECT_EQ(td.get_non_tensor({"nested", "string"}), Json::array({"a string!"}));
+  EXPECT_EQ(
+      td.get_non_tensor({"nested", "string"}), Json::array({"a string!"}));
 }
 
-// --- MemoryMappedTensor ---------------------------------------------------------
+// --- MemoryMappedTensor
+// ---------------------------------------------------------
 
 TEST(MemoryMappedTensorTest, FactoriesMapFiles) {
   TempDir dir;
@@ -407,11 +459,18 @@ TEST(MemoryMappedTensorTest, FactoriesMapFiles) {
   EXPECT_EQ(MemoryMappedTensor::filename(t), dir / "a.memmap");
   EXPECT_EQ(MemoryMappedTensor::filename(t.narrow(0, 1, 2)), dir / "a.memmap");
   EXPECT_TRUE(torch::equal(
-      MemoryMappedTensor::from_filename(dir / "a.memmap", torch::kInt64, {2, 2}),
+      MemoryMappedTensor::from_filename(
+          dir / "a.memmap", torch::kInt64, {2, 2}),
       torch::arange(4).reshape({2, 2})));
-  EXPECT_TRUE(torch::equal(MemoryMappedTensor::zeros({3}, torch::kFloat32, dir / "z"), torch::zeros({3})));
-  EXPECT_TRUE(torch::equal(MemoryMappedTensor::ones({3}, torch::kInt8, dir / "o"), torch::ones({3}, torch::kInt8)));
-  EXPECT_TRUE(torch::equal(MemoryMappedTensor::full({2}, 2.5, torch::kFloat64, dir / "f"), torch::full({2}, 2.5, torch::kFloat64)));
+  EXPECT_TRUE(torch::equal(
+      MemoryMappedTensor::zeros({3}, torch::kFloat32, dir / "z"),
+      torch::zeros({3})));
+  EXPECT_TRUE(torch::equal(
+      MemoryMappedTensor::ones({3}, torch::kInt8, dir / "o"),
+      torch::ones({3}, torch::kInt8)));
+  EXPECT_TRUE(torch::equal(
+      MemoryMappedTensor::full({2}, 2.5, torch::kFloat64, dir / "f"),
+      torch::full({2}, 2.5, torch::kFloat64)));
   EXPECT_TRUE(MemoryMappedTensor::is_memmap(MemoryMappedTensor::empty({2})));
   EXPECT_FALSE(MemoryMappedTensor::is_memmap(torch::ones({2})));
   // The same file is reused; another one needs copy_existing.
@@ -425,14 +484,16 @@ TEST(MemoryMappedTensorTest, FactoriesMapFiles) {
       c10::Error,
       "already exists");
   EXPECT_THROWS_WITH(
-      (void)MemoryMappedTensor::from_filename(dir / "a.memmap", torch::kInt64, {5}),
+      (void)MemoryMappedTensor::from_filename(
+          dir / "a.memmap", torch::kInt64, {5}),
       c10::Error,
       "has 32 bytes, but its shape [5] of torch.int64 needs 40");
 }
 
 TEST(MemoryMappedTensorTest, FromTensorTakesPythonsKeywordsAsOptions) {
   TempDir dir;
-  const at::Tensor t = MemoryMappedTensor::from_tensor(torch::arange(4), dir / "a.memmap");
+  const at::Tensor t =
+      MemoryMappedTensor::from_tensor(torch::arange(4), dir / "a.memmap");
   // copy_existing=True: a tensor backed by another file is copied.
   const at::Tensor copy = MemoryMappedTensor::from_tensor(
       t, FromTensorOptions(dir / "b.memmap").copy_existing(true));
@@ -441,14 +502,16 @@ TEST(MemoryMappedTensorTest, FromTensorTakesPythonsKeywordsAsOptions) {
   // existsok=True: an existing file is reused.
   (void)MemoryMappedTensor::empty({4}, torch::kInt64, dir / "c.memmap");
   const at::Tensor reused = MemoryMappedTensor::from_tensor(
-      torch::full({4}, 7, torch::kInt64), FromTensorOptions(dir / "c.memmap").existsok(true));
+      torch::full({4}, 7, torch::kInt64),
+      FromTensorOptions(dir / "c.memmap").existsok(true));
   EXPECT_TRUE(torch::equal(reused, torch::full({4}, 7, torch::kInt64)));
   EXPECT_TRUE(torch::equal(
       MemoryMappedTensor::from_filename(dir / "c.memmap", torch::kInt64, {4}),
       torch::full({4}, 7, torch::kInt64)));
   // copy_data=False: zeros of the tensor's shape and dtype.
   const at::Tensor zeros = MemoryMappedTensor::from_tensor(
-      torch::ones({2, 3}, torch::kDouble), FromTensorOptions(dir / "z.memmap").copy_data(false));
+      torch::ones({2, 3}, torch::kDouble),
+      FromTensorOptions(dir / "z.memmap").copy_data(false));
   EXPECT_EQ(zeros.sizes(), (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(zeros.scalar_type(), torch::kDouble);
   EXPECT_TRUE(torch::equal(zeros, torch::zeros({2, 3}, torch::kDouble)));
@@ -459,14 +522,16 @@ TEST(MemoryMappedTensorTest, FromTensorTakesPythonsKeywordsAsOptions) {
   EXPECT_TRUE(torch::equal(shared, torch::arange(3)));
   // empty and zeros are one factory: both start zeroed.
   EXPECT_TRUE(torch::equal(
-      MemoryMappedTensor::empty({3}, torch::kFloat32, dir / "e"), torch::zeros({3})));
+      MemoryMappedTensor::empty({3}, torch::kFloat32, dir / "e"),
+      torch::zeros({3})));
   EXPECT_THROWS_WITH(
       (void)MemoryMappedTensor::zeros({3}, torch::kFloat32, dir / "e"),
       c10::Error,
       "already exists");
 }
 
-// --- untrusted files ------------------------------------------------------------
+// --- untrusted files
+// ------------------------------------------------------------
 
 TEST(MemmapUntrustedTest, ShortLeafFileIsAnError) {
   TempDir dir;
@@ -509,7 +574,8 @@ TEST(MemmapUntrustedTest, BadMetaJsonIsAClearError) {
   const std::string good = read_text(meta);
   auto expect_error = [&](const std::string& text, const std::string& message) {
     write_text(meta, text);
-    EXPECT_THROWS_WITH((void)TensorDict::load_memmap(dir / "td"), c10::Error, message);
+    EXPECT_THROWS_WITH(
+        (void)TensorDict::load_memmap(dir / "td"), c10::Error, message);
   };
   auto replace = [&](const std::string& from, const std::string& to) {
     std::string text = good;
@@ -519,30 +585,59 @@ TEST(MemmapUntrustedTest, BadMetaJsonIsAClearError) {
   };
   expect_error("{not json", "is not valid JSON");
   expect_error("[1, 2]", "must hold a JSON object, found array");
-  expect_error(replace("\"torch.float64\"", "\"torch.float128\""), "unknown dtype 'torch.float128'");
-  expect_error(replace("\"shape\":[3],\"dtype\":\"torch.float64\"", "\"shape\":[-3],\"dtype\":\"torch.float64\""), "must hold non-negative integers, found -3");
-  expect_error(replace("\"shape\":[3],\"dtype\":\"torch.float64\"", "\"shape\":[4611686018427387904,4],\"dtype\":\"torch.float64\""), "overflows a 64-bit byte count");
-  expect_error(replace("\"shape\":[3],\"dtype\":\"torch.float64\"", "\"shape\":\"3\",\"dtype\":\"torch.float64\""), "must be a list of sizes, found string");
-  expect_error(replace("\"dtype\":\"torch.float64\"", "\"dtype\":7"), "\"dtype\" must be a string, found number");
-  expect_error(replace("\"is_nested\":false", "\"is_nested\":true"), "is a nested tensor");
-  expect_error(replace(",\"_type\":\"<class 'tensordict._td.TensorDict'>\"", ""), "has no \"_type\" string");
-  expect_error(replace("\"_format_version\":1", "\"_format_version\":2"), "format version 2");
-  expect_error(std::string(200, '[') + std::string(200, ']'), "nests JSON deeper than 128 levels");
+  expect_error(
+      replace("\"torch.float64\"", "\"torch.float128\""),
+      "unknown dtype 'torch.float128'");
+  expect_error(
+      replace(
+          "\"shape\":[3],\"dtype\":\"torch.float64\"",
+          "\"shape\":[-3],\"dtype\":\"torch.float64\""),
+      "must hold non-negative integers, found -3");
+  expect_error(
+      replace(
+          "\"shape\":[3],\"dtype\":\"torch.float64\"",
+          "\"shape\":[4611686018427387904,4],\"dtype\":\"torch.float64\""),
+      "overflows a 64-bit byte count");
+  expect_error(
+      replace(
+          "\"shape\":[3],\"dtype\":\"torch.float64\"",
+          "\"shape\":\"3\",\"dtype\":\"torch.float64\""),
+      "must be a list of sizes, found string");
+  expect_error(
+      replace("\"dtype\":\"torch.float64\"", "\"dtype\":7"),
+      "\"dtype\" must be a string, found number");
+  expect_error(
+      replace("\"is_nested\":false", "\"is_nested\":true"),
+      "is a nested tensor");
+  expect_error(
+      replace(",\"_type\":\"<class 'tensordict._td.TensorDict'>\"", ""),
+      "has no \"_type\" string");
+  expect_error(
+      replace("\"_format_version\":1", "\"_format_version\":2"),
+      "format version 2");
+  expect_error(
+      std::string(200, '[') + std::string(200, ']'),
+      "nests JSON deeper than 128 levels");
   write_text(meta, good);
   EXPECT_THROWS_WITH(
-      (void)TensorDict::load_memmap(dir / "td", LoadMemmapOptions().max_meta_bytes(16)),
+      (void)TensorDict::load_memmap(
+          dir / "td", LoadMemmapOptions().max_meta_bytes(16)),
       c10::Error,
       "more than the limit of 16");
 }
 
 TEST(MemmapUntrustedTest, MetadataRefusalsNameTheFileAndTheKey) {
   TempDir dir;
-  TensorDict td({{"a", torch::ones({2, 3})}, {"n", {{"b", torch::ones({2, 3})}}}}, {2, 3});
+  TensorDict td(
+      {{"a", torch::ones({2, 3})}, {"n", {{"b", torch::ones({2, 3})}}}},
+      {2, 3});
   td.set_names({"x", "y"});
   (void)td.memmap(dir / "d");
   const std::string meta = dir / "d/meta.json";
   const std::string good = read_text(meta);
-  auto with = [&](const std::string& path, const std::string& from, const std::string& to) {
+  auto with = [&](const std::string& path,
+                  const std::string& from,
+                  const std::string& to) {
     std::string text = read_text(path);
     const size_t at = text.find(from);
     ASSERT_NE(at, std::string::npos) << from;
@@ -553,16 +648,24 @@ TEST(MemmapUntrustedTest, MetadataRefusalsNameTheFileAndTheKey) {
   EXPECT_THROWS_WITH(
       (void)TensorDict::load_memmap(dir / "d"),
       c10::Error,
-      "invalid metadata in " + meta + " at the root: \"_names\" repeats the dim name 'x'");
+      "invalid metadata in " + meta +
+          " at the root: \"_names\" repeats the dim name 'x'");
   write_text(meta, good);
   // A leaf of a nested dict: its own meta.json and its full key.
   const std::string nested_meta = dir / "d/n/meta.json";
-  with(nested_meta, "\"dtype\":\"torch.float32\"", "\"dtype\":\"torch.float33\"");
+  with(
+      nested_meta,
+      "\"dtype\":\"torch.float32\"",
+      "\"dtype\":\"torch.float33\"");
   EXPECT_THROWS_WITH(
       (void)TensorDict::load_memmap(dir / "d"),
       c10::Error,
-      "invalid metadata in " + nested_meta + " at key ('n', 'b'): unknown dtype 'torch.float33'");
-  with(nested_meta, "\"dtype\":\"torch.float33\"", "\"dtype\":\"torch.float32\"");
+      "invalid metadata in " + nested_meta +
+          " at key ('n', 'b'): unknown dtype 'torch.float33'");
+  with(
+      nested_meta,
+      "\"dtype\":\"torch.float33\"",
+      "\"dtype\":\"torch.float32\"");
   with(nested_meta, "\"is_nested\":false", "\"is_nested\":0");
   EXPECT_THROWS_WITH(
       (void)TensorDict::load_memmap(dir / "d"),
@@ -583,9 +686,14 @@ TEST(MemmapUntrustedTest, FuzzedMetaJsonNeverCrashes) {
     for (int e = 0; e < edits; ++e) {
       const size_t at = rng() % text.size();
       switch (rng() % 3) {
-        case 0: text[at] = static_cast<char>(rng() % 128); break;
-        case 1: text.erase(at, 1 + rng() % 8); break;
-        default: text.insert(at, 1, "0123456789-[]{}\",:e"[rng() % 19]);
+        case 0:
+          text[at] = static_cast<char>(rng() % 128);
+          break;
+        case 1:
+          text.erase(at, 1 + rng() % 8);
+          break;
+        default:
+          text.insert(at, 1, "0123456789-[]{}\",:e"[rng() % 19]);
       }
       if (text.empty()) {
         text = "{";
@@ -604,14 +712,17 @@ TEST(MemmapUntrustedTest, FuzzedMetaJsonNeverCrashes) {
 TEST(MemmapUntrustedTest, PickleSidecarsNameTheKey) {
   TempDir dir;
   (void)sample().memmap(dir / "td");
-  write_text(dir / "td/task/meta.json",
-             "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", \"_metadata\": null}");
+  write_text(
+      dir / "td/task/meta.json",
+      "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
+      "\"_metadata\": null}");
   write_text(dir / "td/task/other.pickle", "\x80\x04");
   EXPECT_THROWS_WITH(
       (void)TensorDict::load_memmap(dir / "td"),
       c10::Error,
       "key 'task' is stored in the Python pickle file");
-  TensorDict td = TensorDict::load_memmap(dir / "td", LoadMemmapOptions().skip_pickle(true));
+  TensorDict td = TensorDict::load_memmap(
+      dir / "td", LoadMemmapOptions().skip_pickle(true));
   EXPECT_FALSE(td.contains("task"));
   EXPECT_TRUE(td.contains("obs"));
 }
@@ -624,7 +735,9 @@ TEST(MemmapUntrustedTest, SymlinksAreRefused) {
   fs::rename(dir / "td/obs.memmap", dir / "elsewhere/obs.memmap");
   fs::create_symlink(dir / "elsewhere/obs.memmap", dir / "td/obs.memmap");
   EXPECT_THROWS_WITH(
-      (void)TensorDict::load_memmap(dir / "td"), c10::Error, "through the symlink");
+      (void)TensorDict::load_memmap(dir / "td"),
+      c10::Error,
+      "through the symlink");
   // Writing a leaf through a symlink.
   EXPECT_THROWS_WITH(
       (void)sample().memmap(dir / "td"),
@@ -643,20 +756,26 @@ TEST(MemmapUntrustedTest, SymlinksAreRefused) {
 
 TEST(MemmapUntrustedTest, ReservedKeysAreRefusedWhenWriting) {
   TempDir dir;
-  for (const char* key : {"shape", "device", "_type", "_format_version", "_class", "_names"}) {
+  for (const char* key :
+       {"shape", "device", "_type", "_format_version", "_class", "_names"}) {
     TensorDict td({{key, torch::ones({1})}}, {1});
     EXPECT_THROWS_WITH(
         (void)td.memmap(dir / "td"),
         c10::Error,
-        std::string("the key '") + key + "' would collide with the '" + key + "' member of meta.json");
+        std::string("the key '") + key + "' would collide with the '" + key +
+            "' member of meta.json");
   }
   TensorDict nested({{"a", {{"shape", torch::ones({1})}}}}, {1});
-  EXPECT_THROWS_WITH((void)nested.memmap(dir / "n"), c10::Error, "cannot save key ('a', 'shape')");
+  EXPECT_THROWS_WITH(
+      (void)nested.memmap(dir / "n"),
+      c10::Error,
+      "cannot save key ('a', 'shape')");
   // A refused save leaves an earlier one in the same place loadable.
   (void)sample().memmap(dir / "kept");
   TensorDict bad = sample();
   bad.set({"next", "_type"}, torch::ones({3}));
-  EXPECT_THROWS_WITH((void)bad.memmap(dir / "kept"), c10::Error, "would collide");
+  EXPECT_THROWS_WITH(
+      (void)bad.memmap(dir / "kept"), c10::Error, "would collide");
   expect_td_equal(TensorDict::load_memmap(dir / "kept"), sample());
 }
 
@@ -678,16 +797,22 @@ TEST(MemmapUntrustedTest, CopyExistingIsNeededToCopyAMappedLeaf) {
   TensorDict saved = sample().memmap(dir / "a");
   EXPECT_THROWS_WITH(
       (void)saved.memmap(dir / "b"), c10::Error, "pass copy_existing(true)");
-  expect_td_equal(saved.memmap(MemmapOptions(dir / "c").copy_existing(true)), sample());
+  expect_td_equal(
+      saved.memmap(MemmapOptions(dir / "c").copy_existing(true)), sample());
 }
 
-// --- crash safety -----------------------------------------------------------------
+// --- crash safety
+// -----------------------------------------------------------------
 
 namespace {
 
 // Saves `td` under `prefix` in a child process and kills it after
 // `delay_us`; returns once the child is gone.
-void save_and_kill(const TensorDict& td, const std::string& prefix, int delay_us, int threads) {
+void save_and_kill(
+    const TensorDict& td,
+    const std::string& prefix,
+    int delay_us,
+    int threads) {
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -704,7 +829,7 @@ void save_and_kill(const TensorDict& td, const std::string& prefix, int delay_us
   ::waitpid(pid, &status, 0);
 }
 
-} // namespace
+}  // namespace
 
 TEST(MemmapCrashTest, AnInterruptedSaveNeverLoadsAsComplete) {
   TempDir dir;
@@ -714,7 +839,8 @@ TEST(MemmapCrashTest, AnInterruptedSaveNeverLoadsAsComplete) {
   for (int i = 0; i < 48; ++i) {
     const std::string key = "leaf" + std::to_string(i);
     first.set({"group" + std::to_string(i % 4), key}, torch::randn({64, 1024}));
-    second.set({"group" + std::to_string(i % 4), key}, torch::randn({64, 1024}));
+    second.set(
+        {"group" + std::to_string(i % 4), key}, torch::randn({64, 1024}));
   }
   // How long a whole save takes here, to spread the kills over it.
   const auto start = std::chrono::steady_clock::now();
@@ -729,7 +855,8 @@ TEST(MemmapCrashTest, AnInterruptedSaveNeverLoadsAsComplete) {
     // Half the rounds save over a complete earlier save of other data.
     const std::string prefix = dir / ("tree" + std::to_string(round % 8));
     const TensorDict& data = round % 2 == 0 ? first : second;
-    const int delay = static_cast<int>(rng() % static_cast<uint64_t>(save_us * 3 / 2 + 1));
+    const int delay =
+        static_cast<int>(rng() % static_cast<uint64_t>(save_us * 3 / 2 + 1));
     save_and_kill(data, prefix, delay, /*threads=*/round % 3 == 0 ? 2 : 0);
     try {
       TensorDict loaded = TensorDict::load_memmap(prefix);
@@ -754,15 +881,19 @@ TEST(MemmapUntrustedTest, MoreRefusalsNameWhatIsWrong) {
   // Writing.
   TensorDict long_key({{std::string(300, 'k'), torch::ones({1})}}, {1});
   EXPECT_THROWS_WITH(
-      (void)long_key.memmap(dir / "a"), c10::Error,
+      (void)long_key.memmap(dir / "a"),
+      c10::Error,
       "its file name would be 307 bytes long, more than the 255");
-  TensorDict taken({{"x", torch::ones({1})}, {"x.memmap", {{"y", torch::ones({1})}}}}, {1});
+  TensorDict taken(
+      {{"x", torch::ones({1})}, {"x.memmap", {{"y", torch::ones({1})}}}}, {1});
   EXPECT_THROWS_WITH(
-      (void)taken.memmap(dir / "b"), c10::Error,
+      (void)taken.memmap(dir / "b"),
+      c10::Error,
       "its file name 'x.memmap' is taken by another entry");
   TensorDict fp8({{"f", torch::ones({1}).to(torch::kFloat8_e4m3fn)}}, {1});
   EXPECT_THROWS_WITH(
-      (void)fp8.memmap(dir / "c"), c10::Error,
+      (void)fp8.memmap(dir / "c"),
+      c10::Error,
       "Python tensordict cannot load the dtype torch.float8_e4m3fn");
   // Reading.
   TensorDict named({{"a", torch::ones({2})}}, {2});
@@ -776,34 +907,52 @@ TEST(MemmapUntrustedTest, MoreRefusalsNameWhatIsWrong) {
     write_text(meta, text);
   };
   with("\"_names\":[\"n\"]", "\"_names\":[\"n\",\"m\"]");
-  EXPECT_THROWS_WITH((void)TensorDict::load_memmap(dir / "d"), c10::Error,
-                     "\"_names\" has 2 names for 1 batch dims");
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(dir / "d"),
+      c10::Error,
+      "\"_names\" has 2 names for 1 batch dims");
   with("\"device\":\"cpu\",\"_type\"", "\"device\":\"cuda:0\",\"_type\"");
-  EXPECT_THROWS_WITH((void)TensorDict::load_memmap(dir / "d"), c10::Error,
-                     "was saved from device cuda:0; pass LoadMemmapOptions().device");
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(dir / "d"),
+      c10::Error,
+      "was saved from device cuda:0; pass LoadMemmapOptions().device");
   with("\"device\":\"cpu\",\"_type\"", "\"device\":\"toaster\",\"_type\"");
-  EXPECT_THROWS_WITH((void)TensorDict::load_memmap(dir / "d"), c10::Error,
-                     "\"device\" is not a device: 'toaster'");
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(dir / "d"),
+      c10::Error,
+      "\"device\" is not a device: 'toaster'");
   // A sub-collection that is a file, a stack with string data, an empty
   // lazy stack.
   (void)sample().memmap(dir / "e");
   fs::remove_all(dir / "e/next");
   write_text(dir / "e/next", "not a directory");
-  EXPECT_THROWS_WITH((void)TensorDict::load_memmap(dir / "e"), c10::Error,
-                     "it must be a directory, not a symlink or a file");
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(dir / "e"),
+      c10::Error,
+      "it must be a directory, not a symlink or a file");
   (void)sample().memmap(dir / "f");
-  write_text(dir / "f/labels/meta.json",
-             "{\"_type\":\"<class 'tensordict.tensorclass.NonTensorStack'>\",\"data\":\"x\"}");
-  EXPECT_THROWS_WITH((void)TensorDict::load_memmap(dir / "f"), c10::Error,
-                     "has the string \"x\" as data; expected a list or \"pickle.pkl\"");
+  write_text(
+      dir / "f/labels/meta.json",
+      "{\"_type\":\"<class "
+      "'tensordict.tensorclass.NonTensorStack'>\",\"data\":\"x\"}");
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(dir / "f"),
+      c10::Error,
+      "has the string \"x\" as data; expected a list or \"pickle.pkl\"");
   fs::create_directories(dir / "g");
-  write_text(dir / "g/meta.json",
-             "{\"_type\": \"<class 'tensordict._lazy.LazyStackedTensorDict'>\", \"stack_dim\": 0}");
-  EXPECT_THROWS_WITH((void)load_memmap_any(dir / "g"), c10::Error,
-                     "has no element directories (0/, 1/, ...)");
+  write_text(
+      dir / "g/meta.json",
+      "{\"_type\": \"<class 'tensordict._lazy.LazyStackedTensorDict'>\", "
+      "\"stack_dim\": 0}");
+  EXPECT_THROWS_WITH(
+      (void)load_memmap_any(dir / "g"),
+      c10::Error,
+      "has no element directories (0/, 1/, ...)");
   write_text(dir / "g/meta.json", "{\"_type\": \"<class 'builtins.object'>\"}");
-  EXPECT_THROWS_WITH((void)load_memmap_any(dir / "g"), c10::Error,
-                     "which is neither a tensordict class nor a tensorclass");
+  EXPECT_THROWS_WITH(
+      (void)load_memmap_any(dir / "g"),
+      c10::Error,
+      "which is neither a tensordict class nor a tensorclass");
 }
 
-} // namespace memmap_test
+}  // namespace memmap_test

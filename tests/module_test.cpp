@@ -12,27 +12,26 @@
 // Its own namespace, so that test files can share a unity batch.
 namespace module_test {
 
-using namespace tensordict; // NOLINT(google-build-using-namespace)
+using namespace tensordict;  // NOLINT(google-build-using-namespace)
 namespace fs = std::filesystem;
 
 namespace {
 
 torch::nn::Sequential make_model() {
   return torch::nn::Sequential(
-      torch::nn::Linear(2, 3),
-      torch::nn::ReLU(),
-      torch::nn::BatchNorm1d(3));
+      torch::nn::Linear(2, 3), torch::nn::ReLU(), torch::nn::BatchNorm1d(3));
 }
 
 std::string temp_path() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path path = fs::temp_directory_path() /
+  const fs::path path =
+      fs::temp_directory_path() /
       ("tensordict_module_" + std::to_string(::getpid()) + "_" + info->name());
   fs::remove_all(path);
   return path.string();
 }
 
-} // namespace
+}  // namespace
 
 TEST(ModuleTest, FromModuleUsesPythonKeysAndAliasesTheTensors) {
   auto model = make_model();
@@ -59,8 +58,8 @@ TEST(ModuleTest, FromModuleUsesPythonKeysAndAliasesTheTensors) {
 
 TEST(ModuleTest, ToModuleInPlaceCopiesValues) {
   auto model = make_model();
-  const TensorDict zeros =
-      TensorDict::from_module(*model).apply([](const at::Tensor& t) { return torch::zeros_like(t); });
+  const TensorDict zeros = TensorDict::from_module(*model).apply(
+      [](const at::Tensor& t) { return torch::zeros_like(t); });
   const void* before = model[0]->as<torch::nn::Linear>()->weight.data_ptr();
   (void)zeros.to_module(*model, ToModuleOptions().inplace(true));
   auto* linear = model[0]->as<torch::nn::Linear>();
@@ -73,8 +72,8 @@ TEST(ModuleTest, ToModuleSwapMakesTheModuleUseTheDictsTensors) {
   auto model = make_model();
   auto* linear = model[0]->as<torch::nn::Linear>();
   const at::Tensor original = linear->weight.detach().clone();
-  const TensorDict ones =
-      TensorDict::from_module(*model).apply([](const at::Tensor& t) { return torch::ones_like(t); });
+  const TensorDict ones = TensorDict::from_module(*model).apply(
+      [](const at::Tensor& t) { return torch::ones_like(t); });
   const TensorDict previous = ones.to_module(*model);
   EXPECT_EQ(linear->weight.data_ptr(), ones.get({"0", "weight"}).data_ptr());
   EXPECT_TRUE(torch::equal(previous.get({"0", "weight"}), original));
@@ -91,8 +90,8 @@ TEST(ModuleTest, ScopedSwapRestoresTheOriginals) {
   auto model = make_model();
   auto* linear = model[0]->as<torch::nn::Linear>();
   const void* own = linear->weight.data_ptr();
-  const TensorDict twos =
-      TensorDict::from_module(*model).apply([](const at::Tensor& t) { return torch::full_like(t, 2); });
+  const TensorDict twos = TensorDict::from_module(*model).apply(
+      [](const at::Tensor& t) { return torch::full_like(t, 2); });
   {
     ScopedModuleSwap swap(twos, *model);
     EXPECT_TRUE(torch::equal(linear->weight, torch::full({3, 2}, 2.0)));
@@ -116,7 +115,8 @@ TEST(ModuleTest, MismatchedStructureNamesTheKey) {
   EXPECT_THROWS_WITH(
       missing.to_module(*model),
       c10::Error,
-      "to_module: the module's buffer ('2', 'running_var') is missing from the dict");
+      "to_module: the module's buffer ('2', 'running_var') is missing from the "
+      "dict");
   TensorDict shape = TensorDict::from_module(*model).clone();
   shape.set({"0", "weight"}, torch::zeros({4, 2}));
   EXPECT_THROWS_WITH(
@@ -152,7 +152,8 @@ TEST(ModuleTest, CheckpointThroughMemmapLoadsOntoAFreshModel) {
   auto model = make_model();
   (void)TensorDict::from_module(*model).memmap(dir);
   auto fresh = make_model();
-  (void)TensorDict::load_memmap(dir).to_module(*fresh, ToModuleOptions().inplace(true));
+  (void)TensorDict::load_memmap(dir).to_module(
+      *fresh, ToModuleOptions().inplace(true));
   auto* a = model[0]->as<torch::nn::Linear>();
   auto* b = fresh[0]->as<torch::nn::Linear>();
   EXPECT_TRUE(torch::equal(a->weight, b->weight));
@@ -169,4 +170,4 @@ TEST(ModuleTest, CheckpointThroughMemmapLoadsOntoAFreshModel) {
   fs::remove_all(dir);
 }
 
-} // namespace module_test
+}  // namespace module_test

@@ -49,7 +49,7 @@ TEST(NestedKeyTest, OwnedKeysSurviveTheirSource) {
   EXPECT_EQ(key[1], "b");
   NestedKey copy = key;
   EXPECT_EQ(copy, key);
-  EXPECT_EQ(copy[0].data(), key[0].data()); // copies share storage
+  EXPECT_EQ(copy[0].data(), key[0].data());  // copies share storage
 }
 
 TEST(NestedKeyTest, StringViewKeysOwnACopy) {
@@ -102,7 +102,9 @@ TEST(NestedKeyTest, NullPointerIsRejected) {
 
 TEST(NestedKeyTest, ChildOfJoinsAParentOrStartsAtTheRoot) {
   EXPECT_EQ(NestedKey::child_of(std::nullopt, "a"), NestedKey("a"));
-  EXPECT_EQ(NestedKey::child_of(NestedKey({"n", "m"}), "a").to_string(), "('n', 'm', 'a')");
+  EXPECT_EQ(
+      NestedKey::child_of(NestedKey({"n", "m"}), "a").to_string(),
+      "('n', 'm', 'a')");
 }
 
 TEST(NestedKeyTest, FromPartsOwnsACopyOfThePath) {
@@ -112,7 +114,9 @@ TEST(NestedKeyTest, FromPartsOwnsACopyOfThePath) {
   part = "xxx";
   EXPECT_EQ(key.to_string(), "('next', 'obs')");
   EXPECT_THROWS_WITH(
-      NestedKey::from_parts({}), KeyError, "a key must be a string or a non-empty");
+      NestedKey::from_parts({}),
+      KeyError,
+      "a key must be a string or a non-empty");
 }
 
-} // namespace nested_key_test
+}  // namespace nested_key_test

@@ -61,14 +61,14 @@ TEST(NonTensorDataTest, StringAndNullConstructorsNeedNoJson) {
 TEST(NonTensorDataTest, CopiesShareTheValueAndMovesLeaveItValid) {
   NonTensorData a(Json{{"k", {1, 2}}}, {3});
   NonTensorData b = a;
-  EXPECT_EQ(&a.data(), &b.data()); // one value, not a deep copy
+  EXPECT_EQ(&a.data(), &b.data());  // one value, not a deep copy
   EXPECT_EQ(a, b);
   b.set_batch_size({4});
   EXPECT_EQ(a.batch_size(), c10::IntArrayRef({3}));
 
   NonTensorData c = std::move(a);
   EXPECT_EQ(c.data(), Json({{"k", {1, 2}}}));
-  EXPECT_EQ(a.data(), c.data()); // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(a.data(), c.data());  // NOLINT(bugprone-use-after-move)
   a = NonTensorData("other");
   EXPECT_EQ(a.data(), "other");
   EXPECT_EQ(c.data(), Json({{"k", {1, 2}}}));
@@ -134,7 +134,7 @@ TEST(NonTensorStackTest, GrowingTheBatchRepeatsValues) {
   EXPECT_EQ(
       stack.tolist(),
       Json::array({Json::array({"a", "a"}), Json::array({"b", "b"})}));
-  stack.set_batch_size({2}); // shrinking keeps the values
+  stack.set_batch_size({2});  // shrinking keeps the values
   EXPECT_EQ(stack.batch_size(), c10::IntArrayRef({2, 2}));
   EXPECT_THROWS_WITH(
       stack.set_batch_size({3}),
@@ -146,7 +146,7 @@ TEST(NonTensorStackTest, GrowingTheBatchRepeatsValues) {
 TEST(NonTensorStackTest, CopiesShareValuesUntilTheBatchGrows) {
   NonTensorStack a({"x", "y"});
   NonTensorStack b = a;
-  EXPECT_EQ(&a.values(), &b.values()); // one vector, not a deep copy
+  EXPECT_EQ(&a.values(), &b.values());  // one vector, not a deep copy
   b.set_batch_size({2, 2});
   EXPECT_EQ(a.values(), std::vector<Json>({"x", "y"}));
   EXPECT_EQ(a.batch_size(), c10::IntArrayRef({2}));
@@ -154,7 +154,7 @@ TEST(NonTensorStackTest, CopiesShareValuesUntilTheBatchGrows) {
 
   NonTensorStack c = std::move(a);
   EXPECT_EQ(c.values(), std::vector<Json>({"x", "y"}));
-  EXPECT_EQ(a.values().size(), 2u); // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(a.values().size(), 2u);  // NOLINT(bugprone-use-after-move)
   EXPECT_TRUE(NonTensorStack().values().empty());
 }
 
@@ -191,8 +191,26 @@ TEST(PythonStrTest, FormatsLikePythonStr) {
   EXPECT_EQ(tensordict::python_str(Json(1.5e300)), "1.5e+300");
   EXPECT_EQ(tensordict::python_str(Json(-0.0)), "-0.0");
   EXPECT_EQ(
-      tensordict::python_str(Json::array({"bell\x07", "zw\u200b", "caf\u00e9"})),
+      tensordict::python_str(
+          Json::array({"bell\x07", "zw\u200b", "caf\u00e9"})),
       "['bell\\x07', 'zw\\u200b', 'caf\u00e9']");
 }
 
-} // namespace non_tensor_test
+// A literal 0 is a null pointer constant: a `const char*` overload would take
+// it and store None. The text overloads are templates so that it stays 0.
+TEST(NonTensorDataTest, ZeroLiteralIsTheNumberZeroNotNull) {
+  EXPECT_EQ(NonTensorData(0).data(), Json(0));
+  EXPECT_EQ(NonTensorData(0, {2}).data(), Json(0));
+  tensordict::TensorDict td;
+  td.set_non_tensor("zero", 0);
+  td.set_non_tensor("text", "zero");
+  td.set_non_tensor("string", std::string("zero"));
+  const char* null_text = nullptr;
+  td.set_non_tensor("null", null_text);
+  EXPECT_EQ(td.get_non_tensor("zero"), Json(0));
+  EXPECT_EQ(td.get_non_tensor("text"), Json("zero"));
+  EXPECT_EQ(td.get_non_tensor("string"), Json("zero"));
+  EXPECT_TRUE(td.get_non_tensor("null").is_null());
+}
+
+}  // namespace non_tensor_test

@@ -1,3 +1,5 @@
+#include "detail/sha256.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -6,8 +8,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include "detail/sha256.h"
 
 // Its own namespace, so that test files can share a unity batch.
 namespace sha256_test {
@@ -49,7 +49,7 @@ constexpr char kEmpty[] =
 constexpr char kAbc[] =
     "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
 
-} // namespace
+}  // namespace
 
 // FIPS 180-2 appendix B and the NIST example vectors.
 TEST(Sha256Test, HashesTheEmptyMessage) {
@@ -107,8 +107,7 @@ TEST(Sha256Test, GivesTheSameDigestWhenSplitAtBlockBoundaries) {
       hasher.update(data.data(), first);
       hasher.update(data.data() + first, second);
       hasher.update(nullptr, 0);
-      hasher.update(
-          data.data() + first + second, data.size() - first - second);
+      hasher.update(data.data() + first + second, data.size() - first - second);
       EXPECT_EQ(hasher.hex_digest(), expected)
           << "split at " << first << " and " << first + second;
     }
@@ -150,16 +149,11 @@ TEST(Sha256Test, MatchesPythonHashlibOnPseudoRandomBytes) {
       {63, "40ca76c238a049d8a1a179960c9748e91672f18963228082bc7273f0abcca5c8"},
       {64, "b3d094f9759f14d1079dcc8ba369eea6260caae2317ee37e4f708123949240f6"},
       {65, "cc3bd84be449c7ec6130ffdc93eb8dfdcaf54a03b2a10421b75ee8b96d8b45a3"},
-      {119,
-       "554871c539a4b58b4c7da9b387630b0f020ac2689d877ff91a800b0399aced0c"},
-      {120,
-       "24a4d2a5976803068b36ecac9d712da954ac5773a1d8bf3b901ce23f0d31fd58"},
-      {127,
-       "52eacd23fd82087e5829ec4fad665fb36068a0c28bdd2978801b364c013cc630"},
-      {128,
-       "87afd6d5308258a1cc83811655cf7b0c7679bce02da2b718b60e600a3dd48d43"},
-      {129,
-       "0d8f01f80ec4196505d0fb851c95dda906d85e360a3f09aa9cc6ea94456e3624"},
+      {119, "554871c539a4b58b4c7da9b387630b0f020ac2689d877ff91a800b0399aced0c"},
+      {120, "24a4d2a5976803068b36ecac9d712da954ac5773a1d8bf3b901ce23f0d31fd58"},
+      {127, "52eacd23fd82087e5829ec4fad665fb36068a0c28bdd2978801b364c013cc630"},
+      {128, "87afd6d5308258a1cc83811655cf7b0c7679bce02da2b718b60e600a3dd48d43"},
+      {129, "0d8f01f80ec4196505d0fb851c95dda906d85e360a3f09aa9cc6ea94456e3624"},
       {1000,
        "eb5fc026dae1ce28e720f7db581ed926a41450e8cf31409ce1c192a06a012cd7"},
       {4097,
@@ -200,4 +194,4 @@ TEST(Sha256Test, UpdateThrowsPastTheLengthLimitOfThePadding) {
   EXPECT_EQ(hasher.hex_digest(), kAbc);
 }
 
-} // namespace sha256_test
+}  // namespace sha256_test

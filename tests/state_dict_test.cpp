@@ -9,7 +9,7 @@
 // Its own namespace, so that test files can share a unity batch.
 namespace state_dict_test {
 
-using namespace tensordict; // NOLINT(google-build-using-namespace)
+using namespace tensordict;  // NOLINT(google-build-using-namespace)
 using tensordict::testing::expect_td_equal;
 using tensordict::testing::metadata_keys;
 
@@ -26,14 +26,15 @@ TensorDict sample() {
       /*batch_size=*/{3});
 }
 
-} // namespace
+}  // namespace
 
 TEST(StateDictTest, FlatFormHasPythonKeysAndMetadata) {
   const TensorDict td = sample();
   const StateDict sd = td.state_dict();
   EXPECT_EQ(sd.keys(), (std::vector<std::string>{"a", "b.c", "b.d.e"}));
   // Python: OrderedDict([('', ...), ('b', ...), ('b.d', ...), ('b.s', ...)])
-  EXPECT_EQ(metadata_keys(sd), (std::vector<std::string>{"", "b", "b.d", "b.s"}));
+  EXPECT_EQ(
+      metadata_keys(sd), (std::vector<std::string>{"", "b", "b.d", "b.s"}));
   EXPECT_EQ(sd.find_metadata("b.d")->batch_size, (std::vector<int64_t>{3}));
   EXPECT_FALSE(sd.find_metadata("")->device.has_value());
   ASSERT_TRUE(sd.find_metadata("b.s")->non_tensor.has_value());
@@ -60,10 +61,13 @@ TEST(StateDictTest, FlatAndNestedFormsLoadIntoAnEmptyDict) {
     EXPECT_THROWS_WITH(
         fresh.load_state_dict(sample().state_dict(flatten)),
         c10::Error,
-        "got state_dict extra keys \n{'a', 'b'}\n and tensordict extra keys\nset()\n");
+        "got state_dict extra keys \n{'a', 'b'}\n and tensordict extra "
+        "keys\nset()\n");
     fresh.load_state_dict(sample().state_dict(flatten), /*strict=*/false);
     expect_td_equal(fresh, sample());
-    EXPECT_EQ(fresh.get_tensordict({"b", "d"}).batch_size(), (std::vector<int64_t>{3}));
+    EXPECT_EQ(
+        fresh.get_tensordict({"b", "d"}).batch_size(),
+        (std::vector<int64_t>{3}));
   }
 }
 
@@ -120,7 +124,9 @@ TEST(StateDictTest, StrictErrorsInNestedLevelsNameTheLevel) {
     target.load_state_dict(sample().state_dict());
     ADD_FAILURE() << "did not throw";
   } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("while loading key 'b' of the state dict"), std::string::npos);
+    EXPECT_NE(
+        std::string(e.what()).find("while loading key 'b' of the state dict"),
+        std::string::npos);
   }
 }
 
@@ -148,7 +154,8 @@ TEST(StateDictTest, ShapeMismatchNamesTheKey) {
   EXPECT_THROWS_WITH(
       target.load_state_dict(sd),
       c10::Error,
-      "Failed to update 'a': the value of shape torch.Size([3, 5]) does not fit "
+      "Failed to update 'a': the value of shape torch.Size([3, 5]) does not "
+      "fit "
       "the entry of shape torch.Size([3, 4])");
 }
 
@@ -156,7 +163,8 @@ TEST(StateDictTest, DeviceMismatchIsRefusedWithPythonsMessage) {
   TensorDict target({{"a", torch::zeros({3})}}, {3}, c10::Device(c10::kCPU));
   StateDict sd;
   sd.insert("a", torch::zeros({3}));
-  sd.set_metadata("", StateDictMetadata{{3}, c10::Device(c10::kMeta), std::nullopt});
+  sd.set_metadata(
+      "", StateDictMetadata{{3}, c10::Device(c10::kMeta), std::nullopt});
   EXPECT_THROWS_EXACTLY(
       target.load_state_dict(sd),
       c10::Error,
@@ -166,10 +174,16 @@ TEST(StateDictTest, DeviceMismatchIsRefusedWithPythonsMessage) {
 TEST(StateDictTest, EntryAccessorsCheckTheKind) {
   StateDict sd;
   sd.insert("a", torch::zeros({1}));
-  EXPECT_THROWS_WITH(sd.nested("a"), c10::TypeError, "state dict entry is a tensor, not a nested state dict");
-  EXPECT_THROWS_WITH(sd.at("zz"), KeyError, "key \"zz\" not found in the state dict, whose keys are {'a'}");
+  EXPECT_THROWS_WITH(
+      sd.nested("a"),
+      c10::TypeError,
+      "state dict entry is a tensor, not a nested state dict");
+  EXPECT_THROWS_WITH(
+      sd.at("zz"),
+      KeyError,
+      "key \"zz\" not found in the state dict, whose keys are {'a'}");
   EXPECT_TRUE(sd.erase("a"));
   EXPECT_TRUE(sd.empty());
 }
 
-} // namespace state_dict_test
+}  // namespace state_dict_test

@@ -18,36 +18,36 @@
 
 /// Asserts that `statement` throws `error_type` whose message (without the
 /// backtrace) contains `substring`.
-#define EXPECT_THROWS_WITH(statement, error_type, substring)                  \
-  do {                                                                       \
-    bool tensordict_test_thrown = false;                                     \
-    try {                                                                    \
-      (void)(statement);                                                     \
-    } catch (const error_type& e) {                                          \
-      tensordict_test_thrown = true;                                         \
-      EXPECT_NE(std::string(e.msg()).find(substring), std::string::npos)     \
-          << "message was: " << e.msg();                                     \
-    } catch (const std::exception& e) {                                      \
-      ADD_FAILURE() << "threw the wrong type: " << e.what();                 \
-      tensordict_test_thrown = true;                                         \
-    }                                                                        \
-    EXPECT_TRUE(tensordict_test_thrown) << #statement " did not throw";      \
+#define EXPECT_THROWS_WITH(statement, error_type, substring)             \
+  do {                                                                   \
+    bool tensordict_test_thrown = false;                                 \
+    try {                                                                \
+      (void)(statement);                                                 \
+    } catch (const error_type& e) {                                      \
+      tensordict_test_thrown = true;                                     \
+      EXPECT_NE(std::string(e.msg()).find(substring), std::string::npos) \
+          << "message was: " << e.msg();                                 \
+    } catch (const std::exception& e) {                                  \
+      ADD_FAILURE() << "threw the wrong type: " << e.what();             \
+      tensordict_test_thrown = true;                                     \
+    }                                                                    \
+    EXPECT_TRUE(tensordict_test_thrown) << #statement " did not throw";  \
   } while (false)
 
 /// Asserts that `statement` throws `error_type` with exactly `message`.
-#define EXPECT_THROWS_EXACTLY(statement, error_type, message)                 \
-  do {                                                                       \
-    bool tensordict_test_thrown = false;                                     \
-    try {                                                                    \
-      (void)(statement);                                                     \
-    } catch (const error_type& e) {                                          \
-      tensordict_test_thrown = true;                                         \
-      EXPECT_EQ(std::string(e.msg()), std::string(message));                 \
-    } catch (const std::exception& e) {                                      \
-      ADD_FAILURE() << "threw the wrong type: " << e.what();                 \
-      tensordict_test_thrown = true;                                         \
-    }                                                                        \
-    EXPECT_TRUE(tensordict_test_thrown) << #statement " did not throw";      \
+#define EXPECT_THROWS_EXACTLY(statement, error_type, message)           \
+  do {                                                                  \
+    bool tensordict_test_thrown = false;                                \
+    try {                                                               \
+      (void)(statement);                                                \
+    } catch (const error_type& e) {                                     \
+      tensordict_test_thrown = true;                                    \
+      EXPECT_EQ(std::string(e.msg()), std::string(message));            \
+    } catch (const std::exception& e) {                                 \
+      ADD_FAILURE() << "threw the wrong type: " << e.what();            \
+      tensordict_test_thrown = true;                                    \
+    }                                                                   \
+    EXPECT_TRUE(tensordict_test_thrown) << #statement " did not throw"; \
   } while (false)
 
 namespace tensordict::testing {
@@ -88,9 +88,10 @@ class TempDir {
  public:
   TempDir() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = std::string("tensordict_test_") + std::to_string(::getpid()) +
-        "_" + info->test_suite_name() + "_" + info->name();
-    std::replace(name.begin(), name.end(), '/', '_'); // parameterized tests
+    std::string name = std::string("tensordict_test_") +
+                       std::to_string(::getpid()) + "_" +
+                       info->test_suite_name() + "_" + info->name();
+    std::replace(name.begin(), name.end(), '/', '_');  // parameterized tests
     path_ = std::filesystem::temp_directory_path() / name;
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
@@ -127,4 +128,4 @@ inline void write_text(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }
 
-} // namespace tensordict::testing
+}  // namespace tensordict::testing

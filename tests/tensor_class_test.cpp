@@ -99,7 +99,7 @@ Trajectory make_trajectory(int64_t batch = 4) {
       {batch});
 }
 
-} // namespace
+}  // namespace
 
 // --- construction and fields ------------------------------------------------
 
@@ -229,7 +229,9 @@ TEST(TensorClassTest, GetByNameReturnsTheEntry) {
       "Trajectory has no field 'foo'. Its fields are ['action', 'extra', "
       "'info', 'inner', 'mask', 'obs', 'step', 'task'].");
   EXPECT_THROWS_EXACTLY(
-      t.get("mask"), c10::ValueError, "Trajectory.mask is None (the field is unset)");
+      t.get("mask"),
+      c10::ValueError,
+      "Trajectory.mask is None (the field is unset)");
 }
 
 TEST(TensorClassTest, UnsetRequiredFieldThrowsWhenRead) {
@@ -237,7 +239,9 @@ TEST(TensorClassTest, UnsetRequiredFieldThrowsWhenRead) {
   EXPECT_THROWS_EXACTLY(
       t.obs(), c10::ValueError, "Trajectory.obs is None (the field is unset)");
   EXPECT_THROWS_EXACTLY(
-      t.task(), c10::ValueError, "Trajectory.task is None (the field is unset)");
+      t.task(),
+      c10::ValueError,
+      "Trajectory.task is None (the field is unset)");
 }
 
 // --- flags ------------------------------------------------------------------
@@ -308,15 +312,18 @@ TEST(TensorClassTest, TensorOnlyReadsTensors) {
 }
 
 TEST(TensorClassTest, ShadowAllowsReservedNames) {
-  Shadowing s({{"batch_size", torch::full({3}, 7.0)}, {"x", torch::zeros({3})}}, {3});
+  Shadowing s(
+      {{"batch_size", torch::full({3}, 7.0)}, {"x", torch::zeros({3})}}, {3});
   at::Tensor field = s.batch_size();
   EXPECT_EQ(field[0].item<float>(), 7.0f);
   EXPECT_EQ(s.shape(), c10::IntArrayRef({3}));
   EXPECT_EQ(
       s.repr(),
       "Shadowing(\n"
-      "    batch_size=Tensor(shape=torch.Size([3]), device=cpu, dtype=torch.float32, is_shared=False),\n"
-      "    x=Tensor(shape=torch.Size([3]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+      "    batch_size=Tensor(shape=torch.Size([3]), device=cpu, "
+      "dtype=torch.float32, is_shared=False),\n"
+      "    x=Tensor(shape=torch.Size([3]), device=cpu, dtype=torch.float32, "
+      "is_shared=False),\n"
       "    shape=torch.Size([3]),\n"
       "    device=None,\n"
       "    is_shared=False)");
@@ -325,7 +332,9 @@ TEST(TensorClassTest, ShadowAllowsReservedNames) {
 TEST(TensorClassTest, DerivedClassesInheritFieldsAndFlags) {
   static_assert(has_flag(Derived::kFlags, ClassFlags::kAutocast));
   static_assert(Derived::kFieldCount == 3);
-  Derived d({{"obs", torch::zeros({2})}, {"step", 4}, {"reward", torch::ones({2})}}, {2});
+  Derived d(
+      {{"obs", torch::zeros({2})}, {"step", 4}, {"reward", torch::ones({2})}},
+      {2});
   int64_t step = d.step();
   EXPECT_EQ(step, 4);
   EXPECT_TRUE(torch::equal(d.reward(), torch::ones({2})));
@@ -360,9 +369,8 @@ TEST(TensorClassTest, IndexingReturnsTheStruct) {
 
 TEST(TensorClassTest, IndexPutWritesEveryField) {
   Trajectory t = make_trajectory();
-  Trajectory src = make_trajectory(2).apply([](const at::Tensor& x) {
-    return torch::full_like(x, 5);
-  });
+  Trajectory src = make_trajectory(2).apply(
+      [](const at::Tensor& x) { return torch::full_like(x, 5); });
   t.index_put_({Slice(0, 2)}, src);
   EXPECT_EQ(t.obs()[1][2].item<float>(), 5.0f);
   EXPECT_EQ(t.obs()[2][0].item<float>(), 6.0f);
@@ -397,7 +405,9 @@ TEST(TensorClassTest, UnbindSplitAndChunkGiveStructs) {
   std::vector<Trajectory> parts = t.split(3);
   ASSERT_EQ(parts.size(), 2u);
   EXPECT_EQ(parts[1].batch_size(), c10::IntArrayRef({1}));
-  EXPECT_EQ(t.split(std::vector<int64_t>{1, 3})[1].batch_size(), c10::IntArrayRef({3}));
+  EXPECT_EQ(
+      t.split(std::vector<int64_t>{1, 3})[1].batch_size(),
+      c10::IntArrayRef({3}));
   EXPECT_EQ(t.chunk(2).size(), 2u);
 }
 
@@ -411,7 +421,8 @@ TEST(TensorClassTest, StackAndCatTakeVectorsOfStructs) {
   EXPECT_EQ(stacked.task(), "reach");
   Trajectory two = stack(std::vector<Trajectory>{items[0], items[1]}, 0);
   EXPECT_EQ(two.inner().x().sizes(), c10::IntArrayRef({2, 2}));
-  Trajectory joined = cat(std::vector<Trajectory>{make_trajectory(2), make_trajectory(3)});
+  Trajectory joined =
+      cat(std::vector<Trajectory>{make_trajectory(2), make_trajectory(3)});
   EXPECT_EQ(joined.batch_size(), c10::IntArrayRef({5}));
   EXPECT_EQ(joined.obs().size(0), 5);
   items[1].set_task("other");
@@ -421,7 +432,9 @@ TEST(TensorClassTest, StackAndCatTakeVectorsOfStructs) {
       c10::TypeError,
       "field 'task' of Trajectory holds NonTensorStack whose elements differ; "
       "read them with get(), not a string");
-  EXPECT_EQ(mixed.get("task").non_tensor(), Json({"reach", "other", "reach", "reach"}));
+  EXPECT_EQ(
+      mixed.get("task").non_tensor(),
+      Json({"reach", "other", "reach", "reach"}));
 }
 
 TEST(TensorClassTest, ApplyToCloneAndCompare) {
@@ -470,7 +483,8 @@ TEST(TensorClassTest, FromTensordictChecksTheFields) {
   TensorDict td({{"x", torch::zeros({2})}}, {2});
   Inner inner = Inner::from_tensordict(td);
   EXPECT_TRUE(inner.tensordict().is_same(td));
-  TensorDict extra({{"x", torch::zeros({2})}, {"extra", torch::ones({2})}}, {2});
+  TensorDict extra(
+      {{"x", torch::zeros({2})}, {"extra", torch::ones({2})}}, {2});
   EXPECT_THROWS_EXACTLY(
       Inner::from_tensordict(extra),
       c10::ValueError,
@@ -515,7 +529,8 @@ TEST(TensorClassTest, NestedPlainDictIsCheckedAgainstTheClass) {
       "Got the set of keys {{'z'}}");
 }
 
-// --- repr ---------------------------------------------------------------------
+// --- repr
+// ---------------------------------------------------------------------
 
 TEST(TensorClassTest, ReprMatchesPython) {
   // Printed by Python tensordict 0.15.3 (set_printoptions(compact=False)) for
@@ -529,12 +544,15 @@ TEST(TensorClassTest, ReprMatchesPython) {
       p.repr(),
       "Registered(\n"
       "    inner=Inner(\n"
-      "        x=Tensor(shape=torch.Size([2]), device=cpu, dtype=torch.int64, is_shared=False),\n"
+      "        x=Tensor(shape=torch.Size([2]), device=cpu, dtype=torch.int64, "
+      "is_shared=False),\n"
       "        batch_size=torch.Size([2]),\n"
       "        device=None,\n"
       "        is_shared=False),\n"
-      "    label=NonTensorData(data=hi, batch_size=torch.Size([2]), device=None),\n"
-      "    pos=Tensor(shape=torch.Size([2, 3]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+      "    label=NonTensorData(data=hi, batch_size=torch.Size([2]), "
+      "device=None),\n"
+      "    pos=Tensor(shape=torch.Size([2, 3]), device=cpu, "
+      "dtype=torch.float32, is_shared=False),\n"
       "    batch_size=torch.Size([2]),\n"
       "    device=None,\n"
       "    is_shared=False)");
@@ -548,7 +566,8 @@ TEST(TensorClassTest, ReprMatchesPython) {
   EXPECT_EQ(out.str(), empty.repr());
 }
 
-// --- memmap -------------------------------------------------------------------
+// --- memmap
+// -------------------------------------------------------------------
 
 TEST(TensorClassTest, MemmapRoundTripsAsTheStruct) {
   TempDir tmp;
@@ -558,7 +577,9 @@ TEST(TensorClassTest, MemmapRoundTripsAsTheStruct) {
   Trajectory saved = t.memmap(MemmapOptions(dir));
   EXPECT_TRUE(saved.is_memmap());
   // Trajectory is not registered: a plain TensorDict layout.
-  EXPECT_NE(read_text(dir + "/meta.json").find("tensordict._td.TensorDict"), std::string::npos);
+  EXPECT_NE(
+      read_text(dir + "/meta.json").find("tensordict._td.TensorDict"),
+      std::string::npos);
   Trajectory loaded = Trajectory::load_memmap(dir);
   expect_td_equal(loaded.tensordict(), t.tensordict());
   EXPECT_EQ(loaded.task(), "reach");
@@ -575,7 +596,9 @@ TEST(TensorClassTest, RegisteredClassesSaveThePythonLayout) {
        {"label", "hi"}},
       {2});
   (void)p.memmap(MemmapOptions(dir));
-  EXPECT_EQ(read_text(dir + "/meta.json"), "{\"_type\":\"<class 'tests.Registered'>\"}");
+  EXPECT_EQ(
+      read_text(dir + "/meta.json"),
+      "{\"_type\":\"<class 'tests.Registered'>\"}");
   EXPECT_EQ(
       read_text(dir + "/_tensordict/inner/meta.json"),
       "{\"_type\":\"<class 'tests.Inner'>\"}");
@@ -592,8 +615,11 @@ TEST(TensorClassTest, RegisteredClassesSaveThePythonLayout) {
       "holds the Python class <class 'tests.Registered'>, but Inner is "
       "registered as <class 'tests.Inner'>");
   // Python's own spacing on request: the bytes Python writes.
-  (void)p.memmap(MemmapOptions(dir).existsok(true).json_style(JsonStyle::kSpaced));
-  EXPECT_EQ(read_text(dir + "/meta.json"), "{\"_type\": \"<class 'tests.Registered'>\"}");
+  (void)p.memmap(
+      MemmapOptions(dir).existsok(true).json_style(JsonStyle::kSpaced));
+  EXPECT_EQ(
+      read_text(dir + "/meta.json"),
+      "{\"_type\": \"<class 'tests.Registered'>\"}");
 }
 
 TEST(TensorClassTest, MemmapInPlaceMapsTheFields) {
@@ -641,7 +667,9 @@ TEST(TensorClassTest, AutocastReadsNumbersThatPythonStoredAsTensors) {
 TEST(TensorClassTest, IsNoneRejectsUnknownNames) {
   Inner inner({{"x", torch::zeros({2})}}, {2});
   EXPECT_THROWS_EXACTLY(
-      inner.is_none("y"), KeyError, "Inner has no field 'y'. Its fields are ['x'].");
+      inner.is_none("y"),
+      KeyError,
+      "Inner has no field 'y'. Its fields are ['x'].");
 }
 
 TEST(TensorClassTest, FrozenInstancesCanBeMemmappedInPlace) {
@@ -664,7 +692,8 @@ TEST(TensorClassTest, MaskedOpsAndWhereReturnTheStruct) {
   Trajectory filled = t.masked_fill(mask, 0);
   EXPECT_EQ(filled.obs()[0][1].item<float>(), 0.0f);
   EXPECT_EQ(filled.obs()[1][1].item<float>(), 4.0f);
-  Trajectory zeros = t.apply([](const at::Tensor& x) { return torch::zeros_like(x); });
+  Trajectory zeros =
+      t.apply([](const at::Tensor& x) { return torch::zeros_like(x); });
   Trajectory mixed = t.where(mask, zeros);
   EXPECT_EQ(mixed.obs()[1][0].item<float>(), 0.0f);
   EXPECT_EQ(mixed.obs()[2][0].item<float>(), 6.0f);
@@ -690,11 +719,13 @@ TEST(TensorClassTest, ArithmeticCastsAndOrderingReturnTheStruct) {
   EXPECT_TRUE(torch::equal(c.x(), torch::tensor({8.0f, 12.0f})));
 }
 
-// --- state dict ---------------------------------------------------------------
+// --- state dict
+// ---------------------------------------------------------------
 
 namespace {
 
-const StateDictMetadata& metadata_at(const StateDict& sd, const std::string& prefix) {
+const StateDictMetadata& metadata_at(
+    const StateDict& sd, const std::string& prefix) {
   const StateDictMetadata* md = sd.find_metadata(prefix);
   if (md == nullptr) {
     throw std::runtime_error("no metadata for prefix '" + prefix + "'");
@@ -702,7 +733,7 @@ const StateDictMetadata& metadata_at(const StateDict& sd, const std::string& pre
   return *md;
 }
 
-} // namespace
+}  // namespace
 
 TEST(TensorClassTest, StateDictUsesFieldNamesAndClassMetadata) {
   Trajectory t = make_trajectory();
@@ -724,7 +755,8 @@ TEST(TensorClassTest, StateDictUsesFieldNamesAndClassMetadata) {
   EXPECT_EQ(*inner.non_tensor_fields, Json::object());
 
   const StateDict nested = t.state_dict(/*flatten=*/false);
-  EXPECT_EQ(nested.keys(), (std::vector<std::string>{"obs", "action", "inner"}));
+  EXPECT_EQ(
+      nested.keys(), (std::vector<std::string>{"obs", "action", "inner"}));
   EXPECT_EQ(metadata_at(nested, "").type, "Trajectory");
   EXPECT_EQ(metadata_at(nested.nested("inner"), "").type, "Inner");
   EXPECT_TRUE(torch::equal(nested.nested("inner").tensor("x"), t.inner().x()));
@@ -745,7 +777,7 @@ TEST(TensorClassTest, LoadStateDictRestoresEveryFieldInPlace) {
     const void* obs_data = target.obs().data_ptr();
     target.load_state_dict(source.state_dict(flatten));
     EXPECT_TRUE(torch::equal(target.obs(), source.obs()));
-    EXPECT_EQ(target.obs().data_ptr(), obs_data); // written in place
+    EXPECT_EQ(target.obs().data_ptr(), obs_data);  // written in place
     EXPECT_TRUE(torch::equal(target.action(), source.action()));
     EXPECT_TRUE(torch::equal(target.inner().x(), source.inner().x()));
     EXPECT_EQ(target.task(), "reach");
@@ -758,7 +790,8 @@ TEST(TensorClassTest, LoadStateDictRestoresEveryFieldInPlace) {
 
 TEST(TensorClassTest, LoadStateDictWithAssignTakesTheTensors) {
   const Trajectory source = make_trajectory();
-  Trajectory target = make_trajectory().apply([](const at::Tensor& x) { return x * 0; });
+  Trajectory target =
+      make_trajectory().apply([](const at::Tensor& x) { return x * 0; });
   target.load_state_dict(source.state_dict(), /*strict=*/true, /*assign=*/true);
   EXPECT_EQ(target.obs().data_ptr(), source.obs().data_ptr());
   EXPECT_EQ(target.inner().x().data_ptr(), source.inner().x().data_ptr());
@@ -779,15 +812,16 @@ TEST(TensorClassTest, LoadStateDictSetsFieldsTheTargetLacks) {
 
 TEST(TensorClassTest, StrictLoadChecksTheFields) {
   const Trajectory source = make_trajectory();
-  Trajectory target = make_trajectory(); // values differ from none of source's
+  Trajectory target = make_trajectory();  // values differ from none of source's
 
   StateDict extra = source.state_dict();
   extra.insert("bogus", torch::zeros({4}));
   EXPECT_THROWS_WITH(
       target.load_state_dict(extra),
       KeyError,
-      "Key 'bogus' wasn't expected in the state-dict: Trajectory has no such field");
-  target.load_state_dict(extra, /*strict=*/false); // skipped
+      "Key 'bogus' wasn't expected in the state-dict: Trajectory has no such "
+      "field");
+  target.load_state_dict(extra, /*strict=*/false);  // skipped
 
   StateDict missing = source.state_dict();
   missing.erase("obs");
@@ -798,7 +832,7 @@ TEST(TensorClassTest, StrictLoadChecksTheFields) {
       "fields {'obs'}");
   target.obs().fill_(5);
   target.load_state_dict(missing, /*strict=*/false);
-  EXPECT_EQ(target.obs()[0][0].item<float>(), 5.0f); // kept
+  EXPECT_EQ(target.obs()[0][0].item<float>(), 5.0f);  // kept
 
   // A non-tensor field that is not a field is refused even when not strict.
   StateDict unknown = source.state_dict();
@@ -865,17 +899,23 @@ TEST(TensorClassTest, StateDictOfStackedStructsKeepsDifferingValues) {
         {2});
   };
   // Equal values are one value, as in Python.
-  const Registered same = stack(std::vector<Registered>{make("a", 1), make("a", 2)});
-  EXPECT_EQ(metadata_at(same.state_dict(), "").non_tensor_fields->at("label"), Json("a"));
+  const Registered same =
+      stack(std::vector<Registered>{make("a", 1), make("a", 2)});
+  EXPECT_EQ(
+      metadata_at(same.state_dict(), "").non_tensor_fields->at("label"),
+      Json("a"));
   // Differing values (Python raises) stay a NonTensorStack at their prefix.
-  const Registered mixed = stack(std::vector<Registered>{make("a", 1), make("b", 2)});
+  const Registered mixed =
+      stack(std::vector<Registered>{make("a", 1), make("b", 2)});
   const StateDict sd = mixed.state_dict();
   EXPECT_FALSE(metadata_at(sd, "").non_tensor_fields->contains("label"));
   ASSERT_TRUE(metadata_at(sd, "label").non_tensor.has_value());
   for (bool flatten : {true, false}) {
     Registered target = same.clone();
     target.load_state_dict(mixed.state_dict(flatten));
-    EXPECT_EQ(target.get("label").non_tensor_stack().tolist(), Json::parse(R"([["a","a"],["b","b"]])"));
+    EXPECT_EQ(
+        target.get("label").non_tensor_stack().tolist(),
+        Json::parse(R"([["a","a"],["b","b"]])"));
     EXPECT_TRUE(torch::equal(target.pos(), mixed.pos()));
   }
 }
@@ -908,10 +948,12 @@ TEST(TensorClassTest, ReductionsNamesAndPaddingReturnTheStruct) {
   EXPECT_EQ(rows.batch_size(), c10::IntArrayRef({2}));
   EXPECT_TRUE(torch::equal(rows.x(), torch::tensor({3.0f, 7.0f})));
   EXPECT_TRUE(torch::equal(a.mean().x(), torch::tensor(2.5f)));
-  EXPECT_TRUE(torch::equal(a.amax(ReduceOptions().dim({0})).x(), torch::tensor({3.0f, 4.0f})));
+  EXPECT_TRUE(torch::equal(
+      a.amax(ReduceOptions().dim({0})).x(), torch::tensor({3.0f, 4.0f})));
   EXPECT_TRUE(torch::equal(a.min().x(), torch::tensor(1.0f)));
   EXPECT_TRUE(torch::equal(a.prod().x(), torch::tensor(24.0f)));
-  EXPECT_TRUE(torch::allclose(a.var().x(), torch::tensor({1.0f, 2.0f, 3.0f, 4.0f}).var()));
+  EXPECT_TRUE(torch::allclose(
+      a.var().x(), torch::tensor({1.0f, 2.0f, 3.0f, 4.0f}).var()));
   EXPECT_TRUE(torch::equal((a > 1.5).all(1).x(), torch::tensor({false, true})));
   EXPECT_TRUE((a > 0).all());
   EXPECT_TRUE(torch::equal((a > 3.5).any(0).x(), torch::tensor({false, true})));
@@ -919,51 +961,58 @@ TEST(TensorClassTest, ReductionsNamesAndPaddingReturnTheStruct) {
   Inner named = a.rename({"rows", "cols"});
   EXPECT_EQ(named.names(), (DimNames{"rows", "cols"}));
   EXPECT_FALSE(a.tensordict().has_names());
-  EXPECT_EQ(named.rename_by_map({{"cols", "c"}}).names(), (DimNames{"rows", "c"}));
+  EXPECT_EQ(
+      named.rename_by_map({{"cols", "c"}}).names(), (DimNames{"rows", "c"}));
   a.refine_names({"r", std::nullopt});
   EXPECT_EQ(a.names(), (DimNames{"r", std::nullopt}));
 
   Inner padded = Inner({{"x", torch::ones({2})}}, {2}).pad({1, 0}, -1);
   EXPECT_TRUE(torch::equal(padded.x(), torch::tensor({-1.0f, 1.0f, 1.0f})));
-  Inner rolled = Inner({{"x", torch::arange(3, torch::kFloat)}}, {3}).roll({1}, {0});
+  Inner rolled =
+      Inner({{"x", torch::arange(3, torch::kFloat)}}, {3}).roll({1}, {0});
   EXPECT_TRUE(torch::equal(rolled.x(), torch::tensor({2.0f, 0.0f, 1.0f})));
   Inner gathered = Inner({{"x", torch::arange(3, torch::kFloat)}}, {3})
                        .gather(0, torch::tensor({2, 0}));
   EXPECT_TRUE(torch::equal(gathered.x(), torch::tensor({2.0f, 0.0f})));
-  Inner twice = Inner({{"x", torch::arange(2, torch::kFloat)}}, {2}).repeat_interleave(2, 0);
+  Inner twice = Inner({{"x", torch::arange(2, torch::kFloat)}}, {2})
+                    .repeat_interleave(2, 0);
   EXPECT_TRUE(torch::equal(twice.x(), torch::tensor({0.0f, 0.0f, 1.0f, 1.0f})));
   Inner filled = Inner({{"x", torch::zeros({2})}}, {2});
   filled.masked_fill_(torch::tensor({false, true}), 4);
   EXPECT_TRUE(torch::equal(filled.x(), torch::tensor({0.0f, 4.0f})));
 }
 
-// --- lazy stacks ----------------------------------------------------------------
+// --- lazy stacks
+// ----------------------------------------------------------------
 
 namespace {
 
 Registered registered(int64_t width, const char* label) {
   return Registered(
       {{"pos", torch::arange(2 * width, torch::kFloat).reshape({2, width})},
-       {"inner", Inner({{"x", torch::full({2}, static_cast<double>(width))}}, {2})},
+       {"inner",
+        Inner({{"x", torch::full({2}, static_cast<double>(width))}}, {2})},
        {"label", label}},
       {2});
 }
 
-} // namespace
+}  // namespace
 
 TEST(TensorClassTest, LazyStackKeepsElementShapesAndReturnsTheStruct) {
   const Registered a = registered(3, "a");
   const Registered b = registered(4, "b");
-  LazyStackedTensorClass<Registered> lazy = lazy_stack(std::vector<Registered>{a, b});
+  LazyStackedTensorClass<Registered> lazy =
+      lazy_stack(std::vector<Registered>{a, b});
   EXPECT_EQ(lazy.batch_size(), c10::IntArrayRef({2, 2}));
   EXPECT_EQ(lazy.num_elements(), 2u);
   Registered second = lazy.at(1);
   EXPECT_EQ(second.pos().sizes(), c10::IntArrayRef({2, 4}));
-  EXPECT_EQ(second.pos().data_ptr(), b.pos().data_ptr()); // aliased
+  EXPECT_EQ(second.pos().data_ptr(), b.pos().data_ptr());  // aliased
   EXPECT_EQ(lazy.elements()[0].label(), "a");
   // A field whose shapes differ cannot be stacked.
   EXPECT_THROWS_WITH(lazy.get("pos"), c10::Error, "pos");
-  EXPECT_THROWS_WITH(lazy.get("nope"), KeyError, "Registered has no field 'nope'");
+  EXPECT_THROWS_WITH(
+      lazy.get("nope"), KeyError, "Registered has no field 'nope'");
   EXPECT_THROWS_WITH(lazy.contiguous(), c10::Error, "pos");
 
   auto first = lazy.index({0});
@@ -976,9 +1025,11 @@ TEST(TensorClassTest, LazyStackKeepsElementShapesAndReturnsTheStruct) {
   EXPECT_TRUE(torch::equal(lazy_rows.at(1).pos(), b.pos()[1]));
 
   // With equal shapes, contiguous() is the dense stack.
-  const auto same = lazy_stack(std::vector<Registered>{a, registered(3, "c")}, 1);
+  const auto same =
+      lazy_stack(std::vector<Registered>{a, registered(3, "c")}, 1);
   EXPECT_EQ(same.stack_dim(), 1);
-  EXPECT_TRUE(torch::equal(same.get("pos"), torch::stack({a.pos(), a.pos()}, 1)));
+  EXPECT_TRUE(
+      torch::equal(same.get("pos"), torch::stack({a.pos(), a.pos()}, 1)));
   expect_td_equal(
       same.contiguous().tensordict(),
       stack(std::vector<Registered>{a, registered(3, "c")}, 1).tensordict());
@@ -986,31 +1037,41 @@ TEST(TensorClassTest, LazyStackKeepsElementShapesAndReturnsTheStruct) {
 
 TEST(TensorClassTest, LazyStackChecksUntypedStacks) {
   LazyStackedTensorDict untyped = lazy_stack(
-      {registered(3, "a").tensordict(), TensorDict({{"other", torch::zeros({2})}}, {2})});
+      {registered(3, "a").tensordict(),
+       TensorDict({{"other", torch::zeros({2})}}, {2})});
   try {
     (void)LazyStackedTensorClass<Registered>::from_lazy_stack(untyped);
     ADD_FAILURE() << "an element that does not fit was accepted";
   } catch (const c10::ValueError& e) {
-    EXPECT_NE(std::string(e.msg()).find("{'other'}"), std::string::npos) << e.msg();
-    EXPECT_NE(std::string(e.what()).find("(element 1 of the lazy stack)"), std::string::npos)
+    EXPECT_NE(std::string(e.msg()).find("{'other'}"), std::string::npos)
+        << e.msg();
+    EXPECT_NE(
+        std::string(e.what()).find("(element 1 of the lazy stack)"),
+        std::string::npos)
         << e.what();
   }
-  const auto typed = LazyStackedTensorClass<Registered>::from_lazy_stack(
-      lazy_stack({registered(3, "a").tensordict(), registered(5, "b").tensordict()}));
+  const auto typed =
+      LazyStackedTensorClass<Registered>::from_lazy_stack(lazy_stack(
+          {registered(3, "a").tensordict(), registered(5, "b").tensordict()}));
   EXPECT_EQ(typed.at(1).pos().size(1), 5);
 }
 
 TEST(TensorClassTest, LazyStackSavesPythonsLayout) {
   TempDir tmp;
   const std::string dir = tmp / "lazy";
-  const auto lazy = lazy_stack(std::vector<Registered>{registered(3, "a"), registered(4, "b")});
+  const auto lazy = lazy_stack(
+      std::vector<Registered>{registered(3, "a"), registered(4, "b")});
   const auto saved = lazy.memmap(MemmapOptions(dir));
   EXPECT_TRUE(saved.at(0).is_memmap());
-  EXPECT_EQ(read_text(dir + "/meta.json"), "{\"_type\":\"<class 'tests.Registered'>\"}");
+  EXPECT_EQ(
+      read_text(dir + "/meta.json"),
+      "{\"_type\":\"<class 'tests.Registered'>\"}");
   EXPECT_NE(
       read_text(dir + "/_tensordict/meta.json").find("LazyStackedTensorDict"),
       std::string::npos);
-  EXPECT_NE(read_text(dir + "/_tensordict/1/meta.json").find("TensorDict"), std::string::npos);
+  EXPECT_NE(
+      read_text(dir + "/_tensordict/1/meta.json").find("TensorDict"),
+      std::string::npos);
   EXPECT_EQ(
       read_text(dir + "/_tensordict/1/inner/meta.json"),
       "{\"_type\":\"<class 'tests.Inner'>\"}");
@@ -1018,31 +1079,39 @@ TEST(TensorClassTest, LazyStackSavesPythonsLayout) {
   EXPECT_EQ(lazy.at(0).tensordict().python_class(), "");
 
   const auto loaded = LazyStackedTensorClass<Registered>::load_memmap(dir);
-  EXPECT_EQ(loaded.lazy_stacked_tensordict().python_class(), "<class 'tests.Registered'>");
+  EXPECT_EQ(
+      loaded.lazy_stacked_tensordict().python_class(),
+      "<class 'tests.Registered'>");
   EXPECT_EQ(loaded.at(1).pos().sizes(), c10::IntArrayRef({2, 4}));
   EXPECT_EQ(loaded.at(1).label(), "b");
   EXPECT_TRUE(torch::equal(loaded.at(0).inner().x(), torch::full({2}, 3.0)));
   EXPECT_THROWS_WITH(
       LazyStackedTensorClass<Inner>::load_memmap(dir),
       c10::ValueError,
-      "holds the Python class <class 'tests.Registered'>, but Inner is registered");
+      "holds the Python class <class 'tests.Registered'>, but Inner is "
+      "registered");
   // A dense load needs equal shapes, and says where to go otherwise.
-  EXPECT_THROWS_WITH(Registered::load_memmap(dir), c10::Error, "load_memmap_any");
+  EXPECT_THROWS_WITH(
+      Registered::load_memmap(dir), c10::Error, "load_memmap_any");
 
   const std::string same_dir = tmp / "same";
-  (void)lazy_stack(std::vector<Registered>{registered(3, "a"), registered(3, "b")})
+  (void)lazy_stack(
+      std::vector<Registered>{registered(3, "a"), registered(3, "b")})
       .memmap(MemmapOptions(same_dir));
   Registered dense = Registered::load_memmap(same_dir);
   EXPECT_EQ(dense.batch_size(), c10::IntArrayRef({2, 2}));
   EXPECT_EQ(dense.tensordict().python_class(), "<class 'tests.Registered'>");
-  EXPECT_EQ(dense.get("label").non_tensor_stack().tolist(), Json::parse(R"([["a","a"],["b","b"]])"));
+  EXPECT_EQ(
+      dense.get("label").non_tensor_stack().tolist(),
+      Json::parse(R"([["a","a"],["b","b"]])"));
 
   const std::string dense_dir = tmp / "dense";
   (void)registered(3, "a").memmap(MemmapOptions(dense_dir));
   EXPECT_THROWS_WITH(
       LazyStackedTensorClass<Registered>::load_memmap(dense_dir),
       c10::ValueError,
-      "holds a dense Registered, not a lazy stack: load it with Registered::load_memmap");
+      "holds a dense Registered, not a lazy stack: load it with "
+      "Registered::load_memmap");
 }
 
 // --- the generated forwarders (TENSORDICT_TENSORCLASS_OPS) ------------------
@@ -1051,30 +1120,33 @@ namespace {
 
 Fast make_fast() {
   return Fast(
-      {{"a", torch::tensor({0.25f, 1.5f})}, {"b", torch::tensor({2.75f, 0.5f})}},
+      {{"a", torch::tensor({0.25f, 1.5f})},
+       {"b", torch::tensor({2.75f, 0.5f})}},
       {2});
 }
 
 // Checks `op` and `op_` against torch's op on each field: values, the type
 // returned, and that the in-place form writes into and returns the instance.
-#define EXPECT_UNARY_FORWARDER(op)                                           \
-  do {                                                                       \
-    const Fast f = make_fast();                                              \
-    static_assert(std::is_same_v<decltype(f.op()), Fast>);                   \
-    const Fast out = f.op();                                                 \
-    EXPECT_TRUE(torch::allclose(out.a(), f.a().op())) << #op;                \
-    EXPECT_TRUE(torch::allclose(out.b(), f.b().op())) << #op;                \
-    EXPECT_FALSE(out.c().has_value()) << #op;                                \
-    Fast g = f.clone();                                                      \
-    static_assert(std::is_same_v<decltype(g.op##_()), Fast&>);               \
-    EXPECT_EQ(&g.op##_(), &g) << #op "_";                                    \
-    EXPECT_TRUE(torch::allclose(g.a(), out.a())) << #op "_";                 \
-    EXPECT_TRUE(torch::allclose(g.b(), out.b())) << #op "_";                 \
+#define EXPECT_UNARY_FORWARDER(op)                             \
+  do {                                                         \
+    const Fast f = make_fast();                                \
+    static_assert(std::is_same_v<decltype(f.op()), Fast>);     \
+    const Fast out = f.op();                                   \
+    EXPECT_TRUE(torch::allclose(out.a(), f.a().op())) << #op;  \
+    EXPECT_TRUE(torch::allclose(out.b(), f.b().op())) << #op;  \
+    EXPECT_FALSE(out.c().has_value()) << #op;                  \
+    Fast g = f.clone();                                        \
+    static_assert(std::is_same_v<decltype(g.op##_()), Fast&>); \
+    EXPECT_EQ(&g.op##_(), &g) << #op "_";                      \
+    EXPECT_TRUE(torch::allclose(g.a(), out.a())) << #op "_";   \
+    EXPECT_TRUE(torch::allclose(g.b(), out.b())) << #op "_";   \
   } while (false)
 
-} // namespace
+}  // namespace
 
-TEST(TensorClassTest, EveryUnaryMathOpOfTensorDictIsForwardedWithItsInPlaceForm) {
+TEST(
+    TensorClassTest,
+    EveryUnaryMathOpOfTensorDictIsForwardedWithItsInPlaceForm) {
   EXPECT_UNARY_FORWARDER(abs);
   EXPECT_UNARY_FORWARDER(neg);
   EXPECT_UNARY_FORWARDER(exp);
@@ -1097,13 +1169,13 @@ TEST(TensorClassTest, EveryUnaryMathOpOfTensorDictIsForwardedWithItsInPlaceForm)
   const Fast f = make_fast();
   EXPECT_TRUE(torch::equal(f.neg().a(), torch::tensor({-0.25f, -1.5f})));
   EXPECT_TRUE(torch::equal(f.floor().b(), torch::tensor({2.0f, 0.0f})));
-  EXPECT_TRUE(torch::allclose(f.reciprocal().a(), torch::tensor({4.0f, 2.0f / 3})));
+  EXPECT_TRUE(
+      torch::allclose(f.reciprocal().a(), torch::tensor({4.0f, 2.0f / 3})));
 }
 
 TEST(TensorClassTest, DetachHasItsInPlaceForm) {
-  Fast f = make_fast().apply([](const at::Tensor& t) {
-    return t.clone().requires_grad_(true);
-  });
+  Fast f = make_fast().apply(
+      [](const at::Tensor& t) { return t.clone().requires_grad_(true); });
   ASSERT_TRUE(f.a().requires_grad());
   EXPECT_FALSE(f.detach().a().requires_grad());
   EXPECT_TRUE(f.a().requires_grad());
@@ -1158,7 +1230,8 @@ TEST(TensorClassTest, OutOfPlaceArithmeticTakesATensorAndPow) {
   Inner b({{"x", torch::tensor({3.0f, 2.0f})}}, {2});
   const at::Tensor t = torch::tensor({10.0f, 20.0f});
   static_assert(std::is_same_v<decltype(a.add(t)), Inner>);
-  EXPECT_TRUE(torch::equal(a.add(t, /*alpha=*/2).x(), torch::tensor({21.0f, 44.0f})));
+  EXPECT_TRUE(
+      torch::equal(a.add(t, /*alpha=*/2).x(), torch::tensor({21.0f, 44.0f})));
   EXPECT_TRUE(torch::equal(a.sub(t).x(), torch::tensor({-9.0f, -16.0f})));
   EXPECT_TRUE(torch::equal(a.mul(t).x(), torch::tensor({10.0f, 80.0f})));
   EXPECT_TRUE(torch::equal(a.div(t).x(), torch::tensor({0.1f, 0.2f})));
@@ -1208,8 +1281,10 @@ TEST(TensorClassTest, EveryOrderingComparisonTakesAStructOrAScalar) {
 
 TEST(TensorClassTest, ClampBoundsHaveInPlaceForms) {
   Inner a({{"x", torch::tensor({-1.0f, 0.5f, 3.0f})}}, {3});
-  EXPECT_TRUE(torch::equal(a.clamp_min(0).x(), torch::tensor({0.0f, 0.5f, 3.0f})));
-  EXPECT_TRUE(torch::equal(a.clamp_max(1).x(), torch::tensor({-1.0f, 0.5f, 1.0f})));
+  EXPECT_TRUE(
+      torch::equal(a.clamp_min(0).x(), torch::tensor({0.0f, 0.5f, 3.0f})));
+  EXPECT_TRUE(
+      torch::equal(a.clamp_max(1).x(), torch::tensor({-1.0f, 0.5f, 1.0f})));
   Inner c = a.clone();
   static_assert(std::is_same_v<decltype(c.clamp_min_(0)), Inner&>);
   EXPECT_EQ(&c.clamp_min_(0), &c);
@@ -1242,26 +1317,26 @@ namespace {
 // True when `T` has a member named `name`, however overloaded: a class
 // deriving from `T` and from a struct with an `int name` finds the name
 // twice, which makes `&Probe::name` ill-formed.
-#define TC_TEST_DEFINE_MEMBER_PROBE(name)                                  \
-  struct ProbeFallback_##name {                                            \
-    int name;                                                              \
-  };                                                                       \
-  template <typename T>                                                    \
-  struct ProbeMixed_##name : T, ProbeFallback_##name {};                   \
-  template <typename T, typename = void>                                   \
-  struct HasMember_##name : std::true_type {};                             \
-  template <typename T>                                                    \
-  struct HasMember_##name<                                                 \
-      T,                                                                   \
-      std::void_t<decltype(&ProbeMixed_##name<T>::name)>>                  \
-      : std::false_type {};
+#define TC_TEST_DEFINE_MEMBER_PROBE(name)                                     \
+  struct ProbeFallback_##name {                                               \
+    int name;                                                                 \
+  };                                                                          \
+  template <typename T>                                                       \
+  struct ProbeMixed_##name : T, ProbeFallback_##name {};                      \
+  template <typename T, typename = void>                                      \
+  struct HasMember_##name : std::true_type {};                                \
+  template <typename T>                                                       \
+  struct HasMember_##name<                                                    \
+      T,                                                                      \
+      std::void_t<decltype(&ProbeMixed_##name<T>::name)>> : std::false_type { \
+  };
 
 #define TC_TEST_PROBE(kind, name) TC_TEST_PROBE_##kind(name)
-#define TC_TEST_PROBE_MEMBER(name)                                         \
-  TC_TEST_DEFINE_MEMBER_PROBE(name)                                        \
-  static_assert(                                                           \
-      HasMember_##name<Inner>::value,                                      \
-      "TENSORDICT_TENSORCLASS_OPS lists " #name                            \
+#define TC_TEST_PROBE_MEMBER(name)              \
+  TC_TEST_DEFINE_MEMBER_PROBE(name)             \
+  static_assert(                                \
+      HasMember_##name<Inner>::value,           \
+      "TENSORDICT_TENSORCLASS_OPS lists " #name \
       " as a MEMBER, but TensorClass has no such member");
 #define TC_TEST_PROBE_PYTHON(name)
 #define TC_TEST_PROBE_COPY(name)
@@ -1303,19 +1378,21 @@ constexpr bool reserved_names_are_unique() {
 #undef TC_TEST_PROBE_MEMBER
 #undef TC_TEST_DEFINE_MEMBER_PROBE
 
-} // namespace
+}  // namespace
 
 TEST(TensorClassTest, ReservedNamesAreTheListedMembersAndTheirInPlaceForms) {
   static_assert(reserved_names_are_unique());
   // Generated pairs reserve both forms; hand-written members and Python's
   // TensorDict names are reserved too.
   for (const char* name :
-       {"sub_", "div_", "pow", "pow_", "sin", "sin_", "trunc_", "detach_",
-        "clamp_min", "clamp_max_", "clamp_", "bfloat16", "int32", "lock_",
-        "zero_", "view", "flip", "sum", "index", "state_dict", "keys", "float"}) {
+       {"sub_",   "div_",       "pow",       "pow_",       "sin",    "sin_",
+        "trunc_", "detach_",    "clamp_min", "clamp_max_", "clamp_", "bfloat16",
+        "int32",  "lock_",      "zero_",     "view",       "flip",   "sum",
+        "index",  "state_dict", "keys",      "float"}) {
     EXPECT_TRUE(tensordict::detail::is_reserved_field_name(name)) << name;
   }
-  for (const char* name : {"obs", "x", "reward", "data", "sin__", "lt", "", "Sum"}) {
+  for (const char* name :
+       {"obs", "x", "reward", "data", "sin__", "lt", "", "Sum"}) {
     EXPECT_FALSE(tensordict::detail::is_reserved_field_name(name)) << name;
   }
 }
@@ -1323,24 +1400,126 @@ TEST(TensorClassTest, ReservedNamesAreTheListedMembersAndTheirInPlaceForms) {
 TEST(TensorClassTest, EveryNameReservedBeforeTheOpListIsStillReserved) {
   // The hand-kept list that TENSORDICT_TENSORCLASS_OPS replaced.
   for (const char* name :
-       {"all", "any", "apply", "batch_dims", "batch_size", "bfloat16", "boolean",
-        "cat", "chunk", "clone", "contiguous", "copy", "copy_", "cpu", "cuda",
-        "del_", "detach", "detach_", "device", "dim", "double", "empty",
-        "exclude", "expand", "fields", "fill_", "flatten", "flip", "float",
-        "float32", "float64", "from_dict", "from_tensordict", "gather", "get",
-        "half", "index", "index_put_", "int", "int32", "is_locked", "is_memmap",
-        "is_none", "is_shared", "items", "keys", "load", "load_memmap",
-        "load_memmap_", "lock_", "masked_fill", "memmap", "memmap_",
-        "named_apply", "names", "narrow", "ndim", "numel", "permute", "pop",
-        "repeat", "repr", "reshape", "save", "saved_path", "select", "set",
-        "shape", "size", "split", "squeeze", "stack", "tensordict", "to",
-        "to_dict", "to_tensordict", "transpose", "unbind", "unflatten",
-        "unlock_", "unsqueeze", "update", "values", "view", "where", "zero_",
-        "state_dict", "tensor_class_info", "load_state_dict", "sum", "mean",
-        "std", "var", "prod", "amax", "amin", "max", "min", "rename", "rename_",
-        "rename_by_map", "refine_names", "pad", "roll", "repeat_interleave",
-        "masked_fill_", "add", "sub", "mul", "div", "add_", "mul_", "abs", "exp",
-        "log", "sqrt", "clamp", "masked_select", "is_same", "apply_"}) {
+       {"all",
+        "any",
+        "apply",
+        "batch_dims",
+        "batch_size",
+        "bfloat16",
+        "boolean",
+        "cat",
+        "chunk",
+        "clone",
+        "contiguous",
+        "copy",
+        "copy_",
+        "cpu",
+        "cuda",
+        "del_",
+        "detach",
+        "detach_",
+        "device",
+        "dim",
+        "double",
+        "empty",
+        "exclude",
+        "expand",
+        "fields",
+        "fill_",
+        "flatten",
+        "flip",
+        "float",
+        "float32",
+        "float64",
+        "from_dict",
+        "from_tensordict",
+        "gather",
+        "get",
+        "half",
+        "index",
+        "index_put_",
+        "int",
+        "int32",
+        "is_locked",
+        "is_memmap",
+        "is_none",
+        "is_shared",
+        "items",
+        "keys",
+        "load",
+        "load_memmap",
+        "load_memmap_",
+        "lock_",
+        "masked_fill",
+        "memmap",
+        "memmap_",
+        "named_apply",
+        "names",
+        "narrow",
+        "ndim",
+        "numel",
+        "permute",
+        "pop",
+        "repeat",
+        "repr",
+        "reshape",
+        "save",
+        "saved_path",
+        "select",
+        "set",
+        "shape",
+        "size",
+        "split",
+        "squeeze",
+        "stack",
+        "tensordict",
+        "to",
+        "to_dict",
+        "to_tensordict",
+        "transpose",
+        "unbind",
+        "unflatten",
+        "unlock_",
+        "unsqueeze",
+        "update",
+        "values",
+        "view",
+        "where",
+        "zero_",
+        "state_dict",
+        "tensor_class_info",
+        "load_state_dict",
+        "sum",
+        "mean",
+        "std",
+        "var",
+        "prod",
+        "amax",
+        "amin",
+        "max",
+        "min",
+        "rename",
+        "rename_",
+        "rename_by_map",
+        "refine_names",
+        "pad",
+        "roll",
+        "repeat_interleave",
+        "masked_fill_",
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "add_",
+        "mul_",
+        "abs",
+        "exp",
+        "log",
+        "sqrt",
+        "clamp",
+        "masked_select",
+        "is_same",
+        "apply_"}) {
     EXPECT_TRUE(tensordict::detail::is_reserved_field_name(name)) << name;
   }
 }
@@ -1351,7 +1530,7 @@ struct Signal : TensorClass<Signal, ClassFlags::kShadow> {
   TENSORDICT_FIELDS(Signal, sin, x)
 };
 
-} // namespace
+}  // namespace
 
 TEST(TensorClassTest, ShadowAllowsAFieldNamedAfterAGeneratedForwarder) {
   Signal s({{"sin", torch::ones({2})}, {"x", torch::zeros({2})}}, {2});
@@ -1361,4 +1540,4 @@ TEST(TensorClassTest, ShadowAllowsAFieldNamedAfterAGeneratedForwarder) {
   EXPECT_TRUE(torch::equal(s.cos().x(), torch::ones({2})));
 }
 
-} // namespace tensor_class_test
+}  // namespace tensor_class_test

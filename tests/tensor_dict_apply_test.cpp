@@ -17,12 +17,14 @@ namespace {
 TensorDict make_td() {
   return TensorDict(
       {{"a", torch::ones({4, 3})},
-       {"n", {{"b", torch::full({4}, 2.f)}, {"c", torch::zeros({4, 2}, torch::kLong)}}},
+       {"n",
+        {{"b", torch::full({4}, 2.f)},
+         {"c", torch::zeros({4, 2}, torch::kLong)}}},
        {"s", "txt"}},
       {4});
 }
 
-} // namespace
+}  // namespace
 
 TEST(TensorDictApplyTest, AppliesToEveryLeafAndKeepsNonTensors) {
   TensorDict td = make_td();
@@ -44,10 +46,10 @@ TEST(TensorDictApplyTest, UndefinedResultsDropKeysAndEmptiedDicts) {
   EXPECT_TRUE(out.contains("a"));
   EXPECT_FALSE(out.contains({"n", "b"}));
   EXPECT_TRUE(out.contains({"n", "c"}));
-  EXPECT_TRUE(out.contains("e")); // empty before: kept by default
+  EXPECT_TRUE(out.contains("e"));  // empty before: kept by default
   auto none = [](const at::Tensor&) { return at::Tensor(); };
   TensorDict emptied = td.apply(none);
-  EXPECT_FALSE(emptied.contains("n")); // emptied by fn: left out
+  EXPECT_FALSE(emptied.contains("n"));  // emptied by fn: left out
   EXPECT_TRUE(emptied.contains("e"));
   EXPECT_TRUE(td.apply(none, ApplyOptions().filter_empty(false)).contains("n"));
   EXPECT_FALSE(td.apply(none, ApplyOptions().filter_empty(true)).contains("e"));
@@ -74,14 +76,17 @@ TEST(TensorDictApplyTest, BatchSizeAndNamesOptions) {
 
 TEST(TensorDictApplyTest, OtherDictsAreMatchedByKey) {
   TensorDict td = make_td();
-  TensorDict other = td.clone().apply([](const at::Tensor& t) { return t + 1; });
+  TensorDict other =
+      td.clone().apply([](const at::Tensor& t) { return t + 1; });
   TensorDict sum = td.apply(
       [](const at::Tensor& x, const at::Tensor& y) { return x + y; }, other);
   EXPECT_EQ(sum.get("a")[0][0].item<float>(), 3.f);
   EXPECT_EQ(sum.get({"n", "b"})[0].item<float>(), 5.f);
   TensorDict partial({{"a", torch::ones({4, 3})}}, {4});
   EXPECT_THROWS_EXACTLY(
-      td.apply([](const at::Tensor& x, const at::Tensor& y) { return x + y; }, partial),
+      td.apply(
+          [](const at::Tensor& x, const at::Tensor& y) { return x + y; },
+          partial),
       KeyError,
       "key \"n\" not found in TensorDict with keys ['a']");
   TensorDict with_default = td.apply(
@@ -112,10 +117,11 @@ TEST(TensorDictApplyTest, OtherDictsMustHoldTheSameKindOfEntry) {
 TEST(TensorDictApplyTest, NamedApplySeesNestedKeys) {
   TensorDict td = make_td();
   std::vector<NestedKey> seen;
-  TensorDict out = td.named_apply([&](const NestedKey& key, const at::Tensor& t) {
-    seen.push_back(key);
-    return key == NestedKey({"n", "b"}) ? t * 10 : t;
-  });
+  TensorDict out =
+      td.named_apply([&](const NestedKey& key, const at::Tensor& t) {
+        seen.push_back(key);
+        return key == NestedKey({"n", "b"}) ? t * 10 : t;
+      });
   EXPECT_EQ(seen, (std::vector<NestedKey>{"a", {"n", "b"}, {"n", "c"}}));
   EXPECT_EQ(out.get({"n", "b"})[0].item<float>(), 20.f);
 }
@@ -136,7 +142,8 @@ TEST(TensorDictApplyTest, CallOnNestedPassesEachTopLevelEntryWhole) {
       [&](const NestedKey& key, const Value& v) -> std::optional<Value> {
         seen.emplace_back(key, v.type_name());
         if (v.is_tensordict()) {
-          return v.tensordict().apply([](const at::Tensor& t) { return t + 1; });
+          return v.tensordict().apply(
+              [](const at::Tensor& t) { return t + 1; });
         }
         return v;
       },
@@ -196,7 +203,8 @@ TEST(TensorDictApplyTest, CallOnNestedWithANewBatchSize) {
 
 TEST(TensorDictApplyTest, CallOnNestedMatchesOtherDictsEntries) {
   TensorDict td = make_td();
-  TensorDict other = td.clone().apply([](const at::Tensor& t) { return t + 1; });
+  TensorDict other =
+      td.clone().apply([](const at::Tensor& t) { return t + 1; });
   TensorDict out = td.apply(
       [](const Value& v, const Value& o) -> std::optional<Value> {
         EXPECT_EQ(v.kind(), o.kind());
@@ -208,7 +216,9 @@ TEST(TensorDictApplyTest, CallOnNestedMatchesOtherDictsEntries) {
   TensorDict partial({{"a", torch::ones({4, 3})}}, {4});
   EXPECT_THROWS_EXACTLY(
       td.apply(
-          [](const Value& v, const Value&) -> std::optional<Value> { return v; },
+          [](const Value& v, const Value&) -> std::optional<Value> {
+            return v;
+          },
           partial,
           ApplyOptions().call_on_nested(true)),
       KeyError,
@@ -239,4 +249,4 @@ TEST(TensorDictApplyTest, CallOnNestedNeedsAnEntryCallback) {
       "so it must take a const Value& and return a std::optional<Value>");
 }
 
-} // namespace tensor_dict_apply_test
+}  // namespace tensor_dict_apply_test

@@ -35,7 +35,7 @@ bool in_shared_memory(const at::Tensor& t) {
   return map != nullptr && (map->flags() & at::ALLOCATOR_MAPPED_SHAREDMEM);
 }
 
-} // namespace
+}  // namespace
 
 TEST(TensorDictConvertTest, ToDtypeCastsEveryTensorAndKeepsTheRest) {
   TensorDict td = make_td();
@@ -43,7 +43,8 @@ TEST(TensorDictConvertTest, ToDtypeCastsEveryTensorAndKeepsTheRest) {
   EXPECT_EQ(d.get("a").scalar_type(), torch::kDouble);
   EXPECT_EQ(d.get({"n", "i"}).scalar_type(), torch::kDouble);
   EXPECT_TRUE(torch::equal(d.get("a"), td.get("a").to(torch::kDouble)));
-  EXPECT_TRUE(torch::equal(d.get({"n", "i"}), td.get({"n", "i"}).to(torch::kDouble)));
+  EXPECT_TRUE(
+      torch::equal(d.get({"n", "i"}), td.get({"n", "i"}).to(torch::kDouble)));
   EXPECT_EQ(d.batch_size(), c10::IntArrayRef({2}));
   EXPECT_EQ(d.get_tensordict("n").batch_size(), c10::IntArrayRef({2, 4}));
   EXPECT_EQ(d.names(), DimNames{"x"});
@@ -84,14 +85,14 @@ TEST(TensorDictConvertTest, ToOptionsMovesAndCasts) {
   EXPECT_EQ(m["s"].non_tensor_data().device(), meta);
   EXPECT_EQ(m.names(), DimNames{"x"});
 
-  TensorDict both = td.to(torch::TensorOptions().device(meta).dtype(torch::kHalf));
+  TensorDict both =
+      td.to(torch::TensorOptions().device(meta).dtype(torch::kHalf));
   EXPECT_EQ(both.device(), meta);
   EXPECT_EQ(both.get("a").scalar_type(), torch::kHalf);
   EXPECT_EQ(both.get({"n", "i"}).scalar_type(), torch::kHalf);
 
   // Options without a device keep the dict's device.
-  TensorDict on_cpu(
-      {{"a", torch::zeros({2})}}, {2}, c10::Device(c10::kCPU));
+  TensorDict on_cpu({{"a", torch::zeros({2})}}, {2}, c10::Device(c10::kCPU));
   TensorDict cast = on_cpu.to(torch::TensorOptions().dtype(torch::kDouble));
   EXPECT_EQ(cast.device(), c10::Device(c10::kCPU));
   EXPECT_EQ(cast.get("a").scalar_type(), torch::kDouble);
@@ -119,7 +120,7 @@ TEST(TensorDictConvertTest, PinMemoryThrowsTorchsErrorWithoutAnAccelerator) {
 TEST(TensorDictConvertTest, ShareMemoryMovesStorageInPlaceSoViewsSeeIt) {
   TensorDict td = make_td();
   const at::Tensor a = td.get("a");
-  const at::Tensor view = a[1]; // taken before the move
+  const at::Tensor view = a[1];  // taken before the move
   const at::Tensor nested = td.get({"n", "i"});
   EXPECT_FALSE(td.is_shared());
   EXPECT_FALSE(in_shared_memory(a));
@@ -217,8 +218,7 @@ TEST(TensorDictConvertTest, DetachAndRequiresGrad) {
 }
 
 TEST(TensorDictConvertTest, ContiguousAndIsContiguous) {
-  TensorDict td(
-      {{"t", torch::arange(6, torch::kFloat).view({3, 2}).t()}}, {2});
+  TensorDict td({{"t", torch::arange(6, torch::kFloat).view({3, 2}).t()}}, {2});
   EXPECT_FALSE(td.is_contiguous());
   TensorDict c = td.contiguous();
   EXPECT_TRUE(c.is_contiguous());
@@ -236,13 +236,16 @@ TEST(TensorDictConvertTest, ZeroAndFillWriteInPlace) {
   td.fill_("a", 3);
   EXPECT_TRUE(torch::equal(a, torch::full({2, 3}, 3.0)));
   td.fill_({"n", "i"}, 7);
-  EXPECT_TRUE(torch::equal(td.get({"n", "i"}), torch::full({2, 4}, 7, torch::kLong)));
+  EXPECT_TRUE(
+      torch::equal(td.get({"n", "i"}), torch::full({2, 4}, 7, torch::kLong)));
   td.fill_("n", 5);
-  EXPECT_TRUE(torch::equal(td.get({"n", "i"}), torch::full({2, 4}, 5, torch::kLong)));
+  EXPECT_TRUE(
+      torch::equal(td.get({"n", "i"}), torch::full({2, 4}, 5, torch::kLong)));
   td.lock_();
   td.zero_();
   EXPECT_TRUE(torch::equal(a, torch::zeros({2, 3})));
-  EXPECT_TRUE(torch::equal(td.get({"n", "i"}), torch::zeros({2, 4}, torch::kLong)));
+  EXPECT_TRUE(
+      torch::equal(td.get({"n", "i"}), torch::zeros({2, 4}, torch::kLong)));
   EXPECT_EQ(td.get_non_tensor("s"), Json("txt"));
 
   EXPECT_THROWS_EXACTLY(
@@ -259,7 +262,7 @@ TEST(TensorDictConvertTest, CopyWritesIntoTheExistingTensors) {
   TensorDict td = make_td();
   const at::Tensor a = td.get("a");
   TensorDict src(
-      {{"a", torch::ones({2, 1}, torch::kDouble)}, // broadcast and cast
+      {{"a", torch::ones({2, 1}, torch::kDouble)},  // broadcast and cast
        {"n", TensorDict({{"i", torch::full({2, 4}, 9)}}, {2, 4})},
        {"s", "new"}},
       {2});
@@ -268,7 +271,8 @@ TEST(TensorDictConvertTest, CopyWritesIntoTheExistingTensors) {
   EXPECT_TRUE(td.get("a").is_same(a));
   EXPECT_EQ(a.scalar_type(), torch::kFloat);
   EXPECT_TRUE(torch::equal(a, torch::ones({2, 3})));
-  EXPECT_TRUE(torch::equal(td.get({"n", "i"}), torch::full({2, 4}, 9, torch::kLong)));
+  EXPECT_TRUE(
+      torch::equal(td.get({"n", "i"}), torch::full({2, 4}, 9, torch::kLong)));
   EXPECT_EQ(td.get_non_tensor("s"), Json("new"));
   EXPECT_EQ(td["s"].non_tensor_data().batch_size(), c10::IntArrayRef({2}));
 }
@@ -300,7 +304,8 @@ TEST(TensorDictConvertTest, CopyThrowsListingKeysThatDifferAndWritesNothing) {
       "copy_() cannot copy the value of shape torch.Size([2, 4, 3]) under the "
       "key ('n', 'i') into the entry of shape torch.Size([2, 4])");
   // Checked before any write: "a" came first and is unchanged.
-  EXPECT_TRUE(torch::equal(td.get("a"), torch::arange(6, torch::kFloat).view({2, 3})));
+  EXPECT_TRUE(
+      torch::equal(td.get("a"), torch::arange(6, torch::kFloat).view({2, 3})));
 
   TensorDict bad_kind = make_td();
   bad_kind.del_("s");
@@ -312,4 +317,4 @@ TEST(TensorDictConvertTest, CopyThrowsListingKeysThatDifferAndWritesNothing) {
       "Tensor in tensordict 1");
 }
 
-} // namespace tensor_dict_convert_test
+}  // namespace tensor_dict_convert_test

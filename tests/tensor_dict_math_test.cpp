@@ -27,17 +27,17 @@ TensorDict make_td() {
 }
 
 void expect_leaf(
-    const TensorDict& td,
-    const NestedKey& key,
-    const at::Tensor& expected) {
+    const TensorDict& td, const NestedKey& key, const at::Tensor& expected) {
   const at::Tensor got = td.get(key);
   EXPECT_EQ(got.scalar_type(), expected.scalar_type()) << key;
   EXPECT_EQ(got.sizes(), expected.sizes()) << key;
   EXPECT_TRUE(torch::allclose(got, expected, 1e-6, 1e-6, /*equal_nan=*/true))
-      << key << "\n" << got << "\n" << expected;
+      << key << "\n"
+      << got << "\n"
+      << expected;
 }
 
-} // namespace
+}  // namespace
 
 TEST(TensorDictMathTest, AddsDictsLeafByLeaf) {
   TensorDict td = make_td();
@@ -54,7 +54,8 @@ TEST(TensorDictMathTest, AddsDictsLeafByLeaf) {
   expect_leaf(td - other, {"n", "b"}, torch::zeros({2}, torch::kLong));
   expect_leaf(td * other, "a", td.get("a") * td.get("a"));
   expect_leaf(td / other, {"n", "b"}, td.get({"n", "b"}) / td.get({"n", "b"}));
-  expect_leaf(td.pow(other), {"n", "b"}, td.get({"n", "b"}).pow(td.get({"n", "b"})));
+  expect_leaf(
+      td.pow(other), {"n", "b"}, td.get({"n", "b"}).pow(td.get({"n", "b"})));
 }
 
 TEST(TensorDictMathTest, BroadcastsBatchSizesOfTwoDicts) {
@@ -80,8 +81,7 @@ TEST(TensorDictMathTest, DictOperandsMustHaveTheSameKeys) {
   EXPECT_THROWS_WITH(missing + td, KeyError, "key \"a\" not found");
   TensorDict extra = td.clone();
   extra.set({"n", "z"}, torch::zeros({2}));
-  EXPECT_THROWS_WITH(
-      td.mul(extra), KeyError, "(while looking up ('n', 'z'))");
+  EXPECT_THROWS_WITH(td.mul(extra), KeyError, "(while looking up ('n', 'z'))");
   // In place, nothing is written before the keys are matched.
   TensorDict copy = td.clone();
   EXPECT_THROWS_WITH(copy.add_(extra), KeyError, "key \"z\" not found");
@@ -142,7 +142,8 @@ TEST(TensorDictMathTest, TensorOperandsLineUpWithTheBatchDims) {
   TensorDict grown = td + torch::ones({4, 1, 3});
   EXPECT_EQ(grown.batch_size(), c10::IntArrayRef({4, 2, 3}));
   EXPECT_EQ(grown.get("a").sizes(), c10::IntArrayRef({4, 2, 3, 4}));
-  EXPECT_EQ(grown.get_tensordict("n").batch_size(), c10::IntArrayRef({4, 2, 3, 5}));
+  EXPECT_EQ(
+      grown.get_tensordict("n").batch_size(), c10::IntArrayRef({4, 2, 3, 5}));
   // Tensor on the left.
   expect_leaf(t - td, "a", t.view({1, 3, 1}).expand({2, 3, 4}));
   expect_leaf(td.mul(t), "a", torch::zeros({2, 3, 4}));
@@ -168,7 +169,8 @@ TEST(TensorDictMathTest, InPlaceOpsWriteIntoTheLeaves) {
   td.add_(2).mul_(3);
   expect_leaf(td, "a", torch::full({2, 3}, 6.0f));
   td *= torch::tensor({1.0f, 2.0f});
-  expect_leaf(td, "a", torch::tensor({{6.0f, 6.0f, 6.0f}, {12.0f, 12.0f, 12.0f}}));
+  expect_leaf(
+      td, "a", torch::tensor({{6.0f, 6.0f, 6.0f}, {12.0f, 12.0f, 12.0f}}));
   td.select({"a"}) /= 6;
   expect_leaf(td, "a", torch::tensor({{1.0f, 1.0f, 1.0f}, {2.0f, 2.0f, 2.0f}}));
   td.sub_(1, /*alpha=*/2).pow_(2);
@@ -180,7 +182,9 @@ TEST(TensorDictMathTest, InPlaceOpsWriteIntoTheLeaves) {
   td.unlock_();
   // torch's own checks: an int leaf cannot hold a float result.
   EXPECT_THROWS_WITH(
-      make_td().div_(2), c10::Error, "result type Float can't be cast to the desired output type Long");
+      make_td().div_(2),
+      c10::Error,
+      "result type Float can't be cast to the desired output type Long");
   EXPECT_THROWS_EXACTLY(
       td.add_(torch::ones({4, 2})),
       c10::Error,
@@ -206,8 +210,12 @@ TEST(TensorDictMathTest, UnaryOpsMatchTorch) {
       {"log", td.log(), [](const at::Tensor& t) { return t.log(); }},
       {"log1p", td.log1p(), [](const at::Tensor& t) { return t.log1p(); }},
       {"sqrt", td.sqrt(), [](const at::Tensor& t) { return t.sqrt(); }},
-      {"reciprocal", td.reciprocal(), [](const at::Tensor& t) { return t.reciprocal(); }},
-      {"sigmoid", td.sigmoid(), [](const at::Tensor& t) { return t.sigmoid(); }},
+      {"reciprocal",
+       td.reciprocal(),
+       [](const at::Tensor& t) { return t.reciprocal(); }},
+      {"sigmoid",
+       td.sigmoid(),
+       [](const at::Tensor& t) { return t.sigmoid(); }},
       {"tanh", td.tanh(), [](const at::Tensor& t) { return t.tanh(); }},
       {"sin", td.sin(), [](const at::Tensor& t) { return t.sin(); }},
       {"cos", td.cos(), [](const at::Tensor& t) { return t.cos(); }},
@@ -235,7 +243,8 @@ TEST(TensorDictMathTest, InPlaceUnaryOpsMatchTorch) {
   EXPECT_TRUE(td.get("a").is_same(a));
   expect_leaf(td, "a", before.get("a").abs());
   td.sqrt_().log1p_().neg_().exp_().expm1_().sigmoid_().tanh_();
-  at::Tensor expected = before.get("a").abs().sqrt().log1p().neg().exp().expm1().sigmoid().tanh();
+  at::Tensor expected =
+      before.get("a").abs().sqrt().log1p().neg().exp().expm1().sigmoid().tanh();
   expect_leaf(td, "a", expected);
   td.mul_(10).sin_().cos_().reciprocal_().log_();
   expected = (expected * 10).sin().cos().reciprocal().log();
@@ -243,16 +252,21 @@ TEST(TensorDictMathTest, InPlaceUnaryOpsMatchTorch) {
   td.sign_();
   expect_leaf(td, "a", expected.sign());
   TensorDict r({{"a", torch::tensor({-1.5f, -0.5f, 0.5f, 1.5f, 2.5f})}}, {5});
-  expect_leaf(r.clone().floor_(), "a", torch::tensor({-2.0f, -1.0f, 0.0f, 1.0f, 2.0f}));
-  expect_leaf(r.clone().ceil_(), "a", torch::tensor({-1.0f, -0.0f, 1.0f, 2.0f, 3.0f}));
-  expect_leaf(r.clone().round_(), "a", torch::tensor({-2.0f, -0.0f, 0.0f, 2.0f, 2.0f}));
-  expect_leaf(r.clone().trunc_(), "a", torch::tensor({-1.0f, -0.0f, 0.0f, 1.0f, 2.0f}));
+  expect_leaf(
+      r.clone().floor_(), "a", torch::tensor({-2.0f, -1.0f, 0.0f, 1.0f, 2.0f}));
+  expect_leaf(
+      r.clone().ceil_(), "a", torch::tensor({-1.0f, -0.0f, 1.0f, 2.0f, 3.0f}));
+  expect_leaf(
+      r.clone().round_(), "a", torch::tensor({-2.0f, -0.0f, 0.0f, 2.0f, 2.0f}));
+  expect_leaf(
+      r.clone().trunc_(), "a", torch::tensor({-1.0f, -0.0f, 0.0f, 1.0f, 2.0f}));
   TensorDict ints({{"i", torch::arange(3)}}, {3});
-  EXPECT_THROWS_WITH(ints.sqrt_(), c10::Error, "result type Float can't be cast");
+  EXPECT_THROWS_WITH(
+      ints.sqrt_(), c10::Error, "result type Float can't be cast");
 }
 
 TEST(TensorDictMathTest, ClampWithOptionalBounds) {
-  TensorDict td = make_td(); // a = 1..6
+  TensorDict td = make_td();  // a = 1..6
   expect_leaf(td.clamp(2, 4), "a", td.get("a").clamp(2, 4));
   expect_leaf(td.clamp(std::nullopt, 3), "a", td.get("a").clamp_max(3));
   expect_leaf(td.clamp(5), "a", td.get("a").clamp_min(5));
@@ -294,7 +308,8 @@ TEST(TensorDictMathTest, OrderingComparisonsGiveBoolDicts) {
   EXPECT_EQ(lt.get_tensordict("n").batch_size(), c10::IntArrayRef({2}));
   // As in Python, non-tensor data is kept rather than compared.
   EXPECT_EQ(lt.get_non_tensor("s"), Json("txt"));
-  EXPECT_THROWS_WITH(td < td.exclude({{"n", "b"}}), KeyError, "key \"b\" not found");
+  EXPECT_THROWS_WITH(
+      td < td.exclude({{"n", "b"}}), KeyError, "key \"b\" not found");
 }
 
 TEST(TensorDictMathTest, LogicalOps) {
@@ -302,13 +317,18 @@ TEST(TensorDictMathTest, LogicalOps) {
   p.set({"n", "y"}, torch::tensor({1, 0, 2, 0}));
   TensorDict q({{"x", torch::tensor({true, false, true, false})}}, {4});
   q.set({"n", "y"}, torch::tensor({0, 0, 1, 1}));
-  expect_leaf(p.logical_and(q), "x", torch::tensor({true, false, false, false}));
-  expect_leaf(p.logical_and(q), {"n", "y"}, torch::tensor({false, false, true, false}));
+  expect_leaf(
+      p.logical_and(q), "x", torch::tensor({true, false, false, false}));
+  expect_leaf(
+      p.logical_and(q), {"n", "y"}, torch::tensor({false, false, true, false}));
   expect_leaf(p.logical_or(q), "x", torch::tensor({true, true, true, false}));
-  expect_leaf(p.logical_or(q), {"n", "y"}, torch::tensor({true, false, true, true}));
+  expect_leaf(
+      p.logical_or(q), {"n", "y"}, torch::tensor({true, false, true, true}));
   expect_leaf(p.logical_not(), "x", torch::tensor({false, false, true, true}));
-  expect_leaf(p.logical_not(), {"n", "y"}, torch::tensor({false, true, false, true}));
-  EXPECT_THROWS_WITH(p.logical_or(q.exclude({"x"})), KeyError, "key \"x\" not found");
+  expect_leaf(
+      p.logical_not(), {"n", "y"}, torch::tensor({false, true, false, true}));
+  EXPECT_THROWS_WITH(
+      p.logical_or(q.exclude({"x"})), KeyError, "key \"x\" not found");
 }
 
-} // namespace tensor_dict_math_test
+}  // namespace tensor_dict_math_test

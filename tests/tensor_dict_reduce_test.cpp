@@ -35,16 +35,16 @@ TensorDict make_td() {
 }
 
 void expect_leaf(
-    const TensorDict& td,
-    const NestedKey& key,
-    const at::Tensor& expected) {
+    const TensorDict& td, const NestedKey& key, const at::Tensor& expected) {
   const at::Tensor got = td.get(key);
   EXPECT_EQ(got.scalar_type(), expected.scalar_type()) << key;
   EXPECT_EQ(got.sizes(), expected.sizes()) << key;
-  EXPECT_TRUE(torch::allclose(got, expected)) << key << "\n" << got << "\n" << expected;
+  EXPECT_TRUE(torch::allclose(got, expected)) << key << "\n"
+                                              << got << "\n"
+                                              << expected;
 }
 
-} // namespace
+}  // namespace
 
 TEST(TensorDictReduceTest, WithoutDimReducesEveryElementOfEachLeaf) {
   TensorDict td = make_td();
@@ -57,7 +57,7 @@ TEST(TensorDictReduceTest, WithoutDimReducesEveryElementOfEachLeaf) {
   EXPECT_TRUE(s.get_tensordict("n").batch_size().empty());
   expect_leaf(s, "a", a.sum());
   expect_leaf(s, {"n", "b"}, b.sum());
-  expect_leaf(s, "i", torch::tensor(15)); // int64 stays int64
+  expect_leaf(s, "i", torch::tensor(15));  // int64 stays int64
   EXPECT_EQ(s.get_non_tensor("s"), Json("txt"));
   EXPECT_TRUE(s["s"].non_tensor_data().batch_size().empty());
   expect_leaf(td.prod(), "i", torch::tensor(0));
@@ -70,10 +70,13 @@ TEST(TensorDictReduceTest, WithoutDimReducesEveryElementOfEachLeaf) {
   expect_leaf(floats.std(), {"n", "b"}, b.std());
   expect_leaf(floats.var(), "a", a.var());
   expect_leaf(
-      floats.std(ReduceOptions().correction(0)), "a", a.std(/*unbiased=*/false));
+      floats.std(ReduceOptions().correction(0)),
+      "a",
+      a.std(/*unbiased=*/false));
   expect_leaf(floats.var(ReduceOptions().correction(0)), "a", a.var(false));
   // mean of an int leaf is torch's error, as in Python.
-  EXPECT_THROWS_WITH(td.mean(), c10::Error, "mean(): could not infer output dtype");
+  EXPECT_THROWS_WITH(
+      td.mean(), c10::Error, "mean(): could not infer output dtype");
 }
 
 TEST(TensorDictReduceTest, KeepdimWithoutDimKeepsEveryDimAsOne) {
@@ -119,10 +122,13 @@ TEST(TensorDictReduceTest, DimReducesThoseBatchDims) {
   expect_leaf(td.amax(ReduceOptions().dim({1})), "a", a.amax(1));
   expect_leaf(td.max(ReduceOptions().dim({0})), "a", std::get<0>(a.max(0)));
   expect_leaf(td.amin(ReduceOptions().dim({0, 1})), "a", a.amin({0, 1}));
-  expect_leaf(td.min(ReduceOptions().dim({1}).keepdim(true)), "a", a.amin(1, true));
+  expect_leaf(
+      td.min(ReduceOptions().dim({1}).keepdim(true)), "a", a.amin(1, true));
   // prod reduces every dim it is given (Python reduces only the first).
-  expect_leaf(td.prod(ReduceOptions().dim({0, 1})), {"n", "b"}, b.prod(1).prod(0));
-  expect_leaf(td.prod(ReduceOptions().dim({1}).keepdim(true)), "a", a.prod(1, true));
+  expect_leaf(
+      td.prod(ReduceOptions().dim({0, 1})), {"n", "b"}, b.prod(1).prod(0));
+  expect_leaf(
+      td.prod(ReduceOptions().dim({1}).keepdim(true)), "a", a.prod(1, true));
 }
 
 TEST(TensorDictReduceTest, DimOutsideTheBatchDimsIsAnIndexError) {
@@ -143,7 +149,10 @@ TEST(TensorDictReduceTest, DimOutsideTheBatchDimsIsAnIndexError) {
 
 TEST(TensorDictReduceTest, AllAndAnyAlongADim) {
   TensorDict td(
-      {{"m", torch::tensor({{true, false}, {true, true}})}}, {2, 2}, std::nullopt, {"r", "c"});
+      {{"m", torch::tensor({{true, false}, {true, true}})}},
+      {2, 2},
+      std::nullopt,
+      {"r", "c"});
   td.set({"n", "v"}, torch::tensor({{0, 0}, {3, 0}}));
   TensorDict all = td.all(1);
   EXPECT_EQ(all.batch_size(), c10::IntArrayRef({2}));
@@ -174,33 +183,40 @@ TEST(TensorDictReduceTest, NonTensorStacksCannotBeReduced) {
       "need NonTensorStack to support sum, help us by filing an issue on "
       "github!");
   EXPECT_THROWS_WITH(
-      td.amax(ReduceOptions().dim({0})), c10::Error, "amax requires this object");
+      td.amax(ReduceOptions().dim({0})),
+      c10::Error,
+      "amax requires this object");
 }
 
 TEST(TensorDictReduceTest, ReduceCombinesAllLeavesIntoOneTensor) {
   // Python: td.sum(reduce=True) is 276 + 15 = 291 here (float + int64
   // leaves concatenate to float).
-  TensorDict td({{"a", torch::arange(24, torch::kFloat).view({2, 3, 4})}}, {2, 3});
+  TensorDict td(
+      {{"a", torch::arange(24, torch::kFloat).view({2, 3, 4})}}, {2, 3});
   td.set({"n", "b"}, torch::arange(6).view({2, 3}));
-  const at::Tensor all = torch::cat({td.get("a").flatten(), td.get({"n", "b"}).flatten().to(torch::kFloat)});
+  const at::Tensor all = torch::cat(
+      {td.get("a").flatten(), td.get({"n", "b"}).flatten().to(torch::kFloat)});
   const at::Tensor s = td.reduce(ReduceOp::kSum);
   EXPECT_EQ(s.dim(), 0);
   EXPECT_EQ(s.scalar_type(), torch::kFloat);
   EXPECT_FLOAT_EQ(s.item<float>(), 291.0f);
   EXPECT_TRUE(torch::allclose(td.reduce(ReduceOp::kMean), all.mean()));
   EXPECT_TRUE(torch::allclose(
-      td.reduce(ReduceOp::kStd, ReduceOptions().correction(0)), all.std(false)));
+      td.reduce(ReduceOp::kStd, ReduceOptions().correction(0)),
+      all.std(false)));
   EXPECT_TRUE(torch::allclose(td.reduce(ReduceOp::kVar), all.var()));
   EXPECT_TRUE(torch::allclose(td.reduce(ReduceOp::kMax), all.max()));
   EXPECT_TRUE(torch::allclose(td.reduce(ReduceOp::kAmin), all.min()));
   EXPECT_TRUE(td.reduce(ReduceOp::kAny).item<bool>());
   EXPECT_FALSE(td.reduce(ReduceOp::kAll).item<bool>());
   // With dims, leaves of the same rank are concatenated along the first.
-  TensorDict flat({{"a", torch::arange(6, torch::kFloat).view({2, 3})},
-                   {"b", torch::ones({2, 3})}},
-                  {2, 3});
+  TensorDict flat(
+      {{"a", torch::arange(6, torch::kFloat).view({2, 3})},
+       {"b", torch::ones({2, 3})}},
+      {2, 3});
   const at::Tensor cat = torch::cat({flat.get("a"), flat.get("b")}, 0);
-  const at::Tensor by_dim = flat.reduce(ReduceOp::kSum, ReduceOptions().dim({0}));
+  const at::Tensor by_dim =
+      flat.reduce(ReduceOp::kSum, ReduceOptions().dim({0}));
   EXPECT_TRUE(torch::equal(by_dim, cat.sum(0)));
   EXPECT_TRUE(torch::equal(
       flat.reduce(ReduceOp::kAmax, ReduceOptions().dim({-1}).keepdim(true)),
@@ -216,4 +232,4 @@ TEST(TensorDictReduceTest, ReduceCombinesAllLeavesIntoOneTensor) {
       "Incompatible dim 2 for tensordict with batch dims 2.");
 }
 
-} // namespace tensor_dict_reduce_test
+}  // namespace tensor_dict_reduce_test

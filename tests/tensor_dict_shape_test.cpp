@@ -22,19 +22,26 @@ TensorDict make_td() {
       {2, 3},
       std::nullopt,
       {"x", "y"});
-  td.set("n", TensorDict({{"b", torch::arange(30, torch::kFloat).view({2, 3, 5})}}, {2, 3, 5}));
+  td.set(
+      "n",
+      TensorDict(
+          {{"b", torch::arange(30, torch::kFloat).view({2, 3, 5})}},
+          {2, 3, 5}));
   td.set("st", Value(NonTensorStack({0, 1, 2, 3, 4, 5}, {2, 3})));
   td.set_non_tensor("s", "txt");
   return td;
 }
 
-void expect_leaf(const TensorDict& td, const tensordict::NestedKey& key, const at::Tensor& expected) {
+void expect_leaf(
+    const TensorDict& td,
+    const tensordict::NestedKey& key,
+    const at::Tensor& expected) {
   const at::Tensor got = td.get(key);
   EXPECT_EQ(got.sizes(), expected.sizes()) << key;
   EXPECT_TRUE(torch::equal(got, expected)) << key;
 }
 
-} // namespace
+}  // namespace
 
 TEST(TensorDictShapeTest, ReshapeAndView) {
   TensorDict td = make_td();
@@ -48,10 +55,13 @@ TEST(TensorDictShapeTest, ReshapeAndView) {
   TensorDict viewed = td.view({3, 2});
   EXPECT_EQ(viewed.get("a").data_ptr(), td.get("a").data_ptr());
   EXPECT_EQ(viewed.get_non_tensor("st"), Json({{0, 1}, {2, 3}, {4, 5}}));
-  EXPECT_THROWS_WITH(td.view({4}), c10::Error, "shape '[4]' is invalid for input of size 6");
+  EXPECT_THROWS_WITH(
+      td.view({4}), c10::Error, "shape '[4]' is invalid for input of size 6");
   // view fails where torch's view fails: a transposed leaf is not viewable.
-  EXPECT_THROWS_WITH(td.transpose(0, 1).view({6}), c10::Error, "view size is not compatible");
-  EXPECT_EQ(td.transpose(0, 1).reshape({6}).batch_size(), c10::IntArrayRef({6}));
+  EXPECT_THROWS_WITH(
+      td.transpose(0, 1).view({6}), c10::Error, "view size is not compatible");
+  EXPECT_EQ(
+      td.transpose(0, 1).reshape({6}).batch_size(), c10::IntArrayRef({6}));
 }
 
 TEST(TensorDictShapeTest, FlattenAndUnflatten) {
@@ -65,7 +75,8 @@ TEST(TensorDictShapeTest, FlattenAndUnflatten) {
   expect_leaf(back, "a", td.get("a"));
   EXPECT_EQ(back.get_non_tensor("st"), td.get_non_tensor("st"));
   EXPECT_EQ(td.unflatten(1, {3, 1}).batch_size(), c10::IntArrayRef({2, 3, 1}));
-  EXPECT_THROWS_WITH(td.flatten(1, 0), c10::IndexError, "start_dim cannot come after end_dim");
+  EXPECT_THROWS_WITH(
+      td.flatten(1, 0), c10::IndexError, "start_dim cannot come after end_dim");
 }
 
 TEST(TensorDictShapeTest, SqueezeAndUnsqueeze) {
@@ -78,7 +89,9 @@ TEST(TensorDictShapeTest, SqueezeAndUnsqueeze) {
   TensorDict front = td.unsqueeze(0);
   EXPECT_EQ(front.batch_size(), c10::IntArrayRef({1, 2, 3}));
   EXPECT_EQ(front.squeeze(0).batch_size(), c10::IntArrayRef({2, 3}));
-  EXPECT_EQ(front.squeeze(1).batch_size(), c10::IntArrayRef({1, 2, 3})); // size 2: kept
+  EXPECT_EQ(
+      front.squeeze(1).batch_size(),
+      c10::IntArrayRef({1, 2, 3}));  // size 2: kept
   EXPECT_EQ(u.unsqueeze(0).squeeze().batch_size(), c10::IntArrayRef({2, 3}));
   EXPECT_EQ(u.squeeze().names(), (DimNames{"x", "y"}));
   EXPECT_THROWS_EXACTLY(
@@ -99,8 +112,10 @@ TEST(TensorDictShapeTest, PermuteAndTranspose) {
   TensorDict t = td.transpose(-1, 0);
   expect_leaf(t, "a", td.get("a").transpose(0, 1));
   EXPECT_EQ(t.names(), (DimNames{"y", "x"}));
-  EXPECT_THROWS_WITH(td.permute({0}), c10::ValueError, "permute: expected 2 dims");
-  EXPECT_THROWS_WITH(td.permute({0, 0}), c10::ValueError, "permute: repeated dim 0");
+  EXPECT_THROWS_WITH(
+      td.permute({0}), c10::ValueError, "permute: expected 2 dims");
+  EXPECT_THROWS_WITH(
+      td.permute({0, 0}), c10::ValueError, "permute: repeated dim 0");
 }
 
 TEST(TensorDictShapeTest, ExpandAndRepeat) {
@@ -108,12 +123,14 @@ TEST(TensorDictShapeTest, ExpandAndRepeat) {
   TensorDict e = td.expand({4, 2});
   EXPECT_EQ(e.batch_size(), c10::IntArrayRef({4, 2}));
   EXPECT_EQ(e.get("a").sizes(), c10::IntArrayRef({4, 2, 3}));
-  EXPECT_EQ(e.get("a").stride(0), 0); // a view
+  EXPECT_EQ(e.get("a").stride(0), 0);  // a view
   EXPECT_EQ(td.expand_as(TensorDict({5})).batch_size(), c10::IntArrayRef({5}));
   EXPECT_EQ(td.broadcast_to({2}).get("a").sizes(), c10::IntArrayRef({2, 3}));
   EXPECT_THROWS_WITH(
-      TensorDict({2}).expand({3}), c10::Error,
-      "expand: the batch size torch.Size([2]) cannot be expanded to torch.Size([3])");
+      TensorDict({2}).expand({3}),
+      c10::Error,
+      "expand: the batch size torch.Size([2]) cannot be expanded to "
+      "torch.Size([3])");
   TensorDict big = make_td();
   TensorDict r = big.repeat({2, 1});
   EXPECT_EQ(r.batch_size(), c10::IntArrayRef({4, 3}));
@@ -135,7 +152,8 @@ TEST(TensorDictShapeTest, FlipRollNarrow) {
   EXPECT_EQ(n.batch_size(), c10::IntArrayRef({2, 2}));
   expect_leaf(n, "a", td.get("a").narrow(1, 1, 2));
   EXPECT_EQ(n.get("a").data_ptr<float>(), td.get("a").data_ptr<float>() + 4);
-  EXPECT_THROWS_WITH(td.narrow(1, 2, 2), c10::IndexError, "exceeds dimension size (3)");
+  EXPECT_THROWS_WITH(
+      td.narrow(1, 2, 2), c10::IndexError, "exceeds dimension size (3)");
 }
 
 TEST(TensorDictShapeTest, UnbindSplitChunk) {
@@ -159,11 +177,12 @@ TEST(TensorDictShapeTest, UnbindSplitChunk) {
   std::vector<TensorDict> sized = td.split(std::vector<int64_t>{1, 2}, 1);
   EXPECT_EQ(sized[1].get_non_tensor("st"), Json({{1, 2}, {4, 5}}));
   EXPECT_THROWS_WITH(
-      td.split(std::vector<int64_t>{1, 1}, 1), c10::ValueError,
+      td.split(std::vector<int64_t>{1, 1}, 1),
+      c10::ValueError,
       "add up to 2, but batch dim 1 has size 3");
   std::vector<TensorDict> chunks = td.chunk(2, 1);
   ASSERT_EQ(chunks.size(), 2u);
   EXPECT_EQ(chunks[0].batch_size(), c10::IntArrayRef({2, 2}));
 }
 
-} // namespace tensor_dict_shape_test
+}  // namespace tensor_dict_shape_test

@@ -25,12 +25,14 @@ TensorDict make_td(double v, const std::string& s = "txt") {
       {"x"});
   td.set(
       "n",
-      TensorDict({{"b", torch::arange(40).view({2, 4, 5}) * static_cast<int64_t>(v)}}, {2, 4}));
+      TensorDict(
+          {{"b", torch::arange(40).view({2, 4, 5}) * static_cast<int64_t>(v)}},
+          {2, 4}));
   td.set_non_tensor("s", s);
   return td;
 }
 
-} // namespace
+}  // namespace
 
 TEST(TensorDictStackTest, StackInsertsANewBatchDimAtEveryPosition) {
   const TensorDict x = make_td(1);
@@ -39,9 +41,11 @@ TEST(TensorDictStackTest, StackInsertsANewBatchDimAtEveryPosition) {
     const int64_t d = dim < 0 ? dim + 2 : dim;
     TensorDict s = tensordict::stack({x, y}, dim);
     EXPECT_EQ(s.batch_size(), c10::IntArrayRef({2, 2})) << dim;
-    EXPECT_TRUE(torch::equal(s.get("a"), torch::stack({x.get("a"), y.get("a")}, d)));
+    EXPECT_TRUE(
+        torch::equal(s.get("a"), torch::stack({x.get("a"), y.get("a")}, d)));
     EXPECT_TRUE(torch::equal(
-        s.get({"n", "b"}), torch::stack({x.get({"n", "b"}), y.get({"n", "b"})}, d)));
+        s.get({"n", "b"}),
+        torch::stack({x.get({"n", "b"}), y.get({"n", "b"})}, d)));
     EXPECT_EQ(s.get_tensordict("n").batch_size(), c10::IntArrayRef({2, 2, 4}));
     const DimNames names =
         d == 0 ? DimNames{std::nullopt, "x"} : DimNames{"x", std::nullopt};
@@ -56,7 +60,8 @@ TEST(TensorDictStackTest, StackInsertsANewBatchDimAtEveryPosition) {
 
 TEST(TensorDictStackTest, StackOfNoBatchDimsAndOfOneDict) {
   TensorDict s = tensordict::stack(
-      {TensorDict({{"a", torch::tensor(1.0)}}), TensorDict({{"a", torch::tensor(2.0)}})});
+      {TensorDict({{"a", torch::tensor(1.0)}}),
+       TensorDict({{"a", torch::tensor(2.0)}})});
   EXPECT_EQ(s.batch_size(), c10::IntArrayRef({2}));
   EXPECT_TRUE(torch::equal(s.get("a"), torch::tensor({1.0, 2.0})));
   EXPECT_FALSE(s.has_names());
@@ -87,11 +92,16 @@ TEST(TensorDictStackTest, StackKeepsOnlyNamesAndDevicesAllDictsShare) {
 TEST(TensorDictStackTest, StackMakesNonTensorStacksEvenOfEqualValues) {
   TensorDict same = tensordict::stack({make_td(1), make_td(2)});
   ASSERT_TRUE(same["s"].is_non_tensor_stack());
-  EXPECT_EQ(same["s"].non_tensor_stack().batch_size(), c10::IntArrayRef({2, 2}));
-  EXPECT_EQ(same.get_non_tensor("s"), Json::parse(R"([["txt", "txt"], ["txt", "txt"]])"));
+  EXPECT_EQ(
+      same["s"].non_tensor_stack().batch_size(), c10::IntArrayRef({2, 2}));
+  EXPECT_EQ(
+      same.get_non_tensor("s"),
+      Json::parse(R"([["txt", "txt"], ["txt", "txt"]])"));
 
   TensorDict diff = tensordict::stack({make_td(1), make_td(2, "other")}, 1);
-  EXPECT_EQ(diff.get_non_tensor("s"), Json::parse(R"([["txt", "other"], ["txt", "other"]])"));
+  EXPECT_EQ(
+      diff.get_non_tensor("s"),
+      Json::parse(R"([["txt", "other"], ["txt", "other"]])"));
 
   // NonTensorStack entries are stacked element by element.
   TensorDict x({}, {2});
@@ -108,7 +118,9 @@ TEST(TensorDictStackTest, StackMakesNonTensorStacksEvenOfEqualValues) {
 
 TEST(TensorDictStackTest, StackErrors) {
   EXPECT_THROWS_EXACTLY(
-      tensordict::stack({}), c10::Error, "stack expects a non-empty TensorList");
+      tensordict::stack({}),
+      c10::Error,
+      "stack expects a non-empty TensorList");
   EXPECT_THROWS_EXACTLY(
       tensordict::stack({make_td(1), make_td(2)}, 2),
       c10::IndexError,
@@ -116,9 +128,11 @@ TEST(TensorDictStackTest, StackErrors) {
   EXPECT_THROWS_EXACTLY(
       tensordict::stack({make_td(1), make_td(2)}, -3),
       c10::IndexError,
-      "Dimension out of range (expected to be in range of [-2, 1], but got -3)");
+      "Dimension out of range (expected to be in range of [-2, 1], but got "
+      "-3)");
   EXPECT_THROWS_EXACTLY(
-      tensordict::stack({make_td(1), TensorDict({{"a", torch::zeros({3, 3})}}, {3})}),
+      tensordict::stack(
+          {make_td(1), TensorDict({{"a", torch::zeros({3, 3})}}, {3})}),
       c10::Error,
       "stacking tensordicts requires them to have congruent batch sizes, got "
       "td[1].batch_size=torch.Size([3]) and td[0].batch_size=torch.Size([2])");
@@ -170,9 +184,11 @@ TEST(TensorDictStackTest, CatJoinsAlongABatchDim) {
     TensorDict c = tensordict::cat({x, y}, dim);
     EXPECT_EQ(c.batch_size(), c10::IntArrayRef({4}));
     EXPECT_EQ(c.names(), DimNames{"x"});
-    EXPECT_TRUE(torch::equal(c.get("a"), torch::cat({x.get("a"), y.get("a")}, 0)));
+    EXPECT_TRUE(
+        torch::equal(c.get("a"), torch::cat({x.get("a"), y.get("a")}, 0)));
     EXPECT_TRUE(torch::equal(
-        c.get({"n", "b"}), torch::cat({x.get({"n", "b"}), y.get({"n", "b"})}, 0)));
+        c.get({"n", "b"}),
+        torch::cat({x.get({"n", "b"}), y.get({"n", "b"})}, 0)));
     EXPECT_EQ(c.get_tensordict("n").batch_size(), c10::IntArrayRef({4, 4}));
     // Equal NonTensorData stays one value, as in Python.
     ASSERT_TRUE(c["s"].is_non_tensor_data());
@@ -180,12 +196,14 @@ TEST(TensorDictStackTest, CatJoinsAlongABatchDim) {
     EXPECT_EQ(c.get_non_tensor("s"), Json("txt"));
   }
   // Sizes may differ along the dim; the first dict's names are kept.
-  TensorDict p({{"a", torch::arange(6).view({2, 3})}}, {2, 3}, std::nullopt, {"r", "c"});
+  TensorDict p(
+      {{"a", torch::arange(6).view({2, 3})}}, {2, 3}, std::nullopt, {"r", "c"});
   TensorDict q({{"a", torch::arange(8).view({2, 4})}}, {2, 4});
   TensorDict c = tensordict::cat({p, q}, 1);
   EXPECT_EQ(c.batch_size(), c10::IntArrayRef({2, 7}));
   EXPECT_EQ(c.names(), (DimNames{"r", "c"}));
-  EXPECT_TRUE(torch::equal(c.get("a"), torch::cat({p.get("a"), q.get("a")}, 1)));
+  EXPECT_TRUE(
+      torch::equal(c.get("a"), torch::cat({p.get("a"), q.get("a")}, 1)));
   EXPECT_FALSE(tensordict::cat({q, p}, 1).has_names());
 }
 
@@ -224,7 +242,8 @@ TEST(TensorDictStackTest, CatErrors) {
       "except along dim 0, got td[1].batch_size=torch.Size([2, 4]) and "
       "td[0].batch_size=torch.Size([2, 3])");
   EXPECT_THROWS_EXACTLY(
-      tensordict::cat({make_td(1), TensorDict({{"a", torch::zeros({3, 3})}}, {3})}),
+      tensordict::cat(
+          {make_td(1), TensorDict({{"a", torch::zeros({3, 3})}}, {3})}),
       KeyError,
       "key \"n\" not found in TensorDict with keys ['a']");
   EXPECT_THROWS_EXACTLY(
@@ -236,4 +255,4 @@ TEST(TensorDictStackTest, CatErrors) {
       "torch.Size([2, 4]) vs torch.Size([2, 3]) for key 'a'.");
 }
 
-} // namespace tensor_dict_stack_test
+}  // namespace tensor_dict_stack_test

@@ -54,9 +54,10 @@ std::vector<std::string> key_strings(const std::vector<NestedKey>& keys) {
 
 using Strings = std::vector<std::string>;
 
-} // namespace
+}  // namespace
 
-// --- handle semantics ----------------------------------------------------------
+// --- handle semantics
+// ----------------------------------------------------------
 
 TEST(TensorDictTest, DefaultConstructedIsAValidEmptyDict) {
   TensorDict td;
@@ -107,15 +108,16 @@ TEST(TensorDictTest, MovedFromHandleIsStillUsable) {
   TensorDict td = make_td();
   TensorDict moved = std::move(td);
   EXPECT_EQ(moved.size(), 3u);
-  td.set("fresh", torch::zeros({4})); // NOLINT(bugprone-use-after-move)
+  td.set("fresh", torch::zeros({4}));  // NOLINT(bugprone-use-after-move)
   EXPECT_TRUE(td.contains("fresh"));
   TensorDict assigned;
   assigned = std::move(moved);
   EXPECT_EQ(assigned.batch_size(), c10::IntArrayRef({4}));
-  moved.set("again", torch::zeros({1})); // NOLINT(bugprone-use-after-move)
+  moved.set("again", torch::zeros({1}));  // NOLINT(bugprone-use-after-move)
 }
 
-// --- construction --------------------------------------------------------------
+// --- construction
+// --------------------------------------------------------------
 
 TEST(TensorDictTest, ConstructsFromKeyValueLists) {
   TensorDict td(
@@ -126,7 +128,9 @@ TEST(TensorDictTest, ConstructsFromKeyValueLists) {
        {"sub", TensorDict({{"q", torch::ones({2, 1})}}, {2})},
        {"stack", NonTensorStack({"x", "y"})}},
       {2});
-  EXPECT_EQ(td.keys(), (std::vector<NestedKey>{"t", "nested", "text", "cfg", "sub", "stack"}));
+  EXPECT_EQ(
+      td.keys(),
+      (std::vector<NestedKey>{"t", "nested", "text", "cfg", "sub", "stack"}));
   EXPECT_EQ(td.get_tensordict("nested").batch_size(), c10::IntArrayRef({2}));
   EXPECT_EQ(td.get({"nested", "deep", "leaf"}).sizes(), c10::IntArrayRef({2}));
   EXPECT_EQ(td.get_non_tensor("text"), "hello");
@@ -170,7 +174,8 @@ TEST(TensorDictTest, FromDictInfersTheBatchSize) {
   TensorDict inferred =
       TensorDict::from_dict(items, FromDictOptions().auto_batch_size(true));
   EXPECT_EQ(inferred.batch_size(), c10::IntArrayRef({3, 4}));
-  EXPECT_EQ(inferred.get_tensordict("b").batch_size(), c10::IntArrayRef({3, 4}));
+  EXPECT_EQ(
+      inferred.get_tensordict("b").batch_size(), c10::IntArrayRef({3, 4}));
 
   TensorDict capped = TensorDict::from_dict(
       items, FromDictOptions().auto_batch_size(true).batch_dims(1));
@@ -192,7 +197,8 @@ TEST(TensorDictTest, FromDictIgnoresNonTensorDataWhenInferring) {
       {{"x", torch::zeros({2, 3})}, {"label", "cat"}},
       FromDictOptions().auto_batch_size(true));
   EXPECT_EQ(td.batch_size(), c10::IntArrayRef({2, 3}));
-  EXPECT_EQ(td["label"].non_tensor_data().batch_size(), c10::IntArrayRef({2, 3}));
+  EXPECT_EQ(
+      td["label"].non_tensor_data().batch_size(), c10::IntArrayRef({2, 3}));
 }
 
 TEST(TensorDictTest, FromkeysSetsEveryKey) {
@@ -206,7 +212,8 @@ TEST(TensorDictTest, FromkeysSetsEveryKey) {
   EXPECT_TRUE(tensors.get("a").is_same(tensors.get("b")));
 }
 
-// --- batch size ----------------------------------------------------------------
+// --- batch size
+// ----------------------------------------------------------------
 
 TEST(TensorDictTest, BatchSizeAccessors) {
   TensorDict td({{"x", torch::zeros({2, 3, 4})}}, {2, 3});
@@ -265,7 +272,8 @@ TEST(TensorDictTest, SetBatchSizeRejectsWhatDoesNotFitAndChangesNothing) {
   EXPECT_EQ(td.batch_size(), c10::IntArrayRef({4}));
 }
 
-// --- device ----------------------------------------------------------------------
+// --- device
+// ----------------------------------------------------------------------
 
 TEST(TensorDictTest, TensorsAreMovedToTheDictsDevice) {
   const c10::Device meta("meta");
@@ -281,7 +289,7 @@ TEST(TensorDictTest, TensorsAreMovedToTheDictsDevice) {
   td.set("sub", cpu_sub);
   EXPECT_EQ(td.get({"sub", "w"}).device(), meta);
   EXPECT_EQ(td.get_tensordict("sub").device(), meta);
-  EXPECT_EQ(cpu_sub.get("w").device().type(), c10::kCPU); // source untouched
+  EXPECT_EQ(cpu_sub.get("w").device().type(), c10::kCPU);  // source untouched
 }
 
 TEST(TensorDictTest, WithoutADeviceLeavesStayWhereTheyAre) {
@@ -295,7 +303,8 @@ TEST(TensorDictTest, WithoutADeviceLeavesStayWhereTheyAre) {
   EXPECT_EQ(moved.get("cpu").device().type(), c10::kMeta);
 }
 
-// --- names ------------------------------------------------------------------------
+// --- names
+// ------------------------------------------------------------------------
 
 TEST(TensorDictTest, NamesAreValidatedAgainstBatchDims) {
   EXPECT_THROWS_EXACTLY(
@@ -326,7 +335,8 @@ TEST(TensorDictTest, NamesPropagateToNestedDicts) {
 }
 
 TEST(TensorDictTest, RefineNamesFillsUnnamedDimsInPlace) {
-  TensorDict td({{"a", torch::zeros({2, 3})}}, {2, 3}, std::nullopt, {"x", std::nullopt});
+  TensorDict td(
+      {{"a", torch::zeros({2, 3})}}, {2, 3}, std::nullopt, {"x", std::nullopt});
   td.refine_names({"x", "y"});
   EXPECT_EQ(td.names(), (DimNames{"x", "y"}));
   EXPECT_THROWS_EXACTLY(
@@ -340,7 +350,8 @@ TEST(TensorDictTest, RefineNamesFillsUnnamedDimsInPlace) {
 }
 
 TEST(TensorDictTest, RenameReturnsAShallowCopy) {
-  TensorDict td({{"a", torch::zeros({2, 3})}}, {2, 3}, std::nullopt, {"x", "y"});
+  TensorDict td(
+      {{"a", torch::zeros({2, 3})}}, {2, 3}, std::nullopt, {"x", "y"});
   TensorDict renamed = td.rename(DimNames{"p", "q"});
   EXPECT_EQ(renamed.names(), (DimNames{"p", "q"}));
   EXPECT_EQ(td.names(), (DimNames{"x", "y"}));
@@ -355,12 +366,15 @@ TEST(TensorDictTest, RenameReturnsAShallowCopy) {
   EXPECT_EQ(td.names(), (DimNames{"u", "v"}));
 }
 
-// --- reading ----------------------------------------------------------------------
+// --- reading
+// ----------------------------------------------------------------------
 
 TEST(TensorDictTest, GetReadsNestedKeys) {
   TensorDict td = make_td();
-  EXPECT_TRUE(torch::equal(td.get({"a", "x"}), torch::arange(4, torch::kFloat)));
-  EXPECT_TRUE(torch::equal(td.get(NestedKey{"a", {"y"}}), torch::ones({4, 2}, torch::kLong)));
+  EXPECT_TRUE(
+      torch::equal(td.get({"a", "x"}), torch::arange(4, torch::kFloat)));
+  EXPECT_TRUE(torch::equal(
+      td.get(NestedKey{"a", {"y"}}), torch::ones({4, 2}, torch::kLong)));
   EXPECT_TRUE(td["a"].is_tensordict());
   EXPECT_EQ(td["s"].non_tensor(), "text");
 }
@@ -386,13 +400,17 @@ TEST(TensorDictTest, GetThrowsAKeyErrorListingTheKeys) {
       KeyError,
       "'b' is a Tensor, not a tensordict, so it has no entry 'zz'.");
   EXPECT_THROWS_EXACTLY(
-      td["zz"], KeyError, "key \"zz\" not found in TensorDict with keys ['a', 'b', 's']");
+      td["zz"],
+      KeyError,
+      "key \"zz\" not found in TensorDict with keys ['a', 'b', 's']");
 }
 
 TEST(TensorDictTest, GetOfTheWrongKindIsATypeError) {
   TensorDict td = make_td();
   EXPECT_THROWS_EXACTLY(
-      td.get("a"), c10::TypeError, "the entry 'a' is a TensorDict, not a Tensor");
+      td.get("a"),
+      c10::TypeError,
+      "the entry 'a' is a TensorDict, not a Tensor");
   EXPECT_THROWS_EXACTLY(
       td.get_tensordict("b"),
       c10::TypeError,
@@ -466,8 +484,7 @@ TEST(TensorDictTest, ReadingAnExistingKeyAllocatesNothing) {
     GTEST_SKIP() << "allocation counting is off in sanitizer builds";
   }
   TensorDict td(
-      {{"a_key_too_long_for_small_strings",
-        {{"b", {{"c", torch::ones({2})}}}}},
+      {{"a_key_too_long_for_small_strings", {{"b", {{"c", torch::ones({2})}}}}},
        {"obs", torch::zeros({2})}},
       {2});
   at::Tensor sink;
@@ -483,12 +500,14 @@ TEST(TensorDictTest, ReadingAnExistingKeyAllocatesNothing) {
   EXPECT_NE(value, nullptr);
 }
 
-// --- writing ----------------------------------------------------------------------
+// --- writing
+// ----------------------------------------------------------------------
 
 TEST(TensorDictTest, SetCreatesMissingNestedLevels) {
   TensorDict td({4, 2});
   td.set({"a", "b", "c"}, torch::zeros({4, 2, 7}));
-  EXPECT_EQ(td.get_tensordict({"a", "b"}).batch_size(), c10::IntArrayRef({4, 2}));
+  EXPECT_EQ(
+      td.get_tensordict({"a", "b"}).batch_size(), c10::IntArrayRef({4, 2}));
   EXPECT_EQ(td.get({"a", "b", "c"}).size(2), 7);
 }
 
@@ -496,7 +515,8 @@ TEST(TensorDictTest, SetMakesMissingLevelsLikeTheDeepestExistingDict) {
   TensorDict td({4}, std::nullopt, {"n"});
   td.set("a", TensorDict({4, 3}));
   td.set({"a", "b", "c", "x"}, torch::zeros({4, 3, 5}));
-  for (const NestedKey& level : {NestedKey({"a", "b"}), NestedKey({"a", "b", "c"})}) {
+  for (const NestedKey& level :
+       {NestedKey({"a", "b"}), NestedKey({"a", "b", "c"})}) {
     const TensorDict made = td.get_tensordict(level);
     EXPECT_EQ(made.batch_size(), c10::IntArrayRef({4, 3})) << level.to_string();
     EXPECT_EQ(made.names(), (DimNames{"n", std::nullopt})) << level.to_string();
@@ -532,7 +552,8 @@ TEST(TensorDictTest, SettingAnExistingNestedKeyAllocatesNothing) {
   td.set({"a_key_too_long_for_small_strings", "b", "c"}, value);
   const int64_t after = tensordict::testing::allocation_count();
   EXPECT_EQ(after - before, 0);
-  EXPECT_TRUE(td.get({"a_key_too_long_for_small_strings", "b", "c"}).is_same(value));
+  EXPECT_TRUE(
+      td.get({"a_key_too_long_for_small_strings", "b", "c"}).is_same(value));
 }
 
 TEST(TensorDictTest, SetChecksTheBatchSizeAndNamesTheNestedKey) {
@@ -550,7 +571,9 @@ TEST(TensorDictTest, SetChecksTheBatchSizeAndNamesTheNestedKey) {
       "value.shape=torch.Size([3]) for key ('a', 'c'). The leading "
       "dimensions of a value must match the batch size.");
   EXPECT_THROWS_WITH(
-      td.set("sub", TensorDict({3})), c10::Error, "value.shape=torch.Size([3]) for key 'sub'");
+      td.set("sub", TensorDict({3})),
+      c10::Error,
+      "value.shape=torch.Size([3]) for key 'sub'");
   EXPECT_THROWS_WITH(
       td.set("ns", Value(NonTensorData("x", {3}))),
       c10::Error,
@@ -590,7 +613,7 @@ TEST(TensorDictTest, SetReplacesAndKeepsPosition) {
   at::Tensor old = td.get("b");
   td.set("b", torch::ones({4, 9}));
   EXPECT_EQ(td.get("b").size(1), 9);
-  EXPECT_EQ(old.size(1), 3); // replaced, not written into
+  EXPECT_EQ(old.size(1), 3);  // replaced, not written into
   EXPECT_EQ(td.keys(), (std::vector<NestedKey>{"b", "a", "s"}));
 }
 
@@ -613,7 +636,8 @@ TEST(TensorDictTest, SetRejectsADictHoldingItself) {
       "cannot set 'me': a TensorDict cannot hold itself");
   TensorDict child({2});
   td.set("child", child);
-  EXPECT_THROWS_WITH(child.set("parent", td), c10::ValueError, "cannot hold itself");
+  EXPECT_THROWS_WITH(
+      child.set("parent", td), c10::ValueError, "cannot hold itself");
 }
 
 TEST(TensorDictTest, SetNonTensorBroadcastsToTheBatch) {
@@ -623,16 +647,17 @@ TEST(TensorDictTest, SetNonTensorBroadcastsToTheBatch) {
   td.set("plain", Value(NonTensorData("dog")));
   EXPECT_EQ(td["plain"].non_tensor_data().batch_size(), c10::IntArrayRef({3}));
   td.set("longer", Value(NonTensorData("x", {3, 2})));
-  EXPECT_EQ(td["longer"].non_tensor_data().batch_size(), c10::IntArrayRef({3, 2}));
+  EXPECT_EQ(
+      td["longer"].non_tensor_data().batch_size(), c10::IntArrayRef({3, 2}));
 }
 
 TEST(TensorDictTest, StrictSetInPlace) {
   TensorDict td = make_td();
   at::Tensor b = td.get("b");
-  td.set_("b", torch::ones({4, 3}, torch::kInt)); // int -> float is safe
+  td.set_("b", torch::ones({4, 3}, torch::kInt));  // int -> float is safe
   EXPECT_TRUE(td.get("b").is_same(b));
   EXPECT_EQ(b.sum().item<float>(), 12.f);
-  td.set_("b", torch::full({4, 1}, 2.f)); // feature dims broadcast
+  td.set_("b", torch::full({4, 1}, 2.f));  // feature dims broadcast
   EXPECT_EQ(b.sum().item<float>(), 24.f);
   EXPECT_THROWS_EXACTLY(
       td.set_("zz", torch::zeros({4})),
@@ -664,7 +689,8 @@ TEST(TensorDictTest, StrictSetInPlace) {
       "value.shape=torch.Size([3]) for key 'b'");
 }
 
-// --- update ---------------------------------------------------------------------
+// --- update
+// ---------------------------------------------------------------------
 
 TEST(TensorDictTest, UpdateMergesRecursively) {
   TensorDict td = make_td();
@@ -674,11 +700,12 @@ TEST(TensorDictTest, UpdateMergesRecursively) {
        {"w", torch::ones({4})}},
       {4});
   td.update(other);
-  EXPECT_EQ(td.get_tensordict("a").keys(), (std::vector<NestedKey>{"y", "x", "z"}));
+  EXPECT_EQ(
+      td.get_tensordict("a").keys(), (std::vector<NestedKey>{"y", "x", "z"}));
   EXPECT_EQ(td.get({"a", "x"})[0].item<float>(), 7.f);
-  EXPECT_EQ(old_x[0].item<float>(), 0.f); // replaced, not written into
+  EXPECT_EQ(old_x[0].item<float>(), 0.f);  // replaced, not written into
   EXPECT_TRUE(td.contains("w"));
-  EXPECT_TRUE(td.get("w").is_same(other.get("w"))); // aliased, as in Python
+  EXPECT_TRUE(td.get("w").is_same(other.get("w")));  // aliased, as in Python
 }
 
 TEST(TensorDictTest, UpdateInplaceAndClone) {
@@ -689,7 +716,8 @@ TEST(TensorDictTest, UpdateInplaceAndClone) {
   EXPECT_TRUE(td.get({"a", "x"}).is_same(old_x));
   EXPECT_EQ(old_x[3].item<float>(), 7.f);
   TensorDict cloned = make_td();
-  cloned.update(TensorDict({{"w", torch::ones({4})}}, {4}), UpdateOptions().clone(true));
+  cloned.update(
+      TensorDict({{"w", torch::ones({4})}}, {4}), UpdateOptions().clone(true));
   EXPECT_EQ(cloned.get("w").sum().item<float>(), 4.f);
 }
 
@@ -698,10 +726,13 @@ TEST(TensorDictTest, UpdateKeysToUpdateFilters) {
   TensorDict other(
       {{"w", torch::zeros({4})},
        {"b", torch::ones({4, 3})},
-       {"a", {{"x", torch::full({4}, 5.f)}, {"y", torch::zeros({4, 2}, torch::kLong)}}},
+       {"a",
+        {{"x", torch::full({4}, 5.f)},
+         {"y", torch::zeros({4, 2}, torch::kLong)}}},
        {"n", {{"deep", torch::ones({4})}, {"skip", torch::ones({4})}}}},
       {4});
-  td.update(other, UpdateOptions().keys_to_update({"w", {"a", "x"}, {"n", "deep"}}));
+  td.update(
+      other, UpdateOptions().keys_to_update({"w", {"a", "x"}, {"n", "deep"}}));
   EXPECT_TRUE(td.contains("w"));
   EXPECT_EQ(td.get("b").sum().item<float>(), 0.f);
   EXPECT_EQ(td.get({"a", "x"})[0].item<float>(), 5.f);
@@ -722,19 +753,20 @@ TEST(TensorDictTest, StrictUpdateInPlace) {
       KeyError,
       "The key 'nope' was not found in the dest tensordict.");
   td.update_(
-      TensorDict({{"b", torch::zeros({4, 3})}, {"nope", torch::zeros({4})}}, {4}),
+      TensorDict(
+          {{"b", torch::zeros({4, 3})}, {"nope", torch::zeros({4})}}, {4}),
       {"b"});
   EXPECT_EQ(b.sum().item<float>(), 0.f);
 }
 
-// --- select / exclude -----------------------------------------------------------
+// --- select / exclude
+// -----------------------------------------------------------
 
 TEST(TensorDictTest, SelectKeepsOnlyTheGivenKeys) {
   TensorDict td = make_td();
   TensorDict picked = td.select({{"a", "x"}, "s"});
   EXPECT_EQ(
-      key_strings(picked.keys(true)),
-      (Strings{"('a', 'x')", "'a'", "'s'"}));
+      key_strings(picked.keys(true)), (Strings{"('a', 'x')", "'a'", "'s'"}));
   EXPECT_TRUE(picked.get({"a", "x"}).is_same(td.get({"a", "x"})));
   EXPECT_EQ(picked.batch_size(), c10::IntArrayRef({4}));
   EXPECT_EQ(td.select({"b", "a"}).keys(), (std::vector<NestedKey>{"b", "a"}));
@@ -743,8 +775,12 @@ TEST(TensorDictTest, SelectKeepsOnlyTheGivenKeys) {
       KeyError,
       "key \"zz\" not found in TensorDict with keys ['a', 'b', 's']");
   EXPECT_THROWS_WITH(
-      td.select({{"a", "zz"}}), KeyError, "key \"zz\" not found in TensorDict with keys ['x', 'y']");
-  EXPECT_EQ(td.select({"b", "zz"}, /*strict=*/false).keys(), (std::vector<NestedKey>{"b"}));
+      td.select({{"a", "zz"}}),
+      KeyError,
+      "key \"zz\" not found in TensorDict with keys ['x', 'y']");
+  EXPECT_EQ(
+      td.select({"b", "zz"}, /*strict=*/false).keys(),
+      (std::vector<NestedKey>{"b"}));
 }
 
 TEST(TensorDictTest, SelectKeepsNestedBatchSizes) {
@@ -757,12 +793,15 @@ TEST(TensorDictTest, SelectKeepsNestedBatchSizes) {
 TEST(TensorDictTest, ExcludeDropsKeysAndLeavesTheSourceAlone) {
   TensorDict td = make_td();
   TensorDict rest = td.exclude({{"a", "x"}, "zz"});
-  EXPECT_EQ(key_strings(rest.keys(true)), (Strings{"'b'", "('a', 'y')", "'a'", "'s'"}));
+  EXPECT_EQ(
+      key_strings(rest.keys(true)),
+      (Strings{"'b'", "('a', 'y')", "'a'", "'s'"}));
   EXPECT_TRUE(td.contains({"a", "x"}));
   EXPECT_EQ(td.exclude({"a", "b", "s"}).size(), 0u);
 }
 
-// --- keys, items, values ----------------------------------------------------------
+// --- keys, items, values
+// ----------------------------------------------------------
 
 TEST(TensorDictTest, KeysFollowPythonsOrder) {
   TensorDict td = make_td();
@@ -799,15 +838,21 @@ TEST(TensorDictTest, FlattenAndUnflattenKeys) {
   TensorDict td = make_td();
   td.set("e", TensorDict({4}));
   TensorDict flat = td.flatten_keys("/");
-  EXPECT_EQ(key_strings(flat.keys()), (Strings{"'b'", "'a/y'", "'a/x'", "'s'"}));
+  EXPECT_EQ(
+      key_strings(flat.keys()), (Strings{"'b'", "'a/y'", "'a/x'", "'s'"}));
   EXPECT_TRUE(flat.get("a/x").is_same(td.get({"a", "x"})));
   TensorDict back = flat.unflatten_keys("/");
-  EXPECT_EQ(key_strings(back.keys(true)), (Strings{"'b'", "('a', 'y')", "('a', 'x')", "'a'", "'s'"}));
-  EXPECT_EQ(key_strings(td.flatten_keys().keys()), (Strings{"'b'", "'a.y'", "'a.x'", "'s'"}));
+  EXPECT_EQ(
+      key_strings(back.keys(true)),
+      (Strings{"'b'", "('a', 'y')", "('a', 'x')", "'a'", "'s'"}));
+  EXPECT_EQ(
+      key_strings(td.flatten_keys().keys()),
+      (Strings{"'b'", "'a.y'", "'a.x'", "'s'"}));
 }
 
 TEST(TensorDictTest, FlattenAndUnflattenReportCollisions) {
-  TensorDict clash({{"a.b", torch::zeros({2})}, {"a", {{"b", torch::zeros({2})}}}}, {2});
+  TensorDict clash(
+      {{"a.b", torch::zeros({2})}, {"a", {{"b", torch::zeros({2})}}}}, {2});
   EXPECT_THROWS_EXACTLY(
       clash.flatten_keys(),
       KeyError,
@@ -818,11 +863,15 @@ TEST(TensorDictTest, FlattenAndUnflattenReportCollisions) {
       KeyError,
       "Unflattening key(s) in tensordict will override an existing for "
       "unflattened key ('a', 'b').");
-  TensorDict merge({{"a", {{"b", torch::zeros({2})}}}, {"a.c", torch::zeros({2})}}, {2});
-  EXPECT_EQ(key_strings(merge.unflatten_keys().keys(true, true)), (Strings{"('a', 'b')", "('a', 'c')"}));
+  TensorDict merge(
+      {{"a", {{"b", torch::zeros({2})}}}, {"a.c", torch::zeros({2})}}, {2});
+  EXPECT_EQ(
+      key_strings(merge.unflatten_keys().keys(true, true)),
+      (Strings{"('a', 'b')", "('a', 'c')"}));
 }
 
-// --- removing and renaming ---------------------------------------------------------
+// --- removing and renaming
+// ---------------------------------------------------------
 
 TEST(TensorDictTest, RenameKeyMovesTheEntryToTheEnd) {
   TensorDict td = make_td();
@@ -831,10 +880,11 @@ TEST(TensorDictTest, RenameKeyMovesTheEntryToTheEnd) {
   EXPECT_EQ(key_strings(td.keys()), (Strings{"'a'", "'s'", "'c'"}));
   EXPECT_TRUE(td.get("c").is_same(b));
   td.rename_key_({"a", "x"}, {"a", "x2"});
-  EXPECT_EQ(key_strings(td.get_tensordict("a").keys()), (Strings{"'y'", "'x2'"}));
+  EXPECT_EQ(
+      key_strings(td.get_tensordict("a").keys()), (Strings{"'y'", "'x2'"}));
   td.rename_key_({"a", "y"}, "top");
   EXPECT_TRUE(td.contains("top"));
-  td.rename_key_("s", "s"); // renaming onto itself keeps the entry
+  td.rename_key_("s", "s");  // renaming onto itself keeps the entry
   EXPECT_TRUE(td.contains("s"));
   EXPECT_THROWS_EXACTLY(
       td.rename_key_("c", "a", /*safe=*/true),
@@ -863,7 +913,9 @@ TEST(TensorDictTest, PopDelAndClear) {
   EXPECT_EQ(b.tensor().size(1), 3);
   EXPECT_FALSE(td.contains("b"));
   EXPECT_THROWS_EXACTLY(
-      td.pop("b"), KeyError, "key \"b\" not found in TensorDict with keys ['a', 's']");
+      td.pop("b"),
+      KeyError,
+      "key \"b\" not found in TensorDict with keys ['a', 's']");
   Value dflt = td.pop("b", Value(torch::ones({1})));
   EXPECT_EQ(dflt.tensor().item<float>(), 1.f);
   td.del_({"a", "x"});
@@ -875,8 +927,11 @@ TEST(TensorDictTest, PopDelAndClear) {
 }
 
 TEST(TensorDictTest, EmptyKeepsTheShapeAndOptionallyTheStructure) {
-  TensorDict td({{"a", {{"b", {{"c", torch::zeros({2})}}}}}, {"x", torch::zeros({2})}},
-                {2}, std::nullopt, {"n"});
+  TensorDict td(
+      {{"a", {{"b", {{"c", torch::zeros({2})}}}}}, {"x", torch::zeros({2})}},
+      {2},
+      std::nullopt,
+      {"n"});
   TensorDict flat = td.empty();
   EXPECT_TRUE(flat.is_empty());
   EXPECT_EQ(flat.batch_size(), c10::IntArrayRef({2}));
@@ -886,7 +941,8 @@ TEST(TensorDictTest, EmptyKeepsTheShapeAndOptionallyTheStructure) {
   EXPECT_TRUE(tree.get_tensordict({"a", "b"}).is_empty());
 }
 
-// --- locking ----------------------------------------------------------------------
+// --- locking
+// ----------------------------------------------------------------------
 
 TEST(TensorDictTest, LockedDictRefusesStructuralChanges) {
   TensorDict td = make_td();
@@ -894,9 +950,12 @@ TEST(TensorDictTest, LockedDictRefusesStructuralChanges) {
   EXPECT_TRUE(td.is_locked());
   EXPECT_TRUE(td.get_tensordict("a").is_locked());
   EXPECT_THROWS_EXACTLY(td.set("c", torch::zeros({4})), c10::Error, kLockError);
-  EXPECT_THROWS_EXACTLY(td.set("b", torch::zeros({4, 3})), c10::Error, kLockError);
-  EXPECT_THROWS_EXACTLY(td.set({"a", "new"}, torch::zeros({4})), c10::Error, kLockError);
-  EXPECT_THROWS_EXACTLY(td.set({"new", "leaf"}, torch::zeros({4})), c10::Error, kLockError);
+  EXPECT_THROWS_EXACTLY(
+      td.set("b", torch::zeros({4, 3})), c10::Error, kLockError);
+  EXPECT_THROWS_EXACTLY(
+      td.set({"a", "new"}, torch::zeros({4})), c10::Error, kLockError);
+  EXPECT_THROWS_EXACTLY(
+      td.set({"new", "leaf"}, torch::zeros({4})), c10::Error, kLockError);
   EXPECT_THROWS_EXACTLY(td.del_("b"), c10::Error, kLockError);
   EXPECT_THROWS_EXACTLY(td.pop({"a", "x"}), c10::Error, kLockError);
   EXPECT_THROWS_EXACTLY(td.rename_key_("b", "c"), c10::Error, kLockError);
@@ -976,7 +1035,8 @@ TEST(TensorDictTest, LockedChildInUnlockedParent) {
   EXPECT_FALSE(p.clone().get_tensordict("x").is_locked());
 }
 
-// --- comparison ------------------------------------------------------------------
+// --- comparison
+// ------------------------------------------------------------------
 
 TEST(TensorDictTest, EqualityGivesBoolDicts) {
   TensorDict td = make_td();
@@ -1039,12 +1099,14 @@ TEST(TensorDictTest, EqualChecksStructureBatchSizeAndValues) {
   EXPECT_FALSE(tensordict::equal(td, text));
 }
 
-// --- printing ---------------------------------------------------------------------
+// --- printing
+// ---------------------------------------------------------------------
 
 TEST(TensorDictTest, ReprMatchesPythonsDetailedForm) {
   TensorDict td(
       {{"b", torch::zeros({4, 3})},
-       {"a", {{"y", torch::ones({4, 2}, torch::kLong)}, {"x", torch::zeros({4})}}},
+       {"a",
+        {{"y", torch::ones({4, 2}, torch::kLong)}, {"x", torch::zeros({4})}}},
        {"s", "text"},
        {"l", NonTensorStack({"x", "y", "z", "w"})},
        {"e", TensorDict({4})}},
@@ -1054,12 +1116,15 @@ TEST(TensorDictTest, ReprMatchesPythonsDetailedForm) {
       "    fields={\n"
       "        a: TensorDict(\n"
       "            fields={\n"
-      "                x: Tensor(shape=torch.Size([4]), device=cpu, dtype=torch.float32, is_shared=False),\n"
-      "                y: Tensor(shape=torch.Size([4, 2]), device=cpu, dtype=torch.int64, is_shared=False)},\n"
+      "                x: Tensor(shape=torch.Size([4]), device=cpu, "
+      "dtype=torch.float32, is_shared=False),\n"
+      "                y: Tensor(shape=torch.Size([4, 2]), device=cpu, "
+      "dtype=torch.int64, is_shared=False)},\n"
       "            batch_size=torch.Size([4]),\n"
       "            device=None,\n"
       "            is_shared=False),\n"
-      "        b: Tensor(shape=torch.Size([4, 3]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+      "        b: Tensor(shape=torch.Size([4, 3]), device=cpu, "
+      "dtype=torch.float32, is_shared=False),\n"
       "        e: TensorDict(\n"
       "            fields={\n"
       "            },\n"
@@ -1070,7 +1135,8 @@ TEST(TensorDictTest, ReprMatchesPythonsDetailedForm) {
       "            ['x', 'y', 'z', 'w'],\n"
       "            batch_size=torch.Size([4]),\n"
       "            device=None),\n"
-      "        s: NonTensorData(data=text, batch_size=torch.Size([4]), device=None)},\n"
+      "        s: NonTensorData(data=text, batch_size=torch.Size([4]), "
+      "device=None)},\n"
       "    batch_size=torch.Size([4]),\n"
       "    device=None,\n"
       "    is_shared=False)";
@@ -1086,17 +1152,20 @@ TEST(TensorDictTest, ReprMatchesPythonsDetailedForm) {
 
 TEST(TensorDictTest, ReprShowsDeviceAndDtypes) {
   TensorDict td(
-      {{"h", torch::zeros({2}, torch::kBFloat16)}, {"c", torch::zeros({2}, torch::kComplexFloat)}},
+      {{"h", torch::zeros({2}, torch::kBFloat16)},
+       {"c", torch::zeros({2}, torch::kComplexFloat)}},
       {2},
       c10::Device("meta"));
   EXPECT_NE(
-      td.repr().find("c: Tensor(shape=torch.Size([2]), device=meta, dtype=torch.complex64"),
+      td.repr().find("c: Tensor(shape=torch.Size([2]), device=meta, "
+                     "dtype=torch.complex64"),
       std::string::npos);
   EXPECT_NE(td.repr().find("dtype=torch.bfloat16"), std::string::npos);
   EXPECT_NE(td.repr().find("    device=meta,\n"), std::string::npos);
 }
 
-// --- path resolution (src/tensor_dict/path.cpp) ---------------------------------
+// --- path resolution (src/tensor_dict/path.cpp)
+// ---------------------------------
 
 TEST(TensorDictTest, ResolveFindStopsWhereThePathEndsWithoutThrowing) {
   TensorDict td = make_td();
@@ -1179,4 +1248,4 @@ TEST(TensorDictTest, ResolveCreateContinuesFromWhereAWalkStopped) {
   EXPECT_FALSE(td.contains({"a", "new"}));
 }
 
-} // namespace tensor_dict_test
+}  // namespace tensor_dict_test

@@ -37,10 +37,13 @@ TEST(ValueTest, ReportsItsKind) {
 TEST(ValueTest, WrongKindAccessIsATypeError) {
   Value t(torch::ones({2}));
   EXPECT_THROWS_EXACTLY(
-      t.tensordict(), c10::TypeError, "the entry is a Tensor, not a TensorDict");
+      t.tensordict(),
+      c10::TypeError,
+      "the entry is a Tensor, not a TensorDict");
   EXPECT_THROWS_WITH(t.non_tensor(), c10::TypeError, "not a NonTensorData");
   Value d(TensorDict{});
-  EXPECT_THROWS_WITH(d.tensor(), c10::TypeError, "is a TensorDict, not a Tensor");
+  EXPECT_THROWS_WITH(
+      d.tensor(), c10::TypeError, "is a TensorDict, not a Tensor");
 }
 
 TEST(ValueTest, UndefinedTensorIsRejected) {
@@ -81,7 +84,8 @@ TEST(ItemTest, StringsAndJsonBecomeNonTensorData) {
 TEST(ItemTest, NonTensorEntriesOfADictShareTheirValueWithCopies) {
   TensorDict td({{"task", "reach"}, {"stack", NonTensorStack({1, 2})}}, {2});
   const Value task = td["task"];
-  EXPECT_EQ(&task.non_tensor_data().data(), &td["task"].non_tensor_data().data());
+  EXPECT_EQ(
+      &task.non_tensor_data().data(), &td["task"].non_tensor_data().data());
   const TensorDict copy = td.clone();
   EXPECT_EQ(copy.get_non_tensor("task"), "reach");
   EXPECT_EQ(copy.get_non_tensor("stack"), Json({1, 2}));
@@ -97,7 +101,7 @@ TEST(TensorDictNonTensorTest, SetNonTensorTakesStringsWithoutJson) {
   EXPECT_EQ(td.get_non_tensor({"sub", "id"}), "a1");
   EXPECT_TRUE(td.get_non_tensor("none").is_null());
   EXPECT_EQ(td["name"].non_tensor_data().batch_size(), c10::IntArrayRef({3}));
-  td.set_non_tensor("count", Json(3)); // JSON values still take the Json form
+  td.set_non_tensor("count", Json(3));  // JSON values still take the Json form
   EXPECT_EQ(td.get_non_tensor("count"), 3);
 }
 
@@ -108,4 +112,4 @@ TEST(ItemTest, NestedListsStayAsChildren) {
   EXPECT_EQ(nested.children()[1].key(), tensordict::NestedKey("b"));
 }
 
-} // namespace value_test
+}  // namespace value_test

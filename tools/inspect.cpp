@@ -1,8 +1,7 @@
 #include "inspect.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -31,7 +30,10 @@ Json names_json(const DimNames& names) {
   return out;
 }
 
-void collect(const TensorDict& td, const Key& prefix, std::vector<std::pair<Key, Json>>& out) {
+void collect(
+    const TensorDict& td,
+    const Key& prefix,
+    std::vector<std::pair<Key, Json>>& out) {
   for (const auto& [name, value] : td.items()) {
     Key key = prefix;
     for (size_t i = 0; i < name.size(); ++i) {
@@ -51,8 +53,8 @@ void collect(const TensorDict& td, const Key& prefix, std::vector<std::pair<Key,
     } else {
       entry["kind"] = "non_tensor";
       entry["value"] = value.is_non_tensor_data()
-          ? value.non_tensor_data().data()
-          : value.non_tensor_stack().tolist();
+                           ? value.non_tensor_data().data()
+                           : value.non_tensor_stack().tolist();
     }
     out.emplace_back(std::move(key), std::move(entry));
   }
@@ -82,7 +84,8 @@ struct Totals {
   int64_t bytes = 0;
 };
 
-void print_dict(std::ostream& out, const TensorDict& td, int depth, Totals& totals) {
+void print_dict(
+    std::ostream& out, const TensorDict& td, int depth, Totals& totals) {
   const std::string indent(static_cast<size_t>(depth) * 2, ' ');
   for (const auto& [name, value] : td.items()) {
     const std::string key = detail::python_repr(std::string(name[0]));
@@ -95,7 +98,8 @@ void print_dict(std::ostream& out, const TensorDict& td, int depth, Totals& tota
     } else if (value.is_tensordict()) {
       const TensorDict& child = value.tensordict();
       out << indent << key << ": "
-          << (child.python_class().empty() ? "TensorDict" : child.python_class())
+          << (child.python_class().empty() ? "TensorDict"
+                                           : child.python_class())
           << " batch_size=" << shape_text(child.batch_size()) << "\n";
       print_dict(out, child, depth + 1, totals);
     } else if (value.is_non_tensor_data()) {
@@ -103,14 +107,14 @@ void print_dict(std::ostream& out, const TensorDict& td, int depth, Totals& tota
           << value.non_tensor_data().data().dump() << "\n";
     } else {
       const auto& stack = value.non_tensor_stack();
-      out << indent << key << ": NonTensorStack batch_size="
-          << shape_text(stack.batch_size()) << " " << stack.tolist().dump()
-          << "\n";
+      out << indent << key
+          << ": NonTensorStack batch_size=" << shape_text(stack.batch_size())
+          << " " << stack.tolist().dump() << "\n";
     }
   }
 }
 
-} // namespace
+}  // namespace
 
 Json dump_tree(const LoadedTree& tree) {
   Json out = Json::object();
@@ -143,7 +147,8 @@ Json dump_tree(const LoadedTree& tree) {
   return out;
 }
 
-void print_info(std::ostream& out, const std::string& path, const LoadedTree& tree) {
+void print_info(
+    std::ostream& out, const std::string& path, const LoadedTree& tree) {
   Totals totals;
   if (const auto* td = std::get_if<TensorDict>(&tree)) {
     out << path << ": "
@@ -160,13 +165,13 @@ void print_info(std::ostream& out, const std::string& path, const LoadedTree& tr
     if (!stack.python_class().empty()) {
       out << stack.python_class() << " over a ";
     }
-    out << "LazyStackedTensorDict batch_size="
-        << shape_text(stack.batch_size()) << " stack_dim=" << stack.stack_dim()
-        << "\n";
+    out << "LazyStackedTensorDict batch_size=" << shape_text(stack.batch_size())
+        << " stack_dim=" << stack.stack_dim() << "\n";
     const auto& elements = stack.tensordicts();
     for (size_t i = 0; i < elements.size(); ++i) {
-      out << "  [" << i << "]: TensorDict batch_size="
-          << shape_text(elements[i].batch_size()) << "\n";
+      out << "  [" << i
+          << "]: TensorDict batch_size=" << shape_text(elements[i].batch_size())
+          << "\n";
       print_dict(out, elements[i], 2, totals);
     }
   }
@@ -187,4 +192,4 @@ void copy_tree(
   }
 }
 
-} // namespace tensordict::tools
+}  // namespace tensordict::tools

@@ -20,7 +20,8 @@ Json dump_tree(const LoadedTree& tree);
 
 /// Writes a listing of a tree: keys, kinds, dtypes, shapes, bytes, batch
 /// sizes and non-tensor values.
-void print_info(std::ostream& out, const std::string& path, const LoadedTree& tree);
+void print_info(
+    std::ostream& out, const std::string& path, const LoadedTree& tree);
 
 /// Loads `source` and saves it again under `destination` (legacy key names
 /// come out encoded); `progress` is called as leaves are written.
@@ -29,4 +30,4 @@ void copy_tree(
     const std::string& destination,
     const MemmapProgress& progress = {});
 
-} // namespace tensordict::tools
+}  // namespace tensordict::tools

@@ -57,7 +57,8 @@ int run(const std::vector<std::string>& args) {
     return problems.empty() ? 0 : 1;
   }
   if (args.size() == 2 && args[0] == "dump") {
-    std::cout << tensordict::tools::dump_tree(tensordict::load_memmap_any(args[1]))
+    std::cout << tensordict::tools::dump_tree(
+                     tensordict::load_memmap_any(args[1]))
                      .dump(1)
               << "\n";
     return 0;
@@ -74,7 +75,7 @@ int run(const std::vector<std::string>& args) {
   return 2;
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);

@@ -58,7 +58,8 @@ TENSORDICT_BEGIN_NAMESPACE
 ///   at::Tensor bytes = consolidated_bytes(td);   // send bytes.data_ptr()
 ///   TensorDict back = from_consolidated_bytes(bytes);
 /// ```
-[[nodiscard]] TENSORDICT_API at::Tensor consolidated_bytes(const TensorDict& td);
+[[nodiscard]] TENSORDICT_API at::Tensor consolidated_bytes(
+    const TensorDict& td);
 
 /// Rebuilds a dict from the bytes of `consolidated_bytes` or of a file
 /// written by `consolidate(filename)`: the leaves are views of `bytes` (a
@@ -66,13 +67,10 @@ TENSORDICT_BEGIN_NAMESPACE
 /// aligned). Throws with the key and what was expected on any
 /// inconsistency.
 [[nodiscard]] TENSORDICT_API TensorDict from_consolidated_bytes(
-    const at::Tensor& bytes,
-    const LoadConsolidatedOptions& options = {});
+    const at::Tensor& bytes, const LoadConsolidatedOptions& options = {});
 
 /// Same as the tensor form, for `size` bytes at `data`, which are copied.
 [[nodiscard]] TENSORDICT_API TensorDict from_consolidated_bytes(
-    const void* data,
-    size_t size,
-    const LoadConsolidatedOptions& options = {});
+    const void* data, size_t size, const LoadConsolidatedOptions& options = {});
 
 TENSORDICT_END_NAMESPACE

@@ -19,9 +19,9 @@ TENSORDICT_END_NAMESPACE
 
 /// Throws `tensordict::KeyError` with the streamed message unless `cond`
 /// holds. `TORCH_CHECK` cannot do this: `C10_THROW_ERROR` names `::c10::`.
-#define TENSORDICT_CHECK_KEY(cond, ...)                                      \
-  if (C10_UNLIKELY_OR_CONST(!(cond))) {                                     \
-    throw ::tensordict::KeyError(                                           \
-        {__func__, __FILE__, static_cast<uint32_t>(__LINE__)},              \
-        ::c10::str(__VA_ARGS__));                                           \
+#define TENSORDICT_CHECK_KEY(cond, ...)                        \
+  if (C10_UNLIKELY_OR_CONST(!(cond))) {                        \
+    throw ::tensordict::KeyError(                              \
+        {__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, \
+        ::c10::str(__VA_ARGS__));                              \
   }

@@ -15,7 +15,7 @@ class Item;
 
 namespace detail {
 class TensorDictImpl;
-} // namespace detail
+}  // namespace detail
 
 /// The JSON value type that non-tensor entries hold (null, bool, integers,
 /// doubles, strings, lists and objects). Objects keep their keys in

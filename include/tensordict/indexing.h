@@ -29,5 +29,5 @@ using at::indexing::Ellipsis;
 using at::indexing::None;
 using at::indexing::Slice;
 using at::indexing::TensorIndex;
-} // namespace indexing
+}  // namespace indexing
 TENSORDICT_END_NAMESPACE

@@ -22,13 +22,13 @@
 
 namespace at::indexing {
 struct TensorIndex;
-} // namespace at::indexing
+}  // namespace at::indexing
 
 TENSORDICT_BEGIN_NAMESPACE
 
 namespace detail {
 class LazyStackedTensorDictImpl;
-} // namespace detail
+}  // namespace detail
 
 /// A stack of TensorDicts along batch dim `stack_dim()` that keeps its
 /// elements instead of stacking their leaves: the C++ form of Python's
@@ -184,9 +184,9 @@ class TENSORDICT_API LazyStackedTensorDict {
   /// the shapes differ.
   at::Tensor get(const NestedKey& key) const;
   /// Returns the lazy stack of the nested dicts at `key` (aliased), with
-  /// the same stack dim and stack dim name. Throws KeyError if an element lacks the key,
-  /// TypeError if an entry is not a dict, and an error if the nested batch
-  /// sizes differ.
+  /// the same stack dim and stack dim name. Throws KeyError if an element lacks
+  /// the key, TypeError if an entry is not a dict, and an error if the nested
+  /// batch sizes differ.
   LazyStackedTensorDict get_tensordict(const NestedKey& key) const;
   /// Returns a dense TensorDict (new tensors) holding every key the
   /// elements share, stacked along the stack dim, nested dicts recursively;
@@ -222,7 +222,6 @@ TENSORDICT_API LazyStackedTensorDict lazy_stack(
 
 /// Writes `stack.repr()`.
 TENSORDICT_API std::ostream& operator<<(
-    std::ostream& out,
-    const LazyStackedTensorDict& stack);
+    std::ostream& out, const LazyStackedTensorDict& stack);
 
 TENSORDICT_END_NAMESPACE

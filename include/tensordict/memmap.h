@@ -64,10 +64,12 @@ TENSORDICT_BEGIN_NAMESPACE
 /// the file name.
 struct TENSORDICT_API FromTensorOptions {
   /// Copies into `filename`; an empty name means anonymous shared memory.
-  FromTensorOptions(std::string filename = {}) // NOLINT(google-explicit-constructor)
+  FromTensorOptions(
+      std::string filename = {})  // NOLINT(google-explicit-constructor)
       : filename_(std::move(filename)) {}
   /// Same, for a literal.
-  FromTensorOptions(const char* filename) // NOLINT(google-explicit-constructor)
+  FromTensorOptions(
+      const char* filename)  // NOLINT(google-explicit-constructor)
       : filename_(filename) {}
 
   /// The file to write (created if missing); empty: anonymous shared memory.
@@ -91,8 +93,8 @@ struct TENSORDICT_API FromTensorOptions {
 ///
 /// Example:
 /// ```
-///   auto t = MemoryMappedTensor::from_tensor(torch::arange(4), "/tmp/a.memmap");
-///   MemoryMappedTensor::filename(t);   // "/tmp/a.memmap"
+///   auto t = MemoryMappedTensor::from_tensor(torch::arange(4),
+///   "/tmp/a.memmap"); MemoryMappedTensor::filename(t);   // "/tmp/a.memmap"
 ///   auto u = MemoryMappedTensor::from_tensor(
 ///       t, FromTensorOptions("/tmp/b.memmap").copy_existing(true));
 /// ```
@@ -107,8 +109,7 @@ class TENSORDICT_API MemoryMappedTensor {
   /// backed by another file and `copy_existing` is false (a tensor backed
   /// by this same file is returned as is).
   [[nodiscard]] static at::Tensor from_tensor(
-      const at::Tensor& tensor,
-      const FromTensorOptions& options = {});
+      const at::Tensor& tensor, const FromTensorOptions& options = {});
   /// Returns a mapped tensor of uninitialized (in practice zero) values.
   [[nodiscard]] static at::Tensor empty(
       c10::IntArrayRef shape,
@@ -156,15 +157,14 @@ using LoadedTree = std::variant<TensorDict, LazyStackedTensorDict>;
 /// load as TensorDicts that remember their class, see
 /// `TensorDict::python_class`) or a LazyStackedTensorDict. Throws like
 /// `TensorDict::load_memmap`.
-[[nodiscard]] TENSORDICT_API LoadedTree
-load_memmap_any(const std::string& prefix, const LoadMemmapOptions& options = {});
+[[nodiscard]] TENSORDICT_API LoadedTree load_memmap_any(
+    const std::string& prefix, const LoadMemmapOptions& options = {});
 
 /// Checks every file of a memmap tree against its meta.json without
 /// stopping at the first problem: returns one line per problem (the nested
 /// key, the path and what is wrong), empty when the tree loads.
 [[nodiscard]] TENSORDICT_API std::vector<std::string> verify_memmap(
-    const std::string& prefix,
-    const LoadMemmapOptions& options = {});
+    const std::string& prefix, const LoadMemmapOptions& options = {});
 
 /// Saves a lazy stack in Python's layout (one sub-directory per element)
 /// and returns it backed by the files.

@@ -37,7 +37,7 @@ TENSORDICT_BEGIN_NAMESPACE
 class TENSORDICT_API NestedKey {
  public:
   /// Makes a one-part key that borrows `key`; `key` must outlive the key.
-  NestedKey(const char* key) { // NOLINT(google-explicit-constructor)
+  NestedKey(const char* key) {  // NOLINT(google-explicit-constructor)
     // This and the brace-list constructor are inline: a key is built for
     // every lookup, and out of line they cost more than the lookup itself.
     if (key == nullptr) {
@@ -46,9 +46,9 @@ class TENSORDICT_API NestedKey {
     parts_.emplace_back(key);
   }
   /// Makes a one-part key that owns a copy of `key`.
-  NestedKey(const std::string& key); // NOLINT(google-explicit-constructor)
+  NestedKey(const std::string& key);  // NOLINT(google-explicit-constructor)
   /// Makes a one-part key that owns a copy of `key`.
-  NestedKey(std::string_view key); // NOLINT(google-explicit-constructor)
+  NestedKey(std::string_view key);  // NOLINT(google-explicit-constructor)
   /// Unravels nested parts into one path; throws KeyError if it is empty.
   NestedKey(std::initializer_list<NestedKey> parts) {
     bool any_owned = false;
@@ -71,8 +71,7 @@ class TENSORDICT_API NestedKey {
   /// Returns the key of entry `name` inside the dict `parent` names, or the
   /// one-part key `name` when `parent` is empty (the root). Owns its parts.
   static NestedKey child_of(
-      const std::optional<NestedKey>& parent,
-      std::string_view name);
+      const std::optional<NestedKey>& parent, std::string_view name);
 
   /// Returns the number of parts (1 for a plain string key).
   size_t size() const noexcept {
@@ -131,7 +130,8 @@ class TENSORDICT_API NestedKey {
 };
 
 /// Writes `key.to_string()`.
-TENSORDICT_API std::ostream& operator<<(std::ostream& out, const NestedKey& key);
+TENSORDICT_API std::ostream& operator<<(
+    std::ostream& out, const NestedKey& key);
 
 TENSORDICT_END_NAMESPACE
 

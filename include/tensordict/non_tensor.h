@@ -5,14 +5,42 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tensordict/fwd.h"
 
 TENSORDICT_BEGIN_NAMESPACE
+namespace detail {
+
+/// A string or null handed to a non-tensor setter by code that has no JSON
+/// header: the text's bytes, or no data for null.
+struct TextArg {
+  TextArg(std::nullptr_t /*null*/) noexcept {}
+  TextArg(const char* text) noexcept
+      : data(text), size(text == nullptr ? 0 : std::strlen(text)) {}
+  TextArg(const std::string& text) noexcept
+      : data(text.data()), size(text.size()) {}
+
+  const char* data = nullptr;  // null = JSON null
+  size_t size = 0;
+};
+
+/// True for what a TextArg takes: string literals, `const char*`,
+/// `std::string` and `nullptr`. Overloads taking text are templates on it so
+/// that a literal `0` stays a number: as a plain `const char*` overload it
+/// would be a null pointer, a better match than `Json`.
+template <typename T>
+inline constexpr bool is_text_v =
+    std::is_same_v<std::decay_t<T>, const char*> ||
+    std::is_same_v<std::decay_t<T>, char*> ||
+    std::is_same_v<std::decay_t<T>, std::string> || std::is_null_pointer_v<T>;
+
+}  // namespace detail
 
 /// One JSON-like value shared by every element of a batch: Python's
 /// `NonTensorData`. Strings, numbers, lists and objects live beside tensors
@@ -38,21 +66,19 @@ class TENSORDICT_API NonTensorData {
       Json data,
       c10::IntArrayRef batch_size = {},
       std::optional<c10::Device> device = std::nullopt);
-  /// Makes a string value (a null `text` makes null); needs no JSON header.
+  /// Makes a string value from a literal, `const char*` or `std::string`, or
+  /// null from `nullptr` or a null `const char*`; needs no JSON header.
+  template <typename Text, std::enable_if_t<detail::is_text_v<Text>, int> = 0>
   NonTensorData(
-      const char* text,
+      const Text& text,
       c10::IntArrayRef batch_size = {},
-      std::optional<c10::Device> device = std::nullopt);
-  /// Makes a string value; needs no JSON header.
+      std::optional<c10::Device> device = std::nullopt)
+      : NonTensorData(detail::TextArg(text), batch_size, device) {}
+  /// Makes a string (or null) value; what the template above calls.
   NonTensorData(
-      std::string text,
-      c10::IntArrayRef batch_size = {},
-      std::optional<c10::Device> device = std::nullopt);
-  /// Makes a null value (Python's None); needs no JSON header.
-  NonTensorData(
-      std::nullptr_t null,
-      c10::IntArrayRef batch_size = {},
-      std::optional<c10::Device> device = std::nullopt);
+      detail::TextArg text,
+      c10::IntArrayRef batch_size,
+      std::optional<c10::Device> device);
 
   /// Copies (sharing the value).
   NonTensorData(const NonTensorData& other) = default;

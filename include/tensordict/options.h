@@ -14,24 +14,24 @@
 
 /// Declares an option `name` of type `T` with a chaining setter
 /// `name(value)` and a getter `name()`, as `TORCH_ARG` does.
-#define TENSORDICT_ARG(T, name)                                  \
- public:                                                         \
-  inline auto name(const T& new_##name) -> decltype(*this) {     \
-    this->name##_ = new_##name;                                  \
-    return *this;                                                \
-  }                                                              \
-  inline auto name(T&& new_##name) -> decltype(*this) {          \
-    this->name##_ = std::move(new_##name);                       \
-    return *this;                                                \
-  }                                                              \
-  inline const T& name() const noexcept {                        \
-    return this->name##_;                                        \
-  }                                                              \
-  inline T& name() noexcept {                                    \
-    return this->name##_;                                        \
-  }                                                              \
-                                                                 \
- private:                                                        \
+#define TENSORDICT_ARG(T, name)                            \
+ public:                                                   \
+  inline auto name(const T& new_##name)->decltype(*this) { \
+    this->name##_ = new_##name;                            \
+    return *this;                                          \
+  }                                                        \
+  inline auto name(T&& new_##name)->decltype(*this) {      \
+    this->name##_ = std::move(new_##name);                 \
+    return *this;                                          \
+  }                                                        \
+  inline const T& name() const noexcept {                  \
+    return this->name##_;                                  \
+  }                                                        \
+  inline T& name() noexcept {                              \
+    return this->name##_;                                  \
+  }                                                        \
+                                                           \
+ private:                                                  \
   T name##_
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -115,8 +115,8 @@ enum class ReduceOp {
   kProd,
   kAmax,
   kAmin,
-  kMax, // values only: the same as kAmax
-  kMin, // values only: the same as kAmin
+  kMax,  // values only: the same as kAmax
+  kMin,  // values only: the same as kAmin
   kAll,
   kAny,
 };
@@ -170,10 +170,10 @@ using MemmapProgress =
 struct TENSORDICT_API MemmapOptions {
   /// Saves under `prefix`; an empty prefix keeps the leaves in anonymous
   /// shared memory and writes no file.
-  MemmapOptions(std::string prefix = {}) // NOLINT(google-explicit-constructor)
+  MemmapOptions(std::string prefix = {})  // NOLINT(google-explicit-constructor)
       : prefix_(std::move(prefix)) {}
   /// Same, for a literal.
-  MemmapOptions(const char* prefix) // NOLINT(google-explicit-constructor)
+  MemmapOptions(const char* prefix)  // NOLINT(google-explicit-constructor)
       : prefix_(prefix) {}
 
   /// The directory to write; created with its parents when missing.
@@ -200,7 +200,8 @@ struct TENSORDICT_API MemmapOptions {
 /// Options of `TensorDict::load_memmap` and `load_memmap_any`.
 ///
 /// Example:
-/// `TensorDict::load_memmap("/data/run", LoadMemmapOptions().subpath({"next"}))`
+/// `TensorDict::load_memmap("/data/run",
+/// LoadMemmapOptions().subpath({"next"}))`
 struct TENSORDICT_API LoadMemmapOptions {
   /// Moves the leaves to this device; `c10::kMeta` reads only meta.json
   /// (shapes and dtypes, no file is opened).

@@ -80,8 +80,8 @@ class TENSORDICT_API StateDict {
   enum class Kind : uint8_t {
     kTensor,
     kNested,
-    kBatchSize, // the legacy "__batch_size" sentinel
-    kDevice, // the legacy "__device" sentinel
+    kBatchSize,  // the legacy "__batch_size" sentinel
+    kDevice,     // the legacy "__device" sentinel
   };
 
   /// One entry: a tensor, a nested state dict or a legacy sentinel.
@@ -162,8 +162,8 @@ class TENSORDICT_API StateDict {
     return metadata_;
   }
   /// Returns the metadata of `prefix`, or null.
-  const StateDictMetadata* find_metadata(const std::string& prefix) const
-      noexcept;
+  const StateDictMetadata* find_metadata(
+      const std::string& prefix) const noexcept;
   /// Sets (or replaces) the metadata of `prefix`; marks the state dict as
   /// carrying metadata.
   StateDict& set_metadata(std::string prefix, StateDictMetadata metadata);

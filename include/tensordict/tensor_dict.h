@@ -23,15 +23,15 @@
 
 namespace at::indexing {
 struct TensorIndex;
-} // namespace at::indexing
+}  // namespace at::indexing
 
 namespace torch::nn {
 class Module;
-} // namespace torch::nn
+}  // namespace torch::nn
 
 TENSORDICT_BEGIN_NAMESPACE
 
-class StateDict; // tensordict/state_dict.h
+class StateDict;  // tensordict/state_dict.h
 
 /// An ordered dictionary of tensors, nested TensorDicts and non-tensor values
 /// that share leading batch dims: the C++ form of Python's `TensorDict`.
@@ -63,7 +63,8 @@ class StateDict; // tensordict/state_dict.h
 ///   entry's (`c10::canCast`), where Python would silently truncate.
 /// - Setting a nested dict whose batch size does not start with the parent's
 ///   is an error even when the nested dict is empty.
-/// - `repr()` prints Python's detailed form (`set_printoptions(compact=False)`).
+/// - `repr()` prints Python's detailed form
+/// (`set_printoptions(compact=False)`).
 ///
 /// Thread safety: like `at::Tensor`, concurrent reads are safe; any write
 /// needs external synchronisation.
@@ -95,7 +96,7 @@ class TENSORDICT_API TensorDict {
   /// nested key/value lists (which become dicts of the same batch size),
   /// numbers (0-dim tensors, which must then fit the batch size), strings
   /// and JSON values (non-tensor data). Throws on batch-size mismatches.
-  TensorDict( // NOLINT(google-explicit-constructor)
+  TensorDict(  // NOLINT(google-explicit-constructor)
       std::initializer_list<Item> items,
       c10::IntArrayRef batch_size = {},
       std::optional<c10::Device> device = std::nullopt,
@@ -120,17 +121,14 @@ class TENSORDICT_API TensorDict {
   /// batch size when `options.auto_batch_size()` is set; nested lists get
   /// their own inferred batch size first.
   [[nodiscard]] static TensorDict from_dict(
-      const std::vector<Item>& items,
-      const FromDictOptions& options = {});
+      const std::vector<Item>& items, const FromDictOptions& options = {});
   /// Makes a dict with no batch dims where every key holds `value`.
   [[nodiscard]] static TensorDict fromkeys(
-      const std::vector<NestedKey>& keys,
-      const at::Tensor& value);
+      const std::vector<NestedKey>& keys, const at::Tensor& value);
   /// Makes a dict with no batch dims where every key holds the 0-dim tensor
   /// of `value` (int64 for integers, the default dtype for floats).
   [[nodiscard]] static TensorDict fromkeys(
-      const std::vector<NestedKey>& keys,
-      const c10::Scalar& value = 0);
+      const std::vector<NestedKey>& keys, const c10::Scalar& value = 0);
 
   // --- identity -------------------------------------------------------------
 
@@ -244,23 +242,23 @@ class TENSORDICT_API TensorDict {
       const SetOptions& options = {});
   /// Sets `key` to any entry kind.
   TensorDict& set(
-      const NestedKey& key,
-      const Value& value,
-      const SetOptions& options = {});
+      const NestedKey& key, const Value& value, const SetOptions& options = {});
   /// Sets `key` to non-tensor data shared by the whole batch.
   TensorDict& set_non_tensor(const NestedKey& key, const Json& value);
-  /// Sets `key` to a string shared by the whole batch (null if `text` is);
-  /// needs no JSON header.
-  TensorDict& set_non_tensor(const NestedKey& key, const char* text);
-  /// Sets `key` to a string shared by the whole batch; needs no JSON header.
-  TensorDict& set_non_tensor(const NestedKey& key, const std::string& text);
+  /// Sets `key` to a string shared by the whole batch (null for `nullptr` or
+  /// a null `const char*`); needs no JSON header.
+  template <typename Text, std::enable_if_t<detail::is_text_v<Text>, int> = 0>
+  TensorDict& set_non_tensor(const NestedKey& key, const Text& text) {
+    return set_non_tensor_text(key, detail::TextArg(text));
+  }
   /// Copies `value` into the existing tensor at `key` (Python's `set_`):
   /// throws KeyError if missing, and an error if the shape does not fit or
   /// the dtype cannot be cast safely. Allowed on locked dicts.
   TensorDict& set_(const NestedKey& key, const at::Tensor& value);
   /// Merges `other` into this dict: nested dicts are merged recursively,
   /// other entries replaced (or copied into, with `inplace`).
-  TensorDict& update(const TensorDict& other, const UpdateOptions& options = {});
+  TensorDict& update(
+      const TensorDict& other, const UpdateOptions& options = {});
   /// Copies every entry of `other` into the existing entries (Python's
   /// `update_`); throws KeyError if one is missing.
   TensorDict& update_(
@@ -270,9 +268,7 @@ class TENSORDICT_API TensorDict {
   /// throws KeyError if `old_key` is missing or, with `safe`, if `new_key`
   /// exists.
   TensorDict& rename_key_(
-      const NestedKey& old_key,
-      const NestedKey& new_key,
-      bool safe = false);
+      const NestedKey& old_key, const NestedKey& new_key, bool safe = false);
   /// Removes and returns the entry at `key`; throws KeyError if missing.
   Value pop(const NestedKey& key);
   /// Removes and returns the entry at `key`, or `default_value` if missing.
@@ -290,8 +286,7 @@ class TENSORDICT_API TensorDict {
   /// Returns a new dict holding only `keys` (leaves aliased). With `strict`,
   /// a missing key is a KeyError; otherwise it is skipped.
   [[nodiscard]] TensorDict select(
-      const std::vector<NestedKey>& keys,
-      bool strict = true) const;
+      const std::vector<NestedKey>& keys, bool strict = true) const;
   /// Returns a new dict without `keys` (missing keys are ignored).
   [[nodiscard]] TensorDict exclude(const std::vector<NestedKey>& keys) const;
   /// Returns the keys in insertion order. With `include_nested`, the keys of
@@ -324,8 +319,8 @@ class TENSORDICT_API TensorDict {
       std::string_view separator = ".") const;
   /// Returns a copy with every tensor moved to `device` (the dict's device
   /// becomes `device`).
-  [[nodiscard]] TensorDict to(c10::Device device, bool non_blocking = false)
-      const;
+  [[nodiscard]] TensorDict to(
+      c10::Device device, bool non_blocking = false) const;
 
   // --- indexing (src/tensor_dict/indexing.cpp) -----------------------------
   // Include <tensordict/indexing.h> to build indices; it has the table of
@@ -362,17 +357,14 @@ class TENSORDICT_API TensorDict {
   /// Picks each leaf from this dict where `condition` (batch-shaped,
   /// broadcast over feature dims) is true, else from `other`.
   [[nodiscard]] TensorDict where(
-      const at::Tensor& condition,
-      const TensorDict& other) const;
+      const at::Tensor& condition, const TensorDict& other) const;
   /// Picks each element from this dict where `condition` is true, else
   /// `other`.
   [[nodiscard]] TensorDict where(
-      const at::Tensor& condition,
-      const c10::Scalar& other) const;
+      const at::Tensor& condition, const c10::Scalar& other) const;
   /// Returns a copy with `value` where the batch-shaped `mask` is true.
   [[nodiscard]] TensorDict masked_fill(
-      const at::Tensor& mask,
-      const c10::Scalar& value) const;
+      const at::Tensor& mask, const c10::Scalar& value) const;
   /// Writes `value` where the batch-shaped `mask` is true, in place.
   TensorDict& masked_fill_(const at::Tensor& mask, const c10::Scalar& value);
   /// Returns the elements where `mask` (exactly the batch shape) is true,
@@ -387,8 +379,7 @@ class TENSORDICT_API TensorDict {
   /// NonTensorData becomes a NonTensorStack. Throws ValueError on a bad
   /// number of pad sizes or a negative resulting size.
   [[nodiscard]] TensorDict pad(
-      c10::IntArrayRef pad_sizes,
-      const c10::Scalar& value = 0) const;
+      c10::IntArrayRef pad_sizes, const c10::Scalar& value = 0) const;
 
   // --- shape ops over the batch dims (src/tensor_dict/shape.cpp) ------------
   // Each returns a new dict; leaves are views where torch's op gives views.
@@ -402,8 +393,8 @@ class TENSORDICT_API TensorDict {
   /// leaves only when needed.
   [[nodiscard]] TensorDict reshape(c10::IntArrayRef shape) const;
   /// Flattens batch dims `start_dim`..`end_dim` into one.
-  [[nodiscard]] TensorDict flatten(int64_t start_dim = 0, int64_t end_dim = -1)
-      const;
+  [[nodiscard]] TensorDict flatten(
+      int64_t start_dim = 0, int64_t end_dim = -1) const;
   /// Splits batch dim `dim` into `sizes`.
   [[nodiscard]] TensorDict unflatten(int64_t dim, c10::IntArrayRef sizes) const;
   /// Removes every batch dim of size 1.
@@ -425,28 +416,28 @@ class TENSORDICT_API TensorDict {
   /// Tiles the batch dims `repeats` times (one count per batch dim).
   [[nodiscard]] TensorDict repeat(c10::IntArrayRef repeats) const;
   /// Repeats each element `repeats` times along batch dim `dim`.
-  [[nodiscard]] TensorDict repeat_interleave(int64_t repeats, int64_t dim) const;
+  [[nodiscard]] TensorDict repeat_interleave(
+      int64_t repeats, int64_t dim) const;
   /// Reverses the order along the given batch dims.
   [[nodiscard]] TensorDict flip(c10::IntArrayRef dims) const;
   /// Rolls along batch dims, as torch.roll.
-  [[nodiscard]] TensorDict roll(c10::IntArrayRef shifts, c10::IntArrayRef dims)
-      const;
+  [[nodiscard]] TensorDict roll(
+      c10::IntArrayRef shifts, c10::IntArrayRef dims) const;
   /// Returns the slice [start, start + length) of batch dim `dim`; a view.
-  [[nodiscard]] TensorDict narrow(int64_t dim, int64_t start, int64_t length)
-      const;
+  [[nodiscard]] TensorDict narrow(
+      int64_t dim, int64_t start, int64_t length) const;
   /// Splits along batch dim `dim` into its elements; views.
   [[nodiscard]] std::vector<TensorDict> unbind(int64_t dim = 0) const;
   /// Splits along batch dim `dim` into pieces of `split_size` (the last one
   /// may be shorter); views.
-  [[nodiscard]] std::vector<TensorDict> split(int64_t split_size, int64_t dim = 0)
-      const;
+  [[nodiscard]] std::vector<TensorDict> split(
+      int64_t split_size, int64_t dim = 0) const;
   /// Splits along batch dim `dim` into pieces of the given sizes; views.
   [[nodiscard]] std::vector<TensorDict> split(
-      c10::IntArrayRef split_sizes,
-      int64_t dim = 0) const;
+      c10::IntArrayRef split_sizes, int64_t dim = 0) const;
   /// Splits along batch dim `dim` into `chunks` pieces, as torch.chunk.
-  [[nodiscard]] std::vector<TensorDict> chunk(int64_t chunks, int64_t dim = 0)
-      const;
+  [[nodiscard]] std::vector<TensorDict> chunk(
+      int64_t chunks, int64_t dim = 0) const;
 
   // --- apply (src/tensor_dict/apply.cpp) -------------------------------------
   // Two callback shapes, told apart by what the callback returns when given
@@ -489,8 +480,8 @@ class TENSORDICT_API TensorDict {
   ///
   /// Example: `td.apply([](const at::Tensor& t) { return t * 2; })`
   template <typename Fn>
-  [[nodiscard]] TensorDict apply(Fn&& fn, const ApplyOptions& options = {})
-      const {
+  [[nodiscard]] TensorDict apply(
+      Fn&& fn, const ApplyOptions& options = {}) const {
     if constexpr (std::is_convertible_v<
                       std::invoke_result_t<Fn&, const at::Tensor&>,
                       at::Tensor>) {
@@ -517,12 +508,10 @@ class TENSORDICT_API TensorDict {
       Fn&& fn,
       const TensorDict& other,
       const ApplyOptions& options = {}) const {
-    if constexpr (std::is_convertible_v<
-                      std::invoke_result_t<
-                          Fn&,
-                          const at::Tensor&,
-                          const at::Tensor&>,
-                      at::Tensor>) {
+    if constexpr (
+        std::is_convertible_v<
+            std::invoke_result_t<Fn&, const at::Tensor&, const at::Tensor&>,
+            at::Tensor>) {
       return apply_impl(
           [&](const NestedKey&, c10::ArrayRef<at::Tensor> leaves) {
             return fn(leaves[0], leaves[1]);
@@ -542,14 +531,11 @@ class TENSORDICT_API TensorDict {
   /// nested key.
   template <typename Fn>
   [[nodiscard]] TensorDict named_apply(
-      Fn&& fn,
-      const ApplyOptions& options = {}) const {
-    if constexpr (std::is_convertible_v<
-                      std::invoke_result_t<
-                          Fn&,
-                          const NestedKey&,
-                          const at::Tensor&>,
-                      at::Tensor>) {
+      Fn&& fn, const ApplyOptions& options = {}) const {
+    if constexpr (
+        std::is_convertible_v<
+            std::invoke_result_t<Fn&, const NestedKey&, const at::Tensor&>,
+            at::Tensor>) {
       return apply_impl(
           [&](const NestedKey& key, c10::ArrayRef<at::Tensor> leaves) {
             return fn(key, leaves[0]);
@@ -592,8 +578,7 @@ class TENSORDICT_API TensorDict {
   /// (device and/or dtype); the dict's device becomes the options' device
   /// when it has one. Throws what `at::Tensor::to` throws.
   [[nodiscard]] TensorDict to(
-      const at::TensorOptions& options,
-      bool non_blocking = false) const;
+      const at::TensorOptions& options, bool non_blocking = false) const;
   /// Returns a copy on the CPU (Python's `cpu()`); CPU leaves are aliased.
   [[nodiscard]] TensorDict cpu() const;
   /// Returns a copy with every tensor in pinned memory; throws torch's error
@@ -663,28 +648,22 @@ class TENSORDICT_API TensorDict {
 
   /// Returns `this + alpha * other`, leaf by leaf.
   [[nodiscard]] TensorDict add(
-      const TensorDict& other,
-      const c10::Scalar& alpha = 1) const;
+      const TensorDict& other, const c10::Scalar& alpha = 1) const;
   /// Returns `leaf + alpha * other` for every leaf.
   [[nodiscard]] TensorDict add(
-      const at::Tensor& other,
-      const c10::Scalar& alpha = 1) const;
+      const at::Tensor& other, const c10::Scalar& alpha = 1) const;
   /// Returns `leaf + alpha * other` for every leaf.
   [[nodiscard]] TensorDict add(
-      const c10::Scalar& other,
-      const c10::Scalar& alpha = 1) const;
+      const c10::Scalar& other, const c10::Scalar& alpha = 1) const;
   /// Returns `this - alpha * other`, leaf by leaf.
   [[nodiscard]] TensorDict sub(
-      const TensorDict& other,
-      const c10::Scalar& alpha = 1) const;
+      const TensorDict& other, const c10::Scalar& alpha = 1) const;
   /// Returns `leaf - alpha * other` for every leaf.
   [[nodiscard]] TensorDict sub(
-      const at::Tensor& other,
-      const c10::Scalar& alpha = 1) const;
+      const at::Tensor& other, const c10::Scalar& alpha = 1) const;
   /// Returns `leaf - alpha * other` for every leaf.
   [[nodiscard]] TensorDict sub(
-      const c10::Scalar& other,
-      const c10::Scalar& alpha = 1) const;
+      const c10::Scalar& other, const c10::Scalar& alpha = 1) const;
   /// Returns the leafwise product.
   [[nodiscard]] TensorDict mul(const TensorDict& other) const;
   /// Returns `leaf * other` for every leaf.
@@ -947,8 +926,7 @@ class TENSORDICT_API TensorDict {
   /// end of the leaves, and plans to switch). Throws ValueError when there
   /// is no tensor leaf.
   [[nodiscard]] at::Tensor reduce(
-      ReduceOp op,
-      const ReduceOptions& options = {}) const;
+      ReduceOp op, const ReduceOptions& options = {}) const;
 
   // --- locking --------------------------------------------------------------
 
@@ -990,18 +968,15 @@ class TENSORDICT_API TensorDict {
   /// (`python_class()`). Throws with the nested key and what was expected
   /// on any inconsistency; see NOTE [Memmap layout].
   [[nodiscard]] static TensorDict load_memmap(
-      const std::string& prefix,
-      const LoadMemmapOptions& options = {});
+      const std::string& prefix, const LoadMemmapOptions& options = {});
   /// Same as `load_memmap` (Python's `load`).
   [[nodiscard]] static TensorDict load(
-      const std::string& prefix,
-      const LoadMemmapOptions& options = {});
+      const std::string& prefix, const LoadMemmapOptions& options = {});
   /// Loads a memmap directory into this dict: its leaves are replaced by the
   /// mapped ones and keys it lacks are added (the lock is lifted meanwhile
   /// and restored, and a memmapped dict stays memmapped).
   TensorDict& load_memmap_(
-      const std::string& prefix,
-      const LoadMemmapOptions& options = {});
+      const std::string& prefix, const LoadMemmapOptions& options = {});
   /// Re-reads the dict's own directory, picking up leaves that another
   /// process added with `make_memmap`. Throws unless `is_memmap()` and the
   /// dict was saved to a directory.
@@ -1052,8 +1027,7 @@ class TENSORDICT_API TensorDict {
   /// dict of views of it. Every offset, size, dtype and shape is checked
   /// against the file; errors name the key and what was expected.
   [[nodiscard]] static TensorDict from_consolidated(
-      const std::string& filename,
-      const LoadConsolidatedOptions& options = {});
+      const std::string& filename, const LoadConsolidatedOptions& options = {});
 
   /// Returns the leaves as Python's `state_dict` does: with `flatten`, one
   /// entry per leaf under its "."-joined key; otherwise nested. Batch size
@@ -1065,9 +1039,7 @@ class TENSORDICT_API TensorDict {
   /// must match (the error lists the missing and unexpected keys); with
   /// `assign`, tensors replace the leaves instead of being copied into them.
   TensorDict& load_state_dict(
-      const StateDict& state_dict,
-      bool strict = true,
-      bool assign = false);
+      const StateDict& state_dict, bool strict = true, bool assign = false);
 
   /// Returns a dict of the module's parameters and buffers keyed by their
   /// names, with one nested dict per child module that holds any (`"0"`,
@@ -1078,8 +1050,7 @@ class TENSORDICT_API TensorDict {
   /// module's previous tensors as a dict. Throws if the structure does not
   /// match the module's, naming the key.
   TensorDict to_module(
-      torch::nn::Module& module,
-      const ToModuleOptions& options = {}) const;
+      torch::nn::Module& module, const ToModuleOptions& options = {}) const;
 
   // --- comparison and printing ----------------------------------------------
 
@@ -1107,94 +1078,78 @@ class TENSORDICT_API TensorDict {
   explicit TensorDict(c10::intrusive_ptr<detail::TensorDictImpl> impl);
 
  private:
+  // What the text overload of set_non_tensor calls, out of line so that the
+  // caller needs no complete Json.
+  TensorDict& set_non_tensor_text(const NestedKey& key, detail::TextArg text);
+
   c10::intrusive_ptr<detail::TensorDictImpl> impl_;
 };
 
-// --- arithmetic operators (src/tensor_dict/math.cpp) --------------------------
-// Each is the method of the same meaning (`a + b` is `a.add(b)`); a scalar
-// or tensor on the left combines with every leaf from the left, so
-// `1 - td` is `1 - leaf` and `2 / td` is `2 / leaf`.
+// --- arithmetic operators (src/tensor_dict/math.cpp) ---
+// Each is the method of the same meaning (`a + b` is `a.add(b)`); a scalar or
+// tensor on the left combines with every leaf from the left, so `1 - td` is
+// `1 - leaf` and `2 / td` is `2 / leaf`.
 
 /// Returns `a.add(b)`.
-[[nodiscard]] TENSORDICT_API TensorDict operator+(
-    const TensorDict& a,
-    const TensorDict& b);
+[[nodiscard]] TENSORDICT_API TensorDict
+operator+(const TensorDict& a, const TensorDict& b);
 /// Returns `a.add(b)`.
-[[nodiscard]] TENSORDICT_API TensorDict operator+(
-    const TensorDict& a,
-    const at::Tensor& b);
+[[nodiscard]] TENSORDICT_API TensorDict
+operator+(const TensorDict& a, const at::Tensor& b);
 /// Returns `a.add(b)`.
-[[nodiscard]] TENSORDICT_API TensorDict operator+(
-    const TensorDict& a,
-    const c10::Scalar& b);
+[[nodiscard]] TENSORDICT_API TensorDict
+operator+(const TensorDict& a, const c10::Scalar& b);
 /// Returns `a + leaf` for every leaf of `b`.
-[[nodiscard]] TENSORDICT_API TensorDict operator+(
-    const at::Tensor& a,
-    const TensorDict& b);
+[[nodiscard]] TENSORDICT_API TensorDict
+operator+(const at::Tensor& a, const TensorDict& b);
 /// Returns `a + leaf` for every leaf of `b`.
-[[nodiscard]] TENSORDICT_API TensorDict operator+(
-    const c10::Scalar& a,
-    const TensorDict& b);
+[[nodiscard]] TENSORDICT_API TensorDict
+operator+(const c10::Scalar& a, const TensorDict& b);
 /// Returns `a.sub(b)`.
-[[nodiscard]] TENSORDICT_API TensorDict operator-(
-    const TensorDict& a,
-    const TensorDict& b);
+[[nodiscard]] TENSORDICT_API TensorDict
+operator-(const TensorDict& a, const TensorDict& b);
 /// Returns `a.sub(b)`.
-[[nodiscard]] TENSORDICT_API TensorDict operator-(
-    const TensorDict& a,
-    const at::Tensor& b);
+[[nodiscard]] TENSORDICT_API TensorDict
+operator-(const TensorDict& a, const at::Tensor& b);
 /// Returns `a.sub(b)`.
-[[nodiscard]] TENSORDICT_API TensorDict operator-(
-    const TensorDict& a,
-    const c10::Scalar& b);
+[[nodiscard]] TENSORDICT_API TensorDict
+operator-(const TensorDict& a, const c10::Scalar& b);
 /// Returns `a - leaf` for every leaf of `b`.
-[[nodiscard]] TENSORDICT_API TensorDict operator-(
-    const at::Tensor& a,
-    const TensorDict& b);
+[[nodiscard]] TENSORDICT_API TensorDict
+operator-(const at::Tensor& a, const TensorDict& b);
 /// Returns `a - leaf` for every leaf of `b`.
-[[nodiscard]] TENSORDICT_API TensorDict operator-(
-    const c10::Scalar& a,
-    const TensorDict& b);
+[[nodiscard]] TENSORDICT_API TensorDict
+operator-(const c10::Scalar& a, const TensorDict& b);
 /// Returns `a.mul(b)`.
-[[nodiscard]] TENSORDICT_API TensorDict operator*(
-    const TensorDict& a,
-    const TensorDict& b);
+[[nodiscard]] TENSORDICT_API TensorDict
+operator*(const TensorDict& a, const TensorDict& b);
 /// Returns `a.mul(b)`.
-[[nodiscard]] TENSORDICT_API TensorDict operator*(
-    const TensorDict& a,
-    const at::Tensor& b);
+[[nodiscard]] TENSORDICT_API TensorDict
+operator*(const TensorDict& a, const at::Tensor& b);
 /// Returns `a.mul(b)`.
-[[nodiscard]] TENSORDICT_API TensorDict operator*(
-    const TensorDict& a,
-    const c10::Scalar& b);
+[[nodiscard]] TENSORDICT_API TensorDict
+operator*(const TensorDict& a, const c10::Scalar& b);
 /// Returns `a * leaf` for every leaf of `b`.
-[[nodiscard]] TENSORDICT_API TensorDict operator*(
-    const at::Tensor& a,
-    const TensorDict& b);
+[[nodiscard]] TENSORDICT_API TensorDict
+operator*(const at::Tensor& a, const TensorDict& b);
 /// Returns `a * leaf` for every leaf of `b`.
-[[nodiscard]] TENSORDICT_API TensorDict operator*(
-    const c10::Scalar& a,
-    const TensorDict& b);
+[[nodiscard]] TENSORDICT_API TensorDict
+operator*(const c10::Scalar& a, const TensorDict& b);
 /// Returns `a.div(b)`.
-[[nodiscard]] TENSORDICT_API TensorDict operator/(
-    const TensorDict& a,
-    const TensorDict& b);
+[[nodiscard]] TENSORDICT_API TensorDict
+operator/(const TensorDict& a, const TensorDict& b);
 /// Returns `a.div(b)`.
-[[nodiscard]] TENSORDICT_API TensorDict operator/(
-    const TensorDict& a,
-    const at::Tensor& b);
+[[nodiscard]] TENSORDICT_API TensorDict
+operator/(const TensorDict& a, const at::Tensor& b);
 /// Returns `a.div(b)`.
-[[nodiscard]] TENSORDICT_API TensorDict operator/(
-    const TensorDict& a,
-    const c10::Scalar& b);
+[[nodiscard]] TENSORDICT_API TensorDict
+operator/(const TensorDict& a, const c10::Scalar& b);
 /// Returns `a / leaf` for every leaf of `b`.
-[[nodiscard]] TENSORDICT_API TensorDict operator/(
-    const at::Tensor& a,
-    const TensorDict& b);
+[[nodiscard]] TENSORDICT_API TensorDict
+operator/(const at::Tensor& a, const TensorDict& b);
 /// Returns `a / leaf` for every leaf of `b`.
-[[nodiscard]] TENSORDICT_API TensorDict operator/(
-    const c10::Scalar& a,
-    const TensorDict& b);
+[[nodiscard]] TENSORDICT_API TensorDict
+operator/(const c10::Scalar& a, const TensorDict& b);
 
 // --- combining (src/tensor_dict/stack.cpp) -----------------------------------
 
@@ -1226,7 +1181,8 @@ cat(const std::vector<TensorDict>& tds, int64_t dim = 0);
 TENSORDICT_API bool equal(const TensorDict& a, const TensorDict& b);
 
 /// Writes `td.repr()`.
-TENSORDICT_API std::ostream& operator<<(std::ostream& out, const TensorDict& td);
+TENSORDICT_API std::ostream& operator<<(
+    std::ostream& out, const TensorDict& td);
 
 TENSORDICT_END_NAMESPACE
 

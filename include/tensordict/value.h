@@ -30,16 +30,21 @@ TENSORDICT_BEGIN_NAMESPACE
 class TENSORDICT_API Value {
  public:
   /// The kinds of entry, in the order of the alternatives.
-  enum class Kind : uint8_t { kTensor, kTensorDict, kNonTensorData, kNonTensorStack };
+  enum class Kind : uint8_t {
+    kTensor,
+    kTensorDict,
+    kNonTensorData,
+    kNonTensorStack
+  };
 
   /// Holds a tensor; throws ValueError if it is undefined.
-  Value(at::Tensor tensor); // NOLINT(google-explicit-constructor)
+  Value(at::Tensor tensor);  // NOLINT(google-explicit-constructor)
   /// Holds a nested dict (aliased).
-  Value(TensorDict td); // NOLINT(google-explicit-constructor)
+  Value(TensorDict td);  // NOLINT(google-explicit-constructor)
   /// Holds non-tensor data.
-  Value(NonTensorData data); // NOLINT(google-explicit-constructor)
+  Value(NonTensorData data);  // NOLINT(google-explicit-constructor)
   /// Holds a non-tensor stack.
-  Value(NonTensorStack stack); // NOLINT(google-explicit-constructor)
+  Value(NonTensorStack stack);  // NOLINT(google-explicit-constructor)
 
   /// Returns the kind of entry.
   Kind kind() const noexcept {
@@ -112,7 +117,7 @@ namespace detail {
 TENSORDICT_API at::Tensor number_to_tensor(double value);
 TENSORDICT_API at::Tensor number_to_tensor(int64_t value);
 TENSORDICT_API at::Tensor number_to_tensor(bool value);
-} // namespace detail
+}  // namespace detail
 
 /// One key/value pair of a TensorDict literal. The value may be any entry
 /// kind, a nested brace list of Items (a nested dict of the same batch size),
@@ -149,11 +154,8 @@ class TENSORDICT_API Item {
   /// `<tensordict/json.h>` to build one.
   Item(NestedKey key, Json value);
   /// Pairs `key` with a number, stored as a 0-dim tensor.
-  template <
-      typename T,
-      std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
-  Item(NestedKey key, T number)
-      : Item(std::move(key), number_tensor(number)) {}
+  template <typename T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+  Item(NestedKey key, T number) : Item(std::move(key), number_tensor(number)) {}
 
   /// Returns the key.
   const NestedKey& key() const noexcept {

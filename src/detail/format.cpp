@@ -1,10 +1,10 @@
 #include "detail/format.h"
 
 #include <c10/util/Exception.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
@@ -24,30 +24,54 @@ int64_t wrap_dim(int64_t dim, int64_t ndim) {
 
 std::string dtype_name(c10::ScalarType dtype) {
   switch (dtype) {
-    case c10::ScalarType::Bool: return "torch.bool";
-    case c10::ScalarType::Byte: return "torch.uint8";
-    case c10::ScalarType::Char: return "torch.int8";
-    case c10::ScalarType::Short: return "torch.int16";
-    case c10::ScalarType::Int: return "torch.int32";
-    case c10::ScalarType::Long: return "torch.int64";
-    case c10::ScalarType::UInt16: return "torch.uint16";
-    case c10::ScalarType::UInt32: return "torch.uint32";
-    case c10::ScalarType::UInt64: return "torch.uint64";
-    case c10::ScalarType::Half: return "torch.float16";
-    case c10::ScalarType::BFloat16: return "torch.bfloat16";
-    case c10::ScalarType::Float: return "torch.float32";
-    case c10::ScalarType::Double: return "torch.float64";
-    case c10::ScalarType::ComplexHalf: return "torch.complex32";
-    case c10::ScalarType::ComplexFloat: return "torch.complex64";
-    case c10::ScalarType::ComplexDouble: return "torch.complex128";
-    case c10::ScalarType::QInt8: return "torch.qint8";
-    case c10::ScalarType::QUInt8: return "torch.quint8";
-    case c10::ScalarType::QInt32: return "torch.qint32";
-    case c10::ScalarType::QUInt4x2: return "torch.quint4x2";
-    case c10::ScalarType::Float8_e4m3fn: return "torch.float8_e4m3fn";
-    case c10::ScalarType::Float8_e5m2: return "torch.float8_e5m2";
-    case c10::ScalarType::Float8_e4m3fnuz: return "torch.float8_e4m3fnuz";
-    case c10::ScalarType::Float8_e5m2fnuz: return "torch.float8_e5m2fnuz";
+    case c10::ScalarType::Bool:
+      return "torch.bool";
+    case c10::ScalarType::Byte:
+      return "torch.uint8";
+    case c10::ScalarType::Char:
+      return "torch.int8";
+    case c10::ScalarType::Short:
+      return "torch.int16";
+    case c10::ScalarType::Int:
+      return "torch.int32";
+    case c10::ScalarType::Long:
+      return "torch.int64";
+    case c10::ScalarType::UInt16:
+      return "torch.uint16";
+    case c10::ScalarType::UInt32:
+      return "torch.uint32";
+    case c10::ScalarType::UInt64:
+      return "torch.uint64";
+    case c10::ScalarType::Half:
+      return "torch.float16";
+    case c10::ScalarType::BFloat16:
+      return "torch.bfloat16";
+    case c10::ScalarType::Float:
+      return "torch.float32";
+    case c10::ScalarType::Double:
+      return "torch.float64";
+    case c10::ScalarType::ComplexHalf:
+      return "torch.complex32";
+    case c10::ScalarType::ComplexFloat:
+      return "torch.complex64";
+    case c10::ScalarType::ComplexDouble:
+      return "torch.complex128";
+    case c10::ScalarType::QInt8:
+      return "torch.qint8";
+    case c10::ScalarType::QUInt8:
+      return "torch.quint8";
+    case c10::ScalarType::QInt32:
+      return "torch.qint32";
+    case c10::ScalarType::QUInt4x2:
+      return "torch.quint4x2";
+    case c10::ScalarType::Float8_e4m3fn:
+      return "torch.float8_e4m3fn";
+    case c10::ScalarType::Float8_e5m2:
+      return "torch.float8_e5m2";
+    case c10::ScalarType::Float8_e4m3fnuz:
+      return "torch.float8_e4m3fnuz";
+    case c10::ScalarType::Float8_e5m2fnuz:
+      return "torch.float8_e5m2fnuz";
     default:
       return std::string("torch.") + c10::toString(dtype);
   }
@@ -74,9 +98,11 @@ size_t decode_utf8(std::string_view text, size_t i, uint32_t& cp) {
     return static_cast<unsigned char>(text[k]);
   };
   const unsigned char b0 = byte(i);
-  size_t len = b0 < 0x80 ? 1 : (b0 >> 5) == 0x6 ? 2 : (b0 >> 4) == 0xE ? 3
-                                                   : (b0 >> 3) == 0x1E ? 4
-                                                                       : 0;
+  size_t len = b0 < 0x80           ? 1
+               : (b0 >> 5) == 0x6  ? 2
+               : (b0 >> 4) == 0xE  ? 3
+               : (b0 >> 3) == 0x1E ? 4
+                                   : 0;
   if (len == 0 || i + len > text.size()) {
     cp = b0;
     return 1;
@@ -120,7 +146,7 @@ void append_escape(std::string& out, uint32_t cp) {
   out += buf;
 }
 
-} // namespace
+}  // namespace
 
 std::string python_repr(std::string_view text) {
   const bool has_single = text.find('\'') != std::string_view::npos;
@@ -131,16 +157,24 @@ std::string python_repr(std::string_view text) {
     uint32_t cp = 0;
     const size_t len = decode_utf8(text, i, cp);
     switch (cp) {
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (cp == static_cast<uint32_t>(quote)) {
           out += '\\';
           out += quote;
         } else if (len == 1 && cp >= 0x80) {
-          out += text[i]; // a stray byte: not valid UTF-8, keep it
+          out += text[i];  // a stray byte: not valid UTF-8, keep it
         } else if (!is_printable(cp)) {
           append_escape(out, cp);
         } else {
@@ -164,7 +198,7 @@ std::string float_repr(double value) {
   // the same digits with its own layout. Pull out digits and exponent.
   const std::string shortest = nlohmann::json(value).dump();
   std::string digits;
-  int exponent = 0; // value = 0.DIGITS * 10^exponent
+  int exponent = 0;  // value = 0.DIGITS * 10^exponent
   bool negative = false;
   bool seen_point = false;
   int int_digits = 0;
@@ -226,7 +260,8 @@ std::string indent_lines(std::string_view text, std::string_view prefix) {
     size_t end = text.find_first_of("\r\n", start);
     if (end == std::string_view::npos) {
       end = text.size();
-    } else if (text[end] == '\r' && end + 1 < text.size() && text[end + 1] == '\n') {
+    } else if (
+        text[end] == '\r' && end + 1 < text.size() && text[end + 1] == '\n') {
       end += 2;
     } else {
       end += 1;
@@ -278,5 +313,5 @@ std::string tensor_repr(
       ")");
 }
 
-} // namespace detail
+}  // namespace detail
 TENSORDICT_END_NAMESPACE

@@ -46,5 +46,5 @@ std::string tensor_repr(
     c10::Device device,
     c10::ScalarType dtype,
     bool shared);
-} // namespace detail
+}  // namespace detail
 TENSORDICT_END_NAMESPACE

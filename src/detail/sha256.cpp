@@ -46,7 +46,7 @@ constexpr uint32_t rotr(uint32_t x, int n) noexcept {
 // Words are big-endian whatever the host order (FIPS 180-4 section 3.1).
 uint32_t load_be32(const uint8_t* p) noexcept {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
-      (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+         (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
 
 void store_be32(uint32_t x, uint8_t* p) noexcept {
@@ -56,7 +56,7 @@ void store_be32(uint32_t x, uint8_t* p) noexcept {
   p[3] = static_cast<uint8_t>(x);
 }
 
-} // namespace
+}  // namespace
 
 Sha256::Sha256() noexcept : state_(kInitialState) {}
 
@@ -179,4 +179,4 @@ std::string sha256_hex(const void* data, size_t n) {
   return hasher.hex_digest();
 }
 
-} // namespace tensordict::detail
+}  // namespace tensordict::detail

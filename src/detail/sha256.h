@@ -42,10 +42,10 @@ class Sha256 {
   std::array<uint32_t, 8> state_;
   std::array<uint8_t, 64> buffer_{};
   size_t buffered_ = 0;
-  uint64_t length_ = 0; // bytes hashed so far, buffered ones included
+  uint64_t length_ = 0;  // bytes hashed so far, buffered ones included
 };
 
 /// Returns the SHA-256 of `n` bytes at `data` as 64 lowercase hex digits.
 std::string sha256_hex(const void* data, size_t n);
 
-} // namespace tensordict::detail
+}  // namespace tensordict::detail

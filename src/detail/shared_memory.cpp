@@ -12,8 +12,8 @@ bool storage_is_shared(const c10::Storage& storage) {
 
 bool tensor_is_shared(const at::Tensor& t) {
   return t.has_storage() && t.device().type() == c10::kCPU &&
-      storage_is_shared(t.storage());
+         storage_is_shared(t.storage());
 }
 
-} // namespace detail
+}  // namespace detail
 TENSORDICT_END_NAMESPACE

@@ -18,5 +18,5 @@ bool storage_is_shared(const c10::Storage& storage);
 /// `storage_is_shared`); false for other devices and storage-less tensors.
 bool tensor_is_shared(const at::Tensor& t);
 
-} // namespace detail
+}  // namespace detail
 TENSORDICT_END_NAMESPACE

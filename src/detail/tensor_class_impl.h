@@ -21,5 +21,5 @@ std::optional<size_t> find_field(const ClassInfo& info, std::string_view name);
 /// numbers (so the class flags cast them), anything else as JSON.
 FieldArg field_arg_from_json(const Json& value);
 
-} // namespace detail
+}  // namespace detail
 TENSORDICT_END_NAMESPACE

@@ -64,7 +64,7 @@ class TensorDictImpl : public c10::intrusive_ptr_target {
 
   std::vector<int64_t> batch_size;
   std::optional<c10::Device> device;
-  DimNames names; // empty = no names
+  DimNames names;  // empty = no names
   bool locked = false;
   bool shared = false;
   // Locked dicts that hold this one; unlock_ refuses while one of them is
@@ -102,18 +102,16 @@ TensorDict empty_like(const TensorDict& td);
 /// Throws the Python-worded KeyError for `part` missing from `impl`; `key`
 /// is the full key looked up.
 [[noreturn]] void throw_missing_key(
-    const TensorDictImpl& impl,
-    std::string_view part,
-    const NestedKey& key);
+    const TensorDictImpl& impl, std::string_view part, const NestedKey& key);
 
 /// What `resolve` does on the way down a key's parents when a level is
 /// missing or is not a dict ("blocked").
 enum class PathMode {
-  kFind, ///< stops at a missing or blocked level; never throws
-  kExisting, ///< stops at a missing level; throws KeyError when blocked
-  kRequire, ///< throws KeyError at a missing or blocked level
-  kCreate, ///< makes missing levels (lock error if the dict is locked) like
-           ///< their parent; throws KeyError when blocked
+  kFind,      ///< stops at a missing or blocked level; never throws
+  kExisting,  ///< stops at a missing level; throws KeyError when blocked
+  kRequire,   ///< throws KeyError at a missing or blocked level
+  kCreate,    ///< makes missing levels (lock error if the dict is locked) like
+              ///< their parent; throws KeyError when blocked
 };
 
 /// Where a walk down a key's parents stopped: `dict` is the deepest dict
@@ -136,9 +134,7 @@ PathEnd resolve(PathEnd from, const NestedKey& key, PathMode mode);
 /// treating a missing or blocked level as `mode` says. A one-part key has
 /// no parents to walk, so most lookups stop here.
 inline PathEnd resolve(
-    const TensorDict& root,
-    const NestedKey& key,
-    PathMode mode) {
+    const TensorDict& root, const NestedKey& key, PathMode mode) {
   const PathEnd start{root.unsafeGetImpl(), 0};
   return key.size() == 1 ? start : resolve(start, key, mode);
 }
@@ -146,23 +142,20 @@ inline PathEnd resolve(
 /// Walks `key` down to the dict holding its last part. Throws KeyError if a
 /// level is missing or is not a dict.
 inline TensorDictImpl& resolve_parent(
-    const TensorDict& root,
-    const NestedKey& key) {
+    const TensorDict& root, const NestedKey& key) {
   return *resolve(root, key, PathMode::kRequire).dict;
 }
 
 /// Returns the deepest dict that exists along `key`'s parents. Throws
 /// KeyError if the path walks through a leaf.
 inline TensorDictImpl& deepest_existing(
-    const TensorDict& root,
-    const NestedKey& key) {
+    const TensorDict& root, const NestedKey& key) {
   return *resolve(root, key, PathMode::kExisting).dict;
 }
 
 /// Like resolve_parent, but returns null instead of throwing.
 inline TensorDictImpl* find_parent(
-    const TensorDict& root,
-    const NestedKey& key) noexcept {
+    const TensorDict& root, const NestedKey& key) noexcept {
   const PathEnd end = resolve(root, key, PathMode::kFind);
   return end.reached(key) ? end.dict : nullptr;
 }
@@ -203,9 +196,7 @@ void check_unlocked(const TensorDictImpl& impl);
 /// Moves a consolidated dict to `device` with one copy of its storage
 /// (src/consolidate/device.cpp); `to(device)` calls it.
 TensorDict move_consolidated(
-    const TensorDict& td,
-    c10::Device device,
-    bool non_blocking);
+    const TensorDict& td, c10::Device device, bool non_blocking);
 
-} // namespace detail
+}  // namespace detail
 TENSORDICT_END_NAMESPACE

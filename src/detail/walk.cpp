@@ -57,8 +57,7 @@ Value gather_data(const NonTensorData& data, const at::Tensor& positions) {
 }
 
 void check_same_keys(
-    c10::ArrayRef<const TensorDictImpl*> dicts,
-    const KeyPath& path) {
+    c10::ArrayRef<const TensorDictImpl*> dicts, const KeyPath& path) {
   const TensorDictImpl& first = *dicts[0];
   for (size_t i = 1; i < dicts.size(); ++i) {
     const TensorDictImpl& other = *dicts[i];
@@ -112,9 +111,7 @@ void throw_kind_mismatch(
 }
 
 void check_same_kind(
-    c10::ArrayRef<const Value*> values,
-    const KeyPath& path,
-    const char* verb) {
+    c10::ArrayRef<const Value*> values, const KeyPath& path, const char* verb) {
   const Value& first = *values[0];
   for (size_t i = 1; i < values.size(); ++i) {
     if (values[i] != nullptr && !same_kind(first, *values[i])) {
@@ -150,5 +147,5 @@ BatchChange carry_change(
   return out;
 }
 
-} // namespace detail
+}  // namespace detail
 TENSORDICT_END_NAMESPACE

@@ -1,14 +1,10 @@
 #include "io/file_io.h"
 
-#include "detail/format.h"
-#include "detail/shared_memory.h"
-
 #include <ATen/MapAllocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/Storage.h>
 #include <c10/core/TensorImpl.h>
 #include <c10/util/Exception.h>
-
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -20,6 +16,9 @@
 #include <cstring>
 #include <string>
 #include <utility>
+
+#include "detail/format.h"
+#include "detail/shared_memory.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
@@ -48,11 +47,7 @@ class FileDescriptor {
   void close(const std::string& path) {
     const int fd = std::exchange(fd_, -1);
     TORCH_CHECK(
-        ::close(fd) == 0,
-        "could not close ",
-        path,
-        ": ",
-        errno_text(errno));
+        ::close(fd) == 0, "could not close ", path, ": ", errno_text(errno));
   }
 
  private:
@@ -86,7 +81,8 @@ const FileMapping* file_mapping_of(const at::Tensor& tensor) {
   return static_cast<const FileMapping*>(ptr.get_context());
 }
 
-void write_all(int fd, const char* data, size_t nbytes, const std::string& path) {
+void write_all(
+    int fd, const char* data, size_t nbytes, const std::string& path) {
   // Linux moves at most about 2 GiB per call.
   constexpr size_t kChunk = size_t{1} << 30;
   size_t done = 0;
@@ -116,9 +112,7 @@ std::atomic<uint64_t> temp_counter{0};
 // A contiguous tensor over a whole storage, built without the dispatcher:
 // loading thousands of leaves should cost little more than the mmap calls.
 at::Tensor tensor_over(
-    c10::Storage storage,
-    c10::ScalarType dtype,
-    c10::IntArrayRef shape) {
+    c10::Storage storage, c10::ScalarType dtype, c10::IntArrayRef shape) {
   auto tensor = at::detail::make_tensor<c10::TensorImpl>(
       std::move(storage),
       c10::DispatchKeySet(c10::DispatchKey::CPU),
@@ -127,7 +121,7 @@ at::Tensor tensor_over(
   return tensor;
 }
 
-} // namespace
+}  // namespace
 
 std::string join_path(std::string_view dir, std::string_view name) {
   std::string out(dir);
@@ -175,8 +169,7 @@ at::Tensor map_open_file(
     bool check_file,
     std::string_view what) {
   const int64_t numel = c10::multiply_integers(shape);
-  const size_t nbytes =
-      static_cast<size_t>(numel) * c10::elementSize(dtype);
+  const size_t nbytes = static_cast<size_t>(numel) * c10::elementSize(dtype);
   struct stat st {};
   TORCH_CHECK(
       !check_file || ::fstat(fd, &st) == 0,
@@ -236,7 +229,7 @@ at::Tensor map_open_file(
   return tensor_over(std::move(storage), dtype, shape);
 }
 
-} // namespace
+}  // namespace
 
 std::optional<at::Tensor> map_tensor_file_if_exists(
     const std::string& path,
@@ -309,18 +302,20 @@ at::Tensor map_tensor_file(
 
 at::Tensor shared_memory_tensor(c10::IntArrayRef shape, c10::ScalarType dtype) {
   const int64_t numel = c10::multiply_integers(shape);
-  const size_t nbytes =
-      static_cast<size_t>(numel) * c10::elementSize(dtype);
+  const size_t nbytes = static_cast<size_t>(numel) * c10::elementSize(dtype);
   // torch's "file_descriptor" sharing strategy: a fresh name, created
   // exclusively and unlinked at once, with the fd kept for other processes.
   const int flags = at::ALLOCATOR_MAPPED_SHAREDMEM |
-      at::ALLOCATOR_MAPPED_EXCLUSIVE | at::ALLOCATOR_MAPPED_KEEPFD |
-      at::ALLOCATOR_MAPPED_UNLINK;
+                    at::ALLOCATOR_MAPPED_EXCLUSIVE |
+                    at::ALLOCATOR_MAPPED_KEEPFD | at::ALLOCATOR_MAPPED_UNLINK;
   c10::Storage storage(
       c10::Storage::use_byte_size_t(),
       nbytes,
       at::MapAllocator::makeDataPtr(
-          at::NewProcessWideShmHandle(), flags, std::max<size_t>(nbytes, 1), nullptr),
+          at::NewProcessWideShmHandle(),
+          flags,
+          std::max<size_t>(nbytes, 1),
+          nullptr),
       /*allocator=*/nullptr,
       /*resizable=*/false);
   return tensor_over(std::move(storage), dtype, shape);
@@ -350,12 +345,10 @@ at::Tensor write_leaf_file(
     const LeafFileOptions& options) {
   const bool zeros = data == nullptr;
   const size_t nbytes = static_cast<size_t>(c10::multiply_integers(shape)) *
-      c10::elementSize(dtype);
+                        c10::elementSize(dtype);
   // Read-write, so the descriptor that wrote the file also maps it.
   int fd_raw = ::open(
-      path.c_str(),
-      O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-      0666);
+      path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
   bool existed = false;
   if (fd_raw < 0 && errno == EEXIST) {
     existed = true;
@@ -418,29 +411,38 @@ at::Tensor write_leaf_file(
   }
   // The file now holds at least nbytes (a longer one keeps its length).
   at::Tensor mapped = map_open_file(
-      fd.get(), path, dtype, shape, /*writable=*/true, /*check_file=*/false, what);
+      fd.get(),
+      path,
+      dtype,
+      shape,
+      /*writable=*/true,
+      /*check_file=*/false,
+      what);
   fd.close(path);
   return mapped;
 }
 
 void ensure_directory(
-    const std::string& path,
-    bool parents,
-    bool allow_symlink,
-    bool durable) {
+    const std::string& path, bool parents, bool allow_symlink, bool durable) {
   PathKind kind = path_kind(path);
   if (kind == PathKind::kMissing) {
     if (parents) {
       const size_t slash = path.find_last_of('/');
       if (slash != std::string::npos && slash > 0) {
         ensure_directory(
-            path.substr(0, slash), /*parents=*/true, /*allow_symlink=*/true, durable);
+            path.substr(0, slash),
+            /*parents=*/true,
+            /*allow_symlink=*/true,
+            durable);
       }
     }
     if (::mkdir(path.c_str(), 0777) == 0) {
       if (durable) {
         const size_t slash = path.find_last_of('/');
-        fsync_directory(slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1)));
+        fsync_directory(
+            slash == std::string::npos
+                ? "."
+                : path.substr(0, std::max<size_t>(slash, 1)));
       }
       return;
     }
@@ -481,15 +483,12 @@ void remove_file(const std::string& path) {
 }
 
 void write_file_atomically(
-    const std::string& path,
-    std::string_view content,
-    bool durable) {
+    const std::string& path, std::string_view content, bool durable) {
   const std::string temp = path + ".tmp-" + std::to_string(::getpid()) + "-" +
-      std::to_string(temp_counter.fetch_add(1));
+                           std::to_string(temp_counter.fetch_add(1));
   const int fd_raw = ::open(
       temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
-  TORCH_CHECK(
-      fd_raw >= 0, "could not create ", temp, ": ", errno_text(errno));
+  TORCH_CHECK(fd_raw >= 0, "could not create ", temp, ": ", errno_text(errno));
   try {
     FileDescriptor fd(fd_raw);
     write_all(fd.get(), content.data(), content.size(), temp);
@@ -517,7 +516,9 @@ void write_file_atomically(
   if (durable) {
     const size_t slash = path.find_last_of('/');
     fsync_directory(
-        slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1)));
+        slash == std::string::npos
+            ? "."
+            : path.substr(0, std::max<size_t>(slash, 1)));
   }
 }
 
@@ -546,13 +547,16 @@ std::string read_small_file(const std::string& path, int64_t max_bytes) {
   size_t done = 0;
   while (done < out.size()) {
     const ssize_t n = ::pread(
-        fd.get(), out.data() + done, out.size() - done, static_cast<off_t>(done));
+        fd.get(),
+        out.data() + done,
+        out.size() - done,
+        static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) {
       continue;
     }
     TORCH_CHECK(n >= 0, "could not read ", path, ": ", errno_text(errno));
     if (n == 0) {
-      break; // shrank meanwhile: parse what is there
+      break;  // shrank meanwhile: parse what is there
     }
     done += static_cast<size_t>(n);
   }
@@ -563,7 +567,11 @@ std::string read_small_file(const std::string& path, int64_t max_bytes) {
 void fsync_directory(const std::string& path) {
   const int fd_raw = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   TORCH_CHECK(
-      fd_raw >= 0, "could not open the directory ", path, ": ", errno_text(errno));
+      fd_raw >= 0,
+      "could not open the directory ",
+      path,
+      ": ",
+      errno_text(errno));
   FileDescriptor fd(fd_raw);
   TORCH_CHECK(
       ::fsync(fd.get()) == 0,
@@ -577,8 +585,8 @@ bool same_file(const std::string& a, const std::string& b) {
   struct stat sa {};
   struct stat sb {};
   return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 &&
-      sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-} // namespace detail
+}  // namespace detail
 TENSORDICT_END_NAMESPACE

@@ -81,10 +81,7 @@ at::Tensor write_leaf_file(
 /// `parents`); throws if it is a symlink (unless `allow_symlink`) or not a
 /// directory.
 void ensure_directory(
-    const std::string& path,
-    bool parents,
-    bool allow_symlink,
-    bool durable);
+    const std::string& path, bool parents, bool allow_symlink, bool durable);
 
 /// Removes the file `path` if it exists.
 void remove_file(const std::string& path);
@@ -92,9 +89,7 @@ void remove_file(const std::string& path);
 /// Replaces `path` with `content` atomically: a temporary file in the same
 /// directory, renamed over it. `durable` fsyncs the file and the directory.
 void write_file_atomically(
-    const std::string& path,
-    std::string_view content,
-    bool durable);
+    const std::string& path, std::string_view content, bool durable);
 
 /// Reads a whole small file (not through a symlink); throws if it is
 /// larger than `max_bytes`.
@@ -106,5 +101,5 @@ void fsync_directory(const std::string& path);
 /// True if the two paths name the same file (device and inode).
 bool same_file(const std::string& a, const std::string& b);
 
-} // namespace detail
+}  // namespace detail
 TENSORDICT_END_NAMESPACE

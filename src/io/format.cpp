@@ -1,12 +1,12 @@
 #include "io/format.h"
 
 #include <c10/util/Exception.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -109,7 +109,7 @@ uint32_t decode_utf8(std::string_view s, size_t& i) {
   }
   constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
   ok = ok && cp >= kMin[std::max(extra, 0)] && cp <= 0x10FFFF &&
-      !(cp >= 0xD800 && cp <= 0xDFFF);
+       !(cp >= 0xD800 && cp <= 0xDFFF);
   TORCH_CHECK(
       ok,
       "cannot write invalid UTF-8 to meta.json (byte ",
@@ -293,7 +293,7 @@ void restore_float_literals(Json& value) {
   }
 }
 
-} // namespace
+}  // namespace
 
 std::optional<c10::ScalarType> dtype_from_name(std::string_view name) {
   // Spelled once: readers look a name up per leaf.
@@ -325,7 +325,8 @@ std::string describe(const std::optional<NestedKey>& key) {
   return key ? "key " + key->to_string() : "the root";
 }
 
-NestedKey child_key(const std::optional<NestedKey>& prefix, const std::string& k) {
+NestedKey child_key(
+    const std::optional<NestedKey>& prefix, const std::string& k) {
   return prefix ? prefix->child(k) : NestedKey(std::string(k));
 }
 
@@ -383,7 +384,8 @@ std::string class_name_of(std::string_view type_string) {
   std::string_view path = type_string.substr(
       kPrefix.size(), type_string.size() - kPrefix.size() - kSuffix.size());
   const size_t dot = path.find_last_of('.');
-  return std::string(dot == std::string_view::npos ? path : path.substr(dot + 1));
+  return std::string(
+      dot == std::string_view::npos ? path : path.substr(dot + 1));
 }
 
 void check_python_class(std::string_view type_string) {
@@ -401,9 +403,7 @@ std::string dump_json(const Json& value, bool spaced, bool ascii) {
 }
 
 Json parse_meta_json(
-    std::string_view text,
-    int64_t max_depth,
-    const std::string& path) {
+    std::string_view text, int64_t max_depth, const std::string& path) {
   std::string rewritten;
   const bool has_literals = replace_float_literals(text, rewritten);
   if (has_literals) {
@@ -444,5 +444,5 @@ Json parse_meta_json(
   return parsed;
 }
 
-} // namespace detail
+}  // namespace detail
 TENSORDICT_END_NAMESPACE

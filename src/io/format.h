@@ -41,7 +41,8 @@ bool is_saveable_dtype(c10::ScalarType dtype);
 std::string describe(const std::optional<NestedKey>& key);
 
 /// Returns `prefix` extended by `k`, or `k` alone at the root.
-NestedKey child_key(const std::optional<NestedKey>& prefix, const std::string& k);
+NestedKey child_key(
+    const std::optional<NestedKey>& prefix, const std::string& k);
 
 /// Python's `_encode_key_for_filesystem(key, robust=True)`.
 std::string encode_key(std::string_view key);
@@ -67,9 +68,7 @@ std::string dump_json(const Json& value, bool spaced, bool ascii);
 /// than `max_depth`, or a non-object top level. Accepts the NaN, Infinity
 /// and -Infinity literals Python's json writes.
 Json parse_meta_json(
-    std::string_view text,
-    int64_t max_depth,
-    const std::string& path);
+    std::string_view text, int64_t max_depth, const std::string& path);
 
-} // namespace detail
+}  // namespace detail
 TENSORDICT_END_NAMESPACE

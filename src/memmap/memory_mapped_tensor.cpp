@@ -12,8 +12,7 @@
 TENSORDICT_BEGIN_NAMESPACE
 
 at::Tensor MemoryMappedTensor::from_tensor(
-    const at::Tensor& tensor,
-    const FromTensorOptions& options) {
+    const at::Tensor& tensor, const FromTensorOptions& options) {
   TORCH_CHECK_VALUE(tensor.defined(), "from_tensor needs a defined tensor");
   const std::string& filename = options.filename();
   if (const auto backing = detail::mapped_filename(tensor)) {
@@ -28,8 +27,8 @@ at::Tensor MemoryMappedTensor::from_tensor(
         "). To copy the tensor onto the new location, pass "
         "copy_existing=true.");
   }
-  at::Tensor result = empty(
-      tensor.sizes(), tensor.scalar_type(), filename, options.existsok());
+  at::Tensor result =
+      empty(tensor.sizes(), tensor.scalar_type(), filename, options.existsok());
   if (options.copy_data() && result.numel() > 0) {
     result.copy_(tensor.detach());
   }

@@ -4,8 +4,8 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
-#include <nlohmann/json.hpp>
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
@@ -145,8 +145,8 @@ class Loader {
     const MetadataReader reader(meta_path, key);
     const auto shape = meta.find("shape");
     const std::vector<int64_t> batch = shape == meta.end()
-        ? std::vector<int64_t>{}
-        : reader.shape(*shape, "shape");
+                                           ? std::vector<int64_t>{}
+                                           : reader.shape(*shape, "shape");
     std::optional<c10::Device> device = options_.device();
     if (const auto saved = meta.find("device"); saved != meta.end()) {
       const std::optional<c10::Device> saved_device = reader.device(*saved);
@@ -181,12 +181,18 @@ class Loader {
     }
     for (const auto& [name, entry] : meta.items()) {
       if (!entry.is_object()) {
-        continue; // shape, device, _type and the version members
+        continue;  // shape, device, _type and the version members
       }
       const NestedKey full = child_key(key, name);
       try {
         std::optional<Value> value = load_entry(
-            dir, name, entry, MetadataReader(meta_path, full), batch, depth, result);
+            dir,
+            name,
+            entry,
+            MetadataReader(meta_path, full),
+            batch,
+            depth,
+            result);
         if (value) {
           result.set(NestedKey(std::string(name)), *value);
         }
@@ -194,8 +200,7 @@ class Loader {
         if (problems_ == nullptr) {
           TORCH_RETHROW(e, "while loading ", full.to_string(), " from ", dir);
         }
-        problems_->push_back(
-            full.to_string() + " in " + dir + ": " + e.msg());
+        problems_->push_back(full.to_string() + " in " + dir + ": " + e.msg());
       }
     }
     result.unsafeGetImpl()->memmap_prefix = dir;
@@ -296,12 +301,12 @@ class Loader {
       const Value* existing = result.find(NestedKey(std::string(name)));
       const TensorDict* child_out =
           existing != nullptr && existing->is_tensordict()
-          ? &existing->tensordict()
-          : nullptr;
-      std::optional<Value> value =
-          load_collection(child_dir, full, batch, depth + 1, nullptr, child_out);
+              ? &existing->tensordict()
+              : nullptr;
+      std::optional<Value> value = load_collection(
+          child_dir, full, batch, depth + 1, nullptr, child_out);
       if (child_out != nullptr) {
-        return std::nullopt; // loaded in place
+        return std::nullopt;  // loaded in place
       }
       return value;
     }
@@ -390,7 +395,7 @@ class Loader {
       bool uniform = !level.empty();
       for (const Json* node : level) {
         uniform = uniform && node->is_array() &&
-            node->size() == level.front()->size();
+                  node->size() == level.front()->size();
       }
       if (!uniform) {
         break;
@@ -420,7 +425,8 @@ class Loader {
         dev != meta.end() && dev->is_string()) {
       device = reader.device(*dev);
     }
-    return Value(NonTensorStack::from_list(*data, std::max<int64_t>(dims, 1), device));
+    return Value(
+        NonTensorStack::from_list(*data, std::max<int64_t>(dims, 1), device));
   }
 
   std::optional<Value> load_tensorclass(
@@ -536,10 +542,12 @@ class Loader {
 };
 
 // The directory of `options.subpath()` below `prefix`.
-std::string subpath_dir(const std::string& prefix, const LoadMemmapOptions& options) {
+std::string subpath_dir(
+    const std::string& prefix, const LoadMemmapOptions& options) {
   std::string dir = prefix;
   for (const auto& part : options.subpath()) {
-    std::string next = join_path(dir, options.robust_key() ? encode_key(part) : part);
+    std::string next =
+        join_path(dir, options.robust_key() ? encode_key(part) : part);
     if (path_kind(next) == PathKind::kMissing &&
         is_safe_legacy_key(part, /*is_collection=*/true)) {
       const std::string legacy = join_path(dir, part);
@@ -554,18 +562,18 @@ std::string subpath_dir(const std::string& prefix, const LoadMemmapOptions& opti
         part,
         "' names no saved tensordict below ",
         dir,
-        kind == PathKind::kSymlink ? " (it is a symlink, which is refused)" : "");
+        kind == PathKind::kSymlink ? " (it is a symlink, which is refused)"
+                                   : "");
     dir = std::move(next);
   }
   return dir;
 }
 
-} // namespace
-} // namespace detail
+}  // namespace
+}  // namespace detail
 
 LoadedTree load_memmap_any(
-    const std::string& prefix,
-    const LoadMemmapOptions& options) {
+    const std::string& prefix, const LoadMemmapOptions& options) {
   const std::string dir = detail::subpath_dir(prefix, options);
   detail::Loader loader(options);
   std::optional<LazyStackedTensorDict> lazy;
@@ -584,8 +592,7 @@ LoadedTree load_memmap_any(
 }
 
 std::vector<std::string> verify_memmap(
-    const std::string& prefix,
-    const LoadMemmapOptions& options) {
+    const std::string& prefix, const LoadMemmapOptions& options) {
   std::vector<std::string> problems;
   try {
     const std::string dir = detail::subpath_dir(prefix, options);
@@ -599,8 +606,7 @@ std::vector<std::string> verify_memmap(
 }
 
 TensorDict TensorDict::load_memmap(
-    const std::string& prefix,
-    const LoadMemmapOptions& options) {
+    const std::string& prefix, const LoadMemmapOptions& options) {
   LoadedTree tree = load_memmap_any(prefix, options);
   if (auto* td = std::get_if<TensorDict>(&tree)) {
     return *td;
@@ -622,14 +628,12 @@ TensorDict TensorDict::load_memmap(
 }
 
 TensorDict TensorDict::load(
-    const std::string& prefix,
-    const LoadMemmapOptions& options) {
+    const std::string& prefix, const LoadMemmapOptions& options) {
   return load_memmap(prefix, options);
 }
 
 TensorDict& TensorDict::load_memmap_(
-    const std::string& prefix,
-    const LoadMemmapOptions& options) {
+    const std::string& prefix, const LoadMemmapOptions& options) {
   const bool was_locked = impl_->locked;
   const bool was_memmap = impl_->is_memmap;
   if (was_locked) {
@@ -667,14 +671,15 @@ TensorDict& TensorDict::load_memmap_(
     lock_();
   }
   if (was_memmap) {
-    std::function<void(detail::TensorDictImpl&)> mark = [&](detail::TensorDictImpl& impl) {
-      impl.is_memmap = true;
-      for (const auto& node : impl.nodes()) {
-        if (node->value.is_tensordict()) {
-          mark(*node->value.tensordict().unsafeGetImpl());
-        }
-      }
-    };
+    std::function<void(detail::TensorDictImpl&)> mark =
+        [&](detail::TensorDictImpl& impl) {
+          impl.is_memmap = true;
+          for (const auto& node : impl.nodes()) {
+            if (node->value.is_tensordict()) {
+              mark(*node->value.tensordict().unsafeGetImpl());
+            }
+          }
+        };
     mark(*impl_);
   }
   return *this;

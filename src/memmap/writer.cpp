@@ -3,15 +3,17 @@
 // checked), then the leaf files are written, possibly by several threads,
 // then the meta.json files, children before parents. See NOTE [Memmap layout].
 
+#include "memmap/writer.h"
+
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <exception>
 #include <future>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -22,7 +24,6 @@
 #include "detail/tensor_dict_impl.h"
 #include "io/file_io.h"
 #include "io/format.h"
-#include "memmap/writer.h"
 #include "tensordict/errors.h"
 #include "tensordict/memmap.h"
 
@@ -61,7 +62,7 @@ at::Tensor leaf_bytes(const at::Tensor& tensor) {
   return t.resolve_conj().resolve_neg().contiguous();
 }
 
-} // namespace
+}  // namespace
 
 Json format_members(const char* class_id) {
   Json members = Json::object();
@@ -70,11 +71,9 @@ Json format_members(const char* class_id) {
   return members;
 }
 
-
-
 struct SavePlan::LeafJob {
   at::Tensor source;
-  std::string path; // empty: anonymous shared memory
+  std::string path;  // empty: anonymous shared memory
   std::string what;
   ImplPtr dest;
   std::string dest_key;
@@ -197,13 +196,15 @@ void SavePlan::plan_dict(
       TensorDict child_dest = child;
       if (!inplace_) {
         const TensorDictImpl& ci = *child.unsafeGetImpl();
-        child_dest = make_tensordict(ci.batch_size, c10::Device(c10::kCPU), ci.names);
+        child_dest =
+            make_tensordict(ci.batch_size, c10::Device(c10::kCPU), ci.names);
         child_dest.unsafeGetImpl()->python_class = ci.python_class;
         out.append(node->key, child_dest);
       }
       plan_dict(child, child_dest, child_dir, full, /*is_root=*/false);
       const std::string& cls = child.unsafeGetImpl()->python_class;
-      meta[node->key] = {{"type", cls.empty() ? "TensorDict" : class_name_of(cls)}};
+      meta[node->key] = {
+          {"type", cls.empty() ? "TensorDict" : class_name_of(cls)}};
       continue;
     }
     if (!inplace_) {
@@ -300,8 +301,7 @@ void SavePlan::plan_leaf(
   job.dest_key = key;
   if (const auto backing = mapped_filename(tensor)) {
     if (!job.path.empty() && same_file(*backing, job.path) &&
-        tensor.is_contiguous() && tensor.storage_offset() == 0 &&
-        !like_) {
+        tensor.is_contiguous() && tensor.storage_offset() == 0 && !like_) {
       // Already this very file (memmap_ again, or a reloaded dict saved
       // in place): nothing to write.
       job.result = tensor;
@@ -338,7 +338,8 @@ void SavePlan::write_leaf(LeafJob& job) {
   }
   if (src.numel() == 0) {
     // Python (torch.from_file) writes no file for an empty tensor.
-    job.result = at::empty(src.sizes(), at::TensorOptions().dtype(src.scalar_type()));
+    job.result =
+        at::empty(src.sizes(), at::TensorOptions().dtype(src.scalar_type()));
     return;
   }
   try {
@@ -361,7 +362,10 @@ void SavePlan::write_leaf(LeafJob& job) {
 void SavePlan::run() {
   for (const auto& [dir, is_root] : directories_) {
     ensure_directory(
-        dir, /*parents=*/is_root, /*allow_symlink=*/is_root, options_.durable());
+        dir,
+        /*parents=*/is_root,
+        /*allow_symlink=*/is_root,
+        options_.durable());
     // NOTE [Interrupted saves]: without its meta.json a directory does not
     // load, so until this save writes it again, no reader can take a
     // half-rewritten directory for a complete one.
@@ -459,7 +463,7 @@ TensorDict save_dict(
   return dest;
 }
 
-} // namespace detail
+}  // namespace detail
 
 TensorDict TensorDict::memmap(const MemmapOptions& options) const {
   return detail::save_dict(*this, options, /*like=*/false, /*inplace=*/false);
@@ -468,9 +472,8 @@ TensorDict TensorDict::memmap(const MemmapOptions& options) const {
 std::future<TensorDict> TensorDict::memmap_async(
     const MemmapOptions& options) const {
   TensorDict self = *this;
-  return std::async(std::launch::async, [self, options] {
-    return self.memmap(options);
-  });
+  return std::async(
+      std::launch::async, [self, options] { return self.memmap(options); });
 }
 
 TensorDict& TensorDict::memmap_(const MemmapOptions& options) {
@@ -508,8 +511,7 @@ TensorDict& TensorDict::set_python_class(std::string type_string) {
 }
 
 LazyStackedTensorDict memmap(
-    const LazyStackedTensorDict& stack,
-    const MemmapOptions& options) {
+    const LazyStackedTensorDict& stack, const MemmapOptions& options) {
   // A Python tensorclass over a lazy stack keeps the stack one directory
   // down, as for a dict.
   const std::string& root = options.prefix();
@@ -549,7 +551,9 @@ LazyStackedTensorDict memmap(
       meta["stack_dim_name"] = nullptr;
     }
     const bool spaced = options.json_style() == JsonStyle::kSpaced;
-    plan.add_meta(detail::join_path(dir, "meta.json"), detail::dump_json(meta, spaced, spaced));
+    plan.add_meta(
+        detail::join_path(dir, "meta.json"),
+        detail::dump_json(meta, spaced, spaced));
     if (tensorclass) {
       Json class_meta = Json::object();
       class_meta["_type"] = stack.python_class();
@@ -563,7 +567,8 @@ LazyStackedTensorDict memmap(
     dest.lock_();
   }
   plan.mark_memmapped();
-  LazyStackedTensorDict out = lazy_stack(dests, stack.stack_dim(), stack.stack_dim_name());
+  LazyStackedTensorDict out =
+      lazy_stack(dests, stack.stack_dim(), stack.stack_dim_name());
   out.set_python_class(stack.python_class());
   return out;
 }
@@ -573,28 +578,28 @@ namespace {
 // The directory holding a memmapped dict's entries.
 std::string fields_directory(const detail::TensorDictImpl& impl) {
   return impl.python_class.empty()
-      ? impl.memmap_prefix
-      : detail::join_path(impl.memmap_prefix, "_tensordict");
+             ? impl.memmap_prefix
+             : detail::join_path(impl.memmap_prefix, "_tensordict");
 }
 
 // Adds `entry` under `key` to the meta.json in `dir`, keeping its style:
 // Python re-reads and rewrites the file too, so that entries another
 // process added survive.
-void add_meta_entry(const std::string& dir, const std::string& key, Json entry) {
+void add_meta_entry(
+    const std::string& dir, const std::string& key, Json entry) {
   const std::string path = detail::join_path(dir, "meta.json");
   const std::string text = detail::read_small_file(path, int64_t{1} << 30);
   Json meta = detail::parse_meta_json(text, 1 << 20, path);
   meta[key] = std::move(entry);
   const bool spaced = text.find("\": ") != std::string::npos;
-  detail::write_file_atomically(path, detail::dump_json(meta, spaced, spaced), false);
+  detail::write_file_atomically(
+      path, detail::dump_json(meta, spaced, spaced), false);
 }
 
-} // namespace
+}  // namespace
 
 at::Tensor TensorDict::make_memmap(
-    const NestedKey& key,
-    c10::IntArrayRef shape,
-    c10::ScalarType dtype) {
+    const NestedKey& key, c10::IntArrayRef shape, c10::ScalarType dtype) {
   TORCH_CHECK(
       impl_->is_memmap && !impl_->memmap_prefix.empty(),
       "make_memmap needs a dict memmapped to a directory (is_memmap() and "
@@ -605,7 +610,7 @@ at::Tensor TensorDict::make_memmap(
       detail::is_saveable_dtype(dtype),
       "make_memmap: Python tensordict cannot load the dtype ",
       detail::dtype_name(dtype));
-  MemmapOptions naming; // default key encoding, for checked_name
+  MemmapOptions naming;  // default key encoding, for checked_name
   detail::SavePlan plan(naming, /*like=*/true, /*inplace=*/true);
   detail::TensorDictImpl* level = impl_.get();
   for (size_t i = 0; i + 1 < key.size(); ++i) {
@@ -634,7 +639,9 @@ at::Tensor TensorDict::make_memmap(
     meta["_type"] = detail::kTensorDictType;
     meta.update(detail::format_members("tensordict:TensorDict"));
     detail::write_file_atomically(
-        detail::join_path(dir, "meta.json"), detail::dump_json(meta, false, false), false);
+        detail::join_path(dir, "meta.json"),
+        detail::dump_json(meta, false, false),
+        false);
     add_meta_entry(parent_dir, part, {{"type", "TensorDict"}});
     detail::TensorDictImpl* child_impl = child.unsafeGetImpl();
     child_impl->memmap_prefix = dir;

@@ -75,7 +75,7 @@ class SavePlan {
   int64_t total_bytes_ = 0;
   std::vector<LeafJob> leaves_;
   std::vector<MetaJob> metas_;
-  std::vector<std::pair<std::string, bool>> directories_; // (dir, is_root)
+  std::vector<std::pair<std::string, bool>> directories_;  // (dir, is_root)
   std::vector<std::pair<ImplPtr, std::string>> memmapped_;
 };
 
@@ -86,5 +86,5 @@ TensorDict save_dict(
     bool like,
     bool inplace);
 
-} // namespace detail
+}  // namespace detail
 TENSORDICT_END_NAMESPACE

@@ -12,12 +12,12 @@ namespace {
 
 using LeafFn =
     c10::function_ref<at::Tensor(const NestedKey&, c10::ArrayRef<at::Tensor>)>;
-using EntryFn = c10::function_ref<
-    std::optional<Value>(const NestedKey&, c10::ArrayRef<Value>)>;
+using EntryFn = c10::function_ref<std::optional<Value>(
+    const NestedKey&, c10::ArrayRef<Value>)>;
 
 struct ApplyContext {
   const ApplyOptions& options;
-  const std::vector<int64_t>* root_batch; // set when options.batch_size()
+  const std::vector<int64_t>* root_batch;  // set when options.batch_size()
 };
 
 // Calls a tensor callback on tensor leaves; `matches[i]` is the entry of
@@ -55,7 +55,7 @@ class LeafVisitor {
 
  private:
   LeafFn fn_;
-  std::vector<at::Tensor> leaves_; // reused from entry to entry
+  std::vector<at::Tensor> leaves_;  // reused from entry to entry
   const at::Tensor& default_value_;
 };
 
@@ -91,7 +91,7 @@ class EntryVisitor {
  private:
   EntryFn fn_;
   bool call_on_nested_;
-  std::vector<Value> values_; // reused from entry to entry
+  std::vector<Value> values_;  // reused from entry to entry
   const at::Tensor& default_value_;
 };
 
@@ -143,8 +143,7 @@ void apply_level(
       const NestedKey key = path.key();
       std::optional<Value> result = visit(key, v, other_matches);
       if (result) {
-        out.append(
-            node->key, detail::validate_value(out, *result, key, false));
+        out.append(node->key, detail::validate_value(out, *result, key, false));
       }
       continue;
     }
@@ -155,13 +154,15 @@ void apply_level(
       const Value* m = other_matches[i];
       child_others[i] = m ? m->tensordict().unsafeGetImpl() : nullptr;
     }
-    TensorDict sub = ctx.root_batch
-        ? detail::make_tensordict(*ctx.root_batch, child.device, {})
-        : detail::make_tensordict(child.batch_size, child.device, child.names);
+    TensorDict sub =
+        ctx.root_batch
+            ? detail::make_tensordict(*ctx.root_batch, child.device, {})
+            : detail::make_tensordict(
+                  child.batch_size, child.device, child.names);
     apply_level(ctx, visit, child, child_others, path, *sub.unsafeGetImpl());
     const std::optional<bool> filter = ctx.options.filter_empty();
     const bool drop = sub.is_empty() &&
-        (filter.has_value() ? *filter : !child.nodes().empty());
+                      (filter.has_value() ? *filter : !child.nodes().empty());
     if (!drop) {
       out.append(node->key, Value(std::move(sub)));
     }
@@ -183,9 +184,9 @@ TensorDict run_apply(
   } else if (!batch || *batch == impl.batch_size) {
     names = impl.names;
   }
-  TensorDict result = batch
-      ? TensorDict(c10::IntArrayRef(*batch), impl.device, names)
-      : detail::make_tensordict(impl.batch_size, impl.device, names);
+  TensorDict result =
+      batch ? TensorDict(c10::IntArrayRef(*batch), impl.device, names)
+            : detail::make_tensordict(impl.batch_size, impl.device, names);
   std::vector<const detail::TensorDictImpl*> other_impls;
   other_impls.reserve(others.size());
   for (const TensorDict& other : others) {
@@ -197,7 +198,7 @@ TensorDict run_apply(
   return result;
 }
 
-} // namespace
+}  // namespace
 
 TensorDict TensorDict::apply_impl(
     LeafFn fn,
@@ -221,17 +222,16 @@ TensorDict TensorDict::apply_entries_impl(
 }
 
 void TensorDict::apply_inplace_impl(LeafFn fn) {
-  detail::for_each_nested(
-      *this, [&](const NestedKey& key, const Value& value) {
-        if (!value.is_tensor()) {
-          return;
-        }
-        const at::Tensor& t = value.tensor();
-        at::Tensor result = fn(key, t);
-        if (result.defined() && !result.is_same(t)) {
-          t.copy_(result);
-        }
-      });
+  detail::for_each_nested(*this, [&](const NestedKey& key, const Value& value) {
+    if (!value.is_tensor()) {
+      return;
+    }
+    const at::Tensor& t = value.tensor();
+    at::Tensor result = fn(key, t);
+    if (result.defined() && !result.is_same(t)) {
+      t.copy_(result);
+    }
+  });
 }
 
 TENSORDICT_END_NAMESPACE

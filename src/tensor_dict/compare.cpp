@@ -33,9 +33,7 @@ Json scalar_json(const c10::Scalar& s) {
 }
 
 TensorDict compare_scalar(
-    const TensorDict& td,
-    const c10::Scalar& other,
-    bool equal) {
+    const TensorDict& td, const c10::Scalar& other, bool equal) {
   const Json other_json = scalar_json(other);
   TensorDict result = detail::map_entries(td, [&](const at::Tensor& t) {
     return equal ? at::eq(t, other) : at::ne(t, other);
@@ -50,7 +48,7 @@ TensorDict compare_scalar(
   return result;
 }
 
-} // namespace
+}  // namespace
 
 TensorDict TensorDict::operator==(const TensorDict& other) const {
   return detail::zip_entries(
@@ -99,7 +97,8 @@ bool equal(const TensorDict& a, const TensorDict& b) {
   }
   const auto& ia = *a.unsafeGetImpl();
   const auto& ib = *b.unsafeGetImpl();
-  if (ia.batch_size != ib.batch_size || ia.nodes().size() != ib.nodes().size()) {
+  if (ia.batch_size != ib.batch_size ||
+      ia.nodes().size() != ib.nodes().size()) {
     return false;
   }
   for (const auto& node : ia.nodes()) {
@@ -113,9 +112,8 @@ bool equal(const TensorDict& a, const TensorDict& b) {
       case Value::Kind::kTensor: {
         const at::Tensor& ta = va.tensor();
         const at::Tensor& tb = vb.tensor();
-        if (ta.scalar_type() != tb.scalar_type() ||
-            ta.sizes() != tb.sizes() || ta.device() != tb.device() ||
-            !at::equal(ta, tb)) {
+        if (ta.scalar_type() != tb.scalar_type() || ta.sizes() != tb.sizes() ||
+            ta.device() != tb.device() || !at::equal(ta, tb)) {
           return false;
         }
         break;

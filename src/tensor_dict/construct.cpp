@@ -33,8 +33,7 @@ void fill(TensorDict& td, const std::vector<Item>& items) {
 // Non-tensor data has no shape of its own and does not constrain the result.
 // `batch_dims` caps the number of dims.
 std::vector<int64_t> infer_batch_size(
-    const TensorDict& td,
-    std::optional<int64_t> max_dims) {
+    const TensorDict& td, std::optional<int64_t> max_dims) {
   std::optional<std::vector<int64_t>> common;
   for (const auto& node : td.unsafeGetImpl()->nodes()) {
     const Value& v = node->value;
@@ -47,8 +46,7 @@ std::vector<int64_t> infer_batch_size(
       continue;
     }
     size_t n = 0;
-    while (n < common->size() && n < shape.size() &&
-           (*common)[n] == shape[n]) {
+    while (n < common->size() && n < shape.size() && (*common)[n] == shape[n]) {
       ++n;
     }
     common->resize(n);
@@ -61,9 +59,7 @@ std::vector<int64_t> infer_batch_size(
 }
 
 TensorDict from_items(
-    const std::vector<Item>& items,
-    const FromDictOptions& options,
-    bool root) {
+    const std::vector<Item>& items, const FromDictOptions& options, bool root) {
   const bool infer = !options.batch_size() && options.auto_batch_size();
   std::vector<int64_t> batch_size =
       options.batch_size().value_or(std::vector<int64_t>{});
@@ -86,8 +82,7 @@ TensorDict from_items(
     }
   }
   if (infer) {
-    td.set_batch_size(
-        infer_batch_size(td, options.batch_dims()));
+    td.set_batch_size(infer_batch_size(td, options.batch_dims()));
   }
   if (root && !options.names().empty()) {
     td.set_names(options.names());
@@ -95,7 +90,7 @@ TensorDict from_items(
   return td;
 }
 
-} // namespace
+}  // namespace
 
 TensorDict::TensorDict(
     std::initializer_list<Item> items,
@@ -114,14 +109,12 @@ TensorDict::TensorDict(
 }
 
 TensorDict TensorDict::from_dict(
-    const std::vector<Item>& items,
-    const FromDictOptions& options) {
+    const std::vector<Item>& items, const FromDictOptions& options) {
   return from_items(items, options, /*root=*/true);
 }
 
 TensorDict TensorDict::fromkeys(
-    const std::vector<NestedKey>& keys,
-    const at::Tensor& value) {
+    const std::vector<NestedKey>& keys, const at::Tensor& value) {
   TensorDict td;
   for (const NestedKey& key : keys) {
     td.set(key, value);
@@ -130,10 +123,10 @@ TensorDict TensorDict::fromkeys(
 }
 
 TensorDict TensorDict::fromkeys(
-    const std::vector<NestedKey>& keys,
-    const c10::Scalar& value) {
-  const auto dtype = value.isFloatingPoint() ? c10::get_default_dtype_as_scalartype()
-                                             : value.type();
+    const std::vector<NestedKey>& keys, const c10::Scalar& value) {
+  const auto dtype = value.isFloatingPoint()
+                         ? c10::get_default_dtype_as_scalartype()
+                         : value.type();
   return fromkeys(
       keys, at::scalar_tensor(value, at::TensorOptions().dtype(dtype)));
 }

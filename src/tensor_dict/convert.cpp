@@ -34,8 +34,8 @@ void move_storage_to_shared_memory(const c10::Storage& storage) {
   // process-wide name, created exclusively and unlinked at once (so nothing
   // leaks in /dev/shm), with the fd kept for handing to other processes.
   const int flags = at::ALLOCATOR_MAPPED_SHAREDMEM |
-      at::ALLOCATOR_MAPPED_EXCLUSIVE | at::ALLOCATOR_MAPPED_KEEPFD |
-      at::ALLOCATOR_MAPPED_UNLINK;
+                    at::ALLOCATOR_MAPPED_EXCLUSIVE |
+                    at::ALLOCATOR_MAPPED_KEEPFD | at::ALLOCATOR_MAPPED_UNLINK;
   at::DataPtr shared = at::MapAllocator::makeDataPtr(
       at::NewProcessWideShmHandle(), flags, nbytes, nullptr);
   if (nbytes > 0) {
@@ -72,7 +72,7 @@ bool broadcasts_to(c10::IntArrayRef value, c10::IntArrayRef dest) {
 struct PlannedCopy {
   at::Tensor dest;
   at::Tensor src;
-  TensorDictImpl* parent = nullptr; // for non-tensor values
+  TensorDictImpl* parent = nullptr;  // for non-tensor values
   std::string key;
   std::optional<Value> value;
 };
@@ -147,15 +147,15 @@ void plan_copy(
   });
 }
 
-} // namespace
+}  // namespace
 
 TensorDict TensorDict::to(c10::ScalarType dtype) const {
   return detail::map_entries(
       *this, [&](const at::Tensor& t) { return t.to(dtype); });
 }
 
-TensorDict TensorDict::to(const at::TensorOptions& options, bool non_blocking)
-    const {
+TensorDict TensorDict::to(
+    const at::TensorOptions& options, bool non_blocking) const {
   std::optional<c10::Device> device;
   if (options.has_device()) {
     device = options.device();
@@ -177,7 +177,7 @@ TensorDict TensorDict::pin_memory() const {
 
 TensorDict& TensorDict::share_memory_() {
   if (impl_->device && impl_->device->is_cuda()) {
-    return *this; // CUDA tensors are shared already (Python's rule)
+    return *this;  // CUDA tensors are shared already (Python's rule)
   }
   auto share = [](const at::Tensor& t) {
     if (t.device().is_cpu() && t.has_storage()) {

@@ -34,7 +34,7 @@ int64_t consumed_dims(const TensorIndex& index) {
     const at::Tensor& t = index.tensor();
     return t.scalar_type() == at::kBool ? t.dim() : 1;
   }
-  return 0; // None, Ellipsis, bool
+  return 0;  // None, Ellipsis, bool
 }
 
 NormalizedIndex normalize_index(
@@ -51,7 +51,8 @@ NormalizedIndex normalize_index(
     ellipses += index.is_ellipsis();
     tensors += index.is_tensor();
   }
-  TORCH_CHECK_INDEX(ellipses <= 1, "an index can only have a single ellipsis ('...')");
+  TORCH_CHECK_INDEX(
+      ellipses <= 1, "an index can only have a single ellipsis ('...')");
   TORCH_CHECK_INDEX(
       consumed <= ndim,
       "too many indices for tensor of dimension ",
@@ -113,8 +114,7 @@ NormalizedIndex normalize_index(
 }
 
 NormalizedIndex normalize_index(
-    c10::ArrayRef<TensorIndex> indices,
-    const TensorDictImpl& impl) {
+    c10::ArrayRef<TensorIndex> indices, const TensorDictImpl& impl) {
   return normalize_index(indices, impl.batch_size, impl.names, "TensorDict");
 }
 
@@ -124,15 +124,14 @@ namespace {
 // batch shape whose storage is a single element (indexing it costs what the
 // index itself costs, not what the batch holds).
 std::vector<int64_t> indexed_batch_size(
-    const TensorDictImpl& impl,
-    c10::ArrayRef<TensorIndex> indices) {
-  const at::Tensor proxy =
-      at::zeros({}, at::TensorOptions().dtype(at::kByte)).expand(impl.batch_size);
+    const TensorDictImpl& impl, c10::ArrayRef<TensorIndex> indices) {
+  const at::Tensor proxy = at::zeros({}, at::TensorOptions().dtype(at::kByte))
+                               .expand(impl.batch_size);
   return proxy.index(indices).sizes().vec();
 }
 
-} // namespace
-} // namespace detail
+}  // namespace
+}  // namespace detail
 
 namespace {
 
@@ -143,8 +142,7 @@ namespace {
 // the results are equal. Negative or out-of-range indices take the general
 // path, which wraps them or raises Python's IndexError.
 at::Tensor gather_rows(
-    c10::ArrayRef<TensorIndex> indices,
-    c10::IntArrayRef batch_size) {
+    c10::ArrayRef<TensorIndex> indices, c10::IntArrayRef batch_size) {
   if (indices.size() != 1 || !indices[0].is_tensor() || batch_size.empty()) {
     return {};
   }
@@ -162,7 +160,7 @@ at::Tensor gather_rows(
   return index;
 }
 
-} // namespace
+}  // namespace
 
 TensorDict TensorDict::index(c10::ArrayRef<TensorIndex> indices) const {
   const detail::TensorDictImpl& impl = *impl_;
@@ -190,9 +188,8 @@ TensorDict TensorDict::index(c10::ArrayRef<TensorIndex> indices) const {
     first_result = index_leaf(*first);
     const int64_t feature_dims =
         first->dim() - static_cast<int64_t>(impl.batch_size.size());
-    change.batch_size = first_result.sizes()
-                            .slice(0, first_result.dim() - feature_dims)
-                            .vec();
+    change.batch_size =
+        first_result.sizes().slice(0, first_result.dim() - feature_dims).vec();
   } else {
     change.batch_size = detail::indexed_batch_size(impl, norm.indices);
   }
@@ -207,7 +204,8 @@ TensorDict TensorDict::index(c10::ArrayRef<TensorIndex> indices) const {
       change);
 }
 
-// --- index_put_ ----------------------------------------------------------------
+// --- index_put_
+// ----------------------------------------------------------------
 
 namespace {
 
@@ -223,7 +221,7 @@ Value write_non_tensor(
   if (existing != nullptr && existing->is_non_tensor_data() &&
       value.is_non_tensor_data() &&
       existing->non_tensor_data().data() == value.non_tensor_data().data()) {
-    return *existing; // the same value everywhere: nothing changes
+    return *existing;  // the same value everywhere: nothing changes
   }
   std::vector<Json> values;
   std::vector<int64_t> shape;
@@ -301,12 +299,11 @@ void index_put_dict(
           // Lazy preallocation: zeros of batch size + the value's own dims.
           detail::check_unlocked(impl);
           std::vector<int64_t> shape = impl.batch_size;
-          const auto feature = t.sizes().slice(
-              std::min<int64_t>(value_root_dims, t.dim()));
+          const auto feature =
+              t.sizes().slice(std::min<int64_t>(value_root_dims, t.dim()));
           shape.insert(shape.end(), feature.begin(), feature.end());
           at::Tensor fresh = at::zeros(
-              shape,
-              t.options().device(impl.device.value_or(t.device())));
+              shape, t.options().device(impl.device.value_or(t.device())));
           impl.append(node->key, Value(fresh));
           existing = impl.find(node->key);
         }
@@ -369,11 +366,10 @@ void index_put_dict(
   }
 }
 
-} // namespace
+}  // namespace
 
 TensorDict& TensorDict::index_put_(
-    c10::ArrayRef<TensorIndex> indices,
-    const TensorDict& value) {
+    c10::ArrayRef<TensorIndex> indices, const TensorDict& value) {
   detail::NormalizedIndex norm = detail::normalize_index(indices, *impl_);
   const std::vector<int64_t> target =
       detail::indexed_batch_size(*impl_, norm.indices);
@@ -403,9 +399,7 @@ namespace {
 // Writes one value (a scalar or a tensor) at the index of every tensor.
 template <typename V>
 void index_put_all(
-    TensorDict& td,
-    c10::ArrayRef<TensorIndex> indices,
-    const V& value) {
+    TensorDict& td, c10::ArrayRef<TensorIndex> indices, const V& value) {
   detail::NormalizedIndex norm =
       detail::normalize_index(indices, *td.unsafeGetImpl());
   detail::all_tensors(td, [&](at::Tensor t) {
@@ -414,25 +408,22 @@ void index_put_all(
   });
 }
 
-} // namespace
+}  // namespace
 
 TensorDict& TensorDict::index_put_(
-    c10::ArrayRef<TensorIndex> indices,
-    const c10::Scalar& value) {
+    c10::ArrayRef<TensorIndex> indices, const c10::Scalar& value) {
   index_put_all(*this, indices, value);
   return *this;
 }
 
 TensorDict& TensorDict::index_put_(
-    c10::ArrayRef<TensorIndex> indices,
-    const at::Tensor& value) {
+    c10::ArrayRef<TensorIndex> indices, const at::Tensor& value) {
   index_put_all(*this, indices, value);
   return *this;
 }
 
 TensorDict& TensorDict::index_put_(
-    c10::ArrayRef<TensorIndex> indices,
-    std::initializer_list<Item> items) {
+    c10::ArrayRef<TensorIndex> indices, std::initializer_list<Item> items) {
   detail::NormalizedIndex norm = detail::normalize_index(indices, *impl_);
   const std::vector<int64_t> target =
       detail::indexed_batch_size(*impl_, norm.indices);
@@ -445,16 +436,15 @@ namespace {
 
 // Shapes a batch-shaped tensor (a mask, a condition) to broadcast against a
 // leaf: trailing singleton dims for the leaf's feature dims.
-at::Tensor expand_to_leaf(const at::Tensor& batch_shaped, const at::Tensor& leaf) {
+at::Tensor expand_to_leaf(
+    const at::Tensor& batch_shaped, const at::Tensor& leaf) {
   std::vector<int64_t> shape = batch_shaped.sizes().vec();
   shape.resize(std::max<int64_t>(leaf.dim(), batch_shaped.dim()), 1);
   return batch_shaped.view(shape);
 }
 
 void check_batch_shaped(
-    const at::Tensor& t,
-    const TensorDict& td,
-    const char* what) {
+    const at::Tensor& t, const TensorDict& td, const char* what) {
   TORCH_CHECK(
       t.dim() <= td.batch_dims() &&
           std::equal(
@@ -468,10 +458,10 @@ void check_batch_shaped(
       detail::size_repr(td.batch_size()));
 }
 
-} // namespace
+}  // namespace
 
-TensorDict TensorDict::where(const at::Tensor& condition, const TensorDict& other)
-    const {
+TensorDict TensorDict::where(
+    const at::Tensor& condition, const TensorDict& other) const {
   check_batch_shaped(condition, *this, "where: the condition");
   return detail::zip_entries(
       *this,
@@ -483,23 +473,24 @@ TensorDict TensorDict::where(const at::Tensor& condition, const TensorDict& othe
       [&](const Value& a, const Value&, c10::IntArrayRef) { return a; });
 }
 
-TensorDict TensorDict::where(const at::Tensor& condition, const c10::Scalar& other)
-    const {
+TensorDict TensorDict::where(
+    const at::Tensor& condition, const c10::Scalar& other) const {
   check_batch_shaped(condition, *this, "where: the condition");
   return detail::map_entries(*this, [&](const at::Tensor& t) {
     return at::where(expand_to_leaf(condition, t), t, other);
   });
 }
 
-TensorDict TensorDict::masked_fill(const at::Tensor& mask, const c10::Scalar& value)
-    const {
+TensorDict TensorDict::masked_fill(
+    const at::Tensor& mask, const c10::Scalar& value) const {
   check_batch_shaped(mask, *this, "masked_fill: the mask");
   return detail::map_entries(*this, [&](const at::Tensor& t) {
     return t.masked_fill(expand_to_leaf(mask, t), value);
   });
 }
 
-TensorDict& TensorDict::masked_fill_(const at::Tensor& mask, const c10::Scalar& value) {
+TensorDict& TensorDict::masked_fill_(
+    const at::Tensor& mask, const c10::Scalar& value) {
   check_batch_shaped(mask, *this, "masked_fill_: the mask");
   detail::all_tensors(*this, [&](const at::Tensor& t) {
     t.masked_fill_(expand_to_leaf(mask, t), value);
@@ -547,8 +538,8 @@ TensorDict TensorDict::gather(int64_t dim, const at::Tensor& index) const {
       change);
 }
 
-TensorDict TensorDict::pad(c10::IntArrayRef pad_sizes, const c10::Scalar& value)
-    const {
+TensorDict TensorDict::pad(
+    c10::IntArrayRef pad_sizes, const c10::Scalar& value) const {
   const int64_t ndim = batch_dims();
   TORCH_CHECK_VALUE(
       pad_sizes.size() % 2 == 0 &&

@@ -17,9 +17,7 @@ using detail::TensorDictImpl;
 // --- listing -----------------------------------------------------------------
 
 std::vector<std::pair<NestedKey, Value>> TensorDict::items(
-    bool include_nested,
-    bool leaves_only,
-    bool sort) const {
+    bool include_nested, bool leaves_only, bool sort) const {
   std::vector<std::pair<NestedKey, Value>> out;
   auto visit = [&](const NestedKey& key, const Value& value) {
     if (!leaves_only || value.is_tensor()) {
@@ -42,9 +40,7 @@ std::vector<std::pair<NestedKey, Value>> TensorDict::items(
 }
 
 std::vector<NestedKey> TensorDict::keys(
-    bool include_nested,
-    bool leaves_only,
-    bool sort) const {
+    bool include_nested, bool leaves_only, bool sort) const {
   std::vector<NestedKey> out;
   for (auto& [key, value] : items(include_nested, leaves_only, sort)) {
     out.push_back(std::move(key));
@@ -53,9 +49,7 @@ std::vector<NestedKey> TensorDict::keys(
 }
 
 std::vector<Value> TensorDict::values(
-    bool include_nested,
-    bool leaves_only,
-    bool sort) const {
+    bool include_nested, bool leaves_only, bool sort) const {
   std::vector<Value> out;
   for (auto& [key, value] : items(include_nested, leaves_only, sort)) {
     out.push_back(std::move(value));
@@ -86,14 +80,14 @@ TensorDict TensorDict::empty(bool recurse) const {
   return result;
 }
 
-TensorDict TensorDict::select(const std::vector<NestedKey>& keys, bool strict)
-    const {
+TensorDict TensorDict::select(
+    const std::vector<NestedKey>& keys, bool strict) const {
   TensorDict result = detail::empty_like(*this);
   for (const NestedKey& key : keys) {
     const Value* value = find(key);
     if (value == nullptr) {
       if (strict) {
-        (void)(*this)[key]; // throws the KeyError naming the missing part
+        (void)(*this)[key];  // throws the KeyError naming the missing part
       }
       continue;
     }
@@ -134,9 +128,8 @@ void flatten_into(
     std::string_view separator,
     detail::KeyPath& path) {
   for (const auto& node : src.unsafeGetImpl()->nodes()) {
-    std::string name = path.empty()
-        ? node->key
-        : prefix + std::string(separator) + node->key;
+    std::string name =
+        path.empty() ? node->key : prefix + std::string(separator) + node->key;
     detail::PathPart part(path, node->key);
     if (node->value.is_tensordict()) {
       flatten_into(dst, node->value.tensordict(), name, separator, path);
@@ -151,7 +144,8 @@ void flatten_into(
   }
 }
 
-std::vector<std::string> split_key(std::string_view text, std::string_view sep) {
+std::vector<std::string> split_key(
+    std::string_view text, std::string_view sep) {
   std::vector<std::string> parts;
   if (sep.empty()) {
     parts.emplace_back(text);
@@ -169,7 +163,7 @@ std::vector<std::string> split_key(std::string_view text, std::string_view sep) 
   }
 }
 
-} // namespace
+}  // namespace
 
 TensorDict TensorDict::flatten_keys(std::string_view separator) const {
   TensorDict result = detail::empty_like(*this);
@@ -182,9 +176,10 @@ TensorDict TensorDict::unflatten_keys(std::string_view separator) const {
   TensorDict result = detail::empty_like(*this);
   for (const auto& node : impl_->nodes()) {
     const NestedKey key(split_key(node->key, separator));
-    const Value value = node->value.is_tensordict()
-        ? Value(node->value.tensordict().unflatten_keys(separator))
-        : node->value;
+    const Value value =
+        node->value.is_tensordict()
+            ? Value(node->value.tensordict().unflatten_keys(separator))
+            : node->value;
     const Value* existing = result.find(key);
     if (existing != nullptr && existing->is_tensordict() &&
         value.is_tensordict()) {
@@ -252,7 +247,7 @@ void update_level(
     bool covered) {
   detail::TensorDictImpl& out = *dst.unsafeGetImpl();
   const bool filtered = !covered && !options.keys_to_update().empty();
-  size_t pos = 0; // of `node` in `src`
+  size_t pos = 0;  // of `node` in `src`
   for (const auto& node : src.unsafeGetImpl()->nodes()) {
     const size_t here = pos++;
     bool sub_covered = covered;
@@ -269,15 +264,16 @@ void update_level(
     }
     // Dicts built alike keep their keys in the same order: try the node at
     // the same position before hashing.
-    detail::Node* existing = here < out.nodes().size()
-        ? *out.nodes().begin() + here // nodes are contiguous
-        : nullptr;
+    detail::Node* existing =
+        here < out.nodes().size()
+            ? *out.nodes().begin() + here  // nodes are contiguous
+            : nullptr;
     if (existing == nullptr || existing->hash != node->hash ||
         existing->key != node->key) {
       existing = out.find(node->key);
     }
-    const bool merge = existing == nullptr ? !sub_covered
-                                           : existing->value.is_tensordict();
+    const bool merge =
+        existing == nullptr ? !sub_covered : existing->value.is_tensordict();
     if (node->value.is_tensordict() && merge) {
       TensorDict target;
       if (existing != nullptr) {
@@ -310,8 +306,8 @@ void update_level(
       const auto sizes = t.sizes();
       const auto& batch = out.batch_size;
       const bool fits = sizes.size() >= batch.size() &&
-          std::equal(batch.begin(), batch.end(), sizes.begin()) &&
-          (!out.device || t.device() == *out.device);
+                        std::equal(batch.begin(), batch.end(), sizes.begin()) &&
+                        (!out.device || t.device() == *out.device);
       if (fits) {
         detail::check_unlocked(out);
         if (existing != nullptr) {
@@ -325,16 +321,16 @@ void update_level(
     dst.set(
         NestedKey(std::string_view(node->key)),
         value,
-        SetOptions().inplace(options.inplace()).non_blocking(
-            options.non_blocking()));
+        SetOptions()
+            .inplace(options.inplace())
+            .non_blocking(options.non_blocking()));
   }
 }
 
-} // namespace
+}  // namespace
 
 TensorDict& TensorDict::update(
-    const TensorDict& other,
-    const UpdateOptions& options) {
+    const TensorDict& other, const UpdateOptions& options) {
   if (is_same(other)) {
     return *this;
   }
@@ -344,11 +340,10 @@ TensorDict& TensorDict::update(
 }
 
 TensorDict& TensorDict::update_(
-    const TensorDict& other,
-    const std::vector<NestedKey>& keys_to_update) {
+    const TensorDict& other, const std::vector<NestedKey>& keys_to_update) {
   for (const auto& [key, value] : other.items(/*include_nested=*/true)) {
     if (value.is_tensordict()) {
-      continue; // its entries are visited on their own
+      continue;  // its entries are visited on their own
     }
     if (!keys_to_update.empty() &&
         match_filter(key, keys_to_update) != Match::kAll) {
@@ -371,9 +366,7 @@ TensorDict& TensorDict::update_(
 // --- renaming and removing ---------------------------------------------------
 
 TensorDict& TensorDict::rename_key_(
-    const NestedKey& old_key,
-    const NestedKey& new_key,
-    bool safe) {
+    const NestedKey& old_key, const NestedKey& new_key, bool safe) {
   TensorDictImpl& old_parent = detail::resolve_parent(*this, old_key);
   if (old_parent.find(old_key.back()) == nullptr) {
     detail::throw_missing_key(old_parent, old_key.back(), old_key);

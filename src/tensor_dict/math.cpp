@@ -31,9 +31,7 @@ at::Tensor wrap_scalar(const c10::Scalar& s) {
 // Broadcasts the batch size `batch` with `shape` as torch broadcasts shapes
 // (aligned from the right); `what` names the operand in the error.
 std::vector<int64_t> broadcast_batch(
-    c10::IntArrayRef batch,
-    c10::IntArrayRef shape,
-    const char* what) {
+    c10::IntArrayRef batch, c10::IntArrayRef shape, const char* what) {
   const size_t n = std::max(batch.size(), shape.size());
   std::vector<int64_t> out(n);
   for (size_t i = 0; i < n; ++i) {
@@ -60,9 +58,7 @@ std::vector<int64_t> broadcast_batch(
 
 // An in-place op keeps the batch size: the operand must broadcast to it.
 void check_keeps_batch(
-    c10::IntArrayRef batch,
-    c10::IntArrayRef shape,
-    const char* what) {
+    c10::IntArrayRef batch, c10::IntArrayRef shape, const char* what) {
   const std::vector<int64_t> out = broadcast_batch(batch, shape, what);
   TORCH_CHECK(
       c10::IntArrayRef(out) == batch,
@@ -87,7 +83,8 @@ at::Tensor align(const at::Tensor& t, int64_t leaf_dim, size_t batch_dims) {
   return t.reshape(sizes);
 }
 
-Value keep_first(const Value& a, const Value& /*b*/, c10::IntArrayRef /*shape*/) {
+Value keep_first(
+    const Value& a, const Value& /*b*/, c10::IntArrayRef /*shape*/) {
   return a;
 }
 
@@ -96,8 +93,7 @@ TensorDict map_leaves(const TensorDict& td, UnaryFn fn) {
 }
 
 void for_each_leaf(
-    const TensorDict& td,
-    c10::function_ref<void(const at::Tensor&)> fn) {
+    const TensorDict& td, c10::function_ref<void(const at::Tensor&)> fn) {
   detail::all_tensors(td, [&](const at::Tensor& t) {
     fn(t);
     return true;
@@ -145,10 +141,7 @@ TensorDict binary(
 }
 
 void binary_(
-    TensorDict& td,
-    const TensorDict& other,
-    InplaceFn fn,
-    const char* verb) {
+    TensorDict& td, const TensorDict& other, InplaceFn fn, const char* verb) {
   check_keeps_batch(
       td.batch_size(), other.batch_size(), "the other TensorDict's batch size");
   // Match every key before writing anything: a KeyError leaves `td` as is.
@@ -174,8 +167,9 @@ void binary_(
     const char* /*verb*/) {
   check_keeps_batch(td.batch_size(), other.sizes(), "a tensor of shape");
   const size_t n = td.batch_size().size();
-  for_each_leaf(
-      td, [&](const at::Tensor& leaf) { fn(leaf, align(other, leaf.dim(), n)); });
+  for_each_leaf(td, [&](const at::Tensor& leaf) {
+    fn(leaf, align(other, leaf.dim(), n));
+  });
 }
 
 void binary_(
@@ -195,55 +189,56 @@ void check_clamp_bounds(
       "torch.clamp: At least one of 'min' or 'max' must not be None");
 }
 
-} // namespace
+}  // namespace
 
-// --- binary ops -----------------------------------------------------------------
+// --- binary ops
+// -----------------------------------------------------------------
 
 // Defines `name(other)` and `name_(other)` for one operand type as the
 // tensor ops `a.name(b)` and `a.name_(b)`.
-#define TENSORDICT_BINARY_OP(name, verb, Operand)                            \
-  TensorDict TensorDict::name(const Operand& other) const {                  \
-    return binary(                                                           \
-        *this,                                                               \
-        other,                                                               \
-        [](const at::Tensor& a, const at::Tensor& b) { return a.name(b); },  \
-        verb);                                                               \
-  }                                                                          \
-  TensorDict& TensorDict::name##_(const Operand& other) {                    \
-    binary_(                                                                 \
-        *this,                                                               \
-        other,                                                               \
-        [](const at::Tensor& a, const at::Tensor& b) { a.name##_(b); },      \
-        verb);                                                               \
-    return *this;                                                            \
+#define TENSORDICT_BINARY_OP(name, verb, Operand)                           \
+  TensorDict TensorDict::name(const Operand& other) const {                 \
+    return binary(                                                          \
+        *this,                                                              \
+        other,                                                              \
+        [](const at::Tensor& a, const at::Tensor& b) { return a.name(b); }, \
+        verb);                                                              \
+  }                                                                         \
+  TensorDict& TensorDict::name##_(const Operand& other) {                   \
+    binary_(                                                                \
+        *this,                                                              \
+        other,                                                              \
+        [](const at::Tensor& a, const at::Tensor& b) { a.name##_(b); },     \
+        verb);                                                              \
+    return *this;                                                           \
   }
 
 // The same for add and sub, which take `alpha`.
-#define TENSORDICT_BINARY_ALPHA_OP(name, verb, Operand)                      \
-  TensorDict TensorDict::name(                                               \
-      const Operand& other, const c10::Scalar& alpha) const {                \
-    return binary(                                                           \
-        *this,                                                               \
-        other,                                                               \
-        [&](const at::Tensor& a, const at::Tensor& b) {                      \
-          return a.name(b, alpha);                                           \
-        },                                                                   \
-        verb);                                                               \
-  }                                                                          \
-  TensorDict& TensorDict::name##_(                                           \
-      const Operand& other, const c10::Scalar& alpha) {                      \
-    binary_(                                                                 \
-        *this,                                                               \
-        other,                                                               \
-        [&](const at::Tensor& a, const at::Tensor& b) {                      \
-          a.name##_(b, alpha);                                               \
-        },                                                                   \
-        verb);                                                               \
-    return *this;                                                            \
+#define TENSORDICT_BINARY_ALPHA_OP(name, verb, Operand)                       \
+  TensorDict TensorDict::name(const Operand& other, const c10::Scalar& alpha) \
+      const {                                                                 \
+    return binary(                                                            \
+        *this,                                                                \
+        other,                                                                \
+        [&](const at::Tensor& a, const at::Tensor& b) {                       \
+          return a.name(b, alpha);                                            \
+        },                                                                    \
+        verb);                                                                \
+  }                                                                           \
+  TensorDict& TensorDict::name##_(                                            \
+      const Operand& other, const c10::Scalar& alpha) {                       \
+    binary_(                                                                  \
+        *this,                                                                \
+        other,                                                                \
+        [&](const at::Tensor& a, const at::Tensor& b) {                       \
+          a.name##_(b, alpha);                                                \
+        },                                                                    \
+        verb);                                                                \
+    return *this;                                                             \
   }
 
-#define TENSORDICT_BINARY_OP_ALL(macro, name, verb)                   \
-  macro(name, verb, TensorDict) macro(name, verb, at::Tensor)         \
+#define TENSORDICT_BINARY_OP_ALL(macro, name, verb)           \
+  macro(name, verb, TensorDict) macro(name, verb, at::Tensor) \
       macro(name, verb, c10::Scalar)
 
 TENSORDICT_BINARY_OP_ALL(TENSORDICT_BINARY_ALPHA_OP, add, "add")
@@ -257,33 +252,33 @@ TENSORDICT_BINARY_OP_ALL(TENSORDICT_BINARY_OP, pow, "raise to a power")
 #undef TENSORDICT_BINARY_OP
 
 // Compound assignment and the free operators, for each operand type.
-#define TENSORDICT_ARITHMETIC_OPERATOR(op, name, Operand)                 \
-  TensorDict& TensorDict::operator op##=(const Operand& other) {          \
-    return name##_(other);                                                \
-  }                                                                       \
-  TensorDict operator op(const TensorDict& a, const Operand& b) {         \
-    return a.name(b);                                                     \
+#define TENSORDICT_ARITHMETIC_OPERATOR(op, name, Operand)         \
+  TensorDict& TensorDict::operator op##=(const Operand& other) {  \
+    return name##_(other);                                        \
+  }                                                               \
+  TensorDict operator op(const TensorDict& a, const Operand& b) { \
+    return a.name(b);                                             \
   }
 
-#define TENSORDICT_ARITHMETIC_OPERATORS(op, name)             \
-  TENSORDICT_ARITHMETIC_OPERATOR(op, name, TensorDict)        \
-  TENSORDICT_ARITHMETIC_OPERATOR(op, name, at::Tensor)        \
-  TENSORDICT_ARITHMETIC_OPERATOR(op, name, c10::Scalar)       \
-  TensorDict operator op(const at::Tensor& a, const TensorDict& b) {  \
-    return binary(                                            \
-        b,                                                    \
-        a,                                                    \
+#define TENSORDICT_ARITHMETIC_OPERATORS(op, name)                           \
+  TENSORDICT_ARITHMETIC_OPERATOR(op, name, TensorDict)                      \
+  TENSORDICT_ARITHMETIC_OPERATOR(op, name, at::Tensor)                      \
+  TENSORDICT_ARITHMETIC_OPERATOR(op, name, c10::Scalar)                     \
+  TensorDict operator op(const at::Tensor& a, const TensorDict& b) {        \
+    return binary(                                                          \
+        b,                                                                  \
+        a,                                                                  \
         [](const at::Tensor& x, const at::Tensor& y) { return x.name(y); }, \
-        #name,                                                \
-        /*reversed=*/true);                                   \
-  }                                                           \
-  TensorDict operator op(const c10::Scalar& a, const TensorDict& b) { \
-    return binary(                                            \
-        b,                                                    \
-        a,                                                    \
+        #name,                                                              \
+        /*reversed=*/true);                                                 \
+  }                                                                         \
+  TensorDict operator op(const c10::Scalar& a, const TensorDict& b) {       \
+    return binary(                                                          \
+        b,                                                                  \
+        a,                                                                  \
         [](const at::Tensor& x, const at::Tensor& y) { return x.name(y); }, \
-        #name,                                                \
-        /*reversed=*/true);                                   \
+        #name,                                                              \
+        /*reversed=*/true);                                                 \
   }
 
 TENSORDICT_ARITHMETIC_OPERATORS(+, add)
@@ -294,16 +289,17 @@ TENSORDICT_ARITHMETIC_OPERATORS(/, div)
 #undef TENSORDICT_ARITHMETIC_OPERATORS
 #undef TENSORDICT_ARITHMETIC_OPERATOR
 
-// --- unary ops ------------------------------------------------------------------
+// --- unary ops
+// ------------------------------------------------------------------
 
 // Defines `name()` and `name_()` as the tensor ops of the same name.
-#define TENSORDICT_UNARY_OP(name)                                            \
-  TensorDict TensorDict::name() const {                                      \
-    return map_leaves(*this, [](const at::Tensor& t) { return t.name(); });  \
-  }                                                                          \
-  TensorDict& TensorDict::name##_() {                                        \
-    for_each_leaf(*this, [](const at::Tensor& t) { t.name##_(); });          \
-    return *this;                                                            \
+#define TENSORDICT_UNARY_OP(name)                                           \
+  TensorDict TensorDict::name() const {                                     \
+    return map_leaves(*this, [](const at::Tensor& t) { return t.name(); }); \
+  }                                                                         \
+  TensorDict& TensorDict::name##_() {                                       \
+    for_each_leaf(*this, [](const at::Tensor& t) { t.name##_(); });         \
+    return *this;                                                           \
   }
 
 TENSORDICT_UNARY_OP(abs)
@@ -339,11 +335,13 @@ TensorDict TensorDict::clamp(
 }
 
 TensorDict TensorDict::clamp_min(const c10::Scalar& min) const {
-  return map_leaves(*this, [&](const at::Tensor& t) { return t.clamp_min(min); });
+  return map_leaves(
+      *this, [&](const at::Tensor& t) { return t.clamp_min(min); });
 }
 
 TensorDict TensorDict::clamp_max(const c10::Scalar& max) const {
-  return map_leaves(*this, [&](const at::Tensor& t) { return t.clamp_max(max); });
+  return map_leaves(
+      *this, [&](const at::Tensor& t) { return t.clamp_max(max); });
 }
 
 TensorDict& TensorDict::clamp_(
@@ -364,29 +362,30 @@ TensorDict& TensorDict::clamp_max_(const c10::Scalar& max) {
   return *this;
 }
 
-// --- comparisons and logical ops ----------------------------------------------
+// --- comparisons and logical ops
+// ----------------------------------------------
 
 // Defines `name(other)` and `operator op(other)` for dict and scalar operands.
-#define TENSORDICT_COMPARISON(name, op)                                       \
-  TensorDict TensorDict::name(const TensorDict& other) const {               \
-    return binary(                                                           \
-        *this,                                                               \
-        other,                                                               \
-        [](const at::Tensor& a, const at::Tensor& b) { return a.name(b); },  \
-        "compare");                                                          \
-  }                                                                          \
-  TensorDict TensorDict::name(const c10::Scalar& other) const {              \
-    return binary(                                                           \
-        *this,                                                               \
-        other,                                                               \
-        [](const at::Tensor& a, const at::Tensor& b) { return a.name(b); },  \
-        "compare");                                                          \
-  }                                                                          \
-  TensorDict TensorDict::operator op(const TensorDict& other) const {        \
-    return name(other);                                                      \
-  }                                                                          \
-  TensorDict TensorDict::operator op(const c10::Scalar& other) const {       \
-    return name(other);                                                      \
+#define TENSORDICT_COMPARISON(name, op)                                     \
+  TensorDict TensorDict::name(const TensorDict& other) const {              \
+    return binary(                                                          \
+        *this,                                                              \
+        other,                                                              \
+        [](const at::Tensor& a, const at::Tensor& b) { return a.name(b); }, \
+        "compare");                                                         \
+  }                                                                         \
+  TensorDict TensorDict::name(const c10::Scalar& other) const {             \
+    return binary(                                                          \
+        *this,                                                              \
+        other,                                                              \
+        [](const at::Tensor& a, const at::Tensor& b) { return a.name(b); }, \
+        "compare");                                                         \
+  }                                                                         \
+  TensorDict TensorDict::operator op(const TensorDict& other) const {       \
+    return name(other);                                                     \
+  }                                                                         \
+  TensorDict TensorDict::operator op(const c10::Scalar& other) const {      \
+    return name(other);                                                     \
   }
 
 TENSORDICT_COMPARISON(lt, <)

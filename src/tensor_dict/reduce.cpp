@@ -51,7 +51,11 @@ at::Tensor reduce_leaf(
     int64_t correction) {
   if (!dims) {
     at::Tensor out = reduce_leaf(
-        t.flatten(), op, std::vector<int64_t>{0}, /*keepdim=*/false, correction);
+        t.flatten(),
+        op,
+        std::vector<int64_t>{0},
+        /*keepdim=*/false,
+        correction);
     return keepdim ? out.view(std::vector<int64_t>(t.dim(), 1)) : out;
   }
   const c10::IntArrayRef d = *dims;
@@ -132,9 +136,7 @@ void check_no_stack(const TensorDict& td, ReduceOp op) {
 // Reduces every element of each leaf: batch size [] (all 1s with
 // `keepdim`, names kept), at every level.
 TensorDict reduce_elements(
-    const TensorDict& td,
-    ReduceOp op,
-    const ReduceOptions& options) {
+    const TensorDict& td, ReduceOp op, const ReduceOptions& options) {
   const detail::TensorDictImpl& src = *td.unsafeGetImpl();
   std::vector<int64_t> batch;
   DimNames names;
@@ -156,7 +158,8 @@ TensorDict reduce_elements(
               options.keepdim(),
               options.correction())));
     } else if (v.is_tensordict()) {
-      dst.append(node->key, Value(reduce_elements(v.tensordict(), op, options)));
+      dst.append(
+          node->key, Value(reduce_elements(v.tensordict(), op, options)));
     } else {
       // A NonTensorData (stacks were refused): shared by the new batch.
       NonTensorData data = v.non_tensor_data();
@@ -168,9 +171,7 @@ TensorDict reduce_elements(
 }
 
 TensorDict reduce_dict(
-    const TensorDict& td,
-    ReduceOp op,
-    const ReduceOptions& options) {
+    const TensorDict& td, ReduceOp op, const ReduceOptions& options) {
   check_no_stack(td, op);
   if (options.dim().empty()) {
     return reduce_elements(td, op, options);
@@ -192,12 +193,13 @@ TensorDict reduce_dict(
   return detail::transform(
       td,
       [&](const at::Tensor& t) {
-        return reduce_leaf(t, op, dims, options.keepdim(), options.correction());
+        return reduce_leaf(
+            t, op, dims, options.keepdim(), options.correction());
       },
       change);
 }
 
-} // namespace
+}  // namespace
 
 TensorDict TensorDict::sum(const ReduceOptions& options) const {
   return reduce_dict(*this, ReduceOp::kSum, options);
@@ -269,7 +271,10 @@ at::Tensor TensorDict::reduce(ReduceOp op, const ReduceOptions& options) const {
       leaf = leaf.flatten();
     }
     return reduce_leaf(
-        at::cat(leaves), op, std::nullopt, /*keepdim=*/false,
+        at::cat(leaves),
+        op,
+        std::nullopt,
+        /*keepdim=*/false,
         options.correction());
   }
   const std::vector<int64_t> dims = wrap_dims(options.dim(), batch_dims());

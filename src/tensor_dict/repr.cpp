@@ -43,7 +43,7 @@ std::string td_repr(const TensorDict& td) {
   return "TensorDict(\n" + detail::indent_lines(body, "    ");
 }
 
-} // namespace
+}  // namespace
 
 std::string TensorDict::repr() const {
   return td_repr(*this);

@@ -20,9 +20,7 @@ namespace {
 // The leaf's shape with its first `batch_dims` dims replaced by `batch`.
 // Inline storage: no heap allocation per leaf for the usual ranks.
 c10::SmallVector<int64_t, 8> leaf_shape(
-    const at::Tensor& t,
-    c10::IntArrayRef batch,
-    int64_t batch_dims) {
+    const at::Tensor& t, c10::IntArrayRef batch, int64_t batch_dims) {
   c10::SmallVector<int64_t, 8> shape(batch.begin(), batch.end());
   const auto sizes = t.sizes();
   shape.insert(shape.end(), sizes.begin() + batch_dims, sizes.end());
@@ -45,7 +43,7 @@ DimNames reorder_names(const DimNames& names, c10::IntArrayRef order) {
   return out;
 }
 
-} // namespace
+}  // namespace
 
 TensorDict TensorDict::view(c10::IntArrayRef shape) const {
   const std::vector<int64_t> batch = at::infer_size(shape, numel());
@@ -67,7 +65,9 @@ TensorDict TensorDict::reshape(c10::IntArrayRef shape) const {
   const int64_t ndim = batch_dims();
   return detail::transform(
       *this,
-      [&](const at::Tensor& t) { return t.reshape(leaf_shape(t, batch, ndim)); },
+      [&](const at::Tensor& t) {
+        return t.reshape(leaf_shape(t, batch, ndim));
+      },
       {batch, batch == impl_->batch_size ? impl_->names : no_names()});
 }
 
@@ -89,12 +89,16 @@ TensorDict TensorDict::flatten(int64_t start_dim, int64_t end_dim) const {
       int64_t{1},
       std::multiplies<>()));
   batch.insert(
-      batch.end(), impl_->batch_size.begin() + end_dim + 1, impl_->batch_size.end());
+      batch.end(),
+      impl_->batch_size.begin() + end_dim + 1,
+      impl_->batch_size.end());
   DimNames names;
   if (!impl_->names.empty()) {
     names.assign(impl_->names.begin(), impl_->names.begin() + start_dim);
-    names.emplace_back(start_dim == end_dim ? impl_->names[start_dim] : std::nullopt);
-    names.insert(names.end(), impl_->names.begin() + end_dim + 1, impl_->names.end());
+    names.emplace_back(
+        start_dim == end_dim ? impl_->names[start_dim] : std::nullopt);
+    names.insert(
+        names.end(), impl_->names.begin() + end_dim + 1, impl_->names.end());
   }
   return detail::transform(
       *this,
@@ -105,15 +109,21 @@ TensorDict TensorDict::flatten(int64_t start_dim, int64_t end_dim) const {
 TensorDict TensorDict::unflatten(int64_t dim, c10::IntArrayRef sizes) const {
   const int64_t ndim = batch_dims();
   dim = wrap_dim(dim, ndim);
-  const std::vector<int64_t> inner = at::infer_size(sizes, impl_->batch_size[dim]);
-  std::vector<int64_t> batch(impl_->batch_size.begin(), impl_->batch_size.begin() + dim);
+  const std::vector<int64_t> inner =
+      at::infer_size(sizes, impl_->batch_size[dim]);
+  std::vector<int64_t> batch(
+      impl_->batch_size.begin(), impl_->batch_size.begin() + dim);
   batch.insert(batch.end(), inner.begin(), inner.end());
-  batch.insert(batch.end(), impl_->batch_size.begin() + dim + 1, impl_->batch_size.end());
+  batch.insert(
+      batch.end(),
+      impl_->batch_size.begin() + dim + 1,
+      impl_->batch_size.end());
   DimNames names;
   if (!impl_->names.empty()) {
     names.assign(impl_->names.begin(), impl_->names.begin() + dim);
     names.resize(names.size() + inner.size());
-    names.insert(names.end(), impl_->names.begin() + dim + 1, impl_->names.end());
+    names.insert(
+        names.end(), impl_->names.begin() + dim + 1, impl_->names.end());
   }
   return detail::transform(
       *this,
@@ -311,7 +321,8 @@ TensorDict TensorDict::flip(c10::IntArrayRef dims) const {
       {impl_->batch_size, impl_->names});
 }
 
-TensorDict TensorDict::roll(c10::IntArrayRef shifts, c10::IntArrayRef dims) const {
+TensorDict TensorDict::roll(
+    c10::IntArrayRef shifts, c10::IntArrayRef dims) const {
   TORCH_CHECK_VALUE(
       !dims.empty() && shifts.size() == dims.size(),
       "roll: expected as many shifts as dims (and at least one dim: rolling "
@@ -330,7 +341,8 @@ TensorDict TensorDict::roll(c10::IntArrayRef shifts, c10::IntArrayRef dims) cons
       {impl_->batch_size, impl_->names});
 }
 
-TensorDict TensorDict::narrow(int64_t dim, int64_t start, int64_t length) const {
+TensorDict TensorDict::narrow(
+    int64_t dim, int64_t start, int64_t length) const {
   dim = wrap_dim(dim, batch_dims());
   const int64_t size = impl_->batch_size[dim];
   if (start < 0) {
@@ -353,7 +365,8 @@ TensorDict TensorDict::narrow(int64_t dim, int64_t start, int64_t length) const 
       {batch, impl_->names});
 }
 
-// --- splitting ------------------------------------------------------------------
+// --- splitting
+// ------------------------------------------------------------------
 
 namespace {
 
@@ -369,9 +382,10 @@ std::vector<detail::BatchChange> split_changes(
       change.batch_size.erase(change.batch_size.begin() + dim);
       if (!change.names.empty()) {
         change.names.erase(change.names.begin() + dim);
-        if (std::none_of(change.names.begin(), change.names.end(), [](const auto& n) {
-              return n.has_value();
-            })) {
+        if (std::none_of(
+                change.names.begin(), change.names.end(), [](const auto& n) {
+                  return n.has_value();
+                })) {
           change.names.clear();
         }
       }
@@ -383,7 +397,7 @@ std::vector<detail::BatchChange> split_changes(
   return changes;
 }
 
-} // namespace
+}  // namespace
 
 std::vector<TensorDict> TensorDict::unbind(int64_t dim) const {
   dim = wrap_dim(dim, batch_dims());
@@ -394,8 +408,8 @@ std::vector<TensorDict> TensorDict::unbind(int64_t dim) const {
       split_changes(*impl_, dim, ones, /*drop_dim=*/true));
 }
 
-std::vector<TensorDict> TensorDict::split(c10::IntArrayRef split_sizes, int64_t dim)
-    const {
+std::vector<TensorDict> TensorDict::split(
+    c10::IntArrayRef split_sizes, int64_t dim) const {
   dim = wrap_dim(dim, batch_dims());
   const int64_t total =
       std::accumulate(split_sizes.begin(), split_sizes.end(), int64_t{0});
@@ -415,21 +429,24 @@ std::vector<TensorDict> TensorDict::split(c10::IntArrayRef split_sizes, int64_t 
       split_changes(*impl_, dim, split_sizes, /*drop_dim=*/false));
 }
 
-std::vector<TensorDict> TensorDict::split(int64_t split_size, int64_t dim) const {
-  TORCH_CHECK_VALUE(split_size > 0, "split: split_size must be positive, got ", split_size);
+std::vector<TensorDict> TensorDict::split(
+    int64_t split_size, int64_t dim) const {
+  TORCH_CHECK_VALUE(
+      split_size > 0, "split: split_size must be positive, got ", split_size);
   dim = wrap_dim(dim, batch_dims());
   std::vector<int64_t> sizes;
   for (int64_t left = impl_->batch_size[dim]; left > 0; left -= split_size) {
     sizes.push_back(std::min(left, split_size));
   }
   if (sizes.empty()) {
-    sizes.push_back(0); // torch gives one empty piece for an empty dim
+    sizes.push_back(0);  // torch gives one empty piece for an empty dim
   }
   return split(sizes, dim);
 }
 
 std::vector<TensorDict> TensorDict::chunk(int64_t chunks, int64_t dim) const {
-  TORCH_CHECK_VALUE(chunks > 0, "chunk: expected a positive number of chunks, got ", chunks);
+  TORCH_CHECK_VALUE(
+      chunks > 0, "chunk: expected a positive number of chunks, got ", chunks);
   dim = wrap_dim(dim, batch_dims());
   const int64_t size = impl_->batch_size[dim];
   const int64_t split_size = std::max<int64_t>((size + chunks - 1) / chunks, 1);

@@ -46,8 +46,8 @@ std::vector<int64_t> combined_batch(
     const c10::IntArrayRef b = sizes[i];
     bool congruent = b.size() == first.size();
     for (size_t d = 0; congruent && d < b.size(); ++d) {
-      congruent = b[d] == first[d] ||
-          (op == Op::kCat && d == static_cast<size_t>(dim));
+      congruent =
+          b[d] == first[d] || (op == Op::kCat && d == static_cast<size_t>(dim));
     }
     if (op == Op::kStack) {
       TORCH_CHECK(
@@ -88,9 +88,7 @@ std::vector<int64_t> combined_batch(
 // Python's rules: stack keeps the names all dicts share (the new dim
 // unnamed); cat keeps the first dict's.
 DimNames combined_names(
-    c10::ArrayRef<const TensorDictImpl*> srcs,
-    Op op,
-    int64_t dim) {
+    c10::ArrayRef<const TensorDictImpl*> srcs, Op op, int64_t dim) {
   DimNames names = srcs[0]->names;
   if (names.empty()) {
     return names;
@@ -134,7 +132,7 @@ void check_leaf_shapes(
     bool same = sizes.size() == first.size();
     for (size_t d = 0; same && d < sizes.size(); ++d) {
       same = sizes[d] == first[d] ||
-          (op == Op::kCat && d == static_cast<size_t>(dim));
+             (op == Op::kCat && d == static_cast<size_t>(dim));
     }
     TORCH_CHECK(
         same,
@@ -201,19 +199,21 @@ Value combine_non_tensors(
     Op op,
     int64_t dim,
     c10::IntArrayRef batch) {
-  const std::optional<c10::Device> device = common_device(
-      values, [](const Value* v) {
+  const std::optional<c10::Device> device =
+      common_device(values, [](const Value* v) {
         return v->is_non_tensor_stack() ? v->non_tensor_stack().device()
                                         : v->non_tensor_data().device();
       });
   if (op == Op::kCat) {
     bool uniform = true;
     for (const Value* v : values) {
-      uniform = uniform && v->is_non_tensor_data() &&
+      uniform =
+          uniform && v->is_non_tensor_data() &&
           v->non_tensor_data().data() == values[0]->non_tensor_data().data();
     }
     if (uniform) {
-      return Value(NonTensorData(values[0]->non_tensor_data().data(), batch, device));
+      return Value(
+          NonTensorData(values[0]->non_tensor_data().data(), batch, device));
     }
   }
   std::vector<Json> pool;
@@ -293,7 +293,8 @@ TensorDict combine(
       for (const Value* v : values) {
         shapes.push_back(v->shape());
       }
-      const std::vector<c10::IntArrayRef> shape_refs(shapes.begin(), shapes.end());
+      const std::vector<c10::IntArrayRef> shape_refs(
+          shapes.begin(), shapes.end());
       dst.append(
           node.key,
           combine_non_tensors(
@@ -303,12 +304,12 @@ TensorDict combine(
   return result;
 }
 
-} // namespace
+}  // namespace
 
 TensorDict stack(const std::vector<TensorDict>& tds, int64_t dim) {
   TORCH_CHECK(!tds.empty(), "stack expects a non-empty TensorList");
   const int64_t ndim = tds[0].batch_dims();
-  dim = detail::wrap_dim(dim, ndim + 1); // the new dim may go last
+  dim = detail::wrap_dim(dim, ndim + 1);  // the new dim may go last
   std::vector<const TensorDictImpl*> srcs;
   srcs.reserve(tds.size());
   for (const TensorDict& td : tds) {

@@ -4,7 +4,8 @@
 using tensordict::ClassFlags;
 
 struct Point
-    : tensordict::TensorClass<Point, ClassFlags::kAutocast | ClassFlags::kNocast> {
+    : tensordict::
+          TensorClass<Point, ClassFlags::kAutocast | ClassFlags::kNocast> {
   TENSORDICT_FIELDS(Point, x)
 };
 

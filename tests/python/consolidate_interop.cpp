@@ -7,16 +7,15 @@
 #include <tensordict/tensordict.h>
 #include <torch/torch.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-using namespace tensordict; // NOLINT(google-build-using-namespace)
+using namespace tensordict;  // NOLINT(google-build-using-namespace)
 
 namespace {
 
@@ -49,7 +48,8 @@ std::map<std::string, TensorDict> cases() {
   out.emplace("dtypes", dtypes);
   TensorDict named(
       {{"x", torch::arange(6, torch::kFloat32).reshape({2, 3})},
-       {"n", TensorDict({{"y", torch::ones({2, 4}, torch::kFloat64)}}, {2, 4})}},
+       {"n",
+        TensorDict({{"y", torch::ones({2, 4}, torch::kFloat64)}}, {2, 4})}},
       {2},
       c10::Device(c10::kCPU));
   named.set_names({"b"});
@@ -147,7 +147,7 @@ void fix_dtype_names(Json& j) {
   }
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3) {
@@ -170,7 +170,8 @@ int main(int argc, char** argv) {
       std::ofstream(cpp_dir + "/" + name + ".loaded.json") << view.dump();
       (void)td.consolidate(
           ConsolidateOptions().filename(cpp_dir + "/" + name + ".bin"));
-      std::cout << "ok " << name << ": C++ read Python's file and wrote its own\n";
+      std::cout << "ok " << name
+                << ": C++ read Python's file and wrote its own\n";
     } catch (const std::exception& e) {
       std::cerr << "FAIL " << name << ": " << e.what() << "\n";
       ++failures;

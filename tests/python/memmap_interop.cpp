@@ -5,12 +5,12 @@
 //
 // usage: memmap_interop CORPUS_DIR OUT_DIR
 
-#include <nlohmann/json.hpp>
 #include <tensordict/memmap.h>
 
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
@@ -41,7 +41,8 @@ std::string file_sha256(const std::string& path, int64_t& size) {
 }
 
 // Differences between two dumps, entry by entry.
-int compare_dumps(const std::string& name, const Json& expected, const Json& actual) {
+int compare_dumps(
+    const std::string& name, const Json& expected, const Json& actual) {
   int problems = 0;
   for (const char* member : {"batch_size", "names", "stack_dim", "class"}) {
     const Json want = expected.value(member, Json());
@@ -81,13 +82,14 @@ int compare_dumps(const std::string& name, const Json& expected, const Json& act
 }
 
 // Compares the files C++ wrote with Python's, byte for byte.
-int compare_files(const std::string& name, const Json& files, const std::string& dir) {
+int compare_files(
+    const std::string& name, const Json& files, const std::string& dir) {
   int problems = 0;
   for (const auto& [relative, info] : files["files"].items()) {
     int64_t size = -1;
     const std::string path = dir + "/" + relative;
     if (!std::ifstream(path)) {
-      continue; // reported by the Python check as missing
+      continue;  // reported by the Python check as missing
     }
     const std::string sha = file_sha256(path, size);
     if (sha != info["sha256"].get<std::string>()) {
@@ -106,7 +108,7 @@ const std::map<std::string, std::string> kKnownGaps = {
      "(a TensorDict entry cannot be a LazyStackedTensorDict yet)"},
 };
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3) {
@@ -123,7 +125,8 @@ int main(int argc, char** argv) {
     const std::string path = corpus + "/" + name;
     if (const auto gap = kKnownGaps.find(name); gap != kKnownGaps.end()) {
       std::cout << name << ": known gap, not compared: " << gap->second << "\n";
-      std::ofstream(out + "/" + name + ".refused") << "known gap: " << gap->second << "\n";
+      std::ofstream(out + "/" + name + ".refused")
+          << "known gap: " << gap->second << "\n";
       continue;
     }
     int problems = 0;
@@ -134,10 +137,11 @@ int main(int argc, char** argv) {
           read_json(corpus + "/" + name + ".expected.json"),
           tensordict::tools::dump_tree(tree));
       const auto style = entry["json_style"] == "orjson"
-          ? tensordict::JsonStyle::kCompact
-          : tensordict::JsonStyle::kSpaced;
-      const auto options =
-          tensordict::MemmapOptions(out + "/" + name).copy_existing(true).json_style(style);
+                             ? tensordict::JsonStyle::kCompact
+                             : tensordict::JsonStyle::kSpaced;
+      const auto options = tensordict::MemmapOptions(out + "/" + name)
+                               .copy_existing(true)
+                               .json_style(style);
       try {
         if (const auto* td = std::get_if<tensordict::TensorDict>(&tree)) {
           (void)td->memmap(options);
@@ -146,10 +150,13 @@ int main(int argc, char** argv) {
               std::get<tensordict::LazyStackedTensorDict>(tree), options);
         }
         problems += compare_files(
-            name, read_json(corpus + "/" + name + ".files.json"), out + "/" + name);
+            name,
+            read_json(corpus + "/" + name + ".files.json"),
+            out + "/" + name);
       } catch (const c10::Error& e) {
         // Keys named like meta.json members are refused on purpose.
-        if (std::string(e.msg()).find("would collide with") == std::string::npos) {
+        if (std::string(e.msg()).find("would collide with") ==
+            std::string::npos) {
           throw;
         }
         std::ofstream(out + "/" + name + ".refused") << e.msg() << "\n";

@@ -11,11 +11,10 @@
 #include <tensordict/tensordict.h>
 #include <torch/torch.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -34,7 +33,8 @@ TensorDict empty_td(std::vector<int64_t> batch_size) {
   return TensorDict(c10::IntArrayRef(batch_size));
 }
 
-at::Tensor zeros(std::vector<int64_t> shape, c10::ScalarType dtype = at::kFloat) {
+at::Tensor zeros(
+    std::vector<int64_t> shape, c10::ScalarType dtype = at::kFloat) {
   return torch::zeros(shape, torch::TensorOptions().dtype(dtype));
 }
 
@@ -132,15 +132,21 @@ Json repr_cases() {
     td.set_non_tensor("empty_list", Json::array());
     td.set_non_tensor(
         "nested_list",
-        Json::array({Json::array({1, "a"}), Json::array({true, nullptr}), 2.5}));
-    td.set_non_tensor("quotes", Json::array({"it's", "say \"hi\"", "both ' and \"", "tab\there"}));
+        Json::array(
+            {Json::array({1, "a"}), Json::array({true, nullptr}), 2.5}));
+    td.set_non_tensor(
+        "quotes",
+        Json::array({"it's", "say \"hi\"", "both ' and \"", "tab\there"}));
     // Objects keep insertion order, as Python dicts do.
     td.set_non_tensor("obj", Json{{"k", Json::array({1, 2})}});
     td.set_non_tensor("unsorted_obj", Json{{"b", 1}, {"a", 2}, {"_", 3}});
     td.set_non_tensor("empty_obj", Json::object());
     td.set_non_tensor(
         "nested_obj",
-        Json{{"a", Json{{"b", nullptr}}}, {"c", "it's"}, {"d", Json::array({false, 1.5})}});
+        Json{
+            {"a", Json{{"b", nullptr}}},
+            {"c", "it's"},
+            {"d", Json::array({false, 1.5})}});
     out["non_tensor_containers"] = td.repr();
   }
 
@@ -149,7 +155,13 @@ Json repr_cases() {
     TensorDict td;
     td.set_non_tensor(
         "escapes",
-        Json::array({"back\\slash", "cr\r", "bell\x07", "del\x7f", "zw\u200b", "caf\u00e9"}));
+        Json::array(
+            {"back\\slash",
+             "cr\r",
+             "bell\x07",
+             "del\x7f",
+             "zw\u200b",
+             "caf\u00e9"}));
     out["non_tensor_string_escapes"] = td.repr();
   }
 
@@ -230,10 +242,7 @@ Json repr_cases() {
 TensorDict keys_dict() {
   TensorDict td(
       {{"b", zeros({3})},
-       {"a",
-        {{"z", zeros({3})},
-         {"y", "text"},
-         {"x", {{"w", zeros({3, 2})}}}}},
+       {"a", {{"z", zeros({3})}, {"y", "text"}, {"x", {{"w", zeros({3, 2})}}}}},
        {"s", "str"},
        {"e", empty_td({3})},
        {"A", zeros({3})}},
@@ -260,7 +269,8 @@ Json keys_cases() {
           keys.push_back(key_json(key));
         }
         const std::string name = std::string("nested") + (nested ? "1" : "0") +
-            "_leaves" + (leaves ? "1" : "0") + "_sort" + (sort ? "1" : "0");
+                                 "_leaves" + (leaves ? "1" : "0") + "_sort" +
+                                 (sort ? "1" : "0");
         out[name] = keys;
       }
     }
@@ -321,7 +331,8 @@ Json errors_cases() {
   add("missing_key", [] { (void)ab().get("zz"); });
   add("missing_key_empty", [] { (void)TensorDict().get("zz"); });
   add("missing_key_unsorted", [] {
-    TensorDict td({{"b", zeros({4})}, {"B", zeros({4})}, {"a", zeros({4})}}, {4});
+    TensorDict td(
+        {{"b", zeros({4})}, {"B", zeros({4})}, {"a", zeros({4})}}, {4});
     (void)td.get("zz");
   });
   add("names_length", [] {
@@ -343,11 +354,12 @@ Json errors_cases() {
     TensorDict td({{"a.b", zeros({4})}, {"a", {{"b", zeros({4})}}}}, {4});
     (void)td.flatten_keys();
   });
-  add("rename_key_safe_existing", [] { ab().rename_key_("a", "b", /*safe=*/true); });
+  add("rename_key_safe_existing",
+      [] { ab().rename_key_("a", "b", /*safe=*/true); });
   return out;
 }
 
-} // namespace
+}  // namespace
 
 int main() {
   Json out;

@@ -35,11 +35,12 @@ struct TcCounts : TensorClass<TcCounts, ClassFlags::kAutocast> {
   TENSORDICT_FIELDS(TcCounts, (int64_t, step), (double, ratio), (bool, done))
 };
 
-TENSORDICT_PYTHON_CLASS(TcInner, "<class 'tensorclass_interop_classes.TcInner'>");
 TENSORDICT_PYTHON_CLASS(
-    TcTrajectory,
-    "<class 'tensorclass_interop_classes.TcTrajectory'>");
-TENSORDICT_PYTHON_CLASS(TcCounts, "<class 'tensorclass_interop_classes.TcCounts'>");
+    TcInner, "<class 'tensorclass_interop_classes.TcInner'>");
+TENSORDICT_PYTHON_CLASS(
+    TcTrajectory, "<class 'tensorclass_interop_classes.TcTrajectory'>");
+TENSORDICT_PYTHON_CLASS(
+    TcCounts, "<class 'tensorclass_interop_classes.TcCounts'>");
 
 int failures = 0;
 
@@ -62,7 +63,8 @@ TcTrajectory python_trajectory() {
   return TcTrajectory(
       {{"obs", torch::arange(12, torch::kFloat).reshape({4, 3})},
        {"action", torch::arange(4) * 2},
-       {"inner", TcInner({{"x", torch::full({4, 2}, 3.0)}, {"tag", "grip"}}, {4})},
+       {"inner",
+        TcInner({{"x", torch::full({4, 2}, 3.0)}, {"tag", "grip"}}, {4})},
        {"task", "reach"}},
       {4});
 }
@@ -71,10 +73,13 @@ void check_python_trees(const std::string& work) {
   TcTrajectory traj = TcTrajectory::load_memmap(work + "/py_traj");
   expect(traj.batch_size() == c10::IntArrayRef({4}), "py_traj batch size");
   expect(
-      torch::equal(traj.obs(), torch::arange(12, torch::kFloat).reshape({4, 3})),
+      torch::equal(
+          traj.obs(), torch::arange(12, torch::kFloat).reshape({4, 3})),
       "py_traj.obs");
   expect(torch::equal(traj.action(), torch::arange(4) * 2), "py_traj.action");
-  expect(torch::equal(traj.inner().x(), torch::full({4, 2}, 3.0)), "py_traj.inner.x");
+  expect(
+      torch::equal(traj.inner().x(), torch::full({4, 2}, 3.0)),
+      "py_traj.inner.x");
   expect(traj.inner().tag() == "grip", "py_traj.inner.tag");
   expect(traj.task() == "reach", "py_traj.task");
   expect(!traj.note().has_value(), "py_traj.note is None");
@@ -83,9 +88,12 @@ void check_python_trees(const std::string& work) {
   // tree prints MemoryMappedTensor in Python).
   const TcTrajectory same = python_trajectory();
   const std::string py_repr = read_text(work + "/py_traj_repr.txt");
-  expect(same.repr() == py_repr, "py_traj repr:\n" + same.repr() + "\nPython:\n" + py_repr);
+  expect(
+      same.repr() == py_repr,
+      "py_traj repr:\n" + same.repr() + "\nPython:\n" + py_repr);
 
-  const auto lazy = LazyStackedTensorClass<TcInner>::load_memmap(work + "/py_lazy");
+  const auto lazy =
+      LazyStackedTensorClass<TcInner>::load_memmap(work + "/py_lazy");
   expect(lazy.batch_size() == c10::IntArrayRef({2, 2}), "py_lazy batch size");
   expect(torch::equal(lazy.at(0).x(), torch::ones({2, 3})), "py_lazy[0].x");
   expect(torch::equal(lazy.at(1).x(), torch::zeros({2, 4})), "py_lazy[1].x");
@@ -125,8 +133,11 @@ c10::ScalarType dtype_from_name(const std::string& name) {
 
 // The description tensorclass_interop.py's describe_state_dict writes.
 Json describe(const StateDict& sd) {
-  Json out = {{"keys", Json::array()}, {"tensors", Json::object()},
-              {"nested", Json::object()}, {"metadata", Json::array()}};
+  Json out = {
+      {"keys", Json::array()},
+      {"tensors", Json::object()},
+      {"nested", Json::object()},
+      {"metadata", Json::array()}};
   for (const auto& [key, entry] : sd.items()) {
     out["keys"].push_back(key);
     if (entry.kind() == StateDict::Kind::kNested) {
@@ -177,7 +188,8 @@ StateDict rebuild(const Json& description) {
     md.batch_size = item[1]["batch_size"].get<std::vector<int64_t>>();
     if (item[1].contains("_type")) {
       md.type = item[1]["_type"].get<std::string>();
-      md.non_tensor_fields = std::make_shared<const Json>(item[1]["_non_tensor"]);
+      md.non_tensor_fields =
+          std::make_shared<const Json>(item[1]["_non_tensor"]);
     }
     sd.set_metadata(item[0].get<std::string>(), md);
   }
@@ -197,12 +209,15 @@ void check_state_dicts(const std::string& work) {
     TcTrajectory target(
         {{"obs", torch::zeros({4, 3})},
          {"action", torch::zeros({4}, torch::kLong)},
-         {"inner", TcInner({{"x", torch::zeros({4, 2})}, {"tag", "none"}}, {4})},
+         {"inner",
+          TcInner({{"x", torch::zeros({4, 2})}, {"tag", "none"}}, {4})},
          {"task", "none"},
          {"note", "to be unset"}},
         {4});
     target.load_state_dict(rebuild(python[form]));
-    expect(equal(target, traj), std::string("loading Python's ") + form + " state dict");
+    expect(
+        equal(target, traj),
+        std::string("loading Python's ") + form + " state dict");
     expect(!target.note().has_value(), "Python's None unsets note");
   }
 }
@@ -211,20 +226,22 @@ void write_cpp_trees(const std::string& work) {
   TcTrajectory traj(
       {{"obs", torch::tensor({{0.5, 1.5}, {2.5, 3.5}}, torch::kFloat)},
        {"action", torch::tensor({5, 6}, torch::kLong)},
-       {"inner", TcInner({{"x", torch::zeros({2, 1})}, {"tag", "cpp-tag"}}, {2})},
+       {"inner",
+        TcInner({{"x", torch::zeros({2, 1})}, {"tag", "cpp-tag"}}, {2})},
        {"task", "from C++"},
        {"note", "a note"}},
       {2});
   (void)traj.memmap(MemmapOptions(work + "/cpp_traj"));
-  (void)lazy_stack(std::vector<TcInner>{
-                       TcInner({{"x", torch::full({1, 2}, 1.5)}, {"tag", "first"}}, {1}),
-                       TcInner({{"x", torch::full({1, 5}, 2.5)}, {"tag", "second"}}, {1})})
+  (void)lazy_stack(
+      std::vector<TcInner>{
+          TcInner({{"x", torch::full({1, 2}, 1.5)}, {"tag", "first"}}, {1}),
+          TcInner({{"x", torch::full({1, 5}, 2.5)}, {"tag", "second"}}, {1})})
       .memmap(MemmapOptions(work + "/cpp_lazy"));
   TcCounts counts({{"step", 11}, {"ratio", 0.5}, {"done", false}});
   (void)counts.memmap(MemmapOptions(work + "/cpp_counts"));
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 2) {

@@ -23,89 +23,187 @@
 #define TENSORDICT_DETAIL_TYPE_1(x) TENSORDICT_DETAIL_PAIR_TYPE x
 #define TENSORDICT_DETAIL_NAME_0(x) x
 #define TENSORDICT_DETAIL_NAME_1(x) TENSORDICT_DETAIL_PAIR_NAME x
-#define TENSORDICT_DETAIL_FIELD_TYPE(x) \
-  TENSORDICT_DETAIL_CAT(TENSORDICT_DETAIL_TYPE_, TENSORDICT_DETAIL_IS_PAREN(x))(x)
-#define TENSORDICT_DETAIL_FIELD_NAME(x) \
-  TENSORDICT_DETAIL_CAT(TENSORDICT_DETAIL_NAME_, TENSORDICT_DETAIL_IS_PAREN(x))(x)
+#define TENSORDICT_DETAIL_FIELD_TYPE(x)                       \
+  TENSORDICT_DETAIL_CAT(                                      \
+      TENSORDICT_DETAIL_TYPE_, TENSORDICT_DETAIL_IS_PAREN(x)) \
+  (x)
+#define TENSORDICT_DETAIL_FIELD_NAME(x)                       \
+  TENSORDICT_DETAIL_CAT(                                      \
+      TENSORDICT_DETAIL_NAME_, TENSORDICT_DETAIL_IS_PAREN(x)) \
+  (x)
 
 // Counts up to 32 arguments.
-#define TENSORDICT_DETAIL_COUNT(...)                                         \
-  TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_COUNT_I(                        \
-      __VA_ARGS__, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19,   \
-      18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0))
-#define TENSORDICT_DETAIL_COUNT_I(                                           \
-    _1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16,   \
-    _17, _18, _19, _20, _21, _22, _23, _24, _25, _26, _27, _28, _29, _30,    \
-    _31, _32, n, ...)                                                        \
+#define TENSORDICT_DETAIL_COUNT(...)                  \
+  TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_COUNT_I( \
+      __VA_ARGS__,                                    \
+      32,                                             \
+      31,                                             \
+      30,                                             \
+      29,                                             \
+      28,                                             \
+      27,                                             \
+      26,                                             \
+      25,                                             \
+      24,                                             \
+      23,                                             \
+      22,                                             \
+      21,                                             \
+      20,                                             \
+      19,                                             \
+      18,                                             \
+      17,                                             \
+      16,                                             \
+      15,                                             \
+      14,                                             \
+      13,                                             \
+      12,                                             \
+      11,                                             \
+      10,                                             \
+      9,                                              \
+      8,                                              \
+      7,                                              \
+      6,                                              \
+      5,                                              \
+      4,                                              \
+      3,                                              \
+      2,                                              \
+      1,                                              \
+      0))
+#define TENSORDICT_DETAIL_COUNT_I( \
+    _1,                            \
+    _2,                            \
+    _3,                            \
+    _4,                            \
+    _5,                            \
+    _6,                            \
+    _7,                            \
+    _8,                            \
+    _9,                            \
+    _10,                           \
+    _11,                           \
+    _12,                           \
+    _13,                           \
+    _14,                           \
+    _15,                           \
+    _16,                           \
+    _17,                           \
+    _18,                           \
+    _19,                           \
+    _20,                           \
+    _21,                           \
+    _22,                           \
+    _23,                           \
+    _24,                           \
+    _25,                           \
+    _26,                           \
+    _27,                           \
+    _28,                           \
+    _29,                           \
+    _30,                           \
+    _31,                           \
+    _32,                           \
+    n,                             \
+    ...)                           \
   n
 
 // TENSORDICT_DETAIL_FOR_EACH(m, a, b, c) is m(0, a) m(1, b) m(2, c).
 #define TENSORDICT_DETAIL_FE_1(m, i, x) m(i, x)
 #define TENSORDICT_DETAIL_FE_2(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_1(m, i + 1, __VA_ARGS__))
+  m(i, x)                                    \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_1(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_3(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_2(m, i + 1, __VA_ARGS__))
+  m(i, x)                                    \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_2(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_4(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_3(m, i + 1, __VA_ARGS__))
+  m(i, x)                                    \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_3(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_5(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_4(m, i + 1, __VA_ARGS__))
+  m(i, x)                                    \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_4(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_6(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_5(m, i + 1, __VA_ARGS__))
+  m(i, x)                                    \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_5(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_7(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_6(m, i + 1, __VA_ARGS__))
+  m(i, x)                                    \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_6(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_8(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_7(m, i + 1, __VA_ARGS__))
+  m(i, x)                                    \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_7(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_9(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_8(m, i + 1, __VA_ARGS__))
+  m(i, x)                                    \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_8(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_10(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_9(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_9(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_11(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_10(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_10(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_12(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_11(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_11(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_13(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_12(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_12(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_14(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_13(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_13(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_15(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_14(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_14(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_16(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_15(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_15(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_17(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_16(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_16(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_18(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_17(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_17(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_19(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_18(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_18(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_20(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_19(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_19(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_21(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_20(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_20(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_22(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_21(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_21(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_23(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_22(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_22(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_24(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_23(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_23(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_25(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_24(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_24(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_26(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_25(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_25(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_27(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_26(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_26(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_28(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_27(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_27(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_29(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_28(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_28(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_30(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_29(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_29(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_31(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_30(m, i + 1, __VA_ARGS__))
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_30(m, i + 1, __VA_ARGS__))
 #define TENSORDICT_DETAIL_FE_32(m, i, x, ...) \
-  m(i, x) TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_31(m, i + 1, __VA_ARGS__))
-#define TENSORDICT_DETAIL_FOR_EACH(m, ...)                                  \
-  TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_CAT(                           \
-      TENSORDICT_DETAIL_FE_, TENSORDICT_DETAIL_COUNT(__VA_ARGS__))(         \
+  m(i, x)                                     \
+      TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_FE_31(m, i + 1, __VA_ARGS__))
+#define TENSORDICT_DETAIL_FOR_EACH(m, ...)                          \
+  TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_CAT(                   \
+      TENSORDICT_DETAIL_FE_, TENSORDICT_DETAIL_COUNT(__VA_ARGS__))( \
       m, 0, __VA_ARGS__))
 
 // The members TENSORDICT_FIELDS generates for one field (used inside a

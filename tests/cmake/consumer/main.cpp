@@ -21,7 +21,7 @@ void check(bool ok, const std::string& what) {
   }
 }
 
-} // namespace
+}  // namespace
 
 int main() {
   try {
@@ -33,10 +33,12 @@ int main() {
 
     check(td.batch_size() == c10::IntArrayRef{2}, "batch_size() == [2]");
     check(td.get("a").sum().item<float>() == 6.0F, "sum of 'a' == 6");
-    check(td.get({"sub", "b"}).sum().item<float>() == 0.0F,
-          "sum of ('sub', 'b') == 0");
-    check(td.get_tensordict("sub").batch_size() == c10::IntArrayRef{2},
-          "'sub' inherits batch_size [2]");
+    check(
+        td.get({"sub", "b"}).sum().item<float>() == 0.0F,
+        "sum of ('sub', 'b') == 0");
+    check(
+        td.get_tensordict("sub").batch_size() == c10::IntArrayRef{2},
+        "'sub' inherits batch_size [2]");
     check(td.get_non_tensor("s") == "text", "get_non_tensor('s') == \"text\"");
 
     const std::vector<tensordict::NestedKey> expected_keys = {"a", "sub", "s"};
