@@ -98,6 +98,22 @@ TEST(TensorDictConvertTest, ToOptionsMovesAndCasts) {
   EXPECT_EQ(cast.get("a").scalar_type(), torch::kDouble);
 }
 
+TEST(TensorDictConvertTest, ToTakesADeviceTypeOrADeviceString) {
+  // torch::kMeta and "meta" alone would be ambiguous between the Device and
+  // TensorOptions overloads without the DeviceType and string ones.
+  TensorDict td = make_td();
+  const c10::Device meta("meta");
+  for (const TensorDict& m : {td.to(torch::kMeta), td.to("meta")}) {
+    EXPECT_EQ(m.device(), meta);
+    EXPECT_EQ(m.get("a").device(), meta);
+    EXPECT_EQ(m.get({"n", "i"}).device(), meta);
+    EXPECT_EQ(m.get("a").scalar_type(), torch::kFloat);
+  }
+  TensorDict cpu = td.to(torch::kCPU);
+  EXPECT_TRUE(cpu.get("a").is_same(td.get("a")));
+  EXPECT_THROW((void)td.to("no-such-device"), c10::Error);
+}
+
 TEST(TensorDictConvertTest, CpuSetsTheDeviceAndAliasesCpuLeaves) {
   TensorDict td = make_td();
   TensorDict c = td.cpu();

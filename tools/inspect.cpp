@@ -1,6 +1,9 @@
 #include "inspect.h"
 
+#include <c10/util/Exception.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -114,7 +117,31 @@ void print_dict(
   }
 }
 
+bool is_directory(const std::string& path) {
+  std::error_code ignored;
+  return std::filesystem::is_directory(path, ignored);
+}
+
 }  // namespace
+
+LoadedTree load_any(const std::string& path) {
+  if (is_directory(path)) {
+    return load_memmap_any(path);
+  }
+  return TensorDict::from_consolidated(path);
+}
+
+std::vector<std::string> verify_any(const std::string& path) {
+  if (is_directory(path)) {
+    return verify_memmap(path);
+  }
+  try {
+    (void)TensorDict::from_consolidated(path);
+  } catch (const c10::Error& e) {
+    return {e.msg()};  // from_consolidated names the file
+  }
+  return {};
+}
 
 Json dump_tree(const LoadedTree& tree) {
   Json out = Json::object();

@@ -1,15 +1,26 @@
 #pragma once
 
 // The work behind the `tensordict` command-line tool, kept in a library so
-// that tests can call it: the canonical dump, a human-readable listing, and
-// copying a tree.
+// that tests can call it: reading a memmap directory or a consolidated file,
+// the canonical dump, a human-readable listing, and copying a tree.
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "tensordict/memmap.h"
 
 namespace tensordict::tools {
+
+/// Loads what `path` names: a memmap directory (`load_memmap_any`), or any
+/// other file as a consolidated file (`TensorDict::from_consolidated`, which
+/// checks its content and says what does not fit).
+LoadedTree load_any(const std::string& path);
+
+/// Checks what `path` names without stopping at the first problem where it
+/// can: `verify_memmap` for a directory; for a consolidated file, the one
+/// error `from_consolidated` gives, if any. Returns one line per problem.
+std::vector<std::string> verify_any(const std::string& path);
 
 /// Returns the canonical dump of a loaded tree (the form
 /// tests/python/td_dump.py documents): `{"batch_size", ["names"],

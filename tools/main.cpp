@@ -1,4 +1,5 @@
-// tensordict: inspect, verify, dump and copy memmap directories.
+// tensordict: inspect, verify, dump and copy memmap directories and
+// consolidated files.
 
 #include <unistd.h>
 
@@ -15,6 +16,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: tensordict COMMAND ARGS\n"
+    "PATH is a memmap directory or a consolidated file (Python's\n"
+    "consolidate(filename=...)).\n"
     "  info PATH       the tree: keys, dtypes, shapes, bytes, batch sizes,\n"
     "                  non-tensor values\n"
     "  verify PATH     check every file against its metadata; one line per\n"
@@ -43,11 +46,11 @@ void draw_progress(int64_t done, int64_t total) {
 int run(const std::vector<std::string>& args) {
   if (args.size() == 2 && args[0] == "info") {
     tensordict::tools::print_info(
-        std::cout, args[1], tensordict::load_memmap_any(args[1]));
+        std::cout, args[1], tensordict::tools::load_any(args[1]));
     return 0;
   }
   if (args.size() == 2 && args[0] == "verify") {
-    const auto problems = tensordict::verify_memmap(args[1]);
+    const auto problems = tensordict::tools::verify_any(args[1]);
     for (const auto& problem : problems) {
       std::cout << problem << "\n";
     }
@@ -58,7 +61,7 @@ int run(const std::vector<std::string>& args) {
   }
   if (args.size() == 2 && args[0] == "dump") {
     std::cout << tensordict::tools::dump_tree(
-                     tensordict::load_memmap_any(args[1]))
+                     tensordict::tools::load_any(args[1]))
                      .dump(1)
               << "\n";
     return 0;

@@ -610,6 +610,21 @@ class TensorClass : public std::conditional_t<
     this->td_.apply_(std::forward<Fn>(fn));
     return self();
   }
+  /// Returns a copy with every tensor moved to `device`.
+  [[nodiscard]] Derived to(
+      c10::Device device, bool non_blocking = false) const {
+    return wrap(this->td_.to(device, non_blocking));
+  }
+  /// Same as `to(c10::Device(type))` (`torch::kCPU` would be ambiguous).
+  [[nodiscard]] Derived to(
+      c10::DeviceType type, bool non_blocking = false) const {
+    return wrap(this->td_.to(type, non_blocking));
+  }
+  /// Same as `to(c10::Device(device))` for a device string ("cpu").
+  [[nodiscard]] Derived to(
+      const char* device, bool non_blocking = false) const {
+    return wrap(this->td_.to(device, non_blocking));
+  }
   /// Returns a copy with every tensor cast to `dtype`.
   [[nodiscard]] Derived to(c10::ScalarType dtype) const {
     return wrap(this->td_.to(dtype));

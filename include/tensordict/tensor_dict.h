@@ -321,6 +321,18 @@ class TENSORDICT_API TensorDict {
   /// becomes `device`).
   [[nodiscard]] TensorDict to(
       c10::Device device, bool non_blocking = false) const;
+  /// Same as `to(c10::Device(type))`. Without it, `td.to(torch::kCPU)`
+  /// would be ambiguous: a DeviceType converts to Device and to TensorOptions.
+  [[nodiscard]] TensorDict to(
+      c10::DeviceType type, bool non_blocking = false) const {
+    return to(c10::Device(type), non_blocking);
+  }
+  /// Same as `to(c10::Device(device))` for a device string ("cpu",
+  /// "cuda:1"), as Python's `td.to("cpu")`.
+  [[nodiscard]] TensorDict to(
+      const char* device, bool non_blocking = false) const {
+    return to(c10::Device(std::string(device)), non_blocking);
+  }
 
   // --- indexing (src/tensor_dict/indexing.cpp) -----------------------------
   // Include <tensordict/indexing.h> to build indices; it has the table of

@@ -7,10 +7,14 @@
    writes its own dump into WORK/cpp/<case>.loaded.json; then it builds the
    same cases itself and writes WORK/cpp/<case>.bin with
    `consolidate(filename)`.
-3. Python compares the C++ dumps with its own, loads every C++ file with `TensorDict.from_consolidated`, compares
-   it with the case, and compares the file byte for byte with its own.
+3. Python compares the C++ dumps with its own, loads every C++ file with
+   `TensorDict.from_consolidated`, compares it with the case, and compares
+   the file byte for byte with its own.
+4. The command-line tool reads every Python file: `dump` gives the canonical
+   dump of tests/python/td_dump.py, `verify` passes; a truncated copy fails
+   `verify` with the file's name.
 
-usage: consolidate_interop.py CONSOLIDATE_INTEROP_BINARY WORK_DIR
+usage: consolidate_interop.py CONSOLIDATE_INTEROP_BINARY WORK_DIR [CLI]
 """
 
 import json
@@ -21,6 +25,9 @@ import sys
 
 import torch
 from tensordict import NonTensorData, NonTensorStack, TensorDict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import td_dump  # noqa: E402
 
 
 def cases():
@@ -141,7 +148,44 @@ def main() -> int:
             failures += 1
             continue
         print(f"ok {name}: Python reads the C++ file, byte-identical")
+    if len(sys.argv) > 3:
+        failures += check_cli(sys.argv[3], py_dir, all_cases)
     return 1 if failures else 0
+
+
+def check_cli(cli, py_dir, all_cases):
+    """Step 4: the CLI's dump and verify of the Python files."""
+    failures = 0
+    for name, td in all_cases.items():
+        path = os.path.join(py_dir, name + ".bin")
+        result = subprocess.run([cli, "dump", path], capture_output=True, text=True)
+        expected = td_dump.dump(td)
+        if result.returncode != 0 or json.loads(result.stdout) != expected:
+            print(f"FAIL {name}: `tensordict dump` gives\n{result.stdout}"
+                  f"{result.stderr}expected\n{td_dump.to_json(expected)}")
+            failures += 1
+            continue
+        result = subprocess.run([cli, "verify", path], capture_output=True, text=True)
+        if result.returncode != 0 or result.stdout != f"{path}: ok\n":
+            print(f"FAIL {name}: `tensordict verify` says\n{result.stdout}")
+            failures += 1
+            continue
+        print(f"ok {name}: the CLI dumps and verifies the Python file")
+    # A file cut short: verify names it and fails, and nothing crashes.
+    source = os.path.join(py_dir, "basic.bin")
+    cut = os.path.join(py_dir, "cut.bin")
+    with open(source, "rb") as f:
+        data = f.read()
+    with open(cut, "wb") as f:
+        f.write(data[: len(data) // 2])
+    result = subprocess.run([cli, "verify", cut], capture_output=True, text=True)
+    if result.returncode != 1 or cut not in result.stdout:
+        print(f"FAIL cut: `tensordict verify` of a truncated file exits "
+              f"{result.returncode} and says\n{result.stdout}{result.stderr}")
+        failures += 1
+    else:
+        print(f"ok cut: verify reports {result.stdout.strip()!r}")
+    return failures
 
 
 if __name__ == "__main__":
