@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "detail/class_fields.h"
 #include "detail/format.h"
-#include "detail/tensor_class_impl.h"
 #include "detail/walk.h"
 #include "tensordict/errors.h"
 #include "tensordict/json.h"

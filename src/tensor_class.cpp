@@ -1,15 +1,16 @@
-// The compiled side of TensorClass (declared in
-// include/tensordict/detail/tensor_class_impl.h):
-// storing and reading fields by the class flags, construction, checks,
-// repr and the memmap glue. See NOTE [TensorClass design].
+// The compiled side of TensorClass (declared in the public
+// include/tensordict/detail/tensor_class_impl.h): storing and reading fields
+// by the class flags, construction, checks, repr and the memmap glue. What
+// it shares with src/state_dict.cpp is in src/detail/class_fields.h. See
+// NOTE [TensorClass design].
 
 #include "tensordict/tensor_class.h"
 
 #include <algorithm>
 #include <ostream>
 
+#include "detail/class_fields.h"
 #include "detail/format.h"
-#include "detail/tensor_class_impl.h"
 #include "detail/tensor_dict_impl.h"
 #include "detail/value_repr.h"
 #include "tensordict/memmap.h"

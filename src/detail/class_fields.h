@@ -1,6 +1,9 @@
 #pragma once
 
-// What src/state_dict.cpp shares with src/tensor_class.cpp; not API.
+// Field lookup and field values of a TensorClass description, shared by
+// src/tensor_class.cpp and src/state_dict.cpp. Not API: the public
+// declarations of the compiled TensorClass side are in
+// include/tensordict/detail/tensor_class_impl.h.
 
 #include <optional>
 #include <string_view>
