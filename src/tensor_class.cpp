@@ -1,8 +1,8 @@
 // The compiled side of TensorClass (declared in the public
 // include/tensordict/detail/tensor_class_impl.h): storing and reading fields
-// by the class flags, construction, checks, repr and the memmap glue. What
-// it shares with src/state_dict.cpp is in src/detail/class_fields.h. See
-// NOTE [TensorClass design].
+// by the class flags, construction, checks, repr and the memmap glue. The
+// state dict is in src/tensor_class/state_dict.cpp; what the two share, in
+// src/detail/class_fields.h. See NOTE [TensorClass design].
 
 #include "tensordict/tensor_class.h"
 
@@ -197,6 +197,11 @@ std::optional<size_t> find_field(const ClassInfo& info, std::string_view name) {
     }
   }
   return std::nullopt;
+}
+
+const ClassInfo* nested_class(const ClassInfo& info, std::string_view key) {
+  const auto index = find_field(info, key);
+  return index ? info.fields[*index].nested : nullptr;
 }
 
 std::optional<Json> single_json(const Value& value) {
