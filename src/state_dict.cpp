@@ -1,6 +1,7 @@
 // StateDict, TensorDict::state_dict and load_state_dict, following Python
-// tensordict's flat, nested and legacy forms, and the same for TensorClass
-// (detail::tc_state_dict): one walk, told the class of each level.
+// tensordict's flat, nested and legacy forms. A level that is more than a
+// TensorDict (a TensorClass) adds its part through a hook: see NOTE
+// [State-dict hooks].
 
 #include "tensordict/state_dict.h"
 
@@ -14,7 +15,7 @@
 #include <vector>
 
 #include "detail/format.h"
-#include "detail/tensor_class_impl.h"
+#include "detail/state_dict_hook.h"
 #include "detail/walk.h"
 #include "tensordict/errors.h"
 #include "tensordict/json.h"
@@ -47,23 +48,6 @@ void check_kind(StateDict::Kind got, StateDict::Kind expected) {
       kind_name(got),
       ", not ",
       kind_name(expected));
-}
-
-// Python's repr of a set of str, sorted for stable messages: {'a', 'b'}.
-std::string set_repr(const std::set<std::string>& keys) {
-  if (keys.empty()) {
-    return "set()";
-  }
-  std::string out = "{";
-  bool first = true;
-  for (const auto& key : keys) {
-    if (!first) {
-      out += ", ";
-    }
-    first = false;
-    out += detail::python_repr(key);
-  }
-  return out + "}";
 }
 
 }  // namespace
@@ -172,7 +156,8 @@ const StateDict::Entry& StateDict::at(const std::string& key) const {
         "key \"",
         key,
         "\" not found in the state dict, whose keys are ",
-        set_repr(std::set<std::string>(names.begin(), names.end())));
+        detail::key_set_repr(
+            std::set<std::string>(names.begin(), names.end())));
   }
   return *entry;
 }
@@ -213,7 +198,11 @@ StateDict& StateDict::set_metadata(
 
 namespace {
 
-StateDictMetadata level_metadata(const detail::TensorDictImpl& impl) {
+using detail::StateDictHook;
+using detail::StateDictHookPtr;
+
+StateDictMetadata level_metadata(const TensorDict& td) {
+  const detail::TensorDictImpl& impl = *td.unsafeGetImpl();
   StateDictMetadata out;
   out.batch_size = impl.batch_size;
   out.device = impl.device;
@@ -229,87 +218,37 @@ StateDictMetadata non_tensor_metadata(const Value& value) {
   return out;
 }
 
-// The class of a nested level: that of field `key` of `cls`, or null for a
-// plain dict (and everything inside one).
-const detail::ClassInfo* nested_class(
-    const detail::ClassInfo* cls, std::string_view key) {
-  if (cls == nullptr) {
-    return nullptr;
-  }
-  const auto index = detail::find_field(*cls, key);
-  return index ? cls->fields[*index].nested : nullptr;
+StateDictHookPtr nested_hook(const StateDictHook* hook, std::string_view key) {
+  return hook != nullptr ? hook->nested(key) : nullptr;
 }
 
-// A TensorClass level's `_non_tensor`, as Python builds it: first the unset
-// fields (None), then the non-tensor entries in order (added by
-// `add_non_tensor_field`).
-Json unset_fields(
-    const detail::TensorDictImpl& impl, const detail::ClassInfo& cls) {
-  Json fields = Json::object();
-  for (const auto& field : cls.fields) {
-    if (impl.find(field.name) == nullptr) {
-      fields[field.name] = nullptr;
-    }
-  }
-  return fields;
+// Returns true if a non-tensor entry goes into its level's metadata rather
+// than into the state dict.
+bool in_level_metadata(const StateDictHook* hook, const Value& value) {
+  return hook != nullptr && hook->saves_in_metadata(value);
 }
 
-// Puts a non-tensor entry of a TensorClass level into `fields` by its one
-// value; returns false for a stack whose elements differ, which Python
-// cannot store there (C++ keeps it as a TensorDict level keeps a stack).
-bool add_non_tensor_field(
-    Json& fields, std::string_view key, const Value& value) {
-  auto one = detail::single_json(value);
-  if (!one) {
-    return false;
-  }
-  fields[std::string(key)] = std::move(*one);
-  return true;
-}
-
-StateDictMetadata class_metadata(
-    const detail::TensorDictImpl& impl,
-    const detail::ClassInfo& cls,
-    Json fields) {
-  StateDictMetadata out = level_metadata(impl);
-  out.type = cls.name;
-  out.non_tensor_fields = std::make_shared<const Json>(std::move(fields));
-  return out;
-}
-
-// The state of one level while a state dict is built: its TensorClass (null
-// for a TensorDict) and that class's `_non_tensor` fields so far. Python
-// records a class level's metadata after its children's.
-struct LevelState {
-  const detail::TensorDictImpl* impl;
-  const detail::ClassInfo* cls;
-  Json fields;
-  StateDict nested;  // the level's own state dict (nested form only)
-};
-
-// Starts a level: a TensorDict's metadata goes first, a class's is
-// gathered until `class_level_metadata`.
-LevelState begin_level(
-    const detail::TensorDictImpl& impl,
-    const detail::ClassInfo* cls,
-    StateDict& metadata_out,
+// Python records a TensorDict level's metadata before its children's and a
+// hooked (TensorClass) level's after them: open_level and close_level.
+void open_level(
+    const TensorDict& td,
+    const StateDictHook* hook,
+    StateDict& out,
     const std::string& prefix) {
-  LevelState level{&impl, cls, Json(), StateDict()};
-  if (cls == nullptr) {
-    metadata_out.set_metadata(prefix, level_metadata(impl));
-  } else {
-    level.fields = unset_fields(impl, *cls);
+  if (hook == nullptr) {
+    out.set_metadata(prefix, level_metadata(td));
   }
-  return level;
 }
 
-// Records a finished class level's metadata under `prefix`.
-void end_level(
-    LevelState& level, StateDict& metadata_out, const std::string& prefix) {
-  if (level.cls != nullptr) {
-    metadata_out.set_metadata(
-        prefix,
-        class_metadata(*level.impl, *level.cls, std::move(level.fields)));
+void close_level(
+    const TensorDict& td,
+    const StateDictHook* hook,
+    StateDict& out,
+    const std::string& prefix) {
+  if (hook != nullptr) {
+    StateDictMetadata metadata = level_metadata(td);
+    hook->add_metadata(td, metadata);
+    out.set_metadata(prefix, std::move(metadata));
   }
 }
 
@@ -318,25 +257,25 @@ class FlatStateDict : public detail::WalkVisitor {
  public:
   explicit FlatStateDict(StateDict& out) : out_(out) {}
 
-  void run(const detail::TensorDictImpl& root, const detail::ClassInfo* cls) {
-    levels_.push_back(begin_level(root, cls, out_, ""));
-    detail::KeyPath path;
-    detail::walk(root, *this, path);
-    end_level(levels_.back(), out_, "");
+  void run(const TensorDict& root, StateDictHookPtr hook) {
+    open_level(root, hook.get(), out_, "");
+    hooks_.push_back(std::move(hook));
+    detail::walk(root, *this);
+    close_level(root, hooks_.back().get(), out_, "");
   }
   bool enter_dict(const detail::KeyPath& path, const TensorDict& dict) {
     const std::string name = path.joined(".");
     claim(name);
-    const detail::ClassInfo* cls =
-        nested_class(levels_.back().cls, path.back());
-    levels_.push_back(begin_level(*dict.unsafeGetImpl(), cls, out_, name));
+    StateDictHookPtr hook = nested_hook(hooks_.back().get(), path.back());
+    open_level(dict, hook.get(), out_, name);
+    hooks_.push_back(std::move(hook));
     return true;
   }
-  void leave_dict(const detail::KeyPath& path, const TensorDict& /*dict*/) {
-    if (levels_.back().cls != nullptr) {
-      end_level(levels_.back(), out_, path.joined("."));
+  void leave_dict(const detail::KeyPath& path, const TensorDict& dict) {
+    if (hooks_.back()) {
+      close_level(dict, hooks_.back().get(), out_, path.joined("."));
     }
-    levels_.pop_back();
+    hooks_.pop_back();
   }
   void leaf(const detail::KeyPath& path, const at::Tensor& tensor) {
     std::string key = path.joined(".");
@@ -344,9 +283,7 @@ class FlatStateDict : public detail::WalkVisitor {
     out_.insert(std::move(key), tensor.detach());
   }
   void non_tensor(const detail::KeyPath& path, const Value& value) {
-    LevelState& level = levels_.back();
-    if (level.cls == nullptr ||
-        !add_non_tensor_field(level.fields, path.back(), value)) {
+    if (!in_level_metadata(hooks_.back().get(), value)) {
       std::string key = path.joined(".");
       claim(key);
       out_.set_metadata(std::move(key), non_tensor_metadata(value));
@@ -365,56 +302,57 @@ class FlatStateDict : public detail::WalkVisitor {
 
   StateDict& out_;
   std::set<std::string> seen_;
-  std::vector<LevelState> levels_;
+  std::vector<StateDictHookPtr> hooks_;  // one per level being walked
 };
 
 // The nested form: one StateDict per level, metadata under "".
 class NestedStateDict : public detail::WalkVisitor {
  public:
-  StateDict run(
-      const detail::TensorDictImpl& root, const detail::ClassInfo* cls) {
-    start(root, cls);
-    detail::KeyPath path;
-    detail::walk(root, *this, path);
-    return finish();
+  StateDict run(const TensorDict& root, StateDictHookPtr hook) {
+    start(root, std::move(hook));
+    detail::walk(root, *this);
+    return finish(root);
   }
   bool enter_dict(const detail::KeyPath& path, const TensorDict& dict) {
-    start(*dict.unsafeGetImpl(), nested_class(levels_.back().cls, path.back()));
+    start(dict, nested_hook(levels_.back().hook.get(), path.back()));
     return true;
   }
-  void leave_dict(const detail::KeyPath& path, const TensorDict& /*dict*/) {
-    StateDict done = finish();
-    levels_.back().nested.insert(std::string(path.back()), std::move(done));
+  void leave_dict(const detail::KeyPath& path, const TensorDict& dict) {
+    StateDict done = finish(dict);
+    levels_.back().out.insert(std::string(path.back()), std::move(done));
   }
   void leaf(const detail::KeyPath& path, const at::Tensor& tensor) {
-    levels_.back().nested.insert(std::string(path.back()), tensor.detach());
+    levels_.back().out.insert(std::string(path.back()), tensor.detach());
   }
   void non_tensor(const detail::KeyPath& path, const Value& value) {
-    LevelState& level = levels_.back();
-    if (level.cls == nullptr ||
-        !add_non_tensor_field(level.fields, path.back(), value)) {
+    Level& level = levels_.back();
+    if (!in_level_metadata(level.hook.get(), value)) {
       StateDict leaf;
       leaf.set_metadata("", non_tensor_metadata(value));
-      level.nested.insert(std::string(path.back()), std::move(leaf));
+      level.out.insert(std::string(path.back()), std::move(leaf));
     }
   }
 
  private:
-  void start(const detail::TensorDictImpl& impl, const detail::ClassInfo* cls) {
-    StateDict sd;
-    LevelState level = begin_level(impl, cls, sd, "");
-    level.nested = std::move(sd);
+  struct Level {
+    StateDictHookPtr hook;
+    StateDict out;  // the level's own state dict
+  };
+
+  void start(const TensorDict& td, StateDictHookPtr hook) {
+    Level level{std::move(hook), StateDict()};
+    open_level(td, level.hook.get(), level.out, "");
     levels_.push_back(std::move(level));
   }
-  StateDict finish() {
-    LevelState& level = levels_.back();
-    end_level(level, level.nested, "");
-    StateDict done = std::move(level.nested);
+  StateDict finish(const TensorDict& td) {
+    Level& level = levels_.back();
+    close_level(td, level.hook.get(), level.out, "");
+    StateDict done = std::move(level.out);
     levels_.pop_back();
     return done;
   }
 
-  std::vector<LevelState> levels_;
+  std::vector<Level> levels_;
 };
 
 // --- load_state_dict
@@ -565,10 +503,24 @@ bool is_empty_state_dict(const StateDict& sd) {
 
 // A TensorDict level's strict check: the key sets must match, as in Python,
 // except that a nested dict empty on one side may be missing on the other.
+// The set non-tensor fields of the metadata (`fields`, or null) count as
+// keys.
 void check_dict_keys(
-    const TensorDict& td,
-    const StateDict& sd,
-    const std::set<std::string>& sd_keys) {
+    const TensorDict& td, const StateDict& sd, const Json* fields) {
+  std::set<std::string> sd_keys;
+  for (const auto& [key, entry] : sd.items()) {
+    if (entry.kind() == StateDict::Kind::kTensor ||
+        entry.kind() == StateDict::Kind::kNested) {
+      sd_keys.insert(key);
+    }
+  }
+  if (fields != nullptr) {
+    for (const auto& [name, value] : fields->items()) {
+      if (!value.is_null()) {
+        sd_keys.insert(name);
+      }
+    }
+  }
   std::set<std::string> td_keys;
   for (const auto& key : td.keys()) {
     td_keys.insert(std::string(key.back()));
@@ -601,85 +553,23 @@ void check_dict_keys(
       ok,
       "Cannot load state-dict because the key sets don't match: got "
       "state_dict extra keys \n",
-      set_repr(unexpected),
+      detail::key_set_repr(unexpected),
       "\n and tensordict extra keys\n",
-      set_repr(missing),
+      detail::key_set_repr(missing),
       "\n");
 }
 
-[[noreturn]] void throw_unexpected_field(
-    const std::string& key, const detail::ClassInfo& cls) {
-  TENSORDICT_CHECK_KEY(
-      false,
-      "Key '",
-      key,
-      "' wasn't expected in the state-dict: ",
-      cls.name,
-      " has no such field");
-}
-
-// A TensorClass level's strict check: every entry names a field (Python's
-// rule), and every set field has an entry or a non-tensor value.
-void check_class_keys(
-    const TensorDict& td,
-    const StateDict& sd,
-    const Json* fields,
-    const detail::ClassInfo& cls) {
-  for (const auto& [key, entry] : sd.items()) {
-    if ((entry.kind() == StateDict::Kind::kTensor ||
-         entry.kind() == StateDict::Kind::kNested) &&
-        !detail::find_field(cls, key)) {
-      throw_unexpected_field(key, cls);
-    }
-  }
-  std::set<std::string> missing;
-  for (const auto& key : td.keys()) {
-    const std::string name(key.back());
-    if (!sd.contains(name) && !(fields != nullptr && fields->contains(name))) {
-      missing.insert(name);
-    }
-  }
-  TORCH_CHECK(
-      missing.empty(),
-      "Cannot load the state dict into ",
-      cls.name,
-      ": it has no entry for the set fields ",
-      set_repr(missing),
-      " (pass strict=false to keep their values)");
-}
-
 // Sets the non-tensor fields of a level (Python's `_non_tensor`): by the
-// class's rules on a TensorClass level, where null unsets the field; as
-// NonTensorData on a TensorDict level (a Python tensorclass nested in a
-// dict), where null is skipped.
+// hook on a hooked level; as NonTensorData on a TensorDict level (a Python
+// tensorclass nested in a dict), where null is skipped.
 void load_non_tensor_fields(
-    TensorDict& td, const Json& fields, const detail::ClassInfo* cls) {
+    TensorDict& td, const Json& fields, const StateDictHook* hook) {
   for (const auto& [name, value] : fields.items()) {
     try {
-      if (cls == nullptr) {
-        if (!value.is_null()) {
-          td.set_non_tensor(name, value);
-        }
-        continue;
-      }
-      const size_t index = *detail::find_field(*cls, name);
-      if (value.is_null()) {
-        TORCH_CHECK_VALUE(
-            cls->fields[index].optional,
-            "the state dict holds None for the field '",
-            name,
-            "' of ",
-            cls->name,
-            ", which is not optional");
-        if (td.contains(name)) {
-          td.del_(name);
-        }
-      } else if (const Value* existing = td.find(name);
-                 existing == nullptr ||
-                 detail::single_json(*existing) != value) {
-        // Equal values are left alone, so a frozen instance can load.
-        detail::tc_set_field(
-            td, *cls, index, detail::field_arg_from_json(value));
+      if (hook != nullptr) {
+        hook->load_field(td, name, value);
+      } else if (!value.is_null()) {
+        td.set_non_tensor(name, value);
       }
     } catch (c10::Error& e) {
       TORCH_RETHROW(
@@ -691,113 +581,62 @@ void load_non_tensor_fields(
   }
 }
 
-void check_field_takes(
-    const detail::FieldInfo& field,
-    const detail::ClassInfo& cls,
-    bool ok,
-    const char* what) {
-  TORCH_CHECK_TYPE(
-      ok,
-      "the state dict holds ",
-      what,
-      " for the field '",
-      field.name,
-      "' of ",
-      cls.name,
-      ", which cannot hold one");
-}
-
-bool is_tensor_kind(detail::FieldKind kind) {
-  return kind == detail::FieldKind::kTensor ||
-         kind == detail::FieldKind::kInt ||
-         kind == detail::FieldKind::kDouble || kind == detail::FieldKind::kBool;
-}
-
 void load_level(
     TensorDict& td,
     const StateDict& sd,
     bool strict,
     bool assign,
-    const detail::ClassInfo* cls);
+    const StateDictHook* hook);
 
-// Loads one entry of a level; `cls` is the level's TensorClass or null.
+// Loads one entry of a level; `hook` is the level's, or null.
 void load_entry(
     TensorDict& td,
     const std::string& key,
     const StateDict::Entry& entry,
     bool strict,
     bool assign,
-    const detail::ClassInfo* cls) {
-  const detail::FieldInfo* field = nullptr;
-  if (cls != nullptr) {
-    const auto index = detail::find_field(*cls, key);
-    if (!index) {
-      return;  // not a field: refused when strict, skipped when not
-    }
-    field = &cls->fields[*index];
+    const StateDictHook* hook) {
+  detail::LoadedEntry what = detail::LoadedEntry::kTensor;
+  const StateDictMetadata* md = nullptr;
+  if (entry.kind() == StateDict::Kind::kNested) {
+    md = entry.nested().find_metadata("");
+    what = md != nullptr && md->non_tensor ? detail::LoadedEntry::kNonTensor
+                                           : detail::LoadedEntry::kNested;
+  } else if (entry.kind() != StateDict::Kind::kTensor) {
+    return;  // a legacy sentinel
   }
-  if (entry.kind() == StateDict::Kind::kTensor) {
-    if (field == nullptr || field->kind == detail::FieldKind::kTensor) {
+  if (hook != nullptr && !hook->takes_entry(key, what)) {
+    return;
+  }
+  if (what == detail::LoadedEntry::kTensor) {
+    if (hook == nullptr || !hook->load_tensor(td, key, entry.tensor())) {
       td.set(key, entry.tensor(), SetOptions().inplace(!assign));
-      return;
-    }
-    check_field_takes(*field, *cls, is_tensor_kind(field->kind), "a tensor");
-    const Value* existing = td.find(key);
-    if (existing != nullptr && existing->is_tensor()) {
-      td.set(key, entry.tensor(), SetOptions().inplace(!assign));
-    } else {
-      // A number field stored as non-tensor data: the class flags cast it.
-      detail::tc_set_field(
-          td, *cls, field - cls->fields.data(), FieldArg(entry.tensor()));
     }
     return;
   }
-  if (entry.kind() != StateDict::Kind::kNested) {
-    return;
-  }
-  const StateDict& nested = entry.nested();
-  const StateDictMetadata* md = nested.find_metadata("");
-  if (md != nullptr && md->non_tensor) {
-    if (field != nullptr) {
-      check_field_takes(
-          *field,
-          *cls,
-          field->kind != detail::FieldKind::kTensor &&
-              field->kind != detail::FieldKind::kTensorDict &&
-              field->kind != detail::FieldKind::kTensorClass,
-          "non-tensor data");
-    }
+  if (what == detail::LoadedEntry::kNonTensor) {
     td.set(key, *md->non_tensor);
     return;
   }
-  const detail::ClassInfo* nested_cls = nullptr;
-  if (field != nullptr) {
-    check_field_takes(
-        *field,
-        *cls,
-        field->kind == detail::FieldKind::kTensorDict ||
-            field->kind == detail::FieldKind::kTensorClass,
-        "a nested level");
-    nested_cls = field->nested;
-  }
+  const StateDictHookPtr nested = nested_hook(hook, key);
   const Value* existing = td.find(key);
   if (existing != nullptr && existing->is_tensordict()) {
     TensorDict dest = existing->tensordict();
-    load_level(dest, nested, strict, assign, nested_cls);
+    load_level(dest, entry.nested(), strict, assign, nested.get());
   } else {
     TensorDict dest = td.empty();
-    load_level(dest, nested, strict, assign, nested_cls);
+    load_level(dest, entry.nested(), strict, assign, nested.get());
     td.set(key, dest);
   }
 }
 
-// Loads a nested-form level into `td`; `cls` is its TensorClass or null.
+// Loads a nested-form level into `td`; `hook` is the level's, or null.
 void load_level(
     TensorDict& td,
     const StateDict& sd,
     bool strict,
     bool assign,
-    const detail::ClassInfo* cls) {
+    const StateDictHook* hook) {
   std::vector<int64_t> batch_size = td.batch_size().vec();
   std::optional<c10::Device> device = td.device();
   const StateDictMetadata* md = sd.find_metadata("");
@@ -813,35 +652,10 @@ void load_level(
                                md->non_tensor_fields->is_object()
                            ? md->non_tensor_fields.get()
                            : nullptr;
-
-  if (cls != nullptr) {
-    if (fields != nullptr) {
-      // Python refuses an unknown non-tensor field even when not strict.
-      for (const auto& [name, value] : fields->items()) {
-        if (!detail::find_field(*cls, name)) {
-          throw_unexpected_field(name, *cls);
-        }
-      }
-    }
-    if (strict) {
-      check_class_keys(td, sd, fields, *cls);
-    }
+  if (hook != nullptr) {
+    hook->check_keys(td, sd, fields, strict);
   } else if (strict) {
-    std::set<std::string> sd_keys;
-    for (const auto& [key, entry] : sd.items()) {
-      if (entry.kind() == StateDict::Kind::kTensor ||
-          entry.kind() == StateDict::Kind::kNested) {
-        sd_keys.insert(key);
-      }
-    }
-    if (fields != nullptr) {
-      for (const auto& [name, value] : fields->items()) {
-        if (!value.is_null()) {
-          sd_keys.insert(name);
-        }
-      }
-    }
-    check_dict_keys(td, sd, sd_keys);
+    check_dict_keys(td, sd, fields);
   }
   if (batch_size != td.batch_size().vec()) {
     td.set_batch_size(batch_size);
@@ -850,26 +664,44 @@ void load_level(
       !(device && td.device() && *device != *td.device()),
       "Loading data from another device is not yet supported.");
   if (fields != nullptr) {
-    load_non_tensor_fields(td, *fields, cls);
+    load_non_tensor_fields(td, *fields, hook);
   }
   for (const auto& [key, entry] : sd.items()) {
     try {
-      load_entry(td, key, entry, strict, assign, cls);
+      load_entry(td, key, entry, strict, assign, hook);
     } catch (c10::Error& e) {
       TORCH_RETHROW(e, "while loading key '", key, "' of the state dict");
     }
   }
 }
 
+}  // namespace
+
+namespace detail {
+
+std::string key_set_repr(const std::set<std::string>& keys) {
+  if (keys.empty()) {
+    return "set()";
+  }
+  std::string out = "{";
+  bool first = true;
+  for (const auto& key : keys) {
+    if (!first) {
+      out += ", ";
+    }
+    first = false;
+    out += python_repr(key);
+  }
+  return out + "}";
+}
+
 StateDict make_state_dict(
-    const detail::TensorDictImpl& impl,
-    const detail::ClassInfo* cls,
-    bool flatten) {
+    const TensorDict& td, StateDictHookPtr hook, bool flatten) {
   if (!flatten) {
-    return NestedStateDict().run(impl, cls);
+    return NestedStateDict().run(td, std::move(hook));
   }
   StateDict out;
-  FlatStateDict(out).run(impl, cls);
+  FlatStateDict(out).run(td, std::move(hook));
   return out;
 }
 
@@ -880,57 +712,40 @@ void load_state_dict_into(
     const StateDict& state_dict,
     bool strict,
     bool assign,
-    const detail::ClassInfo* cls) {
+    const StateDictHook* hook) {
   bool from_flatten = false;
   if (state_dict.has_metadata()) {
     std::set<std::string> sd_keys;
     for (const auto& key : state_dict.keys()) {
       sd_keys.insert(key);
     }
+    const bool non_tensor_keys =
+        hook == nullptr || hook->non_tensor_entries_are_keys();
     std::set<std::string> td_keys;
-    for (const detail::Node* node : td.unsafeGetImpl()->nodes()) {
-      if (cls == nullptr || !node->value.is_non_tensor()) {
+    for (const Node* node : td.unsafeGetImpl()->nodes()) {
+      if (non_tensor_keys || !node->value.is_non_tensor()) {
         td_keys.insert(node->key);
       }
     }
     from_flatten = sd_keys != td_keys;
   }
   if (from_flatten) {
-    load_level(td, unflatten_state_dict(state_dict), strict, assign, cls);
+    load_level(td, unflatten_state_dict(state_dict), strict, assign, hook);
   } else {
-    load_level(td, state_dict, strict, assign, cls);
+    load_level(td, state_dict, strict, assign, hook);
   }
 }
 
-}  // namespace
+}  // namespace detail
 
 StateDict TensorDict::state_dict(bool flatten) const {
-  return make_state_dict(*impl_, nullptr, flatten);
+  return detail::make_state_dict(*this, nullptr, flatten);
 }
 
 TensorDict& TensorDict::load_state_dict(
     const StateDict& state_dict, bool strict, bool assign) {
-  load_state_dict_into(*this, state_dict, strict, assign, nullptr);
+  detail::load_state_dict_into(*this, state_dict, strict, assign, nullptr);
   return *this;
 }
-
-namespace detail {
-
-StateDict tc_state_dict(
-    const TensorDict& td, const ClassInfo& info, bool flatten) {
-  return make_state_dict(*td.unsafeGetImpl(), &info, flatten);
-}
-
-void tc_load_state_dict(
-    const TensorDict& td,
-    const ClassInfo& info,
-    const StateDict& state_dict,
-    bool strict,
-    bool assign) {
-  TensorDict dest = td;
-  load_state_dict_into(dest, state_dict, strict, assign, &info);
-}
-
-}  // namespace detail
 
 TENSORDICT_END_NAMESPACE

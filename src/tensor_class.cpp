@@ -1,17 +1,19 @@
-// The compiled side of TensorClass (declared in
-// include/tensordict/detail/tensor_class_impl.h):
-// storing and reading fields by the class flags, construction, checks,
-// repr and the memmap glue. See NOTE [TensorClass design].
+// The compiled side of TensorClass (declared in the public
+// include/tensordict/detail/tensor_class_impl.h): storing and reading fields
+// by the class flags, construction, checks, repr and the memmap glue. The
+// state dict is in src/tensor_class/state_dict.cpp; what the two share, in
+// src/detail/class_fields.h. See NOTE [TensorClass design].
 
 #include "tensordict/tensor_class.h"
 
 #include <algorithm>
 #include <ostream>
 
+#include "detail/class_fields.h"
 #include "detail/format.h"
-#include "detail/tensor_class_impl.h"
 #include "detail/tensor_dict_impl.h"
 #include "detail/value_repr.h"
+#include "detail/walk.h"
 #include "tensordict/memmap.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -196,6 +198,11 @@ std::optional<size_t> find_field(const ClassInfo& info, std::string_view name) {
     }
   }
   return std::nullopt;
+}
+
+const ClassInfo* nested_class(const ClassInfo& info, std::string_view key) {
+  const auto index = find_field(info, key);
+  return index ? info.fields[*index].nested : nullptr;
 }
 
 std::optional<Json> single_json(const Value& value) {
@@ -737,18 +744,30 @@ std::string tc_repr(const TensorDict& td, const ClassInfo& info) {
 }
 
 void tc_mark_classes(const TensorDict& td, const ClassInfo& info) {
-  if (!info.python_class.empty()) {
-    td.unsafeGetImpl()->python_class = info.python_class;
-  }
-  for (size_t i = 0; i < info.fields.size(); ++i) {
-    if (info.fields[i].kind != FieldKind::kTensorClass) {
-      continue;
+  // The walk enters the TensorClass fields only, keeping their classes.
+  struct Mark : WalkVisitor {
+    std::vector<const ClassInfo*> classes;  // of the dicts entered
+
+    void mark(TensorDictImpl& impl, const ClassInfo& cls) {
+      if (!cls.python_class.empty()) {
+        impl.python_class = cls.python_class;
+      }
+      classes.push_back(&cls);
     }
-    const Value* value = tc_find(td, info, i);
-    if (value != nullptr && value->is_tensordict()) {
-      tc_mark_classes(value->tensordict(), *info.fields[i].nested);
+    bool enter_dict(const KeyPath& path, const TensorDict& dict) {
+      const ClassInfo* cls = nested_class(*classes.back(), path.back());
+      if (cls == nullptr) {
+        return false;
+      }
+      mark(*dict.unsafeGetImpl(), *cls);
+      return true;
     }
-  }
+    void leave_dict(const KeyPath& /*path*/, const TensorDict& /*dict*/) {
+      classes.pop_back();
+    }
+  } mark;
+  mark.mark(*td.unsafeGetImpl(), info);
+  walk(td, mark);
 }
 
 TensorDict tc_marked_copy(const TensorDict& td, const ClassInfo& info) {

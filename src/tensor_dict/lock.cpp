@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "detail/tensor_dict_impl.h"
+#include "detail/walk.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
@@ -29,17 +30,18 @@ bool has_locked_parent(const TensorDictImpl& impl) {
   return false;
 }
 
-// Locks `impl` and every dict below it, recording each parent in its
+// Locks `root` and every dict below it, recording each parent in its
 // children's lock graph.
-void lock_impl(const ImplPtr& impl) {
-  impl->locked = true;
-  for (const auto& node : impl->nodes()) {
-    if (node->value.is_tensordict()) {
-      TensorDictImpl* child = node->value.tensordict().unsafeGetImpl();
-      child->lock_parents.emplace_back(impl);
-      lock_impl(ImplPtr::reclaim_copy(child));
+void lock_impl(TensorDictImpl& root) {
+  for_each_dict(root, [](TensorDictImpl& impl) {
+    impl.locked = true;
+    for (const auto& node : impl.nodes()) {
+      if (node->value.is_tensordict()) {
+        node->value.tensordict().unsafeGetImpl()->lock_parents.emplace_back(
+            ImplPtr::reclaim_copy(&impl));
+      }
     }
-  }
+  });
 }
 
 // Clears the lock, and the state that only a locked dict may have.
@@ -51,29 +53,33 @@ void clear_lock(TensorDictImpl& impl) {
   impl.is_memmap = false;
 }
 
-// Drops `impl`, and every dead or unlocked parent, from its children's lock
-// graphs, and unlocks the children no locked dict holds any more.
+// Unlocks, below `impl` (just unlocked), the dicts no locked dict holds any
+// more, dropping every dead or unlocked parent from the lock graphs it
+// passes; a dict still held stays locked, with all below it.
 void unlock_children(TensorDictImpl& impl) {
-  for (const auto& node : impl.nodes()) {
-    if (!node->value.is_tensordict()) {
-      continue;
-    }
-    TensorDictImpl& child = *node->value.tensordict().unsafeGetImpl();
-    auto& parents = child.lock_parents;
-    parents.erase(
-        std::remove_if(
-            parents.begin(),
-            parents.end(),
-            [&](const auto& weak) {
-              auto parent = weak.lock();
-              return !parent || parent.get() == &impl || !parent->locked;
-            }),
-        parents.end());
-    if (parents.empty() && child.locked) {
+  TORCH_INTERNAL_ASSERT(!impl.locked);
+  struct Unlock : WalkVisitor {
+    bool enter_dict(const KeyPath& /*path*/, const TensorDict& dict) {
+      TensorDictImpl& child = *dict.unsafeGetImpl();
+      auto& parents = child.lock_parents;
+      parents.erase(
+          std::remove_if(
+              parents.begin(),
+              parents.end(),
+              [](const auto& weak) {
+                auto parent = weak.lock();
+                return !parent || !parent->locked;
+              }),
+          parents.end());
+      if (!parents.empty() || !child.locked) {
+        return false;
+      }
       clear_lock(child);
-      unlock_children(child);
+      return true;
     }
-  }
+  } unlock;
+  KeyPath path;
+  walk(impl, unlock, path);
 }
 
 }  // namespace
@@ -81,7 +87,7 @@ void unlock_children(TensorDictImpl& impl) {
 
 TensorDict& TensorDict::lock_() {
   if (!impl_->locked) {
-    detail::lock_impl(impl_);
+    detail::lock_impl(*impl_);
   }
   return *this;
 }

@@ -6,9 +6,11 @@
 #include <string>
 #include <string_view>
 #include <unordered_set>
+#include <vector>
 
 #include "detail/format.h"
 #include "detail/tensor_dict_impl.h"
+#include "detail/walk.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
@@ -18,27 +20,54 @@ bool all_unnamed(const DimNames& names) {
       names.begin(), names.end(), [](const auto& n) { return !n; });
 }
 
-void propagate_names(TensorDictImpl& child, const DimNames& names) {
-  if (names.empty() && child.names.empty()) {
-    return;
+namespace {
+
+// Names the leading dims of `impl` as its parent's `names` say; returns
+// false, changing nothing, when neither has names.
+bool inherit_names(TensorDictImpl& impl, const DimNames& names) {
+  if (names.empty() && impl.names.empty()) {
+    return false;
   }
-  DimNames merged(child.batch_size.size());
+  DimNames merged(impl.batch_size.size());
   for (size_t i = 0; i < merged.size(); ++i) {
     if (i < names.size()) {
       merged[i] = names[i];
-    } else if (i < child.names.size()) {
-      merged[i] = child.names[i];
+    } else if (i < impl.names.size()) {
+      merged[i] = impl.names[i];
     }
   }
   if (all_unnamed(merged)) {
     merged.clear();
   }
-  child.names = std::move(merged);
-  for (const auto& node : child.nodes()) {
-    if (node->value.is_tensordict()) {
-      propagate_names(*node->value.tensordict().unsafeGetImpl(), child.names);
+  impl.names = std::move(merged);
+  return true;
+}
+
+}  // namespace
+
+void propagate_names(TensorDictImpl& child, const DimNames& names) {
+  // Each nested dict inherits from its parent, until neither has names.
+  struct Propagate : WalkVisitor {
+    std::vector<const DimNames*> parents;  // the names of the dicts entered
+
+    bool enter_dict(const KeyPath& /*path*/, const TensorDict& dict) {
+      TensorDictImpl& impl = *dict.unsafeGetImpl();
+      if (!inherit_names(impl, *parents.back())) {
+        return false;
+      }
+      parents.push_back(&impl.names);
+      return true;
     }
+    void leave_dict(const KeyPath& /*path*/, const TensorDict& /*dict*/) {
+      parents.pop_back();
+    }
+  } propagate;
+  if (!inherit_names(child, names)) {
+    return;
   }
+  propagate.parents.push_back(&child.names);
+  KeyPath path;
+  walk(child, propagate, path);
 }
 
 namespace {

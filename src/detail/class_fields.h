@@ -1,6 +1,9 @@
 #pragma once
 
-// What src/state_dict.cpp shares with src/tensor_class.cpp; not API.
+// Field lookup and field values of a TensorClass description, shared by
+// src/tensor_class.cpp and src/tensor_class/state_dict.cpp. Not API: the
+// public declarations of the compiled TensorClass side are in
+// include/tensordict/detail/tensor_class_impl.h.
 
 #include <optional>
 #include <string_view>
@@ -16,6 +19,10 @@ std::optional<Json> single_json(const Value& value);
 
 /// Returns the index of the field named `name`, or nullopt.
 std::optional<size_t> find_field(const ClassInfo& info, std::string_view name);
+
+/// Returns the class of the TensorClass field named `key`, or null when
+/// `key` is another field or none.
+const ClassInfo* nested_class(const ClassInfo& info, std::string_view key);
 
 /// Returns `value` as a field argument: integers, floats and bools as C++
 /// numbers (so the class flags cast them), anything else as JSON.

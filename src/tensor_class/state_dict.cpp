@@ -1,0 +1,236 @@
+// The TensorClass side of the state dict: the StateDictHook of a class level
+// (see NOTE [State-dict hooks]), and tc_state_dict / tc_load_state_dict.
+
+#include <c10/util/Exception.h>
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "detail/class_fields.h"
+#include "detail/state_dict_hook.h"
+#include "detail/tensor_dict_impl.h"
+#include "tensordict/errors.h"
+#include "tensordict/json.h"
+#include "tensordict/tensor_class.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace detail {
+namespace {
+
+bool is_tensor_field(FieldKind kind) {
+  return kind == FieldKind::kTensor || kind == FieldKind::kInt ||
+         kind == FieldKind::kDouble || kind == FieldKind::kBool;
+}
+
+// A level that is an instance of `cls`: keyed by field names, with the
+// class name and the non-tensor fields (Python's `_type` and `_non_tensor`)
+// in its metadata.
+class ClassStateDictHook final : public StateDictHook {
+ public:
+  explicit ClassStateDictHook(const ClassInfo& cls) : cls_(cls) {}
+
+  StateDictHookPtr nested(std::string_view key) const override {
+    const ClassInfo* nested = nested_class(cls_, key);
+    if (nested == nullptr) {
+      return nullptr;
+    }
+    return std::make_unique<ClassStateDictHook>(*nested);
+  }
+
+  // A stack whose elements differ has no one value for `_non_tensor`,
+  // where Python cannot store it; C++ keeps it as a TensorDict level keeps
+  // a stack.
+  bool saves_in_metadata(const Value& value) const override {
+    return single_json(value).has_value();
+  }
+
+  // `_non_tensor` as Python builds it: first the unset fields (None), then
+  // the non-tensor entries in order.
+  void add_metadata(
+      const TensorDict& td, StateDictMetadata& metadata) const override {
+    const TensorDictImpl& impl = *td.unsafeGetImpl();
+    Json fields = Json::object();
+    for (const auto& field : cls_.fields) {
+      if (impl.find(field.name) == nullptr) {
+        fields[field.name] = nullptr;
+      }
+    }
+    for (const auto& node : impl.nodes()) {
+      if (node->value.is_non_tensor()) {
+        if (auto one = single_json(node->value)) {
+          fields[node->key] = std::move(*one);
+        }
+      }
+    }
+    metadata.type = cls_.name;
+    metadata.non_tensor_fields =
+        std::make_shared<const Json>(std::move(fields));
+  }
+
+  bool non_tensor_entries_are_keys() const override {
+    return false;
+  }
+
+  // Python refuses an unknown non-tensor field even when not strict. With
+  // `strict`, every entry names a field (Python's rule), and every set
+  // field has an entry or a non-tensor value.
+  void check_keys(
+      const TensorDict& td,
+      const StateDict& state_dict,
+      const Json* fields,
+      bool strict) const override {
+    if (fields != nullptr) {
+      for (const auto& [name, value] : fields->items()) {
+        if (!find_field(cls_, name)) {
+          throw_unexpected_field(name);
+        }
+      }
+    }
+    if (!strict) {
+      return;
+    }
+    for (const auto& [key, entry] : state_dict.items()) {
+      if ((entry.kind() == StateDict::Kind::kTensor ||
+           entry.kind() == StateDict::Kind::kNested) &&
+          !find_field(cls_, key)) {
+        throw_unexpected_field(key);
+      }
+    }
+    std::set<std::string> missing;
+    for (const auto& key : td.keys()) {
+      const std::string name(key.back());
+      if (!state_dict.contains(name) &&
+          !(fields != nullptr && fields->contains(name))) {
+        missing.insert(name);
+      }
+    }
+    TORCH_CHECK(
+        missing.empty(),
+        "Cannot load the state dict into ",
+        cls_.name,
+        ": it has no entry for the set fields ",
+        key_set_repr(missing),
+        " (pass strict=false to keep their values)");
+  }
+
+  // Null unsets the field; equal values are left alone, so a frozen
+  // instance can load.
+  void load_field(TensorDict& td, const std::string& name, const Json& value)
+      const override {
+    const size_t index = *find_field(cls_, name);
+    if (value.is_null()) {
+      TORCH_CHECK_VALUE(
+          cls_.fields[index].optional,
+          "the state dict holds None for the field '",
+          name,
+          "' of ",
+          cls_.name,
+          ", which is not optional");
+      if (td.contains(name)) {
+        td.del_(name);
+      }
+    } else if (const Value* existing = td.find(name);
+               existing == nullptr || single_json(*existing) != value) {
+      tc_set_field(td, cls_, index, field_arg_from_json(value));
+    }
+  }
+
+  // An entry that is not a field is refused by check_keys when strict and
+  // skipped when not.
+  bool takes_entry(std::string_view key, LoadedEntry what) const override {
+    const auto index = find_field(cls_, key);
+    if (!index) {
+      return false;
+    }
+    const FieldInfo& field = cls_.fields[*index];
+    const FieldKind kind = field.kind;
+    switch (what) {
+      case LoadedEntry::kTensor:
+        check_takes(field, is_tensor_field(kind), "a tensor");
+        break;
+      case LoadedEntry::kNonTensor:
+        check_takes(
+            field,
+            kind != FieldKind::kTensor && kind != FieldKind::kTensorDict &&
+                kind != FieldKind::kTensorClass,
+            "non-tensor data");
+        break;
+      case LoadedEntry::kNested:
+        check_takes(
+            field,
+            kind == FieldKind::kTensorDict || kind == FieldKind::kTensorClass,
+            "a nested level");
+        break;
+    }
+    return true;
+  }
+
+  // A number field stored as non-tensor data takes the tensor as the class
+  // flags cast it.
+  bool load_tensor(
+      TensorDict& td,
+      const std::string& key,
+      const at::Tensor& tensor) const override {
+    const size_t index = *find_field(cls_, key);
+    if (cls_.fields[index].kind == FieldKind::kTensor) {
+      return false;
+    }
+    const Value* existing = td.find(key);
+    if (existing != nullptr && existing->is_tensor()) {
+      return false;
+    }
+    tc_set_field(td, cls_, index, FieldArg(tensor));
+    return true;
+  }
+
+ private:
+  [[noreturn]] void throw_unexpected_field(const std::string& key) const {
+    TENSORDICT_CHECK_KEY(
+        false,
+        "Key '",
+        key,
+        "' wasn't expected in the state-dict: ",
+        cls_.name,
+        " has no such field");
+  }
+
+  void check_takes(const FieldInfo& field, bool ok, const char* what) const {
+    TORCH_CHECK_TYPE(
+        ok,
+        "the state dict holds ",
+        what,
+        " for the field '",
+        field.name,
+        "' of ",
+        cls_.name,
+        ", which cannot hold one");
+  }
+
+  const ClassInfo& cls_;
+};
+
+}  // namespace
+
+StateDict tc_state_dict(
+    const TensorDict& td, const ClassInfo& info, bool flatten) {
+  return make_state_dict(
+      td, std::make_unique<ClassStateDictHook>(info), flatten);
+}
+
+void tc_load_state_dict(
+    const TensorDict& td,
+    const ClassInfo& info,
+    const StateDict& state_dict,
+    bool strict,
+    bool assign) {
+  TensorDict dest = td;
+  const ClassStateDictHook hook(info);
+  load_state_dict_into(dest, state_dict, strict, assign, &hook);
+}
+
+}  // namespace detail
+TENSORDICT_END_NAMESPACE
