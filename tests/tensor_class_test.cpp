@@ -450,6 +450,14 @@ TEST(TensorClassTest, ApplyToCloneAndCompare) {
   EXPECT_EQ(as_double.inner().x().scalar_type(), torch::kDouble);
   Trajectory moved = t.to(at::TensorOptions().device(c10::kCPU));
   EXPECT_EQ(moved.device(), c10::Device(c10::kCPU));
+  // A DeviceType, a Device and a string each name one overload.
+  for (const Trajectory& m :
+       {t.to(torch::kMeta), t.to(c10::Device("meta")), t.to("meta")}) {
+    EXPECT_EQ(m.device(), c10::Device("meta"));
+    EXPECT_EQ(m.obs().device(), c10::Device("meta"));
+    EXPECT_EQ(m.inner().x().device(), c10::Device("meta"));
+    EXPECT_EQ(m.task(), "reach");
+  }
   Trajectory copy = t.clone();
   EXPECT_NE(copy.obs().data_ptr(), t.obs().data_ptr());
   EXPECT_TRUE(equal(copy, t));

@@ -1,8 +1,8 @@
 #pragma once
 
 // The compiled side of TensorClass (src/tensor_class.cpp and, for the state
-// dict, src/state_dict.cpp): the functions the TensorClass templates call,
-// exported so that the templates stay thin. Not API: include
+// dict, src/tensor_class/state_dict.cpp): the functions the TensorClass
+// templates call, exported so that the templates stay thin. Not API: include
 // tensordict/tensor_class.h. Each function takes the class description and
 // names the field in its errors.
 
@@ -105,10 +105,10 @@ TENSORDICT_API TensorDict tc_load_memmap(
     const ClassInfo& info,
     const std::string& prefix,
     const LoadMemmapOptions& options);
-/// Returns the state dict of an instance (src/state_dict.cpp).
+/// Returns the state dict of an instance (src/tensor_class/state_dict.cpp).
 TENSORDICT_API StateDict
 tc_state_dict(const TensorDict& td, const ClassInfo& info, bool flatten);
-/// Loads a state dict into an instance (src/state_dict.cpp).
+/// Loads a state dict into an instance (src/tensor_class/state_dict.cpp).
 TENSORDICT_API void tc_load_state_dict(
     const TensorDict& td,
     const ClassInfo& info,
