@@ -14,7 +14,7 @@ namespace detail {
 TensorDict move_consolidated(
     const TensorDict& td, c10::Device device, bool non_blocking) {
   const TensorDictImpl& root = *td.unsafeGetImpl();
-  const at::Tensor& storage = root.consolidated_storage;
+  const at::Tensor& storage = root.consolidated.storage;
   const at::Tensor moved = storage.to(device, non_blocking);
   const int64_t base = storage.storage_offset();
   // Each leaf keeps its byte offset, sizes and strides over the new storage.
@@ -47,7 +47,7 @@ TensorDict move_consolidated(
         out.append(node->key, std::move(stack));
       }
     }
-    out.consolidated_storage = moved;
+    out.consolidated.storage = moved;
     return result;
   };
   TensorDict result = rebuild(rebuild, root);

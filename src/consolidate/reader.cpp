@@ -141,7 +141,7 @@ class Reader {
         append(impl, name, read_dict(entry, child, batch, depth + 1), child);
       }
     }
-    impl.consolidated_storage = data_;
+    impl.consolidated.storage = data_;
     if (locked) {
       result.lock_();
     }

@@ -320,7 +320,7 @@ TensorDict views_like(
       }
     }
   }
-  out.consolidated_storage = storage;
+  out.consolidated.storage = storage;
   return result;
 }
 
@@ -335,7 +335,7 @@ bool all_leaves_in(
       }
     } else if (value.is_tensordict()) {
       const TensorDictImpl& child = *value.tensordict().unsafeGetImpl();
-      if (!child.consolidated_storage.defined() ||
+      if (!child.consolidated.storage.defined() ||
           !all_leaves_in(child, storage)) {
         return false;
       }
@@ -359,7 +359,7 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
   if (is_consolidated() && options.filename().empty() &&
       !options.share_memory() && !options.pin_memory() &&
       (!options.device() ||
-       *options.device() == impl_->consolidated_storage.device())) {
+       *options.device() == impl_->consolidated.storage.device())) {
     return *this;
   }
   std::vector<detail::LeafCopy> leaves;
@@ -439,7 +439,7 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
 }
 
 bool TensorDict::is_consolidated() const {
-  const at::Tensor& storage = impl_->consolidated_storage;
+  const at::Tensor& storage = impl_->consolidated.storage;
   if (!storage.defined()) {
     return false;
   }
@@ -448,7 +448,7 @@ bool TensorDict::is_consolidated() const {
 }
 
 at::Tensor TensorDict::consolidated_storage() const {
-  return is_consolidated() ? impl_->consolidated_storage : at::Tensor();
+  return is_consolidated() ? impl_->consolidated.storage : at::Tensor();
 }
 
 at::Tensor consolidated_bytes(const TensorDict& td) {

@@ -203,7 +203,7 @@ class Loader {
         problems_->push_back(full.to_string() + " in " + dir + ": " + e.msg());
       }
     }
-    result.unsafeGetImpl()->memmap_prefix = dir;
+    result.unsafeGetImpl()->memmap.prefix = dir;
     return result;
   }
 
@@ -488,7 +488,7 @@ class Loader {
         ")");
     TensorDict td = load_dict(fields, fields_meta, key, depth + 1, out);
     td.unsafeGetImpl()->python_class = type;
-    td.unsafeGetImpl()->memmap_prefix = dir;
+    td.unsafeGetImpl()->memmap.prefix = dir;
     return Value(std::move(td));
   }
 
@@ -635,7 +635,7 @@ TensorDict TensorDict::load(
 TensorDict& TensorDict::load_memmap_(
     const std::string& prefix, const LoadMemmapOptions& options) {
   const bool was_locked = impl_->locked;
-  const bool was_memmap = impl_->is_memmap;
+  const bool was_memmap = impl_->memmap.is_memmap;
   if (was_locked) {
     unlock_();
   }
@@ -660,7 +660,7 @@ TensorDict& TensorDict::load_memmap_(
         dir,
         " does not hold a TensorDict, so it cannot be loaded in place");
     loader.load_dict(fields, meta, std::nullopt, 0, this);
-    impl_->memmap_prefix = dir;
+    impl_->memmap.prefix = dir;
   } catch (...) {
     if (was_locked) {
       lock_();
@@ -673,7 +673,7 @@ TensorDict& TensorDict::load_memmap_(
   if (was_memmap) {
     std::function<void(detail::TensorDictImpl&)> mark =
         [&](detail::TensorDictImpl& impl) {
-          impl.is_memmap = true;
+          impl.memmap.is_memmap = true;
           for (const auto& node : impl.nodes()) {
             if (node->value.is_tensordict()) {
               mark(*node->value.tensordict().unsafeGetImpl());
@@ -687,10 +687,10 @@ TensorDict& TensorDict::load_memmap_(
 
 TensorDict& TensorDict::memmap_refresh_() {
   TORCH_CHECK(
-      impl_->is_memmap && !impl_->memmap_prefix.empty(),
+      impl_->memmap.is_memmap && !impl_->memmap.prefix.empty(),
       "memmap_refresh_ needs a dict memmapped to a directory (is_memmap() "
       "and saved_path()); this one is not");
-  const std::string prefix = impl_->memmap_prefix;
+  const std::string prefix = impl_->memmap.prefix;
   return load_memmap_(prefix);
 }
 

@@ -436,8 +436,8 @@ void SavePlan::run() {
 
 void SavePlan::mark_memmapped() {
   for (auto& [impl, dir] : memmapped_) {
-    impl->is_memmap = true;
-    impl->memmap_prefix = dir;
+    impl->memmap.is_memmap = true;
+    impl->memmap.prefix = dir;
   }
 }
 
@@ -490,14 +490,14 @@ TensorDict TensorDict::save(const MemmapOptions& options) const {
 }
 
 bool TensorDict::is_memmap() const noexcept {
-  return impl_->is_memmap;
+  return impl_->memmap.is_memmap;
 }
 
 std::optional<std::string> TensorDict::saved_path() const {
-  if (impl_->memmap_prefix.empty()) {
+  if (impl_->memmap.prefix.empty()) {
     return std::nullopt;
   }
-  return impl_->memmap_prefix;
+  return impl_->memmap.prefix;
 }
 
 const std::string& TensorDict::python_class() const noexcept {
@@ -578,8 +578,8 @@ namespace {
 // The directory holding a memmapped dict's entries.
 std::string fields_directory(const detail::TensorDictImpl& impl) {
   return impl.python_class.empty()
-             ? impl.memmap_prefix
-             : detail::join_path(impl.memmap_prefix, "_tensordict");
+             ? impl.memmap.prefix
+             : detail::join_path(impl.memmap.prefix, "_tensordict");
 }
 
 // Adds `entry` under `key` to the meta.json in `dir`, keeping its style:
@@ -601,7 +601,7 @@ void add_meta_entry(
 at::Tensor TensorDict::make_memmap(
     const NestedKey& key, c10::IntArrayRef shape, c10::ScalarType dtype) {
   TORCH_CHECK(
-      impl_->is_memmap && !impl_->memmap_prefix.empty(),
+      impl_->memmap.is_memmap && !impl_->memmap.prefix.empty(),
       "make_memmap needs a dict memmapped to a directory (is_memmap() and "
       "saved_path()); ",
       key.to_string(),
@@ -644,8 +644,8 @@ at::Tensor TensorDict::make_memmap(
         false);
     add_meta_entry(parent_dir, part, {{"type", "TensorDict"}});
     detail::TensorDictImpl* child_impl = child.unsafeGetImpl();
-    child_impl->memmap_prefix = dir;
-    child_impl->is_memmap = true;
+    child_impl->memmap.prefix = dir;
+    child_impl->memmap.is_memmap = true;
     child_impl->locked = level->locked;
     if (level->locked) {
       child_impl->lock_parents.emplace_back(

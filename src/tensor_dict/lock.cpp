@@ -48,7 +48,7 @@ void clear_lock(TensorDictImpl& impl) {
   // stay in shared memory).
   impl.locked = false;
   impl.shared = false;
-  impl.is_memmap = false;
+  impl.memmap.is_memmap = false;
 }
 
 // Drops `impl`, and every dead or unlocked parent, from its children's lock
