@@ -72,6 +72,48 @@ TEST(WalkTest, KeyPathIsAStackMaterializedOnDemand) {
   EXPECT_EQ(path.joined("/"), "n");
 }
 
+TEST(WalkTest, KeyPathStartsAtAKeyBorrowingItsParts) {
+  const NestedKey key({"n", "b"});
+  KeyPath path(key);
+  EXPECT_EQ(path.size(), 2u);
+  EXPECT_EQ(path.parts()[0].data(), key[0].data());
+  path.push("c");
+  EXPECT_EQ(path.to_string(), "('n', 'b', 'c')");
+}
+
+TEST(WalkTest, RebuildMakesEveryLevelAndMovesNonTensorsWhenAsked) {
+  const TensorDict td = make_tree();
+  std::vector<std::string> levels;
+  auto make_dict = [&](const TensorDictImpl& level) {
+    levels.push_back(std::to_string(level.nodes().size()));
+    return tensordict::detail::make_tensordict(
+        level.batch_size, c10::Device(c10::kMeta), level.names);
+  };
+  // Drops the nested tensor "b": an undefined result drops its entry.
+  auto keep_root_leaf = [](const at::Tensor& t) {
+    return t.sum().item<double>() == 0 ? t : at::Tensor();
+  };
+  const TensorDict moved = tensordict::detail::rebuild(
+      *td.unsafeGetImpl(),
+      make_dict,
+      keep_root_leaf,
+      /*move_non_tensors=*/true);
+  EXPECT_EQ(levels, (std::vector<std::string>{"3", "2"}));
+  EXPECT_TRUE(moved.get("a").is_same(td.get("a")));
+  EXPECT_FALSE(moved.contains({"n", "b"}));
+  const c10::Device meta(c10::kMeta);
+  EXPECT_EQ(moved[NestedKey({"n", "s"})].non_tensor_data().device(), meta);
+  EXPECT_EQ(moved["c"].non_tensor_data().device(), meta);
+  EXPECT_FALSE(td["c"].non_tensor_data().device().has_value());
+
+  const TensorDict kept = tensordict::detail::rebuild(
+      *td.unsafeGetImpl(),
+      make_dict,
+      keep_root_leaf,
+      /*move_non_tensors=*/false);
+  EXPECT_FALSE(kept["c"].non_tensor_data().device().has_value());
+}
+
 TEST(WalkTest, WalkCallsTheHooksDepthFirstInInsertionOrder) {
   Recorder recorder;
   tensordict::detail::walk(make_tree(), recorder);

@@ -141,7 +141,7 @@ class Reader {
         append(impl, name, read_dict(entry, child, batch, depth + 1), child);
       }
     }
-    impl.consolidated_storage = data_;
+    impl.consolidated.storage = data_;
     if (locked) {
       result.lock_();
     }
@@ -157,7 +157,7 @@ class Reader {
         entry.dump().substr(0, 200));
     TENSORDICT_CHECK_METADATA(
         at,
-        entry.size() == 5 && at.key()->back().rfind("<NJT", 0) != 0,
+        entry.size() == 5 && at.path().back().rfind("<NJT", 0) != 0,
         "jagged nested tensors are not supported");
     const c10::ScalarType dtype = at.dtype(entry[0]);
     const std::vector<int64_t> shape = at.shape(entry[1], "shape");
@@ -402,7 +402,7 @@ TensorDict read_consolidated(
       text, options.max_depth(), "the consolidated metadata of " + source);
   const Reader reader(bytes.narrow(0, 0, data_size), options.max_depth());
   return reader.read_dict(
-      meta, MetadataReader(source, std::nullopt), /*parent_batch=*/{}, 0);
+      meta, MetadataReader(source, KeyPath()), /*parent_batch=*/{}, 0);
 }
 
 int64_t file_size(const std::string& filename) {

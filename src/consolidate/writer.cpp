@@ -19,6 +19,7 @@
 #include "detail/format.h"
 #include "detail/shared_memory.h"
 #include "detail/tensor_dict_impl.h"
+#include "detail/walk.h"
 #include "io/file_io.h"
 #include "io/format.h"
 #include "tensordict/consolidate.h"
@@ -62,13 +63,13 @@ Json level_json(const char* cls, Json cls_metadata) {
   return meta;
 }
 
-void check_nested_name(const std::string& name, const NestedKey& key) {
+void check_nested_name(const KeyPath& path) {
   TORCH_CHECK(
-      !is_reserved_member(name),
+      !is_reserved_member(path.back()),
       "cannot consolidate ",
-      describe(key),
+      describe(path),
       ": a nested entry named '",
-      name,
+      path.back(),
       "' would collide with a member of the consolidated metadata (cls, "
       "non_tensors, leaves, cls_metadata, size); rename it");
 }
@@ -101,89 +102,107 @@ Json stack_json(
   return meta;
 }
 
-Json build_metadata(
-    const TensorDictImpl& impl,
-    const std::optional<NestedKey>& prefix,
-    std::vector<LeafCopy>& leaves,
-    int64_t& offset) {
-  Json cls_metadata = Json::object();
-  cls_metadata["device"] = device_json(impl.device);
-  cls_metadata["names"] = names_json(impl);
-  cls_metadata["batch_size"] = impl.batch_size;
-  cls_metadata["is_locked"] = impl.locked;
-  Json meta = level_json("TensorDict", std::move(cls_metadata));
-  for (const Node* node : impl.nodes()) {
-    const NestedKey key = child_key(prefix, node->key);
-    const Value& value = node->value;
-    switch (value.kind()) {
-      case Value::Kind::kTensor: {
-        const at::Tensor& t = value.tensor();
-        TORCH_CHECK(
-            t.layout() == c10::kStrided && !t.is_nested(),
-            "cannot consolidate ",
-            describe(key),
-            ": only strided tensors can be consolidated, got layout ",
-            t.layout());
-        TORCH_CHECK(
-            is_saveable_dtype(t.scalar_type()),
-            "cannot consolidate ",
-            describe(key),
-            ": dtype ",
-            t.scalar_type(),
-            " has no name Python tensordict can read");
-        const int64_t itemsize = static_cast<int64_t>(t.element_size());
-        TORCH_CHECK(
-            offset % itemsize == 0,
-            "cannot consolidate ",
-            describe(key),
-            ": its ",
-            dtype_name(t.scalar_type()),
-            " data would start at byte ",
-            offset,
-            ", not a multiple of its item size ",
-            itemsize,
-            ", and could not be viewed (Python cannot rebuild it either); "
-            "move it before the leaves whose sizes are not multiples of ",
-            itemsize,
-            " bytes");
-        const int64_t nbytes = t.numel() * itemsize;
-        const int64_t pad = (kAlignment - nbytes % kAlignment) % kAlignment;
-        meta["leaves"][node->key] = Json::array(
-            {dtype_name(t.scalar_type()),
-             t.sizes().vec(),
-             offset,
-             offset + nbytes + pad,
-             pad});
-        leaves.push_back(LeafCopy{t, offset, nbytes, pad});
-        offset += nbytes + pad;
-        break;
-      }
-      case Value::Kind::kTensorDict:
-        check_nested_name(node->key, key);
-        meta[node->key] = build_metadata(
-            *value.tensordict().unsafeGetImpl(), key, leaves, offset);
-        break;
-      case Value::Kind::kNonTensorData: {
-        const NonTensorData& data = value.non_tensor_data();
-        meta["non_tensors"][node->key] = Json::array(
-            {data.data(), data.batch_size().vec(), device_json(data.device())});
-        break;
-      }
-      case Value::Kind::kNonTensorStack: {
-        check_nested_name(node->key, key);
-        const NonTensorStack& stack = value.non_tensor_stack();
-        TORCH_CHECK(
-            !stack.batch_size().empty(),
-            "cannot consolidate ",
-            describe(key),
-            ": a NonTensorStack needs at least one batch dim");
-        meta[node->key] = stack_json(stack, 0, 0, impl.locked);
-        break;
-      }
-    }
+// Walks a dict into the metadata of NOTE [Consolidated layout], one JSON
+// object per open level, and lists its leaves in walk order, which is the
+// order of their bytes.
+class MetadataBuilder : public WalkVisitor {
+ public:
+  explicit MetadataBuilder(const TensorDictImpl& root) {
+    open(root);
+    KeyPath path;
+    walk(root, *this, path);
   }
-  return meta;
-}
+
+  // The metadata of the root.
+  const Json& metadata() const {
+    return levels_.front();
+  }
+  std::vector<LeafCopy> leaves;
+  int64_t total = 0;  // the bytes of the leaves, padding included
+
+  bool enter_dict(const KeyPath& path, const TensorDict& dict) {
+    check_nested_name(path);
+    open(*dict.unsafeGetImpl());
+    return true;
+  }
+  void leave_dict(const KeyPath& path, const TensorDict& /*dict*/) {
+    Json level = std::move(levels_.back());
+    levels_.pop_back();
+    levels_.back()[std::string(path.back())] = std::move(level);
+  }
+  void leaf(const KeyPath& path, const at::Tensor& t) {
+    TORCH_CHECK(
+        t.layout() == c10::kStrided && !t.is_nested(),
+        "cannot consolidate ",
+        describe(path),
+        ": only strided tensors can be consolidated, got layout ",
+        t.layout());
+    TORCH_CHECK(
+        is_saveable_dtype(t.scalar_type()),
+        "cannot consolidate ",
+        describe(path),
+        ": dtype ",
+        t.scalar_type(),
+        " has no name Python tensordict can read");
+    const int64_t itemsize = static_cast<int64_t>(t.element_size());
+    TORCH_CHECK(
+        total % itemsize == 0,
+        "cannot consolidate ",
+        describe(path),
+        ": its ",
+        dtype_name(t.scalar_type()),
+        " data would start at byte ",
+        total,
+        ", not a multiple of its item size ",
+        itemsize,
+        ", and could not be viewed (Python cannot rebuild it either); "
+        "move it before the leaves whose sizes are not multiples of ",
+        itemsize,
+        " bytes");
+    const int64_t nbytes = t.numel() * itemsize;
+    const int64_t pad = (kAlignment - nbytes % kAlignment) % kAlignment;
+    levels_.back()["leaves"][std::string(path.back())] = Json::array(
+        {dtype_name(t.scalar_type()),
+         t.sizes().vec(),
+         total,
+         total + nbytes + pad,
+         pad});
+    leaves.push_back(LeafCopy{t, total, nbytes, pad});
+    total += nbytes + pad;
+  }
+  void non_tensor(const KeyPath& path, const Value& value) {
+    Json& level = levels_.back();
+    const std::string key(path.back());
+    if (value.is_non_tensor_data()) {
+      const NonTensorData& data = value.non_tensor_data();
+      level["non_tensors"][key] = Json::array(
+          {data.data(), data.batch_size().vec(), device_json(data.device())});
+      return;
+    }
+    check_nested_name(path);
+    const NonTensorStack& stack = value.non_tensor_stack();
+    TORCH_CHECK(
+        !stack.batch_size().empty(),
+        "cannot consolidate ",
+        describe(path),
+        ": a NonTensorStack needs at least one batch dim");
+    // A stack records the lock state of the dict holding it.
+    const bool locked = level["cls_metadata"]["is_locked"].get<bool>();
+    level[key] = stack_json(stack, 0, 0, locked);
+  }
+
+ private:
+  void open(const TensorDictImpl& impl) {
+    Json cls_metadata = Json::object();
+    cls_metadata["device"] = device_json(impl.device);
+    cls_metadata["names"] = names_json(impl);
+    cls_metadata["batch_size"] = impl.batch_size;
+    cls_metadata["is_locked"] = impl.locked;
+    levels_.push_back(level_json("TensorDict", std::move(cls_metadata)));
+  }
+
+  std::vector<Json> levels_;  // the open levels, root first
+};
 
 // --- copying the leaves -----------------------------------------------
 
@@ -263,85 +282,30 @@ void copy_leaves(
 
 // --- building dicts of views -------------------------------------------
 
-// Rebuilds `impl`'s structure over `storage` by walking the same leaves in
-// the same order as build_metadata.
+// Rebuilds `impl`'s structure over `storage`, its leaves in the order of
+// MetadataBuilder's. Each dict keeps a device only if `keep_device` (then
+// the storage's); a dict on that device moves its non-tensor values there.
 TensorDict views_like(
     const TensorDictImpl& impl,
     const at::Tensor& storage,
     const std::vector<LeafCopy>& leaves,
-    size_t& next,
     bool keep_device) {
-  std::optional<c10::Device> device;
-  if (keep_device && impl.device) {
-    device = storage.device();
-  }
-  TensorDict result = make_tensordict(impl.batch_size, device, impl.names);
-  TensorDictImpl& out = *result.unsafeGetImpl();
-  out.reserve(impl.nodes().size());
-  for (const Node* node : impl.nodes()) {
-    const Value& value = node->value;
-    switch (value.kind()) {
-      case Value::Kind::kTensor: {
-        const LeafCopy& leaf = leaves[next++];
-        out.append(
-            node->key,
-            leaf_view(
-                storage,
-                leaf.start,
-                leaf.source.scalar_type(),
-                leaf.source.sizes()));
-        break;
-      }
-      case Value::Kind::kTensorDict:
-        out.append(
-            node->key,
-            views_like(
-                *value.tensordict().unsafeGetImpl(),
-                storage,
-                leaves,
-                next,
-                keep_device));
-        break;
-      case Value::Kind::kNonTensorData: {
-        NonTensorData data = value.non_tensor_data();
-        if (device) {
-          data.set_device(device);
-        }
-        out.append(node->key, std::move(data));
-        break;
-      }
-      case Value::Kind::kNonTensorStack: {
-        NonTensorStack stack = value.non_tensor_stack();
-        if (device) {
-          stack.set_device(device);
-        }
-        out.append(node->key, std::move(stack));
-        break;
-      }
+  auto make_dict = [&](const TensorDictImpl& level) {
+    std::optional<c10::Device> device;
+    if (keep_device && level.device) {
+      device = storage.device();
     }
-  }
-  out.consolidated_storage = storage;
-  return result;
-}
-
-bool all_leaves_in(
-    const TensorDictImpl& impl, const c10::StorageImpl* storage) {
-  for (const Node* node : impl.nodes()) {
-    const Value& value = node->value;
-    if (value.is_tensor()) {
-      const at::Tensor& t = value.tensor();
-      if (!t.has_storage() || t.storage().unsafeGetStorageImpl() != storage) {
-        return false;
-      }
-    } else if (value.is_tensordict()) {
-      const TensorDictImpl& child = *value.tensordict().unsafeGetImpl();
-      if (!child.consolidated_storage.defined() ||
-          !all_leaves_in(child, storage)) {
-        return false;
-      }
-    }
-  }
-  return true;
+    TensorDict dict = make_tensordict(level.batch_size, device, level.names);
+    dict.unsafeGetImpl()->consolidated.storage = storage;
+    return dict;
+  };
+  size_t next = 0;
+  auto view = [&](const at::Tensor& /*source*/) {
+    const LeafCopy& leaf = leaves[next++];
+    return leaf_view(
+        storage, leaf.start, leaf.source.scalar_type(), leaf.source.sizes());
+  };
+  return rebuild(impl, make_dict, view, /*move_non_tensors=*/true);
 }
 
 void write_trailer(uint8_t* dst, const std::string& json) {
@@ -359,13 +323,11 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
   if (is_consolidated() && options.filename().empty() &&
       !options.share_memory() && !options.pin_memory() &&
       (!options.device() ||
-       *options.device() == impl_->consolidated_storage.device())) {
+       *options.device() == impl_->consolidated.storage.device())) {
     return *this;
   }
-  std::vector<detail::LeafCopy> leaves;
-  int64_t total = 0;
-  const Json metadata =
-      detail::build_metadata(*impl_, std::nullopt, leaves, total);
+  const detail::MetadataBuilder built(*impl_);
+  const int64_t total = built.total;
 
   const bool to_file = !options.filename().empty();
   c10::Device device =
@@ -383,7 +345,7 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
   at::Tensor storage;
   if (to_file) {
     const std::string json =
-        detail::dump_json(metadata, /*spaced=*/true, /*ascii=*/true);
+        detail::dump_json(built.metadata(), /*spaced=*/true, /*ascii=*/true);
     const int64_t file_bytes =
         total + static_cast<int64_t>(json.size()) + detail::kTrailerBytes;
     const std::string& path = options.filename();
@@ -415,58 +377,58 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
             .device(device)
             .pinned_memory(options.pin_memory()));
   }
-  detail::copy_leaves(leaves, storage, options.num_threads(), total);
+  detail::copy_leaves(built.leaves, storage, options.num_threads(), total);
 
-  size_t next = 0;
   TensorDict result = detail::views_like(
       *impl_,
       storage,
-      leaves,
-      next,
+      built.leaves,
       /*keep_device=*/impl_->device.has_value() ||
           options.device().has_value());
   if (options.device() && !impl_->device) {
-    result.unsafeGetImpl()->device = storage.device();
     // Nested dicts share the root's device.
-    for (const auto& value : result.values(/*include_nested=*/true)) {
-      if (value.is_tensordict()) {
-        value.tensordict().unsafeGetImpl()->device = storage.device();
-      }
-    }
+    detail::for_each_dict(
+        *result.unsafeGetImpl(),
+        [&](detail::TensorDictImpl& dict) { dict.device = storage.device(); });
   }
   result.lock_();
   return result;
 }
 
 bool TensorDict::is_consolidated() const {
-  const at::Tensor& storage = impl_->consolidated_storage;
+  const at::Tensor& storage = impl_->consolidated.storage;
   if (!storage.defined()) {
     return false;
   }
-  return detail::all_leaves_in(
-      *impl_, storage.storage().unsafeGetStorageImpl());
+  bool dicts = true;
+  detail::for_each_dict(*impl_, [&](const detail::TensorDictImpl& dict) {
+    dicts = dicts && dict.consolidated.storage.defined();
+  });
+  const c10::StorageImpl* bytes = storage.storage().unsafeGetStorageImpl();
+  return dicts && detail::all_tensors(*impl_, [&](const at::Tensor& t) {
+           return t.has_storage() &&
+                  t.storage().unsafeGetStorageImpl() == bytes;
+         });
 }
 
 at::Tensor TensorDict::consolidated_storage() const {
-  return is_consolidated() ? impl_->consolidated_storage : at::Tensor();
+  return is_consolidated() ? impl_->consolidated.storage : at::Tensor();
 }
 
 at::Tensor consolidated_bytes(const TensorDict& td) {
   const TensorDict cons = td.is_consolidated() ? td : td.consolidate();
   const detail::TensorDictImpl& impl = *cons.unsafeGetImpl();
   // The metadata of the dict as it is now (batch sizes, names, lock).
-  std::vector<detail::LeafCopy> leaves;
-  int64_t total = 0;
-  const Json metadata =
-      detail::build_metadata(impl, std::nullopt, leaves, total);
+  const detail::MetadataBuilder built(impl);
+  const int64_t total = built.total;
   const std::string json =
-      detail::dump_json(metadata, /*spaced=*/true, /*ascii=*/true);
+      detail::dump_json(built.metadata(), /*spaced=*/true, /*ascii=*/true);
   at::Tensor out = at::empty(
       {total + static_cast<int64_t>(json.size()) + detail::kTrailerBytes},
       at::TensorOptions().dtype(c10::kByte));
   // A dict loaded from Python's file may list its leaves in another order
   // than their bytes, so each leaf is copied to its new offset.
-  detail::copy_leaves(leaves, out, 0, total);
+  detail::copy_leaves(built.leaves, out, 0, total);
   detail::write_trailer(static_cast<uint8_t*>(out.data_ptr()) + total, json);
   return out;
 }

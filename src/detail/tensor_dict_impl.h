@@ -17,6 +17,21 @@
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
 
+/// What a memmap save or load leaves on a dict (src/memmap/).
+struct MemmapState {
+  /// Set by memmap/memmap_, cleared by unlock_.
+  bool is_memmap = false;
+  /// The directory the dict was saved to or loaded from; empty = none.
+  std::string prefix;
+};
+
+/// What consolidate leaves on a dict (src/consolidate/).
+struct ConsolidatedState {
+  /// The uint8 storage whose views the leaves are, set by consolidate and
+  /// from_consolidated; undefined = none.
+  at::Tensor storage;
+};
+
 /// The state of one dict level: its entries (a NodeTable, see NOTE [Dict
 /// storage] in node_table.h) and its attributes. The table's methods are
 /// forwarded, so call sites read `impl.find(key)` and `impl.nodes()`.
@@ -59,7 +74,7 @@ class TensorDictImpl : public c10::intrusive_ptr_target {
   void release_resources() override {
     entries_.clear();
     lock_parents.clear();
-    consolidated_storage.reset();
+    consolidated.storage.reset();
   }
 
   std::vector<int64_t> batch_size;
@@ -70,15 +85,10 @@ class TensorDictImpl : public c10::intrusive_ptr_target {
   // Locked dicts that hold this one; unlock_ refuses while one of them is
   // alive and locked (Python's lock graph).
   std::vector<c10::weak_intrusive_ptr<TensorDictImpl>> lock_parents;
-  // Memmap state (src/memmap/): set by memmap/memmap_, cleared by unlock_.
-  bool is_memmap = false;
-  // The directory the dict was saved to or loaded from; empty = none.
-  std::string memmap_prefix;
   // `_type` of the Python tensorclass the dict stands for; empty = none.
   std::string python_class;
-  // Consolidated state (src/consolidate/): the uint8 storage whose views
-  // the leaves are, set by consolidate/from_consolidated; undefined = none.
-  at::Tensor consolidated_storage;
+  MemmapState memmap;              // owned by src/memmap/
+  ConsolidatedState consolidated;  // owned by src/consolidate/
 
  private:
   NodeTable entries_;

@@ -10,6 +10,20 @@
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
 
+Value non_tensor_on(const Value& v, std::optional<c10::Device> device) {
+  if (!device) {
+    return v;
+  }
+  if (v.is_non_tensor_data()) {
+    NonTensorData data = v.non_tensor_data();
+    data.set_device(device);
+    return Value(std::move(data));
+  }
+  NonTensorStack stack = v.non_tensor_stack();
+  stack.set_device(device);
+  return Value(std::move(stack));
+}
+
 at::Tensor stack_positions(const NonTensorStack& stack) {
   return at::arange(
              static_cast<int64_t>(stack.values().size()),

@@ -27,7 +27,8 @@ namespace detail {
 //  - `zip_level(dicts, path, options, fn)`: several dicts matched by key at
 //    one level, with the one key-set check (`check_same_keys`) and the one
 //    kind check (`check_same_kind`); callers recurse from `fn`;
-//  - `map_entries` / `transform*`: rebuild the structure leaf by leaf.
+//  - `rebuild` / `map_entries` / `transform*`: rebuild the structure leaf
+//    by leaf.
 // Walkers keep the current key as a `KeyPath`, a stack of borrowed parts,
 // and make a NestedKey only when they need one (a callback's key, an error),
 // so a walk allocates nothing per node for its keys.
@@ -38,6 +39,10 @@ namespace detail {
 /// keys do not change.
 class KeyPath {
  public:
+  /// Starts at the root.
+  KeyPath() = default;
+  /// Starts at `key`, borrowing its parts.
+  explicit KeyPath(const NestedKey& key) : parts_(key.begin(), key.end()) {}
   /// Enters entry `part` of the current dict.
   void push(std::string_view part) {
     parts_.push_back(part);
@@ -321,6 +326,42 @@ void zip_level(
   }
 }
 
+/// Returns a copy of the non-tensor value `v` on `device`, or unchanged
+/// when `device` is empty.
+Value non_tensor_on(const Value& v, std::optional<c10::Device> device);
+
+/// Rebuilds the tree of `src` level by level: `make_dict(level)` returns the
+/// new, empty dict for each dict of the tree (the root first), `fn(tensor)`
+/// each tensor (an undefined result drops the entry), and non-tensor values
+/// are copied, onto their new dict's device when `move_non_tensors`.
+template <typename MakeDict, typename Fn>
+TensorDict rebuild(
+    const TensorDictImpl& src,
+    MakeDict& make_dict,
+    Fn& fn,
+    bool move_non_tensors) {
+  TensorDict result = make_dict(src);
+  TensorDictImpl& dst = *result.unsafeGetImpl();
+  dst.reserve(src.nodes().size());
+  for (const auto& node : src.nodes()) {
+    const Value& v = node->value;
+    if (v.is_tensor()) {
+      at::Tensor out = fn(v.tensor());
+      if (out.defined()) {
+        dst.append(node->key, Value(std::move(out)));
+      }
+    } else if (v.is_tensordict()) {
+      const TensorDictImpl& child = *v.tensordict().unsafeGetImpl();
+      dst.append(
+          node->key, Value(rebuild(child, make_dict, fn, move_non_tensors)));
+    } else {
+      const auto device = move_non_tensors ? dst.device : std::nullopt;
+      dst.append(node->key, non_tensor_on(v, device));
+    }
+  }
+  return result;
+}
+
 /// Returns a new dict with the same structure as `td` where every tensor is
 /// `fn(tensor)`; an undefined result drops the entry. Nested dicts are
 /// rebuilt (never aliased), non-tensor values copied. `device`, when given,
@@ -331,43 +372,11 @@ TensorDict map_entries(
     const TensorDict& td,
     Fn&& fn,
     std::optional<c10::Device> device = std::nullopt) {
-  const TensorDictImpl& src = *td.unsafeGetImpl();
-  TensorDict result =
-      make_tensordict(src.batch_size, device ? device : src.device, src.names);
-  TensorDictImpl& dst = *result.unsafeGetImpl();
-  dst.reserve(src.nodes().size());
-  for (const auto& node : src.nodes()) {
-    const Value& v = node->value;
-    switch (v.kind()) {
-      case Value::Kind::kTensor: {
-        at::Tensor out = fn(v.tensor());
-        if (out.defined()) {
-          dst.append(node->key, Value(std::move(out)));
-        }
-        break;
-      }
-      case Value::Kind::kTensorDict:
-        dst.append(node->key, Value(map_entries(v.tensordict(), fn, device)));
-        break;
-      case Value::Kind::kNonTensorData: {
-        NonTensorData data = v.non_tensor_data();
-        if (device) {
-          data.set_device(device);
-        }
-        dst.append(node->key, Value(std::move(data)));
-        break;
-      }
-      case Value::Kind::kNonTensorStack: {
-        NonTensorStack stack = v.non_tensor_stack();
-        if (device) {
-          stack.set_device(device);
-        }
-        dst.append(node->key, Value(std::move(stack)));
-        break;
-      }
-    }
-  }
-  return result;
+  auto make_dict = [&](const TensorDictImpl& src) {
+    return make_tensordict(
+        src.batch_size, device ? device : src.device, src.names);
+  };
+  return rebuild(*td.unsafeGetImpl(), make_dict, fn, device.has_value());
 }
 
 /// Walks `a` and `b` together, matching entries by key, and builds a dict

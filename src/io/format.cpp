@@ -321,13 +321,8 @@ bool is_saveable_dtype(c10::ScalarType dtype) {
   return false;
 }
 
-std::string describe(const std::optional<NestedKey>& key) {
-  return key ? "key " + key->to_string() : "the root";
-}
-
-NestedKey child_key(
-    const std::optional<NestedKey>& prefix, const std::string& k) {
-  return prefix ? prefix->child(k) : NestedKey(std::string(k));
+std::string describe(const KeyPath& path) {
+  return path.empty() ? "the root" : "key " + path.to_string();
 }
 
 std::string encode_key(std::string_view key) {

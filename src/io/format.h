@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "detail/walk.h"
 #include "tensordict/fwd.h"
 #include "tensordict/nested_key.h"
 #include "tensordict/options.h"
@@ -38,11 +39,7 @@ std::optional<c10::ScalarType> dtype_from_name(std::string_view name);
 bool is_saveable_dtype(c10::ScalarType dtype);
 
 /// Names an entry in messages: "key ('a', 'b')", or "the root".
-std::string describe(const std::optional<NestedKey>& key);
-
-/// Returns `prefix` extended by `k`, or `k` alone at the root.
-NestedKey child_key(
-    const std::optional<NestedKey>& prefix, const std::string& k);
+std::string describe(const KeyPath& path);
 
 /// Python's `_encode_key_for_filesystem(key, robust=True)`.
 std::string encode_key(std::string_view key);

@@ -12,15 +12,11 @@
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
 
-MetadataReader MetadataReader::child(const std::string& name) const {
-  return MetadataReader(file_, child_key(key_, name));
-}
-
 std::string MetadataReader::prefix() const {
   std::string out = "invalid metadata in ";
   out.append(file_);
   out += " at ";
-  out += describe(key_);
+  out += describe(path_);
   out += ": ";
   return out;
 }

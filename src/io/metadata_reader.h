@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "detail/walk.h"
 #include "tensordict/fwd.h"
-#include "tensordict/nested_key.h"
 #include "tensordict/options.h"
 
 /// Throws, through `reader`'s prefix, unless `cond` holds. The message
@@ -36,12 +36,12 @@ TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
 
 /// Reads members of untrusted JSON metadata at one nested key of one file.
-/// A reader is cheap to copy: it keeps a view of the file's name, which the
-/// caller keeps alive, and the key.
+/// A reader is cheap to copy: it keeps views of the file's name and of the
+/// key's parts (a KeyPath), which the caller keeps alive.
 ///
 /// Example:
 /// ```
-///   MetadataReader reader(path, std::nullopt);
+///   MetadataReader reader(path, KeyPath());
 ///   const std::vector<int64_t> batch =
 ///       reader.shape(reader.member(meta, "shape"), "shape");
 ///   const MetadataReader leaf = reader.child("obs");
@@ -53,20 +53,25 @@ class MetadataReader {
   static constexpr size_t kMaxDims = 64;
 
   /// Reads metadata of `file` (a path, or a phrase such as "the byte
-  /// buffer", which must outlive the reader) at `key` (nothing: the root).
-  MetadataReader(std::string_view file, std::optional<NestedKey> key)
-      : file_(file), key_(std::move(key)) {}
+  /// buffer") at `path` (empty: the root); both must outlive the reader.
+  MetadataReader(std::string_view file, KeyPath path)
+      : file_(file), path_(std::move(path)) {}
 
-  /// Returns a reader at the entry `name` below this one, in the same file.
-  [[nodiscard]] MetadataReader child(const std::string& name) const;
+  /// Returns a reader at the entry `name` below this one, in the same file;
+  /// `name` must outlive it.
+  [[nodiscard]] MetadataReader child(std::string_view name) const {
+    MetadataReader out = *this;
+    out.path_.push(name);
+    return out;
+  }
 
   /// The file, as given.
   [[nodiscard]] std::string_view file() const {
     return file_;
   }
-  /// The nested key, or nothing at the root.
-  [[nodiscard]] const std::optional<NestedKey>& key() const {
-    return key_;
+  /// The nested key; empty at the root.
+  [[nodiscard]] const KeyPath& path() const {
+    return path_;
   }
   /// The start of every refusal: "invalid metadata in <file> at <key>: ".
   [[nodiscard]] std::string prefix() const;
@@ -116,7 +121,7 @@ class MetadataReader {
   [[noreturn]] void fail_with(const std::string& message) const;
 
   std::string_view file_;
-  std::optional<NestedKey> key_;
+  KeyPath path_;
 };
 
 }  // namespace detail

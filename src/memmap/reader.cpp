@@ -13,6 +13,7 @@
 
 #include "detail/format.h"
 #include "detail/tensor_dict_impl.h"
+#include "detail/walk.h"
 #include "io/file_io.h"
 #include "io/format.h"
 #include "io/metadata_reader.h"
@@ -37,7 +38,7 @@ class Loader {
     meta_device_ = options.device() && options.device()->is_meta();
   }
 
-  Json read_meta(const std::string& dir, const std::optional<NestedKey>& key) {
+  Json read_meta(const std::string& dir) {
     const std::string path = join_path(dir, "meta.json");
     const PathKind kind = path_kind(path);
     TORCH_CHECK(
@@ -45,7 +46,7 @@ class Loader {
         "no meta.json in ",
         dir,
         " (",
-        describe(key),
+        describe(path_),
         "): not a memmap directory, or a save that did not complete");
     Json meta = parse_meta_json(
         read_small_file(path, options_.max_meta_bytes()),
@@ -64,7 +65,7 @@ class Loader {
     }
     const auto type = meta.find("_type");
     TENSORDICT_CHECK_METADATA(
-        MetadataReader(path, key),
+        MetadataReader(path, path_),
         type != meta.end() && type->is_string(),
         "it has no \"_type\" string naming the class saved");
     return meta;
@@ -74,7 +75,6 @@ class Loader {
   // unless `lazy` receives it), a NonTensorData or a NonTensorStack.
   std::optional<Value> load_collection(
       const std::string& dir,
-      const std::optional<NestedKey>& key,
       c10::IntArrayRef parent_batch,
       int64_t depth,
       std::optional<LazyStackedTensorDict>* lazy = nullptr,
@@ -84,37 +84,35 @@ class Loader {
         "memmap directories nest deeper than ",
         options_.max_depth(),
         " levels at ",
-        describe(key),
+        describe(path_),
         " (LoadMemmapOptions::max_depth)");
-    Json meta = read_meta(dir, key);
+    Json meta = read_meta(dir);
     const std::string type = meta["_type"].get<std::string>();
     if (type == kTensorDictType || type == kTensorDictParamsType) {
-      return Value(load_dict(dir, meta, key, depth, out));
+      return Value(load_dict(dir, meta, depth, out));
     }
     if (type == kNonTensorDataType || type == kMetaDataType) {
-      return load_non_tensor_data(dir, meta, key, parent_batch);
+      return load_non_tensor_data(dir, meta, parent_batch);
     }
     if (type == kNonTensorStackType) {
-      return load_non_tensor_stack(dir, meta, key, parent_batch);
+      return load_non_tensor_stack(dir, meta, parent_batch);
     }
     if (type == kLazyStackType) {
       TORCH_CHECK(
           out == nullptr,
           dir,
           " holds a lazy stack, which cannot be loaded into a dict in place (",
-          describe(key),
+          describe(path_),
           ")");
-      return lazy_or_dense(load_lazy_stack(dir, meta, key, depth), key, lazy);
+      return lazy_or_dense(load_lazy_stack(dir, meta, depth), lazy);
     }
-    return load_tensorclass(dir, meta, type, key, depth, lazy, out);
+    return load_tensorclass(dir, meta, type, depth, lazy, out);
   }
 
   // A lazy stack: handed to `lazy` when given (the root of
   // load_memmap_any), else stacked into a dict.
   std::optional<Value> lazy_or_dense(
-      LazyStackedTensorDict stack,
-      const std::optional<NestedKey>& key,
-      std::optional<LazyStackedTensorDict>* lazy) {
+      LazyStackedTensorDict stack, std::optional<LazyStackedTensorDict>* lazy) {
     if (lazy != nullptr) {
       *lazy = std::move(stack);
       return std::nullopt;
@@ -126,7 +124,7 @@ class Loader {
     } catch (const c10::Error& e) {
       TORCH_CHECK(
           false,
-          describe(key),
+          describe(path_),
           " is a lazy stack whose elements differ in shape or keys, which "
           "a TensorDict cannot hold; load it on its own with "
           "load_memmap_any(prefix, LoadMemmapOptions().subpath(...)). (",
@@ -138,11 +136,10 @@ class Loader {
   TensorDict load_dict(
       const std::string& dir,
       const Json& meta,
-      const std::optional<NestedKey>& key,
       int64_t depth,
       const TensorDict* out) {
     const std::string meta_path = join_path(dir, "meta.json");
-    const MetadataReader reader(meta_path, key);
+    const MetadataReader reader(meta_path, path_);
     const auto shape = meta.find("shape");
     const std::vector<int64_t> batch = shape == meta.end()
                                            ? std::vector<int64_t>{}
@@ -152,7 +149,7 @@ class Loader {
       const std::optional<c10::Device> saved_device = reader.device(*saved);
       TORCH_CHECK(
           !saved_device || saved_device->is_cpu() || options_.device(),
-          describe(key),
+          describe(path_),
           " in ",
           dir,
           " was saved from device ",
@@ -183,13 +180,13 @@ class Loader {
       if (!entry.is_object()) {
         continue;  // shape, device, _type and the version members
       }
-      const NestedKey full = child_key(key, name);
+      const PathPart part(path_, name);
       try {
         std::optional<Value> value = load_entry(
             dir,
             name,
             entry,
-            MetadataReader(meta_path, full),
+            MetadataReader(meta_path, path_),
             batch,
             depth,
             result);
@@ -198,22 +195,19 @@ class Loader {
         }
       } catch (c10::Error& e) {
         if (problems_ == nullptr) {
-          TORCH_RETHROW(e, "while loading ", full.to_string(), " from ", dir);
+          TORCH_RETHROW(e, "while loading ", path_.to_string(), " from ", dir);
         }
-        problems_->push_back(full.to_string() + " in " + dir + ": " + e.msg());
+        problems_->push_back(path_.to_string() + " in " + dir + ": " + e.msg());
       }
     }
-    result.unsafeGetImpl()->memmap_prefix = dir;
+    result.unsafeGetImpl()->memmap.prefix = dir;
     return result;
   }
 
   LazyStackedTensorDict load_lazy_stack(
-      const std::string& dir,
-      const Json& meta,
-      const std::optional<NestedKey>& key,
-      int64_t depth) {
+      const std::string& dir, const Json& meta, int64_t depth) {
     const std::string meta_path = join_path(dir, "meta.json");
-    const MetadataReader reader(meta_path, key);
+    const MetadataReader reader(meta_path, path_);
     const int64_t stack_dim =
         reader.integer(reader.member(meta, "stack_dim"), "stack_dim");
     std::optional<std::string> stack_dim_name;
@@ -235,7 +229,8 @@ class Loader {
           " has more than ",
           kMaxStackElements,
           " elements");
-      const std::string element_dir = join_path(dir, std::to_string(i));
+      const std::string index = std::to_string(i);
+      const std::string element_dir = join_path(dir, index);
       const PathKind kind = path_kind(element_dir);
       if (kind == PathKind::kMissing) {
         break;
@@ -248,9 +243,9 @@ class Loader {
           i,
           " of a lazy stack must be a directory, not a symlink or file");
       std::optional<LazyStackedTensorDict> nested;
-      const NestedKey element_key = child_key(key, std::to_string(i));
+      const PathPart part(path_, index);
       std::optional<Value> value =
-          load_collection(element_dir, element_key, {}, depth + 1, &nested);
+          load_collection(element_dir, {}, depth + 1, &nested);
       if (nested) {
         elements.push_back(nested->contiguous());
       } else {
@@ -281,11 +276,9 @@ class Loader {
       c10::IntArrayRef batch,
       int64_t depth,
       const TensorDict& result) {
-    const NestedKey& full = *reader.key();
     if (const auto type = entry.find("type"); type != entry.end()) {
       (void)reader.string(*type, "type");
-      const std::string child_dir =
-          resolve(dir, name, /*is_collection=*/true, full);
+      const std::string child_dir = resolve(dir, name, /*is_collection=*/true);
       const PathKind kind = path_kind(child_dir);
       TORCH_CHECK(
           kind != PathKind::kMissing,
@@ -303,8 +296,8 @@ class Loader {
           existing != nullptr && existing->is_tensordict()
               ? &existing->tensordict()
               : nullptr;
-      std::optional<Value> value = load_collection(
-          child_dir, full, batch, depth + 1, nullptr, child_out);
+      std::optional<Value> value =
+          load_collection(child_dir, batch, depth + 1, nullptr, child_out);
       if (child_out != nullptr) {
         return std::nullopt;  // loaded in place
       }
@@ -329,9 +322,9 @@ class Loader {
     if (meta_device_) {
       return Value(at::empty(shape, options.device(c10::kMeta)));
     }
-    const std::string file = resolve(dir, name, /*is_collection=*/false, full);
+    const std::string file = resolve(dir, name, /*is_collection=*/false);
     std::optional<at::Tensor> mapped = map_tensor_file_if_exists(
-        file, dtype, shape, options_.mode(), full.to_string());
+        file, dtype, shape, options_.mode(), path_.to_string());
     if (!mapped) {
       TORCH_CHECK(
           nbytes == 0,
@@ -353,25 +346,19 @@ class Loader {
   }
 
   std::optional<Value> load_non_tensor_data(
-      const std::string& dir,
-      const Json& meta,
-      const std::optional<NestedKey>& key,
-      c10::IntArrayRef parent_batch) {
+      const std::string& dir, const Json& meta, c10::IntArrayRef parent_batch) {
     const auto data = meta.find("data");
     if (data == meta.end()) {
-      return pickled(dir, "other.pickle", key);
+      return pickled(dir, "other.pickle");
     }
     // Python stores no batch size: the value spans its parent's.
     return Value(NonTensorData(*data, parent_batch));
   }
 
   std::optional<Value> load_non_tensor_stack(
-      const std::string& dir,
-      const Json& meta,
-      const std::optional<NestedKey>& key,
-      c10::IntArrayRef parent_batch) {
+      const std::string& dir, const Json& meta, c10::IntArrayRef parent_batch) {
     const std::string meta_path = join_path(dir, "meta.json");
-    const MetadataReader reader(meta_path, key);
+    const MetadataReader reader(meta_path, path_);
     const Json* data = &reader.member(meta, "data");
     if (data->is_string()) {
       TENSORDICT_CHECK_METADATA(
@@ -380,7 +367,7 @@ class Loader {
           "the NonTensorStack has the string \"",
           data->get_ref<const std::string&>(),
           "\" as data; expected a list or \"pickle.pkl\"");
-      return pickled(dir, "pickle.pkl", key);
+      return pickled(dir, "pickle.pkl");
     }
     TENSORDICT_CHECK_METADATA(
         reader,
@@ -433,13 +420,12 @@ class Loader {
       const std::string& dir,
       const Json& meta,
       const std::string& type,
-      const std::optional<NestedKey>& key,
       int64_t depth,
       std::optional<LazyStackedTensorDict>* lazy,
       const TensorDict* out) {
     const std::string meta_path = join_path(dir, "meta.json");
     TENSORDICT_CHECK_METADATA(
-        MetadataReader(meta_path, key),
+        MetadataReader(meta_path, path_),
         !class_name_of(type).empty(),
         "\"_type\" names an unknown class '",
         type,
@@ -453,13 +439,13 @@ class Loader {
         type,
         ", which is neither a tensordict class nor a tensorclass with a "
         "_tensordict directory (",
-        describe(key),
+        describe(path_),
         ")");
     if (path_kind(join_path(dir, "other.pickle")) != PathKind::kMissing &&
         !options_.skip_pickle()) {
-      pickled(dir, "other.pickle", key);
+      pickled(dir, "other.pickle");
     }
-    Json fields_meta = read_meta(fields, key);
+    Json fields_meta = read_meta(fields);
     const std::string fields_type = fields_meta["_type"].get<std::string>();
     if (fields_type == kLazyStackType) {
       // Python's `Cls.lazy_stack(...)`: the class over a lazy stack.
@@ -469,12 +455,12 @@ class Loader {
           " holds a lazy stack of ",
           type,
           ", which cannot be loaded into a dict in place (",
-          describe(key),
+          describe(path_),
           ")");
       LazyStackedTensorDict stack =
-          load_lazy_stack(fields, fields_meta, key, depth + 1);
+          load_lazy_stack(fields, fields_meta, depth + 1);
       stack.set_python_class(type);
-      return lazy_or_dense(std::move(stack), key, lazy);
+      return lazy_or_dense(std::move(stack), lazy);
     }
     TORCH_CHECK(
         fields_type == kTensorDictType || fields_type == kTensorDictParamsType,
@@ -484,22 +470,19 @@ class Loader {
         ", but the fields of the tensorclass ",
         type,
         " must be a TensorDict or a LazyStackedTensorDict (",
-        describe(key),
+        describe(path_),
         ")");
-    TensorDict td = load_dict(fields, fields_meta, key, depth + 1, out);
+    TensorDict td = load_dict(fields, fields_meta, depth + 1, out);
     td.unsafeGetImpl()->python_class = type;
-    td.unsafeGetImpl()->memmap_prefix = dir;
+    td.unsafeGetImpl()->memmap.prefix = dir;
     return Value(std::move(td));
   }
 
   // A pickle sidecar: an error naming the key, or the entry is skipped.
-  std::optional<Value> pickled(
-      const std::string& dir,
-      const char* file,
-      const std::optional<NestedKey>& key) {
+  std::optional<Value> pickled(const std::string& dir, const char* file) {
     TORCH_CHECK(
         options_.skip_pickle(),
-        describe(key),
+        describe(path_),
         " is stored in the Python pickle file ",
         join_path(dir, file),
         ", which C++ cannot read (its value was not JSON-serializable). "
@@ -513,8 +496,7 @@ class Loader {
   std::string resolve(
       const std::string& dir,
       const std::string& key,
-      bool is_collection,
-      const NestedKey& full) const {
+      bool is_collection) const {
     const char* suffix = is_collection ? "" : ".memmap";
     if (options_.robust_key()) {
       const std::string encoded = encode_key(key);
@@ -530,7 +512,7 @@ class Loader {
     }
     TORCH_CHECK(
         is_safe_legacy_key(key, is_collection) && !key.empty(),
-        full.to_string(),
+        path_.to_string(),
         " is not a safe file name, so it cannot be loaded with "
         "robust_key(false)");
     return join_path(dir, key + suffix);
@@ -538,6 +520,7 @@ class Loader {
 
   const LoadMemmapOptions& options_;
   std::vector<std::string>* problems_;
+  KeyPath path_;  // the key being loaded; empty at the root
   bool meta_device_ = false;
 };
 
@@ -577,8 +560,7 @@ LoadedTree load_memmap_any(
   const std::string dir = detail::subpath_dir(prefix, options);
   detail::Loader loader(options);
   std::optional<LazyStackedTensorDict> lazy;
-  std::optional<Value> value =
-      loader.load_collection(dir, std::nullopt, {}, 0, &lazy);
+  std::optional<Value> value = loader.load_collection(dir, {}, 0, &lazy);
   if (lazy) {
     return *lazy;
   }
@@ -598,7 +580,7 @@ std::vector<std::string> verify_memmap(
     const std::string dir = detail::subpath_dir(prefix, options);
     detail::Loader loader(options, &problems);
     std::optional<LazyStackedTensorDict> lazy;
-    loader.load_collection(dir, std::nullopt, {}, 0, &lazy);
+    loader.load_collection(dir, {}, 0, &lazy);
   } catch (const c10::Error& e) {
     problems.push_back(e.msg());
   }
@@ -635,7 +617,7 @@ TensorDict TensorDict::load(
 TensorDict& TensorDict::load_memmap_(
     const std::string& prefix, const LoadMemmapOptions& options) {
   const bool was_locked = impl_->locked;
-  const bool was_memmap = impl_->is_memmap;
+  const bool was_memmap = impl_->memmap.is_memmap;
   if (was_locked) {
     unlock_();
   }
@@ -646,21 +628,21 @@ TensorDict& TensorDict::load_memmap_(
   const std::string dir = detail::subpath_dir(prefix, opts);
   detail::Loader loader(opts);
   try {
-    Json meta = loader.read_meta(dir, std::nullopt);
+    Json meta = loader.read_meta(dir);
     std::string fields = dir;
     if (meta["_type"] != detail::kTensorDictType &&
         detail::path_kind(detail::join_path(dir, "_tensordict")) ==
             detail::PathKind::kDirectory) {
       // A tensorclass keeps its fields one level down.
       fields = detail::join_path(dir, "_tensordict");
-      meta = loader.read_meta(fields, std::nullopt);
+      meta = loader.read_meta(fields);
     }
     TORCH_CHECK(
         meta["_type"] == detail::kTensorDictType,
         dir,
         " does not hold a TensorDict, so it cannot be loaded in place");
-    loader.load_dict(fields, meta, std::nullopt, 0, this);
-    impl_->memmap_prefix = dir;
+    loader.load_dict(fields, meta, 0, this);
+    impl_->memmap.prefix = dir;
   } catch (...) {
     if (was_locked) {
       lock_();
@@ -671,26 +653,19 @@ TensorDict& TensorDict::load_memmap_(
     lock_();
   }
   if (was_memmap) {
-    std::function<void(detail::TensorDictImpl&)> mark =
-        [&](detail::TensorDictImpl& impl) {
-          impl.is_memmap = true;
-          for (const auto& node : impl.nodes()) {
-            if (node->value.is_tensordict()) {
-              mark(*node->value.tensordict().unsafeGetImpl());
-            }
-          }
-        };
-    mark(*impl_);
+    detail::for_each_dict(*impl_, [](detail::TensorDictImpl& impl) {
+      impl.memmap.is_memmap = true;
+    });
   }
   return *this;
 }
 
 TensorDict& TensorDict::memmap_refresh_() {
   TORCH_CHECK(
-      impl_->is_memmap && !impl_->memmap_prefix.empty(),
+      impl_->memmap.is_memmap && !impl_->memmap.prefix.empty(),
       "memmap_refresh_ needs a dict memmapped to a directory (is_memmap() "
       "and saved_path()); this one is not");
-  const std::string prefix = impl_->memmap_prefix;
+  const std::string prefix = impl_->memmap.prefix;
   return load_memmap_(prefix);
 }
 

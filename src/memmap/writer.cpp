@@ -42,14 +42,11 @@ constexpr const char* kReservedKeys[] = {
 
 // dump_json, naming the entry whose text is not UTF-8.
 std::string dump_checked(
-    const Json& value,
-    bool spaced,
-    bool ascii,
-    const std::optional<NestedKey>& key) {
+    const Json& value, bool spaced, bool ascii, const KeyPath& path) {
   try {
     return dump_json(value, spaced, ascii);
   } catch (c10::Error& e) {
-    TORCH_RETHROW(e, "while saving ", describe(key));
+    TORCH_RETHROW(e, "while saving ", describe(path));
   }
 }
 
@@ -102,9 +99,7 @@ void SavePlan::prepare_directory(const std::string& dir, bool is_root) {
 }
 
 std::string SavePlan::checked_name(
-    const std::string& key,
-    const std::optional<NestedKey>& full_key,
-    bool is_collection) const {
+    std::string_view key, const KeyPath& full_key, bool is_collection) const {
   for (const char* reserved : kReservedKeys) {
     TORCH_CHECK(
         key != reserved,
@@ -127,7 +122,7 @@ std::string SavePlan::checked_name(
         " with robust_key(false): the key is not a safe file name (it is "
         "empty, '.', '..', or holds '/', '\\\\' or a NUL); use "
         "robust_key(true)");
-    name = key;
+    name = std::string(key);
   }
   const size_t length = name.size() + (is_collection ? 0 : 7);
   TORCH_CHECK(
@@ -142,109 +137,92 @@ std::string SavePlan::checked_name(
   return name;
 }
 
+struct SavePlan::Level {
+  const TensorDictImpl* src = nullptr;
+  TensorDict dest;
+  std::string dir;         // empty: anonymous shared memory
+  std::string fields_dir;  // `dir`, or its _tensordict for a tensorclass
+  Json meta = Json::object();
+  std::unordered_set<std::string> names;  // file names taken
+};
+
 void SavePlan::plan_dict(
     const TensorDict& src,
     const TensorDict& dest,
     const std::string& dir,
-    const std::optional<NestedKey>& key,
+    KeyPath path,
     bool is_root) {
-  const TensorDictImpl& impl = *src.unsafeGetImpl();
-  TensorDictImpl& out = *dest.unsafeGetImpl();
-  const bool has_dir = !dir.empty();
-  // A Python tensorclass keeps its fields one directory down.
-  const bool tensorclass = !impl.python_class.empty();
-  std::string fields_dir = dir;
-  if (has_dir) {
-    prepare_directory(dir, is_root);
-    if (tensorclass) {
-      fields_dir = join_path(dir, "_tensordict");
-      prepare_directory(fields_dir, /*is_root=*/false);
+  open_level(src, dest, dir, is_root);
+  walk(*src.unsafeGetImpl(), *this, path);
+  leave_dict(path, src);
+}
+
+void SavePlan::open_level(
+    const TensorDict& src, TensorDict dest, std::string dir, bool is_root) {
+  Level& level = levels_.emplace_back();
+  level.src = src.unsafeGetImpl();
+  level.dest = std::move(dest);
+  level.dir = std::move(dir);
+  level.fields_dir = level.dir;
+  if (!level.dir.empty()) {
+    prepare_directory(level.dir, is_root);
+    // A Python tensorclass keeps its fields one directory down.
+    if (!level.src->python_class.empty()) {
+      level.fields_dir = join_path(level.dir, "_tensordict");
+      prepare_directory(level.fields_dir, /*is_root=*/false);
     }
   }
-  Json meta = Json::object();
-  std::unordered_set<std::string> names;
-  for (const auto& node : impl.nodes()) {
-    const Value& value = node->value;
-    const NestedKey full = child_key(key, node->key);
-    const bool is_collection = !value.is_tensor();
-    std::string name;
-    if (has_dir) {
-      name = checked_name(node->key, full, is_collection);
-      const std::string file = is_collection ? name : name + ".memmap";
-      TORCH_CHECK(
-          names.insert(file).second,
-          "cannot save ",
-          full.to_string(),
-          ": its file name '",
-          file,
-          "' is taken by another entry");
-    }
-    if (value.is_tensor()) {
-      plan_leaf(value.tensor(), dest, node->key, full, fields_dir, name);
-      const at::Tensor& t = value.tensor();
-      Json entry = Json::object();
-      entry["device"] = t.device().str();
-      entry["shape"] = t.sizes().vec();
-      entry["dtype"] = dtype_name(t.scalar_type());
-      entry["is_nested"] = false;
-      meta[node->key] = std::move(entry);
-      continue;
-    }
-    const std::string child_dir = has_dir ? join_path(fields_dir, name) : "";
-    if (value.is_tensordict()) {
-      const TensorDict& child = value.tensordict();
-      TensorDict child_dest = child;
-      if (!inplace_) {
-        const TensorDictImpl& ci = *child.unsafeGetImpl();
-        child_dest =
-            make_tensordict(ci.batch_size, c10::Device(c10::kCPU), ci.names);
-        child_dest.unsafeGetImpl()->python_class = ci.python_class;
-        out.append(node->key, child_dest);
-      }
-      plan_dict(child, child_dest, child_dir, full, /*is_root=*/false);
-      const std::string& cls = child.unsafeGetImpl()->python_class;
-      meta[node->key] = {
-          {"type", cls.empty() ? "TensorDict" : class_name_of(cls)}};
-      continue;
-    }
-    if (!inplace_) {
-      out.append(node->key, value);
-    }
-    if (!has_dir) {
-      continue;
-    }
-    prepare_directory(child_dir, /*is_root=*/false);
-    Json child_meta = Json::object();
-    const bool ascii = options_.json_style() == JsonStyle::kSpaced;
-    std::string content;
-    if (value.is_non_tensor_data()) {
-      child_meta["_type"] = kNonTensorDataType;
-      child_meta["data"] = value.non_tensor_data().data();
-      child_meta["_metadata"] = nullptr;
-      child_meta["_is_non_tensor"] = true;
-      meta[node->key] = {{"type", "NonTensorData"}};
-      content = dump_checked(child_meta, /*spaced=*/ascii, ascii, full);
-    } else {
-      child_meta["_type"] = kNonTensorStackType;
-      child_meta.update(format_members("tensordict:NonTensorStack"));
-      child_meta["stack_dim"] = 0;
-      // Python writes the device the stack was built with, which its loader
-      // leaves unset: null, also for stacks that a dict moved to its device.
-      child_meta["device"] = nullptr;
-      child_meta["data"] = value.non_tensor_stack().tolist();
-      meta[node->key] = {{"type", "NonTensorStack"}};
-      // Python writes a stack's meta.json compact in both styles.
-      content = dump_checked(child_meta, /*spaced=*/false, ascii, full);
-    }
-    add_meta(join_path(child_dir, "meta.json"), std::move(content));
+}
+
+std::string SavePlan::entry_name(const KeyPath& path, bool is_collection) {
+  Level& level = levels_.back();
+  if (level.dir.empty()) {
+    return "";
   }
+  std::string name = checked_name(path.back(), path, is_collection);
+  const std::string file = is_collection ? name : name + ".memmap";
+  TORCH_CHECK(
+      level.names.insert(file).second,
+      "cannot save ",
+      path.to_string(),
+      ": its file name '",
+      file,
+      "' is taken by another entry");
+  return name;
+}
+
+bool SavePlan::enter_dict(const KeyPath& path, const TensorDict& dict) {
+  const std::string name = entry_name(path, /*is_collection=*/true);
+  Level& parent = levels_.back();
+  const std::string key(path.back());
+  const TensorDictImpl& impl = *dict.unsafeGetImpl();
+  TensorDict dest = dict;
+  if (!inplace_) {
+    dest = make_tensordict(impl.batch_size, c10::Device(c10::kCPU), impl.names);
+    dest.unsafeGetImpl()->python_class = impl.python_class;
+    parent.dest.unsafeGetImpl()->append(key, dest);
+  }
+  const std::string& cls = impl.python_class;
+  parent.meta[key] = {
+      {"type", cls.empty() ? "TensorDict" : class_name_of(cls)}};
+  std::string dir = name.empty() ? "" : join_path(parent.fields_dir, name);
+  open_level(dict, std::move(dest), std::move(dir), /*is_root=*/false);
+  return true;
+}
+
+void SavePlan::leave_dict(const KeyPath& path, const TensorDict& /*dict*/) {
+  Level level = std::move(levels_.back());
+  levels_.pop_back();
+  TensorDictImpl& out = *level.dest.unsafeGetImpl();
   if (inplace_) {
     out.device = c10::Device(c10::kCPU);
   }
-  memmapped_.emplace_back(ImplPtr::reclaim_copy(dest.unsafeGetImpl()), dir);
-  if (!has_dir) {
+  memmapped_.emplace_back(ImplPtr::reclaim_copy(&out), level.dir);
+  if (level.dir.empty()) {
     return;
   }
+  const TensorDictImpl& impl = *level.src;
+  Json& meta = level.meta;
   meta["shape"] = impl.batch_size;
   meta["device"] = "cpu";
   meta["_type"] = kTensorDictType;
@@ -258,46 +236,81 @@ void SavePlan::plan_dict(
   }
   const bool spaced = options_.json_style() == JsonStyle::kSpaced;
   add_meta(
-      join_path(fields_dir, "meta.json"),
-      dump_checked(meta, spaced, spaced, key));
-  if (tensorclass) {
+      join_path(level.fields_dir, "meta.json"),
+      dump_checked(meta, spaced, spaced, path));
+  if (!impl.python_class.empty()) {
     Json class_meta = Json::object();
     class_meta["_type"] = impl.python_class;
     add_meta(
-        join_path(dir, "meta.json"),
-        dump_checked(class_meta, spaced, spaced, key));
+        join_path(level.dir, "meta.json"),
+        dump_checked(class_meta, spaced, spaced, path));
   }
 }
 
-void SavePlan::plan_leaf(
-    const at::Tensor& tensor,
-    const TensorDict& dest,
-    const std::string& key,
-    const NestedKey& full,
-    const std::string& dir,
-    const std::string& name) {
+void SavePlan::non_tensor(const KeyPath& path, const Value& value) {
+  const std::string name = entry_name(path, /*is_collection=*/true);
+  Level& level = levels_.back();
+  const std::string key(path.back());
+  if (!inplace_) {
+    level.dest.unsafeGetImpl()->append(key, value);
+  }
+  if (name.empty()) {
+    return;
+  }
+  const std::string dir = join_path(level.fields_dir, name);
+  prepare_directory(dir, /*is_root=*/false);
+  Json meta = Json::object();
+  const bool ascii = options_.json_style() == JsonStyle::kSpaced;
+  std::string content;
+  if (value.is_non_tensor_data()) {
+    meta["_type"] = kNonTensorDataType;
+    meta["data"] = value.non_tensor_data().data();
+    meta["_metadata"] = nullptr;
+    meta["_is_non_tensor"] = true;
+    level.meta[key] = {{"type", "NonTensorData"}};
+    content = dump_checked(meta, /*spaced=*/ascii, ascii, path);
+  } else {
+    meta["_type"] = kNonTensorStackType;
+    meta.update(format_members("tensordict:NonTensorStack"));
+    meta["stack_dim"] = 0;
+    // Python writes the device the stack was built with, which its loader
+    // leaves unset: null, also for stacks that a dict moved to its device.
+    meta["device"] = nullptr;
+    meta["data"] = value.non_tensor_stack().tolist();
+    level.meta[key] = {{"type", "NonTensorStack"}};
+    // Python writes a stack's meta.json compact in both styles.
+    content = dump_checked(meta, /*spaced=*/false, ascii, path);
+  }
+  add_meta(join_path(dir, "meta.json"), std::move(content));
+}
+
+void SavePlan::leaf(const KeyPath& path, const at::Tensor& tensor) {
+  const std::string name = entry_name(path, /*is_collection=*/false);
+  Level& level = levels_.back();
+  const std::string key(path.back());
+  const std::string what = path.to_string();
   TORCH_CHECK(
       !tensor.is_nested(),
       "cannot save ",
-      full.to_string(),
+      what,
       ": nested tensors are not supported by memmap yet");
   TORCH_CHECK(
       tensor.layout() == c10::kStrided,
       "cannot save ",
-      full.to_string(),
+      what,
       ": only strided tensors can be memory-mapped, got layout ",
       tensor.layout());
   TORCH_CHECK(
       is_saveable_dtype(tensor.scalar_type()),
       "cannot save ",
-      full.to_string(),
+      what,
       ": Python tensordict cannot load the dtype ",
       dtype_name(tensor.scalar_type()));
   LeafJob job;
   job.source = tensor;
-  job.path = dir.empty() ? "" : join_path(dir, name + ".memmap");
-  job.what = full.to_string();
-  job.dest = ImplPtr::reclaim_copy(dest.unsafeGetImpl());
+  job.path = name.empty() ? "" : join_path(level.fields_dir, name + ".memmap");
+  job.what = what;
+  job.dest = ImplPtr::reclaim_copy(level.dest.unsafeGetImpl());
   job.dest_key = key;
   if (const auto backing = mapped_filename(tensor)) {
     if (!job.path.empty() && same_file(*backing, job.path) &&
@@ -313,15 +326,21 @@ void SavePlan::plan_leaf(
           *backing,
           "). To copy the tensor onto the new location, pass "
           "copy_existing(true). (",
-          full.to_string(),
+          what,
           ")");
     }
   }
   if (!inplace_) {
-    dest.unsafeGetImpl()->append(key, tensor);
+    job.dest->append(key, tensor);
   }
   total_bytes_ += static_cast<int64_t>(tensor.nbytes());
   leaves_.push_back(std::move(job));
+  Json entry = Json::object();
+  entry["device"] = tensor.device().str();
+  entry["shape"] = tensor.sizes().vec();
+  entry["dtype"] = dtype_name(tensor.scalar_type());
+  entry["is_nested"] = false;
+  level.meta[key] = std::move(entry);
 }
 
 void SavePlan::write_leaf(LeafJob& job) {
@@ -436,8 +455,8 @@ void SavePlan::run() {
 
 void SavePlan::mark_memmapped() {
   for (auto& [impl, dir] : memmapped_) {
-    impl->is_memmap = true;
-    impl->memmap_prefix = dir;
+    impl->memmap.is_memmap = true;
+    impl->memmap.prefix = dir;
   }
 }
 
@@ -456,7 +475,7 @@ TensorDict save_dict(
     dest.unsafeGetImpl()->python_class = impl.python_class;
   }
   SavePlan plan(options, like, inplace);
-  plan.plan_dict(td, dest, options.prefix(), std::nullopt, /*is_root=*/true);
+  plan.plan_dict(td, dest, options.prefix(), KeyPath(), /*is_root=*/true);
   plan.run();
   dest.lock_();
   plan.mark_memmapped();
@@ -490,14 +509,14 @@ TensorDict TensorDict::save(const MemmapOptions& options) const {
 }
 
 bool TensorDict::is_memmap() const noexcept {
-  return impl_->is_memmap;
+  return impl_->memmap.is_memmap;
 }
 
 std::optional<std::string> TensorDict::saved_path() const {
-  if (impl_->memmap_prefix.empty()) {
+  if (impl_->memmap.prefix.empty()) {
     return std::nullopt;
   }
-  return impl_->memmap_prefix;
+  return impl_->memmap.prefix;
 }
 
 const std::string& TensorDict::python_class() const noexcept {
@@ -532,11 +551,14 @@ LazyStackedTensorDict memmap(
     TensorDict dest = detail::make_tensordict(
         impl.batch_size, c10::Device(c10::kCPU), impl.names);
     dest.unsafeGetImpl()->python_class = impl.python_class;
+    const std::string index = std::to_string(i);
+    detail::KeyPath path;
+    path.push(index);
     plan.plan_dict(
         elements[i],
         dest,
-        dir.empty() ? "" : detail::join_path(dir, std::to_string(i)),
-        NestedKey(std::to_string(i)),
+        dir.empty() ? "" : detail::join_path(dir, index),
+        path,
         /*is_root=*/false);
     dests.push_back(dest);
   }
@@ -578,8 +600,8 @@ namespace {
 // The directory holding a memmapped dict's entries.
 std::string fields_directory(const detail::TensorDictImpl& impl) {
   return impl.python_class.empty()
-             ? impl.memmap_prefix
-             : detail::join_path(impl.memmap_prefix, "_tensordict");
+             ? impl.memmap.prefix
+             : detail::join_path(impl.memmap.prefix, "_tensordict");
 }
 
 // Adds `entry` under `key` to the meta.json in `dir`, keeping its style:
@@ -601,7 +623,7 @@ void add_meta_entry(
 at::Tensor TensorDict::make_memmap(
     const NestedKey& key, c10::IntArrayRef shape, c10::ScalarType dtype) {
   TORCH_CHECK(
-      impl_->is_memmap && !impl_->memmap_prefix.empty(),
+      impl_->memmap.is_memmap && !impl_->memmap.prefix.empty(),
       "make_memmap needs a dict memmapped to a directory (is_memmap() and "
       "saved_path()); ",
       key.to_string(),
@@ -612,6 +634,7 @@ at::Tensor TensorDict::make_memmap(
       detail::dtype_name(dtype));
   MemmapOptions naming;  // default key encoding, for checked_name
   detail::SavePlan plan(naming, /*like=*/true, /*inplace=*/true);
+  const detail::KeyPath full(key);
   detail::TensorDictImpl* level = impl_.get();
   for (size_t i = 0; i + 1 < key.size(); ++i) {
     const std::string part(key[i]);
@@ -629,7 +652,7 @@ at::Tensor TensorDict::make_memmap(
     }
     const std::string parent_dir = fields_directory(*level);
     const std::string dir = detail::join_path(
-        parent_dir, plan.checked_name(part, key, /*is_collection=*/true));
+        parent_dir, plan.checked_name(part, full, /*is_collection=*/true));
     TensorDict child = detail::make_tensordict(
         level->batch_size, c10::Device(c10::kCPU), level->names);
     detail::ensure_directory(dir, false, false, false);
@@ -644,8 +667,8 @@ at::Tensor TensorDict::make_memmap(
         false);
     add_meta_entry(parent_dir, part, {{"type", "TensorDict"}});
     detail::TensorDictImpl* child_impl = child.unsafeGetImpl();
-    child_impl->memmap_prefix = dir;
-    child_impl->is_memmap = true;
+    child_impl->memmap.prefix = dir;
+    child_impl->memmap.is_memmap = true;
     child_impl->locked = level->locked;
     if (level->locked) {
       child_impl->lock_parents.emplace_back(
@@ -672,7 +695,7 @@ at::Tensor TensorDict::make_memmap(
       c10::IntArrayRef(level->batch_size));
   const std::string dir = fields_directory(*level);
   const std::string file = detail::join_path(
-      dir, plan.checked_name(last, key, /*is_collection=*/false) + ".memmap");
+      dir, plan.checked_name(last, full, /*is_collection=*/false) + ".memmap");
   at::Tensor tensor = MemoryMappedTensor::empty(shape, dtype, file);
   Json entry = Json::object();
   entry["device"] = "cpu";

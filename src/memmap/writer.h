@@ -7,10 +7,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
-#include "detail/tensor_dict_impl.h"
+#include "detail/walk.h"
 #include "tensordict/fwd.h"
 #include "tensordict/options.h"
 
@@ -23,7 +24,9 @@ Json format_members(const char* class_id);
 /// One save: `plan_dict` checks every key and decides every file (creating
 /// the directories), `run` writes the leaves and then the meta.json files,
 /// children before parents, and `mark_memmapped` flags the written dicts.
-class SavePlan {
+/// Planning is a `walk` (see NOTE [Walking the tree]); the hooks below are
+/// its visitor, with one open level per dict being planned.
+class SavePlan : public WalkVisitor {
  public:
   /// `like`: size files without copying data; `inplace`: the destination
   /// dicts are the sources (memmap_).
@@ -35,13 +38,14 @@ class SavePlan {
   /// Queues `dir` to be created by `run` if needed (its parents too for a
   /// root) and its meta.json removed. See NOTE [Interrupted saves].
   void prepare_directory(const std::string& dir, bool is_root);
-  /// Plans `src` into directory `dir` (empty: anonymous shared memory),
-  /// filling `dest` (an empty dict, or `src` itself in place).
+  /// Plans `src`, whose key is `path` (empty at the root), into directory
+  /// `dir` (empty: anonymous shared memory), filling `dest` (an empty dict,
+  /// or `src` itself in place).
   void plan_dict(
       const TensorDict& src,
       const TensorDict& dest,
       const std::string& dir,
-      const std::optional<NestedKey>& key,
+      KeyPath path,
       bool is_root);
   /// Queues a meta.json to write after those already planned.
   void add_meta(std::string path, std::string content);
@@ -52,21 +56,24 @@ class SavePlan {
   /// Returns the file or directory name of `key` (encoded, checked for
   /// reserved names, unsafe names and length); throws naming `full_key`.
   std::string checked_name(
-      const std::string& key,
-      const std::optional<NestedKey>& full_key,
-      bool is_collection) const;
+      std::string_view key, const KeyPath& full_key, bool is_collection) const;
+
+  // The walk hooks: `leave_dict` finishes the innermost open level (its
+  // meta.json); the others plan one of its entries, `enter_dict` opening
+  // the entry's own level.
+  bool enter_dict(const KeyPath& path, const TensorDict& dict);
+  void leave_dict(const KeyPath& path, const TensorDict& dict);
+  void leaf(const KeyPath& path, const at::Tensor& tensor);
+  void non_tensor(const KeyPath& path, const Value& value);
 
  private:
   struct LeafJob;
   struct MetaJob;
+  struct Level;
 
-  void plan_leaf(
-      const at::Tensor& tensor,
-      const TensorDict& dest,
-      const std::string& key,
-      const NestedKey& full,
-      const std::string& dir,
-      const std::string& name);
+  void open_level(
+      const TensorDict& src, TensorDict dest, std::string dir, bool is_root);
+  std::string entry_name(const KeyPath& path, bool is_collection);
   void write_leaf(LeafJob& job);
 
   const MemmapOptions& options_;
@@ -75,6 +82,7 @@ class SavePlan {
   int64_t total_bytes_ = 0;
   std::vector<LeafJob> leaves_;
   std::vector<MetaJob> metas_;
+  std::vector<Level> levels_;  // the dicts being planned, root first
   std::vector<std::pair<std::string, bool>> directories_;  // (dir, is_root)
   std::vector<std::pair<ImplPtr, std::string>> memmapped_;
 };

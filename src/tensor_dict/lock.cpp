@@ -50,7 +50,7 @@ void clear_lock(TensorDictImpl& impl) {
   // stay in shared memory).
   impl.locked = false;
   impl.shared = false;
-  impl.is_memmap = false;
+  impl.memmap.is_memmap = false;
 }
 
 // Unlocks, below `impl` (just unlocked), the dicts no locked dict holds any
