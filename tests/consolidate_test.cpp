@@ -108,7 +108,9 @@ TEST(ConsolidateTest, AConsolidatedDictStillGoesToANewFile) {
   const TensorDict in_file =
       c.consolidate(ConsolidateOptions().filename(dir / "again.bin"));
   EXPECT_FALSE(in_file.is_same(c));
-  EXPECT_EQ(MemoryMappedTensor::filename(in_file.get("d")), dir / "again.bin");
+  // The leaves map the file, as views: no leaf has a file of its own.
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(in_file.get("d")));
+  EXPECT_EQ(MemoryMappedTensor::filename(in_file.get("d")), std::nullopt);
   EXPECT_TRUE(torch::equal(
       TensorDict::from_consolidated(dir / "again.bin").get("d"),
       sample().get("d")));
@@ -205,7 +207,8 @@ TEST(ConsolidateTest, FileHasPythonLayoutAndLoadsBack) {
   const TensorDict c =
       sample().consolidate(ConsolidateOptions().filename(path));
   EXPECT_TRUE(c.is_consolidated());
-  EXPECT_EQ(MemoryMappedTensor::filename(c.get("a")), path);
+  // Plain views of the file, as in Python: no leaf has a file of its own.
+  EXPECT_EQ(MemoryMappedTensor::filename(c.get("a")), std::nullopt);
   const std::string bytes = read_text(path);
   EXPECT_EQ(
       metadata_text(bytes),
@@ -230,6 +233,28 @@ TEST(ConsolidateTest, FileHasPythonLayoutAndLoadsBack) {
   // Copy-on-write: writes do not reach the file.
   back.get("a").fill_(5);
   EXPECT_EQ(read_text(path), bytes);
+}
+
+TEST(ConsolidateTest, ADictViewingAConsolidatedFileSavesAsAnOrdinaryCopy) {
+  // Python saves these leaves without copy_existing: they are plain views of
+  // one file, not memmap files of their own.
+  TempDir dir;
+  const std::string path = dir / "td.bin";
+  const TensorDict written =
+      sample().consolidate(ConsolidateOptions().filename(path));
+  const TensorDict loaded = TensorDict::from_consolidated(path);
+  for (const auto& [source, name] :
+       {std::pair{written, "written"}, std::pair{loaded, "loaded"}}) {
+    const std::string saved_dir = dir / name;
+    const TensorDict saved = source.memmap(saved_dir);
+    EXPECT_EQ(
+        MemoryMappedTensor::filename(saved.get("a")), saved_dir + "/a.memmap");
+    EXPECT_TRUE(equal(TensorDict::load_memmap(saved_dir), sample()));
+  }
+  // A memmap leaf keeps its file, and saving it elsewhere still asks for
+  // copy_existing, as Python does.
+  const TensorDict memmapped = loaded.memmap(dir / "first");
+  EXPECT_THROW((void)memmapped.memmap(dir / "second"), c10::Error);
 }
 
 TEST(ConsolidateTest, FileReplacesALargerFile) {

@@ -444,6 +444,7 @@ TensorDict TensorDict::from_consolidated(
       {size},
       MapMode::kReadOnly,
       "the consolidated file");
+  detail::forget_mapped_filename(whole);
   return detail::read_consolidated(whole, filename, options);
 }
 

@@ -364,6 +364,7 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
         {file_bytes},
         "the consolidated file",
         detail::LeafFileOptions().existsok(true));
+    detail::forget_mapped_filename(whole);
     detail::write_trailer(
         static_cast<uint8_t*>(whole.data_ptr()) + total, json);
     storage = whole.narrow(0, 0, total);

@@ -55,11 +55,13 @@ class FileDescriptor {
 };
 
 // The context of a file mapping: the DataPtr deleter unmaps it. The path is
-// kept so that MemoryMappedTensor::filename can report it.
+// kept so that MemoryMappedTensor::filename can report it, unless the file
+// holds many tensors (see forget_mapped_filename).
 struct FileMapping {
   void* address = nullptr;
   size_t length = 0;
   std::string path;
+  bool holds_many_tensors = false;
 };
 
 void delete_file_mapping(void* context) {
@@ -70,7 +72,7 @@ void delete_file_mapping(void* context) {
   delete mapping;
 }
 
-const FileMapping* file_mapping_of(const at::Tensor& tensor) {
+FileMapping* file_mapping_of(const at::Tensor& tensor) {
   if (!tensor.defined() || !tensor.has_storage()) {
     return nullptr;
   }
@@ -78,7 +80,7 @@ const FileMapping* file_mapping_of(const at::Tensor& tensor) {
   if (ptr.get_deleter() != &delete_file_mapping) {
     return nullptr;
   }
-  return static_cast<const FileMapping*>(ptr.get_context());
+  return static_cast<FileMapping*>(ptr.get_context());
 }
 
 void write_all(
@@ -323,10 +325,16 @@ at::Tensor shared_memory_tensor(c10::IntArrayRef shape, c10::ScalarType dtype) {
 
 std::optional<std::string> mapped_filename(const at::Tensor& tensor) {
   const FileMapping* mapping = file_mapping_of(tensor);
-  if (mapping == nullptr) {
+  if (mapping == nullptr || mapping->holds_many_tensors) {
     return std::nullopt;
   }
   return mapping->path;
+}
+
+void forget_mapped_filename(const at::Tensor& tensor) {
+  FileMapping* mapping = file_mapping_of(tensor);
+  TORCH_INTERNAL_ASSERT(mapping != nullptr, "not a file mapping");
+  mapping->holds_many_tensors = true;
 }
 
 bool is_mapped(const at::Tensor& tensor) {

@@ -46,8 +46,15 @@ std::optional<at::Tensor> map_tensor_file_if_exists(
 /// Makes a tensor of `shape` and `dtype` in anonymous shared memory.
 at::Tensor shared_memory_tensor(c10::IntArrayRef shape, c10::ScalarType dtype);
 
-/// Returns the file a tensor's storage maps, if it maps one of ours.
+/// Returns the file a tensor's storage maps, if it maps one of ours and
+/// that file is the tensor's own.
 std::optional<std::string> mapped_filename(const at::Tensor& tensor);
+
+/// Marks the file mapped by `tensor` as a file of many tensors (a
+/// consolidated file): `mapped_filename` no longer reports it, so its views
+/// save like any tensor, as the plain tensors of Python's
+/// `from_consolidated` do. The mapping itself is unchanged.
+void forget_mapped_filename(const at::Tensor& tensor);
 
 /// Returns true if the tensor's storage is one of our file mappings or
 /// anonymous shared memory.
