@@ -533,8 +533,8 @@ detail::CompactNode compact_stacked_value(
       }
     }
   }
-  const auto dicts = std::count_if(
-      values.begin(), values.end(), [](const Value& v) {
+  const auto dicts =
+      std::count_if(values.begin(), values.end(), [](const Value& v) {
         return v.is_tensordict();
       });
   if (first.is_tensordict() && dicts == static_cast<int64_t>(values.size())) {
@@ -550,9 +550,10 @@ detail::CompactNode compact_stacked_value(
   TORCH_CHECK(
       leaf.dtype != c10::ScalarType::Undefined,
       "no compact repr: the dtypes do not promote");
-  const std::vector<int64_t> shape = leaf.ragged
-      ? leaf.shape
-      : std::vector<int64_t>(leaf.shape.begin() + member_dims, leaf.shape.end());
+  const std::vector<int64_t> shape =
+      leaf.ragged ? leaf.shape
+                  : std::vector<int64_t>(
+                        leaf.shape.begin() + member_dims, leaf.shape.end());
   return detail::compact_token_node(
       detail::compact_token(shape, leaf.dtype, leaf.devices, device, options));
 }
@@ -569,7 +570,10 @@ std::vector<detail::CompactEntry> compact_stacked_entries(
     entries.push_back(
         {node->key,
          compact_stacked_value(
-             member_values(tds, node->key, key), member_dims, device, options)});
+             member_values(tds, node->key, key),
+             member_dims,
+             device,
+             options)});
   }
   detail::sort_compact_entries(entries, options);
   return entries;

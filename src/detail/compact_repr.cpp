@@ -26,7 +26,8 @@ size_t code_points(std::string_view text) {
 }
 
 // Replaces every `from` in `text` by `to`, as Python's str.replace.
-void replace_all(std::string& text, std::string_view from, std::string_view to) {
+void replace_all(
+    std::string& text, std::string_view from, std::string_view to) {
   for (size_t at = text.find(from); at != std::string::npos;
        at = text.find(from, at + to.size())) {
     text.replace(at, from.size(), to);
@@ -51,7 +52,8 @@ CompactNode compact_container(
 }
 
 std::string compact_dtype(c10::ScalarType dtype) {
-  std::string name = dtype_name(dtype).substr(std::string_view("torch.").size());
+  std::string name =
+      dtype_name(dtype).substr(std::string_view("torch.").size());
   // In this order, so that "uint8" becomes "u8", not "ui8".
   replace_all(name, "float", "f");
   replace_all(name, "uint", "u");
@@ -180,9 +182,10 @@ void sort_compact_entries(
     std::string text = entry.key + ": " + compact_flat(entry.node);
     keyed.emplace_back(std::move(text), std::move(entry));
   }
-  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
-    return a.first < b.first;
-  });
+  std::stable_sort(
+      keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+        return a.first < b.first;
+      });
   for (size_t i = 0; i < entries.size(); ++i) {
     entries[i] = std::move(keyed[i].second);
   }
@@ -257,9 +260,8 @@ std::string compact_repr(
       compact_container("", std::move(body)), "", code_points(out), tail);
   if (!exclusive.empty()) {
     const size_t line_start = out.rfind('\n') + 1;  // 0 when there is none
-    const size_t used =
-        code_points(std::string_view(out).substr(line_start)) +
-        kExclusive.size();
+    const size_t used = code_points(std::string_view(out).substr(line_start)) +
+                        kExclusive.size();
     out += kExclusive;
     out += compact_render(
         compact_container("", std::move(exclusive)), "", used, 1);
