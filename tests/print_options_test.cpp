@@ -136,8 +136,7 @@ TEST(PrintOptionsTest, CompactReprFollowsTheOtherOptions) {
             false));
     const std::string detailed = td.repr();
     EXPECT_EQ(detailed.find("batch_size="), std::string::npos) << detailed;
-    EXPECT_NE(detailed.find("is_shared=False)"), std::string::npos)
-        << detailed;
+    EXPECT_NE(detailed.find("is_shared=False)"), std::string::npos) << detailed;
   }
 }
 
