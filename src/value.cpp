@@ -79,6 +79,10 @@ const char* Value::type_name() const noexcept {
 namespace detail {
 
 std::string value_repr(const Value& value) {
+  return value_repr(value, get_printoptions());
+}
+
+std::string value_repr(const Value& value, const PrintOptions& options) {
   switch (value.kind()) {
     case Value::Kind::kTensor: {
       const at::Tensor& t = value.tensor();
@@ -86,7 +90,7 @@ std::string value_repr(const Value& value) {
           t.sizes(), t.device(), t.scalar_type(), tensor_is_shared(t));
     }
     case Value::Kind::kTensorDict:
-      return value.tensordict().repr();
+      return detailed_repr(value.tensordict(), options);
     case Value::Kind::kNonTensorData:
       return value.non_tensor_data().repr();
     case Value::Kind::kNonTensorStack:

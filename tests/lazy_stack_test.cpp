@@ -630,7 +630,7 @@ TEST(LazyStackTest, ReprMatchesPython) {
       {TensorDict({{"a", torch::zeros({3})}, {"b", torch::zeros({2})}}),
        TensorDict({{"a", torch::zeros({4})}})});
   EXPECT_EQ(
-      simple.repr(),
+      simple.repr_detailed(),
       "LazyStackedTensorDict(\n"
       "    fields={\n"
       "        a: Tensor(shape=torch.Size([2, -1]), device=cpu, "
@@ -643,9 +643,13 @@ TEST(LazyStackTest, ReprMatchesPython) {
       "    device=None,\n"
       "    is_shared=False,\n"
       "    stack_dim=0)");
-  std::ostringstream out;
-  out << simple;
-  EXPECT_EQ(out.str(), simple.repr());
+  {
+    tensordict::PrintOptionsGuard detailed(
+        tensordict::PrintOptions().compact(false));
+    std::ostringstream out;
+    out << simple;
+    EXPECT_EQ(out.str(), simple.repr_detailed());
+  }
 
   // Nested lazy stacks, stack_dim 1, no exclusive fields.
   LazyStackedTensorDict nested = lazy_stack(
@@ -659,7 +663,7 @@ TEST(LazyStackTest, ReprMatchesPython) {
            {2})},
       1);
   EXPECT_EQ(
-      nested.repr(),
+      nested.repr_detailed(),
       "LazyStackedTensorDict(\n"
       "    fields={\n"
       "        a: Tensor(shape=torch.Size([2, 2, -1]), device=cpu, "
@@ -697,7 +701,7 @@ TEST(LazyStackTest, ReprShowsRaggedMixedAndExclusiveEntriesAsPython) {
        {"e1", {{"z", torch::ones({1})}}},
        {"e2", "w"}});
   EXPECT_EQ(
-      lazy_stack({t0, t1}).repr(),
+      lazy_stack({t0, t1}).repr_detailed(),
       "LazyStackedTensorDict(\n"
       "    fields={\n"
       "        a: Tensor(shape=torch.Size([-1]), device=cpu, "
@@ -738,7 +742,7 @@ TEST(LazyStackTest, ReprShowsRaggedMixedAndExclusiveEntriesAsPython) {
   EXPECT_EQ(
       lazy_stack({TensorDict({{"a", torch::zeros({3}, torch::kInt64)}}),
                   TensorDict({{"a", torch::zeros({3})}})})
-          .repr(),
+          .repr_detailed(),
       "LazyStackedTensorDict(\n"
       "    fields={\n"
       "        a: Tensor(shape=torch.Size([2, 3]), device=cpu, "

@@ -163,7 +163,7 @@ TEST(TensorDictConvertTest, ShareMemoryMovesStorageInPlaceSoViewsSeeIt) {
   td.share_memory_();
   EXPECT_EQ(a.data_ptr(), ptr);
 
-  const std::string repr = td.repr();
+  const std::string repr = td.repr_detailed();
   EXPECT_NE(
       repr.find("a: Tensor(shape=torch.Size([2, 3]), device=cpu, "
                 "dtype=torch.float32, is_shared=True)"),

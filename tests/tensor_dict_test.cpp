@@ -1140,12 +1140,17 @@ TEST(TensorDictTest, ReprMatchesPythonsDetailedForm) {
       "    batch_size=torch.Size([4]),\n"
       "    device=None,\n"
       "    is_shared=False)";
-  EXPECT_EQ(td.repr(), expected);
-  std::ostringstream out;
-  out << td;
-  EXPECT_EQ(out.str(), expected);
+  EXPECT_EQ(td.repr_detailed(), expected);
+  {
+    tensordict::PrintOptionsGuard detailed(
+        tensordict::PrintOptions().compact(false));
+    EXPECT_EQ(td.repr(), expected);
+    std::ostringstream out;
+    out << td;
+    EXPECT_EQ(out.str(), expected);
+  }
   EXPECT_EQ(
-      TensorDict().repr(),
+      TensorDict().repr_detailed(),
       "TensorDict(\n    fields={\n    },\n    batch_size=torch.Size([]),\n"
       "    device=None,\n    is_shared=False)");
 }
@@ -1157,11 +1162,11 @@ TEST(TensorDictTest, ReprShowsDeviceAndDtypes) {
       {2},
       c10::Device("meta"));
   EXPECT_NE(
-      td.repr().find("c: Tensor(shape=torch.Size([2]), device=meta, "
-                     "dtype=torch.complex64"),
+      td.repr_detailed().find("c: Tensor(shape=torch.Size([2]), device=meta, "
+                              "dtype=torch.complex64"),
       std::string::npos);
-  EXPECT_NE(td.repr().find("dtype=torch.bfloat16"), std::string::npos);
-  EXPECT_NE(td.repr().find("    device=meta,\n"), std::string::npos);
+  EXPECT_NE(td.repr_detailed().find("dtype=torch.bfloat16"), std::string::npos);
+  EXPECT_NE(td.repr_detailed().find("    device=meta,\n"), std::string::npos);
 }
 
 // --- path resolution (src/tensor_dict/path.cpp)

@@ -198,10 +198,23 @@ class TENSORDICT_API LazyStackedTensorDict {
 
   // --- printing -------------------------------------------------------------
 
-  /// Returns the detailed repr of Python's `LazyStackedTensorDict`
-  /// (`set_printoptions(compact=False)`): shared fields with -1 where the
-  /// elements' shapes differ, then each element's exclusive fields.
+  /// Returns Python's repr in the form the print options select (see
+  /// print_options.h): compact by default, detailed with
+  /// `PrintOptions().compact(false)`. Where the compact form fails (an
+  /// entry that is a dict in some elements only), returns the detailed
+  /// form, as Python does.
   std::string repr() const;
+  /// Returns Python's compact repr, whatever `compact` says in the print
+  /// options: `LazyStackedTensorDict(batch_size=[2], stack_dim=0,
+  /// fields={a: f32[-1]}, exclusive_fields={1: {b: i64[]}})`, with -1
+  /// where the elements' shapes differ and the promoted dtype. Throws an
+  /// error for an entry that is a dict in some elements only.
+  std::string repr_compact() const;
+  /// Returns Python's detailed repr (`set_printoptions(compact=False)`),
+  /// whatever `compact` says in the print options: shared fields with -1
+  /// where the elements' shapes differ, then each element's exclusive
+  /// fields.
+  std::string repr_detailed() const;
 
   /// Returns the implementation; not API.
   detail::LazyStackedTensorDictImpl* unsafeGetImpl() const noexcept {

@@ -63,8 +63,11 @@ class StateDict;  // tensordict/state_dict.h
 ///   entry's (`c10::canCast`), where Python would silently truncate.
 /// - Setting a nested dict whose batch size does not start with the parent's
 ///   is an error even when the nested dict is empty.
-/// - `repr()` prints Python's detailed form
-/// (`set_printoptions(compact=False)`).
+/// Printing: `repr()` and `operator<<` follow the print options
+/// (print_options.h), as Python's repr does: by default the compact form,
+/// `TensorDict(batch_size=[4], fields={a: {x: f32[]}, b: f32[3]})`;
+/// `repr_compact()` and `repr_detailed()` ask for one form whatever the
+/// options say.
 ///
 /// Thread safety: like `at::Tensor`, concurrent reads are safe; any write
 /// needs external synchronisation.
@@ -1079,8 +1082,20 @@ class TENSORDICT_API TensorDict {
   bool all() const;
   /// Returns true if any element of any tensor is true (non-zero).
   bool any() const;
-  /// Returns the detailed repr of Python's `TensorDict`.
+  /// Returns Python's repr in the form the print options select: compact
+  /// by default (see `repr_compact`), detailed with
+  /// `PrintOptions().compact(false)`.
   std::string repr() const;
+  /// Returns Python's compact repr, whatever `compact` says in the print
+  /// options (which it otherwise follows):
+  /// `TensorDict(batch_size=[3], fields={a: i64[2], b: {c: bool[]}, s: str})`,
+  /// wrapped one entry per line where a level does not fit in 80 columns.
+  std::string repr_compact() const;
+  /// Returns Python's detailed repr (`set_printoptions(compact=False)`),
+  /// whatever `compact` says in the print options: one
+  /// `Tensor(shape=..., device=..., dtype=..., is_shared=...)` line per
+  /// tensor and nested dicts in full.
+  std::string repr_detailed() const;
 
   /// Returns the implementation; not API.
   detail::TensorDictImpl* unsafeGetImpl() const noexcept {

@@ -13,6 +13,7 @@
 #include "tensordict/nested_key.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/options.h"
+#include "tensordict/print_options.h"
 #include "tensordict/state_dict.h"
 #include "tensordict/tensor_class.h"
 #include "tensordict/tensor_dict.h"

@@ -1,6 +1,8 @@
 // Builds a fixed set of named cases and prints one JSON object to stdout:
 //
-//   {"repr":   {case: td.repr(), ...},
+//   {"repr":    {case: td.repr(), ...},      // PrintOptions().compact(false)
+//    "compact": {case: td.repr(), ...},      // the default options
+//    "options": {case: td.repr(), ...},      // other print options
 //    "keys":   {case: [key, ...], ...},     // key: "a" or ["a", "b"]
 //    "errors": {case: e.msg(), ...}}
 //
@@ -18,11 +20,16 @@
 #include <string>
 #include <vector>
 
+using tensordict::Item;
 using tensordict::Json;
 using tensordict::KeyError;
+using tensordict::lazy_stack;
 using tensordict::NestedKey;
 using tensordict::NonTensorData;
 using tensordict::NonTensorStack;
+using tensordict::PrintOptions;
+using tensordict::PrintOptionsGuard;
+using tensordict::SortKeys;
 using tensordict::TensorDict;
 
 namespace {
@@ -39,6 +46,8 @@ at::Tensor zeros(
 }
 
 // --- repr cases --------------------------------------------------------------
+
+Json lazy_cases();
 
 Json repr_cases() {
   Json out = Json::object();
@@ -234,6 +243,213 @@ Json repr_cases() {
     out["sorted_keys"] = td.repr();
   }
 
+  // The compact form keeps a level on one line up to 80 columns (80 here,
+  // 81 in wrap_81); columns count code points, not UTF-8 bytes.
+  using SizedCase = std::pair<std::string, size_t>;
+  for (const auto& [name, n] :
+       std::vector<SizedCase>{{"wrap_80", 24}, {"wrap_81", 25}}) {
+    TensorDict td(
+        {{std::string(n, 'k'), zeros({2, 3})}, {"b", zeros({2, 4}, at::kLong)}},
+        /*batch_size=*/{2});
+    out[name] = td.repr();
+  }
+  {
+    std::string key;
+    for (int i = 0; i < 24; ++i) {
+      key += "\u00e9";
+    }
+    TensorDict td(
+        {{key, zeros({2, 3})}, {"b", zeros({2, 4}, at::kLong)}},
+        /*batch_size=*/{2});
+    out["wrap_80_unicode"] = td.repr();
+  }
+  for (const auto& [name, n] :
+       std::vector<SizedCase>{{"wrap_nested_80", 12}, {"wrap_nested_81", 13}}) {
+    TensorDict td(
+        {{"outer",
+          {{std::string(n, 'k'), zeros({2, 3})},
+           {"inner",
+            {{std::string(n, 'x'), zeros({2, 4}, at::kLong)},
+             {"y", zeros({2, 1, 1, 1})}}}}},
+         {"zz", zeros({2})}},
+        /*batch_size=*/{2});
+    out[name] = td.repr();
+  }
+
+  {
+    TensorDict td = empty_td({4});
+    for (int64_t i = 0; i < 8; ++i) {
+      td.set("key_number_" + std::to_string(i), zeros({4, i}));
+    }
+    out["wrap_long"] = td.repr();
+  }
+
+  {
+    TensorDict td = empty_td({4});
+    for (int64_t i = 0; i < 6; ++i) {
+      td.set({"nested_level_one", "key_" + std::to_string(i)}, zeros({4, i}));
+    }
+    for (int64_t i = 0; i < 9; ++i) {
+      td.set(
+          {"other", "deeper", "k" + std::to_string(i)},
+          zeros({4, 3}, at::kChar));
+    }
+    td.set("z", zeros({4}));
+    out["wrap_deep"] = td.repr();
+  }
+
+  {
+    // A tensor off the cpu in a dict without a device: "@meta".
+    TensorDict td(
+        {{"a", torch::zeros({2, 3}, torch::TensorOptions().device("meta"))},
+         {"n", {{"x", zeros({2})}}}},
+        /*batch_size=*/{2});
+    out["tensor_device_no_dict_device"] = td.repr();
+  }
+
+  out.update(lazy_cases());
+  return out;
+}
+
+Json lazy_cases() {
+  Json out = Json::object();
+
+  {
+    TensorDict a(
+        {{"x", zeros({3}, at::kInt)},
+         {"y", zeros({4})},
+         {"n", {{"q", zeros({2})}}},
+         {"s", "hi"},
+         {"only_a", zeros({1})}});
+    TensorDict b(
+        {{"x", zeros({5})},
+         {"y", zeros({4})},
+         {"n", {{"q", zeros({2, 1})}}},
+         {"s", "ho"},
+         {"only_b", {{"deep", zeros({2})}}}});
+    out["lazy_exclusive"] = lazy_stack({a, b}).repr();
+  }
+
+  {
+    TensorDict member({{"x", zeros({3, 2})}}, /*batch_size=*/{3});
+    out["lazy_stack_dim1"] = lazy_stack({member, member.clone()}, 1).repr();
+  }
+
+  out["lazy_ragged_rank"] = lazy_stack({TensorDict({{"x", zeros({3})}}),
+                                        TensorDict({{"x", zeros({3, 2})}})})
+                                .repr();
+
+  // The last element holding a non-tensor names the entry.
+  out["lazy_mixed_tensor_first"] =
+      lazy_stack({TensorDict({{"x", zeros({3})}}),
+                  TensorDict({{"x", "s"}}),
+                  TensorDict({{"x", NonTensorData(3)}})})
+          .repr();
+  out["lazy_mixed_str_first"] =
+      lazy_stack({TensorDict({{"x", "s"}}), TensorDict({{"x", zeros({3})}})})
+          .repr();
+
+  out["lazy_promoted"] =
+      lazy_stack({TensorDict({{"a", zeros({2}, at::kLong)}}),
+                  TensorDict({{"a", zeros({2}, at::kHalf)}})})
+          .repr();
+
+  {
+    const c10::Device cpu("cpu");
+    out["lazy_device_cpu"] =
+        lazy_stack({TensorDict({{"x", zeros({3})}}, {}, cpu),
+                    TensorDict({{"x", zeros({3})}}, {}, cpu)})
+            .repr();
+  }
+
+  {
+    TensorDict nested({{"a", zeros({2, 1})}}, /*batch_size=*/{2});
+    out["lazy_nested_extra_dims"] =
+        lazy_stack(
+            {TensorDict({{"n", nested}}), TensorDict({{"n", nested.clone()}})})
+            .repr();
+  }
+
+  out["lazy_nested_common"] =
+      lazy_stack({TensorDict({{"n", {{"a", zeros({1})}, {"b", zeros({2})}}}}),
+                  TensorDict({{"n", {{"a", zeros({1})}}}})})
+          .repr();
+
+  {
+    TensorDict st(
+        {{"a", zeros({2, 1})}, {"s", NonTensorStack({"a", "b"})}},
+        /*batch_size=*/{2});
+    out["lazy_non_tensor_stack"] = lazy_stack({st, st.clone()}).repr();
+  }
+
+  {
+    std::vector<Item> first;
+    std::vector<Item> second;
+    for (int i = 0; i < 4; ++i) {
+      first.emplace_back("long_key_name_" + std::to_string(i), zeros({3}));
+      second.emplace_back("long_key_name_" + std::to_string(i), zeros({3}));
+    }
+    for (int i = 0; i < 3; ++i) {
+      first.emplace_back("exclusive_number_" + std::to_string(i), zeros({2}));
+    }
+    for (int i = 0; i < 5; ++i) {
+      second.emplace_back("other_exclusive_" + std::to_string(i), zeros({2}));
+    }
+    out["lazy_wrap_exclusive"] =
+        lazy_stack({TensorDict(first), TensorDict(second)}).repr();
+  }
+
+  out["lazy_short_exclusive"] =
+      lazy_stack({TensorDict({{"a", zeros({1})}}),
+                  TensorDict({{"a", zeros({1})}, {"bb", zeros({1})}})})
+          .repr();
+
+  // A dict in some elements only: the compact form fails and the repr
+  // falls back to the detailed one.
+  out["lazy_mixed_dict"] = lazy_stack({TensorDict({{"x", {{"a", zeros({1})}}}}),
+                                       TensorDict({{"x", zeros({3})}})})
+                               .repr();
+
+  return out;
+}
+
+// Python's detailed repr raises on these (it stacks the leaves).
+Json compact_only_cases() {
+  Json out = Json::object();
+  out["lazy_devices"] =
+      lazy_stack(
+          {TensorDict({{"x", zeros({3})}}),
+           TensorDict(
+               {{"x",
+                 torch::zeros({3}, torch::TensorOptions().device("meta"))}})})
+          .repr();
+  return out;
+}
+
+// --- print options cases -----------------------------------------------------
+
+Json options_cases() {
+  Json out = Json::object();
+  const TensorDict td(
+      {{"b", zeros({2})},
+       {"a", {{"y", zeros({2, 3}, at::kLong)}, {"x", "text"}}}},
+      /*batch_size=*/{2},
+      c10::Device("cpu"));
+  const std::vector<std::pair<std::string, PrintOptions>> cases = {
+      {"insertion", PrintOptions().sort_keys(SortKeys::kInsertion)},
+      {"no_dtype", PrintOptions().show_dtype(false)},
+      {"no_batch_size", PrintOptions().show_batch_size(false)},
+      {"no_device", PrintOptions().show_device(false)},
+      {"detailed_insertion",
+       PrintOptions().compact(false).sort_keys(SortKeys::kInsertion)},
+      {"detailed_no_batch_size_no_device",
+       PrintOptions().compact(false).show_batch_size(false).show_device(false)},
+  };
+  for (const auto& [name, options] : cases) {
+    PrintOptionsGuard guard(options);
+    out[name] = td.repr();
+    out[name + "_lazy"] = lazy_stack({td, td.clone()}).repr();
+  }
   return out;
 }
 
@@ -363,7 +579,14 @@ Json errors_cases() {
 
 int main() {
   Json out;
-  out["repr"] = repr_cases();
+  {
+    PrintOptionsGuard detailed(PrintOptions().compact(false));
+    out["repr"] = repr_cases();
+  }
+  // The default options: the compact form.
+  out["compact"] = repr_cases();
+  out["compact"].update(compact_only_cases());
+  out["options"] = options_cases();
   out["keys"] = keys_cases();
   out["errors"] = errors_cases();
   std::cout << out.dump(2) << '\n';

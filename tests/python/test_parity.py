@@ -5,8 +5,13 @@ Usage: test_parity.py PATH/TO/repr_cases
 
 repr_cases (repr_cases.cpp) prints one JSON object:
 
-    {"repr": {case: str, ...}, "keys": {case: [key, ...], ...},
+    {"repr": {case: str, ...}, "compact": {case: str, ...},
+     "options": {case: str, ...}, "keys": {case: [key, ...], ...},
      "errors": {case: str, ...}}
+
+"repr" holds the detailed reprs (``set_printoptions(compact=False)``),
+"compact" the same cases with the default options (the compact form), and
+"options" a dict and a lazy stack printed under other print options.
 
 This script builds the same cases with the installed ``tensordict`` package
 and compares every string exactly, printing a unified diff for each mismatch.
@@ -37,11 +42,11 @@ import sys
 import torch
 
 import tensordict
-from tensordict import NonTensorData, NonTensorStack, TensorDict
+from tensordict import NonTensorData, NonTensorStack, TensorDict, lazy_stack
 
 
-def zeros(*shape, dtype=torch.float32):
-    return torch.zeros(*shape, dtype=dtype)
+def zeros(*shape, dtype=torch.float32, device=None):
+    return torch.zeros(*shape, dtype=dtype, device=device)
 
 
 # --- repr cases ----------------------------------------------------------------
@@ -199,6 +204,213 @@ def repr_cases() -> dict[str, str]:
     )
     out["sorted_keys"] = repr(td)
 
+    # The compact form keeps a level on one line up to 80 columns (80 here,
+    # 81 in wrap_81); columns count code points, not UTF-8 bytes.
+    for name, n in (("wrap_80", 24), ("wrap_81", 25)):
+        td = TensorDict(
+            {"k" * n: zeros(2, 3), "b": zeros(2, 4, dtype=torch.int64)},
+            batch_size=[2],
+        )
+        out[name] = repr(td)
+    td = TensorDict(
+        {"\u00e9" * 24: zeros(2, 3), "b": zeros(2, 4, dtype=torch.int64)},
+        batch_size=[2],
+    )
+    out["wrap_80_unicode"] = repr(td)
+    for name, n in (("wrap_nested_80", 12), ("wrap_nested_81", 13)):
+        td = TensorDict(
+            {
+                "outer": {
+                    "k" * n: zeros(2, 3),
+                    "inner": {
+                        "x" * n: zeros(2, 4, dtype=torch.int64),
+                        "y": zeros(2, 1, 1, 1),
+                    },
+                },
+                "zz": zeros(2),
+            },
+            batch_size=[2],
+        )
+        out[name] = repr(td)
+
+    td = TensorDict({f"key_number_{i}": zeros(4, i) for i in range(8)}, batch_size=[4])
+    out["wrap_long"] = repr(td)
+
+    td = TensorDict(
+        {
+            "nested_level_one": {f"key_{i}": zeros(4, i) for i in range(6)},
+            "other": {
+                "deeper": {f"k{i}": zeros(4, 3, dtype=torch.int8) for i in range(9)}
+            },
+            "z": zeros(4),
+        },
+        batch_size=[4],
+    )
+    out["wrap_deep"] = repr(td)
+
+    # A tensor off the cpu in a dict without a device: "@meta".
+    td = TensorDict(
+        {"a": zeros(2, 3, device="meta"), "n": {"x": zeros(2)}}, batch_size=[2]
+    )
+    out["tensor_device_no_dict_device"] = repr(td)
+
+    out.update(lazy_cases())
+    return out
+
+
+def lazy_cases() -> dict[str, str]:
+    out = {}
+
+    a = TensorDict(
+        {
+            "x": zeros(3, dtype=torch.int32),
+            "y": zeros(4),
+            "n": {"q": zeros(2)},
+            "s": "hi",
+            "only_a": zeros(1),
+        }
+    )
+    b = TensorDict(
+        {
+            "x": zeros(5),
+            "y": zeros(4),
+            "n": {"q": zeros(2, 1)},
+            "s": "ho",
+            "only_b": {"deep": zeros(2)},
+        }
+    )
+    out["lazy_exclusive"] = repr(lazy_stack([a, b]))
+
+    member = TensorDict({"x": zeros(3, 2)}, batch_size=[3])
+    out["lazy_stack_dim1"] = repr(lazy_stack([member, member.clone()], dim=1))
+
+    out["lazy_ragged_rank"] = repr(
+        lazy_stack([TensorDict({"x": zeros(3)}), TensorDict({"x": zeros(3, 2)})])
+    )
+
+    # The last element holding a non-tensor names the entry.
+    out["lazy_mixed_tensor_first"] = repr(
+        lazy_stack(
+            [
+                TensorDict({"x": zeros(3)}),
+                TensorDict({"x": NonTensorData(data="s")}),
+                TensorDict({"x": NonTensorData(data=3)}),
+            ]
+        )
+    )
+    out["lazy_mixed_str_first"] = repr(
+        lazy_stack([TensorDict({"x": "s"}), TensorDict({"x": zeros(3)})])
+    )
+
+    out["lazy_promoted"] = repr(
+        lazy_stack(
+            [
+                TensorDict({"a": zeros(2, dtype=torch.int64)}),
+                TensorDict({"a": zeros(2, dtype=torch.float16)}),
+            ]
+        )
+    )
+
+    out["lazy_device_cpu"] = repr(
+        lazy_stack(
+            [
+                TensorDict({"x": zeros(3)}, device="cpu"),
+                TensorDict({"x": zeros(3)}, device="cpu"),
+            ]
+        )
+    )
+
+    nested = TensorDict({"a": zeros(2, 1)}, batch_size=[2])
+    out["lazy_nested_extra_dims"] = repr(
+        lazy_stack([TensorDict({"n": nested}), TensorDict({"n": nested.clone()})])
+    )
+
+    out["lazy_nested_common"] = repr(
+        lazy_stack(
+            [
+                TensorDict({"n": {"a": zeros(1), "b": zeros(2)}}),
+                TensorDict({"n": {"a": zeros(1)}}),
+            ]
+        )
+    )
+
+    st = TensorDict(
+        {"a": zeros(2, 1), "s": NonTensorStack("a", "b")}, batch_size=[2]
+    )
+    out["lazy_non_tensor_stack"] = repr(lazy_stack([st, st.clone()]))
+
+    common = {f"long_key_name_{i}": zeros(3) for i in range(4)}
+    out["lazy_wrap_exclusive"] = repr(
+        lazy_stack(
+            [
+                TensorDict(
+                    {**common, **{f"exclusive_number_{i}": zeros(2) for i in range(3)}}
+                ),
+                TensorDict(
+                    {**common, **{f"other_exclusive_{i}": zeros(2) for i in range(5)}}
+                ),
+            ]
+        )
+    )
+
+    out["lazy_short_exclusive"] = repr(
+        lazy_stack(
+            [TensorDict({"a": zeros(1)}), TensorDict({"a": zeros(1), "bb": zeros(1)})]
+        )
+    )
+
+    # A dict in some elements only: the compact form fails and the repr
+    # falls back to the detailed one.
+    out["lazy_mixed_dict"] = repr(
+        lazy_stack([TensorDict({"x": {"a": zeros(1)}}), TensorDict({"x": zeros(3)})])
+    )
+
+    return out
+
+
+def compact_only_cases() -> dict[str, str]:
+    # Python's detailed repr raises here (it stacks the leaves).
+    out = {}
+    out["lazy_devices"] = repr(
+        lazy_stack(
+            [TensorDict({"x": zeros(3)}), TensorDict({"x": zeros(3, device="meta")})]
+        )
+    )
+    return out
+
+
+# --- print options cases -------------------------------------------------------
+
+
+def options_dict() -> TensorDict:
+    return TensorDict(
+        {"b": zeros(2), "a": {"y": zeros(2, 3, dtype=torch.int64), "x": "text"}},
+        batch_size=[2],
+        device="cpu",
+    )
+
+
+OPTIONS_CASES = {
+    "insertion": {"sort_keys": None},
+    "no_dtype": {"show_dtype": False},
+    "no_batch_size": {"show_batch_size": False},
+    "no_device": {"show_device": False},
+    "detailed_insertion": {"compact": False, "sort_keys": None},
+    "detailed_no_batch_size_no_device": {
+        "compact": False,
+        "show_batch_size": False,
+        "show_device": False,
+    },
+}
+
+
+def options_cases() -> dict[str, str]:
+    out = {}
+    td = options_dict()
+    for name, options in OPTIONS_CASES.items():
+        with tensordict.set_printoptions(**options):
+            out[name] = repr(td)
+            out[name + "_lazy"] = repr(lazy_stack([td, td.clone()]))
     return out
 
 
@@ -381,9 +593,12 @@ def main(argv: list[str]) -> int:
             "keys": keys_cases(),
             "errors": errors_cases(),
         }
+    # Python's default options: the compact form.
+    py["compact"] = {**repr_cases(), **compact_only_cases()}
+    py["options"] = options_cases()
 
     passed = failed = 0
-    for section in ("repr", "keys", "errors"):
+    for section in ("repr", "compact", "options", "keys", "errors"):
         p, f = compare(section, cpp.get(section, {}), py[section])
         passed += p
         failed += f
