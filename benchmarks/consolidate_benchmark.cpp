@@ -1,4 +1,4 @@
-// Benchmarks of issue 6: consolidate against memcpy bandwidth, memmap
+// Benchmarks of consolidate against memcpy bandwidth, of memmap
 // checkpoints of an nn::Transformer against torch::save / torch::load, and
 // from_consolidated against load_memmap of the same leaves. Registered at
 // static initialization, like tensor_dict_benchmark.cpp; the Python side is
