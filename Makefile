@@ -75,8 +75,11 @@ FORMAT_FILES = $(shell git ls-files '*.h' '*.cpp')
 format:
 	clang-format -i $(FORMAT_FILES)
 
+# Also refuses issue numbers in code: comments say why, not which ticket.
 format-check: deps
 	clang-format --dry-run --Werror $(FORMAT_FILES)
+	@! git grep -nwE 'issue [0-9]+' -- $(FORMAT_FILES) || \
+	  { echo "format-check: issue numbers in code comments (above)"; exit 1; }
 
 clean:
 	rm -rf $(BUILD_DIR) $(SAN_DIR)
