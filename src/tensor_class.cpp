@@ -10,6 +10,7 @@
 #include <ostream>
 
 #include "detail/class_fields.h"
+#include "detail/compact_repr.h"
 #include "detail/format.h"
 #include "detail/tensor_dict_impl.h"
 #include "detail/value_repr.h"
@@ -700,6 +701,71 @@ void tc_check(const TensorDict& td, const ClassInfo& info) {
 }
 
 std::string tc_repr(const TensorDict& td, const ClassInfo& info) {
+  return get_printoptions().compact() ? tc_repr_compact(td, info)
+                                      : tc_repr_detailed(td, info);
+}
+
+namespace {
+
+// The entries of a class level (see NOTE [Compact repr]): the set fields,
+// sorted as the options say, then the unset ones as `None` in field order,
+// as Python appends them.
+std::vector<CompactEntry> tc_compact_body(
+    const TensorDict& td, const ClassInfo& info, const PrintOptions& options) {
+  const TensorDictImpl& impl = *td.unsafeGetImpl();
+  const auto batch_dims = static_cast<int64_t>(impl.batch_size.size());
+  std::vector<CompactEntry> entries;
+  std::vector<CompactEntry> unset;
+  for (size_t i = 0; i < info.fields.size(); ++i) {
+    const FieldInfo& field = info.fields[i];
+    const Value* value = tc_find(td, info, i);
+    if (value == nullptr) {
+      unset.push_back({field.name, compact_token_node("None")});
+    } else if (
+        field.kind == FieldKind::kTensorClass && value->is_tensordict()) {
+      const TensorDict& nested = value->tensordict();
+      entries.push_back(
+          {field.name,
+           compact_container(
+               field.nested->name +
+                   compact_extra_dims(nested.batch_size(), batch_dims),
+               tc_compact_body(nested, *field.nested, options))});
+    } else {
+      entries.push_back(
+          {field.name,
+           compact_value(*value, batch_dims, impl.device, options)});
+    }
+  }
+  sort_compact_entries(entries, options);
+  for (CompactEntry& entry : unset) {
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+}  // namespace
+
+std::string tc_repr_compact(const TensorDict& td, const ClassInfo& info) {
+  const PrintOptions options = get_printoptions();
+  const TensorDictImpl& impl = *td.unsafeGetImpl();
+  std::vector<std::string> header =
+      compact_header(impl.batch_size, impl.device, options);
+  // A field named like a header item replaces it, as in Python.
+  for (const char* item : {"batch_size", "device"}) {
+    if (find_field(info, item)) {
+      const std::string prefix = std::string(item) + "=";
+      header.erase(
+          std::remove_if(
+              header.begin(),
+              header.end(),
+              [&](const std::string& h) { return h.rfind(prefix, 0) == 0; }),
+          header.end());
+    }
+  }
+  return compact_repr(info.name, header, tc_compact_body(td, info, options));
+}
+
+std::string tc_repr_detailed(const TensorDict& td, const ClassInfo& info) {
   const TensorDictImpl& impl = *td.unsafeGetImpl();
   std::vector<std::string> lines;
   std::vector<std::string> none_lines;
@@ -712,7 +778,7 @@ std::string tc_repr(const TensorDict& td, const ClassInfo& info) {
     }
     std::string text =
         field.kind == FieldKind::kTensorClass && value->is_tensordict()
-            ? tc_repr(value->tensordict(), *field.nested)
+            ? tc_repr_detailed(value->tensordict(), *field.nested)
             : value_repr(*value);
     lines.push_back(field.name + "=" + text);
   }

@@ -317,8 +317,10 @@ TEST(TensorClassTest, ShadowAllowsReservedNames) {
   at::Tensor field = s.batch_size();
   EXPECT_EQ(field[0].item<float>(), 7.0f);
   EXPECT_EQ(s.shape(), c10::IntArrayRef({3}));
+  // A field named batch_size replaces the header item, as in Python.
+  EXPECT_EQ(s.repr(), "Shadowing(fields={batch_size: f32[], x: f32[]})");
   EXPECT_EQ(
-      s.repr(),
+      s.repr_detailed(),
       "Shadowing(\n"
       "    batch_size=Tensor(shape=torch.Size([3]), device=cpu, "
       "dtype=torch.float32, is_shared=False),\n"
@@ -548,8 +550,15 @@ TEST(TensorClassTest, ReprMatchesPython) {
        {"inner", Inner({{"x", torch::ones({2}, torch::kLong)}}, {2})},
        {"label", "hi"}},
       {2});
+  // Compact by default, as Python 0.15; 84 columns, so it wraps.
   EXPECT_EQ(
       p.repr(),
+      "Registered(batch_size=[2], fields={\n"
+      "    inner: Inner{x: i64[]},\n"
+      "    label: str,\n"
+      "    pos: f32[3]})");
+  EXPECT_EQ(
+      p.repr_detailed(),
       "Registered(\n"
       "    inner=Inner(\n"
       "        x=Tensor(shape=torch.Size([2]), device=cpu, dtype=torch.int64, "
@@ -566,7 +575,13 @@ TEST(TensorClassTest, ReprMatchesPython) {
       "    is_shared=False)");
   Fast empty;
   EXPECT_EQ(
-      empty.repr(),
+      empty.repr(), "Fast(batch_size=[], fields={a: None, b: None, c: None})");
+  {
+    PrintOptionsGuard detailed(get_printoptions().compact(false));
+    EXPECT_EQ(empty.repr(), empty.repr_detailed());
+  }
+  EXPECT_EQ(
+      empty.repr_detailed(),
       "Fast(\n,\n    a=None,\n    b=None,\n    c=None,\n"
       "    batch_size=torch.Size([]),\n    device=None,\n    is_shared=False)");
   std::ostringstream out;

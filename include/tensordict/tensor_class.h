@@ -732,10 +732,20 @@ class TensorClass : public std::conditional_t<
     return self();
   }
 
-  /// Returns Python's detailed repr: `Name(field=..., batch_size=...,
-  /// device=..., is_shared=...)`.
+  /// Returns Python's repr in the form the print options select: compact
+  /// by default (`Name(batch_size=[4], fields={obs: f32[3], ...})`), see
+  /// tensordict/print_options.h.
   std::string repr() const {
     return detail::tc_repr(this->td_, Derived::tensor_class_info());
+  }
+  /// Returns Python's compact repr, whatever the print options say.
+  std::string repr_compact() const {
+    return detail::tc_repr_compact(this->td_, Derived::tensor_class_info());
+  }
+  /// Returns Python's detailed repr, whatever the print options say:
+  /// `Name(\n    field=..., batch_size=..., device=..., is_shared=...)`.
+  std::string repr_detailed() const {
+    return detail::tc_repr_detailed(this->td_, Derived::tensor_class_info());
   }
 
  protected:

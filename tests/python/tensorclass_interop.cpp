@@ -89,8 +89,12 @@ void check_python_trees(const std::string& work) {
   const TcTrajectory same = python_trajectory();
   const std::string py_repr = read_text(work + "/py_traj_repr.txt");
   expect(
-      same.repr() == py_repr,
-      "py_traj repr:\n" + same.repr() + "\nPython:\n" + py_repr);
+      same.repr_detailed() == py_repr,
+      "py_traj repr:\n" + same.repr_detailed() + "\nPython:\n" + py_repr);
+  const std::string py_compact = read_text(work + "/py_traj_repr_compact.txt");
+  expect(
+      same.repr() == py_compact,
+      "py_traj compact repr:\n" + same.repr() + "\nPython:\n" + py_compact);
 
   const auto lazy =
       LazyStackedTensorClass<TcInner>::load_memmap(work + "/py_lazy");
@@ -106,8 +110,15 @@ void check_python_trees(const std::string& work) {
   const TcCounts same_counts({{"step", 7}, {"ratio", 0.25}, {"done", true}});
   const std::string counts_repr = read_text(work + "/py_counts_repr.txt");
   expect(
-      same_counts.repr() == counts_repr,
-      "py_counts repr:\n" + same_counts.repr() + "\nPython:\n" + counts_repr);
+      same_counts.repr_detailed() == counts_repr,
+      "py_counts repr:\n" + same_counts.repr_detailed() + "\nPython:\n" +
+          counts_repr);
+  const std::string counts_compact =
+      read_text(work + "/py_counts_repr_compact.txt");
+  expect(
+      same_counts.repr() == counts_compact,
+      "py_counts compact repr:\n" + same_counts.repr() + "\nPython:\n" +
+          counts_compact);
 }
 
 std::string dtype_name(c10::ScalarType dtype) {

@@ -88,6 +88,11 @@ def write(work: str) -> None:
             f.write(repr(traj))
         with open(os.path.join(work, "py_counts_repr.txt"), "w") as f:
             f.write(repr(counts))
+    # The default, compact form.
+    with open(os.path.join(work, "py_traj_repr_compact.txt"), "w") as f:
+        f.write(repr(traj))
+    with open(os.path.join(work, "py_counts_repr_compact.txt"), "w") as f:
+        f.write(repr(counts))
 
 
 def check(work: str) -> list:

@@ -92,8 +92,16 @@ TENSORDICT_API bool tc_as_bool(
 
 /// Checks that `td` holds only fields of the class, of the right kinds.
 TENSORDICT_API void tc_check(const TensorDict& td, const ClassInfo& info);
-/// Returns Python's detailed repr of a tensorclass.
+/// Returns Python's repr of a tensorclass in the form the print options
+/// select (compact by default).
 TENSORDICT_API std::string tc_repr(const TensorDict& td, const ClassInfo& info);
+/// Returns Python's compact repr of a tensorclass:
+/// `Name(batch_size=[4], fields={a: f32[3], b: None})`.
+TENSORDICT_API std::string tc_repr_compact(
+    const TensorDict& td, const ClassInfo& info);
+/// Returns Python's detailed repr of a tensorclass.
+TENSORDICT_API std::string tc_repr_detailed(
+    const TensorDict& td, const ClassInfo& info);
 /// Marks `td` and its TensorClass fields with their Python classes.
 TENSORDICT_API void tc_mark_classes(
     const TensorDict& td, const ClassInfo& info);
