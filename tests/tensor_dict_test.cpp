@@ -192,6 +192,31 @@ TEST(TensorDictTest, FromDictInfersTheBatchSize) {
   EXPECT_EQ(given.get_tensordict("b").names(), DimNames{"time"});
 }
 
+TEST(TensorDictTest, FromDictTakesNamedParameters) {
+  torch::nn::Sequential model(torch::nn::Linear(3, 4));
+  const TensorDict td = TensorDict::from_dict(model->named_parameters());
+  // What Python prints for TensorDict.from_dict(dict(s.named_parameters())).
+  EXPECT_EQ(
+      td.repr_compact(),
+      "TensorDict(batch_size=[], fields={0.bias: f32[4], 0.weight: f32[4,3]})");
+  EXPECT_EQ(td.keys(), (std::vector<NestedKey>{"0.weight", "0.bias"}));
+  EXPECT_TRUE(
+      td.get("0.weight").is_same(model[0]->named_parameters()["weight"]));
+
+  torch::OrderedDict<std::string, at::Tensor> batched;
+  batched.insert("x", torch::zeros({5, 2}));
+  batched.insert("y", torch::zeros({5}));
+  EXPECT_EQ(
+      TensorDict::from_dict(batched, FromDictOptions().auto_batch_size(true))
+          .batch_size(),
+      c10::IntArrayRef({5}));
+  // y has no dim 2: a batch size it does not start with is refused.
+  EXPECT_THROW(
+      (void)TensorDict::from_dict(
+          batched, FromDictOptions().batch_size(std::vector<int64_t>{5, 2})),
+      c10::Error);
+}
+
 TEST(TensorDictTest, FromDictIgnoresNonTensorDataWhenInferring) {
   TensorDict td = TensorDict::from_dict(
       {{"x", torch::zeros({2, 3})}, {"label", "cat"}},

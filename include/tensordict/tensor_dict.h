@@ -4,6 +4,7 @@
 #include <c10/core/Device.h>
 #include <c10/util/FunctionRef.h>
 #include <c10/util/intrusive_ptr.h>
+#include <torch/ordered_dict.h>
 
 #include <cstdint>
 #include <future>
@@ -125,6 +126,14 @@ class TENSORDICT_API TensorDict {
   /// their own inferred batch size first.
   [[nodiscard]] static TensorDict from_dict(
       const std::vector<Item>& items, const FromDictOptions& options = {});
+  /// Builds a dict from named tensors, such as `module->named_parameters()`
+  /// or `named_buffers()` return: Python's
+  /// `TensorDict.from_dict(dict(module.named_parameters()))`. Dotted names
+  /// ("0.weight") stay flat keys, as in Python; `from_module` builds the
+  /// nested form. The tensors are aliased, not copied.
+  [[nodiscard]] static TensorDict from_dict(
+      const torch::OrderedDict<std::string, at::Tensor>& tensors,
+      const FromDictOptions& options = {});
   /// Makes a dict with no batch dims where every key holds `value`.
   [[nodiscard]] static TensorDict fromkeys(
       const std::vector<NestedKey>& keys, const at::Tensor& value);

@@ -113,6 +113,17 @@ TensorDict TensorDict::from_dict(
   return from_items(items, options, /*root=*/true);
 }
 
+TensorDict TensorDict::from_dict(
+    const torch::OrderedDict<std::string, at::Tensor>& tensors,
+    const FromDictOptions& options) {
+  std::vector<Item> items;
+  items.reserve(tensors.size());
+  for (const auto& item : tensors) {
+    items.emplace_back(NestedKey(item.key()), item.value());
+  }
+  return from_dict(items, options);
+}
+
 TensorDict TensorDict::fromkeys(
     const std::vector<NestedKey>& keys, const at::Tensor& value) {
   TensorDict td;
