@@ -123,6 +123,15 @@ at::Tensor tensor_over(
   return tensor;
 }
 
+// Makes the entry `path` durable in its directory ("." for a bare name,
+// "/" for a top-level path).
+void fsync_parent_directory(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  fsync_directory(
+      slash == std::string::npos ? "."
+                                 : path.substr(0, std::max<size_t>(slash, 1)));
+}
+
 }  // namespace
 
 std::string join_path(std::string_view dir, std::string_view name) {
@@ -446,11 +455,7 @@ void ensure_directory(
     }
     if (::mkdir(path.c_str(), 0777) == 0) {
       if (durable) {
-        const size_t slash = path.find_last_of('/');
-        fsync_directory(
-            slash == std::string::npos
-                ? "."
-                : path.substr(0, std::max<size_t>(slash, 1)));
+        fsync_parent_directory(path);
       }
       return;
     }
@@ -522,11 +527,7 @@ void write_file_atomically(
     throw;
   }
   if (durable) {
-    const size_t slash = path.find_last_of('/');
-    fsync_directory(
-        slash == std::string::npos
-            ? "."
-            : path.substr(0, std::max<size_t>(slash, 1)));
+    fsync_parent_directory(path);
   }
 }
 
