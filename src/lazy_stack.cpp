@@ -331,6 +331,14 @@ TensorDict contiguous_impl(
             dense.set(
                 local, Value(stack_non_tensors(values, stack_dim, path.key())));
             break;
+          case Value::Kind::kLazyStack: {
+            std::vector<TensorDict> dense_elements;
+            for (const Value& v : values) {
+              dense_elements.push_back(v.lazy_stack().contiguous());
+            }
+            dense.set(local, ::tensordict::stack(dense_elements, stack_dim));
+            break;
+          }
         }
       });
   return dense;
@@ -635,6 +643,23 @@ std::vector<int64_t> slice_positions(
 }
 
 }  // namespace
+
+namespace detail {
+
+CompactNode compact_lazy_stack_node(
+    const LazyStackedTensorDict& stack,
+    int64_t parent_batch_dims,
+    const PrintOptions& options) {
+  const std::string& cls = stack.python_class();
+  std::string prefix =
+      cls.empty() ? "LazyStackedTensorDict" : class_name_of(cls);
+  prefix += compact_extra_dims(stack.batch_size(), parent_batch_dims);
+  return compact_container(
+      std::move(prefix),
+      compact_stacked_entries(stack.tensordicts(), stack.device(), options));
+}
+
+}  // namespace detail
 
 // --- construction
 // --------------------------------------------------------------

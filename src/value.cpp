@@ -18,6 +18,7 @@ Value::Value(at::Tensor tensor) : value_(std::move(tensor)) {
 Value::Value(TensorDict td) : value_(std::move(td)) {}
 Value::Value(NonTensorData data) : value_(std::move(data)) {}
 Value::Value(NonTensorStack stack) : value_(std::move(stack)) {}
+Value::Value(LazyStackedTensorDict stack) : value_(std::move(stack)) {}
 
 void Value::throw_kind(const char* wanted) const {
   TORCH_CHECK_TYPE(false, "the entry is a ", type_name(), ", not a ", wanted);
@@ -58,6 +59,8 @@ std::vector<int64_t> Value::shape() const {
       return std::get<NonTensorData>(value_).batch_size().vec();
     case Kind::kNonTensorStack:
       return std::get<NonTensorStack>(value_).batch_size().vec();
+    case Kind::kLazyStack:
+      return std::get<LazyStackedTensorDict>(value_).batch_size().vec();
   }
   return {};
 }
@@ -72,6 +75,8 @@ const char* Value::type_name() const noexcept {
       return "NonTensorData";
     case Kind::kNonTensorStack:
       return "NonTensorStack";
+    case Kind::kLazyStack:
+      return "LazyStackedTensorDict";
   }
   return "?";
 }
@@ -95,6 +100,8 @@ std::string value_repr(const Value& value, const PrintOptions& options) {
       return value.non_tensor_data().repr();
     case Value::Kind::kNonTensorStack:
       return value.non_tensor_stack().repr();
+    case Value::Kind::kLazyStack:
+      return value.lazy_stack().repr_detailed();
   }
   TORCH_INTERNAL_ASSERT(false, "unknown entry kind");
 }
@@ -134,6 +141,9 @@ Item::Item(NestedKey key, NonTensorData value)
     : key_(std::move(key)),
       value_(std::make_shared<const Value>(std::move(value))) {}
 Item::Item(NestedKey key, NonTensorStack value)
+    : key_(std::move(key)),
+      value_(std::make_shared<const Value>(std::move(value))) {}
+Item::Item(NestedKey key, LazyStackedTensorDict value)
     : key_(std::move(key)),
       value_(std::make_shared<const Value>(std::move(value))) {}
 Item::Item(NestedKey key, std::initializer_list<Item> items)

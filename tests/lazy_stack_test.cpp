@@ -1,7 +1,9 @@
 // LazyStackedTensorDict (declared in lazy_stack.h). Expected keys, messages
 // and reprs come from Python tensordict 0.15.3.
 #include <tensordict/indexing.h>
+#include <tensordict/json.h>
 #include <tensordict/lazy_stack.h>
+#include <tensordict/memmap.h>
 
 #include <sstream>
 
@@ -18,6 +20,8 @@ using tensordict::NonTensorStack;
 using tensordict::TensorDict;
 using tensordict::Value;
 using tensordict::indexing::Slice;
+using tensordict::testing::read_text;
+using tensordict::testing::TempDir;
 
 namespace {
 
@@ -788,6 +792,154 @@ TEST(LazyStackTest, ZeroDimBoolIndexAddsADimAndConsumesNone) {
       stack.index({torch::tensor(true), Slice(), 1}));
   EXPECT_EQ(column.batch_size(), c10::IntArrayRef({1, 2}));
   EXPECT_EQ(column.get("x").sum().item<int64_t>(), 92);
+}
+
+// --- a lazy stack as an entry of a TensorDict ------------------------------
+
+namespace {
+
+// Python's `TensorDict(stack=lazy_stack([a, b], 1), x=zeros(3, 2),
+// batch_size=[3, 2])` with a: {y: [3, 2]}, b: {y: [3, 2], z: [3, 1]}.
+TensorDict make_holder() {
+  TensorDict a({{"y", torch::arange(6, torch::kFloat).view({3, 2})}}, {3});
+  TensorDict b(
+      {{"y", torch::arange(6, 12, torch::kFloat).view({3, 2})},
+       {"z", torch::ones({3, 1})}},
+      {3});
+  return TensorDict(
+      {{"stack", lazy_stack({a, b}, 1)}, {"x", torch::zeros({3, 2})}}, {3, 2});
+}
+
+}  // namespace
+
+TEST(LazyStackEntryTest, SetGetAndKeysFollowPython) {
+  TensorDict td = make_holder();
+  const LazyStackedTensorDict stack = td.get_lazy_stack("stack");
+  EXPECT_EQ(stack.stack_dim(), 1);
+  EXPECT_TRUE(td["stack"].is_lazy_stack());
+  EXPECT_TRUE(td["stack"].lazy_stack().is_same(stack));
+  // Through the stack: the stacked leaf, [3, 2] + the leaf's [2].
+  const at::Tensor y = td.get({"stack", "y"});
+  EXPECT_EQ(y.sizes(), c10::IntArrayRef({3, 2, 2}));
+  EXPECT_TRUE(at::equal(y.select(1, 1), stack.tensordicts()[1].get("y")));
+  EXPECT_TRUE(td.contains({"stack", "y"}));
+  EXPECT_FALSE(td.contains({"stack", "z"}));  // only element 1 holds it
+  EXPECT_FALSE(td.contains({"stack", "nope"}));
+  EXPECT_TRUE(td[NestedKey({"stack", "y"})].is_tensor());
+  // Python: [('stack', 'y'), 'x'] for keys(True, True); the stack's own
+  // key comes after its keys with leaves_only=false.
+  EXPECT_EQ(
+      td.keys(true, true),
+      (std::vector<NestedKey>{NestedKey({"stack", "y"}), NestedKey("x")}));
+  EXPECT_EQ(
+      td.keys(true),
+      (std::vector<NestedKey>{
+          NestedKey({"stack", "y"}), NestedKey("stack"), NestedKey("x")}));
+  EXPECT_THROWS_WITH(
+      td.get_tensordict("stack"),
+      c10::TypeError,
+      "is a LazyStackedTensorDict, not a TensorDict");
+  // A stack whose batch size does not start with the dict's is refused.
+  EXPECT_THROWS_WITH(
+      td.set("bad", lazy_stack({TensorDict({}, {2}), TensorDict({}, {2})})),
+      c10::Error,
+      "batch dimension mismatch");
+}
+
+TEST(LazyStackEntryTest, SetThroughTheStackCutsTheValueAlongTheStackDim) {
+  TensorDict td = make_holder();
+  td.set({"stack", "w"}, torch::arange(30, torch::kFloat).view({3, 2, 5}));
+  const auto& elements = td.get_lazy_stack("stack").tensordicts();
+  EXPECT_EQ(elements[0].get("w").sizes(), c10::IntArrayRef({3, 5}));
+  EXPECT_EQ(elements[1].get("w")[0][0].item<float>(), 5.0F);
+  EXPECT_TRUE(td.contains({"stack", "w"}));
+  EXPECT_THROWS_WITH(
+      td.set({"stack", "v"}, torch::zeros({3, 3})),
+      c10::Error,
+      "does not have 2 items at that dim");
+}
+
+TEST(LazyStackEntryTest, BatchOpsThroughTheStackMatchPython) {
+  const TensorDict td = make_holder();
+  // td[0]: the stack keeps its elements, now stacked at dim 0 (Python:
+  // LazyStackedTensorDict, batch [2], stack_dim 0).
+  const Value row = td.index({0})["stack"];
+  ASSERT_TRUE(row.is_lazy_stack());
+  EXPECT_EQ(row.lazy_stack().batch_size(), c10::IntArrayRef({2}));
+  EXPECT_EQ(row.lazy_stack().stack_dim(), 0);
+  EXPECT_TRUE(row.lazy_stack().tensordicts()[1].contains("z"));
+  // td[:, 1]: one element, indexed (Python: a TensorDict).
+  const Value column = td.index({Slice(), 1})["stack"];
+  ASSERT_TRUE(column.is_tensordict());
+  EXPECT_EQ(column.tensordict().batch_size(), c10::IntArrayRef({3}));
+  EXPECT_TRUE(column.tensordict().contains("z"));
+  // reshape(6): six elements stacked at dim 0, alternating a and b.
+  const LazyStackedTensorDict flat = td.reshape({6}).get_lazy_stack("stack");
+  EXPECT_EQ(flat.stack_dim(), 0);
+  ASSERT_EQ(flat.tensordicts().size(), 6U);
+  EXPECT_FALSE(flat.tensordicts()[2].contains("z"));
+  EXPECT_TRUE(flat.tensordicts()[3].contains("z"));
+  EXPECT_EQ(flat.tensordicts()[3].get("y")[0].item<float>(), 8.0F);
+  // permute(1, 0) moves the stack dim to 0; unsqueeze(0) moves it to 2.
+  const LazyStackedTensorDict permuted =
+      td.permute({1, 0}).get_lazy_stack("stack");
+  EXPECT_EQ(permuted.stack_dim(), 0);
+  EXPECT_EQ(permuted.batch_size(), c10::IntArrayRef({2, 3}));
+  EXPECT_EQ(td.unsqueeze(0).get_lazy_stack("stack").stack_dim(), 2);
+  // unbind(0): three stacks of batch [2].
+  const std::vector<TensorDict> rows = td.unbind(0);
+  ASSERT_EQ(rows.size(), 3U);
+  EXPECT_EQ(
+      rows[2].get_lazy_stack("stack").batch_size(), c10::IntArrayRef({2}));
+  EXPECT_TRUE(
+      at::equal(rows[2].get({"stack", "y"}), td.get({"stack", "y"})[2]));
+  // Elementwise ops keep the stack.
+  const TensorDict cloned = td.clone();
+  EXPECT_TRUE(cloned["stack"].is_lazy_stack());
+  EXPECT_TRUE(tensordict::equal(cloned, td));
+  EXPECT_FALSE(cloned.get_lazy_stack("stack").tensordicts()[0].get("y").is_same(
+      td.get_lazy_stack("stack").tensordicts()[0].get("y")));
+  const TensorDict plus = td.apply([](const at::Tensor& t) { return t + 1; });
+  EXPECT_EQ(
+      plus.get_lazy_stack("stack")
+          .tensordicts()[1]
+          .get("z")
+          .sum()
+          .item<float>(),
+      6.0F);
+  const TensorDict sum = td + td;
+  EXPECT_TRUE(at::equal(sum.get({"stack", "y"}), 2 * td.get({"stack", "y"})));
+}
+
+TEST(LazyStackEntryTest, StackAndCatOfDictsHoldingStacks) {
+  const TensorDict td = make_holder();
+  const TensorDict stacked = tensordict::stack({td, td}, 0);
+  const LazyStackedTensorDict inner = stacked.get_lazy_stack("stack");
+  EXPECT_EQ(inner.batch_size(), c10::IntArrayRef({2, 3, 2}));
+  EXPECT_EQ(inner.stack_dim(), 2);
+  EXPECT_TRUE(at::equal(inner.get("y")[1], td.get({"stack", "y"})));
+  const TensorDict joined = tensordict::cat({td, td}, 1);
+  EXPECT_EQ(joined.get_lazy_stack("stack").tensordicts().size(), 4U);
+  EXPECT_EQ(joined.batch_size(), c10::IntArrayRef({3, 4}));
+}
+
+TEST(LazyStackEntryTest, MemmapRoundTripKeepsTheStackAndPythonsLayout) {
+  TempDir dir;
+  const TensorDict td = make_holder();
+  const TensorDict saved = td.memmap(tensordict::MemmapOptions(dir.str()));
+  EXPECT_TRUE(saved["stack"].is_lazy_stack());
+  EXPECT_TRUE(tensordict::equal(saved, td));
+  EXPECT_TRUE(std::filesystem::exists(dir / "stack/1/z.memmap"));
+  const Json meta = Json::parse(read_text(dir / "stack/meta.json"));
+  EXPECT_EQ(meta["_type"], "<class 'tensordict._lazy.LazyStackedTensorDict'>");
+  EXPECT_EQ(meta["stack_dim"], 1);
+  const Json root = Json::parse(read_text(dir / "meta.json"));
+  EXPECT_EQ(root["stack"]["type"], "LazyStackedTensorDict");
+  const TensorDict loaded = TensorDict::load_memmap(dir.str());
+  ASSERT_TRUE(loaded["stack"].is_lazy_stack());
+  EXPECT_EQ(loaded.get_lazy_stack("stack").stack_dim(), 1);
+  EXPECT_TRUE(tensordict::equal(loaded, td));
+  EXPECT_TRUE(loaded.get_lazy_stack("stack").tensordicts()[1].contains("z"));
 }
 
 }  // namespace lazy_stack_test

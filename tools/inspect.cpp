@@ -53,6 +53,14 @@ void collect(
     } else if (value.is_tensordict()) {
       collect(value.tensordict(), key, out);
       continue;
+    } else if (value.is_lazy_stack()) {
+      const auto& elements = value.lazy_stack().tensordicts();
+      for (size_t i = 0; i < elements.size(); ++i) {
+        Key element_key = key;
+        element_key.push_back(std::to_string(i));
+        collect(elements[i], element_key, out);
+      }
+      continue;
     } else {
       entry["kind"] = "non_tensor";
       entry["value"] = value.is_non_tensor_data()
@@ -88,6 +96,24 @@ struct Totals {
 };
 
 void print_dict(
+    std::ostream& out, const TensorDict& td, int depth, Totals& totals);
+
+void print_elements(
+    std::ostream& out,
+    const LazyStackedTensorDict& stack,
+    int depth,
+    Totals& totals) {
+  const std::string indent(static_cast<size_t>(depth) * 2, ' ');
+  const auto& elements = stack.tensordicts();
+  for (size_t i = 0; i < elements.size(); ++i) {
+    out << indent << "[" << i
+        << "]: TensorDict batch_size=" << shape_text(elements[i].batch_size())
+        << "\n";
+    print_dict(out, elements[i], depth + 1, totals);
+  }
+}
+
+void print_dict(
     std::ostream& out, const TensorDict& td, int depth, Totals& totals) {
   const std::string indent(static_cast<size_t>(depth) * 2, ' ');
   for (const auto& [name, value] : td.items()) {
@@ -105,6 +131,12 @@ void print_dict(
                                            : child.python_class())
           << " batch_size=" << shape_text(child.batch_size()) << "\n";
       print_dict(out, child, depth + 1, totals);
+    } else if (value.is_lazy_stack()) {
+      const LazyStackedTensorDict& stack = value.lazy_stack();
+      out << indent << key << ": LazyStackedTensorDict batch_size="
+          << shape_text(stack.batch_size())
+          << " stack_dim=" << stack.stack_dim() << "\n";
+      print_elements(out, stack, depth + 1, totals);
     } else if (value.is_non_tensor_data()) {
       out << indent << key << ": NonTensorData "
           << value.non_tensor_data().data().dump() << "\n";
@@ -194,13 +226,7 @@ void print_info(
     }
     out << "LazyStackedTensorDict batch_size=" << shape_text(stack.batch_size())
         << " stack_dim=" << stack.stack_dim() << "\n";
-    const auto& elements = stack.tensordicts();
-    for (size_t i = 0; i < elements.size(); ++i) {
-      out << "  [" << i
-          << "]: TensorDict batch_size=" << shape_text(elements[i].batch_size())
-          << "\n";
-      print_dict(out, elements[i], 2, totals);
-    }
+    print_elements(out, stack, 1, totals);
   }
   out << totals.leaves << " tensors, " << totals.bytes << " bytes\n";
 }

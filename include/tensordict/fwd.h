@@ -12,6 +12,7 @@ class NonTensorStack;
 class TensorDict;
 class Value;
 class Item;
+class LazyStackedTensorDict;
 
 namespace detail {
 class TensorDictImpl;

@@ -18,7 +18,7 @@
 
 #include "tensordict/fwd.h"
 #include "tensordict/nested_key.h"
-#include "tensordict/tensor_dict.h"
+#include "tensordict/options.h"
 
 namespace at::indexing {
 struct TensorIndex;
@@ -238,3 +238,8 @@ TENSORDICT_API std::ostream& operator<<(
     std::ostream& out, const LazyStackedTensorDict& stack);
 
 TENSORDICT_END_NAMESPACE
+
+// The class above needs TensorDict only declared, and Value (value.h) holds
+// a LazyStackedTensorDict by value: defining this class before TensorDict's
+// header finishes lets either header be included first.
+#include "tensordict/tensor_dict.h"

@@ -35,9 +35,9 @@
 //   bytes of a file that already exists).
 // - Pickle sidecars (`other.pickle`, `pickle.pkl`) cannot be read: loading
 //   one is an error naming the key, unless `skip_pickle(true)` drops it.
-// - A lazy stack nested inside a dict loads as a dense TensorDict when its
-//   elements have the same shapes; otherwise the error names the key, and
-//   `load_memmap_any` with `subpath` loads it as a LazyStackedTensorDict.
+// - A lazy stack nested inside a dict loads as a LazyStackedTensorDict
+//   entry, as in Python; one that is an element of another lazy stack is
+//   made dense (a lazy stack's elements are TensorDicts).
 // - Python's `return_early` is `TensorDict::memmap_async`, which returns a
 //   `std::future`.
 

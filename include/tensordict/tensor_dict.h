@@ -211,19 +211,28 @@ class TENSORDICT_API TensorDict {
 
   /// Returns the tensor at `key`. Throws KeyError if the key is missing
   /// (listing the keys present at that level) or walks through a leaf, and
-  /// TypeError if the entry is not a tensor.
+  /// TypeError if the entry is not a tensor. A key that goes through a lazy
+  /// stack entry (`{"stack", "obs"}`) gives the elements' tensors stacked,
+  /// as `LazyStackedTensorDict::get` does.
   at::Tensor get(const NestedKey& key) const;
   /// Returns the tensor at `key`, or `default_value` when the key is missing.
   at::Tensor get(const NestedKey& key, const at::Tensor& default_value) const;
   /// Returns the nested dict at `key` (aliasing it); throws like `get`.
   TensorDict get_tensordict(const NestedKey& key) const;
-  /// Returns the entry at `key`, whatever its kind; throws KeyError.
+  /// Returns the lazy stack entry at `key` (aliasing it), or, for a key
+  /// that goes through a lazy stack, the lazy stack of the elements' nested
+  /// dicts; throws like `get`.
+  LazyStackedTensorDict get_lazy_stack(const NestedKey& key) const;
+  /// Returns the entry at `key`, whatever its kind; throws KeyError. Through
+  /// a lazy stack: its stacked tensor or lazy stack of nested dicts.
   Value operator[](const NestedKey& key) const;
-  /// Returns a pointer to the entry at `key`, or null if there is none.
-  /// The pointer is valid until the entry is removed or replaced.
+  /// Returns a pointer to the entry stored at `key`, or null if there is
+  /// none (also for keys that go through a lazy stack: nothing is stored
+  /// there). The pointer is valid until the entry is removed or replaced.
   const Value* find(const NestedKey& key) const& noexcept;
   const Value* find(const NestedKey& key) const&& = delete;
-  /// Returns true if `key` names an entry (of any kind).
+  /// Returns true if `key` names an entry (of any kind), or, through a lazy
+  /// stack, an entry every element holds.
   bool contains(const NestedKey& key) const noexcept;
   /// Returns the entry at `key`, first setting it to `default_value` when
   /// missing.
@@ -1222,7 +1231,9 @@ TENSORDICT_API std::ostream& operator<<(
 
 TENSORDICT_END_NAMESPACE
 
-// Value (an entry) and Item (a literal's entry) hold a TensorDict, so they
-// are defined after it; value.h includes this header for users who include
-// value.h alone. Including either header gives both classes.
+// Value (an entry) and Item (a literal's entry) hold a TensorDict or a
+// LazyStackedTensorDict, so they are defined after both; value.h includes
+// this header for users who include value.h alone. Including any of the
+// three headers gives every class.
+#include "tensordict/lazy_stack.h"
 #include "tensordict/value.h"

@@ -19,8 +19,9 @@
 
 TENSORDICT_BEGIN_NAMESPACE
 
-/// One entry of a TensorDict: a tensor, a nested TensorDict, a NonTensorData
-/// or a NonTensorStack. Copies are cheap (tensors and dicts are handles).
+/// One entry of a TensorDict: a tensor, a nested TensorDict, a NonTensorData,
+/// a NonTensorStack or a LazyStackedTensorDict. Copies are cheap (tensors,
+/// dicts and stacks are handles).
 ///
 /// Example:
 /// ```
@@ -29,12 +30,21 @@ TENSORDICT_BEGIN_NAMESPACE
 /// ```
 class TENSORDICT_API Value {
  public:
+  /// The alternatives, in the order of Kind.
+  using Variant = std::variant<
+      at::Tensor,
+      TensorDict,
+      NonTensorData,
+      NonTensorStack,
+      LazyStackedTensorDict>;
+
   /// The kinds of entry, in the order of the alternatives.
   enum class Kind : uint8_t {
     kTensor,
     kTensorDict,
     kNonTensorData,
-    kNonTensorStack
+    kNonTensorStack,
+    kLazyStack
   };
 
   /// Holds a tensor; throws ValueError if it is undefined.
@@ -45,6 +55,8 @@ class TENSORDICT_API Value {
   Value(NonTensorData data);  // NOLINT(google-explicit-constructor)
   /// Holds a non-tensor stack.
   Value(NonTensorStack stack);  // NOLINT(google-explicit-constructor)
+  /// Holds a lazy stack of dicts (aliased).
+  Value(LazyStackedTensorDict stack);  // NOLINT(google-explicit-constructor)
 
   /// Returns the kind of entry.
   Kind kind() const noexcept {
@@ -70,6 +82,15 @@ class TENSORDICT_API Value {
   bool is_non_tensor_stack() const noexcept {
     return kind() == Kind::kNonTensorStack;
   }
+  /// Returns true for a LazyStackedTensorDict.
+  bool is_lazy_stack() const noexcept {
+    return kind() == Kind::kLazyStack;
+  }
+  /// Returns true for a nested dict or a lazy stack of dicts: what Python
+  /// calls a tensor collection.
+  bool is_collection() const noexcept {
+    return kind() == Kind::kTensorDict || kind() == Kind::kLazyStack;
+  }
 
   /// Returns the tensor; throws TypeError for other kinds.
   const at::Tensor& tensor() const {
@@ -86,6 +107,13 @@ class TENSORDICT_API Value {
     }
     throw_kind("TensorDict");
   }
+  /// Returns the lazy stack; throws TypeError for other kinds.
+  const LazyStackedTensorDict& lazy_stack() const {
+    if (const auto* stack = std::get_if<LazyStackedTensorDict>(&value_)) {
+      return *stack;
+    }
+    throw_kind("LazyStackedTensorDict");
+  }
   /// Returns the NonTensorData; throws TypeError for other kinds.
   const NonTensorData& non_tensor_data() const;
   /// Returns the NonTensorStack; throws TypeError for other kinds.
@@ -101,15 +129,14 @@ class TENSORDICT_API Value {
   const char* type_name() const noexcept;
 
   /// Returns the variant; not API.
-  const std::variant<at::Tensor, TensorDict, NonTensorData, NonTensorStack>&
-  variant() const noexcept {
+  const Variant& variant() const noexcept {
     return value_;
   }
 
  private:
   [[noreturn]] void throw_kind(const char* wanted) const;
 
-  std::variant<at::Tensor, TensorDict, NonTensorData, NonTensorStack> value_;
+  Variant value_;
 };
 
 namespace detail {
@@ -140,6 +167,8 @@ class TENSORDICT_API Item {
   Item(NestedKey key, NonTensorData value);
   /// Pairs `key` with a non-tensor stack.
   Item(NestedKey key, NonTensorStack value);
+  /// Pairs `key` with a lazy stack of dicts.
+  Item(NestedKey key, LazyStackedTensorDict value);
   /// Pairs `key` with a nested dict built from `items`.
   Item(NestedKey key, std::initializer_list<Item> items);
   /// Pairs `key` with a nested dict built from `items`.

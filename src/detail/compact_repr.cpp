@@ -153,6 +153,9 @@ CompactNode compact_value(
         compact_extra_dims(sub.batch_size(), batch_dims),
         compact_entries(sub, options));
   }
+  if (value.is_lazy_stack()) {
+    return compact_lazy_stack_node(value.lazy_stack(), batch_dims, options);
+  }
   return compact_token_node(compact_non_tensor(value));
 }
 

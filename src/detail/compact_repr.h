@@ -91,6 +91,14 @@ std::string compact_token(
 /// `list`, `dict`), or `NonTensorStack`.
 std::string compact_non_tensor(const Value& value);
 
+/// Returns the node of a lazy stack entry of a dict with
+/// `parent_batch_dims` batch dims: `LazyStackedTensorDict[extra]{...}` with
+/// the fields its elements share, as Python prints it (src/lazy_stack.cpp).
+CompactNode compact_lazy_stack_node(
+    const LazyStackedTensorDict& stack,
+    int64_t parent_batch_dims,
+    const PrintOptions& options);
+
 /// Returns the node of one entry of a plain dict with `batch_dims` batch
 /// dims and device `dict_device`: a token, or a nested dict's container.
 CompactNode compact_value(

@@ -172,6 +172,17 @@ inline TensorDictImpl* find_parent(
 
 // --- stored values (src/tensor_dict/set.cpp) ---------------------------------
 
+/// A key that goes through a lazy stack entry: the stack and the part of
+/// the key inside its elements.
+struct LazyHop {
+  LazyStackedTensorDict stack;
+  NestedKey rest;
+};
+
+/// Returns the lazy stack `key` goes through before its last part, if any.
+std::optional<LazyHop> find_lazy_hop(
+    const TensorDict& root, const NestedKey& key);
+
 /// Checks that `value` fits in `impl` as entry `key` and returns it ready to
 /// store: tensors moved to the dict's device, non-tensors broadcast to the
 /// batch size, nested dicts moved and named.

@@ -1,6 +1,9 @@
 #include "detail/walk.h"
 
+#include <ATen/TensorIndexing.h>
 #include <ATen/ops/arange.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/equal.h>
 #include <ATen/ops/zeros.h>
 
 #include <algorithm>
@@ -22,6 +25,171 @@ Value non_tensor_on(const Value& v, std::optional<c10::Device> device) {
   NonTensorStack stack = v.non_tensor_stack();
   stack.set_device(device);
   return Value(std::move(stack));
+}
+
+std::vector<std::string> element_names(size_t n) {
+  std::vector<std::string> names;
+  names.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    names.push_back(std::to_string(i));
+  }
+  return names;
+}
+
+LazyStackedTensorDict restack_like(
+    const LazyStackedTensorDict& like, std::vector<TensorDict> elements) {
+  LazyStackedTensorDict out(
+      std::move(elements), like.stack_dim(), like.stack_dim_name());
+  if (!like.python_class().empty()) {
+    out.set_python_class(like.python_class());
+  }
+  return out;
+}
+
+void check_same_stacking(
+    const LazyStackedTensorDict& a,
+    const LazyStackedTensorDict& b,
+    const KeyPath& path,
+    const char* verb) {
+  TORCH_CHECK(
+      a.tensordicts().size() == b.tensordicts().size() &&
+          a.stack_dim() == b.stack_dim(),
+      "cannot ",
+      verb,
+      " the lazy stacks at ",
+      path.to_string(),
+      ": one has ",
+      a.tensordicts().size(),
+      " elements stacked at dim ",
+      a.stack_dim(),
+      ", the other ",
+      b.tensordicts().size(),
+      " at dim ",
+      b.stack_dim());
+}
+
+LazyStackAtoms lazy_stack_atoms(
+    const LazyStackedTensorDict& stack, size_t root_dims) {
+  const auto batch = stack.batch_size();
+  const auto s = static_cast<size_t>(stack.stack_dim());
+  TORCH_INTERNAL_ASSERT(s < root_dims && root_dims <= batch.size());
+  // Each element's dicts at every position of its first root_dims - 1
+  // dims (the root dims without the stack dim), row-major; unbinding keeps
+  // them views, so writes through an atom reach the element.
+  std::vector<std::vector<TensorDict>> cut;
+  for (const TensorDict& element : stack.tensordicts()) {
+    std::vector<TensorDict> level{element};
+    for (size_t d = 0; d + 1 < root_dims; ++d) {
+      std::vector<TensorDict> next;
+      for (const TensorDict& td : level) {
+        for (TensorDict& piece : td.unbind(0)) {
+          next.push_back(std::move(piece));
+        }
+      }
+      level = std::move(next);
+    }
+    cut.push_back(std::move(level));
+  }
+  // Walk the root positions row-major; the stack dim picks the element and
+  // the other dims, row-major among themselves, the atom within it.
+  int64_t count = 1;
+  for (size_t d = 0; d < root_dims; ++d) {
+    count *= batch[d];
+  }
+  LazyStackAtoms out;
+  out.atoms.reserve(count);
+  out.element_of = at::empty({count}, at::TensorOptions().dtype(at::kLong));
+  int64_t* element_of = out.element_of.data_ptr<int64_t>();
+  for (int64_t flat = 0; flat < count; ++flat) {
+    int64_t rest = flat;
+    int64_t element = 0;
+    int64_t within = 0;
+    int64_t within_stride = 1;
+    for (size_t d = root_dims; d-- > 0;) {
+      const int64_t coord = rest % batch[d];
+      rest /= batch[d];
+      if (d == s) {
+        element = coord;
+      } else {
+        within += coord * within_stride;
+        within_stride *= batch[d];
+      }
+    }
+    out.atoms.push_back(cut[element][within]);
+    element_of[flat] = element;
+  }
+  out.positions = at::arange(count, at::TensorOptions().dtype(at::kLong))
+                      .view(batch.slice(0, root_dims));
+  return out;
+}
+
+namespace {
+
+// Stacks the atoms at `picked` (any shape) densely into one dict of batch
+// size picked's shape + the atoms' own.
+TensorDict stack_atoms(const LazyStackAtoms& atoms, const at::Tensor& picked) {
+  const at::Tensor flat = picked.contiguous().view(-1);
+  const int64_t* pos = flat.data_ptr<int64_t>();
+  if (picked.dim() == 0) {
+    return atoms.atoms[pos[0]];
+  }
+  std::vector<TensorDict> chosen;
+  chosen.reserve(flat.numel());
+  for (int64_t i = 0; i < flat.numel(); ++i) {
+    chosen.push_back(atoms.atoms[pos[i]]);
+  }
+  TensorDict dense =
+      chosen.empty()
+          ? atoms.atoms[0].unsqueeze(0).index({at::empty({0}, at::kLong)})
+          : stack(chosen, 0);
+  std::vector<int64_t> shape = picked.sizes().vec();
+  const auto atom_batch = atoms.atoms[0].batch_size();
+  shape.insert(shape.end(), atom_batch.begin(), atom_batch.end());
+  return dense.reshape(shape);
+}
+
+}  // namespace
+
+Value assemble_atoms(
+    const LazyStackAtoms& atoms,
+    const at::Tensor& picked,
+    const LazyStackedTensorDict& like,
+    std::string_view key) {
+  TORCH_CHECK(
+      picked.numel() == 0 || picked.min().item<int64_t>() >= 0,
+      "cannot fill new positions of the lazy stack at '",
+      key,
+      "': a lazy stack has no value to put there");
+  const at::Tensor elements = atoms.element_of.index({picked});
+  if (picked.numel() == 0 ||
+      (elements.min().item<int64_t>() == elements.max().item<int64_t>())) {
+    return Value(stack_atoms(atoms, picked));
+  }
+  for (int64_t t = 0; t < picked.dim(); ++t) {
+    const at::Tensor per_slice =
+        elements.movedim(t, 0).reshape({picked.size(t), -1});
+    if (!at::equal(
+            std::get<0>(per_slice.max(1)), std::get<0>(per_slice.min(1)))) {
+      continue;
+    }
+    std::vector<TensorDict> slices;
+    slices.reserve(picked.size(t));
+    for (int64_t i = 0; i < picked.size(t); ++i) {
+      slices.push_back(stack_atoms(atoms, picked.select(t, i)));
+    }
+    return Value(lazy_stack(slices, t, like.stack_dim_name()));
+  }
+  try {
+    return Value(stack_atoms(atoms, picked));
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(
+        false,
+        "the lazy stack at '",
+        key,
+        "' has elements of different shapes, and the result mixes them "
+        "along every dim, so it is neither a lazy stack nor a dense dict: ",
+        e.what_without_backtrace());
+  }
 }
 
 at::Tensor stack_positions(const NonTensorStack& stack) {

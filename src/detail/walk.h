@@ -128,7 +128,20 @@ struct WalkVisitor {
   void leaf(const KeyPath& /*path*/, const at::Tensor& /*tensor*/) {}
   /// Called on each NonTensorData or NonTensorStack.
   void non_tensor(const KeyPath& /*path*/, const Value& /*value*/) {}
+  /// Called on a lazy stack entry before its elements, which are then
+  /// visited as nested dicts named "0", "1", ... (the memmap layout); return
+  /// false to skip them (and `leave_lazy_stack`).
+  bool enter_lazy_stack(
+      const KeyPath& /*path*/, const LazyStackedTensorDict& /*stack*/) {
+    return true;
+  }
+  /// Called on a lazy stack entry after its elements.
+  void leave_lazy_stack(
+      const KeyPath& /*path*/, const LazyStackedTensorDict& /*stack*/) {}
 };
+
+/// The names of a lazy stack's elements in a walk: "0", "1", ...
+std::vector<std::string> element_names(size_t n);
 
 /// Visits the entries of `impl` depth first, in insertion order, with
 /// `path` (the key of `impl` itself) extended by each entry's name.
@@ -145,6 +158,20 @@ void walk(const TensorDictImpl& impl, Visitor& visitor, KeyPath& path) {
         walk(*child.unsafeGetImpl(), visitor, path);
         visitor.leave_dict(path, child);
       }
+    } else if (v.is_lazy_stack()) {
+      const LazyStackedTensorDict& stack = v.lazy_stack();
+      if (visitor.enter_lazy_stack(path, stack)) {
+        const std::vector<TensorDict>& elements = stack.tensordicts();
+        const std::vector<std::string> names = element_names(elements.size());
+        for (size_t i = 0; i < elements.size(); ++i) {
+          PathPart element(path, names[i]);
+          if (visitor.enter_dict(path, elements[i])) {
+            walk(*elements[i].unsafeGetImpl(), visitor, path);
+            visitor.leave_dict(path, elements[i]);
+          }
+        }
+        visitor.leave_lazy_stack(path, stack);
+      }
     } else {
       visitor.non_tensor(path, v);
     }
@@ -158,20 +185,24 @@ void walk(const TensorDict& td, Visitor& visitor) {
   walk(*td.unsafeGetImpl(), visitor, path);
 }
 
-/// Calls `fn(dict)` on `impl` and every dict nested in it, parents before
-/// their children.
+/// Calls `fn(dict)` on `impl` and every dict nested in it, the elements of
+/// lazy stacks included, parents before their children.
 template <typename Fn>
 void for_each_dict(TensorDictImpl& impl, Fn&& fn) {
   fn(impl);
   for (const auto& node : impl.nodes()) {
     if (node->value.is_tensordict()) {
       for_each_dict(*node->value.tensordict().unsafeGetImpl(), fn);
+    } else if (node->value.is_lazy_stack()) {
+      for (const TensorDict& element : node->value.lazy_stack().tensordicts()) {
+        for_each_dict(*element.unsafeGetImpl(), fn);
+      }
     }
   }
 }
 
-/// Calls `fn(tensor)` on every tensor, nested ones too, until it returns
-/// false; returns false if it did.
+/// Calls `fn(tensor)` on every tensor, nested ones and those of lazy stack
+/// elements too, until it returns false; returns false if it did.
 template <typename Fn>
 bool all_tensors(const TensorDictImpl& impl, Fn&& fn) {
   for (const auto& node : impl.nodes()) {
@@ -182,6 +213,13 @@ bool all_tensors(const TensorDictImpl& impl, Fn&& fn) {
     if (v.is_tensordict() &&
         !all_tensors(*v.tensordict().unsafeGetImpl(), fn)) {
       return false;
+    }
+    if (v.is_lazy_stack()) {
+      for (const TensorDict& element : v.lazy_stack().tensordicts()) {
+        if (!all_tensors(*element.unsafeGetImpl(), fn)) {
+          return false;
+        }
+      }
     }
   }
   return true;
@@ -205,12 +243,18 @@ void for_each_tensor(const TensorDictImpl& impl, Fn&& fn) {
 /// Calls `fn(key, value)` for every entry below `impl`, depth first, in the
 /// order of Python's `keys(include_nested=True)`: a nested dict's entries
 /// come right before the dict itself.
+/// The entries of a lazy stack's elements are visited element after element
+/// under the stack's own key, as Python's lazy stack passes them.
 template <typename Fn>
 void for_each_nested(const TensorDictImpl& impl, KeyPath& path, Fn& fn) {
   for (const auto& node : impl.nodes()) {
     PathPart part(path, node->key);
     if (node->value.is_tensordict()) {
       for_each_nested(*node->value.tensordict().unsafeGetImpl(), path, fn);
+    } else if (node->value.is_lazy_stack()) {
+      for (const TensorDict& element : node->value.lazy_stack().tensordicts()) {
+        for_each_nested(*element.unsafeGetImpl(), path, fn);
+      }
     }
     fn(path.key(), node->value);
   }
@@ -261,6 +305,15 @@ void check_same_kind(
     const Value& first,
     const Value& other,
     size_t i,
+    const KeyPath& path,
+    const char* verb);
+
+/// Throws an error naming `path` unless lazy stacks `a` and `b` have the
+/// same number of elements and the same stack dim, so that their elements
+/// can be matched one to one.
+void check_same_stacking(
+    const LazyStackedTensorDict& a,
+    const LazyStackedTensorDict& b,
     const KeyPath& path,
     const char* verb);
 
@@ -330,6 +383,11 @@ void zip_level(
 /// when `device` is empty.
 Value non_tensor_on(const Value& v, std::optional<c10::Device> device);
 
+/// Returns a lazy stack of `elements` with the stack dim, its name and the
+/// Python class of `like`.
+LazyStackedTensorDict restack_like(
+    const LazyStackedTensorDict& like, std::vector<TensorDict> elements);
+
 /// Rebuilds the tree of `src` level by level: `make_dict(level)` returns the
 /// new, empty dict for each dict of the tree (the root first), `fn(tensor)`
 /// each tensor (an undefined result drops the entry), and non-tensor values
@@ -354,6 +412,15 @@ TensorDict rebuild(
       const TensorDictImpl& child = *v.tensordict().unsafeGetImpl();
       dst.append(
           node->key, Value(rebuild(child, make_dict, fn, move_non_tensors)));
+    } else if (v.is_lazy_stack()) {
+      const LazyStackedTensorDict& stack = v.lazy_stack();
+      std::vector<TensorDict> elements;
+      elements.reserve(stack.tensordicts().size());
+      for (const TensorDict& element : stack.tensordicts()) {
+        elements.push_back(
+            rebuild(*element.unsafeGetImpl(), make_dict, fn, move_non_tensors));
+      }
+      dst.append(node->key, Value(restack_like(stack, std::move(elements))));
     } else {
       const auto device = move_non_tensors ? dst.device : std::nullopt;
       dst.append(node->key, non_tensor_on(v, device));
@@ -412,6 +479,21 @@ TensorDict zip_entries(
             *vb.tensordict().unsafeGetImpl(),
             *sub.unsafeGetImpl());
         dst.append(node.key, Value(std::move(sub)));
+      } else if (va.is_lazy_stack()) {
+        const LazyStackedTensorDict& sa = va.lazy_stack();
+        const LazyStackedTensorDict& sb = vb.lazy_stack();
+        check_same_stacking(sa, sb, path, verb);
+        std::vector<TensorDict> elements;
+        for (size_t i = 0; i < sa.tensordicts().size(); ++i) {
+          const TensorDict& ea = sa.tensordicts()[i];
+          elements.push_back(empty_like(ea));
+          self(
+              self,
+              *ea.unsafeGetImpl(),
+              *sb.tensordicts()[i].unsafeGetImpl(),
+              *elements.back().unsafeGetImpl());
+        }
+        dst.append(node.key, Value(restack_like(sa, std::move(elements))));
       } else {
         dst.append(node.key, Value(on_non_tensors(va, vb, va.shape())));
       }
@@ -482,6 +564,90 @@ BatchChange carry_change(
     const DimNames& old_names,
     size_t root_dims);
 
+/// A lazy stack cut at every position of its first `root_dims` batch dims
+/// (which include the stack dim): what a batch-dim op of the parent moves
+/// around when it mixes the stack dim with the others. See NOTE [Lazy
+/// stacks under a batch-dim op].
+struct LazyStackAtoms {
+  /// One dict per position, row-major over the first `root_dims` dims.
+  std::vector<TensorDict> atoms;
+  /// The element each atom comes from (int64, one per atom).
+  at::Tensor element_of;
+  /// 0..atoms-1 shaped as the first `root_dims` batch dims: what the op
+  /// transforms in place of a tensor.
+  at::Tensor positions;
+};
+
+/// Cuts `stack` into atoms; its stack dim must be below `root_dims`.
+LazyStackAtoms lazy_stack_atoms(
+    const LazyStackedTensorDict& stack, size_t root_dims);
+
+/// Builds the entry whose position i holds atom `picked[i]` (`picked` is
+/// the op's result on `atoms.positions`): a lazy stack along the one dim
+/// of `picked` whose slices each come from one element, a dense dict when
+/// every atom comes from one element or no such dim exists and the atoms
+/// stack densely. Throws naming `key` otherwise, and when `picked` holds
+/// -1 (a padded position: a lazy stack has no value to fill it with).
+Value assemble_atoms(
+    const LazyStackAtoms& atoms,
+    const at::Tensor& picked,
+    const LazyStackedTensorDict& like,
+    std::string_view key);
+
+template <typename Fn, typename PositionsFn>
+void transform_into(
+    TensorDictImpl& dst,
+    const TensorDictImpl& src,
+    Fn& fn,
+    PositionsFn* on_positions,
+    const BatchChange& root_change,
+    size_t root_dims);
+
+// NOTE [Lazy stacks under a batch-dim op]
+// A lazy stack entry whose stack dim lies past the parent's batch dims is
+// transformed element by element, each element as a nested dict, and
+// stacked again at the same place after the new root dims. One whose stack
+// dim is among them is cut into atoms (one dict per position of those dims),
+// the op runs on a tensor of atom positions, and `assemble_atoms` rebuilds
+// the entry from where each atom landed, as Python's lazy stack does: an
+// integer on the stack dim gives that element's dict, a reshape or permute
+// gives a lazy stack along the dim that keeps the elements apart.
+template <typename Fn, typename PositionsFn>
+Value transform_lazy_stack(
+    std::string_view key,
+    const LazyStackedTensorDict& stack,
+    Fn& fn,
+    PositionsFn* on_positions,
+    const BatchChange& root_change,
+    size_t root_dims) {
+  if (static_cast<size_t>(stack.stack_dim()) >= root_dims) {
+    std::vector<TensorDict> elements;
+    for (const TensorDict& element : stack.tensordicts()) {
+      const TensorDictImpl& src = *element.unsafeGetImpl();
+      BatchChange change =
+          carry_change(root_change, src.batch_size, src.names, root_dims);
+      elements.push_back(make_tensordict(
+          std::move(change.batch_size), src.device, std::move(change.names)));
+      transform_into(
+          *elements.back().unsafeGetImpl(),
+          src,
+          fn,
+          on_positions,
+          root_change,
+          root_dims);
+    }
+    const int64_t stack_dim =
+        stack.stack_dim() - static_cast<int64_t>(root_dims) +
+        static_cast<int64_t>(root_change.batch_size.size());
+    return Value(lazy_stack(elements, stack_dim, stack.stack_dim_name()));
+  }
+  const LazyStackAtoms atoms = lazy_stack_atoms(stack, root_dims);
+  const at::Tensor picked = on_positions != nullptr
+                                ? (*on_positions)(atoms.positions)
+                                : fn(atoms.positions);
+  return assemble_atoms(atoms, picked, stack, key);
+}
+
 // `on_positions` is null unless the op fills (transform_filling).
 template <typename Fn, typename PositionsFn>
 void transform_into(
@@ -539,6 +705,17 @@ void transform_into(
         dst.append(node->key, gather_stack(stack, positions, stack.device()));
         break;
       }
+      case Value::Kind::kLazyStack:
+        dst.append(
+            node->key,
+            transform_lazy_stack(
+                node->key,
+                v.lazy_stack(),
+                fn,
+                on_positions,
+                root_change,
+                root_dims));
+        break;
     }
   }
 }
@@ -575,6 +752,55 @@ TensorDict transform_filling(
       change,
       src.batch_size.size());
   return result;
+}
+
+template <typename Fn>
+void transform_split_into(
+    std::vector<TensorDictImpl*>& dsts,
+    const TensorDictImpl& src,
+    Fn& fn,
+    const std::vector<BatchChange>& changes,
+    size_t root_dims);
+
+// Like `transform_lazy_stack`, for a splitting op: one entry per piece.
+template <typename Fn>
+std::vector<Value> split_lazy_stack(
+    std::string_view key,
+    const LazyStackedTensorDict& stack,
+    Fn& fn,
+    const std::vector<BatchChange>& changes,
+    size_t root_dims) {
+  const size_t n = changes.size();
+  std::vector<Value> out;
+  out.reserve(n);
+  if (static_cast<size_t>(stack.stack_dim()) >= root_dims) {
+    std::vector<std::vector<TensorDict>> pieces(n);
+    for (const TensorDict& element : stack.tensordicts()) {
+      const TensorDictImpl& src = *element.unsafeGetImpl();
+      std::vector<TensorDictImpl*> dsts;
+      for (size_t i = 0; i < n; ++i) {
+        BatchChange change =
+            carry_change(changes[i], src.batch_size, src.names, root_dims);
+        pieces[i].push_back(make_tensordict(
+            std::move(change.batch_size), src.device, std::move(change.names)));
+        dsts.push_back(pieces[i].back().unsafeGetImpl());
+      }
+      transform_split_into(dsts, src, fn, changes, root_dims);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t stack_dim =
+          stack.stack_dim() - static_cast<int64_t>(root_dims) +
+          static_cast<int64_t>(changes[i].batch_size.size());
+      out.emplace_back(
+          lazy_stack(pieces[i], stack_dim, stack.stack_dim_name()));
+    }
+    return out;
+  }
+  const LazyStackAtoms atoms = lazy_stack_atoms(stack, root_dims);
+  for (const at::Tensor& picked : fn(atoms.positions)) {
+    out.push_back(assemble_atoms(atoms, picked, stack, key));
+  }
+  return out;
 }
 
 template <typename Fn>
@@ -629,6 +855,14 @@ void transform_split_into(
         for (size_t i = 0; i < n; ++i) {
           dsts[i]->append(
               node->key, gather_stack(stack, pieces[i], stack.device()));
+        }
+        break;
+      }
+      case Value::Kind::kLazyStack: {
+        std::vector<Value> pieces =
+            split_lazy_stack(node->key, v.lazy_stack(), fn, changes, root_dims);
+        for (size_t i = 0; i < n; ++i) {
+          dsts[i]->append(node->key, std::move(pieces[i]));
         }
         break;
       }

@@ -71,8 +71,8 @@ class Loader {
     return meta;
   }
 
-  // Loads any collection: a dict, a tensorclass, a lazy stack (densified
-  // unless `lazy` receives it), a NonTensorData or a NonTensorStack.
+  // Loads any collection: a dict, a tensorclass, a lazy stack (handed to
+  // `lazy` when given), a NonTensorData or a NonTensorStack.
   std::optional<Value> load_collection(
       const std::string& dir,
       c10::IntArrayRef parent_batch,
@@ -104,33 +104,20 @@ class Loader {
           " holds a lazy stack, which cannot be loaded into a dict in place (",
           describe(path_),
           ")");
-      return lazy_or_dense(load_lazy_stack(dir, meta, depth), lazy);
+      return lazy_stack_value(load_lazy_stack(dir, meta, depth), lazy);
     }
     return load_tensorclass(dir, meta, type, depth, lazy, out);
   }
 
   // A lazy stack: handed to `lazy` when given (the root of
-  // load_memmap_any), else stacked into a dict.
-  std::optional<Value> lazy_or_dense(
+  // load_memmap_any), else the entry itself.
+  static std::optional<Value> lazy_stack_value(
       LazyStackedTensorDict stack, std::optional<LazyStackedTensorDict>* lazy) {
     if (lazy != nullptr) {
       *lazy = std::move(stack);
       return std::nullopt;
     }
-    try {
-      TensorDict dense = stack.contiguous();
-      dense.unsafeGetImpl()->python_class = stack.python_class();
-      return Value(std::move(dense));
-    } catch (const c10::Error& e) {
-      TORCH_CHECK(
-          false,
-          describe(path_),
-          " is a lazy stack whose elements differ in shape or keys, which "
-          "a TensorDict cannot hold; load it on its own with "
-          "load_memmap_any(prefix, LoadMemmapOptions().subpath(...)). (",
-          e.msg(),
-          ")");
-    }
+    return Value(std::move(stack));
   }
 
   TensorDict load_dict(
@@ -460,7 +447,7 @@ class Loader {
       LazyStackedTensorDict stack =
           load_lazy_stack(fields, fields_meta, depth + 1);
       stack.set_python_class(type);
-      return lazy_or_dense(std::move(stack), lazy);
+      return lazy_stack_value(std::move(stack), lazy);
     }
     TORCH_CHECK(
         fields_type == kTensorDictType || fields_type == kTensorDictParamsType,

@@ -138,8 +138,10 @@ std::string SavePlan::checked_name(
 }
 
 struct SavePlan::Level {
-  const TensorDictImpl* src = nullptr;
+  const TensorDictImpl* src = nullptr;  // null for a lazy stack
   TensorDict dest;
+  // A lazy stack entry's level: its elements' destinations, in order.
+  std::vector<TensorDict> stack_elements;
   std::string dir;         // empty: anonymous shared memory
   std::string fields_dir;  // `dir`, or its _tensordict for a tensorclass
   Json meta = Json::object();
@@ -191,7 +193,89 @@ std::string SavePlan::entry_name(const KeyPath& path, bool is_collection) {
   return name;
 }
 
+bool SavePlan::enter_lazy_stack(
+    const KeyPath& path, const LazyStackedTensorDict& stack) {
+  const std::string name = entry_name(path, /*is_collection=*/true);
+  const std::string& cls = stack.python_class();
+  levels_.back().meta[std::string(path.back())] = {
+      {"type", cls.empty() ? "LazyStackedTensorDict" : class_name_of(cls)}};
+  const std::string parent_dir = levels_.back().fields_dir;
+  Level& level = levels_.emplace_back();  // invalidates references into levels_
+  if (!name.empty()) {
+    level.dir = join_path(parent_dir, name);
+    prepare_directory(level.dir, /*is_root=*/false);
+  }
+  level.fields_dir = level.dir;
+  // A Python tensorclass over a lazy stack keeps the stack one directory
+  // down, as for a dict.
+  if (!level.dir.empty() && !cls.empty()) {
+    level.fields_dir = join_path(level.dir, "_tensordict");
+    prepare_directory(level.fields_dir, /*is_root=*/false);
+  }
+  return true;
+}
+
+void SavePlan::leave_lazy_stack(
+    const KeyPath& path, const LazyStackedTensorDict& stack) {
+  Level level = std::move(levels_.back());
+  levels_.pop_back();
+  if (!inplace_) {
+    LazyStackedTensorDict dest = lazy_stack(
+        level.stack_elements, stack.stack_dim(), stack.stack_dim_name());
+    if (!stack.python_class().empty()) {
+      dest.set_python_class(stack.python_class());
+    }
+    levels_.back().dest.unsafeGetImpl()->append(
+        std::string(path.back()), Value(std::move(dest)));
+  }
+  if (level.dir.empty()) {
+    return;
+  }
+  const bool spaced = options_.json_style() == JsonStyle::kSpaced;
+  add_meta(
+      join_path(level.fields_dir, "meta.json"),
+      dump_checked(lazy_stack_meta(stack), spaced, spaced, path));
+  if (!stack.python_class().empty()) {
+    Json class_meta = Json::object();
+    class_meta["_type"] = stack.python_class();
+    add_meta(
+        join_path(level.dir, "meta.json"),
+        dump_checked(class_meta, spaced, spaced, path));
+  }
+}
+
+Json lazy_stack_meta(const LazyStackedTensorDict& stack) {
+  Json meta = Json::object();
+  meta["_type"] = kLazyStackType;
+  meta.update(format_members("tensordict:LazyStackedTensorDict"));
+  meta["stack_dim"] = stack.stack_dim();
+  if (const auto& name = stack.stack_dim_name()) {
+    meta["stack_dim_name"] = *name;
+  } else {
+    meta["stack_dim_name"] = nullptr;
+  }
+  return meta;
+}
+
 bool SavePlan::enter_dict(const KeyPath& path, const TensorDict& dict) {
+  if (levels_.back().src == nullptr) {
+    // An element of the lazy stack being planned: directory "0", "1", ...
+    Level& stack_level = levels_.back();
+    const TensorDictImpl& impl = *dict.unsafeGetImpl();
+    TensorDict dest = dict;
+    if (!inplace_) {
+      dest =
+          make_tensordict(impl.batch_size, c10::Device(c10::kCPU), impl.names);
+      dest.unsafeGetImpl()->python_class = impl.python_class;
+      stack_level.stack_elements.push_back(dest);
+    }
+    std::string dir =
+        stack_level.dir.empty()
+            ? ""
+            : join_path(stack_level.fields_dir, std::string(path.back()));
+    open_level(dict, std::move(dest), std::move(dir), /*is_root=*/false);
+    return true;
+  }
   const std::string name = entry_name(path, /*is_collection=*/true);
   Level& parent = levels_.back();
   const std::string key(path.back());
@@ -563,15 +647,7 @@ LazyStackedTensorDict memmap(
     dests.push_back(dest);
   }
   if (!dir.empty()) {
-    Json meta = Json::object();
-    meta["_type"] = detail::kLazyStackType;
-    meta.update(detail::format_members("tensordict:LazyStackedTensorDict"));
-    meta["stack_dim"] = stack.stack_dim();
-    if (const auto& name = stack.stack_dim_name()) {
-      meta["stack_dim_name"] = *name;
-    } else {
-      meta["stack_dim_name"] = nullptr;
-    }
+    const Json meta = detail::lazy_stack_meta(stack);
     const bool spaced = options.json_style() == JsonStyle::kSpaced;
     plan.add_meta(
         detail::join_path(dir, "meta.json"),

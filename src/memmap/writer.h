@@ -63,6 +63,10 @@ class SavePlan : public WalkVisitor {
   // the entry's own level.
   bool enter_dict(const KeyPath& path, const TensorDict& dict);
   void leave_dict(const KeyPath& path, const TensorDict& dict);
+  bool enter_lazy_stack(
+      const KeyPath& path, const LazyStackedTensorDict& stack);
+  void leave_lazy_stack(
+      const KeyPath& path, const LazyStackedTensorDict& stack);
   void leaf(const KeyPath& path, const at::Tensor& tensor);
   void non_tensor(const KeyPath& path, const Value& value);
 
@@ -86,6 +90,10 @@ class SavePlan : public WalkVisitor {
   std::vector<std::pair<std::string, bool>> directories_;  // (dir, is_root)
   std::vector<std::pair<ImplPtr, std::string>> memmapped_;
 };
+
+/// The meta.json of a lazy stack's directory (Python's layout: the stack
+/// dim and its name; the elements are the sub-directories 0, 1, ...).
+Json lazy_stack_meta(const LazyStackedTensorDict& stack);
 
 /// Saves `td` (the body of memmap, memmap_ and memmap_like).
 TensorDict save_dict(

@@ -100,6 +100,14 @@ class EntryVisitor {
 // `others[i]` is null below a dict missing from other dict i (filled with
 // the default value).
 template <typename Visitor>
+LazyStackedTensorDict apply_lazy_stack(
+    const ApplyContext& ctx,
+    Visitor& visit,
+    const LazyStackedTensorDict& stack,
+    c10::ArrayRef<const Value*> others,
+    detail::KeyPath& path);
+
+template <typename Visitor>
 void apply_level(
     const ApplyContext& ctx,
     Visitor& visit,
@@ -118,7 +126,7 @@ void apply_level(
     detail::PathPart part(path, node->key);
     const Value& v = node->value;
     const bool visited = visit.visits(v);
-    if (!visited && !v.is_tensordict()) {
+    if (!visited && !v.is_collection()) {
       // Non-tensor data is kept, as Python's apply does.
       out.append(node->key, detail::validate_value(out, v, path.key(), false));
       ++pos;
@@ -148,6 +156,13 @@ void apply_level(
       continue;
     }
     detail::check_same_kind(matches, path, "apply a function to");
+    if (v.is_lazy_stack()) {
+      out.append(
+          node->key,
+          Value(apply_lazy_stack(
+              ctx, visit, v.lazy_stack(), other_matches, path)));
+      continue;
+    }
     const detail::TensorDictImpl& child = *v.tensordict().unsafeGetImpl();
     std::vector<const detail::TensorDictImpl*> child_others(others.size());
     for (size_t i = 0; i < others.size(); ++i) {
@@ -167,6 +182,49 @@ void apply_level(
       out.append(node->key, Value(std::move(sub)));
     }
   }
+}
+
+// Applies `visit` to each element of a lazy stack entry, matched with the
+// same element of the others' stacks, and stacks the results again.
+template <typename Visitor>
+LazyStackedTensorDict apply_lazy_stack(
+    const ApplyContext& ctx,
+    Visitor& visit,
+    const LazyStackedTensorDict& stack,
+    c10::ArrayRef<const Value*> others,
+    detail::KeyPath& path) {
+  TORCH_CHECK_VALUE(
+      ctx.root_batch == nullptr,
+      "apply: batch_size cannot be given for a dict holding the lazy stack ",
+      path.to_string());
+  for (const Value* other : others) {
+    if (other != nullptr) {
+      detail::check_same_stacking(
+          stack, other->lazy_stack(), path, "apply a function to");
+    }
+  }
+  std::vector<TensorDict> elements;
+  std::vector<const detail::TensorDictImpl*> element_others(others.size());
+  for (size_t e = 0; e < stack.tensordicts().size(); ++e) {
+    const detail::TensorDictImpl& child =
+        *stack.tensordicts()[e].unsafeGetImpl();
+    for (size_t i = 0; i < others.size(); ++i) {
+      element_others[i] =
+          others[i] != nullptr
+              ? others[i]->lazy_stack().tensordicts()[e].unsafeGetImpl()
+              : nullptr;
+    }
+    elements.push_back(
+        detail::make_tensordict(child.batch_size, child.device, child.names));
+    apply_level(
+        ctx,
+        visit,
+        child,
+        element_others,
+        path,
+        *elements.back().unsafeGetImpl());
+  }
+  return detail::restack_like(stack, std::move(elements));
 }
 
 // Makes the empty result and runs `visit` over `self` and `others`.

@@ -123,6 +123,20 @@ bool equal(const TensorDict& a, const TensorDict& b) {
           return false;
         }
         break;
+      case Value::Kind::kLazyStack: {
+        const LazyStackedTensorDict& sa = va.lazy_stack();
+        const LazyStackedTensorDict& sb = vb.lazy_stack();
+        if (sa.stack_dim() != sb.stack_dim() ||
+            sa.tensordicts().size() != sb.tensordicts().size()) {
+          return false;
+        }
+        for (size_t i = 0; i < sa.tensordicts().size(); ++i) {
+          if (!equal(sa.tensordicts()[i], sb.tensordicts()[i])) {
+            return false;
+          }
+        }
+        break;
+      }
       case Value::Kind::kNonTensorData:
       case Value::Kind::kNonTensorStack:
         if (va.non_tensor() != vb.non_tensor() || va.shape() != vb.shape()) {

@@ -136,6 +136,18 @@ void plan_copy(
           path,
           non_blocking,
           plan);
+    } else if (d.is_lazy_stack()) {
+      const LazyStackedTensorDict& ds = d.lazy_stack();
+      const LazyStackedTensorDict& ss = s.lazy_stack();
+      detail::check_same_stacking(ds, ss, path, "copy");
+      for (size_t i = 0; i < ds.tensordicts().size(); ++i) {
+        plan_copy(
+            *ds.tensordicts()[i].unsafeGetImpl(),
+            *ss.tensordicts()[i].unsafeGetImpl(),
+            path,
+            non_blocking,
+            plan);
+      }
     } else {
       plan.push_back(
           {{},
@@ -238,6 +250,10 @@ TensorDict& TensorDict::fill_(const NestedKey& key, const c10::Scalar& value) {
     fill(entry.tensor());
   } else if (entry.is_tensordict()) {
     detail::for_each_tensor(*entry.tensordict().unsafeGetImpl(), fill);
+  } else if (entry.is_lazy_stack()) {
+    for (const TensorDict& element : entry.lazy_stack().tensordicts()) {
+      detail::for_each_tensor(*element.unsafeGetImpl(), fill);
+    }
   } else {
     TORCH_CHECK_TYPE(
         false,

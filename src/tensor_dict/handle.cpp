@@ -54,6 +54,8 @@ void check_entries_fit(const TensorDictImpl& impl, c10::IntArrayRef size) {
       if (fits && v.is_tensordict() && shape.size() < size.size()) {
         check_entries_fit(*v.tensordict().unsafeGetImpl(), size);
       }
+      // A lazy stack's batch size is its elements': it cannot grow here.
+      fits = fits && !(v.is_lazy_stack() && shape.size() < size.size());
     }
     TORCH_CHECK(
         fits,

@@ -343,6 +343,13 @@ void index_put_dict(
         index_put_dict(sub, indices, v.tensordict(), value_root_dims, path);
         break;
       }
+      case Value::Kind::kLazyStack:
+        TORCH_CHECK_NOT_IMPLEMENTED(
+            false,
+            "cannot write the lazy stack at ",
+            path.to_string(),
+            " at an index: write into the elements of the destination "
+            "(LazyStackedTensorDict::tensordicts()) instead");
       case Value::Kind::kNonTensorData:
       case Value::Kind::kNonTensorStack: {
         if (existing == nullptr) {

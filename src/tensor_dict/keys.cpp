@@ -16,35 +16,106 @@ using detail::TensorDictImpl;
 
 // --- listing -----------------------------------------------------------------
 
+namespace {
+
+// Lists the keys below `impl` in the order of Python's
+// `keys(include_nested=True)`: a nested dict's keys right before its own.
+// A lazy stack contributes the keys its elements share, once; `on_entry`
+// gets each key and, for a key inside a lazy stack, the stack and the key
+// within it (to read the value only when it is wanted).
+template <typename OnEntry>
+void list_nested(
+    const detail::TensorDictImpl& impl,
+    detail::KeyPath& path,
+    bool leaves_only,
+    OnEntry& on_entry) {
+  for (const auto& node : impl.nodes()) {
+    detail::PathPart part(path, node->key);
+    const Value& v = node->value;
+    if (v.is_tensordict()) {
+      list_nested(*v.tensordict().unsafeGetImpl(), path, leaves_only, on_entry);
+    } else if (v.is_lazy_stack()) {
+      const LazyStackedTensorDict& stack = v.lazy_stack();
+      for (const NestedKey& inner :
+           stack.keys(/*include_nested=*/true, leaves_only)) {
+        std::vector<std::string_view> parts(
+            path.parts().begin(), path.parts().end());
+        parts.insert(parts.end(), inner.begin(), inner.end());
+        on_entry(NestedKey::from_parts(parts), nullptr, &stack, &inner);
+      }
+    }
+    if (!leaves_only || v.is_tensor()) {
+      on_entry(path.key(), &v, nullptr, nullptr);
+    }
+  }
+}
+
+template <typename T>
+void sort_by_key(std::vector<T>& out, bool sort) {
+  if (sort) {
+    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+      if constexpr (std::is_same_v<T, NestedKey>) {
+        return a < b;
+      } else {
+        return a.first < b.first;
+      }
+    });
+  }
+}
+
+}  // namespace
+
 std::vector<std::pair<NestedKey, Value>> TensorDict::items(
     bool include_nested, bool leaves_only, bool sort) const {
   std::vector<std::pair<NestedKey, Value>> out;
-  auto visit = [&](const NestedKey& key, const Value& value) {
-    if (!leaves_only || value.is_tensor()) {
-      out.emplace_back(key, value);
-    }
-  };
   if (include_nested) {
-    detail::for_each_nested(*this, visit);
+    detail::KeyPath path;
+    auto on_entry = [&](NestedKey key,
+                        const Value* value,
+                        const LazyStackedTensorDict* stack,
+                        const NestedKey* inner) {
+      if (value != nullptr) {
+        out.emplace_back(std::move(key), *value);
+        return;
+      }
+      const Value* first = stack->tensordicts().front().find(*inner);
+      Value entry = first != nullptr && first->is_tensordict()
+                        ? Value(stack->get_tensordict(*inner))
+                        : Value(stack->get(*inner));
+      out.emplace_back(std::move(key), std::move(entry));
+    };
+    list_nested(*impl_, path, leaves_only, on_entry);
   } else {
     for (const auto& node : impl_->nodes()) {
-      visit(NestedKey(std::string_view(node->key)), node->value);
+      if (!leaves_only || node->value.is_tensor()) {
+        out.emplace_back(NestedKey(std::string_view(node->key)), node->value);
+      }
     }
   }
-  if (sort) {
-    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-      return a.first < b.first;
-    });
-  }
+  sort_by_key(out, sort);
   return out;
 }
 
 std::vector<NestedKey> TensorDict::keys(
     bool include_nested, bool leaves_only, bool sort) const {
   std::vector<NestedKey> out;
-  for (auto& [key, value] : items(include_nested, leaves_only, sort)) {
-    out.push_back(std::move(key));
+  if (include_nested) {
+    detail::KeyPath path;
+    auto on_entry = [&](NestedKey key,
+                        const Value* /*value*/,
+                        const LazyStackedTensorDict* /*stack*/,
+                        const NestedKey* /*inner*/) {
+      out.push_back(std::move(key));
+    };
+    list_nested(*impl_, path, leaves_only, on_entry);
+  } else {
+    for (const auto& node : impl_->nodes()) {
+      if (!leaves_only || node->value.is_tensor()) {
+        out.emplace_back(std::string_view(node->key));
+      }
+    }
   }
+  sort_by_key(out, sort);
   return out;
 }
 
@@ -86,6 +157,11 @@ TensorDict TensorDict::select(
   for (const NestedKey& key : keys) {
     const Value* value = find(key);
     if (value == nullptr) {
+      TORCH_CHECK_NOT_IMPLEMENTED(
+          key.size() == 1 || !detail::find_lazy_hop(*this, key),
+          "select: ",
+          key.to_string(),
+          " is inside a lazy stack; select the stack itself");
       if (strict) {
         (void)(*this)[key];  // throws the KeyError naming the missing part
       }

@@ -39,6 +39,12 @@ void lock_impl(TensorDictImpl& root) {
       if (node->value.is_tensordict()) {
         node->value.tensordict().unsafeGetImpl()->lock_parents.emplace_back(
             ImplPtr::reclaim_copy(&impl));
+      } else if (node->value.is_lazy_stack()) {
+        for (const TensorDict& element :
+             node->value.lazy_stack().tensordicts()) {
+          element.unsafeGetImpl()->lock_parents.emplace_back(
+              ImplPtr::reclaim_copy(&impl));
+        }
       }
     }
   });

@@ -128,6 +128,16 @@ void check_no_stack(const TensorDict& td, ReduceOp op) {
           op_name(op),
           ", help us by filing an issue on github!");
     }
+    bool enter_lazy_stack(
+        const detail::KeyPath& path, const LazyStackedTensorDict& /*stack*/) {
+      TORCH_CHECK_NOT_IMPLEMENTED(
+          false,
+          op_name(op),
+          " cannot reduce the lazy stack at ",
+          path.to_string(),
+          ": make it dense first (LazyStackedTensorDict::contiguous())");
+      return false;
+    }
   } visitor;
   visitor.op = op;
   detail::walk(td, visitor);

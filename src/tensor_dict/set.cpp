@@ -8,6 +8,7 @@
 
 #include "detail/format.h"
 #include "detail/tensor_dict_impl.h"
+#include "detail/walk.h"
 #include "tensordict/json.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -29,6 +30,13 @@ bool holds_dict(const TensorDictImpl& haystack, const TensorDictImpl* needle) {
     if (node->value.is_tensordict() &&
         holds_dict(*node->value.tensordict().unsafeGetImpl(), needle)) {
       return true;
+    }
+    if (node->value.is_lazy_stack()) {
+      for (const TensorDict& element : node->value.lazy_stack().tensordicts()) {
+        if (holds_dict(*element.unsafeGetImpl(), needle)) {
+          return true;
+        }
+      }
     }
   }
   return false;
@@ -124,6 +132,27 @@ Value validate_value(
       }
       return value;
     }
+    case Value::Kind::kLazyStack: {
+      // Dim names are not carried into lazy stacks: the stack dim's name
+      // is the stack's own (`stack_dim_name`).
+      const LazyStackedTensorDict& stack = value.lazy_stack();
+      check_batch_prefix(impl, stack.batch_size(), key);
+      for (const TensorDict& element : stack.tensordicts()) {
+        TORCH_CHECK_VALUE(
+            !holds_dict(*element.unsafeGetImpl(), &impl),
+            "cannot set ",
+            key.to_string(),
+            ": a TensorDict cannot hold itself");
+      }
+      if (impl.device && stack.device() != impl.device) {
+        std::vector<TensorDict> moved;
+        for (const TensorDict& element : stack.tensordicts()) {
+          moved.push_back(element.to(*impl.device, non_blocking));
+        }
+        return Value(restack_like(stack, std::move(moved)));
+      }
+      return value;
+    }
   }
   TORCH_INTERNAL_ASSERT(false, "unknown entry kind");
 }
@@ -208,6 +237,40 @@ using detail::TensorDictImpl;
 
 // --- reading -----------------------------------------------------------------
 
+namespace detail {
+
+std::optional<LazyHop> find_lazy_hop(
+    const TensorDict& root, const NestedKey& key) {
+  const PathEnd end = resolve(root, key, PathMode::kFind);
+  if (end.reached(key)) {
+    return std::nullopt;
+  }
+  const Node* node = end.dict->find(key[end.depth]);
+  if (node == nullptr || !node->value.is_lazy_stack()) {
+    return std::nullopt;
+  }
+  std::vector<std::string_view> rest(key.begin() + end.depth + 1, key.end());
+  return LazyHop{node->value.lazy_stack(), NestedKey::from_parts(rest)};
+}
+
+namespace {
+
+// The entry at `hop.rest` of a lazy stack, as Python's `stack.get(rest)`
+// gives it: the stacked tensor, or the lazy stack of nested dicts.
+Value lazy_hop_entry(const LazyHop& hop, const NestedKey& key) {
+  const Value* first = hop.stack.tensordicts().front().find(hop.rest);
+  if (first != nullptr && first->is_tensordict()) {
+    return Value(hop.stack.get_tensordict(hop.rest));
+  }
+  if (first != nullptr && !first->is_tensor()) {
+    throw_wrong_kind(*first, key, "Tensor or TensorDict");
+  }
+  return Value(hop.stack.get(hop.rest));
+}
+
+}  // namespace
+}  // namespace detail
+
 const Value* TensorDict::find(const NestedKey& key) const& noexcept {
   TensorDictImpl* parent = detail::find_parent(*this, key);
   if (parent == nullptr) {
@@ -218,11 +281,29 @@ const Value* TensorDict::find(const NestedKey& key) const& noexcept {
 }
 
 bool TensorDict::contains(const NestedKey& key) const noexcept {
-  return find(key) != nullptr;
+  if (find(key) != nullptr) {
+    return true;
+  }
+  if (key.size() == 1) {
+    return false;
+  }
+  try {
+    const auto hop = detail::find_lazy_hop(*this, key);
+    return hop && hop->stack.contains(hop->rest);
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 at::Tensor TensorDict::get(const NestedKey& key) const {
-  const Value& value = detail::lookup_entry(*this, key);
+  const Value* found = find(key);
+  if (found == nullptr && key.size() > 1) {
+    if (const auto hop = detail::find_lazy_hop(*this, key)) {
+      return hop->stack.get(hop->rest);
+    }
+  }
+  const Value& value =
+      found != nullptr ? *found : detail::lookup_entry(*this, key);
   if (!value.is_tensor()) {
     detail::throw_wrong_kind(value, key, "Tensor");
   }
@@ -233,6 +314,12 @@ at::Tensor TensorDict::get(
     const NestedKey& key, const at::Tensor& default_value) const {
   const Value* value = find(key);
   if (value == nullptr) {
+    if (key.size() > 1) {
+      const auto hop = detail::find_lazy_hop(*this, key);
+      if (hop && hop->stack.contains(hop->rest)) {
+        return hop->stack.get(hop->rest);
+      }
+    }
     return default_value;
   }
   if (!value->is_tensor()) {
@@ -249,7 +336,28 @@ TensorDict TensorDict::get_tensordict(const NestedKey& key) const {
   return value.tensordict();
 }
 
+LazyStackedTensorDict TensorDict::get_lazy_stack(const NestedKey& key) const {
+  if (find(key) == nullptr && key.size() > 1) {
+    if (const auto hop = detail::find_lazy_hop(*this, key)) {
+      return hop->stack.get_tensordict(hop->rest);
+    }
+  }
+  const Value& value = detail::lookup_entry(*this, key);
+  if (!value.is_lazy_stack()) {
+    detail::throw_wrong_kind(value, key, "LazyStackedTensorDict");
+  }
+  return value.lazy_stack();
+}
+
 Value TensorDict::operator[](const NestedKey& key) const {
+  if (const Value* value = find(key)) {
+    return *value;
+  }
+  if (key.size() > 1) {
+    if (const auto hop = detail::find_lazy_hop(*this, key)) {
+      return detail::lazy_hop_entry(*hop, key);
+    }
+  }
   return detail::lookup_entry(*this, key);
 }
 
@@ -287,9 +395,75 @@ bool TensorDict::is_non_tensor(const NestedKey& key) const {
 
 // --- writing -----------------------------------------------------------------
 
+namespace {
+
+// Python's lazy stack `set`: the value is cut along the stack dim and each
+// piece set into its element.
+void set_through_lazy_stack(
+    const detail::LazyHop& hop,
+    const NestedKey& key,
+    const Value& value,
+    const SetOptions& options) {
+  const std::vector<TensorDict>& elements = hop.stack.tensordicts();
+  const int64_t dim = hop.stack.stack_dim();
+  const auto n = static_cast<int64_t>(elements.size());
+  std::vector<Value> pieces;
+  if (value.is_tensor()) {
+    const at::Tensor& t = value.tensor();
+    TORCH_CHECK(
+        t.dim() > dim && t.size(dim) == n,
+        "cannot set ",
+        key.to_string(),
+        " through a lazy stack of ",
+        n,
+        " elements stacked at dim ",
+        dim,
+        ": the value of shape ",
+        detail::size_repr(t.sizes()),
+        " does not have ",
+        n,
+        " items at that dim");
+    for (at::Tensor& piece : t.unbind(dim)) {
+      pieces.emplace_back(std::move(piece));
+    }
+  } else if (value.is_tensordict()) {
+    const TensorDict& td = value.tensordict();
+    TORCH_CHECK(
+        td.batch_dims() > dim && td.batch_size()[dim] == n,
+        "cannot set ",
+        key.to_string(),
+        " through a lazy stack of ",
+        n,
+        " elements stacked at dim ",
+        dim,
+        ": the value of batch size ",
+        detail::size_repr(td.batch_size()),
+        " does not have ",
+        n,
+        " items at that dim");
+    for (TensorDict& piece : td.unbind(dim)) {
+      pieces.emplace_back(std::move(piece));
+    }
+  } else {
+    detail::throw_wrong_kind(value, key, "Tensor or TensorDict");
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    TensorDict element = elements[i];
+    element.set(hop.rest, pieces[i], options);
+  }
+}
+
+}  // namespace
+
 TensorDict& TensorDict::set(
     const NestedKey& key, const Value& value, const SetOptions& options) {
   using detail::PathMode;
+  if (key.size() > 1) {
+    if (const auto hop = detail::find_lazy_hop(*this, key)) {
+      set_through_lazy_stack(*hop, key, value, options);
+      return *this;
+    }
+  }
   // One walk: stop at the first missing level, if any (NOTE [Key paths]).
   detail::PathEnd end = detail::resolve(*this, key, PathMode::kExisting);
   if (!end.reached(key)) {

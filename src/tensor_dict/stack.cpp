@@ -246,6 +246,56 @@ TensorDict combine(
     c10::ArrayRef<const TensorDictImpl*> srcs,
     Op op,
     int64_t dim,
+    detail::KeyPath& path);
+
+// Stacks or concatenates lazy stack entries: along their stack dim, cat
+// joins the element lists; along another dim, element i of the result
+// combines element i of every stack, which must agree in element count and
+// stack dim.
+LazyStackedTensorDict combine_lazy_stacks(
+    c10::ArrayRef<const Value*> values,
+    Op op,
+    int64_t dim,
+    detail::KeyPath& path) {
+  const LazyStackedTensorDict& first = values[0]->lazy_stack();
+  const int64_t stack_dim = first.stack_dim();
+  if (op == Op::kCat && dim == stack_dim) {
+    std::vector<TensorDict> elements;
+    for (const Value* v : values) {
+      const auto& more = v->lazy_stack().tensordicts();
+      TORCH_CHECK(
+          v->lazy_stack().stack_dim() == stack_dim,
+          "cannot cat the lazy stacks at ",
+          path.to_string(),
+          ": they are stacked at different dims");
+      elements.insert(elements.end(), more.begin(), more.end());
+    }
+    return detail::restack_like(first, std::move(elements));
+  }
+  for (const Value* v : values) {
+    detail::check_same_stacking(first, v->lazy_stack(), path, op_verb(op));
+  }
+  // The dim inside the elements, and where the stack dim ends up.
+  const bool before = op == Op::kStack ? dim <= stack_dim : dim < stack_dim;
+  const int64_t element_dim = before ? dim : dim - 1;
+  const int64_t new_stack_dim =
+      op == Op::kStack && before ? stack_dim + 1 : stack_dim;
+  std::vector<TensorDict> elements;
+  std::vector<const TensorDictImpl*> parts(values.size());
+  for (size_t e = 0; e < first.tensordicts().size(); ++e) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      parts[i] = values[i]->lazy_stack().tensordicts()[e].unsafeGetImpl();
+    }
+    elements.push_back(combine(parts, op, element_dim, path));
+  }
+  return LazyStackedTensorDict(
+      std::move(elements), new_stack_dim, first.stack_dim_name());
+}
+
+TensorDict combine(
+    c10::ArrayRef<const TensorDictImpl*> srcs,
+    Op op,
+    int64_t dim,
     detail::KeyPath& path) {
   std::vector<c10::IntArrayRef> sizes;
   sizes.reserve(srcs.size());
@@ -287,6 +337,8 @@ TensorDict combine(
         nested.push_back(v->tensordict().unsafeGetImpl());
       }
       dst.append(node.key, Value(combine(nested, op, dim, path)));
+    } else if (first.is_lazy_stack()) {
+      dst.append(node.key, Value(combine_lazy_stacks(values, op, dim, path)));
     } else {
       std::vector<std::vector<int64_t>> shapes;
       shapes.reserve(n);

@@ -102,11 +102,7 @@ int compare_files(
 }
 
 // Trees this version cannot represent yet; each is reported, not failed.
-const std::map<std::string, std::string> kKnownGaps = {
-    {"lazy_stack_nested",
-     "a lazy stack of differently shaped elements nested in a TensorDict "
-     "(a TensorDict entry cannot be a LazyStackedTensorDict yet)"},
-};
+const std::map<std::string, std::string> kKnownGaps = {};
 
 }  // namespace
 
