@@ -1,5 +1,6 @@
 // LazyStackedTensorDict (declared in lazy_stack.h). Expected keys, messages
 // and reprs come from Python tensordict 0.15.3.
+#include <tensordict/consolidate.h>
 #include <tensordict/indexing.h>
 #include <tensordict/json.h>
 #include <tensordict/lazy_stack.h>
@@ -940,6 +941,42 @@ TEST(LazyStackEntryTest, MemmapRoundTripKeepsTheStackAndPythonsLayout) {
   EXPECT_EQ(loaded.get_lazy_stack("stack").stack_dim(), 1);
   EXPECT_TRUE(tensordict::equal(loaded, td));
   EXPECT_TRUE(loaded.get_lazy_stack("stack").tensordicts()[1].contains("z"));
+}
+
+TEST(LazyStackEntryTest, ConsolidateRoundTripsTheStack) {
+  const TensorDict td = make_holder();
+  const TensorDict packed = td.consolidate();
+  EXPECT_TRUE(packed.is_consolidated());
+  ASSERT_TRUE(packed["stack"].is_lazy_stack());
+  EXPECT_TRUE(tensordict::equal(packed, td));
+  const at::Tensor bytes = tensordict::consolidated_bytes(td);
+  const TensorDict back = tensordict::from_consolidated_bytes(bytes);
+  ASSERT_TRUE(back["stack"].is_lazy_stack());
+  EXPECT_EQ(back.get_lazy_stack("stack").stack_dim(), 1);
+  EXPECT_TRUE(tensordict::equal(back, td));
+}
+
+TEST(LazyStackEntryTest, ConsolidatedStackMembersMustBeItsElements) {
+  const TensorDict td = make_holder();
+  // Rename element "1" to "7" in the metadata and rebuild the buffer.
+  const at::Tensor bytes = tensordict::consolidated_bytes(td);
+  const auto* data = static_cast<const char*>(bytes.const_data_ptr());
+  std::string text(data, static_cast<size_t>(bytes.numel()));
+  size_t at = text.find("\"1\":{\"cls\"");
+  if (at == std::string::npos) {
+    at = text.find("\"1\": {\"cls\"");
+  }
+  ASSERT_NE(at, std::string::npos);
+  text[at + 1] = '7';
+  const at::Tensor edited =
+      torch::from_blob(
+          text.data(), {static_cast<int64_t>(text.size())}, torch::kUInt8)
+          .clone();
+  EXPECT_THROWS_WITH(
+      tensordict::from_consolidated_bytes(edited),
+      c10::Error,
+      "the members of a lazy stack must be its elements \"0\" to \"1\", "
+      "found \"7\"");
 }
 
 }  // namespace lazy_stack_test

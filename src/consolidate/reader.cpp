@@ -76,8 +76,9 @@ class Reader {
         "class '",
         cls,
         "' is not supported; expected 'TensorDict'",
-        cls == "LazyStackedTensorDict" ? " (lazy stacks cannot be loaded)"
-                                       : "");
+        cls == "LazyStackedTensorDict"
+            ? " (a lazy stack is read only as an entry of a dict)"
+            : "");
     const Json& cls_metadata = at.member(meta, "cls_metadata");
     at.expect_object(cls_metadata, "cls_metadata");
     std::vector<int64_t> batch =
@@ -134,9 +135,16 @@ class Reader {
           "expected the metadata object of a nested dict, found ",
           entry.type_name());
       const auto cls_it = entry.find("cls");
-      if (cls_it != entry.end() && cls_it->is_string() &&
-          cls_it->get_ref<const std::string&>() == "NonTensorStack") {
+      const std::string* entry_cls =
+          cls_it != entry.end() && cls_it->is_string()
+              ? &cls_it->get_ref<const std::string&>()
+              : nullptr;
+      if (entry_cls != nullptr && *entry_cls == "NonTensorStack") {
         append(impl, name, read_stack(entry, child, batch, depth + 1), child);
+      } else if (
+          entry_cls != nullptr && *entry_cls == "LazyStackedTensorDict") {
+        append(
+            impl, name, read_lazy_stack(entry, child, batch, depth + 1), child);
       } else {
         append(impl, name, read_dict(entry, child, batch, depth + 1), child);
       }
@@ -149,6 +157,83 @@ class Reader {
   }
 
  private:
+  // A lazy stack entry: its stack dim in cls_metadata and its elements as
+  // members "0", "1", ..., each a dict.
+  LazyStackedTensorDict read_lazy_stack(
+      const Json& meta,
+      const MetadataReader& at,
+      c10::IntArrayRef parent_batch,
+      int64_t depth) const {
+    TENSORDICT_CHECK_METADATA(
+        at, depth <= max_depth_, "nesting deeper than ", max_depth_);
+    const Json& cls_metadata = at.member(meta, "cls_metadata");
+    at.expect_object(cls_metadata, "cls_metadata");
+    const int64_t stack_dim =
+        at.integer(at.member(cls_metadata, "stack_dim"), "stack_dim");
+    std::optional<std::string> stack_dim_name;
+    if (const auto it = cls_metadata.find("stack_dim_name");
+        it != cls_metadata.end() && !it->is_null()) {
+      stack_dim_name = at.string(*it, "stack_dim_name");
+    }
+    for (const char* member : {"leaves", "non_tensors"}) {
+      const Json& entries = at.member(meta, member);
+      at.expect_object(entries, member);
+      TENSORDICT_CHECK_METADATA(
+          at,
+          entries.empty(),
+          "a lazy stack holds its entries in its elements, but its \"",
+          member,
+          "\" is not empty");
+    }
+    // Members "0".."n-1", in any order; anything else is an error.
+    std::vector<std::pair<const std::string*, const Json*>> elements;
+    for (auto it = meta.begin(); it != meta.end(); ++it) {
+      if (is_reserved_member(it.key())) {
+        continue;
+      }
+      elements.emplace_back(&it.key(), &it.value());
+    }
+    std::vector<const std::pair<const std::string*, const Json*>*> ordered(
+        elements.size(), nullptr);
+    for (const auto& element : elements) {
+      const std::string& name = *element.first;
+      size_t index = 0;
+      const bool digits = !name.empty() && name.size() < 10 &&
+                          std::all_of(name.begin(), name.end(), [](char c) {
+                            return c >= '0' && c <= '9';
+                          });
+      if (digits) {
+        index = std::stoul(name);
+      }
+      TENSORDICT_CHECK_METADATA(
+          at,
+          digits && index < ordered.size() && ordered[index] == nullptr &&
+              (name == "0" || name[0] != '0'),
+          "the members of a lazy stack must be its elements \"0\" to \"",
+          elements.size() - 1,
+          "\", found \"",
+          name,
+          "\"");
+      ordered[index] = &element;
+    }
+    TENSORDICT_CHECK_METADATA(
+        at, !ordered.empty(), "a lazy stack needs at least one element");
+    std::vector<TensorDict> dicts;
+    dicts.reserve(ordered.size());
+    for (const auto* element : ordered) {
+      const MetadataReader child = at.child(*element->first);
+      dicts.push_back(read_dict(*element->second, child, {}, depth + 1));
+    }
+    std::optional<LazyStackedTensorDict> stack;
+    try {
+      stack.emplace(std::move(dicts), stack_dim, std::move(stack_dim_name));
+    } catch (const c10::Error& e) {
+      at.fail(e.msg());
+    }
+    at.expect_batch_prefix(stack->batch_size(), parent_batch, "batch size");
+    return *stack;
+  }
+
   at::Tensor read_leaf(const Json& entry, const MetadataReader& at) const {
     TENSORDICT_CHECK_METADATA(
         at,

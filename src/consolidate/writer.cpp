@@ -130,6 +130,25 @@ class MetadataBuilder : public WalkVisitor {
     levels_.pop_back();
     levels_.back()[std::string(path.back())] = std::move(level);
   }
+  // A lazy stack is a level of its own whose members "0", "1", ... are its
+  // elements, as Python writes it.
+  bool enter_lazy_stack(
+      const KeyPath& path, const LazyStackedTensorDict& stack) {
+    check_nested_name(path);
+    Json cls_metadata = Json::object();
+    cls_metadata["stack_dim"] = stack.stack_dim();
+    cls_metadata["stack_dim_name"] =
+        stack.stack_dim_name() ? Json(*stack.stack_dim_name()) : Json(nullptr);
+    cls_metadata["is_locked"] =
+        stack.tensordicts().front().unsafeGetImpl()->locked;
+    levels_.push_back(
+        level_json("LazyStackedTensorDict", std::move(cls_metadata)));
+    return true;
+  }
+  void leave_lazy_stack(
+      const KeyPath& path, const LazyStackedTensorDict& stack) {
+    leave_dict(path, stack.tensordicts().front());
+  }
   void leaf(const KeyPath& path, const at::Tensor& t) {
     TORCH_CHECK(
         t.layout() == c10::kStrided && !t.is_nested(),

@@ -73,6 +73,18 @@ std::map<std::string, TensorDict> cases() {
           {{"l1", {{"l2", {{"l3", {{"v", torch::arange(5, torch::kInt64)}}}}}}},
            {"w", torch::arange(5, torch::kUInt8)}},
           {5}));
+  // A lazy stack entry whose elements differ in keys and shapes.
+  TensorDict a({{"y", torch::arange(6, torch::kFloat32).reshape({3, 2})}}, {3});
+  TensorDict b(
+      {{"y", torch::arange(6, 12, torch::kFloat32).reshape({3, 2})},
+       {"z", torch::arange(3, torch::kInt16).reshape({3, 1})}},
+      {3});
+  out.emplace(
+      "lazy_stack",
+      TensorDict(
+          {{"stack", tensordict::lazy_stack({a, b}, 1)},
+           {"x", torch::ones({3, 2})}},
+          {3, 2}));
   return out;
 }
 
@@ -98,6 +110,14 @@ Json dump(const TensorDict& td) {
     const Value value = td[key];
     if (value.is_tensordict()) {
       entries[key] = dump(value.tensordict());
+    } else if (value.is_lazy_stack()) {
+      Json elements = Json::array();
+      for (const TensorDict& element : value.lazy_stack().tensordicts()) {
+        elements.push_back(dump(element));
+      }
+      entries[key] = Json{
+          {"stack_dim", value.lazy_stack().stack_dim()},
+          {"elements", elements}};
     } else if (value.is_non_tensor()) {
       entries[key] = Json{{"non_tensor", value.non_tensor()}};
     } else {
@@ -133,6 +153,11 @@ void fix_dtype_names(Json& j) {
       {"torch.Long", "torch.int64"},
       {"torch.ComplexFloat", "torch.complex64"},
       {"torch.Bool", "torch.bool"}};
+  if (j.is_array()) {
+    for (Json& item : j) {
+      fix_dtype_names(item);
+    }
+  }
   if (j.is_object()) {
     for (auto it = j.begin(); it != j.end(); ++it) {
       if (it.key() == "dtype" && it.value().is_string()) {

@@ -24,7 +24,13 @@ import subprocess
 import sys
 
 import torch
-from tensordict import NonTensorData, NonTensorStack, TensorDict
+from tensordict import (
+    LazyStackedTensorDict,
+    NonTensorData,
+    NonTensorStack,
+    TensorDict,
+    lazy_stack,
+)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import td_dump  # noqa: E402
@@ -74,6 +80,26 @@ def cases():
          "w": torch.arange(5, dtype=torch.uint8)},
         batch_size=[5],
     )
+    # A lazy stack entry whose elements differ in keys and shapes.
+    out["lazy_stack"] = TensorDict(
+        {
+            "stack": lazy_stack(
+                [
+                    TensorDict({"y": torch.arange(6.0).reshape(3, 2)}, [3]),
+                    TensorDict(
+                        {
+                            "y": torch.arange(6.0, 12.0).reshape(3, 2),
+                            "z": torch.arange(3, dtype=torch.int16).reshape(3, 1),
+                        },
+                        [3],
+                    ),
+                ],
+                1,
+            ),
+            "x": torch.ones(3, 2),
+        },
+        batch_size=[3, 2],
+    )
     return out
 
 
@@ -90,6 +116,11 @@ def dump(td, prefix=()):
         value = td.get(key)
         if isinstance(value, NonTensorStack):
             result["entries"][key] = {"non_tensor": value.tolist()}
+        elif isinstance(value, LazyStackedTensorDict):
+            result["entries"][key] = {
+                "stack_dim": value.stack_dim,
+                "elements": [dump(e) for e in value.tensordicts],
+            }
         elif isinstance(value, NonTensorData):
             result["entries"][key] = {"non_tensor": value.data}
         elif isinstance(value, TensorDict):
