@@ -5,7 +5,11 @@
 #include <functional>
 
 #include "detail/format.h"
+#include "detail/walk.h"
+#include "memmap/writer.h"
+#include "tensordict/errors.h"
 #include "tensordict/json.h"
+#include "tensordict/state_dict.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 
@@ -295,6 +299,235 @@ std::string NonTensorStack::repr() const {
 bool NonTensorStack::operator==(const NonTensorStack& other) const {
   return *values_ == *other.values_ && batch_size_ == other.batch_size_ &&
          device_ == other.device_;
+}
+
+// --- Python's NonTensorData / NonTensorStack methods ----------------------
+
+namespace {
+
+DimNames unnamed(size_t dims) {
+  return DimNames(dims, std::nullopt);
+}
+
+// `data` repeated as nested lists over `batch_size[dim:]`.
+Json repeat_as_lists(const Json& data, c10::IntArrayRef batch_size) {
+  if (batch_size.empty()) {
+    return data;
+  }
+  const Json inner = repeat_as_lists(data, batch_size.slice(1));
+  Json list = Json::array();
+  for (int64_t i = 0; i < batch_size[0]; ++i) {
+    list.push_back(inner);
+  }
+  return list;
+}
+
+std::vector<int64_t> without_dim(c10::IntArrayRef sizes, int64_t dim) {
+  std::vector<int64_t> out = sizes.vec();
+  out.erase(out.begin() + dim);
+  return out;
+}
+
+void check_empty_state_dict(const StateDict& state_dict, const char* what) {
+  TORCH_CHECK_VALUE(
+      state_dict.empty(),
+      what,
+      " holds no tensors, so its state dict is empty; got one with ",
+      state_dict.size(),
+      " entries");
+}
+
+}  // namespace
+
+DimNames NonTensorData::names() const {
+  return unnamed(batch_size_.size());
+}
+
+Json NonTensorData::tolist() const {
+  return repeat_as_lists(*data_, batch_size_);
+}
+
+NonTensorStack NonTensorData::maybe_to_stack() const {
+  int64_t count = 1;
+  for (const int64_t size : batch_size_) {
+    count *= size;
+  }
+  return NonTensorStack(
+      std::vector<Json>(static_cast<size_t>(count), *data_),
+      batch_size_,
+      device_);
+}
+
+std::vector<NonTensorData> NonTensorData::unbind(int64_t dim) const {
+  dim = detail::wrap_dim(dim, static_cast<int64_t>(batch_size_.size()));
+  NonTensorData piece = *this;
+  piece.batch_size_ = without_dim(batch_size_, dim);
+  return std::vector<NonTensorData>(
+      static_cast<size_t>(batch_size_[dim]), piece);
+}
+
+Json NonTensorData::get(std::string_view key) const {
+  TENSORDICT_CHECK_KEY(
+      key == "data",
+      "NonTensorData has one entry, 'data'; there is no key ",
+      detail::python_repr(std::string(key)));
+  return *data_;
+}
+
+StateDict NonTensorData::state_dict() const {
+  return {};
+}
+
+NonTensorData& NonTensorData::load_state_dict(const StateDict& state_dict) {
+  check_empty_state_dict(state_dict, "NonTensorData");
+  return *this;
+}
+
+NonTensorData NonTensorData::memmap(const MemmapOptions& options) const {
+  detail::save_non_tensor_root(Value(*this), options);
+  return *this;
+}
+
+NonTensorData& NonTensorData::memmap_(const MemmapOptions& options) {
+  detail::save_non_tensor_root(Value(*this), options);
+  return *this;
+}
+
+NonTensorData NonTensorData::memmap_like(const MemmapOptions& options) const {
+  return memmap(options);
+}
+
+NonTensorData NonTensorData::save(const MemmapOptions& options) const {
+  return memmap(options);
+}
+
+NonTensorData NonTensorData::dumps(const MemmapOptions& options) const {
+  return memmap(options);
+}
+
+NonTensorData NonTensorData::load_memmap(
+    const std::string& prefix, const LoadMemmapOptions& options) {
+  const Value value = detail::load_non_tensor_root(prefix, options);
+  TORCH_CHECK(
+      value.is_non_tensor_data(),
+      prefix,
+      " holds a ",
+      value.type_name(),
+      ", not a NonTensorData: load it with ",
+      value.type_name(),
+      "::load_memmap");
+  return value.non_tensor_data();
+}
+
+NonTensorData NonTensorData::load(
+    const std::string& prefix, const LoadMemmapOptions& options) {
+  return load_memmap(prefix, options);
+}
+
+NonTensorData& NonTensorData::load_memmap_(
+    const std::string& prefix, const LoadMemmapOptions& options) {
+  *this = load_memmap(prefix, options);
+  return *this;
+}
+
+NonTensorData& NonTensorData::load_(
+    const std::string& prefix, const LoadMemmapOptions& options) {
+  return load_memmap_(prefix, options);
+}
+
+DimNames NonTensorStack::names() const {
+  return unnamed(batch_size_.size());
+}
+
+std::vector<Value> NonTensorStack::unbind(int64_t dim) const {
+  const auto ndim = static_cast<int64_t>(batch_size_.size());
+  dim = detail::wrap_dim(dim, ndim);
+  const int64_t n = batch_size_[dim];
+  int64_t inner = 1;
+  for (int64_t d = dim + 1; d < ndim; ++d) {
+    inner *= batch_size_[d];
+  }
+  const int64_t outer =
+      n * inner == 0 ? 0 : static_cast<int64_t>(values_->size()) / (n * inner);
+  const std::vector<int64_t> piece_batch = without_dim(batch_size_, dim);
+  std::vector<Value> pieces;
+  pieces.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<Json> values;
+    values.reserve(static_cast<size_t>(outer * inner));
+    for (int64_t o = 0; o < outer; ++o) {
+      const auto begin = values_->begin() + (o * n + i) * inner;
+      values.insert(values.end(), begin, begin + inner);
+    }
+    if (piece_batch.empty()) {
+      pieces.emplace_back(NonTensorData(values.front(), {}, device_));
+    } else {
+      pieces.emplace_back(
+          NonTensorStack(std::move(values), piece_batch, device_));
+    }
+  }
+  return pieces;
+}
+
+StateDict NonTensorStack::state_dict() const {
+  return {};
+}
+
+NonTensorStack& NonTensorStack::load_state_dict(const StateDict& state_dict) {
+  check_empty_state_dict(state_dict, "NonTensorStack");
+  return *this;
+}
+
+NonTensorStack NonTensorStack::memmap(const MemmapOptions& options) const {
+  detail::save_non_tensor_root(Value(*this), options);
+  return *this;
+}
+
+NonTensorStack& NonTensorStack::memmap_(const MemmapOptions& options) {
+  detail::save_non_tensor_root(Value(*this), options);
+  return *this;
+}
+
+NonTensorStack NonTensorStack::memmap_like(const MemmapOptions& options) const {
+  return memmap(options);
+}
+
+NonTensorStack NonTensorStack::save(const MemmapOptions& options) const {
+  return memmap(options);
+}
+
+NonTensorStack NonTensorStack::dumps(const MemmapOptions& options) const {
+  return memmap(options);
+}
+
+NonTensorStack NonTensorStack::load_memmap(
+    const std::string& prefix, const LoadMemmapOptions& options) {
+  const Value value = detail::load_non_tensor_root(prefix, options);
+  TORCH_CHECK(
+      value.is_non_tensor_stack(),
+      prefix,
+      " holds a ",
+      value.type_name(),
+      ", not a NonTensorStack: load it with ",
+      value.type_name(),
+      "::load_memmap");
+  return value.non_tensor_stack();
+}
+
+NonTensorStack NonTensorStack::load(
+    const std::string& prefix, const LoadMemmapOptions& options) {
+  return load_memmap(prefix, options);
+}
+
+NonTensorStack& NonTensorStack::load_memmap_(
+    const std::string& prefix, const LoadMemmapOptions& options) {
+  *this = load_memmap(prefix, options);
+  return *this;
+}
+
+NonTensorStack& NonTensorStack::load_(
+    const std::string& prefix, const LoadMemmapOptions& options) {
+  return load_memmap_(prefix, options);
 }
 
 TENSORDICT_END_NAMESPACE

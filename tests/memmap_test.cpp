@@ -955,4 +955,41 @@ TEST(MemmapUntrustedTest, MoreRefusalsNameWhatIsWrong) {
       "which is neither a tensordict class nor a tensorclass");
 }
 
+TEST(MemmapTest, MemmapWithoutPrefixKeepsMappedLeavesAsPython) {
+  // Python: td0 = td.memmap(); td1 = td0.memmap(); td0["a"] is td1["a"].
+  const TensorDict td({{"a", torch::zeros({3})}}, {3});
+  const TensorDict td0 = td.memmap();
+  const TensorDict td1 = td0.memmap();
+  EXPECT_TRUE(td0.get("a").is_same(td1.get("a")));
+  EXPECT_FALSE(td0.is_same(td1));
+  TempDir dir;
+  const TensorDict on_disk = td.memmap(dir.str());
+  EXPECT_TRUE(on_disk.memmap().get("a").is_same(on_disk.get("a")));
+  // A plain tensor is still copied into shared memory.
+  EXPECT_FALSE(td.memmap().get("a").is_same(td.get("a")));
+}
+
+TEST(MemmapTest, AliasesAndReturnEarlyForms) {
+  TempDir dir;
+  const TensorDict td({{"a", torch::arange(4)}}, {4});
+  const TensorDict dumped = td.dumps(dir / "dumps");
+  EXPECT_TRUE(dumped.is_memmap());
+  TensorDict target({{"a", torch::zeros({4}, torch::kLong)}}, {4});
+  target.load_(dir / "dumps");
+  EXPECT_TRUE(torch::equal(target.get("a"), td.get("a")));
+  const TensorDict like = td.memmap_like_async(dir / "like").get();
+  EXPECT_EQ(like.get("a").sum().item<int64_t>(), 0);
+  EXPECT_TRUE(std::filesystem::exists(dir / "like/a.memmap"));
+  const TensorDict saved = td.save_async(dir / "saved").get();
+  EXPECT_TRUE(torch::equal(saved.get("a"), td.get("a")));
+  TensorDict inplace = td.clone();
+  const TensorDict done = inplace.memmap_async_(dir / "inplace").get();
+  EXPECT_TRUE(done.is_same(inplace));
+  EXPECT_TRUE(inplace.is_memmap());
+  EXPECT_EQ(inplace.saved_path(), std::optional<std::string>(dir / "inplace"));
+  const TensorDict loaded = TensorDict::load_memmap(
+      dir / "saved", LoadMemmapOptions().non_blocking(true));
+  EXPECT_TRUE(torch::equal(loaded.get("a"), td.get("a")));
+}
+
 }  // namespace memmap_test

@@ -1,4 +1,7 @@
+#include <tensordict/json.h>
+#include <tensordict/memmap.h>
 #include <tensordict/non_tensor.h>
+#include <tensordict/state_dict.h>
 
 #include "support.h"
 
@@ -8,6 +11,8 @@ namespace non_tensor_test {
 using tensordict::Json;
 using tensordict::NonTensorData;
 using tensordict::NonTensorStack;
+using tensordict::testing::read_text;
+using tensordict::testing::TempDir;
 
 TEST(NonTensorDataTest, HoldsAnyJsonValue) {
   NonTensorData text("hello", {3});
@@ -211,6 +216,79 @@ TEST(NonTensorDataTest, ZeroLiteralIsTheNumberZeroNotNull) {
   EXPECT_EQ(td.get_non_tensor("text"), Json("zero"));
   EXPECT_EQ(td.get_non_tensor("string"), Json("zero"));
   EXPECT_TRUE(td.get_non_tensor("null").is_null());
+}
+
+// --- Python's NonTensorData / NonTensorStack methods ----------------------
+
+TEST(NonTensorMethodsTest, DataFollowsPython) {
+  const NonTensorData data("x", {2, 3});
+  EXPECT_EQ(data.names(), tensordict::DimNames(2, std::nullopt));
+  // Python: [['x', 'x', 'x'], ['x', 'x', 'x']].
+  EXPECT_EQ(data.tolist(), Json::parse(R"([["x","x","x"],["x","x","x"]])"));
+  EXPECT_EQ(NonTensorData(Json(5)).tolist(), Json(5));
+  const NonTensorStack stack = data.maybe_to_stack();
+  EXPECT_EQ(stack.batch_size(), c10::IntArrayRef({2, 3}));
+  EXPECT_EQ(stack.tolist(), data.tolist());
+  const std::vector<NonTensorData> rows = data.unbind(0);
+  ASSERT_EQ(rows.size(), 2U);
+  EXPECT_EQ(rows[1].batch_size(), c10::IntArrayRef({3}));
+  EXPECT_EQ(data.unbind(-1).size(), 3U);
+  EXPECT_EQ(data.get("data"), Json("x"));
+  EXPECT_THROWS_WITH(data.get("other"), c10::Error, "there is no key 'other'");
+  EXPECT_THROWS_WITH(data.unbind(2), c10::IndexError, "");
+  EXPECT_TRUE(data.state_dict().empty());
+}
+
+TEST(NonTensorMethodsTest, StackUnbindsAlongAnyDim) {
+  // [[a, b, c], [d, e, f]]
+  const NonTensorStack stack = NonTensorStack::from_list(
+      Json::parse(R"([["a","b","c"],["d","e","f"]])"), 2);
+  EXPECT_EQ(stack.names().size(), 2U);
+  const std::vector<tensordict::Value> columns = stack.unbind(1);
+  ASSERT_EQ(columns.size(), 3U);
+  EXPECT_EQ(
+      columns[2].non_tensor_stack().tolist(), Json::parse(R"(["c","f"])"));
+  const std::vector<tensordict::Value> items =
+      columns[0].non_tensor_stack().unbind(0);
+  ASSERT_EQ(items.size(), 2U);
+  ASSERT_TRUE(items[1].is_non_tensor_data());
+  EXPECT_EQ(items[1].non_tensor_data().data(), Json("d"));
+  EXPECT_EQ(stack.maybe_to_stack(), stack);
+}
+
+TEST(NonTensorMethodsTest, RootDirectoriesRoundTripInPythonsLayout) {
+  TempDir dir;
+  // Python 0.15 writes NonTensorData("hello", batch_size=[2]).memmap(p)
+  // as these bytes (stdlib json) and loads them back with batch size [].
+  const std::string python_bytes =
+      "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
+      "\"data\": \"hello\", \"_metadata\": null, \"_is_non_tensor\": true}";
+  (void)NonTensorData("hello", {2})
+      .memmap(tensordict::MemmapOptions(dir / "data")
+                  .json_style(tensordict::JsonStyle::kSpaced));
+  EXPECT_EQ(read_text(dir / "data/meta.json"), python_bytes);
+  const NonTensorData loaded = NonTensorData::load_memmap(dir / "data");
+  EXPECT_EQ(loaded.data(), Json("hello"));
+  EXPECT_TRUE(loaded.batch_size().empty());
+  // Python's NonTensorStack("a", "b").memmap(p).
+  (void)NonTensorStack({"a", "b"}).save(dir / "stack");
+  EXPECT_EQ(
+      read_text(dir / "stack/meta.json"),
+      "{\"_type\":\"<class 'tensordict.tensorclass.NonTensorStack'>\","
+      "\"_format_version\":1,\"_class\":\"tensordict:NonTensorStack\","
+      "\"stack_dim\":0,\"device\":null,\"data\":[\"a\",\"b\"]}");
+  NonTensorStack target;
+  target.load_(dir / "stack");
+  EXPECT_EQ(target.tolist(), Json::parse(R"(["a","b"])"));
+  EXPECT_THROWS_WITH(
+      NonTensorData::load_memmap(dir / "stack"),
+      c10::Error,
+      "holds a NonTensorStack, not a NonTensorData: load it with "
+      "NonTensorStack::load_memmap");
+  EXPECT_THROWS_WITH(
+      tensordict::TensorDict::load_memmap(dir / "data"),
+      c10::Error,
+      "or load it with NonTensorData::load_memmap");
 }
 
 }  // namespace non_tensor_test

@@ -13,6 +13,9 @@ class TensorDict;
 class Value;
 class Item;
 class LazyStackedTensorDict;
+class StateDict;
+struct MemmapOptions;
+struct LoadMemmapOptions;
 
 namespace detail {
 class TensorDictImpl;

@@ -38,8 +38,17 @@
 // - A lazy stack nested inside a dict loads as a LazyStackedTensorDict
 //   entry, as in Python; one that is an element of another lazy stack is
 //   made dense (a lazy stack's elements are TensorDicts).
-// - Python's `return_early` is `TensorDict::memmap_async`, which returns a
-//   `std::future`.
+// - Python's `return_early=True` is a method of its own returning a
+//   `std::future`: `memmap_async`, `memmap_async_`, `memmap_like_async` and
+//   `save_async`.
+// - Python's `share_non_tensor` (non-tensor values shared between processes
+//   through a multiprocessing manager) has no C++ counterpart: threads share
+//   the dict itself.
+// - `memmap()` without a prefix keeps leaves that are already mapped (to a
+//   file or to shared memory), as Python does, so `td.memmap().memmap()`
+//   returns the same tensors.
+// - A directory whose root is a NonTensorData or NonTensorStack loads with
+//   `NonTensorData::load_memmap` / `NonTensorStack::load_memmap`.
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>

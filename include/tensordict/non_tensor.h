@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tensordict/fwd.h"
+#include "tensordict/options.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
@@ -113,6 +114,56 @@ class TENSORDICT_API NonTensorData {
   /// `NonTensorData(data=..., batch_size=torch.Size([...]), device=None)`.
   std::string repr() const;
 
+  /// Returns one null name per batch dim: non-tensor data has no dim names
+  /// (Python's `names`).
+  DimNames names() const;
+  /// Returns the value repeated over the batch dims as nested lists, or the
+  /// value itself with no batch dims (Python's `tolist()`).
+  Json tolist() const;
+  /// Returns a NonTensorStack holding the value once per batch element
+  /// (Python's `maybe_to_stack()`).
+  NonTensorStack maybe_to_stack() const;
+  /// Returns the slices along batch dim `dim`, each holding the same value
+  /// (Python's `unbind`); throws IndexError when `dim` is out of range.
+  std::vector<NonTensorData> unbind(int64_t dim = 0) const;
+  /// Returns the value for key "data", as Python's `get("data")`; throws
+  /// KeyError for any other key.
+  Json get(std::string_view key) const;
+  /// Returns an empty state dict: non-tensor data has no tensors (Python's
+  /// `state_dict()` is an empty OrderedDict).
+  StateDict state_dict() const;
+  /// Accepts an empty state dict, as Python's; throws for a non-empty one.
+  NonTensorData& load_state_dict(const StateDict& state_dict);
+
+  // --- memmap -------------------------------------------------------------
+  // A directory whose root is non-tensor data holds only its meta.json, as
+  // Python writes it. Without a prefix there is nothing to write and the
+  // value is returned as is. Include <tensordict/memmap.h>.
+
+  /// Writes the value's directory at `options.prefix()` and returns a copy.
+  NonTensorData memmap(const MemmapOptions& options = {}) const;
+  /// Writes the value's directory; the value stays as it is.
+  NonTensorData& memmap_(const MemmapOptions& options = {});
+  /// Same as `memmap`: there are no leaves to size.
+  NonTensorData memmap_like(const MemmapOptions& options = {}) const;
+  /// Same as `memmap` (Python's `save`).
+  NonTensorData save(const MemmapOptions& options) const;
+  /// Same as `memmap` (Python's `dumps`, an alias of `save`).
+  NonTensorData dumps(const MemmapOptions& options) const;
+  /// Loads a directory whose root is a NonTensorData (written by `memmap`
+  /// or by Python); throws naming the directory if it holds anything else.
+  static NonTensorData load_memmap(
+      const std::string& prefix, const LoadMemmapOptions& options = {});
+  /// Same as `load_memmap` (Python's `load`).
+  static NonTensorData load(
+      const std::string& prefix, const LoadMemmapOptions& options = {});
+  /// Replaces the value by the one saved at `prefix`.
+  NonTensorData& load_memmap_(
+      const std::string& prefix, const LoadMemmapOptions& options = {});
+  /// Same as `load_memmap_` (Python's `load_`).
+  NonTensorData& load_(
+      const std::string& prefix, const LoadMemmapOptions& options = {});
+
   /// Compares data, batch size and device.
   bool operator==(const NonTensorData& other) const;
   /// Compares data, batch size and device.
@@ -200,6 +251,47 @@ class TENSORDICT_API NonTensorStack {
   /// Returns Python's repr:
   /// `NonTensorStack(\n    [...],\n    batch_size=...,\n    device=None)`.
   std::string repr() const;
+
+  /// Returns one null name per batch dim (Python's `names`).
+  DimNames names() const;
+  /// Returns the stack itself (Python's `maybe_to_stack()` keeps a stack).
+  NonTensorStack maybe_to_stack() const {
+    return *this;
+  }
+  /// Returns the slices along batch dim `dim` (Python's `unbind`): a
+  /// NonTensorData per element of a one-dim stack, else NonTensorStacks.
+  /// Include <tensordict/value.h> to use the result.
+  std::vector<Value> unbind(int64_t dim = 0) const;
+  /// Returns an empty state dict, as Python's.
+  StateDict state_dict() const;
+  /// Accepts an empty state dict, as Python's; throws for a non-empty one.
+  NonTensorStack& load_state_dict(const StateDict& state_dict);
+
+  // --- memmap (see NonTensorData) -------------------------------------------
+
+  /// Writes the stack's directory at `options.prefix()` and returns a copy.
+  NonTensorStack memmap(const MemmapOptions& options = {}) const;
+  /// Writes the stack's directory; the stack stays as it is.
+  NonTensorStack& memmap_(const MemmapOptions& options = {});
+  /// Same as `memmap`: there are no leaves to size.
+  NonTensorStack memmap_like(const MemmapOptions& options = {}) const;
+  /// Same as `memmap` (Python's `save`).
+  NonTensorStack save(const MemmapOptions& options) const;
+  /// Same as `memmap` (Python's `dumps`).
+  NonTensorStack dumps(const MemmapOptions& options) const;
+  /// Loads a directory whose root is a NonTensorStack; throws naming the
+  /// directory if it holds anything else.
+  static NonTensorStack load_memmap(
+      const std::string& prefix, const LoadMemmapOptions& options = {});
+  /// Same as `load_memmap` (Python's `load`).
+  static NonTensorStack load(
+      const std::string& prefix, const LoadMemmapOptions& options = {});
+  /// Replaces the stack by the one saved at `prefix`.
+  NonTensorStack& load_memmap_(
+      const std::string& prefix, const LoadMemmapOptions& options = {});
+  /// Same as `load_memmap_` (Python's `load_`).
+  NonTensorStack& load_(
+      const std::string& prefix, const LoadMemmapOptions& options = {});
 
   /// Compares values, batch size and device.
   bool operator==(const NonTensorStack& other) const;

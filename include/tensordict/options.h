@@ -219,6 +219,9 @@ struct TENSORDICT_API LoadMemmapOptions {
   TENSORDICT_ARG(int64_t, max_meta_bytes) = int64_t{64} << 20;
   /// The deepest JSON nesting and directory nesting accepted.
   TENSORDICT_ARG(int64_t, max_depth) = 128;
+  /// Move the leaves to `device` asynchronously where the device allows it
+  /// (Python's `non_blocking`); the caller synchronises before reading.
+  TENSORDICT_ARG(bool, non_blocking) = false;
 };
 
 // --- consolidate and nn::Module (include/tensordict/consolidate.h, module.h) -

@@ -994,6 +994,20 @@ class TENSORDICT_API TensorDict {
   [[nodiscard]] TensorDict memmap_like(const MemmapOptions& options = {}) const;
   /// Same as `memmap` (Python's `save`).
   TensorDict save(const MemmapOptions& options) const;
+  /// Same as `memmap` (Python's `dumps`, an alias of `save`).
+  TensorDict dumps(const MemmapOptions& options) const;
+  /// `memmap_` on another thread: Python's `memmap_(return_early=True)`.
+  /// The future holds this dict once it is memmapped; the dict must not be
+  /// used until then.
+  [[nodiscard]] std::future<TensorDict> memmap_async_(
+      const MemmapOptions& options = {});
+  /// `memmap_like` on another thread: Python's
+  /// `memmap_like(return_early=True)`.
+  [[nodiscard]] std::future<TensorDict> memmap_like_async(
+      const MemmapOptions& options = {}) const;
+  /// `save` on another thread: Python's `save(return_early=True)`.
+  [[nodiscard]] std::future<TensorDict> save_async(
+      const MemmapOptions& options) const;
   /// Loads a memmap directory written by `memmap` or by Python tensordict
   /// (format versions 0 and 1): leaves map their files (no copy); the
   /// result is not locked and `is_memmap()` is false, as in Python. A
@@ -1009,6 +1023,9 @@ class TENSORDICT_API TensorDict {
   /// mapped ones and keys it lacks are added (the lock is lifted meanwhile
   /// and restored, and a memmapped dict stays memmapped).
   TensorDict& load_memmap_(
+      const std::string& prefix, const LoadMemmapOptions& options = {});
+  /// Same as `load_memmap_` (Python's `load_`).
+  TensorDict& load_(
       const std::string& prefix, const LoadMemmapOptions& options = {});
   /// Re-reads the dict's own directory, picking up leaves that another
   /// process added with `make_memmap`. Throws unless `is_memmap()` and the

@@ -327,7 +327,7 @@ class Loader {
     }
     at::Tensor tensor = *std::move(mapped);
     if (options_.device() && !options_.device()->is_cpu()) {
-      tensor = tensor.to(*options_.device());
+      tensor = tensor.to(*options_.device(), options_.non_blocking());
     }
     return Value(tensor);
   }
@@ -556,9 +556,30 @@ LoadedTree load_memmap_any(
       dir,
       " holds a ",
       value ? value->type_name() : "pickled value",
-      ", not a tensordict: load its parent directory");
+      ", not a tensordict: load its parent directory",
+      value && value->is_non_tensor()
+          ? c10::str(", or load it with ", value->type_name(), "::load_memmap")
+          : "");
   return value->tensordict();
 }
+
+namespace detail {
+
+Value load_non_tensor_root(
+    const std::string& prefix, const LoadMemmapOptions& options) {
+  const std::string dir = subpath_dir(prefix, options);
+  Loader loader(options);
+  std::optional<Value> value = loader.load_collection(dir, {}, 0);
+  TORCH_CHECK(
+      value && value->is_non_tensor(),
+      dir,
+      " holds a ",
+      value ? value->type_name() : "pickled value",
+      ", not non-tensor data");
+  return *value;
+}
+
+}  // namespace detail
 
 std::vector<std::string> verify_memmap(
     const std::string& prefix, const LoadMemmapOptions& options) {
@@ -599,6 +620,11 @@ TensorDict TensorDict::load_memmap(
 TensorDict TensorDict::load(
     const std::string& prefix, const LoadMemmapOptions& options) {
   return load_memmap(prefix, options);
+}
+
+TensorDict& TensorDict::load_(
+    const std::string& prefix, const LoadMemmapOptions& options) {
+  return load_memmap_(prefix, options);
 }
 
 TensorDict& TensorDict::load_memmap_(

@@ -343,29 +343,45 @@ void SavePlan::non_tensor(const KeyPath& path, const Value& value) {
   }
   const std::string dir = join_path(level.fields_dir, name);
   prepare_directory(dir, /*is_root=*/false);
+  level.meta[key] = {{"type", value.type_name()}};
+  add_meta(
+      join_path(dir, "meta.json"),
+      non_tensor_meta(value, options_.json_style(), path));
+}
+
+std::string non_tensor_meta(
+    const Value& value, JsonStyle style, const KeyPath& path) {
   Json meta = Json::object();
-  const bool ascii = options_.json_style() == JsonStyle::kSpaced;
-  std::string content;
+  const bool ascii = style == JsonStyle::kSpaced;
   if (value.is_non_tensor_data()) {
     meta["_type"] = kNonTensorDataType;
     meta["data"] = value.non_tensor_data().data();
     meta["_metadata"] = nullptr;
     meta["_is_non_tensor"] = true;
-    level.meta[key] = {{"type", "NonTensorData"}};
-    content = dump_checked(meta, /*spaced=*/ascii, ascii, path);
-  } else {
-    meta["_type"] = kNonTensorStackType;
-    meta.update(format_members("tensordict:NonTensorStack"));
-    meta["stack_dim"] = 0;
-    // Python writes the device the stack was built with, which its loader
-    // leaves unset: null, also for stacks that a dict moved to its device.
-    meta["device"] = nullptr;
-    meta["data"] = value.non_tensor_stack().tolist();
-    level.meta[key] = {{"type", "NonTensorStack"}};
-    // Python writes a stack's meta.json compact in both styles.
-    content = dump_checked(meta, /*spaced=*/false, ascii, path);
+    return dump_checked(meta, /*spaced=*/ascii, ascii, path);
   }
-  add_meta(join_path(dir, "meta.json"), std::move(content));
+  meta["_type"] = kNonTensorStackType;
+  meta.update(format_members("tensordict:NonTensorStack"));
+  meta["stack_dim"] = 0;
+  // Python writes the device the stack was built with, which its loader
+  // leaves unset: null, also for stacks that a dict moved to its device.
+  meta["device"] = nullptr;
+  meta["data"] = value.non_tensor_stack().tolist();
+  // Python writes a stack's meta.json compact in both styles.
+  return dump_checked(meta, /*spaced=*/false, ascii, path);
+}
+
+void save_non_tensor_root(const Value& value, const MemmapOptions& options) {
+  const std::string& dir = options.prefix();
+  if (dir.empty()) {
+    return;  // no tensor to put in shared memory: nothing to write
+  }
+  const std::string content =
+      non_tensor_meta(value, options.json_style(), KeyPath());
+  ensure_directory(
+      dir, /*parents=*/true, /*allow_symlink=*/true, options.durable());
+  write_file_atomically(
+      join_path(dir, "meta.json"), content, options.durable());
 }
 
 void SavePlan::leaf(const KeyPath& path, const at::Tensor& tensor) {
@@ -396,7 +412,13 @@ void SavePlan::leaf(const KeyPath& path, const at::Tensor& tensor) {
   job.what = what;
   job.dest = ImplPtr::reclaim_copy(level.dest.unsafeGetImpl());
   job.dest_key = key;
-  if (const auto backing = mapped_filename(tensor)) {
+  if (job.path.empty() && !like_ && !inplace_ &&
+      MemoryMappedTensor::is_memmap(tensor)) {
+    // memmap() without a prefix of a leaf that is already mapped (a file or
+    // shared memory) keeps it, as Python does: `td.memmap().memmap()`
+    // returns the same tensors.
+    job.result = tensor;
+  } else if (const auto backing = mapped_filename(tensor)) {
     if (!job.path.empty() && same_file(*backing, job.path) &&
         tensor.is_contiguous() && tensor.storage_offset() == 0 && !like_) {
       // Already this very file (memmap_ again, or a reloaded dict saved
@@ -577,6 +599,32 @@ std::future<TensorDict> TensorDict::memmap_async(
   TensorDict self = *this;
   return std::async(
       std::launch::async, [self, options] { return self.memmap(options); });
+}
+
+std::future<TensorDict> TensorDict::memmap_async_(
+    const MemmapOptions& options) {
+  TensorDict self = *this;
+  return std::async(std::launch::async, [self, options]() mutable {
+    self.memmap_(options);
+    return self;
+  });
+}
+
+std::future<TensorDict> TensorDict::memmap_like_async(
+    const MemmapOptions& options) const {
+  TensorDict self = *this;
+  return std::async(std::launch::async, [self, options] {
+    return self.memmap_like(options);
+  });
+}
+
+std::future<TensorDict> TensorDict::save_async(
+    const MemmapOptions& options) const {
+  return memmap_async(options);
+}
+
+TensorDict TensorDict::dumps(const MemmapOptions& options) const {
+  return memmap(options);
 }
 
 TensorDict& TensorDict::memmap_(const MemmapOptions& options) {

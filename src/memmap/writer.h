@@ -91,6 +91,20 @@ class SavePlan : public WalkVisitor {
   std::vector<std::pair<ImplPtr, std::string>> memmapped_;
 };
 
+/// The meta.json content of a NonTensorData or NonTensorStack directory, in
+/// Python's layout; `path` names the entry in errors.
+std::string non_tensor_meta(
+    const Value& value, JsonStyle style, const KeyPath& path);
+
+/// Writes the directory of a root NonTensorData or NonTensorStack at
+/// `options.prefix()` (nothing without a prefix).
+void save_non_tensor_root(const Value& value, const MemmapOptions& options);
+
+/// Loads the root NonTensorData or NonTensorStack of a directory
+/// (src/memmap/reader.cpp); throws naming the directory otherwise.
+Value load_non_tensor_root(
+    const std::string& prefix, const LoadMemmapOptions& options);
+
 /// The meta.json of a lazy stack's directory (Python's layout: the stack
 /// dim and its name; the elements are the sub-directories 0, 1, ...).
 Json lazy_stack_meta(const LazyStackedTensorDict& stack);
