@@ -2,6 +2,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <sstream>
 
 #include "support.h"
@@ -232,6 +234,75 @@ TEST(TensorClassTest, GetByNameReturnsTheEntry) {
       t.get("mask"),
       c10::ValueError,
       "Trajectory.mask is None (the field is unset)");
+}
+
+TEST(TensorClassTest, GetWithADefaultFollowsPython) {
+  Trajectory t = make_trajectory();
+  // A field that is set: its entry.
+  auto obs = t.get("obs", std::nullopt);
+  ASSERT_TRUE(obs.has_value());
+  EXPECT_TRUE(torch::equal(obs->tensor(), t.obs()));
+  // An unset field is None whatever the default, as Python's getattr.
+  EXPECT_FALSE(t.get("mask", torch::ones({4})).has_value());
+  // A name that is not a field gives the default.
+  auto missing = t.get("foo", torch::ones({2}));
+  ASSERT_TRUE(missing.has_value());
+  EXPECT_TRUE(torch::equal(missing->tensor(), torch::ones({2})));
+  EXPECT_FALSE(t.get("foo", std::nullopt).has_value());
+}
+
+TEST(TensorClassTest, SetInPlaceWritesIntoTheFieldsTensor) {
+  Trajectory t = make_trajectory();
+  const at::Tensor before = t.obs();
+  t.set("obs", torch::full({4, 3}, 2.0f), /*inplace=*/true);
+  EXPECT_TRUE(t.obs().is_same(before));
+  EXPECT_TRUE(torch::equal(before, torch::full({4, 3}, 2.0f)));
+  // Without inplace the tensor is replaced.
+  t.set("obs", torch::zeros({4, 3}));
+  EXPECT_FALSE(t.obs().is_same(before));
+  // The shape must fit the field's tensor.
+  EXPECT_THROWS_WITH(
+      t.set("obs", torch::ones({4, 2}), /*inplace=*/true), c10::Error, "obs");
+  EXPECT_THROWS_WITH(
+      t.set("obs", torch::ones({3, 3}), /*inplace=*/true),
+      c10::Error,
+      "the value of shape torch.Size([3, 3]) does not fit the entry of shape "
+      "torch.Size([4, 3])");
+  // A number is written into the tensor (broadcast), as in Python.
+  Plain p({{"step", 3}, {"ratio", 0.5}});
+  const at::Tensor step = p.step();
+  p.set("step", 7, /*inplace=*/true);
+  EXPECT_TRUE(p.step().is_same(step));
+  EXPECT_EQ(step.item<int64_t>(), 7);
+  // A nested dict is written leaf by leaf.
+  const at::Tensor x = t.inner().x();
+  t.set("inner", Inner({{"x", torch::ones({4, 2})}}, {4}), /*inplace=*/true);
+  EXPECT_TRUE(t.inner().x().is_same(x));
+  EXPECT_TRUE(torch::equal(x, torch::ones({4, 2})));
+  // An unset field is simply set.
+  t.set("mask", torch::ones({4}, torch::kBool), /*inplace=*/true);
+  EXPECT_TRUE(t.mask().has_value());
+}
+
+TEST(TensorClassTest, SetInPlaceRefusesNonTensorFieldsAndLockedInstances) {
+  Trajectory t = make_trajectory();
+  EXPECT_THROWS_EXACTLY(
+      t.set("task", "grasp", /*inplace=*/true),
+      c10::Error,
+      "Cannot update the existing NonTensorData of field 'task' of "
+      "Trajectory in place with a string");
+  EXPECT_THROWS_EXACTLY(
+      t.set("obs", nullptr, /*inplace=*/true),
+      c10::Error,
+      "Cannot update the existing Tensor of field 'obs' of Trajectory in "
+      "place with None");
+  EXPECT_EQ(t.task(), "reach");
+  t.lock_();
+  EXPECT_THROWS_EXACTLY(
+      t.set("obs", torch::zeros({4, 3}), /*inplace=*/true),
+      c10::Error,
+      "Cannot modify locked TensorDict. For in-place modification, consider "
+      "using the `set_()` method and make sure the key is present.");
 }
 
 TEST(TensorClassTest, UnsetRequiredFieldThrowsWhenRead) {
@@ -527,6 +598,126 @@ TEST(TensorClassTest, ToTensordictIsADeepCopy) {
   EXPECT_NE(td.get("obs").data_ptr(), t.obs().data_ptr());
   td.set("obs", torch::zeros({4, 1}));
   EXPECT_EQ(t.obs().size(1), 3);
+}
+
+namespace {
+
+struct Opt : TensorClass<Opt> {
+  TENSORDICT_FIELDS(Opt, a, (std::optional<at::Tensor>, b))
+};
+
+struct Outer : TensorClass<Outer> {
+  TENSORDICT_FIELDS(Outer, x, (std::optional<Opt>, inner))
+};
+
+}  // namespace
+
+TEST(TensorClassTest, ToTensordictRetainNoneWritesUnsetFieldsAsNone) {
+  Trajectory t = make_trajectory();
+  EXPECT_FALSE(t.to_tensordict().contains("mask"));
+  EXPECT_FALSE(t.to_tensordict(/*retain_none=*/false).contains("mask"));
+  TensorDict td = t.to_tensordict(/*retain_none=*/true);
+  // Python: TensorDict(..., fields={..., extra: NoneType, info: NoneType,
+  // mask: NoneType, step: NoneType, ...}).
+  for (const char* key : {"extra", "step", "info", "mask"}) {
+    ASSERT_TRUE(td.contains(key)) << key;
+    EXPECT_TRUE(td.get_non_tensor(key).is_null()) << key;
+  }
+  EXPECT_EQ(td.keys().size(), 8u);
+  EXPECT_FALSE(td.is_locked());
+
+  // Nested class levels too, as Python's `inner: {a: f32[], b: NoneType}`.
+  Outer o(
+      {{"x", torch::zeros({3})},
+       {"inner", Opt({{"a", torch::ones({3})}}, {3})}},
+      {3});
+  TensorDict nested = o.to_tensordict(/*retain_none=*/true);
+  EXPECT_TRUE(nested.get_non_tensor({"inner", "b"}).is_null());
+  EXPECT_FALSE(o.inner()->tensordict().contains("b"));
+}
+
+TEST(TensorClassTest, FromTensordictTakesTheNonTensorFields) {
+  TensorDict td(
+      {{"obs", torch::zeros({4, 3})},
+       {"action", torch::ones({4})},
+       {"inner", {{"x", torch::zeros({4, 2})}}}},
+      {4});
+  Trajectory t = Trajectory::from_tensordict(
+      td, {{"task", "reach"}, {"step", nullptr}, {"info", Json{{"k", 1}}}});
+  EXPECT_EQ(t.task(), "reach");
+  EXPECT_FALSE(t.step().has_value());
+  EXPECT_EQ((*t.info())["k"], 1);
+  // The entries alias td's; td itself gets no new keys.
+  EXPECT_TRUE(t.obs().is_same(td.get("obs")));
+  EXPECT_FALSE(td.contains("task"));
+  EXPECT_THROWS_EXACTLY(
+      Trajectory::from_tensordict(td, {{"obs", "text"}}),
+      KeyError,
+      "obs is present in both tensor and non-tensor dicts.");
+  EXPECT_THROWS_EXACTLY(
+      Trajectory::from_tensordict(td, {{"q", "hello"}}),
+      c10::ValueError,
+      "Keys from the tensordict ({'action', 'inner', 'obs'}) must correspond "
+      "to the class attributes ({'action', 'extra', 'info', 'inner', 'mask', "
+      "'obs', 'step', 'task'}). Got the set of keys {{'q'}} which do not "
+      "belong to the class.");
+  EXPECT_THROWS_EXACTLY(
+      Trajectory::from_tensordict(td, {{"task", torch::zeros({4})}}),
+      c10::TypeError,
+      "field 'task' of Trajectory expects a string, got a tensor");
+  // A None for a key td holds is dropped, as in Python.
+  Trajectory same = Trajectory::from_tensordict(
+      td.copy().set_non_tensor("task", "t"), {{"obs", nullptr}});
+  EXPECT_EQ(same.task(), "t");
+}
+
+TEST(TensorClassTest, PositionalConstructionTakesFieldsInDeclarationOrder) {
+  const at::Tensor obs = torch::zeros({4, 3});
+  Trajectory t(
+      obs,
+      torch::ones({4}),
+      Inner(torch::zeros({4, 2}), {4}),
+      std::nullopt,
+      "reach",
+      std::nullopt,
+      Json{{"k", 1}},
+      std::nullopt,
+      {4});
+  EXPECT_EQ(t.batch_size(), c10::IntArrayRef({4}));
+  EXPECT_TRUE(t.obs().is_same(obs));
+  EXPECT_EQ(t.task(), "reach");
+  EXPECT_FALSE(t.step().has_value());
+  EXPECT_EQ((*t.info())["k"], 1);
+  expect_td_equal(
+      t.tensordict(),
+      Trajectory(
+          {{"obs", obs},
+           {"action", torch::ones({4})},
+           {"inner", Inner({{"x", torch::zeros({4, 2})}}, {4})},
+           {"task", "reach"},
+           {"info", Json{{"k", 1}}}},
+          {4})
+          .tensordict());
+  // Numbers keep the class's rules; device and names follow the batch size.
+  Cast c(3, 0.5, true, std::string("label"));
+  EXPECT_EQ(c.step(), 3);
+  EXPECT_EQ(c.label(), "label");
+  Inner named(torch::zeros({2, 3}), {2}, torch::kCPU, {"time"});
+  EXPECT_EQ(named.names(), DimNames({"time"}));
+  EXPECT_EQ(named.device(), c10::Device(torch::kCPU));
+  // A value that does not fit the batch names the field.
+  EXPECT_THROWS_WITH(Inner(torch::zeros({3}), {2}), c10::Error, "for key 'x'");
+  // Frozen classes are locked; a wrong count or type of fields does not
+  // compile.
+  EXPECT_TRUE(Frozen(torch::zeros({2}), {2}).is_locked());
+  static_assert(!std::is_constructible_v<Inner, at::Tensor, at::Tensor>);
+  static_assert(!std::is_constructible_v<Inner, std::string, c10::IntArrayRef>);
+  static_assert(!std::is_constructible_v<Plain, at::Tensor, double>);
+  static_assert(!std::is_constructible_v<Plain, int64_t>);
+  static_assert(std::is_constructible_v<Plain, int64_t, double>);
+  // A derived class takes its fields by name only.
+  static_assert(
+      !std::is_constructible_v<Derived, at::Tensor, int64_t, at::Tensor>);
 }
 
 TEST(TensorClassTest, NestedPlainDictIsCheckedAgainstTheClass) {
@@ -1333,6 +1524,102 @@ TEST(TensorClassTest, EveryCastOfTensorDictIsForwarded) {
   EXPECT_EQ(a.boolean().x().scalar_type(), torch::kBool);
 }
 
+TEST(TensorClassTest, NamedComparisonsAndLogicalOpsAreForwarded) {
+  Inner a({{"x", torch::tensor({1.0f, 4.0f, 2.0f})}}, {3});
+  Inner b({{"x", torch::tensor({3.0f, 2.0f, 2.0f})}}, {3});
+  static_assert(std::is_same_v<decltype(a.le(b)), Inner>);
+  EXPECT_TRUE(torch::equal(a.lt(b).x(), torch::tensor({true, false, false})));
+  EXPECT_TRUE(torch::equal(a.le(2).x(), torch::tensor({true, false, true})));
+  EXPECT_TRUE(torch::equal(a.gt(2).x(), torch::tensor({false, true, false})));
+  EXPECT_TRUE(torch::equal(a.ge(b).x(), torch::tensor({false, true, true})));
+  const Inner lt = a < 2;
+  const Inner ge = a >= b;
+  EXPECT_TRUE(torch::equal(lt.logical_not().x(), (a >= 2).x()));
+  EXPECT_TRUE(
+      torch::equal(lt.logical_or(ge).x(), torch::tensor({true, true, true})));
+  EXPECT_TRUE(torch::equal(
+      lt.logical_and(ge).x(), torch::tensor({false, false, false})));
+}
+
+TEST(TensorClassTest, BroadcastGradAndMemoryForwardersReturnTheStruct) {
+  Inner a({{"x", torch::tensor({1.0f, 4.0f})}}, {2});
+  Inner wide({{"x", torch::zeros({3, 2})}}, {3, 2});
+  static_assert(std::is_same_v<decltype(a.broadcast_to({3, 2})), Inner>);
+  EXPECT_EQ(a.broadcast_to({3, 2}).batch_size(), c10::IntArrayRef({3, 2}));
+  EXPECT_EQ(a.expand_as(wide).x().sizes(), c10::IntArrayRef({3, 2}));
+  EXPECT_TRUE(a.is_contiguous());
+  EXPECT_FALSE(a.expand_as(wide).is_contiguous());
+  EXPECT_EQ(&a.requires_grad_(), &a);
+  EXPECT_TRUE(a.x().requires_grad());
+  a.requires_grad_(false);
+  EXPECT_FALSE(a.x().requires_grad());
+  EXPECT_EQ(&a.share_memory_(), &a);
+  EXPECT_TRUE(a.is_shared());
+}
+
+// Every arithmetic, comparison and reduction op that TensorDict declares
+// (read from its header, so a new op there fails this test until
+// TENSORDICT_TENSORCLASS_OPS forwards it) is a TensorClass member.
+TEST(TensorClassTest, EveryTensorDictMathOpHasAForwarder) {
+  const auto header =
+      std::filesystem::path(__FILE__).parent_path().parent_path() / "include" /
+      "tensordict" / "tensor_dict.h";
+  const std::string text = read_text(header.string());
+  const size_t begin = text.find("// --- arithmetic and comparison");
+  const size_t end = text.find("// --- locking");
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  const std::string section = text.substr(begin, end - begin);
+  auto is_member = [](std::string_view name) {
+    for (std::string_view member :
+         tensordict::detail::kTensorClassMemberNames) {
+      if (member == name) {
+        return true;
+      }
+    }
+    for (std::string_view op : tensordict::detail::kTensorClassOperatorNames) {
+      if (op == name) {
+        return true;
+      }
+    }
+    return false;
+  };
+  // `reduce` gives one tensor, not a dict, so it has no TensorClass form.
+  const std::set<std::string> not_forwarded = {"reduce"};
+  std::set<std::string> seen;
+  std::istringstream lines(section);
+  std::string line;
+  const std::regex declaration(
+      R"(^\s*(?:\[\[nodiscard\]\]\s*)?(?:TensorDict&?|bool|at::Tensor)\s+(operator\S+|\w+)\()");
+  for (; std::getline(lines, line);) {
+    std::smatch match;
+    if (std::regex_search(line, match, declaration)) {
+      const std::string name = match[1];
+      if (not_forwarded.count(name) == 0) {
+        seen.insert(name);
+        EXPECT_TRUE(is_member(name))
+            << "TensorDict::" << name << " has no TensorClass forwarder";
+      }
+    }
+  }
+  // The scan found the ops (a changed header layout must not pass).
+  for (const char* name :
+       {"add",
+        "sub_",
+        "div_",
+        "le",
+        "ge",
+        "logical_and",
+        "trunc_",
+        "clamp_max_",
+        "operator<=",
+        "operator/=",
+        "sum",
+        "any"}) {
+    EXPECT_EQ(seen.count(name), 1u) << name;
+  }
+}
+
 // --- the reserved field names come from the same list ------------------------
 
 namespace {
@@ -1371,6 +1658,8 @@ namespace {
 #define TC_TEST_PROBE_ALPHA_PAIR(name)
 #define TC_TEST_PROBE_BINARY_PAIR(name)
 #define TC_TEST_PROBE_BOUND_PAIR(name)
+#define TC_TEST_PROBE_COMPARE(name)
+#define TC_TEST_PROBE_LOGICAL(name)
 
 // Every MEMBER entry of the list names a member of TensorClass (checked at
 // compile time, one static_assert per entry).
@@ -1415,7 +1704,7 @@ TEST(TensorClassTest, ReservedNamesAreTheListedMembersAndTheirInPlaceForms) {
     EXPECT_TRUE(tensordict::detail::is_reserved_field_name(name)) << name;
   }
   for (const char* name :
-       {"obs", "x", "reward", "data", "sin__", "lt", "", "Sum"}) {
+       {"obs", "x", "reward", "data", "sin__", "lt_", "", "Sum"}) {
     EXPECT_FALSE(tensordict::detail::is_reserved_field_name(name)) << name;
   }
 }
