@@ -1006,6 +1006,18 @@ TensorDict tc_load_memmap(
   return td;
 }
 
+void tc_load_memmap_into(
+    const TensorDict& td,
+    const ClassInfo& info,
+    const std::string& prefix,
+    const LoadMemmapOptions& options) {
+  // meta.json alone tells the class and the fields: check before writing.
+  (void)tc_load_memmap(
+      info, prefix, LoadMemmapOptions(options).device(c10::Device(c10::kMeta)));
+  TensorDict dest = td;
+  dest.load_memmap_(prefix, options);
+}
+
 void tc_check_lazy(const LazyStackedTensorDict& stack, const ClassInfo& info) {
   const auto& elements = stack.tensordicts();
   for (size_t i = 0; i < elements.size(); ++i) {

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -99,6 +100,16 @@ Trajectory make_trajectory(int64_t batch = 4) {
        {"inner", Inner({{"x", torch::zeros({batch, 2})}}, {batch})},
        {"task", "reach"}},
       {batch});
+}
+
+// A Registered instance with batch size [2].
+Registered make_registered(
+    at::Tensor pos, at::Tensor inner_x, const std::string& label) {
+  return Registered(
+      {{"pos", std::move(pos)},
+       {"inner", Inner({{"x", std::move(inner_x)}}, {2})},
+       {"label", label}},
+      {2});
 }
 
 }  // namespace
@@ -850,6 +861,100 @@ TEST(TensorClassTest, MemmapInPlaceMapsTheFields) {
   p.pos().fill_(3);
   Registered loaded = Registered::load(dir);
   EXPECT_EQ(loaded.pos()[1][2].item<float>(), 3.0f);
+}
+
+TEST(TensorClassTest, MemmapLikeWritesTheLayoutWithZeroFilledTensors) {
+  TempDir tmp;
+  const std::string dir = tmp / "like";
+  Registered p = make_registered(
+      torch::arange(6, torch::kFloat).reshape({2, 3}), torch::ones({2}), "hi");
+  Registered like = p.memmap_like(MemmapOptions(dir));
+  static_assert(std::is_same_v<decltype(like), Registered>);
+  EXPECT_TRUE(like.is_memmap());
+  EXPECT_TRUE(torch::equal(like.pos(), torch::zeros({2, 3})));
+  EXPECT_TRUE(torch::equal(like.inner().x(), torch::zeros({2})));
+  EXPECT_EQ(like.label(), "hi");
+  EXPECT_EQ(
+      read_text(dir + "/meta.json"),
+      "{\"_type\":\"<class 'tests.Registered'>\"}");
+  EXPECT_TRUE(torch::equal(Registered::load(dir).pos(), torch::zeros({2, 3})));
+  // The original keeps its data.
+  EXPECT_EQ(p.pos()[1][2].item<float>(), 5.0f);
+}
+
+TEST(TensorClassTest, DumpsAndLoadInPlaceRoundTrip) {
+  TempDir tmp;
+  const std::string dir = tmp / "dumps";
+  Registered p = make_registered(
+      torch::arange(6, torch::kFloat).reshape({2, 3}), torch::ones({2}), "hi");
+  Registered saved = p.dumps(MemmapOptions(dir));
+  EXPECT_TRUE(saved.is_memmap());
+  Registered target =
+      make_registered(torch::zeros({2, 3}), torch::zeros({2}), "other");
+  static_assert(std::is_same_v<decltype(target.load_(dir)), Registered&>);
+  EXPECT_EQ(&target.load_(dir), &target);
+  EXPECT_TRUE(torch::equal(target.pos(), p.pos()));
+  EXPECT_TRUE(torch::equal(target.inner().x(), torch::ones({2})));
+  EXPECT_EQ(target.label(), "hi");
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(target.pos()));
+  EXPECT_EQ(&target.load_memmap_(dir), &target);
+  // Another registered class refuses the directory before loading.
+  Inner other({{"x", torch::full({2}, 4.0f)}}, {2});
+  EXPECT_THROWS_WITH(
+      other.load_(dir),
+      c10::ValueError,
+      "holds the Python class <class 'tests.Registered'>, but Inner is "
+      "registered as <class 'tests.Inner'>");
+  EXPECT_TRUE(torch::equal(other.x(), torch::full({2}, 4.0f)));
+  // An unregistered class refuses entries that are not its fields.
+  Unregistered plain({{"x", torch::zeros({2})}}, {2});
+  EXPECT_THROWS_WITH(
+      plain.load_(dir), c10::ValueError, "which do not belong to the class");
+  EXPECT_TRUE(torch::equal(plain.x(), torch::zeros({2})));
+}
+
+TEST(TensorClassTest, MemmapRefreshRereadsTheDirectory) {
+  TempDir tmp;
+  const std::string dir = tmp / "refresh";
+  Registered p = make_registered(torch::zeros({2, 3}), torch::ones({2}), "old");
+  EXPECT_THROWS_WITH(
+      p.memmap_refresh_(), c10::Error, "memmap_refresh_ needs a dict");
+  p.memmap_(MemmapOptions(dir));
+  // Another writer replaces the directory's contents.
+  Registered newer =
+      make_registered(torch::full({2, 3}, 9.0f), torch::zeros({2}), "new");
+  (void)newer.memmap(MemmapOptions(dir));
+  EXPECT_EQ(&p.memmap_refresh_(), &p);
+  EXPECT_TRUE(torch::equal(p.pos(), torch::full({2, 3}, 9.0f)));
+  EXPECT_EQ(p.label(), "new");
+  EXPECT_TRUE(p.is_memmap());
+}
+
+TEST(TensorClassTest, MemmapAsyncReturnsAFutureOfTheStruct) {
+  TempDir tmp;
+  const std::string dir = tmp / "async";
+  Registered p = make_registered(torch::ones({2, 3}), torch::ones({2}), "hi");
+  auto saving = p.memmap_async(MemmapOptions(dir));
+  static_assert(std::is_same_v<decltype(saving), std::future<Registered>>);
+  Registered saved = saving.get();
+  EXPECT_TRUE(saved.is_memmap());
+  EXPECT_EQ(saved.label(), "hi");
+  EXPECT_EQ(
+      read_text(dir + "/meta.json"),
+      "{\"_type\":\"<class 'tests.Registered'>\"}");
+  EXPECT_TRUE(torch::equal(Registered::load(dir).pos(), torch::ones({2, 3})));
+}
+
+TEST(TensorClassTest, LazyStackHasTheSaveAliases) {
+  TempDir tmp;
+  const std::string dir = tmp / "lazy_dumps";
+  auto stack = lazy_stack(std::vector<Inner>{
+      Inner({{"x", torch::ones({2, 3})}}, {2}),
+      Inner({{"x", torch::zeros({2, 4})}}, {2})});
+  (void)stack.dumps(MemmapOptions(dir));
+  auto loaded = LazyStackedTensorClass<Inner>::load(dir);
+  EXPECT_TRUE(torch::equal(loaded.at(1).x(), torch::zeros({2, 4})));
+  (void)stack.save(MemmapOptions(dir));
 }
 
 TEST(TensorClassTest, RegistrationRejectsMalformedClassStrings) {

@@ -66,6 +66,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <future>
 #include <initializer_list>
 #include <iosfwd>
 #include <map>
@@ -742,9 +743,60 @@ class TensorClass : public std::conditional_t<
     this->td_.memmap_(options);
     return self();
   }
+  /// Runs `memmap` on a background thread, as Python's
+  /// `memmap(..., return_early=True)` (see `TensorDict::memmap_async`); the
+  /// instance must not change until the future is ready. TensorDict has no
+  /// early-returning `memmap_`, `memmap_like` or `save`, so neither has
+  /// TensorClass.
+  [[nodiscard]] std::future<Derived> memmap_async(
+      const MemmapOptions& options = {}) const {
+    return std::async(
+        std::launch::deferred,
+        [saving =
+             detail::tc_marked_copy(this->td_, Derived::tensor_class_info())
+                 .memmap_async(options)]() mutable {
+          return wrap(saving.get());
+        });
+  }
+  /// Writes the layout of `memmap` (the class's too) with zero-filled leaf
+  /// files and returns an instance backed by them, as Python's
+  /// `memmap_like`: shapes, dtypes and non-tensor fields, no tensor data.
+  [[nodiscard]] Derived memmap_like(const MemmapOptions& options = {}) const {
+    return wrap(detail::tc_marked_copy(this->td_, Derived::tensor_class_info())
+                    .memmap_like(options));
+  }
+  /// Re-reads the instance's own directory (see
+  /// `TensorDict::memmap_refresh_`); throws like it, and like
+  /// `from_tensordict` if the files no longer fit the class.
+  Derived& memmap_refresh_() {
+    this->td_.memmap_refresh_();
+    detail::tc_check(this->td_, Derived::tensor_class_info());
+    return self();
+  }
   /// Same as `memmap` (Python's `save`).
   Derived save(const MemmapOptions& options) const {
     return memmap(options);
+  }
+  /// Same as `memmap` (Python's `dumps`).
+  Derived dumps(const MemmapOptions& options) const {
+    return memmap(options);
+  }
+  /// Loads a directory saved by `memmap` (or by Python) into this instance
+  /// in place, as Python's `load_` / `load_memmap_`: tensors map the files,
+  /// non-tensor fields take the saved values, and fields the directory
+  /// lacks are kept (see `TensorDict::load_memmap_`). Throws ValueError,
+  /// before loading anything, if the directory holds another registered
+  /// class or entries that do not fit this one.
+  Derived& load_(
+      const std::string& prefix, const LoadMemmapOptions& options = {}) {
+    detail::tc_load_memmap_into(
+        this->td_, Derived::tensor_class_info(), prefix, options);
+    return self();
+  }
+  /// Same as `load_` (Python's `load_memmap_`).
+  Derived& load_memmap_(
+      const std::string& prefix, const LoadMemmapOptions& options = {}) {
+    return load_(prefix, options);
   }
   /// Loads a memmap directory written by `memmap` or by Python (a
   /// tensorclass or a TensorDict): throws ValueError if its `_type` is not

@@ -135,6 +135,13 @@ TENSORDICT_API TensorDict tc_load_memmap(
     const ClassInfo& info,
     const std::string& prefix,
     const LoadMemmapOptions& options);
+/// Loads a memmap directory into an instance's dict in place, after checking
+/// (from meta.json only) that it holds this class.
+TENSORDICT_API void tc_load_memmap_into(
+    const TensorDict& td,
+    const ClassInfo& info,
+    const std::string& prefix,
+    const LoadMemmapOptions& options);
 /// Returns the state dict of an instance (src/tensor_class/state_dict.cpp).
 TENSORDICT_API StateDict
 tc_state_dict(const TensorDict& td, const ClassInfo& info, bool flatten);

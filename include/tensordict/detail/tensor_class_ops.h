@@ -95,13 +95,15 @@
   X(INPLACE, lock_)           X(MEMBER, unlock_)        X(MEMBER, memmap)     \
   X(MEMBER, memmap_)          X(MEMBER, save)           X(MEMBER, load_memmap) \
   X(MEMBER, load)             X(MEMBER, state_dict)     X(MEMBER, load_state_dict) \
-  X(MEMBER, repr)                                                             \
+  X(MEMBER, repr)             X(MEMBER, memmap_async)   X(MEMBER, memmap_like) \
+  X(MEMBER, memmap_refresh_)  X(MEMBER, dumps)          X(MEMBER, load_)      \
+  X(MEMBER, load_memmap_)                                                     \
   /* Python's TensorDict members that TensorClass does not have */           \
   X(PYTHON, cat)              X(PYTHON, cuda)           X(PYTHON, del_)       \
   X(PYTHON, dim)              X(PYTHON, double)         X(PYTHON, empty)      \
   X(PYTHON, exclude)          X(PYTHON, fields)         X(PYTHON, fill_)      \
   X(PYTHON, float)            X(PYTHON, from_dict)      X(PYTHON, int)        \
-  X(PYTHON, items)            X(PYTHON, keys)           X(PYTHON, load_memmap_) \
+  X(PYTHON, items)            X(PYTHON, keys)                                 \
   X(PYTHON, named_apply)      X(PYTHON, pop)            X(PYTHON, select)     \
   X(PYTHON, size)             X(PYTHON, stack)          X(PYTHON, to_dict)    \
   X(PYTHON, update)           X(PYTHON, values)
