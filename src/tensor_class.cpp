@@ -1018,6 +1018,27 @@ void tc_load_memmap_into(
   dest.load_memmap_(prefix, options);
 }
 
+TensorDict tc_entry(
+    const TensorDict& td, const ClassInfo& info, const NestedKey& key) {
+  const Value* value = td.find(key);
+  TENSORDICT_CHECK_KEY(
+      value != nullptr && value->is_tensordict(),
+      "no ",
+      info.name,
+      " at key ",
+      key.to_string(),
+      value == nullptr ? ": the key is missing"
+                       : c10::str(": the entry is a ", value->type_name()));
+  TensorDict nested = value->tensordict();
+  check_loaded_class(nested.python_class(), info, key.to_string());
+  try {
+    tc_check(nested, info);
+  } catch (c10::Error& e) {
+    TORCH_RETHROW(e, "while reading ", key.to_string(), " as ", info.name);
+  }
+  return nested;
+}
+
 void tc_check_lazy(const LazyStackedTensorDict& stack, const ClassInfo& info) {
   const auto& elements = stack.tensordicts();
   for (size_t i = 0; i < elements.size(); ++i) {

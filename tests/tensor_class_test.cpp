@@ -957,6 +957,69 @@ TEST(TensorClassTest, LazyStackHasTheSaveAliases) {
   (void)stack.save(MemmapOptions(dir));
 }
 
+// --- a TensorClass as a TensorDict entry ------------------------------------
+
+TEST(TensorClassTest, AnInstanceIsATensorDictEntryThatKeepsItsClass) {
+  TempDir tmp;
+  const std::string dir = tmp / "entry";
+  Registered p = make_registered(
+      torch::arange(6, torch::kFloat).reshape({2, 3}), torch::ones({2}), "hi");
+  TensorDict td({{"x", torch::zeros({2})}}, {2});
+  td.set("step", p);
+  // Stored as the instance's own dict (Python stores the instance), marked
+  // with its Python class.
+  EXPECT_TRUE(td.get_tensordict("step").is_same(p.tensordict()));
+  EXPECT_EQ(
+      td.get_tensordict("step").python_class(), "<class 'tests.Registered'>");
+  Registered back = get_as<Registered>(td, "step");
+  static_assert(std::is_same_v<decltype(back), Registered>);
+  EXPECT_TRUE(back.is_same(p));
+  p.set_label("changed");
+  EXPECT_EQ(get_as<Registered>(td, "step").label(), "changed");
+
+  // A save writes Python's layout for the entry, and a load keeps the class.
+  (void)td.memmap(MemmapOptions(dir));
+  EXPECT_EQ(
+      read_text(dir + "/step/meta.json"),
+      "{\"_type\":\"<class 'tests.Registered'>\"}");
+  EXPECT_TRUE(std::filesystem::exists(dir + "/step/_tensordict/pos.memmap"));
+  EXPECT_NE(
+      read_text(dir + "/meta.json").find("\"step\":{\"type\":\"Registered\"}"),
+      std::string::npos);
+  TensorDict loaded = TensorDict::load_memmap(dir);
+  EXPECT_EQ(
+      loaded.get_tensordict("step").python_class(),
+      "<class 'tests.Registered'>");
+  Registered from_disk = get_as<Registered>(loaded, "step");
+  EXPECT_TRUE(torch::equal(from_disk.pos(), p.pos()));
+  EXPECT_EQ(from_disk.label(), "changed");
+  EXPECT_TRUE(torch::equal(from_disk.inner().x(), torch::ones({2})));
+
+  EXPECT_THROWS_WITH(
+      get_as<Inner>(td, "step"),
+      c10::ValueError,
+      "holds the Python class <class 'tests.Registered'>, but Inner is "
+      "registered as <class 'tests.Inner'>");
+  EXPECT_THROWS_WITH(
+      get_as<Registered>(td, "x"), KeyError, "no Registered at key");
+  EXPECT_THROWS_WITH(
+      get_as<Registered>(td, "missing"), KeyError, "the key is missing");
+}
+
+TEST(TensorClassTest, AnUnregisteredInstanceIsStoredAsAPlainDict) {
+  Unregistered u({{"x", torch::ones({2})}}, {2});
+  TensorDict td({{"y", torch::zeros({2})}}, {2});
+  td.set("u", u);
+  EXPECT_EQ(td.get_tensordict("u").python_class(), "");
+  EXPECT_TRUE(torch::equal(get_as<Unregistered>(td, "u").x(), u.x()));
+  // The fields must still fit the class.
+  td.set("other", Inner({{"x", torch::ones({2})}}, {2}));
+  EXPECT_THROWS_WITH(
+      get_as<Trajectory>(td, "other"),
+      c10::ValueError,
+      "which do not belong to the class");
+}
+
 TEST(TensorClassTest, RegistrationRejectsMalformedClassStrings) {
   EXPECT_THROWS_WITH(
       register_python_class<Unregistered>("Local"),

@@ -31,6 +31,11 @@
 // gives a LazyStackedTensorClass<T>, Python's `Cls.lazy_stack`, whose
 // elements keep their own field shapes.
 //
+// An instance is also a TensorDict entry, as in Python: `td.set("step",
+// step)` stores its dict (aliased, marked with its registered Python class,
+// so a save writes Python's layout) and `get_as<Step>(td, "step")` reads it
+// back as the class.
+//
 // Flags (`ClassFlags`, the second template argument):
 //   kFrozen     setters do not compile; instances are locked
 //   kTensorOnly every field is a tensor, a TensorDict or a TensorClass
@@ -841,6 +846,16 @@ class TensorClass : public std::conditional_t<
     return self();
   }
 
+  /// Returns the instance as a TensorDict entry, Python's
+  /// `td.set("step", step)`: its own dict (aliased, so later writes show
+  /// through), marked with the registered Python class of every class level
+  /// so that a save writes Python's tensorclass layout. Read it back with
+  /// `get_as<Derived>(td, key)`.
+  operator Value() const {  // NOLINT(google-explicit-constructor)
+    detail::tc_mark_classes(this->td_, Derived::tensor_class_info());
+    return Value(this->td_);
+  }
+
   /// Returns Python's repr in the form the print options select: compact
   /// by default (`Name(batch_size=[4], fields={obs: f32[3], ...})`), see
   /// tensordict/print_options.h.
@@ -949,6 +964,19 @@ template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
 template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
 bool equal(const TC& a, const TC& b) {
   return equal(a.tensordict(), b.tensordict());
+}
+
+/// Returns the entry at `key` of `td` as a `TC` (aliasing the nested dict),
+/// for an instance stored with `td.set(key, instance)` or loaded from a
+/// tree Python saved with a tensorclass entry. Throws KeyError if `key` is
+/// missing or not a dict, ValueError if the entry is marked with another
+/// registered Python class, and like `TC::from_tensordict` if it does not
+/// fit the class.
+template <typename TC>
+[[nodiscard]] TC get_as(const TensorDict& td, const NestedKey& key) {
+  static_assert(is_tensor_class_v<TC>, "get_as needs a TensorClass");
+  return TC(
+      detail::tc_entry(td, TC::tensor_class_info(), key), detail::WrapTag{});
 }
 
 /// Writes `value.repr()`.

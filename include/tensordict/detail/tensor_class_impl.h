@@ -142,6 +142,10 @@ TENSORDICT_API void tc_load_memmap_into(
     const ClassInfo& info,
     const std::string& prefix,
     const LoadMemmapOptions& options);
+/// Returns the nested dict at `key` of `td`, checked against the class (its
+/// Python class marker and its fields), for `get_as`.
+TENSORDICT_API TensorDict
+tc_entry(const TensorDict& td, const ClassInfo& info, const NestedKey& key);
 /// Returns the state dict of an instance (src/tensor_class/state_dict.cpp).
 TENSORDICT_API StateDict
 tc_state_dict(const TensorDict& td, const ClassInfo& info, bool flatten);
