@@ -1020,6 +1020,111 @@ TEST(TensorClassTest, AnUnregisteredInstanceIsStoredAsAPlainDict) {
       "which do not belong to the class");
 }
 
+// --- the legacy state-dict form
+// -----------------------------------------------
+
+namespace {
+
+// Python's older tensorclass state dict: the TensorDict state dict of the
+// tensor fields under "_tensordict", the non-tensor fields under
+// "_non_tensordict" (see NOTE [Legacy TensorClass state dicts]).
+StateDict legacy_state_dict(const StateDict& tensors, const Json& values) {
+  StateDict non_tensors;
+  StateDictMetadata metadata;
+  metadata.non_tensor_fields = std::make_shared<const Json>(values);
+  non_tensors.set_metadata("", metadata);
+  StateDict out;
+  out.insert("_tensordict", tensors);
+  out.insert("_non_tensordict", non_tensors);
+  return out;
+}
+
+Trajectory legacy_target() {
+  return Trajectory(
+      {{"obs", torch::full({4, 3}, -1.0)},
+       {"action", torch::zeros({4}, torch::kLong)},
+       {"inner", Inner({{"x", torch::full({4, 2}, 7.0)}}, {4})},
+       {"task", "other"},
+       {"step", 3}},
+      {4});
+}
+
+}  // namespace
+
+TEST(TensorClassTest, LoadStateDictReadsTheLegacyForm) {
+  const Trajectory source = make_trajectory();
+  const StateDict tensors = source.tensordict().exclude({"task"}).state_dict();
+  Trajectory target = legacy_target();
+  const void* obs_data = target.obs().data_ptr();
+  target.load_state_dict(
+      legacy_state_dict(tensors, Json{{"task", "reach"}, {"step", nullptr}}));
+  EXPECT_TRUE(torch::equal(target.obs(), source.obs()));
+  EXPECT_EQ(target.obs().data_ptr(), obs_data);  // written in place
+  EXPECT_TRUE(torch::equal(target.action(), source.action()));
+  EXPECT_TRUE(torch::equal(target.inner().x(), source.inner().x()));
+  EXPECT_EQ(target.task(), "reach");
+  // A None value leaves the field as it is, as Python's legacy loader does.
+  EXPECT_TRUE(target.step().has_value());
+
+  // The tensors in the oldest form (sentinels), the values one per prefix.
+  StateDict inner;
+  inner.insert("x", torch::full({4, 2}, 2.0));
+  inner.insert_legacy_batch_size({4});
+  inner.insert_legacy_device(std::nullopt);
+  StateDict sentinels;
+  sentinels.insert("obs", torch::full({4, 3}, 3.0));
+  sentinels.insert("action", torch::ones({4}, torch::kLong));
+  sentinels.insert("inner", inner);
+  sentinels.insert_legacy_batch_size({4});
+  sentinels.insert_legacy_device(std::nullopt);
+  StateDict per_prefix;
+  per_prefix.set_metadata(
+      "task",
+      StateDictMetadata({4}, std::nullopt, Value(NonTensorData("grasp"))));
+  StateDict legacy;
+  legacy.insert("_tensordict", sentinels);
+  legacy.insert("_non_tensordict", per_prefix);
+  target.load_state_dict(legacy);
+  EXPECT_TRUE(torch::equal(target.obs(), torch::full({4, 3}, 3.0)));
+  EXPECT_TRUE(torch::equal(target.inner().x(), torch::full({4, 2}, 2.0)));
+  EXPECT_EQ(target.task(), "grasp");
+}
+
+TEST(TensorClassTest, LegacyStateDictsNameWhatDoesNotFit) {
+  const Trajectory source = make_trajectory();
+  const StateDict tensors = source.tensordict().exclude({"task"}).state_dict();
+  Trajectory target = legacy_target();
+  StateDict extra_top = legacy_state_dict(tensors, Json{{"task", "reach"}});
+  extra_top.insert("other", torch::zeros({1}));
+  EXPECT_THROWS_EXACTLY(
+      target.load_state_dict(extra_top),
+      KeyError,
+      "Key 'other' wasn't expected in the state-dict.");
+  EXPECT_THROWS_EXACTLY(
+      target.load_state_dict(legacy_state_dict(tensors, Json{{"nope", 1}})),
+      KeyError,
+      "Key 'nope' wasn't expected in the state-dict.");
+  StateDict bad_tensor = tensors;
+  bad_tensor.insert("bad", torch::zeros({4}));
+  EXPECT_THROWS_EXACTLY(
+      target.load_state_dict(legacy_state_dict(bad_tensor, Json::object())),
+      KeyError,
+      "Key 'bad' wasn't expected in the state-dict.");
+  StateDict missing = tensors;
+  missing.erase("action");
+  EXPECT_THROWS_EXACTLY(
+      target.load_state_dict(legacy_state_dict(missing, Json::object())),
+      c10::Error,
+      "Cannot load the legacy state dict into Trajectory: its _tensordict "
+      "has no entry for the fields {'action'} (pass strict=false to keep "
+      "their values)");
+  // Not strict: the fields it lacks keep their values.
+  target.load_state_dict(
+      legacy_state_dict(missing, Json::object()), /*strict=*/false);
+  EXPECT_TRUE(torch::equal(target.obs(), source.obs()));
+  EXPECT_TRUE(torch::equal(target.action(), torch::zeros({4}, torch::kLong)));
+}
+
 TEST(TensorClassTest, RegistrationRejectsMalformedClassStrings) {
   EXPECT_THROWS_WITH(
       register_python_class<Unregistered>("Local"),

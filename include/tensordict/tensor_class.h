@@ -27,9 +27,10 @@
 // unset one throws ValueError naming it.
 //
 // `state_dict()` is keyed by field names, with the class name and the
-// non-tensor fields in the metadata, as Python's; `lazy_stack(vector<T>)`
-// gives a LazyStackedTensorClass<T>, Python's `Cls.lazy_stack`, whose
-// elements keep their own field shapes.
+// non-tensor fields in the metadata, as Python's (`load_state_dict` also
+// reads Python's older `_tensordict` / `_non_tensordict` form);
+// `lazy_stack(vector<T>)` gives a LazyStackedTensorClass<T>, Python's
+// `Cls.lazy_stack`, whose elements keep their own field shapes.
 //
 // An instance is also a TensorDict entry, as in Python: `td.set("step",
 // step)` stores its dict (aliased, marked with its registered Python class,
