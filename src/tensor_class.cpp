@@ -413,12 +413,32 @@ void tc_set_field(
     const TensorDict& td_in,
     const ClassInfo& info,
     size_t index,
-    const FieldArg& arg) {
+    const FieldArg& arg,
+    bool inplace) {
   TensorDict td = td_in;
   const FieldInfo& field = info.fields[index];
   const std::string& key = field.name;
   const FieldArg::Variant& v = arg.value();
+  const Value* existing = inplace ? tc_find(td, info, index) : nullptr;
+  if (inplace) {
+    // Python's tensorclass refuses a locked instance even in place.
+    check_unlocked(*td.unsafeGetImpl());
+  }
+  // Python writes a tensor or a dict into the entry it replaces; anything
+  // else has no storage to write into.
+  const auto refuse_in_place = [&]() {
+    TORCH_CHECK(
+        existing == nullptr,
+        "Cannot update the existing ",
+        entry_name(*existing),
+        " of ",
+        field_label(info, index),
+        " in place with ",
+        arg_name(arg));
+  };
+  const SetOptions set_options = SetOptions().inplace(inplace);
   if (arg.is_none()) {
+    refuse_in_place();
     if (td.contains(key)) {
       td.del_(key);
     }
@@ -439,16 +459,16 @@ void tc_set_field(
   switch (field.kind) {
     case FieldKind::kTensor:
       if (const auto* t = std::get_if<at::Tensor>(&v)) {
-        td.set(key, *t);
+        td.set(key, *t, set_options);
       } else if (is_number(v)) {
-        td.set(key, number_tensor(v));
+        td.set(key, number_tensor(v), set_options);
       } else {
         wrong();
       }
       return;
     case FieldKind::kTensorDict:
       if (v.index() == 2 && arg.class_info() == nullptr) {
-        td.set(key, std::get<TensorDict>(v));
+        td.set(key, std::get<TensorDict>(v), set_options);
       } else {
         wrong();
       }
@@ -471,10 +491,11 @@ void tc_set_field(
             ", got a ",
             arg.class_info()->name);
       }
-      td.set(key, *nested);
+      td.set(key, *nested, set_options);
       return;
     }
     case FieldKind::kString:
+      refuse_in_place();
       if (const auto* j = std::get_if<Json>(&v);
           j != nullptr && j->is_string()) {
         td.set_non_tensor(key, *j);
@@ -485,6 +506,7 @@ void tc_set_field(
       }
       return;
     case FieldKind::kJson:
+      refuse_in_place();
       if (const auto* j = std::get_if<Json>(&v)) {
         td.set_non_tensor(key, *j);
       } else if (is_number(v)) {
@@ -516,9 +538,10 @@ void tc_set_field(
           } else {
             j = t->item<bool>();
           }
+          refuse_in_place();
           td.set_non_tensor(key, j);
         } else {
-          td.set(key, *t);
+          td.set(key, *t, set_options);
         }
         return;
       }
@@ -526,6 +549,13 @@ void tc_set_field(
         wrong();
         return;
       }
+      if (existing != nullptr && existing->is_tensor()) {
+        // In place, a number is written into the field's tensor (and
+        // throws there if it does not fit the batch), as in Python.
+        td.set(key, number_tensor(v), set_options);
+        return;
+      }
+      refuse_in_place();
       if (autocast || nocast) {
         td.set_non_tensor(key, number_json(v, field.kind, autocast));
       } else if (td.batch_dims() > 0) {
@@ -543,12 +573,29 @@ void tc_set_by_name(
     const TensorDict& td,
     const ClassInfo& info,
     std::string_view name,
-    const FieldArg& value) {
+    const FieldArg& value,
+    bool inplace) {
   const auto index = find_field(info, name);
   if (!index) {
     throw_no_such_field(info, name);
   }
-  tc_set_field(td, info, *index, value);
+  tc_set_field(td, info, *index, value, inplace);
+}
+
+std::optional<Value> tc_get_or(
+    const TensorDict& td,
+    const ClassInfo& info,
+    std::string_view name,
+    std::optional<Value> default_value) {
+  const auto index = find_field(info, name);
+  if (!index) {
+    return default_value;
+  }
+  const Value* value = tc_find(td, info, *index);
+  if (value == nullptr) {
+    return std::nullopt;
+  }
+  return *value;
 }
 
 TensorDict tc_construct(
@@ -610,6 +657,35 @@ TensorDict tc_construct(
   return td;
 }
 
+namespace {
+
+// Python's error for keys that are not fields: `keys` are the dict's,
+// `extra` the ones (of the dict or given beside it) that are no field.
+[[noreturn]] void throw_keys_not_fields(
+    const std::vector<std::string>& keys,
+    const std::vector<std::string>& extra,
+    const ClassInfo& info) {
+  auto set_repr = [](std::vector<std::string> names) {
+    std::sort(names.begin(), names.end());
+    std::string out = "{";
+    for (size_t i = 0; i < names.size(); ++i) {
+      out += (i > 0 ? ", " : "") + python_repr(names[i]);
+    }
+    return out + "}";
+  };
+  TORCH_CHECK_VALUE(
+      false,
+      "Keys from the tensordict (",
+      set_repr(keys),
+      ") must correspond to the class attributes (",
+      set_repr(field_names(info)),
+      "). Got the set of keys {",
+      set_repr(extra),
+      "} which do not belong to the class.");
+}
+
+}  // namespace
+
 void tc_check(const TensorDict& td, const ClassInfo& info) {
   const TensorDictImpl& impl = *td.unsafeGetImpl();
   std::vector<std::string> extra;
@@ -621,23 +697,7 @@ void tc_check(const TensorDict& td, const ClassInfo& info) {
     }
   }
   if (!extra.empty()) {
-    auto set_repr = [](std::vector<std::string> names) {
-      std::sort(names.begin(), names.end());
-      std::string out = "{";
-      for (size_t i = 0; i < names.size(); ++i) {
-        out += (i > 0 ? ", " : "") + python_repr(names[i]);
-      }
-      return out + "}";
-    };
-    TORCH_CHECK_VALUE(
-        false,
-        "Keys from the tensordict (",
-        set_repr(keys),
-        ") must correspond to the class attributes (",
-        set_repr(field_names(info)),
-        "). Got the set of keys {",
-        set_repr(extra),
-        "} which do not belong to the class.");
+    throw_keys_not_fields(keys, extra, info);
   }
   for (size_t i = 0; i < info.fields.size(); ++i) {
     const FieldInfo& field = info.fields[i];
@@ -698,6 +758,83 @@ void tc_check(const TensorDict& td, const ClassInfo& info) {
         break;
     }
   }
+}
+
+namespace {
+
+// Writes NonTensorData(null) for the unset fields of a class level and of
+// its TensorClass fields (the dicts of a deep copy).
+void write_none_fields(const TensorDict& td, const ClassInfo& info) {
+  TensorDict out = td;
+  for (size_t i = 0; i < info.fields.size(); ++i) {
+    const FieldInfo& field = info.fields[i];
+    const Value* value = tc_find(td, info, i);
+    if (value == nullptr) {
+      out.set_non_tensor(field.name, Json(nullptr));
+    } else if (field.nested != nullptr && value->is_tensordict()) {
+      write_none_fields(value->tensordict(), *field.nested);
+    }
+  }
+}
+
+}  // namespace
+
+TensorDict tc_to_tensordict(
+    const TensorDict& td, const ClassInfo& info, bool retain_none) {
+  TensorDict out = td.clone();
+  if (retain_none) {
+    if (out.is_locked()) {
+      out.unlock_();
+    }
+    write_none_fields(out, info);
+  }
+  return out;
+}
+
+TensorDict tc_from_tensordict(
+    TensorDict td,
+    const ClassInfo& info,
+    c10::ArrayRef<FieldInit> non_tensordict) {
+  std::vector<const FieldInit*> given;
+  std::vector<std::string> extra;
+  for (const FieldInit& init : non_tensordict) {
+    if (init.value().is_none()) {
+      continue;
+    }
+    TENSORDICT_CHECK_KEY(
+        !td.contains(init.name()),
+        init.name(),
+        " is present in both tensor and non-tensor dicts.");
+    if (!find_field(info, init.name())) {
+      extra.push_back(init.name());
+    }
+    given.push_back(&init);
+  }
+  std::vector<std::string> keys;
+  for (const auto& node : td.unsafeGetImpl()->nodes()) {
+    keys.push_back(node->key);
+    if (!find_field(info, node->key)) {
+      extra.push_back(node->key);
+    }
+  }
+  if (!extra.empty()) {
+    throw_keys_not_fields(keys, extra, info);
+  }
+  if (!given.empty()) {
+    const bool locked = td.is_locked();
+    td = td.copy();
+    if (td.is_locked()) {
+      td.unlock_();
+    }
+    for (const FieldInit* init : given) {
+      tc_set_field(td, info, *find_field(info, init->name()), init->value());
+    }
+    if (locked) {
+      td.lock_();
+    }
+  }
+  tc_check(td, info);
+  return td;
 }
 
 std::string tc_repr(const TensorDict& td, const ClassInfo& info) {
@@ -867,6 +1004,39 @@ TensorDict tc_load_memmap(
   check_loaded_class(td.python_class(), info, prefix);
   tc_check(td, info);
   return td;
+}
+
+void tc_load_memmap_into(
+    const TensorDict& td,
+    const ClassInfo& info,
+    const std::string& prefix,
+    const LoadMemmapOptions& options) {
+  // meta.json alone tells the class and the fields: check before writing.
+  (void)tc_load_memmap(
+      info, prefix, LoadMemmapOptions(options).device(c10::Device(c10::kMeta)));
+  TensorDict dest = td;
+  dest.load_memmap_(prefix, options);
+}
+
+TensorDict tc_entry(
+    const TensorDict& td, const ClassInfo& info, const NestedKey& key) {
+  const Value* value = td.find(key);
+  TENSORDICT_CHECK_KEY(
+      value != nullptr && value->is_tensordict(),
+      "no ",
+      info.name,
+      " at key ",
+      key.to_string(),
+      value == nullptr ? ": the key is missing"
+                       : c10::str(": the entry is a ", value->type_name()));
+  TensorDict nested = value->tensordict();
+  check_loaded_class(nested.python_class(), info, key.to_string());
+  try {
+    tc_check(nested, info);
+  } catch (c10::Error& e) {
+    TORCH_RETHROW(e, "while reading ", key.to_string(), " as ", info.name);
+  }
+  return nested;
 }
 
 void tc_check_lazy(const LazyStackedTensorDict& stack, const ClassInfo& info) {

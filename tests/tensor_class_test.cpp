@@ -2,6 +2,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <regex>
+#include <set>
 #include <sstream>
 
 #include "support.h"
@@ -97,6 +100,16 @@ Trajectory make_trajectory(int64_t batch = 4) {
        {"inner", Inner({{"x", torch::zeros({batch, 2})}}, {batch})},
        {"task", "reach"}},
       {batch});
+}
+
+// A Registered instance with batch size [2].
+Registered make_registered(
+    at::Tensor pos, at::Tensor inner_x, const std::string& label) {
+  return Registered(
+      {{"pos", std::move(pos)},
+       {"inner", Inner({{"x", std::move(inner_x)}}, {2})},
+       {"label", label}},
+      {2});
 }
 
 }  // namespace
@@ -232,6 +245,75 @@ TEST(TensorClassTest, GetByNameReturnsTheEntry) {
       t.get("mask"),
       c10::ValueError,
       "Trajectory.mask is None (the field is unset)");
+}
+
+TEST(TensorClassTest, GetWithADefaultFollowsPython) {
+  Trajectory t = make_trajectory();
+  // A field that is set: its entry.
+  auto obs = t.get("obs", std::nullopt);
+  ASSERT_TRUE(obs.has_value());
+  EXPECT_TRUE(torch::equal(obs->tensor(), t.obs()));
+  // An unset field is None whatever the default, as Python's getattr.
+  EXPECT_FALSE(t.get("mask", torch::ones({4})).has_value());
+  // A name that is not a field gives the default.
+  auto missing = t.get("foo", torch::ones({2}));
+  ASSERT_TRUE(missing.has_value());
+  EXPECT_TRUE(torch::equal(missing->tensor(), torch::ones({2})));
+  EXPECT_FALSE(t.get("foo", std::nullopt).has_value());
+}
+
+TEST(TensorClassTest, SetInPlaceWritesIntoTheFieldsTensor) {
+  Trajectory t = make_trajectory();
+  const at::Tensor before = t.obs();
+  t.set("obs", torch::full({4, 3}, 2.0f), /*inplace=*/true);
+  EXPECT_TRUE(t.obs().is_same(before));
+  EXPECT_TRUE(torch::equal(before, torch::full({4, 3}, 2.0f)));
+  // Without inplace the tensor is replaced.
+  t.set("obs", torch::zeros({4, 3}));
+  EXPECT_FALSE(t.obs().is_same(before));
+  // The shape must fit the field's tensor.
+  EXPECT_THROWS_WITH(
+      t.set("obs", torch::ones({4, 2}), /*inplace=*/true), c10::Error, "obs");
+  EXPECT_THROWS_WITH(
+      t.set("obs", torch::ones({3, 3}), /*inplace=*/true),
+      c10::Error,
+      "the value of shape torch.Size([3, 3]) does not fit the entry of shape "
+      "torch.Size([4, 3])");
+  // A number is written into the tensor (broadcast), as in Python.
+  Plain p({{"step", 3}, {"ratio", 0.5}});
+  const at::Tensor step = p.step();
+  p.set("step", 7, /*inplace=*/true);
+  EXPECT_TRUE(p.step().is_same(step));
+  EXPECT_EQ(step.item<int64_t>(), 7);
+  // A nested dict is written leaf by leaf.
+  const at::Tensor x = t.inner().x();
+  t.set("inner", Inner({{"x", torch::ones({4, 2})}}, {4}), /*inplace=*/true);
+  EXPECT_TRUE(t.inner().x().is_same(x));
+  EXPECT_TRUE(torch::equal(x, torch::ones({4, 2})));
+  // An unset field is simply set.
+  t.set("mask", torch::ones({4}, torch::kBool), /*inplace=*/true);
+  EXPECT_TRUE(t.mask().has_value());
+}
+
+TEST(TensorClassTest, SetInPlaceRefusesNonTensorFieldsAndLockedInstances) {
+  Trajectory t = make_trajectory();
+  EXPECT_THROWS_EXACTLY(
+      t.set("task", "grasp", /*inplace=*/true),
+      c10::Error,
+      "Cannot update the existing NonTensorData of field 'task' of "
+      "Trajectory in place with a string");
+  EXPECT_THROWS_EXACTLY(
+      t.set("obs", nullptr, /*inplace=*/true),
+      c10::Error,
+      "Cannot update the existing Tensor of field 'obs' of Trajectory in "
+      "place with None");
+  EXPECT_EQ(t.task(), "reach");
+  t.lock_();
+  EXPECT_THROWS_EXACTLY(
+      t.set("obs", torch::zeros({4, 3}), /*inplace=*/true),
+      c10::Error,
+      "Cannot modify locked TensorDict. For in-place modification, consider "
+      "using the `set_()` method and make sure the key is present.");
 }
 
 TEST(TensorClassTest, UnsetRequiredFieldThrowsWhenRead) {
@@ -529,6 +611,126 @@ TEST(TensorClassTest, ToTensordictIsADeepCopy) {
   EXPECT_EQ(t.obs().size(1), 3);
 }
 
+namespace {
+
+struct Opt : TensorClass<Opt> {
+  TENSORDICT_FIELDS(Opt, a, (std::optional<at::Tensor>, b))
+};
+
+struct Outer : TensorClass<Outer> {
+  TENSORDICT_FIELDS(Outer, x, (std::optional<Opt>, inner))
+};
+
+}  // namespace
+
+TEST(TensorClassTest, ToTensordictRetainNoneWritesUnsetFieldsAsNone) {
+  Trajectory t = make_trajectory();
+  EXPECT_FALSE(t.to_tensordict().contains("mask"));
+  EXPECT_FALSE(t.to_tensordict(/*retain_none=*/false).contains("mask"));
+  TensorDict td = t.to_tensordict(/*retain_none=*/true);
+  // Python: TensorDict(..., fields={..., extra: NoneType, info: NoneType,
+  // mask: NoneType, step: NoneType, ...}).
+  for (const char* key : {"extra", "step", "info", "mask"}) {
+    ASSERT_TRUE(td.contains(key)) << key;
+    EXPECT_TRUE(td.get_non_tensor(key).is_null()) << key;
+  }
+  EXPECT_EQ(td.keys().size(), 8u);
+  EXPECT_FALSE(td.is_locked());
+
+  // Nested class levels too, as Python's `inner: {a: f32[], b: NoneType}`.
+  Outer o(
+      {{"x", torch::zeros({3})},
+       {"inner", Opt({{"a", torch::ones({3})}}, {3})}},
+      {3});
+  TensorDict nested = o.to_tensordict(/*retain_none=*/true);
+  EXPECT_TRUE(nested.get_non_tensor({"inner", "b"}).is_null());
+  EXPECT_FALSE(o.inner()->tensordict().contains("b"));
+}
+
+TEST(TensorClassTest, FromTensordictTakesTheNonTensorFields) {
+  TensorDict td(
+      {{"obs", torch::zeros({4, 3})},
+       {"action", torch::ones({4})},
+       {"inner", {{"x", torch::zeros({4, 2})}}}},
+      {4});
+  Trajectory t = Trajectory::from_tensordict(
+      td, {{"task", "reach"}, {"step", nullptr}, {"info", Json{{"k", 1}}}});
+  EXPECT_EQ(t.task(), "reach");
+  EXPECT_FALSE(t.step().has_value());
+  EXPECT_EQ((*t.info())["k"], 1);
+  // The entries alias td's; td itself gets no new keys.
+  EXPECT_TRUE(t.obs().is_same(td.get("obs")));
+  EXPECT_FALSE(td.contains("task"));
+  EXPECT_THROWS_EXACTLY(
+      Trajectory::from_tensordict(td, {{"obs", "text"}}),
+      KeyError,
+      "obs is present in both tensor and non-tensor dicts.");
+  EXPECT_THROWS_EXACTLY(
+      Trajectory::from_tensordict(td, {{"q", "hello"}}),
+      c10::ValueError,
+      "Keys from the tensordict ({'action', 'inner', 'obs'}) must correspond "
+      "to the class attributes ({'action', 'extra', 'info', 'inner', 'mask', "
+      "'obs', 'step', 'task'}). Got the set of keys {{'q'}} which do not "
+      "belong to the class.");
+  EXPECT_THROWS_EXACTLY(
+      Trajectory::from_tensordict(td, {{"task", torch::zeros({4})}}),
+      c10::TypeError,
+      "field 'task' of Trajectory expects a string, got a tensor");
+  // A None for a key td holds is dropped, as in Python.
+  Trajectory same = Trajectory::from_tensordict(
+      td.copy().set_non_tensor("task", "t"), {{"obs", nullptr}});
+  EXPECT_EQ(same.task(), "t");
+}
+
+TEST(TensorClassTest, PositionalConstructionTakesFieldsInDeclarationOrder) {
+  const at::Tensor obs = torch::zeros({4, 3});
+  Trajectory t(
+      obs,
+      torch::ones({4}),
+      Inner(torch::zeros({4, 2}), {4}),
+      std::nullopt,
+      "reach",
+      std::nullopt,
+      Json{{"k", 1}},
+      std::nullopt,
+      {4});
+  EXPECT_EQ(t.batch_size(), c10::IntArrayRef({4}));
+  EXPECT_TRUE(t.obs().is_same(obs));
+  EXPECT_EQ(t.task(), "reach");
+  EXPECT_FALSE(t.step().has_value());
+  EXPECT_EQ((*t.info())["k"], 1);
+  expect_td_equal(
+      t.tensordict(),
+      Trajectory(
+          {{"obs", obs},
+           {"action", torch::ones({4})},
+           {"inner", Inner({{"x", torch::zeros({4, 2})}}, {4})},
+           {"task", "reach"},
+           {"info", Json{{"k", 1}}}},
+          {4})
+          .tensordict());
+  // Numbers keep the class's rules; device and names follow the batch size.
+  Cast c(3, 0.5, true, std::string("label"));
+  EXPECT_EQ(c.step(), 3);
+  EXPECT_EQ(c.label(), "label");
+  Inner named(torch::zeros({2, 3}), {2}, torch::kCPU, {"time"});
+  EXPECT_EQ(named.names(), DimNames({"time"}));
+  EXPECT_EQ(named.device(), c10::Device(torch::kCPU));
+  // A value that does not fit the batch names the field.
+  EXPECT_THROWS_WITH(Inner(torch::zeros({3}), {2}), c10::Error, "for key 'x'");
+  // Frozen classes are locked; a wrong count or type of fields does not
+  // compile.
+  EXPECT_TRUE(Frozen(torch::zeros({2}), {2}).is_locked());
+  static_assert(!std::is_constructible_v<Inner, at::Tensor, at::Tensor>);
+  static_assert(!std::is_constructible_v<Inner, std::string, c10::IntArrayRef>);
+  static_assert(!std::is_constructible_v<Plain, at::Tensor, double>);
+  static_assert(!std::is_constructible_v<Plain, int64_t>);
+  static_assert(std::is_constructible_v<Plain, int64_t, double>);
+  // A derived class takes its fields by name only.
+  static_assert(
+      !std::is_constructible_v<Derived, at::Tensor, int64_t, at::Tensor>);
+}
+
 TEST(TensorClassTest, NestedPlainDictIsCheckedAgainstTheClass) {
   Trajectory t = make_trajectory();
   t.set("inner", TensorDict({{"x", torch::ones({4})}}, {4}));
@@ -659,6 +861,268 @@ TEST(TensorClassTest, MemmapInPlaceMapsTheFields) {
   p.pos().fill_(3);
   Registered loaded = Registered::load(dir);
   EXPECT_EQ(loaded.pos()[1][2].item<float>(), 3.0f);
+}
+
+TEST(TensorClassTest, MemmapLikeWritesTheLayoutWithZeroFilledTensors) {
+  TempDir tmp;
+  const std::string dir = tmp / "like";
+  Registered p = make_registered(
+      torch::arange(6, torch::kFloat).reshape({2, 3}), torch::ones({2}), "hi");
+  Registered like = p.memmap_like(MemmapOptions(dir));
+  static_assert(std::is_same_v<decltype(like), Registered>);
+  EXPECT_TRUE(like.is_memmap());
+  EXPECT_TRUE(torch::equal(like.pos(), torch::zeros({2, 3})));
+  EXPECT_TRUE(torch::equal(like.inner().x(), torch::zeros({2})));
+  EXPECT_EQ(like.label(), "hi");
+  EXPECT_EQ(
+      read_text(dir + "/meta.json"),
+      "{\"_type\":\"<class 'tests.Registered'>\"}");
+  EXPECT_TRUE(torch::equal(Registered::load(dir).pos(), torch::zeros({2, 3})));
+  // The original keeps its data.
+  EXPECT_EQ(p.pos()[1][2].item<float>(), 5.0f);
+}
+
+TEST(TensorClassTest, DumpsAndLoadInPlaceRoundTrip) {
+  TempDir tmp;
+  const std::string dir = tmp / "dumps";
+  Registered p = make_registered(
+      torch::arange(6, torch::kFloat).reshape({2, 3}), torch::ones({2}), "hi");
+  Registered saved = p.dumps(MemmapOptions(dir));
+  EXPECT_TRUE(saved.is_memmap());
+  Registered target =
+      make_registered(torch::zeros({2, 3}), torch::zeros({2}), "other");
+  static_assert(std::is_same_v<decltype(target.load_(dir)), Registered&>);
+  EXPECT_EQ(&target.load_(dir), &target);
+  EXPECT_TRUE(torch::equal(target.pos(), p.pos()));
+  EXPECT_TRUE(torch::equal(target.inner().x(), torch::ones({2})));
+  EXPECT_EQ(target.label(), "hi");
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(target.pos()));
+  EXPECT_EQ(&target.load_memmap_(dir), &target);
+  // Another registered class refuses the directory before loading.
+  Inner other({{"x", torch::full({2}, 4.0f)}}, {2});
+  EXPECT_THROWS_WITH(
+      other.load_(dir),
+      c10::ValueError,
+      "holds the Python class <class 'tests.Registered'>, but Inner is "
+      "registered as <class 'tests.Inner'>");
+  EXPECT_TRUE(torch::equal(other.x(), torch::full({2}, 4.0f)));
+  // An unregistered class refuses entries that are not its fields.
+  Unregistered plain({{"x", torch::zeros({2})}}, {2});
+  EXPECT_THROWS_WITH(
+      plain.load_(dir), c10::ValueError, "which do not belong to the class");
+  EXPECT_TRUE(torch::equal(plain.x(), torch::zeros({2})));
+}
+
+TEST(TensorClassTest, MemmapRefreshRereadsTheDirectory) {
+  TempDir tmp;
+  const std::string dir = tmp / "refresh";
+  Registered p = make_registered(torch::zeros({2, 3}), torch::ones({2}), "old");
+  EXPECT_THROWS_WITH(
+      p.memmap_refresh_(), c10::Error, "memmap_refresh_ needs a dict");
+  p.memmap_(MemmapOptions(dir));
+  // Another writer replaces the directory's contents.
+  Registered newer =
+      make_registered(torch::full({2, 3}, 9.0f), torch::zeros({2}), "new");
+  (void)newer.memmap(MemmapOptions(dir));
+  EXPECT_EQ(&p.memmap_refresh_(), &p);
+  EXPECT_TRUE(torch::equal(p.pos(), torch::full({2, 3}, 9.0f)));
+  EXPECT_EQ(p.label(), "new");
+  EXPECT_TRUE(p.is_memmap());
+}
+
+TEST(TensorClassTest, MemmapAsyncReturnsAFutureOfTheStruct) {
+  TempDir tmp;
+  const std::string dir = tmp / "async";
+  Registered p = make_registered(torch::ones({2, 3}), torch::ones({2}), "hi");
+  auto saving = p.memmap_async(MemmapOptions(dir));
+  static_assert(std::is_same_v<decltype(saving), std::future<Registered>>);
+  Registered saved = saving.get();
+  EXPECT_TRUE(saved.is_memmap());
+  EXPECT_EQ(saved.label(), "hi");
+  EXPECT_EQ(
+      read_text(dir + "/meta.json"),
+      "{\"_type\":\"<class 'tests.Registered'>\"}");
+  EXPECT_TRUE(torch::equal(Registered::load(dir).pos(), torch::ones({2, 3})));
+}
+
+TEST(TensorClassTest, LazyStackHasTheSaveAliases) {
+  TempDir tmp;
+  const std::string dir = tmp / "lazy_dumps";
+  auto stack = lazy_stack(std::vector<Inner>{
+      Inner({{"x", torch::ones({2, 3})}}, {2}),
+      Inner({{"x", torch::zeros({2, 4})}}, {2})});
+  (void)stack.dumps(MemmapOptions(dir));
+  auto loaded = LazyStackedTensorClass<Inner>::load(dir);
+  EXPECT_TRUE(torch::equal(loaded.at(1).x(), torch::zeros({2, 4})));
+  (void)stack.save(MemmapOptions(dir));
+}
+
+// --- a TensorClass as a TensorDict entry ------------------------------------
+
+TEST(TensorClassTest, AnInstanceIsATensorDictEntryThatKeepsItsClass) {
+  TempDir tmp;
+  const std::string dir = tmp / "entry";
+  Registered p = make_registered(
+      torch::arange(6, torch::kFloat).reshape({2, 3}), torch::ones({2}), "hi");
+  TensorDict td({{"x", torch::zeros({2})}}, {2});
+  td.set("step", p);
+  // Stored as the instance's own dict (Python stores the instance), marked
+  // with its Python class.
+  EXPECT_TRUE(td.get_tensordict("step").is_same(p.tensordict()));
+  EXPECT_EQ(
+      td.get_tensordict("step").python_class(), "<class 'tests.Registered'>");
+  Registered back = get_as<Registered>(td, "step");
+  static_assert(std::is_same_v<decltype(back), Registered>);
+  EXPECT_TRUE(back.is_same(p));
+  p.set_label("changed");
+  EXPECT_EQ(get_as<Registered>(td, "step").label(), "changed");
+
+  // A save writes Python's layout for the entry, and a load keeps the class.
+  (void)td.memmap(MemmapOptions(dir));
+  EXPECT_EQ(
+      read_text(dir + "/step/meta.json"),
+      "{\"_type\":\"<class 'tests.Registered'>\"}");
+  EXPECT_TRUE(std::filesystem::exists(dir + "/step/_tensordict/pos.memmap"));
+  EXPECT_NE(
+      read_text(dir + "/meta.json").find("\"step\":{\"type\":\"Registered\"}"),
+      std::string::npos);
+  TensorDict loaded = TensorDict::load_memmap(dir);
+  EXPECT_EQ(
+      loaded.get_tensordict("step").python_class(),
+      "<class 'tests.Registered'>");
+  Registered from_disk = get_as<Registered>(loaded, "step");
+  EXPECT_TRUE(torch::equal(from_disk.pos(), p.pos()));
+  EXPECT_EQ(from_disk.label(), "changed");
+  EXPECT_TRUE(torch::equal(from_disk.inner().x(), torch::ones({2})));
+
+  EXPECT_THROWS_WITH(
+      get_as<Inner>(td, "step"),
+      c10::ValueError,
+      "holds the Python class <class 'tests.Registered'>, but Inner is "
+      "registered as <class 'tests.Inner'>");
+  EXPECT_THROWS_WITH(
+      get_as<Registered>(td, "x"), KeyError, "no Registered at key");
+  EXPECT_THROWS_WITH(
+      get_as<Registered>(td, "missing"), KeyError, "the key is missing");
+}
+
+TEST(TensorClassTest, AnUnregisteredInstanceIsStoredAsAPlainDict) {
+  Unregistered u({{"x", torch::ones({2})}}, {2});
+  TensorDict td({{"y", torch::zeros({2})}}, {2});
+  td.set("u", u);
+  EXPECT_EQ(td.get_tensordict("u").python_class(), "");
+  EXPECT_TRUE(torch::equal(get_as<Unregistered>(td, "u").x(), u.x()));
+  // The fields must still fit the class.
+  td.set("other", Inner({{"x", torch::ones({2})}}, {2}));
+  EXPECT_THROWS_WITH(
+      get_as<Trajectory>(td, "other"),
+      c10::ValueError,
+      "which do not belong to the class");
+}
+
+// --- the legacy state-dict form
+// -----------------------------------------------
+
+namespace {
+
+// Python's older tensorclass state dict: the TensorDict state dict of the
+// tensor fields under "_tensordict", the non-tensor fields under
+// "_non_tensordict" (see NOTE [Legacy TensorClass state dicts]).
+StateDict legacy_state_dict(const StateDict& tensors, const Json& values) {
+  StateDict non_tensors;
+  StateDictMetadata metadata;
+  metadata.non_tensor_fields = std::make_shared<const Json>(values);
+  non_tensors.set_metadata("", metadata);
+  StateDict out;
+  out.insert("_tensordict", tensors);
+  out.insert("_non_tensordict", non_tensors);
+  return out;
+}
+
+Trajectory legacy_target() {
+  return Trajectory(
+      {{"obs", torch::full({4, 3}, -1.0)},
+       {"action", torch::zeros({4}, torch::kLong)},
+       {"inner", Inner({{"x", torch::full({4, 2}, 7.0)}}, {4})},
+       {"task", "other"},
+       {"step", 3}},
+      {4});
+}
+
+}  // namespace
+
+TEST(TensorClassTest, LoadStateDictReadsTheLegacyForm) {
+  const Trajectory source = make_trajectory();
+  const StateDict tensors = source.tensordict().exclude({"task"}).state_dict();
+  Trajectory target = legacy_target();
+  const void* obs_data = target.obs().data_ptr();
+  target.load_state_dict(
+      legacy_state_dict(tensors, Json{{"task", "reach"}, {"step", nullptr}}));
+  EXPECT_TRUE(torch::equal(target.obs(), source.obs()));
+  EXPECT_EQ(target.obs().data_ptr(), obs_data);  // written in place
+  EXPECT_TRUE(torch::equal(target.action(), source.action()));
+  EXPECT_TRUE(torch::equal(target.inner().x(), source.inner().x()));
+  EXPECT_EQ(target.task(), "reach");
+  // A None value leaves the field as it is, as Python's legacy loader does.
+  EXPECT_TRUE(target.step().has_value());
+
+  // The tensors in the oldest form (sentinels), the values one per prefix.
+  StateDict inner;
+  inner.insert("x", torch::full({4, 2}, 2.0));
+  inner.insert_legacy_batch_size({4});
+  inner.insert_legacy_device(std::nullopt);
+  StateDict sentinels;
+  sentinels.insert("obs", torch::full({4, 3}, 3.0));
+  sentinels.insert("action", torch::ones({4}, torch::kLong));
+  sentinels.insert("inner", inner);
+  sentinels.insert_legacy_batch_size({4});
+  sentinels.insert_legacy_device(std::nullopt);
+  StateDict per_prefix;
+  per_prefix.set_metadata(
+      "task",
+      StateDictMetadata({4}, std::nullopt, Value(NonTensorData("grasp"))));
+  StateDict legacy;
+  legacy.insert("_tensordict", sentinels);
+  legacy.insert("_non_tensordict", per_prefix);
+  target.load_state_dict(legacy);
+  EXPECT_TRUE(torch::equal(target.obs(), torch::full({4, 3}, 3.0)));
+  EXPECT_TRUE(torch::equal(target.inner().x(), torch::full({4, 2}, 2.0)));
+  EXPECT_EQ(target.task(), "grasp");
+}
+
+TEST(TensorClassTest, LegacyStateDictsNameWhatDoesNotFit) {
+  const Trajectory source = make_trajectory();
+  const StateDict tensors = source.tensordict().exclude({"task"}).state_dict();
+  Trajectory target = legacy_target();
+  StateDict extra_top = legacy_state_dict(tensors, Json{{"task", "reach"}});
+  extra_top.insert("other", torch::zeros({1}));
+  EXPECT_THROWS_EXACTLY(
+      target.load_state_dict(extra_top),
+      KeyError,
+      "Key 'other' wasn't expected in the state-dict.");
+  EXPECT_THROWS_EXACTLY(
+      target.load_state_dict(legacy_state_dict(tensors, Json{{"nope", 1}})),
+      KeyError,
+      "Key 'nope' wasn't expected in the state-dict.");
+  StateDict bad_tensor = tensors;
+  bad_tensor.insert("bad", torch::zeros({4}));
+  EXPECT_THROWS_EXACTLY(
+      target.load_state_dict(legacy_state_dict(bad_tensor, Json::object())),
+      KeyError,
+      "Key 'bad' wasn't expected in the state-dict.");
+  StateDict missing = tensors;
+  missing.erase("action");
+  EXPECT_THROWS_EXACTLY(
+      target.load_state_dict(legacy_state_dict(missing, Json::object())),
+      c10::Error,
+      "Cannot load the legacy state dict into Trajectory: its _tensordict "
+      "has no entry for the fields {'action'} (pass strict=false to keep "
+      "their values)");
+  // Not strict: the fields it lacks keep their values.
+  target.load_state_dict(
+      legacy_state_dict(missing, Json::object()), /*strict=*/false);
+  EXPECT_TRUE(torch::equal(target.obs(), source.obs()));
+  EXPECT_TRUE(torch::equal(target.action(), torch::zeros({4}, torch::kLong)));
 }
 
 TEST(TensorClassTest, RegistrationRejectsMalformedClassStrings) {
@@ -1333,6 +1797,102 @@ TEST(TensorClassTest, EveryCastOfTensorDictIsForwarded) {
   EXPECT_EQ(a.boolean().x().scalar_type(), torch::kBool);
 }
 
+TEST(TensorClassTest, NamedComparisonsAndLogicalOpsAreForwarded) {
+  Inner a({{"x", torch::tensor({1.0f, 4.0f, 2.0f})}}, {3});
+  Inner b({{"x", torch::tensor({3.0f, 2.0f, 2.0f})}}, {3});
+  static_assert(std::is_same_v<decltype(a.le(b)), Inner>);
+  EXPECT_TRUE(torch::equal(a.lt(b).x(), torch::tensor({true, false, false})));
+  EXPECT_TRUE(torch::equal(a.le(2).x(), torch::tensor({true, false, true})));
+  EXPECT_TRUE(torch::equal(a.gt(2).x(), torch::tensor({false, true, false})));
+  EXPECT_TRUE(torch::equal(a.ge(b).x(), torch::tensor({false, true, true})));
+  const Inner lt = a < 2;
+  const Inner ge = a >= b;
+  EXPECT_TRUE(torch::equal(lt.logical_not().x(), (a >= 2).x()));
+  EXPECT_TRUE(
+      torch::equal(lt.logical_or(ge).x(), torch::tensor({true, true, true})));
+  EXPECT_TRUE(torch::equal(
+      lt.logical_and(ge).x(), torch::tensor({false, false, false})));
+}
+
+TEST(TensorClassTest, BroadcastGradAndMemoryForwardersReturnTheStruct) {
+  Inner a({{"x", torch::tensor({1.0f, 4.0f})}}, {2});
+  Inner wide({{"x", torch::zeros({3, 2})}}, {3, 2});
+  static_assert(std::is_same_v<decltype(a.broadcast_to({3, 2})), Inner>);
+  EXPECT_EQ(a.broadcast_to({3, 2}).batch_size(), c10::IntArrayRef({3, 2}));
+  EXPECT_EQ(a.expand_as(wide).x().sizes(), c10::IntArrayRef({3, 2}));
+  EXPECT_TRUE(a.is_contiguous());
+  EXPECT_FALSE(a.expand_as(wide).is_contiguous());
+  EXPECT_EQ(&a.requires_grad_(), &a);
+  EXPECT_TRUE(a.x().requires_grad());
+  a.requires_grad_(false);
+  EXPECT_FALSE(a.x().requires_grad());
+  EXPECT_EQ(&a.share_memory_(), &a);
+  EXPECT_TRUE(a.is_shared());
+}
+
+// Every arithmetic, comparison and reduction op that TensorDict declares
+// (read from its header, so a new op there fails this test until
+// TENSORDICT_TENSORCLASS_OPS forwards it) is a TensorClass member.
+TEST(TensorClassTest, EveryTensorDictMathOpHasAForwarder) {
+  const auto header =
+      std::filesystem::path(__FILE__).parent_path().parent_path() / "include" /
+      "tensordict" / "tensor_dict.h";
+  const std::string text = read_text(header.string());
+  const size_t begin = text.find("// --- arithmetic and comparison");
+  const size_t end = text.find("// --- locking");
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  const std::string section = text.substr(begin, end - begin);
+  auto is_member = [](std::string_view name) {
+    for (std::string_view member :
+         tensordict::detail::kTensorClassMemberNames) {
+      if (member == name) {
+        return true;
+      }
+    }
+    for (std::string_view op : tensordict::detail::kTensorClassOperatorNames) {
+      if (op == name) {
+        return true;
+      }
+    }
+    return false;
+  };
+  // `reduce` gives one tensor, not a dict, so it has no TensorClass form.
+  const std::set<std::string> not_forwarded = {"reduce"};
+  std::set<std::string> seen;
+  std::istringstream lines(section);
+  std::string line;
+  const std::regex declaration(
+      R"(^\s*(?:\[\[nodiscard\]\]\s*)?(?:TensorDict&?|bool|at::Tensor)\s+(operator\S+|\w+)\()");
+  for (; std::getline(lines, line);) {
+    std::smatch match;
+    if (std::regex_search(line, match, declaration)) {
+      const std::string name = match[1];
+      if (not_forwarded.count(name) == 0) {
+        seen.insert(name);
+        EXPECT_TRUE(is_member(name))
+            << "TensorDict::" << name << " has no TensorClass forwarder";
+      }
+    }
+  }
+  // The scan found the ops (a changed header layout must not pass).
+  for (const char* name :
+       {"add",
+        "sub_",
+        "div_",
+        "le",
+        "ge",
+        "logical_and",
+        "trunc_",
+        "clamp_max_",
+        "operator<=",
+        "operator/=",
+        "sum",
+        "any"}) {
+    EXPECT_EQ(seen.count(name), 1u) << name;
+  }
+}
+
 // --- the reserved field names come from the same list ------------------------
 
 namespace {
@@ -1371,6 +1931,8 @@ namespace {
 #define TC_TEST_PROBE_ALPHA_PAIR(name)
 #define TC_TEST_PROBE_BINARY_PAIR(name)
 #define TC_TEST_PROBE_BOUND_PAIR(name)
+#define TC_TEST_PROBE_COMPARE(name)
+#define TC_TEST_PROBE_LOGICAL(name)
 
 // Every MEMBER entry of the list names a member of TensorClass (checked at
 // compile time, one static_assert per entry).
@@ -1415,7 +1977,7 @@ TEST(TensorClassTest, ReservedNamesAreTheListedMembersAndTheirInPlaceForms) {
     EXPECT_TRUE(tensordict::detail::is_reserved_field_name(name)) << name;
   }
   for (const char* name :
-       {"obs", "x", "reward", "data", "sin__", "lt", "", "Sum"}) {
+       {"obs", "x", "reward", "data", "sin__", "lt_", "", "Sum"}) {
     EXPECT_FALSE(tensordict::detail::is_reserved_field_name(name)) << name;
   }
 }

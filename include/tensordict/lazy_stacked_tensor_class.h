@@ -145,6 +145,16 @@ class LazyStackedTensorClass {
     return LazyStackedTensorClass(
         detail::tc_memmap_lazy(stack_, TC::tensor_class_info(), options));
   }
+  /// Same as `memmap` (Python's `save`).
+  LazyStackedTensorClass save(const MemmapOptions& options) const {
+    return memmap(options);
+  }
+  /// Same as `memmap` (Python's `dumps`). The other members of the save
+  /// family (`memmap_`, `memmap_like`, `load_`, `memmap_refresh_`) have no
+  /// LazyStackedTensorDict counterpart yet, so no form here.
+  LazyStackedTensorClass dumps(const MemmapOptions& options) const {
+    return memmap(options);
+  }
   /// Loads a lazy stack of `TC` saved by `memmap` or by Python; throws
   /// ValueError if the tree holds another registered class or a dense
   /// instance (load that with `TC::load_memmap`), and like
@@ -153,6 +163,11 @@ class LazyStackedTensorClass {
       const std::string& prefix, const LoadMemmapOptions& options = {}) {
     return LazyStackedTensorClass(
         detail::tc_load_lazy_memmap(TC::tensor_class_info(), prefix, options));
+  }
+  /// Same as `load_memmap` (Python's `load`).
+  [[nodiscard]] static LazyStackedTensorClass load(
+      const std::string& prefix, const LoadMemmapOptions& options = {}) {
+    return load_memmap(prefix, options);
   }
 
  private:

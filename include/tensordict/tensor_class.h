@@ -27,9 +27,15 @@
 // unset one throws ValueError naming it.
 //
 // `state_dict()` is keyed by field names, with the class name and the
-// non-tensor fields in the metadata, as Python's; `lazy_stack(vector<T>)`
-// gives a LazyStackedTensorClass<T>, Python's `Cls.lazy_stack`, whose
-// elements keep their own field shapes.
+// non-tensor fields in the metadata, as Python's (`load_state_dict` also
+// reads Python's older `_tensordict` / `_non_tensordict` form);
+// `lazy_stack(vector<T>)` gives a LazyStackedTensorClass<T>, Python's
+// `Cls.lazy_stack`, whose elements keep their own field shapes.
+//
+// An instance is also a TensorDict entry, as in Python: `td.set("step",
+// step)` stores its dict (aliased, marked with its registered Python class,
+// so a save writes Python's layout) and `get_as<Step>(td, "step")` reads it
+// back as the class.
 //
 // Flags (`ClassFlags`, the second template argument):
 //   kFrozen     setters do not compile; instances are locked
@@ -46,7 +52,9 @@
 // class deriving from a frozen one must be frozen too.
 //
 // Differences from Python, for C++'s sake:
-// - Fields are read with `obs()` and written with `set_obs(x)`.
+// - Fields are read with `obs()` and written with `set_obs(x)`; the
+//   positional constructor takes every field (optional ones included, as
+//   `std::nullopt`), see TENSORDICT_FIELDS.
 // - Python's `data` is allowed as a field name (as in Python 0.15);
 //   `tensordict` and `to_tensordict` are reserved instead of `_tensordict`.
 // - A string or number field that a stack turned into a NonTensorStack reads
@@ -64,6 +72,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <future>
 #include <initializer_list>
 #include <iosfwd>
 #include <map>
@@ -406,10 +415,35 @@ class TensorClass : public std::conditional_t<
     detail::tc_check(td, Derived::tensor_class_info());
     return wrap(std::move(td));
   }
+  /// Wraps `td` with the fields of `non_tensordict` added, as Python's
+  /// `from_tensordict(td, non_tensordict)`: `{{"task", "reach"}}`. A None
+  /// value is skipped; a field `td` already holds is a KeyError ("... is
+  /// present in both tensor and non-tensor dicts."), a name that is not a
+  /// field a ValueError. The values are stored by the class's rules, in a
+  /// shallow copy of `td` (C++ keeps every field in the dict: `td` itself is
+  /// not changed), so the result aliases `td`'s entries but not `td`.
+  /// Python's deprecated `safe` has no C++ form: `td` is always a dict.
+  [[nodiscard]] static Derived from_tensordict(
+      TensorDict td, c10::ArrayRef<FieldInit> non_tensordict) {
+    return wrap(detail::tc_from_tensordict(
+        std::move(td), Derived::tensor_class_info(), non_tensordict));
+  }
+  /// Same as the ArrayRef form, for a braced list.
+  [[nodiscard]] static Derived from_tensordict(
+      TensorDict td, std::initializer_list<FieldInit> non_tensordict) {
+    return from_tensordict(
+        std::move(td),
+        c10::ArrayRef<FieldInit>(
+            non_tensordict.begin(), non_tensordict.size()));
+  }
   /// Returns a new TensorDict holding a deep copy of the fields, as
-  /// Python's `to_tensordict()`; `tensordict()` gives the dict itself.
-  [[nodiscard]] TensorDict to_tensordict() const {
-    return this->td_.clone();
+  /// Python's `to_tensordict(retain_none=...)`; `tensordict()` gives the
+  /// dict itself. Unset fields are left out, or with `retain_none` written
+  /// as NonTensorData(null) (Python's `None` entries), at every class level.
+  /// Python's default `retain_none=None` drops them, as `false` does.
+  [[nodiscard]] TensorDict to_tensordict(bool retain_none = false) const {
+    return detail::tc_to_tensordict(
+        this->td_, Derived::tensor_class_info(), retain_none);
   }
 
   /// Returns the field named `name` as an entry; throws KeyError for a name
@@ -425,15 +459,32 @@ class TensorClass : public std::conditional_t<
     return detail::tc_find(
                this->td_, info, detail::tc_field_index(info, name)) == nullptr;
   }
+  /// Returns the field named `name` as an entry, Python's `get(name,
+  /// default)`: nullopt (Python's None) when the field is unset, and
+  /// `default_value` when `name` is not a field.
+  std::optional<Value> get(
+      std::string_view name, std::optional<Value> default_value) const {
+    return detail::tc_get_or(
+        this->td_,
+        Derived::tensor_class_info(),
+        name,
+        std::move(default_value));
+  }
   /// Sets the field named `name` (None unsets it); does not compile for a
-  /// frozen class. Throws like the typed setters.
+  /// frozen class. Throws like the typed setters. With `inplace` (Python's
+  /// `set(name, value, inplace=True)`), a value for a set tensor field is
+  /// copied into its tensor, keeping its storage (throws if the shape does
+  /// not fit or the dtype cannot be cast), a dict into the nested dict's
+  /// tensors; replacing a set non-tensor field, or unsetting a set field,
+  /// throws. A locked instance throws even in place, as in Python.
   template <typename V = void>
-  Derived& set(std::string_view name, const FieldArg& value) {
+  Derived& set(
+      std::string_view name, const FieldArg& value, bool inplace = false) {
     static_assert(
         std::is_void_v<V> && !has_flag(kFlags, ClassFlags::kFrozen),
         "cannot assign to a field of a frozen TensorClass");
     detail::tc_set_by_name(
-        this->td_, Derived::tensor_class_info(), name, value);
+        this->td_, Derived::tensor_class_info(), name, value, inplace);
     return self();
   }
 
@@ -639,6 +690,19 @@ class TensorClass : public std::conditional_t<
     this->td_.copy_(src.tensordict(), non_blocking);
     return self();
   }
+  /// Returns the fields expanded to `other`'s batch size (views).
+  [[nodiscard]] Derived expand_as(const Derived& other) const {
+    return wrap(this->td_.expand_as(other.tensordict()));
+  }
+  /// Sets `requires_grad` on every tensor field in place.
+  Derived& requires_grad_(bool requires_grad = true) {
+    this->td_.requires_grad_(requires_grad);
+    return self();
+  }
+  /// Returns true if every tensor field is contiguous.
+  bool is_contiguous() const {
+    return this->td_.is_contiguous();
+  }
   /// Returns the negation of every tensor (same as `neg()`).
   [[nodiscard]] Derived operator-() const {
     return wrap(-this->td_);
@@ -685,9 +749,60 @@ class TensorClass : public std::conditional_t<
     this->td_.memmap_(options);
     return self();
   }
+  /// Runs `memmap` on a background thread, as Python's
+  /// `memmap(..., return_early=True)` (see `TensorDict::memmap_async`); the
+  /// instance must not change until the future is ready. TensorDict has no
+  /// early-returning `memmap_`, `memmap_like` or `save`, so neither has
+  /// TensorClass.
+  [[nodiscard]] std::future<Derived> memmap_async(
+      const MemmapOptions& options = {}) const {
+    return std::async(
+        std::launch::deferred,
+        [saving =
+             detail::tc_marked_copy(this->td_, Derived::tensor_class_info())
+                 .memmap_async(options)]() mutable {
+          return wrap(saving.get());
+        });
+  }
+  /// Writes the layout of `memmap` (the class's too) with zero-filled leaf
+  /// files and returns an instance backed by them, as Python's
+  /// `memmap_like`: shapes, dtypes and non-tensor fields, no tensor data.
+  [[nodiscard]] Derived memmap_like(const MemmapOptions& options = {}) const {
+    return wrap(detail::tc_marked_copy(this->td_, Derived::tensor_class_info())
+                    .memmap_like(options));
+  }
+  /// Re-reads the instance's own directory (see
+  /// `TensorDict::memmap_refresh_`); throws like it, and like
+  /// `from_tensordict` if the files no longer fit the class.
+  Derived& memmap_refresh_() {
+    this->td_.memmap_refresh_();
+    detail::tc_check(this->td_, Derived::tensor_class_info());
+    return self();
+  }
   /// Same as `memmap` (Python's `save`).
   Derived save(const MemmapOptions& options) const {
     return memmap(options);
+  }
+  /// Same as `memmap` (Python's `dumps`).
+  Derived dumps(const MemmapOptions& options) const {
+    return memmap(options);
+  }
+  /// Loads a directory saved by `memmap` (or by Python) into this instance
+  /// in place, as Python's `load_` / `load_memmap_`: tensors map the files,
+  /// non-tensor fields take the saved values, and fields the directory
+  /// lacks are kept (see `TensorDict::load_memmap_`). Throws ValueError,
+  /// before loading anything, if the directory holds another registered
+  /// class or entries that do not fit this one.
+  Derived& load_(
+      const std::string& prefix, const LoadMemmapOptions& options = {}) {
+    detail::tc_load_memmap_into(
+        this->td_, Derived::tensor_class_info(), prefix, options);
+    return self();
+  }
+  /// Same as `load_` (Python's `load_memmap_`).
+  Derived& load_memmap_(
+      const std::string& prefix, const LoadMemmapOptions& options = {}) {
+    return load_(prefix, options);
   }
   /// Loads a memmap directory written by `memmap` or by Python (a
   /// tensorclass or a TensorDict): throws ValueError if its `_type` is not
@@ -730,6 +845,16 @@ class TensorClass : public std::conditional_t<
     detail::tc_load_state_dict(
         this->td_, Derived::tensor_class_info(), state_dict, strict, assign);
     return self();
+  }
+
+  /// Returns the instance as a TensorDict entry, Python's
+  /// `td.set("step", step)`: its own dict (aliased, so later writes show
+  /// through), marked with the registered Python class of every class level
+  /// so that a save writes Python's tensorclass layout. Read it back with
+  /// `get_as<Derived>(td, key)`.
+  operator Value() const {  // NOLINT(google-explicit-constructor)
+    detail::tc_mark_classes(this->td_, Derived::tensor_class_info());
+    return Value(this->td_);
   }
 
   /// Returns Python's repr in the form the print options select: compact
@@ -842,6 +967,19 @@ bool equal(const TC& a, const TC& b) {
   return equal(a.tensordict(), b.tensordict());
 }
 
+/// Returns the entry at `key` of `td` as a `TC` (aliasing the nested dict),
+/// for an instance stored with `td.set(key, instance)` or loaded from a
+/// tree Python saved with a tensorclass entry. Throws KeyError if `key` is
+/// missing or not a dict, ValueError if the entry is marked with another
+/// registered Python class, and like `TC::from_tensordict` if it does not
+/// fit the class.
+template <typename TC>
+[[nodiscard]] TC get_as(const TensorDict& td, const NestedKey& key) {
+  static_assert(is_tensor_class_v<TC>, "get_as needs a TensorClass");
+  return TC(
+      detail::tc_entry(td, TC::tensor_class_info(), key), detail::WrapTag{});
+}
+
 /// Writes `value.repr()`.
 template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
 std::ostream& operator<<(std::ostream& out, const TC& value) {
@@ -869,30 +1007,59 @@ TENSORDICT_END_NAMESPACE
 /// `set_name(value)` per field, and the class description. Up to 32 fields;
 /// a type with a comma needs an alias.
 ///
+/// The positional constructor, Python's generated `__init__` without
+/// keywords, takes every field in declaration order as its declared type
+/// (`const T&`), then the batch size, device and names:
+/// `Step(obs, action, "reach", {4})`. A missing or extra field, or a value
+/// of another type, does not compile; an optional field takes
+/// `std::nullopt` (C++ has no keyword defaults to skip it). Unlike
+/// Python, the C++ number and tensor types are not cast into each other
+/// here (use the named form, `Step({{"obs", 1.5}, ...})`). A class with a
+/// parent has only the named form, since its macro does not see the
+/// parent's field types.
+///
 /// Example: `TENSORDICT_FIELDS(Step, obs, (std::optional<std::string>, task))`
-#define TENSORDICT_FIELDS(Type, ...)                               \
- public:                                                           \
-  using tensor_class_base::tensor_class_base;                      \
-  Type() = default;                                                \
-  Type(const Type&) = default;                                     \
-  Type(Type&&) noexcept = default;                                 \
-  Type& operator=(const Type&)& = default;                         \
-  Type& operator=(Type&&)& noexcept = default;                     \
-  Type& operator=(const Type&)&& = delete;                         \
-  Type& operator=(Type&&)&& = delete;                              \
-  ~Type() = default;                                               \
-  /** The number of fields, the parents' included. */              \
-  static constexpr size_t kFieldCount =                            \
-      kParentFieldCount + TENSORDICT_DETAIL_COUNT(__VA_ARGS__);    \
-  /** Returns the class name; not API. */                          \
-  static constexpr const char* tensor_class_name() noexcept {      \
-    return #Type;                                                  \
-  }                                                                \
-  /** Appends the class's own fields to a description; not API. */ \
-  static void tensor_class_own_fields(                             \
-      std::vector<::tensordict::detail::FieldInfo>&                \
-          fields){TENSORDICT_DETAIL_FOR_EACH(                      \
-      TENSORDICT_DETAIL_ADD_FIELD,                                 \
+#define TENSORDICT_FIELDS(Type, ...)                                \
+ public:                                                            \
+  using tensor_class_base::tensor_class_base;                       \
+  Type() = default;                                                 \
+  Type(const Type&) = default;                                      \
+  Type(Type&&) noexcept = default;                                  \
+  Type& operator=(const Type&)& = default;                          \
+  Type& operator=(Type&&)& noexcept = default;                      \
+  Type& operator=(const Type&)&& = delete;                          \
+  Type& operator=(Type&&)&& = delete;                               \
+  ~Type() = default;                                                \
+  /** Makes an instance from every field in declaration order, then \
+   * the batch size, device and names, as Python's positional       \
+   * `Cls(obs, action, batch_size)`; see TENSORDICT_FIELDS. */      \
+  template <                                                        \
+      size_t TensordictParentFields = kParentFieldCount,            \
+      std::enable_if_t<TensordictParentFields == 0, int> = 0>       \
+  explicit Type(                                                    \
+      TENSORDICT_DETAIL_FOR_EACH(                                   \
+          TENSORDICT_DETAIL_POSITIONAL_PARAM, __VA_ARGS__)          \
+          c10::IntArrayRef batch_size = {},                         \
+      std::optional<c10::Device> device = std::nullopt,             \
+      const ::tensordict::DimNames& names = {})                     \
+      : tensor_class_base(                                          \
+            {TENSORDICT_DETAIL_FOR_EACH(                            \
+                TENSORDICT_DETAIL_POSITIONAL_INIT, __VA_ARGS__)},   \
+            batch_size,                                             \
+            device,                                                 \
+            names) {}                                               \
+  /** The number of fields, the parents' included. */               \
+  static constexpr size_t kFieldCount =                             \
+      kParentFieldCount + TENSORDICT_DETAIL_COUNT(__VA_ARGS__);     \
+  /** Returns the class name; not API. */                           \
+  static constexpr const char* tensor_class_name() noexcept {       \
+    return #Type;                                                   \
+  }                                                                 \
+  /** Appends the class's own fields to a description; not API. */  \
+  static void tensor_class_own_fields(                              \
+      std::vector<::tensordict::detail::FieldInfo>&                 \
+          fields){TENSORDICT_DETAIL_FOR_EACH(                       \
+      TENSORDICT_DETAIL_ADD_FIELD,                                  \
       __VA_ARGS__)} TENSORDICT_DETAIL_FOR_EACH(TENSORDICT_DETAIL_ACCESSORS, __VA_ARGS__)
 
 /// Registers at static initialization the Python class string of a

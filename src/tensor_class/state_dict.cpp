@@ -221,6 +221,114 @@ StateDict tc_state_dict(
       td, std::make_unique<ClassStateDictHook>(info), flatten);
 }
 
+namespace {
+
+// NOTE [Legacy TensorClass state dicts]
+// Python tensorclasses before the field-keyed form saved
+// `{"_tensordict": <the TensorDict state dict of the tensor fields>,
+// "_non_tensordict": {name: value}}`, and Python's `load_state_dict` still
+// reads it. In a C++ StateDict both are nested levels; the non-tensor values
+// are in the metadata of "_non_tensordict": as `non_tensor_fields` (a JSON
+// object) at its "" prefix, or as one non-tensor value per prefix (how a
+// TensorDict state dict carries its non-tensor entries).
+
+bool is_legacy_class_state_dict(const StateDict& state_dict) {
+  const auto* tensors = state_dict.find("_tensordict");
+  const auto* non_tensors = state_dict.find("_non_tensordict");
+  return tensors != nullptr && non_tensors != nullptr &&
+         tensors->kind() == StateDict::Kind::kNested &&
+         non_tensors->kind() == StateDict::Kind::kNested;
+}
+
+// The values of a legacy "_non_tensordict" level, by field name.
+Json legacy_non_tensor_values(const StateDict& level) {
+  Json values = Json::object();
+  for (const auto& [prefix, md] : level.metadata()) {
+    if (prefix.empty()) {
+      if (md.non_tensor_fields != nullptr) {
+        values.update(*md.non_tensor_fields);
+      }
+    } else if (md.non_tensor) {
+      const auto one = single_json(*md.non_tensor);
+      TORCH_CHECK_VALUE(
+          one.has_value(),
+          "the legacy state dict holds a stack of differing values for '",
+          prefix,
+          "' in _non_tensordict");
+      values[prefix] = *one;
+    }
+  }
+  return values;
+}
+
+[[noreturn]] void throw_legacy_unexpected(const std::string& key) {
+  TENSORDICT_CHECK_KEY(
+      false, "Key '", key, "' wasn't expected in the state-dict.");
+}
+
+// Loads the legacy form, as Python's `_load_state_dict_legacy`: a None
+// value leaves the field as it is, and `strict` applies to the tensor
+// fields only (the ones "_tensordict" must hold).
+void load_legacy_state_dict(
+    TensorDict& dest,
+    const ClassInfo& info,
+    const StateDict& state_dict,
+    bool strict,
+    bool assign,
+    const ClassStateDictHook& hook) {
+  for (const auto& [key, entry] : state_dict.items()) {
+    if (key != "_tensordict" && key != "_non_tensordict") {
+      throw_legacy_unexpected(key);
+    }
+  }
+  const StateDict& tensors = state_dict.nested("_tensordict");
+  for (const auto& [key, entry] : tensors.items()) {
+    // Flat keys ("inner.x") name their field first.
+    const std::string field = key.substr(0, key.find('.'));
+    if ((entry.kind() == StateDict::Kind::kTensor ||
+         entry.kind() == StateDict::Kind::kNested) &&
+        !find_field(info, field)) {
+      throw_legacy_unexpected(key);
+    }
+  }
+  const Json values =
+      legacy_non_tensor_values(state_dict.nested("_non_tensordict"));
+  for (const auto& [name, value] : values.items()) {
+    const auto index = find_field(info, name);
+    if (!index) {
+      throw_legacy_unexpected(name);
+    }
+    if (!value.is_null()) {
+      tc_set_field(dest, info, *index, field_arg_from_json(value));
+    }
+  }
+  if (strict) {
+    std::set<std::string> missing;
+    for (const auto& node : dest.unsafeGetImpl()->nodes()) {
+      if (node->value.is_non_tensor()) {
+        continue;
+      }
+      bool found = false;
+      for (const auto& [key, entry] : tensors.items()) {
+        found = found || key == node->key || key.rfind(node->key + ".", 0) == 0;
+      }
+      if (!found) {
+        missing.insert(node->key);
+      }
+    }
+    TORCH_CHECK(
+        missing.empty(),
+        "Cannot load the legacy state dict into ",
+        info.name,
+        ": its _tensordict has no entry for the fields ",
+        key_set_repr(missing),
+        " (pass strict=false to keep their values)");
+  }
+  load_state_dict_into(dest, tensors, /*strict=*/false, assign, &hook);
+}
+
+}  // namespace
+
 void tc_load_state_dict(
     const TensorDict& td,
     const ClassInfo& info,
@@ -229,6 +337,10 @@ void tc_load_state_dict(
     bool assign) {
   TensorDict dest = td;
   const ClassStateDictHook hook(info);
+  if (is_legacy_class_state_dict(state_dict)) {
+    load_legacy_state_dict(dest, info, state_dict, strict, assign, hook);
+    return;
+  }
   load_state_dict_into(dest, state_dict, strict, assign, &hook);
 }
 

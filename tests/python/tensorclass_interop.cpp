@@ -103,6 +103,19 @@ void check_python_trees(const std::string& work) {
   expect(torch::equal(lazy.at(1).x(), torch::zeros({2, 4})), "py_lazy[1].x");
   expect(lazy.at(1).tag() == "b", "py_lazy[1].tag");
 
+  const TensorDict holder = TensorDict::load_memmap(work + "/py_td_entry");
+  expect(
+      holder.get_tensordict("step").python_class() ==
+          "<class 'tensorclass_interop_classes.TcInner'>",
+      "py_td_entry['step'] keeps its class");
+  const TcInner entry = get_as<TcInner>(holder, "step");
+  expect(
+      torch::equal(entry.x(), torch::full({4, 2}, 5.0)), "py_td_entry.step.x");
+  expect(entry.tag() == "entry", "py_td_entry.step.tag");
+  expect(
+      torch::equal(holder.get("x"), torch::arange(4, torch::kFloat)),
+      "py_td_entry.x");
+
   TcCounts counts = TcCounts::load_memmap(work + "/py_counts");
   expect(counts.step() == 7, "py_counts.step");
   expect(counts.ratio() == 0.25, "py_counts.ratio");
@@ -248,6 +261,11 @@ void write_cpp_trees(const std::string& work) {
           TcInner({{"x", torch::full({1, 2}, 1.5)}, {"tag", "first"}}, {1}),
           TcInner({{"x", torch::full({1, 5}, 2.5)}, {"tag", "second"}}, {1})})
       .memmap(MemmapOptions(work + "/cpp_lazy"));
+  TensorDict holder({{"y", torch::tensor({1, 2})}}, {2});
+  holder.set("traj", traj);
+  (void)holder.memmap(MemmapOptions(work + "/cpp_td_entry"));
+  (void)traj.to_tensordict(/*retain_none=*/true)
+      .memmap(MemmapOptions(work + "/cpp_retain_none"));
   TcCounts counts({{"step", 11}, {"ratio", 0.5}, {"done", false}});
   (void)counts.memmap(MemmapOptions(work + "/cpp_counts"));
 }

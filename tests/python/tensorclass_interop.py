@@ -9,7 +9,10 @@
    and every field must hold what C++ wrote.
 
 Both sides also save a TcInner over a lazy stack of differently shaped
-elements (Python's ``TcInner.lazy_stack``) for the other to load.
+elements (Python's ``TcInner.lazy_stack``) for the other to load, and a
+TensorDict holding a tensorclass entry, which must load with its class.
+C++ also saves ``to_tensordict(retain_none=True)``, whose unset fields
+Python must read as None entries.
 
 Python also writes its state dicts (flat and nested) of that TcTrajectory as
 JSON (py_state_dict.json): C++ must build the same keys, tensors and
@@ -29,7 +32,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from tensordict import LazyStackedTensorDict, set_printoptions  # noqa: E402
+from tensordict import LazyStackedTensorDict, TensorDict, set_printoptions  # noqa: E402
 from tensorclass_interop_classes import TcCounts, TcInner, TcTrajectory  # noqa: E402
 
 
@@ -81,6 +84,12 @@ def write(work: str) -> None:
             TcInner(x=torch.zeros(2, 4), tag="b", batch_size=[2]),
         ]
     ).memmap(os.path.join(work, "py_lazy"))
+    # A TensorDict with a tensorclass entry.
+    TensorDict(
+        x=torch.arange(4.0),
+        step=TcInner(x=torch.full((4, 2), 5.0), tag="entry", batch_size=[4]),
+        batch_size=[4],
+    ).memmap(os.path.join(work, "py_td_entry"))
     counts = TcCounts(step=7, ratio=0.25, done=True, batch_size=[])
     counts.memmap(os.path.join(work, "py_counts"))
     with set_printoptions(compact=False):
@@ -128,6 +137,24 @@ def check(work: str) -> list:
     expect(torch.equal(lazy[0].x, torch.full((1, 2), 1.5)), f"cpp_lazy[0].x {lazy[0].x}")
     expect(torch.equal(lazy[1].x, torch.full((1, 5), 2.5)), f"cpp_lazy[1].x {lazy[1].x}")
     expect(lazy[1].tag == "second", f"cpp_lazy[1].tag {lazy[1].tag!r}")
+
+    holder = TensorDict.load_memmap(os.path.join(work, "cpp_td_entry"))
+    entry = holder.get("traj")
+    expect(type(entry) is TcTrajectory, f"cpp_td_entry['traj'] loads as {type(entry)}")
+    expect(type(entry.inner) is TcInner, f"cpp_td_entry['traj'].inner is {type(entry.inner)}")
+    expect(entry.task == "from C++", f"cpp_td_entry['traj'].task {entry.task!r}")
+    expect(
+        torch.equal(holder["y"], torch.tensor([1, 2])), f"cpp_td_entry['y'] {holder['y']}"
+    )
+
+    plain = TensorDict.load_memmap(os.path.join(work, "cpp_retain_none"))
+    expect(type(plain) is TensorDict, f"cpp_retain_none loads as {type(plain)}")
+    expect(
+        sorted(plain.keys()) == ["action", "inner", "mask", "note", "obs", "task"],
+        f"cpp_retain_none keys {sorted(plain.keys())}",
+    )
+    expect(plain.get("mask").data is None, f"cpp_retain_none mask {plain.get('mask')!r}")
+    expect(plain.get("note").data == "a note", f"cpp_retain_none note {plain.get('note')!r}")
 
     counts = TcCounts.load_memmap(os.path.join(work, "cpp_counts"))
     expect(type(counts) is TcCounts, f"cpp_counts loads as {type(counts)}")

@@ -39,19 +39,41 @@ TENSORDICT_API TensorDict tc_construct(
     c10::IntArrayRef batch_size,
     std::optional<c10::Device> device,
     const DimNames& names);
-/// Stores `value` as field `index`, cast as the class flags say.
+/// Stores `value` as field `index`, cast as the class flags say; with
+/// `inplace`, copies it into the field's tensor (or dict) when set, as
+/// Python's `set(..., inplace=True)`.
 TENSORDICT_API void tc_set_field(
     const TensorDict& td,
     const ClassInfo& info,
     size_t index,
-    const FieldArg& value);
+    const FieldArg& value,
+    bool inplace = false);
 /// Stores `value` as the field named `name`; throws AttributeError's text
 /// (as a KeyError) for a name that is not a field.
 TENSORDICT_API void tc_set_by_name(
     const TensorDict& td,
     const ClassInfo& info,
     std::string_view name,
-    const FieldArg& value);
+    const FieldArg& value,
+    bool inplace = false);
+/// Returns the entry of the field named `name`: nullopt when the field is
+/// unset, `default_value` when `name` is not a field (Python's `get`).
+TENSORDICT_API std::optional<Value> tc_get_or(
+    const TensorDict& td,
+    const ClassInfo& info,
+    std::string_view name,
+    std::optional<Value> default_value);
+/// Returns a deep copy of the fields; with `retain_none`, unset fields (at
+/// every class level) hold NonTensorData(null), as Python's.
+TENSORDICT_API TensorDict
+tc_to_tensordict(const TensorDict& td, const ClassInfo& info, bool retain_none);
+/// Returns `td` with the non-tensor fields of `non_tensordict` added (a
+/// shallow copy when there are any) after Python's checks; see
+/// `TensorClass::from_tensordict`.
+TENSORDICT_API TensorDict tc_from_tensordict(
+    TensorDict td,
+    const ClassInfo& info,
+    c10::ArrayRef<FieldInit> non_tensordict);
 /// Returns the entry of field `index`, or null when it is unset.
 TENSORDICT_API const Value* tc_find(
     const TensorDict& td, const ClassInfo& info, size_t index) noexcept;
@@ -113,6 +135,17 @@ TENSORDICT_API TensorDict tc_load_memmap(
     const ClassInfo& info,
     const std::string& prefix,
     const LoadMemmapOptions& options);
+/// Loads a memmap directory into an instance's dict in place, after checking
+/// (from meta.json only) that it holds this class.
+TENSORDICT_API void tc_load_memmap_into(
+    const TensorDict& td,
+    const ClassInfo& info,
+    const std::string& prefix,
+    const LoadMemmapOptions& options);
+/// Returns the nested dict at `key` of `td`, checked against the class (its
+/// Python class marker and its fields), for `get_as`.
+TENSORDICT_API TensorDict
+tc_entry(const TensorDict& td, const ClassInfo& info, const NestedKey& key);
 /// Returns the state dict of an instance (src/tensor_class/state_dict.cpp).
 TENSORDICT_API StateDict
 tc_state_dict(const TensorDict& td, const ClassInfo& info, bool flatten);

@@ -251,3 +251,15 @@
 #define TENSORDICT_DETAIL_ADD_FIELD(i, field)     \
   add_field<TENSORDICT_DETAIL_FIELD_TYPE(field)>( \
       fields, TENSORDICT_DETAIL_STR(TENSORDICT_DETAIL_FIELD_NAME(field)));
+
+// One parameter of the positional constructor (a trailing comma: the batch
+// size follows) and the field it initializes.
+#define TENSORDICT_DETAIL_POSITIONAL_ARG(field) \
+  TENSORDICT_DETAIL_CAT(tensordict_arg_, TENSORDICT_DETAIL_FIELD_NAME(field))
+#define TENSORDICT_DETAIL_POSITIONAL_PARAM(i, field) \
+  const TENSORDICT_DETAIL_FIELD_TYPE(field) &        \
+      TENSORDICT_DETAIL_POSITIONAL_ARG(field),
+#define TENSORDICT_DETAIL_POSITIONAL_INIT(i, field)               \
+  ::tensordict::FieldInit(                                        \
+      TENSORDICT_DETAIL_STR(TENSORDICT_DETAIL_FIELD_NAME(field)), \
+      ::tensordict::FieldArg(TENSORDICT_DETAIL_POSITIONAL_ARG(field))),

@@ -19,6 +19,9 @@
 //   BINARY_PAIR  generated: `name(other) const` and `name_(other)`, `other`
 //                a Derived, a tensor or a scalar
 //   BOUND_PAIR   generated: `name(const c10::Scalar&) const` and `name_(...)`
+//   COMPARE      generated: `name(other) const`, `other` a Derived or a
+//                scalar (the named forms of the comparison operators)
+//   LOGICAL      generated: `name(const Derived& other) const`
 //   MEMBER       written by hand in TensorClass or TensorClassBase (an
 //                unusual signature, or more than forwarding)
 //   PYTHON       no C++ member: a member of Python's TensorDict, reserved so
@@ -31,6 +34,8 @@
 // Adding an op that has the shape of a kind is one entry here. A member
 // written by hand must be listed as MEMBER: tests/tensor_class_test.cpp checks
 // that every MEMBER entry names a member of TensorClass.
+
+#include "tensordict/detail/tensor_class_macros.h"
 
 // clang-format off
 #define TENSORDICT_TENSORCLASS_OPS(X)                                         \
@@ -48,6 +53,7 @@
   X(MEMBER, index)            X(MEMBER, index_put_)     X(SIZES, view)        \
   X(SIZES, reshape)           X(SIZES, expand)          X(SIZES, repeat)      \
   X(DIMS, permute)            X(DIMS, flip)             X(MEMBER, flatten)    \
+  X(SIZES, broadcast_to)      X(MEMBER, expand_as)                            \
   X(MEMBER, unflatten)        X(MEMBER, squeeze)        X(MEMBER, unsqueeze)  \
   X(MEMBER, transpose)        X(MEMBER, narrow)         X(MEMBER, unbind)     \
   X(MEMBER, split)            X(MEMBER, chunk)          X(MEMBER, gather)     \
@@ -67,10 +73,15 @@
   X(MEMBER, copy_)            X(COPY, contiguous)       X(INPLACE, zero_)     \
   X(UNARY_PAIR, detach)       X(COPY, float32)          X(COPY, float64)      \
   X(COPY, half)               X(COPY, bfloat16)         X(COPY, int32)        \
-  X(COPY, boolean)                                                            \
+  X(COPY, boolean)            X(COPY, pin_memory)       X(INPLACE, share_memory_) \
+  X(MEMBER, requires_grad_)   X(MEMBER, is_contiguous)                        \
   /* arithmetic (the operators are in TENSORDICT_DETAIL_TC_OPERATORS) */     \
   X(ALPHA_PAIR, add)          X(ALPHA_PAIR, sub)        X(BINARY_PAIR, mul)   \
   X(BINARY_PAIR, div)         X(BINARY_PAIR, pow)                             \
+  /* comparisons and logic (the operators are generated too) */              \
+  X(COMPARE, lt)              X(COMPARE, le)            X(COMPARE, gt)        \
+  X(COMPARE, ge)              X(LOGICAL, logical_and)   X(LOGICAL, logical_or) \
+  X(COPY, logical_not)                                                        \
   /* unary math: every one TensorDict has */                                 \
   X(UNARY_PAIR, abs)          X(UNARY_PAIR, neg)        X(UNARY_PAIR, exp)    \
   X(UNARY_PAIR, expm1)        X(UNARY_PAIR, log)        X(UNARY_PAIR, log1p)  \
@@ -84,13 +95,15 @@
   X(INPLACE, lock_)           X(MEMBER, unlock_)        X(MEMBER, memmap)     \
   X(MEMBER, memmap_)          X(MEMBER, save)           X(MEMBER, load_memmap) \
   X(MEMBER, load)             X(MEMBER, state_dict)     X(MEMBER, load_state_dict) \
-  X(MEMBER, repr)                                                             \
+  X(MEMBER, repr)             X(MEMBER, memmap_async)   X(MEMBER, memmap_like) \
+  X(MEMBER, memmap_refresh_)  X(MEMBER, dumps)          X(MEMBER, load_)      \
+  X(MEMBER, load_memmap_)                                                     \
   /* Python's TensorDict members that TensorClass does not have */           \
   X(PYTHON, cat)              X(PYTHON, cuda)           X(PYTHON, del_)       \
   X(PYTHON, dim)              X(PYTHON, double)         X(PYTHON, empty)      \
   X(PYTHON, exclude)          X(PYTHON, fields)         X(PYTHON, fill_)      \
   X(PYTHON, float)            X(PYTHON, from_dict)      X(PYTHON, int)        \
-  X(PYTHON, items)            X(PYTHON, keys)           X(PYTHON, load_memmap_) \
+  X(PYTHON, items)            X(PYTHON, keys)                                 \
   X(PYTHON, named_apply)      X(PYTHON, pop)            X(PYTHON, select)     \
   X(PYTHON, size)             X(PYTHON, stack)          X(PYTHON, to_dict)    \
   X(PYTHON, update)           X(PYTHON, values)
@@ -117,10 +130,30 @@
 #define TENSORDICT_DETAIL_TC_NAMES_REDUCE TENSORDICT_DETAIL_TC_NAMES_1
 #define TENSORDICT_DETAIL_TC_NAMES_MEMBER TENSORDICT_DETAIL_TC_NAMES_1
 #define TENSORDICT_DETAIL_TC_NAMES_PYTHON TENSORDICT_DETAIL_TC_NAMES_1
+#define TENSORDICT_DETAIL_TC_NAMES_COMPARE TENSORDICT_DETAIL_TC_NAMES_1
+#define TENSORDICT_DETAIL_TC_NAMES_LOGICAL TENSORDICT_DETAIL_TC_NAMES_1
 #define TENSORDICT_DETAIL_TC_NAMES_UNARY_PAIR TENSORDICT_DETAIL_TC_NAMES_2
 #define TENSORDICT_DETAIL_TC_NAMES_ALPHA_PAIR TENSORDICT_DETAIL_TC_NAMES_2
 #define TENSORDICT_DETAIL_TC_NAMES_BINARY_PAIR TENSORDICT_DETAIL_TC_NAMES_2
 #define TENSORDICT_DETAIL_TC_NAMES_BOUND_PAIR TENSORDICT_DETAIL_TC_NAMES_2
+
+// --- the C++ members: every name but the PYTHON entries ---------------------
+
+// A PYTHON entry probes to 1, any other kind to 0 (see IS_PAREN).
+#define TENSORDICT_DETAIL_TC_PYTHON_PROBE_PYTHON ~, 1,
+#define TENSORDICT_DETAIL_TC_MEMBERS(kind, name)                            \
+  TENSORDICT_DETAIL_CAT(                                                    \
+      TENSORDICT_DETAIL_TC_MEMBERS_,                                        \
+      TENSORDICT_DETAIL_SECOND_I(TENSORDICT_DETAIL_TC_PYTHON_PROBE_##kind)) \
+  (kind, name)
+#define TENSORDICT_DETAIL_TC_MEMBERS_0(kind, name) \
+  TENSORDICT_DETAIL_TC_NAMES(kind, name)
+#define TENSORDICT_DETAIL_TC_MEMBERS_1(kind, name)
+
+// The operators, spelled as C++ names them ("operator<=", "operator+=").
+#define TENSORDICT_DETAIL_TC_OPERATOR_NAME_CMP(op) "operator" #op,
+#define TENSORDICT_DETAIL_TC_OPERATOR_NAME_ARITH(op, compound, name) \
+  "operator" #op, "operator" #compound,
 
 // --- the forwarders: expanded inside TensorClass ----------------------------
 // They use TensorClass's `Derived`, `td_`, `wrap` and `self`.
@@ -197,33 +230,40 @@
     return self();                                                           \
   }
 
-#define TENSORDICT_DETAIL_TC_FORWARD_BINARY_PAIR(name)              \
-  /** Returns TensorDict's `name(other)`, field by field. */        \
-  [[nodiscard]] Derived name(const Derived& other) const {          \
-    return wrap(this->td_.name(other.tensordict()));                \
-  }                                                                 \
-  /** Returns TensorDict's `name(other)` (batch broadcast). */      \
-  [[nodiscard]] Derived name(const at::Tensor& other) const {       \
-    return wrap(this->td_.name(other));                             \
-  }                                                                 \
+// The overloads of an op with an instance and with a scalar, shared by
+// BINARY_PAIR, COMPARE and LOGICAL.
+#define TENSORDICT_DETAIL_TC_FORWARD_WITH_STRUCT(name)       \
+  /** Returns TensorDict's `name(other)`, field by field. */ \
+  [[nodiscard]] Derived name(const Derived& other) const {   \
+    return wrap(this->td_.name(other.tensordict()));         \
+  }
+#define TENSORDICT_DETAIL_TC_FORWARD_WITH_SCALAR(name)              \
   /** Returns TensorDict's `name(other)` for every tensor field. */ \
   [[nodiscard]] Derived name(const c10::Scalar& other) const {      \
     return wrap(this->td_.name(other));                             \
-  }                                                                 \
-  /** Applies `name(other)` in place; returns *this. */             \
-  Derived& name##_(const Derived& other) {                          \
-    this->td_.name##_(other.tensordict());                          \
-    return self();                                                  \
-  }                                                                 \
-  /** Applies `name(other)` in place; returns *this. */             \
-  Derived& name##_(const at::Tensor& other) {                       \
-    this->td_.name##_(other);                                       \
-    return self();                                                  \
-  }                                                                 \
-  /** Applies `name(other)` in place; returns *this. */             \
-  Derived& name##_(const c10::Scalar& other) {                      \
-    this->td_.name##_(other);                                       \
-    return self();                                                  \
+  }
+
+#define TENSORDICT_DETAIL_TC_FORWARD_BINARY_PAIR(name)         \
+  TENSORDICT_DETAIL_TC_FORWARD_WITH_STRUCT(name)               \
+  TENSORDICT_DETAIL_TC_FORWARD_WITH_SCALAR(name)               \
+  /** Returns TensorDict's `name(other)` (batch broadcast). */ \
+  [[nodiscard]] Derived name(const at::Tensor& other) const {  \
+    return wrap(this->td_.name(other));                        \
+  }                                                            \
+  /** Applies `name(other)` in place; returns *this. */        \
+  Derived& name##_(const Derived& other) {                     \
+    this->td_.name##_(other.tensordict());                     \
+    return self();                                             \
+  }                                                            \
+  /** Applies `name(other)` in place; returns *this. */        \
+  Derived& name##_(const at::Tensor& other) {                  \
+    this->td_.name##_(other);                                  \
+    return self();                                             \
+  }                                                            \
+  /** Applies `name(other)` in place; returns *this. */        \
+  Derived& name##_(const c10::Scalar& other) {                 \
+    this->td_.name##_(other);                                  \
+    return self();                                             \
   }
 
 #define TENSORDICT_DETAIL_TC_FORWARD_BOUND_PAIR(name)              \
@@ -236,6 +276,12 @@
     this->td_.name##_(bound);                                      \
     return self();                                                 \
   }
+
+#define TENSORDICT_DETAIL_TC_FORWARD_COMPARE(name) \
+  TENSORDICT_DETAIL_TC_FORWARD_WITH_STRUCT(name)   \
+  TENSORDICT_DETAIL_TC_FORWARD_WITH_SCALAR(name)
+#define TENSORDICT_DETAIL_TC_FORWARD_LOGICAL \
+  TENSORDICT_DETAIL_TC_FORWARD_WITH_STRUCT
 
 #define TENSORDICT_DETAIL_TC_COMPARISON(op)                           \
   /** Compares field by field: an instance of bool tensors. */        \

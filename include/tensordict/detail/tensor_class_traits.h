@@ -178,6 +178,17 @@ struct TypeIdentity {
 inline constexpr std::string_view kReservedFieldNames[] = {
     TENSORDICT_TENSORCLASS_OPS(TENSORDICT_DETAIL_TC_NAMES)};
 
+/// The names of TensorClass's C++ members: the list without its PYTHON
+/// entries (what tests compare with TensorDict's ops).
+inline constexpr std::string_view kTensorClassMemberNames[] = {
+    TENSORDICT_TENSORCLASS_OPS(TENSORDICT_DETAIL_TC_MEMBERS)};
+
+/// The operators TensorClass generates ("operator+=", ...).
+inline constexpr std::string_view kTensorClassOperatorNames[] = {
+    TENSORDICT_DETAIL_TC_OPERATORS(
+        TENSORDICT_DETAIL_TC_OPERATOR_NAME_CMP,
+        TENSORDICT_DETAIL_TC_OPERATOR_NAME_ARITH)};
+
 /// Returns true for the names a field may only take with kShadow.
 constexpr bool is_reserved_field_name(std::string_view name) noexcept {
   for (std::string_view reserved : kReservedFieldNames) {
