@@ -973,6 +973,13 @@ TEST(TensorClassTest, AnInstanceIsATensorDictEntryThatKeepsItsClass) {
       td.get_tensordict("step").python_class(), "<class 'tests.Registered'>");
   Registered back = get_as<Registered>(td, "step");
   static_assert(std::is_same_v<decltype(back), Registered>);
+  // Copies and batch-dim ops keep the entry's class.
+  EXPECT_EQ(
+      td.clone().get_tensordict("step").python_class(),
+      "<class 'tests.Registered'>");
+  EXPECT_EQ(
+      td.index({0}).get_tensordict("step").python_class(),
+      "<class 'tests.Registered'>");
   EXPECT_TRUE(back.is_same(p));
   p.set_label("changed");
   EXPECT_EQ(get_as<Registered>(td, "step").label(), "changed");

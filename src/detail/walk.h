@@ -410,8 +410,10 @@ TensorDict rebuild(
       }
     } else if (v.is_tensordict()) {
       const TensorDictImpl& child = *v.tensordict().unsafeGetImpl();
-      dst.append(
-          node->key, Value(rebuild(child, make_dict, fn, move_non_tensors)));
+      TensorDict out = rebuild(child, make_dict, fn, move_non_tensors);
+      // A nested tensorclass instance stays one.
+      out.unsafeGetImpl()->python_class = child.python_class;
+      dst.append(node->key, Value(std::move(out)));
     } else if (v.is_lazy_stack()) {
       const LazyStackedTensorDict& stack = v.lazy_stack();
       std::vector<TensorDict> elements;
@@ -672,6 +674,7 @@ void transform_into(
             std::move(change.batch_size),
             child.device,
             std::move(change.names));
+        out.unsafeGetImpl()->python_class = child.python_class;
         transform_into(
             *out.unsafeGetImpl(),
             child,
@@ -834,6 +837,7 @@ void transform_split_into(
               std::move(change.batch_size),
               child.device,
               std::move(change.names));
+          out.unsafeGetImpl()->python_class = child.python_class;
           child_dsts.push_back(out.unsafeGetImpl());
           dsts[i]->append(node->key, Value(std::move(out)));
         }
