@@ -261,4 +261,40 @@ struct TENSORDICT_API ToModuleOptions {
   TENSORDICT_ARG(bool, inplace) = false;
 };
 
+/// Options of `TensorDict::state_dict`: Python's keyword arguments
+/// `prefix`, `keep_vars` and `flatten`, with Python's defaults. Python's
+/// `destination` (an OrderedDict to fill) is not ported: the result is
+/// always a new StateDict.
+///
+/// Example: `td.state_dict(StateDictOptions().prefix("p.").keep_vars(true))`
+struct TENSORDICT_API StateDictOptions {
+  /// Prepended to every key of the state dict (the top-level keys only in
+  /// the nested form). The root's metadata goes under the prefix without
+  /// its trailing "." ("p" for "p."), as in Python.
+  TENSORDICT_ARG(std::string, prefix);
+  /// Return the dict's tensors as they are; when false, they are detached
+  /// from autograd (aliases still: no copy).
+  TENSORDICT_ARG(bool, keep_vars) = false;
+  /// Join nested keys with "."; when false, nested dicts become nested
+  /// StateDicts.
+  TENSORDICT_ARG(bool, flatten) = true;
+};
+
+/// Options of `TensorDict::load_state_dict`: Python's keyword arguments
+/// `strict`, `assign` and `from_flatten`, with Python's defaults.
+///
+/// Example:
+/// `td.load_state_dict(sd, LoadStateDictOptions().from_flatten(true))`
+struct TENSORDICT_API LoadStateDictOptions {
+  /// Require the key sets to match (empty nested dicts excepted).
+  TENSORDICT_ARG(bool, strict) = true;
+  /// Replace the leaves by the state dict's tensors instead of copying the
+  /// values into them.
+  TENSORDICT_ARG(bool, assign) = false;
+  /// Read the state dict as flat ("."-joined keys) when true, as nested
+  /// when false; nullopt (Python's None) reads it as flat if it carries
+  /// metadata and its keys are not the dict's.
+  TENSORDICT_ARG(std::optional<bool>, from_flatten);
+};
+
 TENSORDICT_END_NAMESPACE

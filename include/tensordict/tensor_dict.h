@@ -1058,12 +1058,22 @@ class TENSORDICT_API TensorDict {
   /// and device of every level go in `StateDict::metadata()`. Tensors are
   /// detached aliases (no copy). Throws KeyError if two flat keys collide.
   [[nodiscard]] StateDict state_dict(bool flatten = true) const;
+  /// Returns the state dict with Python's keyword arguments (`prefix`,
+  /// `keep_vars`, `flatten`) as options, the C++ form of
+  /// `td.state_dict(prefix="p.", keep_vars=True)`. Throws as above.
+  [[nodiscard]] StateDict state_dict(const StateDictOptions& options) const;
   /// Loads a state dict in the flat, nested or legacy (`__batch_size`,
   /// `__device`) form, detected as Python does. With `strict`, the key sets
   /// must match (the error lists the missing and unexpected keys); with
   /// `assign`, tensors replace the leaves instead of being copied into them.
   TensorDict& load_state_dict(
       const StateDict& state_dict, bool strict = true, bool assign = false);
+  /// Loads a state dict with Python's keyword arguments as options:
+  /// `from_flatten(true)` reads "."-joined keys as nested ones even without
+  /// metadata (a module's named parameters), `from_flatten(false)` reads
+  /// the state dict as nested. Throws as above.
+  TensorDict& load_state_dict(
+      const StateDict& state_dict, const LoadStateDictOptions& options);
 
   /// Returns a dict of the module's parameters and buffers keyed by their
   /// names, with one nested dict per child module that holds any (`"0"`,
