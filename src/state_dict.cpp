@@ -215,25 +215,26 @@ std::string torch_device_repr(const std::optional<c10::Device>& device) {
 
 std::string json_value_repr(const Json& value) {
   return value.is_string()
-      ? detail::python_repr(value.get_ref<const std::string&>())
-      : python_str(value);
+             ? detail::python_repr(value.get_ref<const std::string&>())
+             : python_str(value);
 }
 
 // One value of Python's `_metadata`: a dict.
 std::string metadata_entry_repr(const StateDictMetadata& metadata) {
   std::string out = "{'batch_size': " + detail::size_repr(metadata.batch_size) +
-      ", 'device': " + torch_device_repr(metadata.device);
+                    ", 'device': " + torch_device_repr(metadata.device);
   if (metadata.non_tensor && metadata.non_tensor->is_non_tensor_data()) {
     // Python keeps a NonTensorStack's batch size and device only.
     out += ", '_type': 'NonTensorData', '_non_tensor': {'data': " +
-        json_value_repr(metadata.non_tensor->non_tensor_data().data()) +
-        ", '_metadata': None, '_is_non_tensor': True}";
+           json_value_repr(metadata.non_tensor->non_tensor_data().data()) +
+           ", '_metadata': None, '_is_non_tensor': True}";
   }
   if (!metadata.type.empty()) {
     out += ", '_type': " + detail::python_repr(metadata.type);
     out += ", '_non_tensor': " +
-        (metadata.non_tensor_fields ? json_value_repr(*metadata.non_tensor_fields)
-                                    : std::string("{}"));
+           (metadata.non_tensor_fields
+                ? json_value_repr(*metadata.non_tensor_fields)
+                : std::string("{}"));
   }
   return out + "}";
 }
@@ -261,7 +262,7 @@ std::string ordered_dict_repr(
   std::string out = "OrderedDict([";
   for (size_t i = 0; i < items.size(); ++i) {
     out += (i > 0 ? ", (" : "(") + detail::python_repr(items[i].first) + ", " +
-        items[i].second + ")";
+           items[i].second + ")";
   }
   return out + "])";
 }
@@ -473,8 +474,7 @@ class NestedStateDict : public detail::WalkVisitor {
   }
   void start(const TensorDict& td, StateDictHookPtr hook) {
     Level level{std::move(hook), StateDict()};
-    open_level(
-        td, level.hook.get(), level.out, metadata_key(levels_.empty()));
+    open_level(td, level.hook.get(), level.out, metadata_key(levels_.empty()));
     levels_.push_back(std::move(level));
   }
   StateDict finish(const TensorDict& td) {
@@ -851,15 +851,6 @@ StateDict make_state_dict(
 
 // Python's rule: a state dict with metadata whose keys are not the dict's
 // own (a TensorClass's tensor and nested fields) is flat.
-void load_state_dict_into(
-    TensorDict& td,
-    const StateDict& state_dict,
-    bool strict,
-    bool assign,
-    const StateDictHook* hook) {
-  load_state_dict_into(td, state_dict, strict, assign, hook, std::nullopt);
-}
-
 void load_state_dict_into(
     TensorDict& td,
     const StateDict& state_dict,

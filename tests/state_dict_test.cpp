@@ -1,6 +1,8 @@
 // Tests of include/tensordict/state_dict.h and TensorDict::state_dict /
 // load_state_dict, against the forms Python tensordict 0.15 produces.
 
+#include <tensordict/json.h>
+
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -8,7 +10,6 @@
 #include <vector>
 
 #include "support.h"
-#include <tensordict/json.h>
 
 // Its own namespace, so that test files can share a unity batch.
 namespace state_dict_test {
@@ -205,8 +206,7 @@ TEST(StateDictTest, PrefixIsPrependedToKeysAndMetadataAsInPython) {
   EXPECT_EQ(
       metadata_keys(dotted),
       (std::vector<std::string>{"p", "p.b", "p.b.d", "p.b.s"}));
-  EXPECT_EQ(
-      dotted.find_metadata("p.b.s")->non_tensor->non_tensor(), "txt");
+  EXPECT_EQ(dotted.find_metadata("p.b.s")->non_tensor->non_tensor(), "txt");
   const StateDict bare = td.state_dict(StateDictOptions().prefix("p"));
   EXPECT_EQ(bare.keys(), (std::vector<std::string>{"pa", "pb.c", "pb.d.e"}));
   EXPECT_EQ(
@@ -234,7 +234,8 @@ TEST(StateDictTest, KeepVarsKeepsTheTensorsOtherwiseTheyAreDetached) {
        {"n", {{"v", torch::zeros({2}, torch::requires_grad())}}}});
   for (const bool flatten : {true, false}) {
     const auto options = StateDictOptions().flatten(flatten);
-    const StateDict kept = td.state_dict(StateDictOptions(options).keep_vars(true));
+    const StateDict kept =
+        td.state_dict(StateDictOptions(options).keep_vars(true));
     EXPECT_TRUE(kept.tensor("w").is_same(td.get("w")));
     EXPECT_TRUE(kept.tensor("w").requires_grad());
     const at::Tensor& kept_v =
@@ -268,8 +269,7 @@ TEST(StateDictTest, FromFlattenReadsDottedKeysWithoutMetadata) {
   flat.insert("b.d.e", torch::full({3}, 7.0));
   TensorDict target(
       {{"a", torch::zeros({3})},
-       {"b",
-        {{"c", torch::zeros({3, 2})}, {"d", {{"e", torch::zeros({3})}}}}}},
+       {"b", {{"c", torch::zeros({3, 2})}, {"d", {{"e", torch::zeros({3})}}}}}},
       /*batch_size=*/{3});
   EXPECT_THROWS_EXACTLY(
       target.load_state_dict(flat),
@@ -391,7 +391,8 @@ TEST(StateDictTest, ReprReadsLikePythonsOrderedDict) {
   std::ostringstream printed;
   printed << prefixed;
   EXPECT_EQ(
-      printed.str(), prefixed.repr() + "\n_metadata=" + prefixed.metadata_repr());
+      printed.str(),
+      prefixed.repr() + "\n_metadata=" + prefixed.metadata_repr());
 }
 
 TEST(StateDictTest, ReprPrintsAutogradAndMetaTensorsAsPythonDoes) {
@@ -404,10 +405,12 @@ TEST(StateDictTest, ReprPrintsAutogradAndMetaTensorsAsPythonDoes) {
   sd.insert(
       "meta",
       torch::zeros(
-          {2, 3}, torch::TensorOptions().device(torch::kMeta).dtype(torch::kInt32)));
+          {2, 3},
+          torch::TensorOptions().device(torch::kMeta).dtype(torch::kInt32)));
   EXPECT_EQ(
       sd.repr(),
-      "OrderedDict([('leaf', tensor([1., 1.], requires_grad=True)), ('grad_fn', tensor([2., 2.], grad_fn=<MulBackward0>)), ('meta', "
+      "OrderedDict([('leaf', tensor([1., 1.], requires_grad=True)), "
+      "('grad_fn', tensor([2., 2.], grad_fn=<MulBackward0>)), ('meta', "
       "tensor(..., device='meta', size=(2, 3), dtype=torch.int32))])");
   EXPECT_EQ(sd.metadata_repr(), "None");
   std::ostringstream printed;

@@ -259,6 +259,42 @@ struct TENSORDICT_API ToModuleOptions {
   /// Copy the values into the module's tensors (which keep their storage);
   /// when false, the module's tensors are made to alias the dict's.
   TENSORDICT_ARG(bool, inplace) = false;
+  /// Return the module's previous tensors (Python's `return_swap`): with
+  /// `inplace`, copies of their values; otherwise the tensors themselves,
+  /// which `to_module` swaps back. When false, `to_module` returns an empty
+  /// dict (Python returns None).
+  TENSORDICT_ARG(bool, return_swap) = true;
+};
+
+/// Options of `TensorDict::from_module` and `TensorDictParams::from_module`:
+/// Python's keyword arguments but `as_module`, whose C++ form is
+/// `TensorDictParams::from_module` (a function returns one type).
+///
+/// Example: `TensorDict::from_module(*model, FromModuleOptions().lock(true))`
+struct TENSORDICT_API FromModuleOptions {
+  /// Read the tensors as the module's state dict holds them (Python's
+  /// `use_state_dict`). libtorch modules have no state-dict hooks and no
+  /// non-persistent buffers, so the one difference is Python's: the leaves
+  /// are detached aliases, not the parameters themselves.
+  TENSORDICT_ARG(bool, use_state_dict) = false;
+  /// Lock the result (`TensorDict.from_module`'s default: unlocked).
+  TENSORDICT_ARG(bool, lock) = false;
+  /// Leave out the submodules that hold no tensor (a ReLU); when false,
+  /// they get an empty dict.
+  TENSORDICT_ARG(bool, filter_empty) = true;
+};
+
+/// Options of `TensorDictParams`: Python's keyword arguments.
+///
+/// Example: `TensorDictParams(td, TensorDictParamsOptions().lock(true))`
+struct TENSORDICT_API TensorDictParamsOptions {
+  /// Register the tensors as they are: a leaf that requires grad as a
+  /// parameter, any other tensor as a buffer. When false, float16/32/64
+  /// tensors become parameters (requiring grad) and the others buffers.
+  TENSORDICT_ARG(bool, no_convert) = false;
+  /// Lock the wrapped dict; writes through `TensorDictParams::set` still
+  /// work.
+  TENSORDICT_ARG(bool, lock) = false;
 };
 
 /// Options of `TensorDict::state_dict`: Python's keyword arguments

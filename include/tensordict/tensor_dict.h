@@ -1077,12 +1077,18 @@ class TENSORDICT_API TensorDict {
 
   /// Returns a dict of the module's parameters and buffers keyed by their
   /// names, with one nested dict per child module that holds any (`"0"`,
-  /// `"1"` for Sequential children); the leaves alias the module's tensors.
-  [[nodiscard]] static TensorDict from_module(const torch::nn::Module& module);
+  /// `"1"` for Sequential children); the leaves alias the module's tensors
+  /// (detached aliases with `use_state_dict`). A TensorDictParams child
+  /// gives its own dict. Python's `as_module=True` is
+  /// `TensorDictParams::from_module` (tensordict/tensor_dict_params.h).
+  [[nodiscard]] static TensorDict from_module(
+      const torch::nn::Module& module, const FromModuleOptions& options = {});
   /// Writes the dict into `module`'s parameters and buffers, in place or
   /// (by default) making them alias the dict's tensors, and returns the
-  /// module's previous tensors as a dict. Throws if the structure does not
-  /// match the module's, naming the key.
+  /// module's previous tensors as a dict (copies of their values with
+  /// `inplace`), which `to_module` writes back; an empty dict without
+  /// `return_swap`. Throws if the structure does not match the module's,
+  /// naming the key; the module is then untouched.
   TensorDict to_module(
       torch::nn::Module& module, const ToModuleOptions& options = {}) const;
 

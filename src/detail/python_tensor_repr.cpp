@@ -92,7 +92,7 @@ class FloatFormatter {
         // One more for the "." that marks a float.
         width = static_cast<int64_t>(
                     printf_double(v, /*scientific=*/false, 0).size()) +
-            1;
+                1;
       } else {
         width = static_cast<int64_t>(
             printf_double(v, /*scientific=*/false, kPrecision).size());
@@ -143,8 +143,8 @@ class Elements {
     const c10::ScalarType dtype = tensor.scalar_type();
     if (c10::isComplexType(dtype)) {
       kind_ = Kind::kComplex;
-      const at::Tensor parts = at::view_as_real(cpu.to(at::kComplexDouble))
-                                   .contiguous();
+      const at::Tensor parts =
+          at::view_as_real(cpu.to(at::kComplexDouble)).contiguous();
       const double* data = parts.data_ptr<double>();
       for (int64_t i = 0; i < cpu.numel(); ++i) {
         real_.push_back(data[2 * i]);
@@ -201,8 +201,8 @@ class Elements {
     }
     if (!innermost) {
       const std::string separator = "," +
-          std::string(sizes_.size() - dim - 1, '\n') +
-          std::string(indent + 1, ' ');
+                                    std::string(sizes_.size() - dim - 1, '\n') +
+                                    std::string(indent + 1, ' ');
       return "[" + join(parts, separator) + "]";
     }
     int64_t element_length = real_width() + 2;
@@ -317,11 +317,14 @@ std::string shape_tuple(c10::IntArrayRef sizes) {
 
 // torch's _add_suffixes.
 std::string with_suffixes(
-    std::string text, const std::vector<std::string>& suffixes, int64_t indent) {
+    std::string text,
+    const std::vector<std::string>& suffixes,
+    int64_t indent) {
   const size_t newline = text.rfind('\n');
-  int64_t last_line_length = newline == std::string::npos
-      ? static_cast<int64_t>(text.size()) + 2
-      : static_cast<int64_t>(text.size() - newline) + 1;
+  int64_t last_line_length =
+      newline == std::string::npos
+          ? static_cast<int64_t>(text.size()) + 2
+          : static_cast<int64_t>(text.size() - newline) + 1;
   for (const auto& suffix : suffixes) {
     const auto length = static_cast<int64_t>(suffix.size());
     if (last_line_length + length + 2 > kLineWidth) {
@@ -352,7 +355,8 @@ std::string python_tensor_repr(const at::Tensor& input) {
   const c10::ScalarType default_complex =
       default_dtype == at::kDouble ? at::kComplexDouble : at::kComplexFloat;
   const bool has_default_dtype = dtype == default_dtype ||
-      dtype == default_complex || dtype == at::kLong || dtype == at::kBool;
+                                 dtype == default_complex ||
+                                 dtype == at::kLong || dtype == at::kBool;
   std::string body;
   if (tensor.is_meta()) {
     suffixes.push_back("size=" + tensor_str::shape_tuple(tensor.sizes()));

@@ -99,22 +99,15 @@ StateDict make_state_dict(
     const TensorDict& td, StateDictHookPtr hook, bool flatten);
 
 /// Loads `state_dict` (flat, nested or legacy) into `td`, whose root level
-/// has `hook` (null for a TensorDict).
-void load_state_dict_into(
-    TensorDict& td,
-    const StateDict& state_dict,
-    bool strict,
-    bool assign,
-    const StateDictHook* hook);
-/// As above, reading `state_dict` as flat or nested as `from_flatten` says;
-/// nullopt detects it as Python does.
+/// has `hook` (null for a TensorDict), reading it as flat or nested as
+/// `from_flatten` says; nullopt detects it as Python does.
 void load_state_dict_into(
     TensorDict& td,
     const StateDict& state_dict,
     bool strict,
     bool assign,
     const StateDictHook* hook,
-    std::optional<bool> from_flatten);
+    std::optional<bool> from_flatten = std::nullopt);
 
 /// Returns Python's repr of a set of str, sorted: {'a', 'b'}, or set().
 std::string key_set_repr(const std::set<std::string>& keys);
