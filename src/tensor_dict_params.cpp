@@ -59,6 +59,43 @@ torch::nn::Module& child_module(
       name, std::make_shared<torch::nn::Module>("TensorDictParams"));
 }
 
+void check_role(bool was_parameter, Role role, const KeyPath& path) {
+  TORCH_CHECK_VALUE(
+      was_parameter == (role == Role::kParameter),
+      "TensorDictParams: the value for key ",
+      path.to_string(),
+      " would be a ",
+      role == Role::kParameter ? "parameter" : "buffer",
+      " but the key is registered as a ",
+      was_parameter ? "parameter" : "buffer",
+      "; a key keeps its role");
+}
+
+// Throws if the tensor registered for `key` below `root`, if any, has
+// another role than `role`; changes nothing.
+void check_existing_role(
+    const torch::nn::Module& root,
+    const NestedKey& key,
+    Role role,
+    const KeyPath& path) {
+  const torch::nn::Module* module = &root;
+  for (size_t i = 0; i + 1 < key.size(); ++i) {
+    const auto children = module->named_children();
+    const auto* child = children.find(std::string(key[i]));
+    if (child == nullptr) {
+      return;  // a new level: nothing registered yet
+    }
+    module = child->get();
+  }
+  const std::string name(key.back());
+  const bool is_parameter =
+      module->named_parameters(/*recurse=*/false).find(name) != nullptr;
+  if (is_parameter ||
+      module->named_buffers(/*recurse=*/false).find(name) != nullptr) {
+    check_role(is_parameter, role, path);
+  }
+}
+
 // Registers `tensor` as `name` of `level_module`: a new registration, or an
 // existing one's data replaced.
 at::Tensor register_leaf(
@@ -79,15 +116,7 @@ at::Tensor register_leaf(
     return level_module.register_buffer(name, tensor);
   }
   const bool was_parameter = param != nullptr;
-  TORCH_CHECK_VALUE(
-      was_parameter == (role == Role::kParameter),
-      "TensorDictParams: the value for key ",
-      path.to_string(),
-      " would be a ",
-      role == Role::kParameter ? "parameter" : "buffer",
-      " but the key is registered as a ",
-      was_parameter ? "parameter" : "buffer",
-      "; a key keeps its role");
+  check_role(was_parameter, role, path);
   at::Tensor registered = was_parameter ? *param : *buffer;
   if (!registered.is_same(tensor)) {
     registered.set_data(tensor);
@@ -202,9 +231,16 @@ at::Tensor TensorDictParams::get(const NestedKey& key) const {
 
 TensorDictParams& TensorDictParams::set(
     const NestedKey& key, const at::Tensor& value) {
-  // Set first (the dict checks the shape and makes missing levels), then
-  // register the level that holds the key. Writes through the module work
-  // on a locked dict, as in Python.
+  // Check everything first, then set (the dict checks the shape and makes
+  // missing levels), then register: a refused value changes nothing.
+  detail::KeyPath path;
+  for (size_t i = 0; i < key.size(); ++i) {
+    path.push(key[i]);  // a view of `key`, which outlives `path`
+    reg::check_name(std::string(key[i]), path);
+  }
+  auto [tensor, role] = reg::converted(value, !no_convert_);
+  reg::check_existing_role(*this, key, role, path);
+  // Writes through the module work on a locked dict, as in Python.
   const bool locked = params_.is_locked();
   if (locked) {
     params_.unlock_();
@@ -222,18 +258,12 @@ TensorDictParams& TensorDictParams::set(
   }
   torch::nn::Module* module = this;
   TensorDict level = params_;
-  detail::KeyPath path;
   for (size_t i = 0; i + 1 < key.size(); ++i) {
     const std::string part(key[i]);
-    path.push(key[i]);  // a view of `key`, which outlives `path`
-    reg::check_name(part, path);
     module = &reg::child_module(*module, part);
     level = level.get_tensordict(part);
   }
   const std::string name(key.back());
-  path.push(key.back());
-  reg::check_name(name, path);
-  auto [tensor, role] = reg::converted(value, !no_convert_);
   const at::Tensor registered =
       reg::register_leaf(*module, name, tensor, role, path);
   level.unsafeGetImpl()->find(name)->value = Value(registered);

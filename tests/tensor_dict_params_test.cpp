@@ -204,6 +204,9 @@ TEST(TensorDictParamsTest, SetConvertsAndRegistersNewEntries) {
       c10::ValueError,
       "TensorDictParams: the value for key 'w' would be a buffer but the "
       "key is registered as a parameter; a key keeps its role");
+  // The refused value changed nothing.
+  EXPECT_TRUE(params->get("w").is_same(registered));
+  EXPECT_TRUE(torch::equal(registered, torch::full({2}, 7.0)));
 }
 
 TEST(TensorDictParamsTest, KeysThatCannotBeNamesAreRefused) {
