@@ -13,30 +13,43 @@
 
 #include "detail/walk.h"
 #include "tensordict/errors.h"
+#include "tensordict/tensor_dict_params.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace {
 
-// Returns null when the module (and its children) hold no tensor, as
-// Python leaves such children out.
-std::optional<TensorDict> module_tensors(const torch::nn::Module& module) {
+// Returns null when the module (and its children) hold no tensor and
+// `filter_empty` says so, as Python leaves such children out. A
+// TensorDictParams gives its own dict, as in Python.
+std::optional<TensorDict> module_tensors(
+    const torch::nn::Module& module, const FromModuleOptions& options) {
+  if (const auto* params = dynamic_cast<const TensorDictParams*>(&module)) {
+    return params->tensordict();
+  }
+  const auto leaf = [&](const at::Tensor& t) {
+    return options.use_state_dict() ? t.detach() : t;
+  };
   TensorDict result;
   detail::TensorDictImpl& impl = *result.unsafeGetImpl();
   for (const auto& item : module.named_parameters(/*recurse=*/false)) {
-    impl.append(item.key(), item.value());
+    impl.append(item.key(), leaf(item.value()));
   }
   for (const auto& item : module.named_buffers(/*recurse=*/false)) {
-    impl.append(item.key(), item.value());
+    impl.append(item.key(), leaf(item.value()));
   }
   for (const auto& item : module.named_children()) {
-    if (auto child = module_tensors(*item.value())) {
+    if (auto child = module_tensors(*item.value(), options)) {
       impl.append(item.key(), std::move(*child));
     }
   }
-  if (impl.nodes().empty()) {
+  if (impl.nodes().empty() && options.filter_empty()) {
     return std::nullopt;
   }
   return result;
+}
+
+bool holds_tensors(const torch::nn::Module& module) {
+  return module_tensors(module, FromModuleOptions()).has_value();
 }
 
 // One module tensor to write.
@@ -124,7 +137,7 @@ void collect_targets(
     check_present(item.key(), "buffer");
   }
   for (const auto& item : children) {
-    if (module_tensors(*item.value())) {
+    if (holds_tensors(*item.value())) {
       check_present(item.key(), "submodule");
     }
   }
@@ -132,9 +145,14 @@ void collect_targets(
 
 }  // namespace
 
-TensorDict TensorDict::from_module(const torch::nn::Module& module) {
-  auto result = module_tensors(module);
-  return result ? std::move(*result) : TensorDict();
+TensorDict TensorDict::from_module(
+    const torch::nn::Module& module, const FromModuleOptions& options) {
+  auto result = module_tensors(module, options);
+  TensorDict out = result ? std::move(*result) : TensorDict();
+  if (options.lock()) {
+    out.lock_();
+  }
+  return out;
 }
 
 TensorDict TensorDict::to_module(
@@ -142,8 +160,15 @@ TensorDict TensorDict::to_module(
   std::vector<Target> targets;
   detail::KeyPath path;
   collect_targets(*this, module, path, targets);
-  const TensorDict previous = from_module(module).apply(
-      [](const at::Tensor& t) { return t.variable_data(); });
+  // The values the module held: new tensors of the old data when the
+  // module's tensors get the dict's data, copies when written over in place
+  // (as Python's swap clones them).
+  TensorDict previous;
+  if (options.return_swap()) {
+    previous = from_module(module).apply([&](const at::Tensor& t) {
+      return options.inplace() ? t.detach().clone() : t.variable_data();
+    });
+  }
   at::NoGradGuard no_grad;
   for (Target& target : targets) {
     if (options.inplace()) {
@@ -152,7 +177,7 @@ TensorDict TensorDict::to_module(
       target.module_tensor.set_data(target.value);
     }
   }
-  return options.inplace() ? from_module(module) : previous;
+  return previous;
 }
 
 ScopedModuleSwap::ScopedModuleSwap(

@@ -9,12 +9,14 @@
 
 #include <algorithm>
 #include <iterator>
+#include <ostream>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "detail/format.h"
+#include "detail/python_tensor_repr.h"
 #include "detail/state_dict_hook.h"
 #include "detail/walk.h"
 #include "tensordict/errors.h"
@@ -193,6 +195,107 @@ StateDict& StateDict::set_metadata(
   return *this;
 }
 
+// --- printing
+// ----------------------------------------------------------------------
+
+namespace {
+
+// Python's repr of a torch.device.
+std::string torch_device_repr(const std::optional<c10::Device>& device) {
+  if (!device) {
+    return "None";
+  }
+  std::string out =
+      "device(type='" + c10::DeviceTypeName(device->type(), true) + "'";
+  if (device->has_index()) {
+    out += ", index=" + std::to_string(device->index());
+  }
+  return out + ")";
+}
+
+std::string json_value_repr(const Json& value) {
+  return value.is_string()
+             ? detail::python_repr(value.get_ref<const std::string&>())
+             : python_str(value);
+}
+
+// One value of Python's `_metadata`: a dict.
+std::string metadata_entry_repr(const StateDictMetadata& metadata) {
+  std::string out = "{'batch_size': " + detail::size_repr(metadata.batch_size) +
+                    ", 'device': " + torch_device_repr(metadata.device);
+  if (metadata.non_tensor && metadata.non_tensor->is_non_tensor_data()) {
+    // Python keeps a NonTensorStack's batch size and device only.
+    out += ", '_type': 'NonTensorData', '_non_tensor': {'data': " +
+           json_value_repr(metadata.non_tensor->non_tensor_data().data()) +
+           ", '_metadata': None, '_is_non_tensor': True}";
+  }
+  if (!metadata.type.empty()) {
+    out += ", '_type': " + detail::python_repr(metadata.type);
+    out += ", '_non_tensor': " +
+           (metadata.non_tensor_fields
+                ? json_value_repr(*metadata.non_tensor_fields)
+                : std::string("{}"));
+  }
+  return out + "}";
+}
+
+std::string entry_repr(const StateDict::Entry& entry) {
+  switch (entry.kind()) {
+    case StateDict::Kind::kTensor:
+      return detail::python_tensor_repr(entry.tensor());
+    case StateDict::Kind::kNested:
+      return entry.nested().repr();
+    case StateDict::Kind::kBatchSize:
+      return detail::size_repr(entry.batch_size());
+    case StateDict::Kind::kDevice:
+      return torch_device_repr(entry.device());
+  }
+  return "?";
+}
+
+// Python 3.11's OrderedDict repr of (key, repr) pairs.
+std::string ordered_dict_repr(
+    const std::vector<std::pair<std::string, std::string>>& items) {
+  if (items.empty()) {
+    return "OrderedDict()";
+  }
+  std::string out = "OrderedDict([";
+  for (size_t i = 0; i < items.size(); ++i) {
+    out += (i > 0 ? ", (" : "(") + detail::python_repr(items[i].first) + ", " +
+           items[i].second + ")";
+  }
+  return out + "])";
+}
+
+}  // namespace
+
+std::string StateDict::repr() const {
+  std::vector<std::pair<std::string, std::string>> items;
+  for (const auto& [key, entry] : items_) {
+    items.emplace_back(key, entry_repr(entry));
+  }
+  return ordered_dict_repr(items);
+}
+
+std::string StateDict::metadata_repr() const {
+  if (!has_metadata_) {
+    return "None";
+  }
+  std::vector<std::pair<std::string, std::string>> items;
+  for (const auto& [prefix, metadata] : metadata_) {
+    items.emplace_back(prefix, metadata_entry_repr(metadata));
+  }
+  return ordered_dict_repr(items);
+}
+
+std::ostream& operator<<(std::ostream& out, const StateDict& state_dict) {
+  out << state_dict.repr();
+  if (state_dict.has_metadata()) {
+    out << "\n_metadata=" << state_dict.metadata_repr();
+  }
+  return out;
+}
+
 // --- state_dict
 // --------------------------------------------------------------------
 
@@ -252,19 +355,33 @@ void close_level(
   }
 }
 
+// Python keys the root's metadata by the prefix without its trailing ".".
+std::string root_metadata_key(const std::string& prefix) {
+  if (!prefix.empty() && prefix.back() == '.') {
+    return prefix.substr(0, prefix.size() - 1);
+  }
+  return prefix;
+}
+
+at::Tensor saved_tensor(const at::Tensor& tensor, bool keep_vars) {
+  return keep_vars ? tensor : tensor.detach();
+}
+
 // The flat form: keys joined by ".", one metadata entry per level.
 class FlatStateDict : public detail::WalkVisitor {
  public:
-  explicit FlatStateDict(StateDict& out) : out_(out) {}
+  FlatStateDict(StateDict& out, const StateDictOptions& options)
+      : out_(out), prefix_(options.prefix()), keep_vars_(options.keep_vars()) {}
 
   void run(const TensorDict& root, StateDictHookPtr hook) {
-    open_level(root, hook.get(), out_, "");
+    const std::string root_key = root_metadata_key(prefix_);
+    open_level(root, hook.get(), out_, root_key);
     hooks_.push_back(std::move(hook));
     detail::walk(root, *this);
-    close_level(root, hooks_.back().get(), out_, "");
+    close_level(root, hooks_.back().get(), out_, root_key);
   }
   bool enter_dict(const detail::KeyPath& path, const TensorDict& dict) {
-    const std::string name = path.joined(".");
+    const std::string name = prefix_ + path.joined(".");
     claim(name);
     StateDictHookPtr hook = nested_hook(hooks_.back().get(), path.back());
     open_level(dict, hook.get(), out_, name);
@@ -273,18 +390,18 @@ class FlatStateDict : public detail::WalkVisitor {
   }
   void leave_dict(const detail::KeyPath& path, const TensorDict& dict) {
     if (hooks_.back()) {
-      close_level(dict, hooks_.back().get(), out_, path.joined("."));
+      close_level(dict, hooks_.back().get(), out_, prefix_ + path.joined("."));
     }
     hooks_.pop_back();
   }
   void leaf(const detail::KeyPath& path, const at::Tensor& tensor) {
-    std::string key = path.joined(".");
+    std::string key = prefix_ + path.joined(".");
     claim(key);
-    out_.insert(std::move(key), tensor.detach());
+    out_.insert(std::move(key), saved_tensor(tensor, keep_vars_));
   }
   void non_tensor(const detail::KeyPath& path, const Value& value) {
     if (!in_level_metadata(hooks_.back().get(), value)) {
-      std::string key = path.joined(".");
+      std::string key = prefix_ + path.joined(".");
       claim(key);
       out_.set_metadata(std::move(key), non_tensor_metadata(value));
     }
@@ -301,13 +418,20 @@ class FlatStateDict : public detail::WalkVisitor {
   }
 
   StateDict& out_;
+  const std::string& prefix_;
+  bool keep_vars_;
   std::set<std::string> seen_;
   std::vector<StateDictHookPtr> hooks_;  // one per level being walked
 };
 
-// The nested form: one StateDict per level, metadata under "".
+// The nested form: one StateDict per level, metadata under "". As in
+// Python, the prefix applies to the root's keys only, and the root's
+// metadata goes under the prefix without its trailing ".".
 class NestedStateDict : public detail::WalkVisitor {
  public:
+  explicit NestedStateDict(const StateDictOptions& options)
+      : prefix_(options.prefix()), keep_vars_(options.keep_vars()) {}
+
   StateDict run(const TensorDict& root, StateDictHookPtr hook) {
     start(root, std::move(hook));
     detail::walk(root, *this);
@@ -319,17 +443,17 @@ class NestedStateDict : public detail::WalkVisitor {
   }
   void leave_dict(const detail::KeyPath& path, const TensorDict& dict) {
     StateDict done = finish(dict);
-    levels_.back().out.insert(std::string(path.back()), std::move(done));
+    levels_.back().out.insert(key(path), std::move(done));
   }
   void leaf(const detail::KeyPath& path, const at::Tensor& tensor) {
-    levels_.back().out.insert(std::string(path.back()), tensor.detach());
+    levels_.back().out.insert(key(path), saved_tensor(tensor, keep_vars_));
   }
   void non_tensor(const detail::KeyPath& path, const Value& value) {
     Level& level = levels_.back();
     if (!in_level_metadata(level.hook.get(), value)) {
       StateDict leaf;
       leaf.set_metadata("", non_tensor_metadata(value));
-      level.out.insert(std::string(path.back()), std::move(leaf));
+      level.out.insert(key(path), std::move(leaf));
     }
   }
 
@@ -339,19 +463,31 @@ class NestedStateDict : public detail::WalkVisitor {
     StateDict out;  // the level's own state dict
   };
 
+  // The key of the entry at `path` in its level's state dict.
+  std::string key(const detail::KeyPath& path) const {
+    std::string name(path.back());
+    return path.size() == 1 ? prefix_ + name : name;
+  }
+  // The key of a level's own metadata.
+  std::string metadata_key(bool root) const {
+    return root ? root_metadata_key(prefix_) : std::string();
+  }
   void start(const TensorDict& td, StateDictHookPtr hook) {
     Level level{std::move(hook), StateDict()};
-    open_level(td, level.hook.get(), level.out, "");
+    open_level(td, level.hook.get(), level.out, metadata_key(levels_.empty()));
     levels_.push_back(std::move(level));
   }
   StateDict finish(const TensorDict& td) {
     Level& level = levels_.back();
-    close_level(td, level.hook.get(), level.out, "");
+    close_level(
+        td, level.hook.get(), level.out, metadata_key(levels_.size() == 1));
     StateDict done = std::move(level.out);
     levels_.pop_back();
     return done;
   }
 
+  const std::string& prefix_;
+  bool keep_vars_;
   std::vector<Level> levels_;
 };
 
@@ -696,13 +832,21 @@ std::string key_set_repr(const std::set<std::string>& keys) {
 }
 
 StateDict make_state_dict(
-    const TensorDict& td, StateDictHookPtr hook, bool flatten) {
-  if (!flatten) {
-    return NestedStateDict().run(td, std::move(hook));
+    const TensorDict& td,
+    StateDictHookPtr hook,
+    const StateDictOptions& options) {
+  if (!options.flatten()) {
+    return NestedStateDict(options).run(td, std::move(hook));
   }
   StateDict out;
-  FlatStateDict(out).run(td, std::move(hook));
+  FlatStateDict(out, options).run(td, std::move(hook));
   return out;
+}
+
+StateDict make_state_dict(
+    const TensorDict& td, StateDictHookPtr hook, bool flatten) {
+  return make_state_dict(
+      td, std::move(hook), StateDictOptions().flatten(flatten));
 }
 
 // Python's rule: a state dict with metadata whose keys are not the dict's
@@ -712,9 +856,10 @@ void load_state_dict_into(
     const StateDict& state_dict,
     bool strict,
     bool assign,
-    const StateDictHook* hook) {
-  bool from_flatten = false;
-  if (state_dict.has_metadata()) {
+    const StateDictHook* hook,
+    std::optional<bool> from_flatten_option) {
+  bool from_flatten = from_flatten_option.value_or(false);
+  if (!from_flatten_option && state_dict.has_metadata()) {
     std::set<std::string> sd_keys;
     for (const auto& key : state_dict.keys()) {
       sd_keys.insert(key);
@@ -742,9 +887,25 @@ StateDict TensorDict::state_dict(bool flatten) const {
   return detail::make_state_dict(*this, nullptr, flatten);
 }
 
+StateDict TensorDict::state_dict(const StateDictOptions& options) const {
+  return detail::make_state_dict(*this, nullptr, options);
+}
+
 TensorDict& TensorDict::load_state_dict(
     const StateDict& state_dict, bool strict, bool assign) {
   detail::load_state_dict_into(*this, state_dict, strict, assign, nullptr);
+  return *this;
+}
+
+TensorDict& TensorDict::load_state_dict(
+    const StateDict& state_dict, const LoadStateDictOptions& options) {
+  detail::load_state_dict_into(
+      *this,
+      state_dict,
+      options.strict(),
+      options.assign(),
+      nullptr,
+      options.from_flatten());
   return *this;
 }
 

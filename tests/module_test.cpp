@@ -170,4 +170,60 @@ TEST(ModuleTest, CheckpointThroughMemmapLoadsOntoAFreshModel) {
   fs::remove_all(dir);
 }
 
+TEST(ModuleTest, FromModuleWithUseStateDictGivesDetachedAliases) {
+  auto model = make_model();
+  const TensorDict plain = TensorDict::from_module(*model);
+  const TensorDict sd =
+      TensorDict::from_module(*model, FromModuleOptions().use_state_dict(true));
+  EXPECT_EQ(
+      sd.keys(/*include_nested=*/true, /*leaves_only=*/true),
+      plain.keys(/*include_nested=*/true, /*leaves_only=*/true));
+  auto* linear = model[0]->as<torch::nn::Linear>();
+  // Python: from_module(m, use_state_dict=True)["0", "weight"] is not
+  // m[0].weight, and does not require grad.
+  EXPECT_FALSE(sd.get({"0", "weight"}).is_same(linear->weight));
+  EXPECT_FALSE(sd.get({"0", "weight"}).requires_grad());
+  EXPECT_EQ(sd.get({"0", "weight"}).data_ptr(), linear->weight.data_ptr());
+}
+
+TEST(ModuleTest, FromModuleLocksAndKeepsEmptySubmodulesOnRequest) {
+  auto model = make_model();
+  EXPECT_FALSE(TensorDict::from_module(*model).is_locked());
+  EXPECT_TRUE(TensorDict::from_module(*model, FromModuleOptions().lock(true))
+                  .is_locked());
+  const TensorDict all =
+      TensorDict::from_module(*model, FromModuleOptions().filter_empty(false));
+  EXPECT_EQ(all.keys(), (std::vector<NestedKey>{"0", "1", "2"}));
+  EXPECT_TRUE(all.get_tensordict("1").is_empty());
+}
+
+TEST(ModuleTest, ToModuleInPlaceReturnsCopiesOfThePreviousValues) {
+  auto model = make_model();
+  auto* linear = model[0]->as<torch::nn::Linear>();
+  const at::Tensor original = linear->weight.detach().clone();
+  const TensorDict zeros = TensorDict::from_module(*model).apply(
+      [](const at::Tensor& t) { return torch::zeros_like(t); });
+  const TensorDict swap =
+      zeros.to_module(*model, ToModuleOptions().inplace(true));
+  EXPECT_TRUE(torch::equal(swap.get({"0", "weight"}), original));
+  EXPECT_NE(swap.get({"0", "weight"}).data_ptr(), linear->weight.data_ptr());
+  EXPECT_TRUE(torch::equal(linear->weight, torch::zeros({3, 2})));
+  // Swapping back restores the values.
+  (void)swap.to_module(*model, ToModuleOptions().inplace(true));
+  EXPECT_TRUE(torch::equal(linear->weight, original));
+}
+
+TEST(ModuleTest, ToModuleWithoutReturnSwapReturnsAnEmptyDict) {
+  auto model = make_model();
+  const TensorDict ones = TensorDict::from_module(*model).apply(
+      [](const at::Tensor& t) { return torch::ones_like(t); });
+  for (const bool inplace : {false, true}) {
+    const TensorDict swap = ones.to_module(
+        *model, ToModuleOptions().inplace(inplace).return_swap(false));
+    EXPECT_TRUE(swap.is_empty());
+    EXPECT_TRUE(torch::equal(
+        model[0]->as<torch::nn::Linear>()->weight, torch::ones({3, 2})));
+  }
+}
+
 }  // namespace module_test

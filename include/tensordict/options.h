@@ -262,6 +262,78 @@ struct TENSORDICT_API ToModuleOptions {
   /// Copy the values into the module's tensors (which keep their storage);
   /// when false, the module's tensors are made to alias the dict's.
   TENSORDICT_ARG(bool, inplace) = false;
+  /// Return the module's previous tensors (Python's `return_swap`): with
+  /// `inplace`, copies of their values; otherwise the tensors themselves,
+  /// which `to_module` swaps back. When false, `to_module` returns an empty
+  /// dict (Python returns None).
+  TENSORDICT_ARG(bool, return_swap) = true;
+};
+
+/// Options of `TensorDict::from_module` and `TensorDictParams::from_module`:
+/// Python's keyword arguments but `as_module`, whose C++ form is
+/// `TensorDictParams::from_module` (a function returns one type).
+///
+/// Example: `TensorDict::from_module(*model, FromModuleOptions().lock(true))`
+struct TENSORDICT_API FromModuleOptions {
+  /// Read the tensors as the module's state dict holds them (Python's
+  /// `use_state_dict`). libtorch modules have no state-dict hooks and no
+  /// non-persistent buffers, so the one difference is Python's: the leaves
+  /// are detached aliases, not the parameters themselves.
+  TENSORDICT_ARG(bool, use_state_dict) = false;
+  /// Lock the result (`TensorDict.from_module`'s default: unlocked).
+  TENSORDICT_ARG(bool, lock) = false;
+  /// Leave out the submodules that hold no tensor (a ReLU); when false,
+  /// they get an empty dict.
+  TENSORDICT_ARG(bool, filter_empty) = true;
+};
+
+/// Options of `TensorDictParams`: Python's keyword arguments.
+///
+/// Example: `TensorDictParams(td, TensorDictParamsOptions().lock(true))`
+struct TENSORDICT_API TensorDictParamsOptions {
+  /// Register the tensors as they are: a leaf that requires grad as a
+  /// parameter, any other tensor as a buffer. When false, float16/32/64
+  /// tensors become parameters (requiring grad) and the others buffers.
+  TENSORDICT_ARG(bool, no_convert) = false;
+  /// Lock the wrapped dict; writes through `TensorDictParams::set` still
+  /// work.
+  TENSORDICT_ARG(bool, lock) = false;
+};
+
+/// Options of `TensorDict::state_dict`: Python's keyword arguments
+/// `prefix`, `keep_vars` and `flatten`, with Python's defaults. Python's
+/// `destination` (an OrderedDict to fill) is not ported: the result is
+/// always a new StateDict.
+///
+/// Example: `td.state_dict(StateDictOptions().prefix("p.").keep_vars(true))`
+struct TENSORDICT_API StateDictOptions {
+  /// Prepended to every key of the state dict (the top-level keys only in
+  /// the nested form). The root's metadata goes under the prefix without
+  /// its trailing "." ("p" for "p."), as in Python.
+  TENSORDICT_ARG(std::string, prefix);
+  /// Return the dict's tensors as they are; when false, they are detached
+  /// from autograd (aliases still: no copy).
+  TENSORDICT_ARG(bool, keep_vars) = false;
+  /// Join nested keys with "."; when false, nested dicts become nested
+  /// StateDicts.
+  TENSORDICT_ARG(bool, flatten) = true;
+};
+
+/// Options of `TensorDict::load_state_dict`: Python's keyword arguments
+/// `strict`, `assign` and `from_flatten`, with Python's defaults.
+///
+/// Example:
+/// `td.load_state_dict(sd, LoadStateDictOptions().from_flatten(true))`
+struct TENSORDICT_API LoadStateDictOptions {
+  /// Require the key sets to match (empty nested dicts excepted).
+  TENSORDICT_ARG(bool, strict) = true;
+  /// Replace the leaves by the state dict's tensors instead of copying the
+  /// values into them.
+  TENSORDICT_ARG(bool, assign) = false;
+  /// Read the state dict as flat ("."-joined keys) when true, as nested
+  /// when false; nullopt (Python's None) reads it as flat if it carries
+  /// metadata and its keys are not the dict's.
+  TENSORDICT_ARG(std::optional<bool>, from_flatten);
 };
 
 TENSORDICT_END_NAMESPACE

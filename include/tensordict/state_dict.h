@@ -22,6 +22,7 @@
 #include <c10/core/Device.h>
 
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -168,6 +169,18 @@ class TENSORDICT_API StateDict {
   /// carrying metadata.
   StateDict& set_metadata(std::string prefix, StateDictMetadata metadata);
 
+  /// Returns what Python prints for the same state dict (Python 3.11's
+  /// OrderedDict): `OrderedDict([('a', tensor([0., 0.])), ('b.c',
+  /// tensor([1, 2], dtype=torch.int32))])`, tensors as `repr(tensor)`
+  /// prints them with torch's default print options, nested state dicts
+  /// alike, legacy sentinels as `torch.Size([2])` and `device(type='cpu')`.
+  std::string repr() const;
+  /// Returns what Python prints for `sd._metadata`: `OrderedDict([('',
+  /// {'batch_size': torch.Size([3]), 'device': None}), ...])`, with
+  /// `'_type'` and `'_non_tensor'` for non-tensor data and TensorClass
+  /// levels; "None" when the state dict carries no metadata.
+  std::string metadata_repr() const;
+
  private:
   Entry& emplace(std::string key);
 
@@ -175,5 +188,11 @@ class TENSORDICT_API StateDict {
   std::vector<std::pair<std::string, StateDictMetadata>> metadata_;
   bool has_metadata_ = false;
 };
+
+/// Writes `state_dict.repr()` and, if it carries metadata, a second line
+/// `_metadata=` followed by `metadata_repr()`: what Python prints for
+/// `print(sd); print("_metadata=", sd._metadata, sep="")`.
+TENSORDICT_API std::ostream& operator<<(
+    std::ostream& out, const StateDict& state_dict);
 
 TENSORDICT_END_NAMESPACE

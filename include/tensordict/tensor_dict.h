@@ -1084,21 +1084,37 @@ class TENSORDICT_API TensorDict {
   /// and device of every level go in `StateDict::metadata()`. Tensors are
   /// detached aliases (no copy). Throws KeyError if two flat keys collide.
   [[nodiscard]] StateDict state_dict(bool flatten = true) const;
+  /// Returns the state dict with Python's keyword arguments (`prefix`,
+  /// `keep_vars`, `flatten`) as options, the C++ form of
+  /// `td.state_dict(prefix="p.", keep_vars=True)`. Throws as above.
+  [[nodiscard]] StateDict state_dict(const StateDictOptions& options) const;
   /// Loads a state dict in the flat, nested or legacy (`__batch_size`,
   /// `__device`) form, detected as Python does. With `strict`, the key sets
   /// must match (the error lists the missing and unexpected keys); with
   /// `assign`, tensors replace the leaves instead of being copied into them.
   TensorDict& load_state_dict(
       const StateDict& state_dict, bool strict = true, bool assign = false);
+  /// Loads a state dict with Python's keyword arguments as options:
+  /// `from_flatten(true)` reads "."-joined keys as nested ones even without
+  /// metadata (a module's named parameters), `from_flatten(false)` reads
+  /// the state dict as nested. Throws as above.
+  TensorDict& load_state_dict(
+      const StateDict& state_dict, const LoadStateDictOptions& options);
 
   /// Returns a dict of the module's parameters and buffers keyed by their
   /// names, with one nested dict per child module that holds any (`"0"`,
-  /// `"1"` for Sequential children); the leaves alias the module's tensors.
-  [[nodiscard]] static TensorDict from_module(const torch::nn::Module& module);
+  /// `"1"` for Sequential children); the leaves alias the module's tensors
+  /// (detached aliases with `use_state_dict`). A TensorDictParams child
+  /// gives its own dict. Python's `as_module=True` is
+  /// `TensorDictParams::from_module` (tensordict/tensor_dict_params.h).
+  [[nodiscard]] static TensorDict from_module(
+      const torch::nn::Module& module, const FromModuleOptions& options = {});
   /// Writes the dict into `module`'s parameters and buffers, in place or
   /// (by default) making them alias the dict's tensors, and returns the
-  /// module's previous tensors as a dict. Throws if the structure does not
-  /// match the module's, naming the key.
+  /// module's previous tensors as a dict (copies of their values with
+  /// `inplace`), which `to_module` writes back; an empty dict without
+  /// `return_swap`. Throws if the structure does not match the module's,
+  /// naming the key; the module is then untouched.
   TensorDict to_module(
       torch::nn::Module& module, const ToModuleOptions& options = {}) const;
 

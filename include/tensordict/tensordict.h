@@ -17,4 +17,5 @@
 #include "tensordict/state_dict.h"
 #include "tensordict/tensor_class.h"
 #include "tensordict/tensor_dict.h"
+#include "tensordict/tensor_dict_params.h"
 #include "tensordict/value.h"

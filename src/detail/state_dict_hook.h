@@ -6,6 +6,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -90,16 +91,23 @@ class StateDictHook {
 
 /// Returns the state dict of `td`, whose root level has `hook`.
 StateDict make_state_dict(
+    const TensorDict& td,
+    StateDictHookPtr hook,
+    const StateDictOptions& options);
+/// Returns the state dict of `td` with the default options but `flatten`.
+StateDict make_state_dict(
     const TensorDict& td, StateDictHookPtr hook, bool flatten);
 
 /// Loads `state_dict` (flat, nested or legacy) into `td`, whose root level
-/// has `hook` (null for a TensorDict).
+/// has `hook` (null for a TensorDict), reading it as flat or nested as
+/// `from_flatten` says; nullopt detects it as Python does.
 void load_state_dict_into(
     TensorDict& td,
     const StateDict& state_dict,
     bool strict,
     bool assign,
-    const StateDictHook* hook);
+    const StateDictHook* hook,
+    std::optional<bool> from_flatten = std::nullopt);
 
 /// Returns Python's repr of a set of str, sorted: {'a', 'b'}, or set().
 std::string key_set_repr(const std::set<std::string>& keys);
