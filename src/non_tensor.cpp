@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include <functional>
+#include <type_traits>
 
 #include "detail/format.h"
 #include "detail/walk.h"
@@ -337,6 +338,29 @@ void check_empty_state_dict(const StateDict& state_dict, const char* what) {
       " entries");
 }
 
+// Loads a directory whose root must be a `T` (NonTensorData or
+// NonTensorStack).
+template <typename T>
+T load_root(const std::string& prefix, const LoadMemmapOptions& options) {
+  constexpr bool kData = std::is_same_v<T, NonTensorData>;
+  const Value value = detail::load_non_tensor_root(prefix, options);
+  TORCH_CHECK(
+      kData ? value.is_non_tensor_data() : value.is_non_tensor_stack(),
+      prefix,
+      " holds a ",
+      value.type_name(),
+      ", not a ",
+      kData ? "NonTensorData" : "NonTensorStack",
+      ": load it with ",
+      value.type_name(),
+      "::load_memmap");
+  if constexpr (kData) {
+    return value.non_tensor_data();
+  } else {
+    return value.non_tensor_stack();
+  }
+}
+
 }  // namespace
 
 DimNames NonTensorData::names() const {
@@ -407,16 +431,7 @@ NonTensorData NonTensorData::dumps(const MemmapOptions& options) const {
 
 NonTensorData NonTensorData::load_memmap(
     const std::string& prefix, const LoadMemmapOptions& options) {
-  const Value value = detail::load_non_tensor_root(prefix, options);
-  TORCH_CHECK(
-      value.is_non_tensor_data(),
-      prefix,
-      " holds a ",
-      value.type_name(),
-      ", not a NonTensorData: load it with ",
-      value.type_name(),
-      "::load_memmap");
-  return value.non_tensor_data();
+  return load_root<NonTensorData>(prefix, options);
 }
 
 NonTensorData NonTensorData::load(
@@ -502,16 +517,7 @@ NonTensorStack NonTensorStack::dumps(const MemmapOptions& options) const {
 
 NonTensorStack NonTensorStack::load_memmap(
     const std::string& prefix, const LoadMemmapOptions& options) {
-  const Value value = detail::load_non_tensor_root(prefix, options);
-  TORCH_CHECK(
-      value.is_non_tensor_stack(),
-      prefix,
-      " holds a ",
-      value.type_name(),
-      ", not a NonTensorStack: load it with ",
-      value.type_name(),
-      "::load_memmap");
-  return value.non_tensor_stack();
+  return load_root<NonTensorStack>(prefix, options);
 }
 
 NonTensorStack NonTensorStack::load(

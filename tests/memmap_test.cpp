@@ -992,4 +992,29 @@ TEST(MemmapTest, AliasesAndReturnEarlyForms) {
   EXPECT_TRUE(torch::equal(loaded.get("a"), td.get("a")));
 }
 
+TEST(MemmapTest, PrintDirectoryTreeFollowsPython) {
+  TempDir dir;
+  const std::string root = dir / "pdt";
+  (void)TensorDict({{"a", torch::zeros({3})}, {"b", {{"c", torch::ones({3, 2})}}}}, {3})
+      .memmap(root);
+  uintmax_t total = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+    if (entry.is_regular_file()) {
+      total += entry.file_size();
+    }
+  }
+  char size[64];
+  std::snprintf(size, sizeof(size), "%.2f B", static_cast<double>(total));
+  // Python: print_directory_tree(root) logs these lines (its entries in the
+  // file system's order; ours sorted).
+  EXPECT_EQ(
+      print_directory_tree(root),
+      std::string("Directory size: ") + size +
+          "\npdt/\n    a.memmap\n    b/\n        c.memmap\n        meta.json"
+          "\n    meta.json");
+  EXPECT_EQ(
+      print_directory_tree(root + "/a.memmap", "> ", /*display_metadata=*/false),
+      "> a.memmap");
+}
+
 }  // namespace memmap_test

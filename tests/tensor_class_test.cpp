@@ -943,6 +943,11 @@ TEST(TensorClassTest, MemmapAsyncReturnsAFutureOfTheStruct) {
       read_text(dir + "/meta.json"),
       "{\"_type\":\"<class 'tests.Registered'>\"}");
   EXPECT_TRUE(torch::equal(Registered::load(dir).pos(), torch::ones({2, 3})));
+  Registered like = p.memmap_like_async(MemmapOptions(tmp / "like")).get();
+  EXPECT_EQ(like.pos().sum().item<float>(), 0.0F);
+  EXPECT_EQ(like.label(), "hi");
+  Registered copy = p.save_async(MemmapOptions(tmp / "saved")).get();
+  EXPECT_TRUE(torch::equal(copy.pos(), p.pos()));
 }
 
 TEST(TensorClassTest, LazyStackHasTheSaveAliases) {

@@ -169,6 +169,17 @@ using LoadedTree = std::variant<TensorDict, LazyStackedTensorDict>;
 [[nodiscard]] TENSORDICT_API LoadedTree load_memmap_any(
     const std::string& prefix, const LoadMemmapOptions& options = {});
 
+/// Returns the tree of files and directories under `path` as Python's
+/// `tensordict.utils.print_directory_tree` does: with `display_metadata`, a
+/// first line "Directory size: 508.00 B"; then the directory's name and a
+/// "/", its entries four spaces further in, recursively. Entries are sorted
+/// by name (Python lists them in the file system's order). Python also logs
+/// each line; print the result instead.
+[[nodiscard]] TENSORDICT_API std::string print_directory_tree(
+    const std::string& path,
+    const std::string& indent = "",
+    bool display_metadata = true);
+
 /// Checks every file of a memmap tree against its meta.json without
 /// stopping at the first problem: returns one line per problem (the nested
 /// key, the path and what is wrong), empty when the tree loads.

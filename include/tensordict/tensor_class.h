@@ -751,9 +751,7 @@ class TensorClass : public std::conditional_t<
   }
   /// Runs `memmap` on a background thread, as Python's
   /// `memmap(..., return_early=True)` (see `TensorDict::memmap_async`); the
-  /// instance must not change until the future is ready. TensorDict has no
-  /// early-returning `memmap_`, `memmap_like` or `save`, so neither has
-  /// TensorClass.
+  /// instance must not change until the future is ready.
   [[nodiscard]] std::future<Derived> memmap_async(
       const MemmapOptions& options = {}) const {
     return std::async(
@@ -763,6 +761,22 @@ class TensorClass : public std::conditional_t<
                  .memmap_async(options)]() mutable {
           return wrap(saving.get());
         });
+  }
+  /// `memmap_like(..., return_early=True)`, as `memmap_async`.
+  [[nodiscard]] std::future<Derived> memmap_like_async(
+      const MemmapOptions& options = {}) const {
+    return std::async(
+        std::launch::deferred,
+        [saving =
+             detail::tc_marked_copy(this->td_, Derived::tensor_class_info())
+                 .memmap_like_async(options)]() mutable {
+          return wrap(saving.get());
+        });
+  }
+  /// `save(..., return_early=True)`: the same as `memmap_async`.
+  [[nodiscard]] std::future<Derived> save_async(
+      const MemmapOptions& options) const {
+    return memmap_async(options);
   }
   /// Writes the layout of `memmap` (the class's too) with zero-filled leaf
   /// files and returns an instance backed by them, as Python's

@@ -302,6 +302,16 @@ void check_same_kind(
   }
 }
 
+TensorDict carried_dict(
+    const TensorDictImpl& src, const BatchChange& change, size_t root_dims) {
+  BatchChange carried =
+      carry_change(change, src.batch_size, src.names, root_dims);
+  TensorDict out = make_tensordict(
+      std::move(carried.batch_size), src.device, std::move(carried.names));
+  out.unsafeGetImpl()->python_class = src.python_class;
+  return out;
+}
+
 BatchChange carry_change(
     const BatchChange& change,
     c10::IntArrayRef old_batch,

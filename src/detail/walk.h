@@ -565,6 +565,11 @@ BatchChange carry_change(
     c10::IntArrayRef old_batch,
     const DimNames& old_names,
     size_t root_dims);
+/// Returns the empty dict that nested dict `src` becomes under `change`
+/// (carried from a root of `root_dims` dims), with its device and Python
+/// class.
+TensorDict carried_dict(
+    const TensorDictImpl& src, const BatchChange& change, size_t root_dims);
 
 /// A lazy stack cut at every position of its first `root_dims` batch dims
 /// (which include the stack dim): what a batch-dim op of the parent moves
@@ -626,10 +631,7 @@ Value transform_lazy_stack(
     std::vector<TensorDict> elements;
     for (const TensorDict& element : stack.tensordicts()) {
       const TensorDictImpl& src = *element.unsafeGetImpl();
-      BatchChange change =
-          carry_change(root_change, src.batch_size, src.names, root_dims);
-      elements.push_back(make_tensordict(
-          std::move(change.batch_size), src.device, std::move(change.names)));
+      elements.push_back(carried_dict(src, root_change, root_dims));
       transform_into(
           *elements.back().unsafeGetImpl(),
           src,
@@ -668,13 +670,7 @@ void transform_into(
         break;
       case Value::Kind::kTensorDict: {
         const TensorDictImpl& child = *v.tensordict().unsafeGetImpl();
-        BatchChange change =
-            carry_change(root_change, child.batch_size, child.names, root_dims);
-        TensorDict out = make_tensordict(
-            std::move(change.batch_size),
-            child.device,
-            std::move(change.names));
-        out.unsafeGetImpl()->python_class = child.python_class;
+        TensorDict out = carried_dict(child, root_change, root_dims);
         transform_into(
             *out.unsafeGetImpl(),
             child,
@@ -782,10 +778,7 @@ std::vector<Value> split_lazy_stack(
       const TensorDictImpl& src = *element.unsafeGetImpl();
       std::vector<TensorDictImpl*> dsts;
       for (size_t i = 0; i < n; ++i) {
-        BatchChange change =
-            carry_change(changes[i], src.batch_size, src.names, root_dims);
-        pieces[i].push_back(make_tensordict(
-            std::move(change.batch_size), src.device, std::move(change.names)));
+        pieces[i].push_back(carried_dict(src, changes[i], root_dims));
         dsts.push_back(pieces[i].back().unsafeGetImpl());
       }
       transform_split_into(dsts, src, fn, changes, root_dims);
@@ -831,13 +824,7 @@ void transform_split_into(
         const TensorDictImpl& child = *v.tensordict().unsafeGetImpl();
         std::vector<TensorDictImpl*> child_dsts;
         for (size_t i = 0; i < n; ++i) {
-          BatchChange change = carry_change(
-              changes[i], child.batch_size, child.names, root_dims);
-          TensorDict out = make_tensordict(
-              std::move(change.batch_size),
-              child.device,
-              std::move(change.names));
-          out.unsafeGetImpl()->python_class = child.python_class;
+          TensorDict out = carried_dict(child, changes[i], root_dims);
           child_dsts.push_back(out.unsafeGetImpl());
           dsts[i]->append(node->key, Value(std::move(out)));
         }
