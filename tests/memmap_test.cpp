@@ -995,10 +995,12 @@ TEST(MemmapTest, AliasesAndReturnEarlyForms) {
 TEST(MemmapTest, PrintDirectoryTreeFollowsPython) {
   TempDir dir;
   const std::string root = dir / "pdt";
-  (void)TensorDict({{"a", torch::zeros({3})}, {"b", {{"c", torch::ones({3, 2})}}}}, {3})
+  (void)TensorDict(
+      {{"a", torch::zeros({3})}, {"b", {{"c", torch::ones({3, 2})}}}}, {3})
       .memmap(root);
   uintmax_t total = 0;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(root)) {
     if (entry.is_regular_file()) {
       total += entry.file_size();
     }
@@ -1013,7 +1015,8 @@ TEST(MemmapTest, PrintDirectoryTreeFollowsPython) {
           "\npdt/\n    a.memmap\n    b/\n        c.memmap\n        meta.json"
           "\n    meta.json");
   EXPECT_EQ(
-      print_directory_tree(root + "/a.memmap", "> ", /*display_metadata=*/false),
+      print_directory_tree(
+          root + "/a.memmap", "> ", /*display_metadata=*/false),
       "> a.memmap");
 }
 

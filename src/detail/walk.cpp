@@ -182,13 +182,15 @@ Value assemble_atoms(
   try {
     return Value(stack_atoms(atoms, picked));
   } catch (const c10::Error& e) {
-    TORCH_CHECK(
-        false,
-        "the lazy stack at '",
-        key,
-        "' has elements of different shapes, and the result mixes them "
-        "along every dim, so it is neither a lazy stack nor a dense dict: ",
-        e.what_without_backtrace());
+    C10_THROW_ERROR(
+        Error,
+        c10::str(
+            "the lazy stack at '",
+            key,
+            "' has elements of different shapes, and the result mixes them "
+            "along every dim, so it is neither a lazy stack nor a dense "
+            "dict: ",
+            e.msg()));
   }
 }
 

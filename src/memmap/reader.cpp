@@ -607,13 +607,14 @@ TensorDict TensorDict::load_memmap(
     dense.unsafeGetImpl()->python_class = stack.python_class();
     return dense;
   } catch (const c10::Error& e) {
-    TORCH_CHECK(
-        false,
-        prefix,
-        " holds a lazy stack whose elements differ in shape or keys; load "
-        "it with load_memmap_any. (",
-        e.msg(),
-        ")");
+    C10_THROW_ERROR(
+        Error,
+        c10::str(
+            prefix,
+            " holds a lazy stack whose elements differ in shape or keys; load "
+            "it with load_memmap_any. (",
+            e.msg(),
+            ")"));
   }
 }
 
