@@ -108,12 +108,14 @@ NonTensorData::NonTensorData(
 NonTensorData::NonTensorData(NonTensorData&& other) noexcept
     : data_(other.data_),
       batch_size_(std::move(other.batch_size_)),
-      device_(other.device_) {}
+      device_(other.device_),
+      saved_path_(other.saved_path_) {}
 
 NonTensorData& NonTensorData::operator=(NonTensorData&& other) noexcept {
   data_ = other.data_;
   batch_size_ = std::move(other.batch_size_);
   device_ = other.device_;
+  saved_path_ = other.saved_path_;
   return *this;
 }
 
@@ -174,12 +176,14 @@ NonTensorStack::NonTensorStack(
 NonTensorStack::NonTensorStack(NonTensorStack&& other) noexcept
     : values_(other.values_),
       batch_size_(std::move(other.batch_size_)),
-      device_(other.device_) {}
+      device_(other.device_),
+      saved_path_(other.saved_path_) {}
 
 NonTensorStack& NonTensorStack::operator=(NonTensorStack&& other) noexcept {
   values_ = other.values_;
   batch_size_ = std::move(other.batch_size_);
   device_ = other.device_;
+  saved_path_ = other.saved_path_;
   return *this;
 }
 
@@ -340,6 +344,16 @@ void check_empty_state_dict(const StateDict& state_dict, const char* what) {
 
 // Loads a directory whose root must be a `T` (NonTensorData or
 // NonTensorStack).
+// The directory `load_memmap(prefix, options)` reads.
+std::string loaded_directory(
+    const std::string& prefix, const LoadMemmapOptions& options) {
+  std::string dir = prefix;
+  for (const std::string& part : options.subpath()) {
+    dir += "/" + part;
+  }
+  return dir;
+}
+
 template <typename T>
 T load_root(const std::string& prefix, const LoadMemmapOptions& options) {
   constexpr bool kData = std::is_same_v<T, NonTensorData>;
@@ -398,6 +412,29 @@ Json NonTensorData::get(std::string_view key) const {
   return *data_;
 }
 
+NonTensorData& NonTensorData::set(std::string_view key, Json value) {
+  TENSORDICT_CHECK_KEY(
+      key == "data",
+      "NonTensorData has one entry, 'data'; there is no key ",
+      detail::python_repr(std::string(key)));
+  data_ = std::make_shared<const Json>(std::move(value));
+  return *this;
+}
+
+NonTensorData NonTensorData::from_tensordict(
+    const TensorDict& td, const Json& non_tensordict) {
+  TORCH_CHECK_VALUE(
+      td.is_empty(),
+      "NonTensorData.from_tensordict: NonTensorData has no tensor fields, "
+      "but the tensordict holds entries");
+  const auto data = non_tensordict.find("data");
+  TENSORDICT_CHECK_KEY(
+      non_tensordict.is_object() && data != non_tensordict.end(),
+      "NonTensorData.from_tensordict: non_tensordict needs the field "
+      "'data'");
+  return NonTensorData(*data, td.batch_size(), td.device());
+}
+
 StateDict NonTensorData::state_dict() const {
   return {};
 }
@@ -408,12 +445,15 @@ NonTensorData& NonTensorData::load_state_dict(const StateDict& state_dict) {
 }
 
 NonTensorData NonTensorData::memmap(const MemmapOptions& options) const {
-  detail::save_non_tensor_root(Value(*this), options);
-  return *this;
+  NonTensorData out = *this;
+  return out.memmap_(options);
 }
 
 NonTensorData& NonTensorData::memmap_(const MemmapOptions& options) {
   detail::save_non_tensor_root(Value(*this), options);
+  if (!options.prefix().empty()) {
+    saved_path_ = std::make_shared<const std::string>(options.prefix());
+  }
   return *this;
 }
 
@@ -431,7 +471,10 @@ NonTensorData NonTensorData::dumps(const MemmapOptions& options) const {
 
 NonTensorData NonTensorData::load_memmap(
     const std::string& prefix, const LoadMemmapOptions& options) {
-  return load_root<NonTensorData>(prefix, options);
+  NonTensorData out = load_root<NonTensorData>(prefix, options);
+  out.saved_path_ =
+      std::make_shared<const std::string>(loaded_directory(prefix, options));
+  return out;
 }
 
 NonTensorData NonTensorData::load(
@@ -448,6 +491,16 @@ NonTensorData& NonTensorData::load_memmap_(
 NonTensorData& NonTensorData::load_(
     const std::string& prefix, const LoadMemmapOptions& options) {
   return load_memmap_(prefix, options);
+}
+
+NonTensorData& NonTensorData::memmap_refresh_() {
+  TORCH_CHECK(
+      saved_path_ != nullptr,
+      "Cannot refresh a NonTensorData that is not memory mapped or has no "
+      "path associated.");
+  // The directory stores no batch dims (nor does Python's): keep ours.
+  data_ = load_memmap(*saved_path_).data_;
+  return *this;
 }
 
 DimNames NonTensorStack::names() const {
@@ -494,12 +547,15 @@ NonTensorStack& NonTensorStack::load_state_dict(const StateDict& state_dict) {
 }
 
 NonTensorStack NonTensorStack::memmap(const MemmapOptions& options) const {
-  detail::save_non_tensor_root(Value(*this), options);
-  return *this;
+  NonTensorStack out = *this;
+  return out.memmap_(options);
 }
 
 NonTensorStack& NonTensorStack::memmap_(const MemmapOptions& options) {
   detail::save_non_tensor_root(Value(*this), options);
+  if (!options.prefix().empty()) {
+    saved_path_ = std::make_shared<const std::string>(options.prefix());
+  }
   return *this;
 }
 
@@ -517,7 +573,10 @@ NonTensorStack NonTensorStack::dumps(const MemmapOptions& options) const {
 
 NonTensorStack NonTensorStack::load_memmap(
     const std::string& prefix, const LoadMemmapOptions& options) {
-  return load_root<NonTensorStack>(prefix, options);
+  NonTensorStack out = load_root<NonTensorStack>(prefix, options);
+  out.saved_path_ =
+      std::make_shared<const std::string>(loaded_directory(prefix, options));
+  return out;
 }
 
 NonTensorStack NonTensorStack::load(
@@ -534,6 +593,15 @@ NonTensorStack& NonTensorStack::load_memmap_(
 NonTensorStack& NonTensorStack::load_(
     const std::string& prefix, const LoadMemmapOptions& options) {
   return load_memmap_(prefix, options);
+}
+
+NonTensorStack& NonTensorStack::memmap_refresh_() {
+  TORCH_CHECK(
+      saved_path_ != nullptr,
+      "Cannot refresh a NonTensorStack that is not memory mapped or has no "
+      "path associated.");
+  *this = load_memmap(*saved_path_);
+  return *this;
 }
 
 TENSORDICT_END_NAMESPACE

@@ -2,6 +2,7 @@
 #include <tensordict/memmap.h>
 #include <tensordict/non_tensor.h>
 #include <tensordict/state_dict.h>
+#include <tensordict/tensor_dict.h>
 
 #include "support.h"
 
@@ -289,6 +290,36 @@ TEST(NonTensorMethodsTest, RootDirectoriesRoundTripInPythonsLayout) {
       tensordict::TensorDict::load_memmap(dir / "data"),
       c10::Error,
       "or load it with NonTensorData::load_memmap");
+}
+
+TEST(NonTensorMethodsTest, SetFromTensordictAndRefreshFollowPython) {
+  NonTensorData data("x", {2});
+  data.set("data", Json("y"));
+  EXPECT_EQ(data.data(), Json("y"));
+  EXPECT_THROWS_WITH(
+      data.set("other", Json(1)), c10::Error, "there is no key 'other'");
+  const NonTensorData made = NonTensorData::from_tensordict(
+      tensordict::TensorDict({}, {3}), Json::parse(R"({"data": "z"})"));
+  EXPECT_EQ(made.data(), Json("z"));
+  EXPECT_EQ(made.batch_size(), c10::IntArrayRef({3}));
+  EXPECT_THROWS_WITH(
+      NonTensorData::from_tensordict(
+          tensordict::TensorDict({}, {3}), Json::object()),
+      c10::Error,
+      "needs the field 'data'");
+  // Python: "Cannot refresh a TensorDict that is not memory mapped ...".
+  EXPECT_THROWS_WITH(
+      data.memmap_refresh_(), c10::Error, "is not memory mapped");
+  TempDir dir;
+  data.memmap_(dir / "d");
+  NonTensorData("changed").memmap(dir / "d");  // another writer
+  data.memmap_refresh_();
+  EXPECT_EQ(data.data(), Json("changed"));
+  EXPECT_EQ(data.batch_size(), c10::IntArrayRef({2}));  // kept
+  NonTensorStack stack = NonTensorStack({"a", "b"}).memmap(dir / "s");
+  (void)NonTensorStack({"c", "d", "e"}).save(dir / "s");
+  stack.memmap_refresh_();
+  EXPECT_EQ(stack.tolist(), Json::parse(R"(["c","d","e"])"));
 }
 
 }  // namespace non_tensor_test

@@ -129,6 +129,15 @@ class TENSORDICT_API NonTensorData {
   /// Returns the value for key "data", as Python's `get("data")`; throws
   /// KeyError for any other key.
   Json get(std::string_view key) const;
+  /// Replaces the value for key "data", as Python's `set("data", value)`;
+  /// throws KeyError for any other key (NonTensorData has no other field).
+  NonTensorData& set(std::string_view key, Json value);
+  /// Makes a NonTensorData of `td`'s batch size and device holding
+  /// `non_tensordict["data"]`, as Python's tensorclass
+  /// `from_tensordict(td, non_tensordict={"data": ...})`; throws KeyError
+  /// without "data" and ValueError if `td` holds any entry.
+  static NonTensorData from_tensordict(
+      const TensorDict& td, const Json& non_tensordict);
   /// Returns an empty state dict: non-tensor data has no tensors (Python's
   /// `state_dict()` is an empty OrderedDict).
   StateDict state_dict() const;
@@ -163,6 +172,10 @@ class TENSORDICT_API NonTensorData {
   /// Same as `load_memmap_` (Python's `load_`).
   NonTensorData& load_(
       const std::string& prefix, const LoadMemmapOptions& options = {});
+  /// Re-reads the value from the directory it was saved to or loaded from
+  /// (by `memmap`, `memmap_` or `load_memmap`); throws, as Python, when
+  /// there is none.
+  NonTensorData& memmap_refresh_();
 
   /// Compares data, batch size and device.
   bool operator==(const NonTensorData& other) const;
@@ -176,6 +189,8 @@ class TENSORDICT_API NonTensorData {
   std::shared_ptr<const Json> data_;
   std::vector<int64_t> batch_size_;
   std::optional<c10::Device> device_;
+  // The directory of the last memmap or load; null when none.
+  std::shared_ptr<const std::string> saved_path_;
 };
 
 /// One JSON-like value per batch element: Python's `NonTensorStack`.
@@ -292,6 +307,9 @@ class TENSORDICT_API NonTensorStack {
   /// Same as `load_memmap_` (Python's `load_`).
   NonTensorStack& load_(
       const std::string& prefix, const LoadMemmapOptions& options = {});
+  /// Re-reads the stack from the directory it was saved to or loaded from;
+  /// throws, as Python, when there is none.
+  NonTensorStack& memmap_refresh_();
 
   /// Compares values, batch size and device.
   bool operator==(const NonTensorStack& other) const;
@@ -305,6 +323,8 @@ class TENSORDICT_API NonTensorStack {
   std::shared_ptr<const std::vector<Json>> values_;
   std::vector<int64_t> batch_size_;
   std::optional<c10::Device> device_;
+  // The directory of the last memmap or load; null when none.
+  std::shared_ptr<const std::string> saved_path_;
 };
 
 /// Formats a JSON value as Python's `str()` of the same object would
