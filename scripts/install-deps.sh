@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Installs what building and testing TensorDict needs, and nothing twice.
-#  - Debian packages: gtest, Google Benchmark, nlohmann-json, ccache, clang-format.
+#  - Debian packages: gtest, Google Benchmark, nlohmann-json, ccache, clang-format,
+#    gloo's headers.
 #  - Python: torch==2.13.0 (the CPU wheel; always pinned, or pip pulls GBs of CUDA
 #    packages) together with tensordict, so pip never re-resolves torch.
 set -euo pipefail
 
 TORCH_VERSION=2.13.0
 # ccache speeds up rebuilds; clang-format checks the layout (make format-check).
-APT_PACKAGES=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev ccache clang-format)
+# libgloo-dev: only the headers that c10d's ProcessGroupGloo.hpp includes (the
+# torch wheel ships the symbols but not gloo's headers); never linked.
+APT_PACKAGES=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev ccache clang-format
+              libgloo-dev)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

@@ -1,8 +1,8 @@
 #pragma once
 
-// Private to src/consolidate/: the byte layout that the writer, the reader
-// and device moves share. See NOTE [Consolidated layout] in
-// tensordict/consolidate.h.
+// Private to src/: the byte layout that the consolidate writer, reader and
+// device moves share, and the parts that src/distributed/ sends. See NOTE
+// [Consolidated layout] in tensordict/consolidate.h.
 
 #include <ATen/core/Tensor.h>
 
@@ -35,6 +35,27 @@ at::Tensor leaf_view(
     int64_t start,
     c10::ScalarType dtype,
     c10::IntArrayRef shape);
+
+/// A dict's leaves in one uint8 storage and the metadata that describes it,
+/// without the file's trailer: what travels between ranks.
+struct ConsolidatedParts {
+  at::Tensor storage;  // CPU unless the dict's leaves are elsewhere
+  Json metadata;
+};
+
+/// Packs `td`'s leaves into a new storage, or returns the storage a
+/// consolidated `td` already views when its leaves sit where the metadata
+/// puts them (no copy).
+ConsolidatedParts consolidated_parts(const TensorDict& td);
+
+/// Rebuilds a dict of views of `storage` (a 1-dim uint8 CPU tensor) from
+/// `metadata`, checked as `from_consolidated` checks a file; `source` names
+/// the data in messages.
+TensorDict read_consolidated_parts(
+    const at::Tensor& storage,
+    const Json& metadata,
+    const std::string& source,
+    const LoadConsolidatedOptions& options);
 
 }  // namespace detail
 TENSORDICT_END_NAMESPACE

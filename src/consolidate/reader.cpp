@@ -490,6 +490,26 @@ TensorDict read_consolidated(
       meta, MetadataReader(source, KeyPath()), /*parent_batch=*/{}, 0);
 }
 
+}  // namespace
+
+TensorDict read_consolidated_parts(
+    const at::Tensor& storage,
+    const Json& metadata,
+    const std::string& source,
+    const LoadConsolidatedOptions& options) {
+  TORCH_CHECK_VALUE(
+      metadata.is_object(),
+      "invalid consolidated metadata from ",
+      source,
+      ": expected an object, got ",
+      metadata.type_name());
+  const Reader reader(storage, options.max_depth());
+  return reader.read_dict(
+      metadata, MetadataReader(source, KeyPath()), /*parent_batch=*/{}, 0);
+}
+
+namespace {
+
 int64_t file_size(const std::string& filename) {
   struct stat st {};
   TORCH_CHECK(

@@ -435,6 +435,36 @@ at::Tensor TensorDict::consolidated_storage() const {
   return is_consolidated() ? impl_->consolidated.storage : at::Tensor();
 }
 
+namespace detail {
+
+ConsolidatedParts consolidated_parts(const TensorDict& td) {
+  const TensorDictImpl& impl = *td.unsafeGetImpl();
+  MetadataBuilder built(impl);
+  const at::Tensor& current = impl.consolidated.storage;
+  bool in_place = td.is_consolidated() && current.numel() == built.total;
+  for (const LeafCopy& leaf : built.leaves) {
+    if (!in_place) {
+      break;
+    }
+    in_place = leaf.source.is_contiguous() &&
+               leaf.source.storage_offset() * leaf.source.element_size() -
+                       current.storage_offset() ==
+                   leaf.start;
+  }
+  if (in_place) {
+    return {current, built.metadata()};
+  }
+  at::Tensor storage = at::empty(
+      {built.total},
+      at::TensorOptions()
+          .dtype(c10::kByte)
+          .device(impl.device.value_or(c10::Device(c10::kCPU))));
+  copy_leaves(built.leaves, storage, 0, built.total);
+  return {storage, built.metadata()};
+}
+
+}  // namespace detail
+
 at::Tensor consolidated_bytes(const TensorDict& td) {
   const TensorDict cons = td.is_consolidated() ? td : td.consolidate();
   const detail::TensorDictImpl& impl = *cons.unsafeGetImpl();

@@ -1,0 +1,543 @@
+// send/recv/isend/irecv: NOTE [The wire] in tensordict/distributed.h.
+
+#include <ATen/ops/empty.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "detail/format.h"
+#include "detail/tensor_dict_impl.h"
+#include "detail/walk.h"
+#include "distributed/wire.h"
+#include "io/format.h"
+#include "tensordict/lazy_stack.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace dist {
+namespace detail {
+namespace {
+
+using ::tensordict::detail::KeyPath;
+using ::tensordict::detail::TensorDictImpl;
+
+// The tag of the key/shape/dtype list of `checked` transfers: far from the
+// tags leaves use (init_tag upwards, or the pseudo-random chain in [0,
+// 10000)).
+constexpr int kCheckTag = INT_MAX - 1;
+// A key list longer than this is refused before it is allocated.
+constexpr int64_t kMaxCheckBytes = int64_t{1} << 30;
+
+void collect(
+    const TensorDict& td,
+    bool sorted,
+    KeyPath& path,
+    std::vector<WireLeaf>& out);
+
+void collect_value(
+    const Value& value,
+    bool sorted,
+    KeyPath& path,
+    std::vector<WireLeaf>& out) {
+  if (value.is_tensor()) {
+    out.push_back({value.tensor(), ::tensordict::detail::describe(path)});
+  } else if (value.is_tensordict()) {
+    collect(value.tensordict(), sorted, path, out);
+  } else if (value.is_lazy_stack()) {
+    for (const TensorDict& element : value.lazy_stack().tensordicts()) {
+      collect(element, sorted, path, out);
+    }
+  }
+  // Non-tensor values do not cross the per-leaf wire (as in Python).
+}
+
+void collect(
+    const TensorDict& td,
+    bool sorted,
+    KeyPath& path,
+    std::vector<WireLeaf>& out) {
+  const TensorDictImpl& impl = *td.unsafeGetImpl();
+  std::vector<const ::tensordict::detail::Node*> nodes;
+  for (const auto* node : impl.nodes()) {
+    nodes.push_back(node);
+  }
+  // Python's sorted_keys: code point order, which is UTF-8 byte order.
+  if (sorted) {
+    std::sort(nodes.begin(), nodes.end(), [](const auto* a, const auto* b) {
+      return a->key < b->key;
+    });
+  }
+  for (const auto* node : nodes) {
+    path.push(node->key);
+    collect_value(node->value, sorted, path, out);
+    path.pop();
+  }
+}
+
+int64_t next_tag(int64_t tag, bool pseudo_rand) {
+  return pseudo_rand ? int_generator(tag + 1) : tag + 1;
+}
+
+void check_tag(int64_t tag, const char* what) {
+  TORCH_CHECK_VALUE(
+      tag >= INT_MIN && tag < kCheckTag,
+      what,
+      ": tag ",
+      tag,
+      " is out of range (c10d tags are 32-bit; ",
+      kCheckTag,
+      " and above are reserved)");
+}
+
+Json schema_of(const std::vector<WireLeaf>& leaves, int64_t storage_bytes) {
+  Json list = Json::array();
+  for (const WireLeaf& leaf : leaves) {
+    list.push_back(
+        {leaf.key,
+         ::tensordict::detail::dtype_name(leaf.tensor.scalar_type()),
+         leaf.tensor.sizes().vec()});
+  }
+  return Json{{"leaves", std::move(list)}, {"storage_bytes", storage_bytes}};
+}
+
+std::string describe_leaf(const Json& leaf) {
+  return leaf.at(1).get<std::string>() + " " + leaf.at(2).dump();
+}
+
+// Returns "" if the receiver's and the sender's lists agree, else why not.
+std::string compare_schemas(const Json& mine, const Json& theirs) {
+  const Json& a = mine.at("leaves");
+  const Json& b = theirs.at("leaves");
+  std::map<std::string, const Json*> here;
+  std::map<std::string, const Json*> there;
+  for (const Json& leaf : a) {
+    here[leaf.at(0).get<std::string>()] = &leaf;
+  }
+  for (const Json& leaf : b) {
+    there[leaf.at(0).get<std::string>()] = &leaf;
+  }
+  for (const Json& leaf : b) {
+    const std::string key = leaf.at(0).get<std::string>();
+    const auto found = here.find(key);
+    if (found == here.end()) {
+      return key + " (" + describe_leaf(leaf) +
+             ") is on the sender but missing here";
+    }
+    const Json& own = *found->second;
+    if (own.at(1) != leaf.at(1) || own.at(2) != leaf.at(2)) {
+      return key + " is " + describe_leaf(own) + " here but " +
+             describe_leaf(leaf) + " on the sender";
+    }
+  }
+  for (const Json& leaf : a) {
+    const std::string key = leaf.at(0).get<std::string>();
+    if (there.find(key) == there.end()) {
+      return key + " (" + describe_leaf(leaf) +
+             ") is here but missing on the sender";
+    }
+  }
+  if (mine.at("storage_bytes") != theirs.at("storage_bytes")) {
+    return "the consolidated storage has " + mine.at("storage_bytes").dump() +
+           " bytes here but " + theirs.at("storage_bytes").dump() +
+           " on the sender (consolidate both with the same layout)";
+  }
+  return "";
+}
+
+at::Tensor int64_scalar(int64_t value) {
+  at::Tensor t = at::empty({1}, at::TensorOptions().dtype(at::kLong));
+  t.data_ptr<int64_t>()[0] = value;
+  return t;
+}
+
+at::Tensor bytes_tensor(const std::string& text) {
+  at::Tensor t = at::empty(
+      {static_cast<int64_t>(text.size())},
+      at::TensorOptions().dtype(at::kByte));
+  if (!text.empty()) {
+    std::memcpy(t.data_ptr(), text.data(), text.size());
+  }
+  return t;
+}
+
+void send_one(const ProcessGroupPtr& group, at::Tensor t, int dst, int tag) {
+  std::vector<at::Tensor> tensors{std::move(t)};
+  group->send(tensors, dst, tag)->wait();
+}
+
+void recv_one(const ProcessGroupPtr& group, at::Tensor t, int src, int tag) {
+  std::vector<at::Tensor> tensors{std::move(t)};
+  group->recv(tensors, src, tag)->wait();
+}
+
+// A length-prefixed text message with tag kCheckTag.
+void send_text(const ProcessGroupPtr& group, const std::string& text, int dst) {
+  send_one(
+      group, int64_scalar(static_cast<int64_t>(text.size())), dst, kCheckTag);
+  if (!text.empty()) {
+    send_one(group, bytes_tensor(text), dst, kCheckTag);
+  }
+}
+
+std::string recv_text(const ProcessGroupPtr& group, int src, const char* what) {
+  at::Tensor size = at::empty({1}, at::TensorOptions().dtype(at::kLong));
+  recv_one(group, size, src, kCheckTag);
+  const int64_t n = size.data_ptr<int64_t>()[0];
+  TORCH_CHECK_VALUE(
+      n >= 0 && n <= kMaxCheckBytes,
+      what,
+      ": rank ",
+      src,
+      " announced a key list of ",
+      n,
+      " bytes; expected 0 to ",
+      kMaxCheckBytes,
+      " (is the peer a checked C++ sender?)");
+  if (n == 0) {
+    return "";
+  }
+  at::Tensor bytes = at::empty({n}, at::TensorOptions().dtype(at::kByte));
+  recv_one(group, bytes, src, kCheckTag);
+  return std::string(static_cast<const char*>(bytes.const_data_ptr()), n);
+}
+
+// The sender's half of a checked transfer: its list, then the verdict.
+void offer_schema(const ProcessGroupPtr& group, const Json& schema, int dst) {
+  std::string verdict;
+  try {
+    send_text(
+        group, ::tensordict::detail::dump_json(schema, false, false), dst);
+    verdict = recv_text(group, dst, "send");
+  } catch (const std::exception& e) {
+    TORCH_CHECK(
+        false,
+        "send to rank ",
+        dst,
+        ": exchanging the key list failed, nothing was sent: ",
+        e.what());
+  }
+  TORCH_CHECK_VALUE(
+      verdict.empty(),
+      "send to rank ",
+      dst,
+      ": the receiver refused the dict: ",
+      verdict);
+}
+
+// The receiver's half: compares, answers, and throws on a mismatch.
+void accept_schema(const ProcessGroupPtr& group, const Json& mine, int src) {
+  std::string text;
+  try {
+    text = recv_text(group, src, "recv");
+  } catch (const std::exception& e) {
+    TORCH_CHECK(
+        false,
+        "recv from rank ",
+        src,
+        ": receiving the key list failed, nothing was written: ",
+        e.what());
+  }
+  Json theirs;
+  std::string verdict;
+  try {
+    theirs =
+        ::tensordict::detail::parse_meta_json(text, 8, "the sender's key list");
+    verdict = compare_schemas(mine, theirs);
+  } catch (const std::exception& e) {
+    verdict = std::string("unreadable key list: ") + e.what();
+  }
+  send_text(group, verdict, src);
+  TORCH_CHECK_VALUE(
+      verdict.empty(),
+      "recv from rank ",
+      src,
+      ": ",
+      verdict,
+      "; nothing was written");
+}
+
+// Starts sending the leaves; the works hold the (contiguous) tensors.
+Works start_sends(
+    const ProcessGroupPtr& group,
+    const std::vector<WireLeaf>& leaves,
+    int dst,
+    int64_t& tag,
+    bool pseudo_rand) {
+  Works works;
+  works.reserve(leaves.size());
+  for (const WireLeaf& leaf : leaves) {
+    tag = next_tag(tag, pseudo_rand);
+    check_tag(tag, "send");
+    std::vector<at::Tensor> tensors{leaf.tensor.contiguous()};
+    works.push_back(group->send(tensors, dst, static_cast<int>(tag)));
+  }
+  return works;
+}
+
+bool receivable(const at::Tensor& t) {
+  return t.is_contiguous() && t.is_cpu();
+}
+
+at::Tensor consolidated_storage_of(const TensorDict& td, const char* what) {
+  const at::Tensor storage = td.consolidated_storage();
+  TORCH_CHECK_VALUE(
+      storage.defined(),
+      what,
+      "(consolidated=true) expects a consolidated dict: call consolidate() "
+      "first, on both ranks, so the layouts agree");
+  return storage;
+}
+
+}  // namespace
+
+std::vector<WireLeaf> wire_leaves(const TensorDict& td, bool sorted) {
+  std::vector<WireLeaf> out;
+  KeyPath path;
+  collect(td, sorted, path, out);
+  return out;
+}
+
+}  // namespace detail
+
+namespace detail {
+
+// numpy's SeedSequence(seed) (pool size 4) and PCG64, as
+// `np.random.default_rng(seed).bytes(8)` uses them: the tags Python's
+// `_int_generator` chains.
+int64_t int_generator(int64_t seed) {
+  TORCH_CHECK_VALUE(
+      seed >= 0,
+      "pseudo_rand: the tag chain starts at init_tag, which must be >= 0 "
+      "(numpy seeds are non-negative), got ",
+      seed);
+  constexpr uint32_t kInitA = 0x43b0d7e5, kMultA = 0x931e8875;
+  constexpr uint32_t kInitB = 0x8b51f9dd, kMultB = 0x58f38ded;
+  constexpr uint32_t kMixL = 0xca01f9dd, kMixR = 0x4973f715;
+  std::vector<uint32_t> entropy;
+  auto rest = static_cast<uint64_t>(seed);
+  do {
+    entropy.push_back(static_cast<uint32_t>(rest));
+    rest >>= 32;
+  } while (rest != 0);
+  uint32_t hash = kInitA;
+  auto hashmix = [&hash](uint32_t value) {
+    value ^= hash;
+    hash *= kMultA;
+    value *= hash;
+    return value ^ (value >> 16);
+  };
+  auto mix = [](uint32_t x, uint32_t y) {
+    uint32_t r = kMixL * x - kMixR * y;
+    return r ^ (r >> 16);
+  };
+  uint32_t pool[4];
+  for (size_t i = 0; i < 4; ++i) {
+    pool[i] = hashmix(i < entropy.size() ? entropy[i] : 0);
+  }
+  for (size_t src = 0; src < 4; ++src) {
+    for (size_t dst = 0; dst < 4; ++dst) {
+      if (src != dst) {
+        pool[dst] = mix(pool[dst], hashmix(pool[src]));
+      }
+    }
+  }
+  for (size_t src = 4; src < entropy.size(); ++src) {
+    for (size_t dst = 0; dst < 4; ++dst) {
+      pool[dst] = mix(pool[dst], hashmix(entropy[src]));
+    }
+  }
+  uint64_t words[4];
+  uint32_t hash_b = kInitB;
+  for (size_t i = 0; i < 8; ++i) {
+    uint32_t v = pool[i % 4] ^ hash_b;
+    hash_b *= kMultB;
+    v *= hash_b;
+    v ^= v >> 16;
+    if (i % 2 == 0) {
+      words[i / 2] = v;
+    } else {
+      words[i / 2] |= static_cast<uint64_t>(v) << 32;
+    }
+  }
+  using u128 = unsigned __int128;
+  const u128 mult =
+      (static_cast<u128>(0x2360ed051fc65da4ULL) << 64) | 0x4385df649fccf645ULL;
+  const u128 init_state = (static_cast<u128>(words[0]) << 64) | words[1];
+  const u128 init_seq = (static_cast<u128>(words[2]) << 64) | words[3];
+  const u128 inc = (init_seq << 1) | 1;
+  u128 state = inc;  // 0 * mult + inc
+  state += init_state;
+  state = state * mult + inc;
+  state = state * mult + inc;  // the draw
+  const uint64_t x =
+      static_cast<uint64_t>(state >> 64) ^ static_cast<uint64_t>(state);
+  const unsigned rot = static_cast<unsigned>(state >> 122);
+  const uint64_t out = (x >> rot) | (x << ((64 - rot) & 63));
+  // Its 8 little-endian bytes read big-endian, modulo 10_000.
+  return static_cast<int64_t>(__builtin_bswap64(out) % 10000);
+}
+
+}  // namespace detail
+
+int64_t send(const TensorDict& td, int dst, const SendOptions& options) {
+  const ProcessGroupPtr group = detail::group_or_default(options.group());
+  detail::check_peer(group, dst, "send");
+  if (options.consolidated()) {
+    const TensorDict cons = td.is_consolidated() ? td : td.consolidate();
+    const at::Tensor storage = cons.consolidated_storage();
+    if (options.checked()) {
+      detail::offer_schema(
+          group,
+          detail::schema_of(detail::wire_leaves(cons), storage.numel()),
+          dst);
+    }
+    detail::send_one(group, storage, dst, 0);
+    return 0;
+  }
+  const std::vector<detail::WireLeaf> leaves = detail::wire_leaves(td);
+  if (options.checked()) {
+    detail::offer_schema(group, detail::schema_of(leaves, 0), dst);
+  }
+  int64_t tag = options.init_tag() - 1;
+  for (const detail::WireLeaf& leaf : leaves) {
+    tag = detail::next_tag(tag, options.pseudo_rand());
+    detail::check_tag(tag, "send");
+    try {
+      detail::send_one(
+          group, leaf.tensor.contiguous(), dst, static_cast<int>(tag));
+    } catch (const std::exception& e) {
+      TORCH_CHECK(
+          false, "send to rank ", dst, ": ", leaf.key, " failed: ", e.what());
+    }
+  }
+  return tag;
+}
+
+int64_t recv(const TensorDict& td, int src, const RecvOptions& options) {
+  const ProcessGroupPtr group = detail::group_or_default(options.group());
+  detail::check_peer(group, src, "recv");
+  if (options.consolidated()) {
+    const at::Tensor storage = detail::consolidated_storage_of(td, "recv");
+    if (options.checked()) {
+      detail::accept_schema(
+          group,
+          detail::schema_of(detail::wire_leaves(td), storage.numel()),
+          src);
+    }
+    detail::recv_one(group, storage, src, 0);
+    return 0;
+  }
+  const std::vector<detail::WireLeaf> leaves = detail::wire_leaves(td);
+  if (options.checked()) {
+    detail::accept_schema(group, detail::schema_of(leaves, 0), src);
+  }
+  int64_t tag = options.init_tag() - 1;
+  size_t done = 0;
+  for (const detail::WireLeaf& leaf : leaves) {
+    tag = detail::next_tag(tag, options.pseudo_rand());
+    detail::check_tag(tag, "recv");
+    try {
+      if (detail::receivable(leaf.tensor)) {
+        detail::recv_one(group, leaf.tensor, src, static_cast<int>(tag));
+      } else {
+        at::Tensor buffer = leaf.tensor.contiguous().cpu();
+        detail::recv_one(group, buffer, src, static_cast<int>(tag));
+        leaf.tensor.copy_(buffer);
+      }
+    } catch (const std::exception& e) {
+      TORCH_CHECK(
+          false,
+          "recv from rank ",
+          src,
+          ": ",
+          leaf.key,
+          " failed after ",
+          done,
+          " of ",
+          leaves.size(),
+          " leaves were received (those are written; the rest keep their "
+          "values): ",
+          e.what());
+    }
+    ++done;
+  }
+  return tag;
+}
+
+Works isend(const TensorDict& td, int dst, const SendOptions& options) {
+  const ProcessGroupPtr group = detail::group_or_default(options.group());
+  detail::check_peer(group, dst, "isend");
+  Works works;
+  if (options.consolidated()) {
+    const TensorDict cons = td.is_consolidated() ? td : td.consolidate();
+    const at::Tensor storage = cons.consolidated_storage();
+    if (options.checked()) {
+      detail::offer_schema(
+          group,
+          detail::schema_of(detail::wire_leaves(cons), storage.numel()),
+          dst);
+    }
+    std::vector<at::Tensor> tensors{storage};
+    works.push_back(group->send(tensors, dst, 0));
+  } else {
+    const std::vector<detail::WireLeaf> leaves = detail::wire_leaves(td);
+    if (options.checked()) {
+      detail::offer_schema(group, detail::schema_of(leaves, 0), dst);
+    }
+    int64_t tag = options.init_tag() - 1;
+    works = detail::start_sends(group, leaves, dst, tag, options.pseudo_rand());
+  }
+  if (options.return_early()) {
+    return works;
+  }
+  detail::wait_all(works, "isend to rank " + std::to_string(dst));
+  return {};
+}
+
+Works irecv(const TensorDict& td, int src, const RecvOptions& options) {
+  const ProcessGroupPtr group = detail::group_or_default(options.group());
+  detail::check_peer(group, src, "irecv");
+  Works works;
+  if (options.consolidated()) {
+    const at::Tensor storage = detail::consolidated_storage_of(td, "irecv");
+    if (options.checked()) {
+      detail::accept_schema(
+          group,
+          detail::schema_of(detail::wire_leaves(td), storage.numel()),
+          src);
+    }
+    std::vector<at::Tensor> tensors{storage};
+    works.push_back(group->recv(tensors, src, 0));
+  } else {
+    const std::vector<detail::WireLeaf> leaves = detail::wire_leaves(td);
+    for (const detail::WireLeaf& leaf : leaves) {
+      TORCH_CHECK_VALUE(
+          detail::receivable(leaf.tensor),
+          "irecv: ",
+          leaf.key,
+          " is not a contiguous CPU tensor, which c10d cannot receive into "
+          "in place; make it contiguous or use recv");
+    }
+    if (options.checked()) {
+      detail::accept_schema(group, detail::schema_of(leaves, 0), src);
+    }
+    int64_t tag = options.init_tag() - 1;
+    for (const detail::WireLeaf& leaf : leaves) {
+      tag = detail::next_tag(tag, options.pseudo_rand());
+      detail::check_tag(tag, "irecv");
+      std::vector<at::Tensor> tensors{leaf.tensor};
+      works.push_back(group->recv(tensors, src, static_cast<int>(tag)));
+    }
+  }
+  if (options.return_premature()) {
+    return works;
+  }
+  detail::wait_all(works, "irecv from rank " + std::to_string(src));
+  return {};
+}
+
+}  // namespace dist
+TENSORDICT_END_NAMESPACE

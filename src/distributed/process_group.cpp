@@ -1,0 +1,181 @@
+// Joining a Gloo group from C++ as Python's init_process_group does, and the
+// default group.
+
+#include <cstdlib>
+#include <mutex>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "distributed/wire.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace dist {
+namespace {
+
+std::mutex default_group_mutex;
+ProcessGroupPtr the_default_group;
+
+std::optional<std::string> env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') {
+    return std::nullopt;
+  }
+  return std::string(value);
+}
+
+int env_int(const char* name, std::optional<int> given) {
+  if (given) {
+    return *given;
+  }
+  const std::optional<std::string> text = env(name);
+  TORCH_CHECK_VALUE(
+      text.has_value(),
+      "init_process_group: ",
+      name,
+      " is not set and no value was given (torchrun sets MASTER_ADDR, "
+      "MASTER_PORT, RANK and WORLD_SIZE)");
+  try {
+    size_t used = 0;
+    const int value = std::stoi(*text, &used);
+    if (used == text->size()) {
+      return value;
+    }
+  } catch (const std::exception&) {
+  }
+  TORCH_CHECK_VALUE(
+      false,
+      "init_process_group: ",
+      name,
+      " must be an integer, got '",
+      *text,
+      "'");
+}
+
+}  // namespace
+
+ProcessGroupPtr init_process_group(const InitOptions& options) {
+  const std::string addr =
+      options.master_addr().value_or(env("MASTER_ADDR").value_or("127.0.0.1"));
+  const int port = env_int("MASTER_PORT", options.master_port());
+  const int rank = env_int("RANK", options.rank());
+  const int world_size = env_int("WORLD_SIZE", options.world_size());
+  TORCH_CHECK_VALUE(
+      world_size >= 1 && rank >= 0 && rank < world_size,
+      "init_process_group: expected 0 <= RANK < WORLD_SIZE, got rank ",
+      rank,
+      " and world size ",
+      world_size);
+  TORCH_CHECK_VALUE(
+      port > 0 && port < 65536,
+      "init_process_group: MASTER_PORT must be in [1, 65535], got ",
+      port);
+  std::chrono::milliseconds timeout = std::chrono::seconds(300);
+  if (options.timeout()) {
+    timeout = *options.timeout();
+  } else if (const auto seconds = env("TENSORDICT_DIST_TIMEOUT_SECONDS")) {
+    timeout = std::chrono::seconds(std::stoll(*seconds));
+  }
+
+  c10d::TCPStoreOptions store_options;
+  store_options.port = static_cast<uint16_t>(port);
+  store_options.isServer = rank == 0;
+  store_options.numWorkers = world_size;
+  store_options.waitWorkers = false;
+  store_options.timeout = timeout;
+  c10::intrusive_ptr<c10d::Store> store =
+      c10::make_intrusive<c10d::TCPStore>(addr, store_options);
+  // The prefixes of Python's init_process_group("gloo"): "default_pg", then
+  // the group's name ("0" for the first group), then the device.
+  store = c10::make_intrusive<c10d::PrefixStore>("default_pg", store);
+  store = c10::make_intrusive<c10d::PrefixStore>("0/", store);
+  auto group = c10::make_intrusive<c10d::ProcessGroup>(store, rank, world_size);
+  auto backend_store = c10::make_intrusive<c10d::PrefixStore>("cpu/", store);
+
+  auto gloo_options = c10d::ProcessGroupGloo::Options::create();
+  gloo_options->timeout = timeout;
+  if (const auto ifname = env("GLOO_SOCKET_IFNAME")) {
+    gloo_options->devices.push_back(
+        c10d::ProcessGroupGloo::createDeviceForInterface(*ifname));
+  } else {
+    gloo_options->devices.push_back(
+        c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  auto backend = c10::make_intrusive<c10d::ProcessGroupGloo>(
+      backend_store, rank, world_size, gloo_options);
+  group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+  group->setBackend(
+      c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, backend);
+  set_default_group(group);
+  return group;
+}
+
+void set_default_group(ProcessGroupPtr group) {
+  std::lock_guard<std::mutex> lock(default_group_mutex);
+  the_default_group = std::move(group);
+}
+
+ProcessGroupPtr default_group() {
+  std::lock_guard<std::mutex> lock(default_group_mutex);
+  TORCH_CHECK(
+      the_default_group,
+      "no default process group: call tensordict::dist::init_process_group() "
+      "or set_default_group(), or pass a group in the options");
+  return the_default_group;
+}
+
+bool is_initialized() {
+  std::lock_guard<std::mutex> lock(default_group_mutex);
+  return static_cast<bool>(the_default_group);
+}
+
+void destroy_process_group() {
+  set_default_group({});
+}
+
+namespace detail {
+
+ProcessGroupPtr group_or_default(const ProcessGroupPtr& group) {
+  return group ? group : default_group();
+}
+
+void check_peer(const ProcessGroupPtr& group, int peer, const char* what) {
+  TORCH_CHECK_VALUE(
+      peer >= 0 && peer < group->getSize(),
+      what,
+      ": rank ",
+      peer,
+      " is not in the group (ranks 0 to ",
+      group->getSize() - 1,
+      ")");
+  TORCH_CHECK_VALUE(
+      peer != group->getRank(),
+      what,
+      ": rank ",
+      peer,
+      " is this process; expected another rank");
+}
+
+void wait_all(const Works& works, const std::string& what) {
+  std::exception_ptr first;
+  for (const auto& work : works) {
+    try {
+      work->wait();
+    } catch (const std::exception&) {
+      if (!first) {
+        first = std::current_exception();
+      }
+    }
+  }
+  if (first) {
+    try {
+      std::rethrow_exception(first);
+    } catch (const std::exception& e) {
+      TORCH_CHECK(false, what, ": ", e.what());
+    }
+  }
+}
+
+}  // namespace detail
+}  // namespace dist
+TENSORDICT_END_NAMESPACE

@@ -1,0 +1,54 @@
+#pragma once
+
+// Private to src/distributed/: what point-to-point and the collectives share.
+
+#include <string>
+#include <vector>
+
+#include "tensordict/distributed.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace dist {
+namespace detail {
+
+/// A tensor leaf in wire order, and its key for messages.
+struct WireLeaf {
+  at::Tensor tensor;
+  std::string key;  // "key ('a', 'b')"
+};
+
+/// The tensor leaves of `td` in Python's order (NOTE [The wire]): keys
+/// sorted at each level, or in insertion order (all_reduce's _fast_apply).
+std::vector<WireLeaf> wire_leaves(const TensorDict& td, bool sorted = true);
+
+/// `group` if set, else the default group.
+ProcessGroupPtr group_or_default(const ProcessGroupPtr& group);
+
+/// Checks that `peer` is another rank of `group`; `what` names the call.
+void check_peer(const ProcessGroupPtr& group, int peer, const char* what);
+
+/// Waits for every work; rethrows the first failure, prefixed by `what`.
+void wait_all(const Works& works, const std::string& what);
+
+/// torch.distributed's send_object_list/recv_object_list of one object:
+/// its pickled size (int64), then the pickle, both with tag 0.
+void send_object(const Json& object, int dst, const ProcessGroupPtr& group);
+Json recv_object(
+    int src, const ProcessGroupPtr& group, const std::string& what);
+
+/// broadcast_object_list of one object: on `src`, sends `object` (and
+/// returns it); elsewhere returns what `src` sent.
+Json broadcast_object(
+    const Json& object, int src, const ProcessGroupPtr& group);
+
+/// all_gather_object: every rank's object, in rank order.
+std::vector<Json> all_gather_object(
+    const Json& object, const ProcessGroupPtr& group);
+
+/// Reads a pickle that a peer sent; `what` names it in messages.
+Json read_pickle(
+    const at::Tensor& bytes, int64_t size, const std::string& what);
+
+}  // namespace detail
+}  // namespace dist
+TENSORDICT_END_NAMESPACE

@@ -1,0 +1,528 @@
+// Distributed TensorDicts across real processes on 127.0.0.1: each test
+// starts this binary again once per rank (TD_DIST_SCENARIO names what the
+// ranks run) and checks that every rank exits cleanly within a time bound.
+// The Python interop cases (tests/python/distributed_interop.py) start the
+// same scenarios of this binary next to Python ranks.
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <tensordict/distributed.h>
+#include <tensordict/tensordict.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace distributed_test {
+
+using tensordict::NonTensorData;
+using tensordict::TensorDict;
+namespace dist = tensordict::dist;
+
+// --- the dicts the scenarios exchange ----------------------------------------
+
+// Every dtype of the memmap format, nested dicts, keys out of sorted order
+// and a non-tensor value; `fill` sets every value (0 on receivers).
+TensorDict sample(double fill, bool with_values = true) {
+  auto v = [&](at::ScalarType dtype, std::vector<int64_t> shape) {
+    at::Tensor t = torch::arange(
+                       1,
+                       1 + c10::multiply_integers(shape),
+                       torch::TensorOptions().dtype(torch::kFloat64))
+                       .reshape(shape);
+    if (!with_values) {
+      t = torch::zeros(shape, torch::kFloat64);
+    } else {
+      t = t + fill;
+    }
+    if (dtype == at::kBool) {
+      return with_values ? (t.remainder(2) == 0)
+                         : torch::zeros(shape, torch::kBool);
+    }
+    return t.to(dtype);
+  };
+  TensorDict td({4});
+  td.set("zeta", v(at::kFloat, {4, 3}));
+  td.set({"nested", "b"}, v(at::kInt, {4}));
+  td.set({"nested", "a"}, v(at::kDouble, {4, 2, 2}));
+  td.set("alpha", v(at::kBool, {4, 5}));
+  td.set("half", v(at::kHalf, {4}));
+  td.set("bf16", v(at::kBFloat16, {4, 2}));
+  td.set("i8", v(at::kChar, {4}));
+  td.set("u8", v(at::kByte, {4}));
+  td.set("i16", v(at::kShort, {4}));
+  td.set("i64", v(at::kLong, {4, 1}));
+  td.set("c64", v(at::kComplexFloat, {4}));
+  td.set_non_tensor("label", with_values ? "sent" : "kept");
+  return td;
+}
+
+void expect_equal(
+    const TensorDict& got, const TensorDict& want, const std::string& what) {
+  for (const auto& key : want.keys(true, true)) {
+    const at::Tensor w = want.get(key);
+    const at::Tensor g = got.get(key);
+    TORCH_CHECK(
+        g.scalar_type() == w.scalar_type() && g.sizes() == w.sizes() &&
+            torch::equal(g, w),
+        what,
+        ": ",
+        key.to_string(),
+        " differs: got ",
+        g,
+        " want ",
+        w);
+  }
+}
+
+int env_int(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? std::atoi(value) : -1;
+}
+
+// --- scenarios: run inside each rank's process
+// --------------------------------
+
+using Scenario = std::function<void(int rank, int world)>;
+
+void send_recv(int rank, int /*world*/) {
+  const TensorDict want = sample(0.5);
+  if (rank == 0) {
+    dist::send(want, 1);
+    dist::send(want, 1, dist::SendOptions().init_tag(7).pseudo_rand(true));
+    dist::isend(want, 1);
+    auto works = dist::isend(want, 1, dist::SendOptions().return_early(true));
+    for (auto& w : works) {
+      w->wait();
+    }
+    const TensorDict cons = want.consolidate();
+    dist::send(cons, 1, dist::SendOptions().consolidated(true));
+  } else {
+    TensorDict got = sample(0, false);
+    TORCH_CHECK(dist::recv(got, 0) == 10, "recv should return the last tag");
+    expect_equal(got, want, "recv");
+    TORCH_CHECK(
+        got.get_non_tensor("label").get<std::string>() == "kept",
+        "non-tensor values do not cross the per-leaf wire");
+    got = sample(0, false);
+    dist::recv(got, 0, dist::RecvOptions().init_tag(7).pseudo_rand(true));
+    expect_equal(got, want, "recv(pseudo_rand)");
+    got = sample(0, false);
+    dist::irecv(got, 0);
+    expect_equal(got, want, "irecv");
+    got = sample(0, false);
+    auto works =
+        dist::irecv(got, 0, dist::RecvOptions().return_premature(true));
+    TORCH_CHECK(works.size() == 11, "one work per leaf, got ", works.size());
+    for (auto& w : works) {
+      w->wait();
+    }
+    expect_equal(got, want, "irecv(return_premature)");
+    TensorDict cons = sample(0, false).consolidate();
+    dist::recv(cons, 0, dist::RecvOptions().consolidated(true));
+    expect_equal(cons, want, "recv(consolidated)");
+  }
+}
+
+void remote_init(int rank, int /*world*/) {
+  const TensorDict want = sample(2);
+  if (rank == 0) {
+    dist::init_remote(want, 1);
+  } else {
+    const TensorDict got = dist::from_remote_init(0);
+    expect_equal(got, want, "from_remote_init");
+    TORCH_CHECK(got.batch_size() == std::vector<int64_t>{4});
+    TORCH_CHECK(got.get_non_tensor("label").get<std::string>() == "sent");
+  }
+}
+
+void collectives(int rank, int world) {
+  // broadcast from the last rank
+  const int src = world - 1;
+  TensorDict mine = sample(rank);
+  const TensorDict got = dist::broadcast(mine, src);
+  expect_equal(got, sample(src), "broadcast");
+  // all_reduce: the sum of every rank's values
+  auto filled = [&](double value) {
+    TensorDict td({3});
+    td.set("x", torch::full({3, 2}, value));
+    td.set({"n", "y"}, torch::full({3}, static_cast<int64_t>(value)));
+    td.set("t", torch::full({2, 3}, value).t());  // not contiguous
+    return td;
+  };
+  const double total = world * (world - 1) / 2.0;
+  TensorDict sum = filled(rank);
+  dist::all_reduce(sum);
+  expect_equal(sum, filled(total), "all_reduce");
+  TensorDict bucketed = filled(rank);
+  dist::all_reduce(bucketed, dist::CollectiveOptions().bucket_bytes(1024));
+  expect_equal(bucketed, filled(total), "all_reduce(bucket_bytes)");
+  TensorDict maxed = filled(rank);
+  dist::all_reduce(
+      maxed, dist::CollectiveOptions().op(c10d::ReduceOp::MAX).async_op(true));
+  expect_equal(maxed, filled(world - 1), "all_reduce(MAX, async_op)");
+  // reduce onto rank 0
+  TensorDict reduced = filled(rank);
+  dist::reduce(reduced, 0);
+  if (rank == 0) {
+    expect_equal(reduced, filled(total), "reduce");
+  }
+  // all_gather: each rank's dict, shapes may differ
+  TensorDict own({rank + 1});
+  own.set("r", torch::full({rank + 1}, rank));
+  const auto all = dist::all_gather(own);
+  TORCH_CHECK(static_cast<int>(all.size()) == world);
+  for (int i = 0; i < world; ++i) {
+    TORCH_CHECK(
+        torch::equal(all[i].get("r"), torch::full({i + 1}, i)),
+        "all_gather ",
+        i);
+  }
+  // gather_and_stack onto rank 0
+  TensorDict part({2});
+  part.set("v", torch::full({2}, rank + 10.0));
+  TensorDict dest({world - 1, 2});
+  dest.set("v", torch::zeros({world - 1, 2}));
+  const auto stacked = dist::gather_and_stack(rank == 0 ? dest : part, 0);
+  if (rank == 0) {
+    TORCH_CHECK(stacked.has_value());
+    for (int i = 1; i < world; ++i) {
+      TORCH_CHECK(
+          torch::equal(dest.get("v")[i - 1], torch::full({2}, i + 10.0)));
+    }
+  } else {
+    TORCH_CHECK(!stacked.has_value());
+  }
+}
+
+// Expects `fn` to throw a message holding every part of `parts`.
+void expect_error(
+    const std::function<void()>& fn, std::vector<std::string> parts) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    const std::string message = e.what();
+    for (const auto& part : parts) {
+      TORCH_CHECK(
+          message.find(part) != std::string::npos,
+          "expected '",
+          part,
+          "' in the error: ",
+          message);
+    }
+    std::cout << "error as expected: " << message.substr(0, message.find('\n'))
+              << "\n";
+    return;
+  }
+  TORCH_CHECK(false, "expected an error with '", parts.front(), "'");
+}
+
+void mismatch(int rank, int /*world*/) {
+  TensorDict td({2});
+  td.set("a", torch::zeros({2, 3}));
+  td.set({"n", "b"}, torch::zeros({2}, torch::kLong));
+  if (rank == 0) {
+    expect_error(
+        [&] { dist::send(td, 1); },
+        {"send to rank 1", "refused", "key ('n', 'b')"});
+    // A dict with a key the receiver lacks.
+    td.set("extra", torch::zeros({2}));
+    expect_error(
+        [&] { dist::send(td, 1); },
+        {"refused",
+         "key 'extra' (torch.float32 [2]) is on the sender but missing here"});
+  } else {
+    TensorDict other({2});
+    other.set("a", torch::zeros({2, 3}));
+    other.set({"n", "b"}, torch::ones({2, 4}, torch::kLong));
+    expect_error(
+        [&] { dist::recv(other, 0); },
+        {"recv from rank 0",
+         "key ('n', 'b') is torch.int64 [2,4] here but torch.int64 [2] "
+         "on the sender",
+         "nothing was written"});
+    TORCH_CHECK(
+        torch::equal(other.get({"n", "b"}), torch::ones({2, 4}, torch::kLong)));
+    expect_error(
+        [&] { dist::recv(td, 0); },
+        {"recv from rank 0",
+         "key 'extra' (torch.float32 [2]) is on the sender but missing here"});
+  }
+}
+
+void dead_peer(int rank, int /*world*/) {
+  TensorDict td({2});
+  td.set("a", torch::zeros({2, 3}));
+  if (rank == 1) {
+    std::_Exit(0);  // dies before receiving anything
+  }
+  expect_error([&] { dist::send(td, 1); }, {"send to rank 1"});
+}
+
+void silent_peer(int rank, int /*world*/) {
+  TensorDict td({2});
+  td.set("a", torch::zeros({2, 3}));
+  if (rank == 1) {
+    std::this_thread::sleep_for(std::chrono::seconds(8));  // never sends
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  expect_error([&] { dist::recv(td, 1); }, {"recv"});
+  const auto waited = std::chrono::steady_clock::now() - start;
+  TORCH_CHECK(waited < std::chrono::seconds(7), "the timeout was not honoured");
+}
+
+// Peers of the Python interop test: Python sends or receives sample(3).
+void py_recv(int rank, int /*world*/) {
+  TensorDict got = sample(0, false);
+  dist::recv(got, 1 - rank, dist::RecvOptions().checked(false));
+  expect_equal(got, sample(3), "recv from Python");
+  got = sample(0, false);
+  dist::irecv(
+      got,
+      1 - rank,
+      dist::RecvOptions().checked(false).init_tag(5).pseudo_rand(true));
+  expect_equal(got, sample(3), "irecv(pseudo_rand) from Python");
+  const TensorDict remote = dist::from_remote_init(1 - rank);
+  expect_equal(remote, sample(3), "from_remote_init from Python");
+  TORCH_CHECK(remote.get_non_tensor("label").get<std::string>() == "sent");
+  const TensorDict b = dist::broadcast(TensorDict(), 1 - rank);
+  expect_equal(b, sample(3), "broadcast from Python");
+  TensorDict sum = sample(1);
+  dist::all_reduce(sum);
+  expect_equal(sum, sample(1) + sample(3), "all_reduce with Python");
+}
+
+void py_send(int rank, int /*world*/) {
+  const TensorDict td = sample(4);
+  dist::send(td, 1 - rank, dist::SendOptions().checked(false));
+  dist::isend(
+      td,
+      1 - rank,
+      dist::SendOptions().checked(false).init_tag(5).pseudo_rand(true));
+  dist::init_remote(td, 1 - rank);
+  (void)dist::broadcast(td, rank);
+  TensorDict sum = sample(1);
+  dist::all_reduce(sum);
+  expect_equal(sum, sample(1) + sample(4), "all_reduce with Python");
+}
+
+const std::map<std::string, Scenario>& scenarios() {
+  static const std::map<std::string, Scenario> all = {
+      {"send_recv", send_recv},
+      {"remote_init", remote_init},
+      {"collectives", collectives},
+      {"mismatch", mismatch},
+      {"dead_peer", dead_peer},
+      {"silent_peer", silent_peer},
+      {"py_recv", py_recv},
+      {"py_send", py_send},
+  };
+  return all;
+}
+
+int run_rank(const std::string& name) {
+  const auto found = scenarios().find(name);
+  if (found == scenarios().end()) {
+    std::cerr << "unknown scenario " << name << "\n";
+    return 2;
+  }
+  try {
+    auto options = dist::InitOptions();
+    if (const int seconds = env_int("TD_DIST_TIMEOUT"); seconds > 0) {
+      options.timeout(std::chrono::milliseconds(seconds * 1000));
+    }
+    const auto group = dist::init_process_group(options);
+    found->second(group->getRank(), group->getSize());
+    std::cout << "rank " << group->getRank() << " ok\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "rank " << env_int("RANK") << " failed: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+// --- the launcher
+// ----------------------------------------------------------------
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+struct RankResult {
+  int status = -1;  // exit code, or -1 if killed at the deadline
+  std::string output;
+};
+
+std::vector<RankResult> run_ranks(
+    const std::string& scenario,
+    int world,
+    int timeout_seconds = 60,
+    int op_timeout = 20) {
+  const std::string port = std::to_string(free_port());
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("td_dist_" + scenario + "_" + port);
+  std::filesystem::create_directories(dir);
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < world; ++rank) {
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e != nullptr; ++e) {
+      env_strings.emplace_back(*e);
+    }
+    env_strings.push_back("TD_DIST_SCENARIO=" + scenario);
+    env_strings.push_back("MASTER_ADDR=127.0.0.1");
+    env_strings.push_back("MASTER_PORT=" + port);
+    env_strings.push_back("RANK=" + std::to_string(rank));
+    env_strings.push_back("WORLD_SIZE=" + std::to_string(world));
+    env_strings.push_back("TD_DIST_TIMEOUT=" + std::to_string(op_timeout));
+    std::vector<char*> envp;
+    for (auto& s : env_strings) {
+      envp.push_back(s.data());
+    }
+    envp.push_back(nullptr);
+    const std::string log =
+        (dir / ("rank" + std::to_string(rank) + ".log")).string();
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(
+        &actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    std::string exe = "/proc/self/exe";
+    char* argv[] = {exe.data(), nullptr};
+    pid_t pid = 0;
+    const int rc = posix_spawn(
+        &pid, "/proc/self/exe", &actions, nullptr, argv, envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    EXPECT_EQ(rc, 0) << "posix_spawn failed";
+    pids.push_back(pid);
+  }
+  std::vector<RankResult> results(world);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
+  for (int rank = 0; rank < world; ++rank) {
+    int status = 0;
+    for (;;) {
+      const pid_t done = ::waitpid(pids[rank], &status, WNOHANG);
+      if (done == pids[rank]) {
+        results[rank].status =
+            WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        break;
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        for (const pid_t p : pids) {
+          ::kill(p, SIGKILL);
+        }
+        ::waitpid(pids[rank], &status, 0);
+        results[rank].status = -1;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::ifstream in(dir / ("rank" + std::to_string(rank) + ".log"));
+    std::stringstream text;
+    text << in.rdbuf();
+    results[rank].output = text.str();
+  }
+  std::filesystem::remove_all(dir);
+  return results;
+}
+
+void expect_all_ok(const std::vector<RankResult>& results) {
+  for (size_t rank = 0; rank < results.size(); ++rank) {
+    EXPECT_EQ(results[rank].status, 0) << "rank " << rank << ":\n"
+                                       << results[rank].output;
+  }
+}
+
+TEST(DistributedTest, SendRecvEveryFormTwoRanks) {
+  expect_all_ok(run_ranks("send_recv", 2));
+}
+
+TEST(DistributedTest, InitRemoteCarriesKeysShapesAndNonTensors) {
+  expect_all_ok(run_ranks("remote_init", 2));
+}
+
+TEST(DistributedTest, CollectivesTwoRanks) {
+  expect_all_ok(run_ranks("collectives", 2));
+}
+
+TEST(DistributedTest, CollectivesFourRanks) {
+  expect_all_ok(run_ranks("collectives", 4));
+}
+
+TEST(DistributedTest, MismatchedStructuresAreNamedOnBothRanks) {
+  const auto results = run_ranks("mismatch", 2);
+  expect_all_ok(results);
+  EXPECT_NE(results[1].output.find("error as expected"), std::string::npos);
+}
+
+TEST(DistributedTest, DeadPeerIsAnErrorNotAHang) {
+  const auto results = run_ranks("dead_peer", 2, 60, 10);
+  EXPECT_EQ(results[0].status, 0) << results[0].output;
+}
+
+TEST(DistributedTest, SilentPeerTimesOut) {
+  const auto results = run_ranks("silent_peer", 2, 60, 3);
+  EXPECT_EQ(results[0].status, 0) << results[0].output;
+}
+
+TEST(DistributedTest, IntGeneratorMatchesNumpy) {
+  // From the docstring of Python's tensordict.utils._int_generator.
+  std::vector<int64_t> got;
+  int64_t seed = 10;
+  for (int i = 0; i < 10; ++i) {
+    seed = dist::detail::int_generator(seed);
+    got.push_back(seed);
+  }
+  EXPECT_EQ(
+      got,
+      (std::vector<int64_t>{
+          6756, 1717, 4410, 9740, 9611, 9716, 5397, 7745, 4521, 7523}));
+  EXPECT_THROW(dist::detail::int_generator(-1), c10::ValueError);
+}
+
+TEST(DistributedTest, NoDefaultGroupIsAClearError) {
+  TensorDict td;
+  try {
+    dist::send(td, 1);
+    FAIL() << "expected an error";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("no default process group"),
+        std::string::npos);
+  }
+}
+
+}  // namespace distributed_test
+
+int main(int argc, char** argv) {
+  if (const char* scenario = std::getenv("TD_DIST_SCENARIO")) {
+    return distributed_test::run_rank(scenario);
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
