@@ -286,39 +286,49 @@ void silent_peer(int rank, int /*world*/) {
   TORCH_CHECK(waited < std::chrono::seconds(7), "the timeout was not honoured");
 }
 
-// Peers of the Python interop test: Python sends or receives sample(3).
+// Peers of the Python interop test (tests/python/distributed_interop.py):
+// Python sends sample(3), or receives sample(4).
+TensorDict reducible(double fill) {
+  TensorDict td({3});
+  td.set("x", torch::full({3, 2}, fill));
+  td.set({"n", "y"}, torch::full({3}, static_cast<int64_t>(fill)));
+  return td;
+}
+
 void py_recv(int rank, int /*world*/) {
+  const int peer = 1 - rank;
   TensorDict got = sample(0, false);
-  dist::recv(got, 1 - rank, dist::RecvOptions().checked(false));
+  dist::recv(got, peer, dist::RecvOptions().checked(false));
   expect_equal(got, sample(3), "recv from Python");
   got = sample(0, false);
   dist::irecv(
       got,
-      1 - rank,
+      peer,
       dist::RecvOptions().checked(false).init_tag(5).pseudo_rand(true));
   expect_equal(got, sample(3), "irecv(pseudo_rand) from Python");
-  const TensorDict remote = dist::from_remote_init(1 - rank);
+  const TensorDict remote = dist::from_remote_init(peer);
   expect_equal(remote, sample(3), "from_remote_init from Python");
   TORCH_CHECK(remote.get_non_tensor("label").get<std::string>() == "sent");
-  const TensorDict b = dist::broadcast(TensorDict(), 1 - rank);
+  const TensorDict b = dist::broadcast(TensorDict(), peer);
   expect_equal(b, sample(3), "broadcast from Python");
-  TensorDict sum = sample(1);
+  TensorDict sum = reducible(1);
   dist::all_reduce(sum);
-  expect_equal(sum, sample(1) + sample(3), "all_reduce with Python");
+  expect_equal(sum, reducible(4), "all_reduce with Python");
 }
 
 void py_send(int rank, int /*world*/) {
+  const int peer = 1 - rank;
   const TensorDict td = sample(4);
-  dist::send(td, 1 - rank, dist::SendOptions().checked(false));
+  dist::send(td, peer, dist::SendOptions().checked(false));
   dist::isend(
       td,
-      1 - rank,
+      peer,
       dist::SendOptions().checked(false).init_tag(5).pseudo_rand(true));
-  dist::init_remote(td, 1 - rank);
+  dist::init_remote(td, peer);
   (void)dist::broadcast(td, rank);
-  TensorDict sum = sample(1);
+  TensorDict sum = reducible(1);
   dist::all_reduce(sum);
-  expect_equal(sum, sample(1) + sample(4), "all_reduce with Python");
+  expect_equal(sum, reducible(4), "all_reduce with Python");
 }
 
 const std::map<std::string, Scenario>& scenarios() {

@@ -81,7 +81,7 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
   store_options.port = static_cast<uint16_t>(port);
   store_options.isServer = rank == 0;
   store_options.numWorkers = world_size;
-  store_options.waitWorkers = false;
+  store_options.waitWorkers = true;  // as Python: clients count themselves in
   store_options.timeout = timeout;
   c10::intrusive_ptr<c10d::Store> store =
       c10::make_intrusive<c10d::TCPStore>(addr, store_options);
