@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <tensordict/distributed.h>
 #include <tensordict/tensordict.h>
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -24,6 +25,8 @@
 #include <map>
 #include <sstream>
 #include <thread>
+
+#include "distributed/pickle.h"
 
 extern char** environ;
 
@@ -513,6 +516,32 @@ TEST(DistributedTest, IntGeneratorMatchesNumpy) {
       (std::vector<int64_t>{
           6756, 1717, 4410, 9740, 9611, 9716, 5397, 7745, 4521, 7523}));
   EXPECT_THROW(dist::detail::int_generator(-1), c10::ValueError);
+}
+
+TEST(DistributedTest, PickleCodecRoundTripsPlainData) {
+  using tensordict::detail::pickle_dumps;
+  using tensordict::detail::pickle_loads;
+  const tensordict::Json value = tensordict::Json::parse(
+      R"({"cls": "TensorDict", "n": [1, -2, 3000000000, -9007199254740993, 0.5,
+          true, false, null, "été"], "nested": {"empty": [], "d": {}}})");
+  EXPECT_EQ(pickle_loads(pickle_dumps(value), "the test"), value);
+}
+
+TEST(DistributedTest, PickleReaderRefusesCodeAndTruncation) {
+  using tensordict::detail::pickle_loads;
+  // pickle.dumps(print, protocol=2): a GLOBAL, which names a function.
+  const std::string global("\x80\x02" "c__builtin__\nprint\nq\x00.", 24);
+  try {
+    (void)pickle_loads(global, "the test");
+    FAIL() << "expected an error";
+  } catch (const c10::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("opcode 0x63 is not plain data"), std::string::npos)
+        << e.what();
+  }
+  // A string announcing more bytes than follow.
+  EXPECT_THROW((void)pickle_loads(std::string("\x80\x02X\x10\x00\x00\x00" "ab", 9), "t"),
+               c10::ValueError);
+  EXPECT_THROW((void)pickle_loads(std::string("\x80\x02}", 3), "t"), c10::ValueError);
 }
 
 TEST(DistributedTest, NoDefaultGroupIsAClearError) {
