@@ -114,6 +114,7 @@ void send_recv(int rank, int /*world*/) {
     }
     const TensorDict cons = want.consolidate();
     dist::send(cons, 1, dist::SendOptions().consolidated(true));
+    dist::send(want, 1);
   } else {
     TensorDict got = sample(0, false);
     TORCH_CHECK(dist::recv(got, 0) == 10, "recv should return the last tag");
@@ -138,6 +139,11 @@ void send_recv(int rank, int /*world*/) {
     TensorDict cons = sample(0, false).consolidate();
     dist::recv(cons, 0, dist::RecvOptions().consolidated(true));
     expect_equal(cons, want, "recv(consolidated)");
+    // Into a memmapped dict: the files are written in place.
+    const std::string dir = std::getenv("TD_DIST_DIR");
+    TensorDict mapped = sample(0, false).memmap(dir + "/mapped");
+    dist::recv(mapped, 0);
+    expect_equal(TensorDict::load_memmap(dir + "/mapped"), want, "recv into memmap");
   }
 }
 
@@ -276,6 +282,46 @@ void dead_peer(int rank, int /*world*/) {
   expect_error([&] { dist::send(td, 1); }, {"send to rank 1"});
 }
 
+// Eight leaves of 8 MiB: more than the sockets buffer.
+TensorDict big(double fill) {
+  TensorDict td;
+  for (int i = 0; i < 8; ++i) {
+    td.set("leaf" + std::to_string(i), torch::full({1 << 21}, fill));
+  }
+  return td;
+}
+
+void receiver_dies_mid_transfer(int rank, int /*world*/) {
+  if (rank == 1) {
+    TensorDict first;  // the sender's first leaf only, then gone
+    first.set("leaf0", torch::zeros({1 << 21}));
+    dist::recv(first, 0, dist::RecvOptions().checked(false));
+    std::_Exit(0);
+  }
+  expect_error(
+      [&] { dist::send(big(1), 1, dist::SendOptions().checked(false)); },
+      {"send to rank 1: key 'leaf"});
+}
+
+void sender_dies_mid_transfer(int rank, int /*world*/) {
+  if (rank == 0) {
+    TensorDict part;  // the first three leaves of the receiver's eight
+    for (int i = 0; i < 3; ++i) {
+      part.set("leaf" + std::to_string(i), torch::full({1 << 21}, 1.0));
+    }
+    dist::send(part, 1, dist::SendOptions().checked(false));
+    std::_Exit(0);
+  }
+  const std::string dir = std::getenv("TD_DIST_DIR");
+  TensorDict mapped = big(0).memmap(dir + "/partial");
+  expect_error(
+      [&] { dist::recv(mapped, 0, dist::RecvOptions().checked(false)); },
+      {"recv from rank 0: key 'leaf3' failed after 3 of 8 leaves were received"});
+  const TensorDict disk = TensorDict::load_memmap(dir + "/partial");
+  TORCH_CHECK(torch::equal(disk.get("leaf2"), torch::full({1 << 21}, 1.0)));
+  TORCH_CHECK(torch::equal(disk.get("leaf3"), torch::zeros({1 << 21})));
+}
+
 void silent_peer(int rank, int /*world*/) {
   TensorDict td({2});
   td.set("a", torch::zeros({2, 3}));
@@ -342,6 +388,8 @@ const std::map<std::string, Scenario>& scenarios() {
       {"mismatch", mismatch},
       {"dead_peer", dead_peer},
       {"silent_peer", silent_peer},
+      {"receiver_dies_mid_transfer", receiver_dies_mid_transfer},
+      {"sender_dies_mid_transfer", sender_dies_mid_transfer},
       {"py_recv", py_recv},
       {"py_send", py_send},
   };
@@ -412,6 +460,7 @@ std::vector<RankResult> run_ranks(
     env_strings.push_back("RANK=" + std::to_string(rank));
     env_strings.push_back("WORLD_SIZE=" + std::to_string(world));
     env_strings.push_back("TD_DIST_TIMEOUT=" + std::to_string(op_timeout));
+    env_strings.push_back("TD_DIST_DIR=" + dir.string());
     std::vector<char*> envp;
     for (auto& s : env_strings) {
       envp.push_back(s.data());
@@ -496,6 +545,16 @@ TEST(DistributedTest, MismatchedStructuresAreNamedOnBothRanks) {
 TEST(DistributedTest, DeadPeerIsAnErrorNotAHang) {
   const auto results = run_ranks("dead_peer", 2, 60, 10);
   EXPECT_EQ(results[0].status, 0) << results[0].output;
+}
+
+TEST(DistributedTest, ReceiverKilledMidTransferIsAnErrorOnTheSender) {
+  const auto results = run_ranks("receiver_dies_mid_transfer", 2, 60, 10);
+  EXPECT_EQ(results[0].status, 0) << results[0].output;
+}
+
+TEST(DistributedTest, SenderKilledMidTransferSaysWhatWasWritten) {
+  const auto results = run_ranks("sender_dies_mid_transfer", 2, 60, 10);
+  EXPECT_EQ(results[1].status, 0) << results[1].output;
 }
 
 TEST(DistributedTest, SilentPeerTimesOut) {
