@@ -11,8 +11,8 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <tensordict/distributed.h>
+#include <tensordict/tensor_class.h>
 #include <tensordict/tensordict.h>
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -23,6 +23,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
@@ -143,19 +144,46 @@ void send_recv(int rank, int /*world*/) {
     const std::string dir = std::getenv("TD_DIST_DIR");
     TensorDict mapped = sample(0, false).memmap(dir + "/mapped");
     dist::recv(mapped, 0);
-    expect_equal(TensorDict::load_memmap(dir + "/mapped"), want, "recv into memmap");
+    expect_equal(
+        TensorDict::load_memmap(dir + "/mapped"), want, "recv into memmap");
   }
 }
 
+struct Step : tensordict::TensorClass<Step> {
+  TENSORDICT_FIELDS(Step, obs, action, (std::string, task))
+};
+
 void remote_init(int rank, int /*world*/) {
   const TensorDict want = sample(2);
+  const Step step(
+      {{"obs", torch::rand({4, 3})},
+       {"action", torch::arange(4)},
+       {"task", "reach"}},
+      {4});
   if (rank == 0) {
     dist::init_remote(want, 1);
+    // A TensorClass travels as its dict, as in Python.
+    dist::init_remote(step.tensordict(), 1);
+    dist::send(step.tensordict(), 1);
   } else {
     const TensorDict got = dist::from_remote_init(0);
     expect_equal(got, want, "from_remote_init");
     TORCH_CHECK(got.batch_size() == std::vector<int64_t>{4});
     TORCH_CHECK(got.get_non_tensor("label").get<std::string>() == "sent");
+    const Step remote = Step::from_tensordict(dist::from_remote_init(0));
+    TORCH_CHECK(
+        remote.task() == "reach",
+        "the non-tensor field travels with init_remote");
+    Step into(
+        {{"obs", torch::zeros({4, 3})},
+         {"action", torch::zeros({4}, torch::kLong)},
+         {"task", "kept"}},
+        {4});
+    dist::recv(into.tensordict(), 0);
+    TORCH_CHECK(torch::equal(into.obs(), remote.obs()));
+    TORCH_CHECK(torch::equal(into.action(), torch::arange(4)));
+    TORCH_CHECK(
+        into.task() == "kept", "non-tensor fields stay with per-leaf recv");
   }
 }
 
@@ -316,7 +344,8 @@ void sender_dies_mid_transfer(int rank, int /*world*/) {
   TensorDict mapped = big(0).memmap(dir + "/partial");
   expect_error(
       [&] { dist::recv(mapped, 0, dist::RecvOptions().checked(false)); },
-      {"recv from rank 0: key 'leaf3' failed after 3 of 8 leaves were received"});
+      {"recv from rank 0: key 'leaf3' failed after 3 of 8 leaves were "
+       "received"});
   const TensorDict disk = TensorDict::load_memmap(dir + "/partial");
   TORCH_CHECK(torch::equal(disk.get("leaf2"), torch::full({1 << 21}, 1.0)));
   TORCH_CHECK(torch::equal(disk.get("leaf3"), torch::zeros({1 << 21})));
@@ -589,18 +618,30 @@ TEST(DistributedTest, PickleCodecRoundTripsPlainData) {
 TEST(DistributedTest, PickleReaderRefusesCodeAndTruncation) {
   using tensordict::detail::pickle_loads;
   // pickle.dumps(print, protocol=2): a GLOBAL, which names a function.
-  const std::string global("\x80\x02" "c__builtin__\nprint\nq\x00.", 24);
+  const std::string global(
+      "\x80\x02"
+      "c__builtin__\nprint\nq\x00.",
+      24);
   try {
     (void)pickle_loads(global, "the test");
     FAIL() << "expected an error";
   } catch (const c10::ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("opcode 0x63 is not plain data"), std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("opcode 0x63 is not plain data"),
+        std::string::npos)
         << e.what();
   }
   // A string announcing more bytes than follow.
-  EXPECT_THROW((void)pickle_loads(std::string("\x80\x02X\x10\x00\x00\x00" "ab", 9), "t"),
-               c10::ValueError);
-  EXPECT_THROW((void)pickle_loads(std::string("\x80\x02}", 3), "t"), c10::ValueError);
+  EXPECT_THROW(
+      (void)pickle_loads(
+          std::string(
+              "\x80\x02X\x10\x00\x00\x00"
+              "ab",
+              9),
+          "t"),
+      c10::ValueError);
+  EXPECT_THROW(
+      (void)pickle_loads(std::string("\x80\x02}", 3), "t"), c10::ValueError);
 }
 
 TEST(DistributedTest, NoDefaultGroupIsAClearError) {
