@@ -401,16 +401,23 @@ int64_t send(const TensorDict& td, int dst, const SendOptions& options) {
   if (options.checked()) {
     detail::offer_schema(group, detail::schema_of(leaves, 0), dst);
   }
+  // Every send is started before the first wait: the messages and their
+  // order are Python's, without a round trip per leaf.
   int64_t tag = options.init_tag() - 1;
-  for (const detail::WireLeaf& leaf : leaves) {
-    tag = detail::next_tag(tag, options.pseudo_rand());
-    detail::check_tag(tag, "send");
+  const Works works =
+      detail::start_sends(group, leaves, dst, tag, options.pseudo_rand());
+  for (size_t i = 0; i < works.size(); ++i) {
     try {
-      detail::send_one(
-          group, leaf.tensor.contiguous(), dst, static_cast<int>(tag));
+      works[i]->wait();
     } catch (const std::exception& e) {
       TORCH_CHECK(
-          false, "send to rank ", dst, ": ", leaf.key, " failed: ", e.what());
+          false,
+          "send to rank ",
+          dst,
+          ": ",
+          leaves[i].key,
+          " failed: ",
+          e.what());
     }
   }
   return tag;
@@ -434,35 +441,41 @@ int64_t recv(const TensorDict& td, int src, const RecvOptions& options) {
   if (options.checked()) {
     detail::accept_schema(group, detail::schema_of(leaves, 0), src);
   }
+  // Every receive is posted before the first wait (see send); data arrives
+  // in order, so when one fails the later ones have not been written.
   int64_t tag = options.init_tag() - 1;
-  size_t done = 0;
+  std::vector<at::Tensor> buffers;
+  Works works;
   for (const detail::WireLeaf& leaf : leaves) {
     tag = detail::next_tag(tag, options.pseudo_rand());
     detail::check_tag(tag, "recv");
+    buffers.push_back(
+        detail::receivable(leaf.tensor) ? leaf.tensor
+                                        : leaf.tensor.contiguous().cpu());
+    std::vector<at::Tensor> tensors{buffers.back()};
+    works.push_back(group->recv(tensors, src, static_cast<int>(tag)));
+  }
+  for (size_t i = 0; i < works.size(); ++i) {
     try {
-      if (detail::receivable(leaf.tensor)) {
-        detail::recv_one(group, leaf.tensor, src, static_cast<int>(tag));
-      } else {
-        at::Tensor buffer = leaf.tensor.contiguous().cpu();
-        detail::recv_one(group, buffer, src, static_cast<int>(tag));
-        leaf.tensor.copy_(buffer);
-      }
+      works[i]->wait();
     } catch (const std::exception& e) {
       TORCH_CHECK(
           false,
           "recv from rank ",
           src,
           ": ",
-          leaf.key,
+          leaves[i].key,
           " failed after ",
-          done,
+          i,
           " of ",
           leaves.size(),
-          " leaves were received (those are written; the rest keep their "
-          "values): ",
+          " leaves were received (those are written, this one may be "
+          "partly written, the rest keep their values): ",
           e.what());
     }
-    ++done;
+    if (!buffers[i].is_same(leaves[i].tensor)) {
+      leaves[i].tensor.copy_(buffers[i]);
+    }
   }
   return tag;
 }
