@@ -17,6 +17,7 @@
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/modules/rnn.h>
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <utility>
@@ -213,65 +214,60 @@ struct Slot {
   at::Tensor* member;
 };
 
-// The members of a libtorch layer, by registered name; null when the module
-// is not of type Impl.
+using NamedMembers = std::vector<std::pair<std::string, at::Tensor*>>;
+
+// The members of a layer of type Impl, by the names it registers them under;
+// null when the module is of another type.
 template <class Impl>
-std::optional<std::vector<std::pair<std::string, at::Tensor*>>> weight_bias(
-    torch::nn::Module& module) {
+std::optional<NamedMembers> members_of(
+    torch::nn::Module& module,
+    std::initializer_list<std::pair<const char*, at::Tensor Impl::*>> table) {
   auto* impl = dynamic_cast<Impl*>(&module);
   if (impl == nullptr) {
     return std::nullopt;
   }
-  return std::vector<std::pair<std::string, at::Tensor*>>{
-      {"weight", &impl->weight}, {"bias", &impl->bias}};
+  NamedMembers out;
+  for (const auto& [name, member] : table) {
+    out.emplace_back(name, &(impl->*member));
+  }
+  return out;
 }
 
 template <class Impl>
-std::optional<std::vector<std::pair<std::string, at::Tensor*>>> weight_only(
-    torch::nn::Module& module) {
-  auto* impl = dynamic_cast<Impl*>(&module);
-  if (impl == nullptr) {
-    return std::nullopt;
-  }
-  return std::vector<std::pair<std::string, at::Tensor*>>{
-      {"weight", &impl->weight}};
+std::optional<NamedMembers> weight_bias(torch::nn::Module& module) {
+  return members_of<Impl>(
+      module, {{"weight", &Impl::weight}, {"bias", &Impl::bias}});
 }
 
 template <class Impl>
-std::optional<std::vector<std::pair<std::string, at::Tensor*>>> norm_layer(
-    torch::nn::Module& module) {
-  auto* impl = dynamic_cast<Impl*>(&module);
-  if (impl == nullptr) {
-    return std::nullopt;
-  }
-  return std::vector<std::pair<std::string, at::Tensor*>>{
-      {"weight", &impl->weight},
-      {"bias", &impl->bias},
-      {"running_mean", &impl->running_mean},
-      {"running_var", &impl->running_var},
-      {"num_batches_tracked", &impl->num_batches_tracked}};
+std::optional<NamedMembers> weight_only(torch::nn::Module& module) {
+  return members_of<Impl>(module, {{"weight", &Impl::weight}});
 }
 
 template <class Impl>
-std::optional<std::vector<std::pair<std::string, at::Tensor*>>> rnn_cell(
-    torch::nn::Module& module) {
-  auto* impl = dynamic_cast<Impl*>(&module);
-  if (impl == nullptr) {
-    return std::nullopt;
-  }
-  return std::vector<std::pair<std::string, at::Tensor*>>{
-      {"weight_ih", &impl->weight_ih},
-      {"weight_hh", &impl->weight_hh},
-      {"bias_ih", &impl->bias_ih},
-      {"bias_hh", &impl->bias_hh}};
+std::optional<NamedMembers> norm_layer(torch::nn::Module& module) {
+  return members_of<Impl>(
+      module,
+      {{"weight", &Impl::weight},
+       {"bias", &Impl::bias},
+       {"running_mean", &Impl::running_mean},
+       {"running_var", &Impl::running_var},
+       {"num_batches_tracked", &Impl::num_batches_tracked}});
 }
 
-std::optional<std::vector<std::pair<std::string, at::Tensor*>>> layer_members(
-    torch::nn::Module& module) {
+template <class Impl>
+std::optional<NamedMembers> rnn_cell(torch::nn::Module& module) {
+  return members_of<Impl>(
+      module,
+      {{"weight_ih", &Impl::weight_ih},
+       {"weight_hh", &Impl::weight_hh},
+       {"bias_ih", &Impl::bias_ih},
+       {"bias_hh", &Impl::bias_hh}});
+}
+
+std::optional<NamedMembers> layer_members(torch::nn::Module& module) {
   using namespace torch::nn;  // NOLINT(google-build-using-namespace)
-  using Finder =
-      std::optional<std::vector<std::pair<std::string, at::Tensor*>>> (*)(
-          torch::nn::Module&);
+  using Finder = std::optional<NamedMembers> (*)(torch::nn::Module&);
   static const Finder kFinders[] = {
       weight_bias<LinearImpl>,          weight_bias<BilinearImpl>,
       weight_bias<Conv1dImpl>,          weight_bias<Conv2dImpl>,

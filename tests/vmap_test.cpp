@@ -396,3 +396,33 @@ TEST(VmapTest, RandomnessFollowsTheOption) {
 }
 
 }  // namespace vmap_test
+
+namespace vmap_test {
+
+TEST(VmapTest, NormAndEmbeddingLayersMatchTheLoop) {
+  torch::manual_seed(10);
+  auto make = [] {
+    return torch::nn::Sequential(
+        torch::nn::Embedding(20, 6),
+        torch::nn::LayerNorm(torch::nn::LayerNormOptions({6})),
+        torch::nn::Linear(6, 5),
+        torch::nn::BatchNorm1d(5));
+  };
+  std::vector<torch::nn::Sequential> members = {make(), make(), make()};
+  for (auto& member : members) {
+    // Distinct running statistics, as trained members would have.
+    (void)member->forward(torch::randint(20, {32}));
+    member->eval();
+  }
+  auto shell = make();
+  shell->eval();
+  const at::Tensor tokens = torch::randint(20, {7});
+  auto [params_stack, expected] = stack_and_reference(
+      members, shell, [&](int64_t) { return shell->forward(tokens); });
+  const at::Tensor y = functional_call_vmap(
+      shell, params_stack, tokens, VmapOptions().mode(VmapMode::kBatched));
+  EXPECT_TRUE(torch::allclose(y, expected, 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(y[2], members[2]->forward(tokens), 1e-5, 1e-6));
+}
+
+}  // namespace vmap_test

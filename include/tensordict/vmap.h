@@ -57,9 +57,9 @@ enum class VmapRandomness {
 enum class VmapMode {
   /// Batched when possible; a loop when the module holds tensors vmap
   /// cannot swap (see NOTE [vmap from C++]) or when the batched call throws
-  /// (an op without a usable batching rule), in which case the function
-  /// runs again, member by member, and the loop's result or error is what
-  /// you get.
+  /// a `c10::Error` (say, an op vmap cannot batch), in which case the
+  /// function runs again, member by member, and the loop's result or error
+  /// is what you get. Other exceptions propagate at once.
   kAuto,
   /// Batched only: errors of the batched call propagate.
   kBatched,
@@ -122,8 +122,11 @@ using VmapFunction =
 /// missing or extra, or a leaf's shape or dtype is not the module's with the
 /// members' dim in front (naming the key); if a mapped input's size at its
 /// in_dim is not the number of members; and what `forward` throws.
-/// Not thread safe for one module: it swaps the module's tensors, as
-/// `ScopedModuleSwap` does.
+/// Gradients reach `params_stack`'s tensors, as in Python; only a module
+/// run through `ScopedModuleSwap` (a loop over a module vmap cannot swap
+/// into) sends them to the module's own parameters instead. Not thread safe
+/// for one module: it swaps the module's tensors, as `ScopedModuleSwap`
+/// does.
 ///
 /// Example:
 /// ```
