@@ -1,6 +1,7 @@
 // Model parameters as a TensorDict: an ensemble of modules run through one
-// module by swapping stacked parameters in, a checkpoint written with memmap
-// and loaded onto a fresh model (whole, or one submodule from its
+// module at once with vmap over their stacked parameters (checked against a
+// loop that swaps each member's parameters in), a checkpoint written with
+// memmap and loaded onto a fresh model (whole, or one submodule from its
 // sub-directory), and a consolidated copy sent as one byte buffer.
 // Run: build/bin/ensemble [DIRECTORY]
 
@@ -46,13 +47,19 @@ int main(int argc, char** argv) {
   std::cout << "stacked parameters: " << stacked.keys(true, true).size()
             << " leaves, batch size " << stacked.batch_size() << "\n";
 
+  // One call for the whole ensemble: vmap over the members' dim of
+  // `stacked`, `x` shared by all (Python: vmap(call, (0, None))).
   auto shell = make_model();
   const at::Tensor x = torch::randn({3, 4});
+  const at::Tensor outputs =
+      tensordict::functional_call_vmap(shell, stacked, x);
+  std::cout << "ensemble output: " << outputs.sizes() << "\n";
+  // The check: a loop swapping each member's parameters into the shell.
   for (int64_t i = 0; i < stacked.size(0); ++i) {
     ScopedModuleSwap swap(stacked.index({i}), *shell);  // restored at scope end
-    const bool same =
-        torch::allclose(shell->forward(x), members[i]->forward(x));
-    std::cout << "member " << i << ": shell output matches: " << same << "\n";
+    const bool same = torch::allclose(shell->forward(x), outputs[i]) &&
+                      torch::allclose(outputs[i], members[i]->forward(x));
+    std::cout << "member " << i << ": vmap output matches: " << same << "\n";
   }
 
   // --- checkpoint: memmap the parameters, load them onto a fresh model ----

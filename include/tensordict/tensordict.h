@@ -19,3 +19,4 @@
 #include "tensordict/tensor_dict.h"
 #include "tensordict/tensor_dict_params.h"
 #include "tensordict/value.h"
+#include "tensordict/vmap.h"
