@@ -52,11 +52,22 @@ def main(out_path):
             # pickled round trip each): one timed run, no warm-up (each call
             # starts its own pool anyway).
             repeats = 1 if chunksize == 0 else 5
+            # With chunksize 0, the 100,000 results come back as 100,000
+            # shared-memory mappings, past Linux's default vm.max_map_count
+            # (65530): map fails with ENOMEM. Python's way out is `out` in
+            # shared memory, which the workers fill in place; it also spares
+            # Python the 100,000-way stack the C++ side does.
+            out = (
+                td.empty().set("z", torch.zeros(ITEMS)).share_memory_()
+                if chunksize == 0
+                else None
+            )
             us = time_us(
                 lambda: td.map(
                     process,
                     num_workers=workers,
                     chunksize=chunksize,
+                    out=out,
                     generator=torch.Generator(),
                 ),
                 repeats,
