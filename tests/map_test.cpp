@@ -54,6 +54,17 @@ struct ChunkSizes {
   }
 };
 
+// Maps `doubled` over `td`, recording the batch size of each chunk.
+TensorDict map_doubled(
+    const TensorDict& td, const MapOptions& options, ChunkSizes& seen) {
+  return td.map(
+      [&](const TensorDict& chunk) {
+        seen.add(chunk);
+        return doubled(chunk);
+      },
+      options);
+}
+
 // The bytes a file occupies on disk.
 int64_t disk_usage(const std::string& path) {
   struct stat info {};
@@ -71,12 +82,8 @@ std::string message_of(const c10::Error& e) {
 // Python: td.map(f, num_workers=2, chunksize=0) -> batch [10], y = 2 * x.
 TEST(MapTest, ChunksizeZeroPassesElementsOneByOneAndStacksTheResults) {
   ChunkSizes seen;
-  const TensorDict result = make_td().map(
-      [&](const TensorDict& chunk) {
-        seen.add(chunk);
-        return doubled(chunk);
-      },
-      MapOptions().num_workers(2).chunksize(0));
+  const TensorDict result =
+      map_doubled(make_td(), MapOptions().num_workers(2).chunksize(0), seen);
   EXPECT_EQ(result.batch_size(), std::vector<int64_t>({10}));
   EXPECT_TRUE(torch::equal(result.get("y"), torch::arange(10.) * 2));
   EXPECT_EQ(
@@ -86,12 +93,8 @@ TEST(MapTest, ChunksizeZeroPassesElementsOneByOneAndStacksTheResults) {
 
 TEST(MapTest, ChunksizeCutsSlicesAndConcatenatesTheResultsInOrder) {
   ChunkSizes seen;
-  const TensorDict result = make_td().map(
-      [&](const TensorDict& chunk) {
-        seen.add(chunk);
-        return doubled(chunk);
-      },
-      MapOptions().num_workers(2).chunksize(3));
+  const TensorDict result =
+      map_doubled(make_td(), MapOptions().num_workers(2).chunksize(3), seen);
   EXPECT_EQ(result.batch_size(), std::vector<int64_t>({10}));
   EXPECT_TRUE(torch::equal(result.get("y"), torch::arange(10.) * 2));
   EXPECT_EQ(
@@ -110,12 +113,7 @@ TEST(MapTest, NumChunksSplitsAsTorchChunkAndDefaultsToOnePerWorker) {
            {MapOptions().num_workers(3), {{2}, {4}, {4}}},
        }) {
     ChunkSizes seen;
-    const TensorDict result = make_td().map(
-        [&](const TensorDict& chunk) {
-          seen.add(chunk);
-          return doubled(chunk);
-        },
-        options);
+    const TensorDict result = map_doubled(make_td(), options, seen);
     EXPECT_TRUE(torch::equal(result.get("y"), torch::arange(10.) * 2));
     EXPECT_EQ(seen.sorted(), expected);
   }
@@ -126,12 +124,8 @@ TEST(MapTest, SplitsAlongTheGivenDim) {
   const TensorDict td(
       {{"x", torch::arange(12, torch::kFloat).view({3, 4})}}, {3, 4});
   ChunkSizes seen;
-  const TensorDict by_item = td.map(
-      [&](const TensorDict& chunk) {
-        seen.add(chunk);
-        return doubled(chunk);
-      },
-      MapOptions().dim(1).num_workers(2).chunksize(0));
+  const TensorDict by_item =
+      map_doubled(td, MapOptions().dim(1).num_workers(2).chunksize(0), seen);
   EXPECT_EQ(by_item.batch_size(), std::vector<int64_t>({3, 4}));
   EXPECT_TRUE(torch::equal(by_item.get("y"), td.get("x") * 2));
   EXPECT_EQ(seen.sorted(), std::vector<std::vector<int64_t>>(4, {3}));
