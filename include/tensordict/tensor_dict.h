@@ -32,7 +32,7 @@ class Module;
 
 TENSORDICT_BEGIN_NAMESPACE
 
-class StateDict;  // tensordict/state_dict.h
+class StateDict;    // tensordict/state_dict.h
 struct MapOptions;  // tensordict/map.h
 class MapIterator;  // tensordict/map.h
 
