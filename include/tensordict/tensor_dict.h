@@ -32,7 +32,9 @@ class Module;
 
 TENSORDICT_BEGIN_NAMESPACE
 
-class StateDict;  // tensordict/state_dict.h
+class StateDict;    // tensordict/state_dict.h
+struct MapOptions;  // tensordict/map.h
+class MapIterator;  // tensordict/map.h
 
 /// An ordered dictionary of tensors, nested TensorDicts and non-tensor values
 /// that share leading batch dims: the C++ form of Python's `TensorDict`.
@@ -596,6 +598,22 @@ class TENSORDICT_API TensorDict {
   void apply_inplace_impl(
       c10::function_ref<at::Tensor(const NestedKey&, c10::ArrayRef<at::Tensor>)>
           fn);
+
+  // --- map (src/tensor_dict/map.cpp; include <tensordict/map.h>) -----------
+
+  /// Runs `fn` on the chunks along `options.dim()` on worker threads and
+  /// joins the results; see NOTE [Parallel map] in tensordict/map.h.
+  template <typename Fn>
+  auto map(Fn&& fn, const MapOptions& options) const;
+  /// `map` with the default options.
+  template <typename Fn>
+  auto map(Fn&& fn) const;
+  /// Like `map`, but yields the results one chunk at a time.
+  template <typename Fn>
+  [[nodiscard]] MapIterator map_iter(Fn&& fn, const MapOptions& options) const;
+  /// `map_iter` with the default options.
+  template <typename Fn>
+  [[nodiscard]] MapIterator map_iter(Fn&& fn) const;
 
   // --- device, dtype, memory (src/tensor_dict/convert.cpp) ------------------
   // Python's dtype casts are named after Python types (`float()`,

@@ -8,6 +8,7 @@
 #include "tensordict/json.h"
 #include "tensordict/lazy_stack.h"
 #include "tensordict/lazy_stacked_tensor_class.h"
+#include "tensordict/map.h"
 #include "tensordict/memmap.h"
 #include "tensordict/module.h"
 #include "tensordict/nested_key.h"
