@@ -382,173 +382,182 @@ int64_t int_generator(int64_t seed) {
 
 }  // namespace detail
 
-int64_t send(const TensorDict& td, int dst, const SendOptions& options) {
-  const ProcessGroupPtr group = detail::group_or_default(options.group());
-  detail::check_peer(group, dst, "send");
+namespace detail {
+namespace {
+
+// A transfer whose messages are all started: what finishing it needs.
+struct Started {
+  Works works;
+  std::vector<std::string> keys;   // one per work, for messages
+  std::vector<at::Tensor> copies;  // recv: a leaf to refill from `buffers`
+  std::vector<at::Tensor> buffers;
+  int64_t last_tag = 0;
+};
+
+// Checks, exchanges the key list if asked, and starts every send: the
+// messages and their order are Python's, without a round trip per leaf.
+Started start_send(
+    const TensorDict& td,
+    int dst,
+    const SendOptions& options,
+    const char* what) {
+  const ProcessGroupPtr group = group_or_default(options.group());
+  check_peer(group, dst, what);
+  Started out;
   if (options.consolidated()) {
     const TensorDict cons = td.is_consolidated() ? td : td.consolidate();
     const at::Tensor storage = cons.consolidated_storage();
     if (options.checked()) {
-      detail::offer_schema(
-          group,
-          detail::schema_of(detail::wire_leaves(cons), storage.numel()),
-          dst);
+      offer_schema(group, schema_of(wire_leaves(cons), storage.numel()), dst);
     }
-    detail::send_one(group, storage, dst, 0);
-    return 0;
+    std::vector<at::Tensor> tensors{storage};
+    out.works.push_back(group->send(tensors, dst, 0));
+    out.keys.emplace_back("the consolidated storage");
+    return out;
   }
-  const std::vector<detail::WireLeaf> leaves = detail::wire_leaves(td);
+  const std::vector<WireLeaf> leaves = wire_leaves(td);
   if (options.checked()) {
-    detail::offer_schema(group, detail::schema_of(leaves, 0), dst);
+    offer_schema(group, schema_of(leaves, 0), dst);
   }
-  // Every send is started before the first wait: the messages and their
-  // order are Python's, without a round trip per leaf.
+  out.last_tag = options.init_tag() - 1;
+  out.works =
+      start_sends(group, leaves, dst, out.last_tag, options.pseudo_rand());
+  for (const WireLeaf& leaf : leaves) {
+    out.keys.push_back(leaf.key);
+  }
+  return out;
+}
+
+// Checks, exchanges the key list if asked, and posts every receive. A leaf
+// c10d cannot receive into in place gets a buffer, unless `in_place_only`.
+Started start_recv(
+    const TensorDict& td,
+    int src,
+    const RecvOptions& options,
+    const char* what,
+    bool in_place_only) {
+  const ProcessGroupPtr group = group_or_default(options.group());
+  check_peer(group, src, what);
+  Started out;
+  if (options.consolidated()) {
+    const at::Tensor storage = consolidated_storage_of(td, what);
+    if (options.checked()) {
+      accept_schema(group, schema_of(wire_leaves(td), storage.numel()), src);
+    }
+    std::vector<at::Tensor> tensors{storage};
+    out.works.push_back(group->recv(tensors, src, 0));
+    out.keys.emplace_back("the consolidated storage");
+    out.copies.emplace_back();
+    out.buffers.push_back(storage);
+    return out;
+  }
+  const std::vector<WireLeaf> leaves = wire_leaves(td);
+  for (const WireLeaf& leaf : leaves) {
+    TORCH_CHECK_VALUE(
+        !in_place_only || receivable(leaf.tensor),
+        what,
+        ": ",
+        leaf.key,
+        " is not a contiguous CPU tensor, which c10d cannot receive into in "
+        "place, and return_premature leaves no time to copy it; make it "
+        "contiguous or wait");
+  }
+  if (options.checked()) {
+    accept_schema(group, schema_of(leaves, 0), src);
+  }
   int64_t tag = options.init_tag() - 1;
-  const Works works =
-      detail::start_sends(group, leaves, dst, tag, options.pseudo_rand());
-  for (size_t i = 0; i < works.size(); ++i) {
+  for (const WireLeaf& leaf : leaves) {
+    tag = next_tag(tag, options.pseudo_rand());
+    check_tag(tag, what);
+    const bool direct = receivable(leaf.tensor);
+    out.buffers.push_back(
+        direct ? leaf.tensor : leaf.tensor.contiguous().cpu());
+    out.copies.push_back(direct ? at::Tensor() : leaf.tensor);
+    std::vector<at::Tensor> tensors{out.buffers.back()};
+    out.works.push_back(group->recv(tensors, src, static_cast<int>(tag)));
+    out.keys.push_back(leaf.key);
+  }
+  out.last_tag = tag;
+  return out;
+}
+
+void finish_send(const Started& started, int dst) {
+  for (size_t i = 0; i < started.works.size(); ++i) {
     try {
-      works[i]->wait();
+      started.works[i]->wait();
     } catch (const std::exception& e) {
       TORCH_CHECK(
           false,
           "send to rank ",
           dst,
           ": ",
-          leaves[i].key,
+          started.keys[i],
           " failed: ",
           e.what());
     }
   }
-  return tag;
 }
 
-int64_t recv(const TensorDict& td, int src, const RecvOptions& options) {
-  const ProcessGroupPtr group = detail::group_or_default(options.group());
-  detail::check_peer(group, src, "recv");
-  if (options.consolidated()) {
-    const at::Tensor storage = detail::consolidated_storage_of(td, "recv");
-    if (options.checked()) {
-      detail::accept_schema(
-          group,
-          detail::schema_of(detail::wire_leaves(td), storage.numel()),
-          src);
-    }
-    detail::recv_one(group, storage, src, 0);
-    return 0;
-  }
-  const std::vector<detail::WireLeaf> leaves = detail::wire_leaves(td);
-  if (options.checked()) {
-    detail::accept_schema(group, detail::schema_of(leaves, 0), src);
-  }
-  // Every receive is posted before the first wait (see send); data arrives
-  // in order, so when one fails the later ones have not been written.
-  int64_t tag = options.init_tag() - 1;
-  std::vector<at::Tensor> buffers;
-  Works works;
-  for (const detail::WireLeaf& leaf : leaves) {
-    tag = detail::next_tag(tag, options.pseudo_rand());
-    detail::check_tag(tag, "recv");
-    buffers.push_back(
-        detail::receivable(leaf.tensor) ? leaf.tensor
-                                        : leaf.tensor.contiguous().cpu());
-    std::vector<at::Tensor> tensors{buffers.back()};
-    works.push_back(group->recv(tensors, src, static_cast<int>(tag)));
-  }
-  for (size_t i = 0; i < works.size(); ++i) {
+// Waits in order (data arrives in order, so when one fails the later ones
+// have not been written) and refills the leaves received into buffers.
+void finish_recv(const Started& started, int src) {
+  const size_t n = started.works.size();
+  for (size_t i = 0; i < n; ++i) {
     try {
-      works[i]->wait();
+      started.works[i]->wait();
     } catch (const std::exception& e) {
       TORCH_CHECK(
           false,
           "recv from rank ",
           src,
           ": ",
-          leaves[i].key,
+          started.keys[i],
           " failed after ",
           i,
           " of ",
-          leaves.size(),
-          " leaves were received (those are written, this one may be "
-          "partly written, the rest keep their values): ",
+          n,
+          " leaves were received (those are written, this one may be partly "
+          "written, the rest keep their values): ",
           e.what());
     }
-    if (!buffers[i].is_same(leaves[i].tensor)) {
-      leaves[i].tensor.copy_(buffers[i]);
+    if (started.copies[i].defined()) {
+      started.copies[i].copy_(started.buffers[i]);
     }
   }
-  return tag;
+}
+
+}  // namespace
+}  // namespace detail
+
+int64_t send(const TensorDict& td, int dst, const SendOptions& options) {
+  const detail::Started started = detail::start_send(td, dst, options, "send");
+  detail::finish_send(started, dst);
+  return started.last_tag;
+}
+
+int64_t recv(const TensorDict& td, int src, const RecvOptions& options) {
+  const detail::Started started =
+      detail::start_recv(td, src, options, "recv", /*in_place_only=*/false);
+  detail::finish_recv(started, src);
+  return started.last_tag;
 }
 
 Works isend(const TensorDict& td, int dst, const SendOptions& options) {
-  const ProcessGroupPtr group = detail::group_or_default(options.group());
-  detail::check_peer(group, dst, "isend");
-  Works works;
-  if (options.consolidated()) {
-    const TensorDict cons = td.is_consolidated() ? td : td.consolidate();
-    const at::Tensor storage = cons.consolidated_storage();
-    if (options.checked()) {
-      detail::offer_schema(
-          group,
-          detail::schema_of(detail::wire_leaves(cons), storage.numel()),
-          dst);
-    }
-    std::vector<at::Tensor> tensors{storage};
-    works.push_back(group->send(tensors, dst, 0));
-  } else {
-    const std::vector<detail::WireLeaf> leaves = detail::wire_leaves(td);
-    if (options.checked()) {
-      detail::offer_schema(group, detail::schema_of(leaves, 0), dst);
-    }
-    int64_t tag = options.init_tag() - 1;
-    works = detail::start_sends(group, leaves, dst, tag, options.pseudo_rand());
-  }
+  detail::Started started = detail::start_send(td, dst, options, "isend");
   if (options.return_early()) {
-    return works;
+    return std::move(started.works);
   }
-  detail::wait_all(works, "isend to rank " + std::to_string(dst));
+  detail::finish_send(started, dst);
   return {};
 }
 
 Works irecv(const TensorDict& td, int src, const RecvOptions& options) {
-  const ProcessGroupPtr group = detail::group_or_default(options.group());
-  detail::check_peer(group, src, "irecv");
-  Works works;
-  if (options.consolidated()) {
-    const at::Tensor storage = detail::consolidated_storage_of(td, "irecv");
-    if (options.checked()) {
-      detail::accept_schema(
-          group,
-          detail::schema_of(detail::wire_leaves(td), storage.numel()),
-          src);
-    }
-    std::vector<at::Tensor> tensors{storage};
-    works.push_back(group->recv(tensors, src, 0));
-  } else {
-    const std::vector<detail::WireLeaf> leaves = detail::wire_leaves(td);
-    for (const detail::WireLeaf& leaf : leaves) {
-      TORCH_CHECK_VALUE(
-          detail::receivable(leaf.tensor),
-          "irecv: ",
-          leaf.key,
-          " is not a contiguous CPU tensor, which c10d cannot receive into "
-          "in place; make it contiguous or use recv");
-    }
-    if (options.checked()) {
-      detail::accept_schema(group, detail::schema_of(leaves, 0), src);
-    }
-    int64_t tag = options.init_tag() - 1;
-    for (const detail::WireLeaf& leaf : leaves) {
-      tag = detail::next_tag(tag, options.pseudo_rand());
-      detail::check_tag(tag, "irecv");
-      std::vector<at::Tensor> tensors{leaf.tensor};
-      works.push_back(group->recv(tensors, src, static_cast<int>(tag)));
-    }
-  }
+  detail::Started started =
+      detail::start_recv(td, src, options, "irecv", options.return_premature());
   if (options.return_premature()) {
-    return works;
+    return std::move(started.works);
   }
-  detail::wait_all(works, "irecv from rank " + std::to_string(src));
+  detail::finish_recv(started, src);
   return {};
 }
 
