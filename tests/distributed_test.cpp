@@ -747,6 +747,42 @@ TEST(DistributedTest, PickleReaderRefusesCodeAndTruncation) {
       (void)pickle_loads(std::string("\x80\x02}", 3), "t"), c10::ValueError);
 }
 
+// Runs init_process_group with these environment variables and returns its
+// error (it must fail before it opens any socket).
+std::string init_error(const std::map<std::string, std::string>& env) {
+  for (const char* name :
+       {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"}) {
+    ::unsetenv(name);
+  }
+  for (const auto& [name, value] : env) {
+    ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  try {
+    (void)dist::init_process_group();
+  } catch (const c10::ValueError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(DistributedTest, InitProcessGroupNamesWhatIsMissingOrWrong) {
+  EXPECT_NE(
+      init_error({}).find(
+          "init_process_group: MASTER_PORT is not set and no value was given"),
+      std::string::npos);
+  EXPECT_NE(
+      init_error({{"MASTER_PORT", "29500"}, {"RANK", "one"}})
+          .find("init_process_group: RANK must be an integer, got 'one'"),
+      std::string::npos);
+  EXPECT_NE(
+      init_error({{"MASTER_PORT", "29500"}, {"RANK", "2"}, {"WORLD_SIZE", "2"}})
+          .find("expected 0 <= RANK < WORLD_SIZE, got rank 2 and world size 2"),
+      std::string::npos);
+  for (const char* name : {"MASTER_PORT", "RANK", "WORLD_SIZE"}) {
+    ::unsetenv(name);
+  }
+}
+
 TEST(DistributedTest, NoDefaultGroupIsAClearError) {
   TensorDict td;
   try {

@@ -374,13 +374,7 @@ TensorDict from_remote_init(int src, const CollectiveOptions& options) {
 TensorDict broadcast(
     const TensorDict& td, int src, const CollectiveOptions& options) {
   const ProcessGroupPtr group = detail::group_or_default(options.group());
-  TORCH_CHECK_VALUE(
-      src >= 0 && src < group->getSize(),
-      "broadcast: rank ",
-      src,
-      " is not in the group (ranks 0 to ",
-      group->getSize() - 1,
-      ")");
+  detail::check_rank(group, src, "broadcast");
   if (group->getRank() == src) {
     auto parts = detail::parts_to_send(td);
     const Json sent_meta = parts.metadata;
@@ -411,13 +405,7 @@ TensorDict broadcast(
 
 Works reduce(const TensorDict& td, int dst, const CollectiveOptions& options) {
   const ProcessGroupPtr group = detail::group_or_default(options.group());
-  TORCH_CHECK_VALUE(
-      dst >= 0 && dst < group->getSize(),
-      "reduce: rank ",
-      dst,
-      " is not in the group (ranks 0 to ",
-      group->getSize() - 1,
-      ")");
+  detail::check_rank(group, dst, "reduce");
   c10d::ReduceOptions reduce_options;
   reduce_options.reduceOp = c10d::ReduceOp(options.op());
   reduce_options.rootRank = dst;
@@ -485,13 +473,7 @@ std::optional<TensorDict> gather_and_stack(
   const ProcessGroupPtr group = detail::group_or_default(options.group());
   const int rank = group->getRank();
   const int world = group->getSize();
-  TORCH_CHECK_VALUE(
-      dst >= 0 && dst < world,
-      "gather_and_stack: rank ",
-      dst,
-      " is not in the group (ranks 0 to ",
-      world - 1,
-      ")");
+  detail::check_rank(group, dst, "gather_and_stack");
   // Python's Gloo form: every rank's [kind, storage bytes, buffer bytes],
   // then the buffers (storage + pickled metadata) padded to the largest.
   at::Tensor storage, pickle;

@@ -73,8 +73,9 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
   std::chrono::milliseconds timeout = std::chrono::seconds(300);
   if (options.timeout()) {
     timeout = *options.timeout();
-  } else if (const auto seconds = env("TENSORDICT_DIST_TIMEOUT_SECONDS")) {
-    timeout = std::chrono::seconds(std::stoll(*seconds));
+  } else if (env("TENSORDICT_DIST_TIMEOUT_SECONDS")) {
+    timeout = std::chrono::seconds(
+        env_int("TENSORDICT_DIST_TIMEOUT_SECONDS", std::nullopt));
   }
 
   c10d::TCPStoreOptions store_options;
@@ -139,15 +140,19 @@ ProcessGroupPtr group_or_default(const ProcessGroupPtr& group) {
   return group ? group : default_group();
 }
 
-void check_peer(const ProcessGroupPtr& group, int peer, const char* what) {
+void check_rank(const ProcessGroupPtr& group, int rank, const char* what) {
   TORCH_CHECK_VALUE(
-      peer >= 0 && peer < group->getSize(),
+      rank >= 0 && rank < group->getSize(),
       what,
       ": rank ",
-      peer,
+      rank,
       " is not in the group (ranks 0 to ",
       group->getSize() - 1,
       ")");
+}
+
+void check_peer(const ProcessGroupPtr& group, int peer, const char* what) {
+  check_rank(group, peer, what);
   TORCH_CHECK_VALUE(
       peer != group->getRank(),
       what,

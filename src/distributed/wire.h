@@ -24,6 +24,9 @@ std::vector<WireLeaf> wire_leaves(const TensorDict& td, bool sorted = true);
 /// `group` if set, else the default group.
 ProcessGroupPtr group_or_default(const ProcessGroupPtr& group);
 
+/// Checks that `rank` is a rank of `group`; `what` names the call.
+void check_rank(const ProcessGroupPtr& group, int rank, const char* what);
+
 /// Checks that `peer` is another rank of `group`; `what` names the call.
 void check_peer(const ProcessGroupPtr& group, int peer, const char* what);
 
