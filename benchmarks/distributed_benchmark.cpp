@@ -3,7 +3,10 @@
 // checked, and consolidated (one message), against raw ProcessGroup::send of
 // the same tensors. Every iteration ends with a one-element ack from the
 // receiver, so a time is "until the dict has arrived", the same for every
-// side. The Python side is python_distributed.py.
+// side. Loopback messages are noisy on a shared machine, so each benchmark
+// also records the median iteration (the `median_us` counter, which
+// report.py prefers, as python_distributed.py reports medians too), after
+// two warm-up rounds. The Python side is python_distributed.py.
 
 #include <benchmark/benchmark.h>
 #include <netinet/in.h>
@@ -13,6 +16,8 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <future>
@@ -24,7 +29,10 @@ namespace {
 using tensordict::TensorDict;
 namespace dist = tensordict::dist;
 
-constexpr int kIterations = 20;
+// Small dicts take milliseconds a round, 256 MiB ones a fraction of a second.
+constexpr int kSmallIterations = 200;
+constexpr int kLargeIterations = 20;
+constexpr int kWarmup = 2;
 
 int free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -41,9 +49,11 @@ int free_port() {
 // Rank 1 lives on a thread of its own and runs the jobs it is given.
 class Pair {
  public:
+  // Never destroyed: rank 1's thread waits on the pair until the process
+  // ends, and destroying a condition variable with a waiter blocks exit.
   static Pair& get() {
-    static Pair pair;
-    return pair;
+    static Pair* pair = new Pair;
+    return *pair;
   }
   dist::ProcessGroupPtr sender;
 
@@ -122,26 +132,42 @@ TensorDict many_leaves(int n, std::vector<int64_t> shape) {
   return td;
 }
 
-// Sends `kIterations` times with `send`, the receiver receiving with `recv`
-// and acking each.
+// Sends `kWarmup` + the state's iterations times with `send`, the receiver
+// receiving with `recv` and acking each; records the median round.
 void run(
     benchmark::State& state,
     const std::function<void(const dist::ProcessGroupPtr&)>& send,
     const std::function<void(const dist::ProcessGroupPtr&)>& recv) {
   Pair& pair = Pair::get();
   const at::Tensor ack = torch::zeros({1});
+  const int64_t rounds = state.max_iterations + kWarmup;
   auto done = pair.on_receiver([&](const dist::ProcessGroupPtr& group) {
     const at::Tensor reply = torch::ones({1});
-    for (int i = 0; i < kIterations; ++i) {
+    for (int64_t i = 0; i < rounds; ++i) {
       recv(group);
       send_one(group, reply, 0, 999999);
     }
   });
-  for (auto _ : state) {
+  auto round = [&] {
     send(pair.sender);
     recv_one(pair.sender, ack, 1, 999999);
+  };
+  for (int i = 0; i < kWarmup; ++i) {
+    round();
+  }
+  std::vector<double> times;
+  times.reserve(static_cast<size_t>(state.max_iterations));
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    round();
+    times.push_back(std::chrono::duration<double, std::micro>(
+                        std::chrono::steady_clock::now() - start)
+                        .count());
   }
   done.get();
+  std::nth_element(
+      times.begin(), times.begin() + times.size() / 2, times.end());
+  state.counters["median_us"] = times[times.size() / 2];
 }
 
 void per_leaf(
@@ -224,25 +250,42 @@ const std::vector<int64_t> kSmall{64, 8};    // 2 KiB
 const std::vector<int64_t> kLarge{1 << 20};  // 4 MiB: 64 of them are 256 MiB
 
 template <class Fn, class... Args>
-void add(const char* name, Fn fn, Args... args) {
+void add(const char* name, int iterations, Fn fn, Args... args) {
   benchmark::RegisterBenchmark(
       name, [=](benchmark::State& state) { fn(state, args...); })
-      ->Iterations(kIterations)
+      ->Iterations(iterations)
       ->Unit(benchmark::kMicrosecond)
       ->UseRealTime();
 }
 
 const bool registered = [] {
-  add("dist_100_leaves/cpp", per_leaf, 100, kSmall, false);
-  add("dist_100_leaves/raw", raw_leaves, 100, kSmall);
-  add("dist_100_leaves_checked/cpp", per_leaf, 100, kSmall, true);
-  add("dist_100_leaves_checked/raw", raw_leaves, 100, kSmall);
-  add("dist_100_leaves_consolidated/cpp", consolidated, 100, kSmall);
-  add("dist_100_leaves_consolidated/raw", raw_buffer, 100, kSmall);
-  add("dist_256MiB/cpp", per_leaf, 64, kLarge, false);
-  add("dist_256MiB/raw", raw_leaves, 64, kLarge);
-  add("dist_256MiB_consolidated/cpp", consolidated, 64, kLarge);
-  add("dist_256MiB_consolidated/raw", raw_buffer, 64, kLarge);
+  add("dist_100_leaves/cpp", kSmallIterations, per_leaf, 100, kSmall, false);
+  add("dist_100_leaves/raw", kSmallIterations, raw_leaves, 100, kSmall);
+  add("dist_100_leaves_checked/cpp",
+      kSmallIterations,
+      per_leaf,
+      100,
+      kSmall,
+      true);
+  add("dist_100_leaves_checked/raw", kSmallIterations, raw_leaves, 100, kSmall);
+  add("dist_100_leaves_consolidated/cpp",
+      kSmallIterations,
+      consolidated,
+      100,
+      kSmall);
+  add("dist_100_leaves_consolidated/raw",
+      kSmallIterations,
+      raw_buffer,
+      100,
+      kSmall);
+  add("dist_256MiB/cpp", kLargeIterations, per_leaf, 64, kLarge, false);
+  add("dist_256MiB/raw", kLargeIterations, raw_leaves, 64, kLarge);
+  add("dist_256MiB_consolidated/cpp",
+      kLargeIterations,
+      consolidated,
+      64,
+      kLarge);
+  add("dist_256MiB_consolidated/raw", kLargeIterations, raw_buffer, 64, kLarge);
   return true;
 }();
 

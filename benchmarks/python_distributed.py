@@ -20,17 +20,19 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from tensordict import TensorDict
 
-ITERATIONS = 20
+# As distributed_benchmark.cpp: more rounds for the small dicts.
+SMALL_ITERATIONS = 200
+LARGE_ITERATIONS = 20
 
 
 def many_leaves(n, shape):
     return TensorDict({f"leaf{1000 + i}": torch.randn(shape) for i in range(n)})
 
 
-def bench(rank, send, recv):
+def bench(rank, iterations, send, recv):
     ack = torch.zeros(1)
     times = []
-    for _ in range(ITERATIONS + 2):  # two warm-up rounds
+    for _ in range(iterations + 2):  # two warm-up rounds
         if rank == 0:
             start = time.perf_counter()
             send()
@@ -48,13 +50,17 @@ def worker(rank, port, out_path):
         "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2
     )
     results = []
-    for name, n, shape in (("dist_100_leaves", 100, (64, 8)), ("dist_256MiB", 64, (1 << 20,))):
+    for name, n, shape, iterations in (
+        ("dist_100_leaves", 100, (64, 8), SMALL_ITERATIONS),
+        ("dist_256MiB", 64, (1 << 20,), LARGE_ITERATIONS),
+    ):
         out, into = many_leaves(n, shape), many_leaves(n, shape)
-        us = bench(rank, lambda: out.send(1), lambda: into.recv(0))
+        us = bench(rank, iterations, lambda: out.send(1), lambda: into.recv(0))
         results.append({"name": name, "python_us": us})
         out_c, into_c = out.consolidate(), into.consolidate()
         us = bench(
             rank,
+            iterations,
             lambda: out_c.send(1, consolidated=True),
             lambda: into_c.recv(0, consolidated=True),
         )

@@ -16,6 +16,10 @@ import sys
 
 
 def to_us(bench):
+    # A benchmark that records its median round (noisy loopback transfers)
+    # is reported by it, as the Python side reports medians.
+    if "median_us" in bench:
+        return bench["median_us"]
     scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[bench["time_unit"]]
     return bench["real_time"] * scale
 

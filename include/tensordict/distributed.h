@@ -28,13 +28,14 @@
 //   first, so c10d stays out of tensor_dict.h; keyword arguments are
 //   options structs.
 // - Point-to-point transfers are `checked` by default: the sender first
-//   sends its keys, shapes and dtypes (tag 2^31 - 2), the receiver compares
-//   them with its own and answers, and only then do the leaves flow. A
-//   mismatch is an error on both ranks naming the key and both sides'
-//   values, before a byte is written. Python ranks know nothing of this
-//   exchange: talk to them with `checked(false)`, Python's exact wire, where
-//   Gloo silently fills a leaf only partly if fewer bytes arrive and aborts
-//   the receiving process if more do.
+//   sends a digest of its keys, shapes and dtypes (tag 2^31 - 2), the
+//   receiver compares it with its own and answers (one round trip), and
+//   only then do the leaves flow; when the digests differ, the full lists
+//   are compared. A mismatch is an error on both ranks naming the key and
+//   both sides' values, before a byte is written. Python ranks know nothing of
+//   this exchange: talk to them with `checked(false)`, Python's exact wire,
+//   where Gloo silently fills a leaf only partly if fewer bytes arrive and
+//   aborts the receiving process if more do.
 // - `gather_and_stack` with Gloo reads the storage form of Python's buffers
 //   only; a Python rank that pickles its dict instead (non-CPU or
 //   requires-grad leaves) is refused with a message saying so.

@@ -117,11 +117,10 @@ struct CollectiveLeaf {
 std::vector<CollectiveLeaf> collective_leaves(
     const TensorDict& td, bool sorted) {
   std::vector<CollectiveLeaf> out;
-  for (WireLeaf& leaf : wire_leaves(td, sorted)) {
-    at::Tensor buffer = leaf.tensor.is_contiguous() && leaf.tensor.is_cpu()
-                            ? leaf.tensor
-                            : leaf.tensor.contiguous().cpu();
-    out.push_back({std::move(leaf.tensor), std::move(buffer)});
+  for (at::Tensor& leaf : wire_leaves(td, sorted).tensors) {
+    at::Tensor buffer =
+        leaf.is_contiguous() && leaf.is_cpu() ? leaf : leaf.contiguous().cpu();
+    out.push_back({std::move(leaf), std::move(buffer)});
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "detail/format.h"
+#include "detail/sha256.h"
 #include "detail/tensor_dict_impl.h"
 #include "detail/walk.h"
 #include "distributed/wire.h"
@@ -32,35 +33,27 @@ constexpr int kCheckTag = INT_MAX - 1;
 constexpr int64_t kMaxCheckBytes = int64_t{1} << 30;
 
 void collect(
-    const TensorDict& td,
-    bool sorted,
-    KeyPath& path,
-    std::vector<WireLeaf>& out);
+    const TensorDict& td, bool sorted, int32_t parent, WireLeaves& out);
 
 void collect_value(
-    const Value& value,
-    bool sorted,
-    KeyPath& path,
-    std::vector<WireLeaf>& out) {
+    const Value& value, bool sorted, int32_t part, WireLeaves& out) {
   if (value.is_tensor()) {
-    out.push_back({value.tensor(), ::tensordict::detail::describe(path)});
+    out.tensors.push_back(value.tensor());
+    out.leaf_part.push_back(part);
   } else if (value.is_tensordict()) {
-    collect(value.tensordict(), sorted, path, out);
+    collect(value.tensordict(), sorted, part, out);
   } else if (value.is_lazy_stack()) {
     for (const TensorDict& element : value.lazy_stack().tensordicts()) {
-      collect(element, sorted, path, out);
+      collect(element, sorted, part, out);
     }
   }
   // Non-tensor values do not cross the per-leaf wire (as in Python).
 }
 
 void collect(
-    const TensorDict& td,
-    bool sorted,
-    KeyPath& path,
-    std::vector<WireLeaf>& out) {
+    const TensorDict& td, bool sorted, int32_t parent, WireLeaves& out) {
   const TensorDictImpl& impl = *td.unsafeGetImpl();
-  std::vector<const ::tensordict::detail::Node*> nodes;
+  c10::SmallVector<const ::tensordict::detail::Node*, 16> nodes;
   for (const auto* node : impl.nodes()) {
     nodes.push_back(node);
   }
@@ -71,9 +64,9 @@ void collect(
     });
   }
   for (const auto* node : nodes) {
-    path.push(node->key);
-    collect_value(node->value, sorted, path, out);
-    path.pop();
+    out.parts.push_back({&node->key, parent});
+    collect_value(
+        node->value, sorted, static_cast<int32_t>(out.parts.size() - 1), out);
   }
 }
 
@@ -92,13 +85,14 @@ void check_tag(int64_t tag, const char* what) {
       " and above are reserved)");
 }
 
-Json schema_of(const std::vector<WireLeaf>& leaves, int64_t storage_bytes) {
+Json schema_of(const WireLeaves& leaves, int64_t storage_bytes) {
   Json list = Json::array();
-  for (const WireLeaf& leaf : leaves) {
+  for (size_t i = 0; i < leaves.tensors.size(); ++i) {
+    const at::Tensor& t = leaves.tensors[i];
     list.push_back(
-        {leaf.key,
-         ::tensordict::detail::dtype_name(leaf.tensor.scalar_type()),
-         leaf.tensor.sizes().vec()});
+        {leaves.key(i),
+         ::tensordict::detail::dtype_name(t.scalar_type()),
+         t.sizes().vec()});
   }
   return Json{{"leaves", std::move(list)}, {"storage_bytes", storage_bytes}};
 }
@@ -204,12 +198,80 @@ std::string recv_text(const ProcessGroupPtr& group, int src, const char* what) {
   return std::string(static_cast<const char*>(bytes.const_data_ptr()), n);
 }
 
-// The sender's half of a checked transfer: its list, then the verdict.
-void offer_schema(const ProcessGroupPtr& group, const Json& schema, int dst) {
+// NOTE [The checked handshake]
+// The sender opens with one fixed-size message: a magic word and the
+// SHA-256 of its key list (keys, dtypes, shapes, storage size). The
+// receiver hashes its own list and answers kAgreed when the digests match:
+// two small messages and no parsing on the common path. Otherwise it
+// answers kSendList, the sender sends the list as JSON, and the receiver
+// compares the two entry by entry and answers with the verdict ("" when
+// they agree after all): the slow path names the key and both sides'
+// values.
+constexpr int64_t kCheckMagic = 0x316b636568636474;  // "tdcheck1"
+constexpr int64_t kAgreed = 0;
+constexpr int64_t kSendList = 1;
+constexpr int64_t kHeaderWords = 5;  // the magic, then 32 digest bytes
+
+// The header of a checked transfer of `leaves`.
+at::Tensor check_header(const WireLeaves& leaves, int64_t storage_bytes) {
+  ::tensordict::detail::Sha256 hash;
+  auto put = [&hash](int64_t value) { hash.update(&value, sizeof value); };
+  put(static_cast<int64_t>(leaves.tensors.size()));
+  put(storage_bytes);
+  for (size_t i = 0; i < leaves.tensors.size(); ++i) {
+    // The key's names, innermost first, each length-prefixed.
+    for (int32_t part = leaves.leaf_part[i]; part >= 0;
+         part = leaves.parts[part].parent) {
+      const std::string& name = *leaves.parts[part].name;
+      put(static_cast<int64_t>(name.size()));
+      hash.update(name.data(), name.size());
+    }
+    const at::Tensor& t = leaves.tensors[i];
+    put(-1);
+    put(static_cast<int64_t>(t.scalar_type()));
+    put(t.dim());
+    for (const int64_t size : t.sizes()) {
+      put(size);
+    }
+  }
+  at::Tensor header =
+      at::empty({kHeaderWords}, at::TensorOptions().dtype(at::kLong));
+  auto* words = header.data_ptr<int64_t>();
+  words[0] = kCheckMagic;
+  const auto digest = hash.digest();
+  std::memcpy(words + 1, digest.data(), digest.size());
+  return header;
+}
+
+// The sender's half of a checked transfer: the header, the answer, and the
+// list and verdict if the receiver asks.
+void offer_schema(
+    const ProcessGroupPtr& group,
+    const WireLeaves& leaves,
+    int64_t storage_bytes,
+    int dst) {
   std::string verdict;
   try {
+    send_one(group, check_header(leaves, storage_bytes), dst, kCheckTag);
+    at::Tensor answer = at::empty({1}, at::TensorOptions().dtype(at::kLong));
+    recv_one(group, answer, dst, kCheckTag);
+    const int64_t code = answer.data_ptr<int64_t>()[0];
+    if (code == kAgreed) {
+      return;
+    }
+    TORCH_CHECK(
+        code == kSendList,
+        "the receiver answered ",
+        code,
+        "; expected ",
+        kAgreed,
+        " or ",
+        kSendList);
     send_text(
-        group, ::tensordict::detail::dump_json(schema, false, false), dst);
+        group,
+        ::tensordict::detail::dump_json(
+            schema_of(leaves, storage_bytes), false, false),
+        dst);
     verdict = recv_text(group, dst, "send");
   } catch (const std::exception& e) {
     TORCH_CHECK(
@@ -228,9 +290,29 @@ void offer_schema(const ProcessGroupPtr& group, const Json& schema, int dst) {
 }
 
 // The receiver's half: compares, answers, and throws on a mismatch.
-void accept_schema(const ProcessGroupPtr& group, const Json& mine, int src) {
+void accept_schema(
+    const ProcessGroupPtr& group,
+    const WireLeaves& leaves,
+    int64_t storage_bytes,
+    int src) {
   std::string text;
   try {
+    at::Tensor header =
+        at::empty({kHeaderWords}, at::TensorOptions().dtype(at::kLong));
+    recv_one(group, header, src, kCheckTag);
+    TORCH_CHECK(
+        header.data_ptr<int64_t>()[0] == kCheckMagic,
+        "the first message is not a key list header (is the peer a checked "
+        "C++ sender?)");
+    const at::Tensor mine = check_header(leaves, storage_bytes);
+    if (std::memcmp(
+            header.const_data_ptr(),
+            mine.const_data_ptr(),
+            kHeaderWords * sizeof(int64_t)) == 0) {
+      send_one(group, int64_scalar(kAgreed), src, kCheckTag);
+      return;
+    }
+    send_one(group, int64_scalar(kSendList), src, kCheckTag);
     text = recv_text(group, src, "recv");
   } catch (const std::exception& e) {
     TORCH_CHECK(
@@ -245,7 +327,7 @@ void accept_schema(const ProcessGroupPtr& group, const Json& mine, int src) {
   try {
     theirs =
         ::tensordict::detail::parse_meta_json(text, 8, "the sender's key list");
-    verdict = compare_schemas(mine, theirs);
+    verdict = compare_schemas(schema_of(leaves, storage_bytes), theirs);
   } catch (const std::exception& e) {
     verdict = std::string("unreadable key list: ") + e.what();
   }
@@ -262,16 +344,16 @@ void accept_schema(const ProcessGroupPtr& group, const Json& mine, int src) {
 // Starts sending the leaves; the works hold the (contiguous) tensors.
 Works start_sends(
     const ProcessGroupPtr& group,
-    const std::vector<WireLeaf>& leaves,
+    const WireLeaves& leaves,
     int dst,
     int64_t& tag,
     bool pseudo_rand) {
   Works works;
-  works.reserve(leaves.size());
-  for (const WireLeaf& leaf : leaves) {
+  works.reserve(leaves.tensors.size());
+  for (const at::Tensor& leaf : leaves.tensors) {
     tag = next_tag(tag, pseudo_rand);
     check_tag(tag, "send");
-    std::vector<at::Tensor> tensors{leaf.tensor.contiguous()};
+    std::vector<at::Tensor> tensors{leaf.contiguous()};
     works.push_back(group->send(tensors, dst, static_cast<int>(tag)));
   }
   return works;
@@ -293,11 +375,23 @@ at::Tensor consolidated_storage_of(const TensorDict& td, const char* what) {
 
 }  // namespace
 
-std::vector<WireLeaf> wire_leaves(const TensorDict& td, bool sorted) {
-  std::vector<WireLeaf> out;
-  KeyPath path;
-  collect(td, sorted, path, out);
+WireLeaves wire_leaves(const TensorDict& td, bool sorted) {
+  WireLeaves out;
+  collect(td, sorted, /*parent=*/-1, out);
   return out;
+}
+
+std::string WireLeaves::key(size_t i) const {
+  c10::SmallVector<std::string_view, 8> names;
+  for (int32_t part = leaf_part.at(i); part >= 0; part = parts[part].parent) {
+    names.push_back(*parts[part].name);
+  }
+  std::reverse(names.begin(), names.end());
+  KeyPath path;
+  for (const std::string_view name : names) {
+    path.push(name);
+  }
+  return ::tensordict::detail::describe(path);
 }
 
 }  // namespace detail
@@ -388,10 +482,15 @@ namespace {
 // A transfer whose messages are all started: what finishing it needs.
 struct Started {
   Works works;
-  std::vector<std::string> keys;   // one per work, for messages
+  WireLeaves leaves;               // per leaf: what work i carries
   std::vector<at::Tensor> copies;  // recv: a leaf to refill from `buffers`
   std::vector<at::Tensor> buffers;
   int64_t last_tag = 0;
+
+  // What work i carries, for messages.
+  std::string what(size_t i) const {
+    return leaves.tensors.empty() ? "the consolidated storage" : leaves.key(i);
+  }
 };
 
 // Checks, exchanges the key list if asked, and starts every send: the
@@ -408,23 +507,19 @@ Started start_send(
     const TensorDict cons = td.is_consolidated() ? td : td.consolidate();
     const at::Tensor storage = cons.consolidated_storage();
     if (options.checked()) {
-      offer_schema(group, schema_of(wire_leaves(cons), storage.numel()), dst);
+      offer_schema(group, wire_leaves(cons), storage.numel(), dst);
     }
     std::vector<at::Tensor> tensors{storage};
     out.works.push_back(group->send(tensors, dst, 0));
-    out.keys.emplace_back("the consolidated storage");
     return out;
   }
-  const std::vector<WireLeaf> leaves = wire_leaves(td);
+  out.leaves = wire_leaves(td);
   if (options.checked()) {
-    offer_schema(group, schema_of(leaves, 0), dst);
+    offer_schema(group, out.leaves, 0, dst);
   }
   out.last_tag = options.init_tag() - 1;
   out.works =
-      start_sends(group, leaves, dst, out.last_tag, options.pseudo_rand());
-  for (const WireLeaf& leaf : leaves) {
-    out.keys.push_back(leaf.key);
-  }
+      start_sends(group, out.leaves, dst, out.last_tag, options.pseudo_rand());
   return out;
 }
 
@@ -442,40 +537,38 @@ Started start_recv(
   if (options.consolidated()) {
     const at::Tensor storage = consolidated_storage_of(td, what);
     if (options.checked()) {
-      accept_schema(group, schema_of(wire_leaves(td), storage.numel()), src);
+      accept_schema(group, wire_leaves(td), storage.numel(), src);
     }
     std::vector<at::Tensor> tensors{storage};
     out.works.push_back(group->recv(tensors, src, 0));
-    out.keys.emplace_back("the consolidated storage");
     out.copies.emplace_back();
     out.buffers.push_back(storage);
     return out;
   }
-  const std::vector<WireLeaf> leaves = wire_leaves(td);
-  for (const WireLeaf& leaf : leaves) {
+  out.leaves = wire_leaves(td);
+  const WireLeaves& leaves = out.leaves;
+  for (size_t i = 0; i < leaves.tensors.size(); ++i) {
     TORCH_CHECK_VALUE(
-        !in_place_only || receivable(leaf.tensor),
+        !in_place_only || receivable(leaves.tensors[i]),
         what,
         ": ",
-        leaf.key,
+        leaves.key(i),
         " is not a contiguous CPU tensor, which c10d cannot receive into in "
         "place, and return_premature leaves no time to copy it; make it "
         "contiguous or wait");
   }
   if (options.checked()) {
-    accept_schema(group, schema_of(leaves, 0), src);
+    accept_schema(group, leaves, 0, src);
   }
   int64_t tag = options.init_tag() - 1;
-  for (const WireLeaf& leaf : leaves) {
+  for (const at::Tensor& leaf : leaves.tensors) {
     tag = next_tag(tag, options.pseudo_rand());
     check_tag(tag, what);
-    const bool direct = receivable(leaf.tensor);
-    out.buffers.push_back(
-        direct ? leaf.tensor : leaf.tensor.contiguous().cpu());
-    out.copies.push_back(direct ? at::Tensor() : leaf.tensor);
+    const bool direct = receivable(leaf);
+    out.buffers.push_back(direct ? leaf : leaf.contiguous().cpu());
+    out.copies.push_back(direct ? at::Tensor() : leaf);
     std::vector<at::Tensor> tensors{out.buffers.back()};
     out.works.push_back(group->recv(tensors, src, static_cast<int>(tag)));
-    out.keys.push_back(leaf.key);
   }
   out.last_tag = tag;
   return out;
@@ -491,7 +584,7 @@ void finish_send(const Started& started, int dst) {
           "send to rank ",
           dst,
           ": ",
-          started.keys[i],
+          started.what(i),
           " failed: ",
           e.what());
     }
@@ -511,7 +604,7 @@ void finish_recv(const Started& started, int src) {
           "recv from rank ",
           src,
           ": ",
-          started.keys[i],
+          started.what(i),
           " failed after ",
           i,
           " of ",

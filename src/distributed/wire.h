@@ -11,15 +11,28 @@ TENSORDICT_BEGIN_NAMESPACE
 namespace dist {
 namespace detail {
 
-/// A tensor leaf in wire order, and its key for messages.
-struct WireLeaf {
-  at::Tensor tensor;
-  std::string key;  // "key ('a', 'b')"
+/// The tensor leaves of a dict in wire order. Their keys, needed only for
+/// messages, are built on demand from a table of names borrowed from the
+/// dict, so a transfer formats no key unless it reports one: the dict must
+/// outlive the table and stay unchanged.
+struct WireLeaves {
+  std::vector<at::Tensor> tensors;
+
+  /// Leaf i's key as messages show it: "key ('a', 'b')".
+  std::string key(size_t i) const;
+
+  /// One entry of a path: its name and the entry it is in (-1: the root).
+  struct PathPart {
+    const std::string* name;
+    int32_t parent;
+  };
+  std::vector<PathPart> parts;
+  std::vector<int32_t> leaf_part;  // leaf i's innermost part
 };
 
 /// The tensor leaves of `td` in Python's order (NOTE [The wire]): keys
 /// sorted at each level, or in insertion order (all_reduce's _fast_apply).
-std::vector<WireLeaf> wire_leaves(const TensorDict& td, bool sorted = true);
+WireLeaves wire_leaves(const TensorDict& td, bool sorted = true);
 
 /// `group` if set, else the default group.
 ProcessGroupPtr group_or_default(const ProcessGroupPtr& group);
