@@ -361,7 +361,35 @@ void expect_error(
   TORCH_CHECK(false, "expected an error with '", parts.front(), "'");
 }
 
+// Refusals that happen before a message is sent, on either rank.
+void local_refusals(int rank) {
+  TensorDict strided({2});
+  strided.set("t", torch::zeros({3, 2}).t());
+  if (rank == 1) {
+    expect_error(
+        [&] {
+          (void)dist::irecv(
+              strided, 0, dist::RecvOptions().return_premature(true));
+        },
+        {"irecv: key 't' is not a contiguous CPU tensor"});
+  }
+  TensorDict two({2});
+  two.set("a", torch::zeros({2}));
+  two.set("b", torch::zeros({2}));
+  expect_error(
+      [&] {
+        (void)dist::all_reduce(
+            two,
+            dist::CollectiveOptions()
+                .async_op(true)
+                .return_premature(true)
+                .bucket_bytes(1024));
+      },
+      {"all_reduce(return_premature): buckets and non-contiguous leaves"});
+}
+
 void mismatch(int rank, int /*world*/) {
+  local_refusals(rank);
   TensorDict td({2});
   td.set("a", torch::zeros({2, 3}));
   td.set({"n", "b"}, torch::zeros({2}, torch::kLong));
@@ -391,6 +419,16 @@ void mismatch(int rank, int /*world*/) {
         [&] { dist::recv(td, 0); },
         {"recv from rank 0",
          "key 'extra' (torch.float32 [2]) is on the sender but missing here"});
+  }
+  // A peer announcing a terabyte of metadata: refused before allocating.
+  if (rank == 0) {
+    std::vector<at::Tensor> size{torch::full({1}, int64_t{1} << 40)};
+    dist::default_group()->send(size, 1, 0)->wait();
+  } else {
+    expect_error(
+        [&] { (void)dist::from_remote_init(0); },
+        {"the metadata from rank 0: rank 0 announced an object of "
+         "1099511627776 bytes; expected 0 to 2^31"});
   }
 }
 
