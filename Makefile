@@ -40,13 +40,16 @@ test: build
 	cd $(BUILD_DIR) && $(CTEST) --output-on-failure -j $(JOBS)
 
 # Google Benchmark of the C++ ops against their raw baselines, then each
-# benchmarks/python_*.py times Python on the same work; report.py prints a
-# table and writes build/bench/report.json and report.png.
+# benchmarks/python_*.py times Python on the same work; instructions.py
+# counts the per-leaf ops' instructions under callgrind (load-independent);
+# report.py prints a table and writes build/bench/report.json and report.png.
 bench: build
 	$(CMAKE) --build $(BUILD_DIR) -j $(JOBS) --target tensor_dict_benchmark
 	rm -rf $(BUILD_DIR)/bench && mkdir -p $(BUILD_DIR)/bench
 	./$(BUILD_DIR)/bin/tensor_dict_benchmark --benchmark_format=console \
 	  --benchmark_out=$(BUILD_DIR)/bench/cpp.json --benchmark_out_format=json
+	$(PYTHON) benchmarks/instructions.py ./$(BUILD_DIR)/bin/tensor_dict_benchmark \
+	  $(BUILD_DIR)/bench/instructions.json
 	set -e; for script in benchmarks/python_*.py; do \
 	  $(PYTHON) $$script $(BUILD_DIR)/bench/$$(basename $$script .py).json; \
 	done

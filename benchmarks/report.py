@@ -5,9 +5,11 @@ Usage: report.py OUT_DIR CPP_JSON [PYTHON_JSON ...]
 
 C++ benchmarks are named <op>/cpp and <op>/raw (the baseline); each Python
 file holds {"results": [{"name": op, "python_us": ...}, ...]}. Prints a table
-(op, C++ us, raw us, Python us, C++/raw, Python/C++), writes
-OUT_DIR/report.json as {"results": [{"name", "cpp_us", "raw_us",
-"python_us"}, ...]} and draws OUT_DIR/report.png (bars on a log scale).
+(op, C++ us, raw us, Python us, C++/raw, Python/C++, and C++/raw in
+instructions where OUT_DIR/instructions.json, from instructions.py, has the
+op), writes OUT_DIR/report.json as {"results": [{"name", "cpp_us", "raw_us",
+"python_us", "cpp_instructions", "raw_instructions"}, ...]} and draws
+OUT_DIR/report.png (bars on a log scale).
 """
 
 import json
@@ -41,14 +43,22 @@ def main(out_dir, cpp_path, *python_paths):
         # "<op>/<side>", maybe followed by "/min_time:...", "/real_time".
         op, side = bench["name"].split("/")[:2]
         timings.setdefault(op, {})[side] = to_us(bench)
+    instructions = {}
+    instructions_path = os.path.join(out_dir, "instructions.json")
+    if os.path.exists(instructions_path):
+        with open(instructions_path) as f:
+            instructions = {r["name"]: r for r in json.load(f)["results"]}
     results = []
     for op, sides in timings.items():
+        counted = instructions.get(op, {})
         results.append(
             {
                 "name": op,
                 "cpp_us": sides.get("cpp"),
                 "raw_us": sides.get("raw"),
                 "python_us": python.get(op),
+                "cpp_instructions": counted.get("cpp_instructions"),
+                "raw_instructions": counted.get("raw_instructions"),
             }
         )
     os.makedirs(out_dir, exist_ok=True)
@@ -62,13 +72,17 @@ def main(out_dir, cpp_path, *python_paths):
         return a / b if a is not None and b else None
 
     width = max([14] + [len(r["name"]) for r in results])
-    header = f"{'op':{width}s} {'C++ us':>10s} {'raw us':>10s} {'Python us':>10s} {'C++/raw':>10s} {'Py/C++':>10s}"
+    header = (
+        f"{'op':{width}s} {'C++ us':>10s} {'raw us':>10s} {'Python us':>10s}"
+        f" {'C++/raw':>10s} {'Py/C++':>10s} {'instr C/r':>10s}"
+    )
     print(header)
     print("-" * len(header))
     for r in results:
         print(
             f"{r['name']:{width}s} {fmt(r['cpp_us'])} {fmt(r['raw_us'])} {fmt(r['python_us'])}"
             f" {fmt(ratio(r['cpp_us'], r['raw_us']))} {fmt(ratio(r['python_us'], r['cpp_us']))}"
+            f" {fmt(ratio(r['cpp_instructions'], r['raw_instructions']))}"
         )
     draw(results, os.path.join(out_dir, "report.png"))
 

@@ -11,9 +11,12 @@
 #include <tensordict/tensordict.h>
 #include <torch/torch.h>
 
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "instructions.h"
 
 using namespace tensordict::indexing;
 using tensordict::NestedKey;
@@ -88,6 +91,17 @@ void register_pair(
         }
       })
       ->Unit(benchmark::kMicrosecond);
+  // The same two, counted in instructions (instructions.h).
+  tensordict_bench::register_instruction_op(name + "/cpp", [=] {
+    auto w = std::make_shared<Workload>(make_workload(leaves));
+    return std::function<void()>(
+        [w, cpp] { benchmark::DoNotOptimize(cpp(*w)); });
+  });
+  tensordict_bench::register_instruction_op(name + "/raw", [=] {
+    auto w = std::make_shared<Workload>(make_workload(leaves));
+    return std::function<void()>(
+        [w, raw] { benchmark::DoNotOptimize(raw(*w)); });
+  });
 }
 
 // 8 dicts of 20 leaves each, and the same leaves grouped by key.

@@ -8,10 +8,12 @@ set -euo pipefail
 
 TORCH_VERSION=2.13.0
 # ccache speeds up rebuilds; clang-format checks the layout (make format-check).
+# valgrind: callgrind and its client-request header, for the instruction counts
+# of `make bench` (benchmarks/instructions.py).
 # libgloo-dev: only the headers that c10d's ProcessGroupGloo.hpp includes (the
 # torch wheel ships the symbols but not gloo's headers); never linked.
 APT_PACKAGES=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev ccache clang-format
-              libgloo-dev)
+              libgloo-dev valgrind)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
