@@ -14,7 +14,7 @@ CMAKE_FLAGS ?=
 TORCH_PREFIX = $(shell $(PYTHON) -c 'import torch;print(torch.utils.cmake_prefix_path)')
 
 .PHONY: all deps configure build demo test test-sanitize bench install clean \
-        format format-check
+        format format-check stress
 
 all: build
 
@@ -55,6 +55,15 @@ bench: build
 	done
 	$(PYTHON) benchmarks/report.py $(BUILD_DIR)/bench $(BUILD_DIR)/bench/cpp.json \
 	  $(BUILD_DIR)/bench/python_*.json
+
+# The long kill test: KILL_ROUNDS kills of each writing operation (fresh
+# save, overwrite, threaded overwrite, memmap_, make_memmap, consolidate to a
+# file), each followed by a load that must give the old data or the new.
+KILL_ROUNDS ?= 100
+stress: deps configure
+	$(CMAKE) --build $(BUILD_DIR) -j $(JOBS) --target unit_tests
+	TENSORDICT_KILL_ROUNDS=$(KILL_ROUNDS) ./$(BUILD_DIR)/bin/unit_tests \
+	  --gtest_filter='CrashSafetyStressTest.*'
 
 $(SAN_DIR)/CMakeCache.txt: | deps
 	$(CMAKE) -S . -B $(SAN_DIR) -DCMAKE_PREFIX_PATH="$(TORCH_PREFIX)" \

@@ -2,16 +2,12 @@
 // Python interop lives in tests/python (run_memmap_interop.py).
 
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
-#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -801,80 +797,7 @@ TEST(MemmapUntrustedTest, CopyExistingIsNeededToCopyAMappedLeaf) {
       saved.memmap(MemmapOptions(dir / "c").copy_existing(true)), sample());
 }
 
-// --- crash safety
-// -----------------------------------------------------------------
-
-namespace {
-
-// Saves `td` under `prefix` in a child process and kills it after
-// `delay_us`; returns once the child is gone.
-void save_and_kill(
-    const TensorDict& td,
-    const std::string& prefix,
-    int delay_us,
-    int threads) {
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    try {
-      (void)td.memmap(MemmapOptions(prefix).num_threads(threads));
-    } catch (...) {
-      ::_exit(3);
-    }
-    ::_exit(0);
-  }
-  ::usleep(static_cast<useconds_t>(delay_us));
-  ::kill(pid, SIGKILL);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-}
-
-}  // namespace
-
-TEST(MemmapCrashTest, AnInterruptedSaveNeverLoadsAsComplete) {
-  TempDir dir;
-  torch::manual_seed(0);
-  TensorDict first({}, {64});
-  TensorDict second({}, {64});
-  for (int i = 0; i < 48; ++i) {
-    const std::string key = "leaf" + std::to_string(i);
-    first.set({"group" + std::to_string(i % 4), key}, torch::randn({64, 1024}));
-    second.set(
-        {"group" + std::to_string(i % 4), key}, torch::randn({64, 1024}));
-  }
-  // How long a whole save takes here, to spread the kills over it.
-  const auto start = std::chrono::steady_clock::now();
-  (void)first.memmap(dir / "timing");
-  const auto save_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
-  std::mt19937 rng(42);
-  int complete = 0;
-  int refused = 0;
-  for (int round = 0; round < 40; ++round) {
-    // Half the rounds save over a complete earlier save of other data.
-    const std::string prefix = dir / ("tree" + std::to_string(round % 8));
-    const TensorDict& data = round % 2 == 0 ? first : second;
-    const int delay =
-        static_cast<int>(rng() % static_cast<uint64_t>(save_us * 3 / 2 + 1));
-    save_and_kill(data, prefix, delay, /*threads=*/round % 3 == 0 ? 2 : 0);
-    try {
-      TensorDict loaded = TensorDict::load_memmap(prefix);
-      expect_td_equal(loaded, data);
-      ++complete;
-    } catch (const c10::Error& e) {
-      const std::string msg = e.msg();
-      EXPECT_TRUE(
-          msg.find("no meta.json") != std::string::npos ||
-          msg.find("is missing") != std::string::npos)
-          << msg;
-      ++refused;
-    }
-  }
-  EXPECT_EQ(complete + refused, 40);
-  std::cout << "[ info ] " << complete << " complete, " << refused
-            << " refused, save takes " << save_us << " us\n";
-}
+// The crash-safety tests live in tests/crash_safety_test.cpp.
 
 TEST(MemmapUntrustedTest, MoreRefusalsNameWhatIsWrong) {
   TempDir dir;

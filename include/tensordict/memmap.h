@@ -27,6 +27,10 @@
 //   `meta.json` is removed before anything else is rewritten: an interrupted
 //   save never loads as a complete one. `durable(true)` also fsyncs the data
 //   files and directories, so the guarantee survives a power loss.
+// - A save over a directory that holds a complete save and nothing else is
+//   written beside it and swapped in atomically: a kill leaves the old save
+//   or the new one (Python writes in place; so do we when other files are
+//   there). See NOTE [Crash-safe overwrite] in src/memmap/writer.cpp.
 //
 // Differences from Python, for C++'s sake:
 // - Loading keeps the order of meta.json (Python moves nested collections

@@ -176,7 +176,9 @@ struct TENSORDICT_API MemmapOptions {
   MemmapOptions(const char* prefix)  // NOLINT(google-explicit-constructor)
       : prefix_(prefix) {}
 
-  /// The directory to write; created with its parents when missing.
+  /// The directory to write; created with its parents when missing. A
+  /// complete earlier save there is replaced atomically, unless the
+  /// directory holds other files too: then it is written in place.
   TENSORDICT_ARG(std::string, prefix);
   /// Leaf files are written by this many threads (0 or 1: the caller's).
   TENSORDICT_ARG(int64_t, num_threads) = 0;
@@ -243,6 +245,8 @@ struct TENSORDICT_API ConsolidateOptions {
   TENSORDICT_ARG(bool, pin_memory) = false;
   /// Put the storage in shared memory (CPU only).
   TENSORDICT_ARG(bool, share_memory) = false;
+  /// With `filename`: fsync the file and its directory before returning.
+  TENSORDICT_ARG(bool, durable) = false;
 };
 
 /// Options of `TensorDict::from_consolidated` and `from_consolidated_bytes`.

@@ -362,22 +362,26 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
   }
 
   at::Tensor storage;
+  std::string temp_path;  // the file being written, until renamed
   if (to_file) {
     const std::string json =
         detail::dump_json(built.metadata(), /*spaced=*/true, /*ascii=*/true);
     const int64_t file_bytes =
         total + static_cast<int64_t>(json.size()) + detail::kTrailerBytes;
     const std::string& path = options.filename();
-    // A larger existing file would keep its tail and hide the trailer; a new
-    // file also leaves the old one intact for dicts that map it.
     TORCH_CHECK(
         detail::path_kind(path) != detail::PathKind::kDirectory,
         "consolidate: ",
         path,
         " is a directory");
-    detail::remove_file(path);
+    // Written as a hidden sibling and renamed over `path` once complete, so
+    // a kill leaves the old file or the new one, never a truncated one; the
+    // old file also stays intact for the dicts that map it. A killed
+    // write's sibling is removed here once its process is gone.
+    detail::remove_stale_siblings(path);
+    temp_path = detail::temporary_sibling(path, "tmp");
     const at::Tensor whole = detail::write_leaf_file(
-        path,
+        temp_path,
         /*data=*/nullptr,
         c10::kByte,
         {file_bytes},
@@ -397,7 +401,23 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
             .device(device)
             .pinned_memory(options.pin_memory()));
   }
-  detail::copy_leaves(built.leaves, storage, options.num_threads(), total);
+  if (temp_path.empty()) {
+    detail::copy_leaves(built.leaves, storage, options.num_threads(), total);
+  } else {
+    try {
+      detail::copy_leaves(built.leaves, storage, options.num_threads(), total);
+      if (options.durable()) {
+        detail::sync_mapping(storage);
+      }
+      detail::rename_path(temp_path, options.filename());
+    } catch (...) {
+      detail::remove_file(temp_path);
+      throw;
+    }
+    if (options.durable()) {
+      detail::fsync_parent_directory(options.filename());
+    }
+  }
 
   TensorDict result = detail::views_like(
       *impl_,

@@ -6,16 +6,21 @@
 #include <c10/core/TensorImpl.h>
 #include <c10/util/Exception.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <utility>
+#include <vector>
 
 #include "detail/format.h"
 #include "detail/shared_memory.h"
@@ -123,13 +128,19 @@ at::Tensor tensor_over(
   return tensor;
 }
 
-// Makes the entry `path` durable in its directory ("." for a bare name,
-// "/" for a top-level path).
-void fsync_parent_directory(const std::string& path) {
+// The directory part of `path` ("." for a bare name, "/" for a top-level
+// path) and its last component.
+std::pair<std::string, std::string> split_path(const std::string& path) {
   const size_t slash = path.find_last_of('/');
-  fsync_directory(
-      slash == std::string::npos ? "."
-                                 : path.substr(0, std::max<size_t>(slash, 1)));
+  if (slash == std::string::npos) {
+    return {".", path};
+  }
+  return {path.substr(0, std::max<size_t>(slash, 1)), path.substr(slash + 1)};
+}
+
+// True unless `pid` is known not to run (a pid we may not signal runs).
+bool process_runs(long pid) {
+  return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH);
 }
 
 }  // namespace
@@ -595,6 +606,162 @@ bool same_file(const std::string& a, const std::string& b) {
   struct stat sb {};
   return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 &&
          sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+void fsync_parent_directory(const std::string& path) {
+  fsync_directory(split_path(path).first);
+}
+
+std::vector<std::pair<std::string, PathKind>> list_directory(
+    const std::string& path) {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<std::string, PathKind>> out;
+  std::error_code error;
+  for (fs::directory_iterator it(path, error), end; !error && it != end;
+       it.increment(error)) {
+    const fs::file_type type = it->symlink_status(error).type();
+    PathKind kind = PathKind::kOther;
+    if (type == fs::file_type::regular) {
+      kind = PathKind::kFile;
+    } else if (type == fs::file_type::directory) {
+      kind = PathKind::kDirectory;
+    } else if (type == fs::file_type::symlink) {
+      kind = PathKind::kSymlink;
+    }
+    out.emplace_back(it->path().filename().string(), kind);
+  }
+  TORCH_CHECK(
+      !error, "could not list the directory ", path, ": ", error.message());
+  return out;
+}
+
+std::string temporary_sibling(const std::string& path, std::string_view tag) {
+  const auto [dir, name] = split_path(path);
+  return join_path(
+      dir,
+      "." + name + "." + std::string(tag) + "-" + std::to_string(::getpid()) +
+          "-" + std::to_string(temp_counter.fetch_add(1)));
+}
+
+void remove_stale_siblings(const std::string& path) {
+  const auto [dir, name] = split_path(path);
+  std::vector<std::pair<std::string, PathKind>> entries;
+  try {
+    entries = list_directory(dir);
+  } catch (const c10::Error&) {
+    return;  // an unreadable parent: nothing to clean, and not the save's job
+  }
+  for (const auto& item : entries) {
+    const std::string& entry = item.first;
+    for (const char* tag : {".tmp-", ".old-"}) {
+      const std::string start = "." + name + tag;
+      if (entry.size() <= start.size() ||
+          entry.compare(0, start.size(), start) != 0) {
+        continue;
+      }
+      // `<pid>-<n>`: a name of another shape is not ours and stays.
+      const std::string rest = entry.substr(start.size());
+      const size_t dash = rest.find('-');
+      if (dash == 0 || dash == std::string::npos ||
+          rest.find_first_not_of("0123456789-") != std::string::npos) {
+        continue;
+      }
+      const long pid = std::strtol(rest.substr(0, dash).c_str(), nullptr, 10);
+      if (!process_runs(pid)) {
+        std::error_code ignored;  // cleaning up is best effort
+        std::filesystem::remove_all(join_path(dir, entry), ignored);
+      }
+    }
+  }
+}
+
+void remove_tree(const std::string& path) {
+  std::error_code error;
+  std::filesystem::remove_all(path, error);
+  TORCH_CHECK(!error, "could not remove ", path, ": ", error.message());
+}
+
+void rename_path(const std::string& from, const std::string& to) {
+  TORCH_CHECK(
+      ::rename(from.c_str(), to.c_str()) == 0,
+      "could not rename ",
+      from,
+      " to ",
+      to,
+      ": ",
+      errno_text(errno));
+}
+
+std::string exchange_directories(
+    const std::string& replacement, const std::string& current) {
+#if defined(SYS_renameat2)
+  // glibc before 2.28 has no wrapper; the system call is older (Linux 3.15).
+  constexpr unsigned kRenameExchange = 1U << 1;  // RENAME_EXCHANGE
+  if (::syscall(
+          SYS_renameat2,
+          AT_FDCWD,
+          replacement.c_str(),
+          AT_FDCWD,
+          current.c_str(),
+          kRenameExchange) == 0) {
+    return replacement;
+  }
+  const int err = errno;
+  TORCH_CHECK(
+      err == EINVAL || err == ENOSYS || err == ENOTSUP,
+      "could not exchange ",
+      replacement,
+      " and ",
+      current,
+      ": ",
+      errno_text(err));
+#endif
+  // Between these two renames `current` is missing: the one window this
+  // fallback cannot close. See NOTE [Crash-safe overwrite].
+  const std::string aside = temporary_sibling(current, "old");
+  rename_path(current, aside);
+  rename_path(replacement, current);
+  return aside;
+}
+
+bool hard_link(const std::string& target, const std::string& link) {
+  return ::link(target.c_str(), link.c_str()) == 0;
+}
+
+void sync_mapping(const at::Tensor& tensor) {
+  const FileMapping* mapping = file_mapping_of(tensor);
+  TORCH_INTERNAL_ASSERT(mapping != nullptr, "not a file mapping");
+  TORCH_CHECK(
+      mapping->length == 0 ||
+          ::msync(mapping->address, mapping->length, MS_SYNC) == 0,
+      "could not write back ",
+      mapping->path,
+      ": ",
+      errno_text(errno));
+  const int fd_raw =
+      ::open(mapping->path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  TORCH_CHECK(
+      fd_raw >= 0, "could not open ", mapping->path, ": ", errno_text(errno));
+  FileDescriptor fd(fd_raw);
+  TORCH_CHECK(
+      ::fsync(fd.get()) == 0,
+      "could not sync ",
+      mapping->path,
+      ": ",
+      errno_text(errno));
+}
+
+void relocate_mapped_filename(
+    const at::Tensor& tensor,
+    std::string_view from_dir,
+    std::string_view to_dir) {
+  FileMapping* mapping = file_mapping_of(tensor);
+  if (mapping == nullptr || mapping->path.size() <= from_dir.size() ||
+      mapping->path.compare(0, from_dir.size(), from_dir) != 0 ||
+      mapping->path[from_dir.size()] != '/') {
+    return;
+  }
+  mapping->path = std::string(to_dir) + mapping->path.substr(from_dir.size());
 }
 
 }  // namespace detail

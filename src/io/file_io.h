@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "tensordict/options.h"
 
@@ -107,6 +109,55 @@ void fsync_directory(const std::string& path);
 
 /// True if the two paths name the same file (device and inode).
 bool same_file(const std::string& a, const std::string& b);
+
+/// Fsyncs the directory holding `path`, so that its entry survives a power
+/// loss.
+void fsync_parent_directory(const std::string& path);
+
+/// Returns the entries of the directory `path` (without "." and ".."), each
+/// with what it names (not following symlinks); throws if it cannot be read.
+std::vector<std::pair<std::string, PathKind>> list_directory(
+    const std::string& path);
+
+/// Returns an unused name for a hidden sibling of `path` in the same
+/// directory: `.<name>.<tag>-<pid>-<n>`, `pid` being this process's.
+/// See NOTE [Crash-safe overwrite].
+std::string temporary_sibling(const std::string& path, std::string_view tag);
+
+/// Removes the hidden siblings `.<name>.tmp-<pid>-<n>` and
+/// `.<name>.old-<pid>-<n>` of `path` left by a process that no longer runs.
+void remove_stale_siblings(const std::string& path);
+
+/// Removes `path` and, for a directory, everything below it, without
+/// following symlinks. Nothing happens if it is missing.
+void remove_tree(const std::string& path);
+
+/// Renames `from` to `to`, replacing a file (or an empty directory) there.
+void rename_path(const std::string& from, const std::string& to);
+
+/// Puts `replacement` in place of the directory `current` in one atomic
+/// step (renameat2 with RENAME_EXCHANGE) and returns where the old tree
+/// went (the name `replacement` had). Where the kernel or file system
+/// cannot exchange, renames `current` aside to a hidden `old` sibling, then
+/// `replacement` onto `current`, and returns the aside name.
+std::string exchange_directories(
+    const std::string& replacement, const std::string& current);
+
+/// Makes `link` a second name of the file `target`; false if the file system
+/// refuses (the caller then copies).
+bool hard_link(const std::string& target, const std::string& link);
+
+/// Writes the dirty pages of the file `tensor` maps to its file and fsyncs
+/// it; throws if `tensor` maps no file of ours.
+void sync_mapping(const at::Tensor& tensor);
+
+/// Makes the file mapping of `tensor` report its file under `to_dir`
+/// instead of `from_dir` (the directory was renamed); other tensors are left
+/// alone.
+void relocate_mapped_filename(
+    const at::Tensor& tensor,
+    std::string_view from_dir,
+    std::string_view to_dir);
 
 }  // namespace detail
 TENSORDICT_END_NAMESPACE

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_set>
 #include <utility>
@@ -50,6 +51,85 @@ std::string dump_checked(
   }
 }
 
+// NOTE [Crash-safe overwrite]: a save over a directory that holds a complete
+// save (a meta.json) and nothing else is written into a hidden sibling,
+// `.<name>.tmp-<pid>-<n>`, then swapped with it in one rename (renameat2
+// RENAME_EXCHANGE), and the old tree, now under the sibling's name, is
+// removed. A reader sees the old save until the swap and the new one after
+// it; a kill leaves at worst a hidden sibling, which loading never looks at
+// and the next save at the same prefix removes once its process is gone.
+// Where the file system cannot exchange, the old tree is renamed aside
+// first (`.<name>.old-<pid>-<n>`), leaving a window of two renames in which
+// the prefix is missing. Leaves that already are this prefix's files
+// (memmap_ again) get a second name in the new tree (a hard link), not a
+// copy. A directory that also holds other files is written in place, as
+// Python does, keeping those files: only there can a kill leave the old
+// save unloadable (see NOTE [Interrupted saves]). So are a fresh save (a
+// kill leaves a directory without meta.json, which does not load),
+// existsok(false) (it must see the existing files to refuse them) and a
+// prefix that is a symlink.
+
+// The deepest directory nesting looked at when deciding to stage.
+constexpr int kMaxStagedDepth = 128;
+// The largest meta.json read when deciding to stage.
+constexpr int64_t kMaxStagedMetaBytes = int64_t{64} << 20;
+
+bool is_digits(const std::string& name) {
+  return !name.empty() &&
+         name.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// True if `dir` is a directory (not a symlink) holding a meta.json and only
+// the entries a save writes: the leaf files and sub-directories its
+// meta.json names (each such a directory in turn), a tensorclass's
+// _tensordict, a lazy stack's numbered elements, and the temporaries of an
+// interrupted meta.json write.
+bool holds_only_a_save(const std::string& dir, int depth) {
+  if (depth > kMaxStagedDepth || path_kind(dir) != PathKind::kDirectory) {
+    return false;
+  }
+  try {
+    const std::string meta_path = join_path(dir, "meta.json");
+    if (path_kind(meta_path) != PathKind::kFile) {
+      return false;
+    }
+    const Json meta = parse_meta_json(
+        read_small_file(meta_path, kMaxStagedMetaBytes),
+        kMaxStagedDepth,
+        meta_path);
+    std::unordered_set<std::string> names;
+    for (const auto& item : meta.items()) {
+      names.insert(item.key());
+      names.insert(encode_key(item.key()));
+    }
+    const bool stack = meta.contains("stack_dim");
+    constexpr std::string_view kLeafSuffix = ".memmap";
+    for (const auto& [name, kind] : list_directory(dir)) {
+      if (name == "meta.json" || name.rfind("meta.json.tmp-", 0) == 0) {
+        continue;
+      }
+      if (kind == PathKind::kFile && name.size() > kLeafSuffix.size() &&
+          name.compare(
+              name.size() - kLeafSuffix.size(),
+              kLeafSuffix.size(),
+              kLeafSuffix) == 0 &&
+          names.count(name.substr(0, name.size() - kLeafSuffix.size())) != 0) {
+        continue;
+      }
+      const bool named = names.count(name) != 0 || name == "_tensordict" ||
+                         (stack && is_digits(name));
+      if (kind == PathKind::kDirectory && named &&
+          holds_only_a_save(join_path(dir, name), depth + 1)) {
+        continue;
+      }
+      return false;
+    }
+    return true;
+  } catch (const c10::Error&) {
+    return false;  // unreadable: not known to be a save, so left in place
+  }
+}
+
 // Prepares a leaf's bytes: on the CPU, contiguous, conj/neg resolved.
 at::Tensor leaf_bytes(const at::Tensor& tensor) {
   at::Tensor t = tensor.detach();
@@ -70,7 +150,8 @@ Json format_members(const char* class_id) {
 
 struct SavePlan::LeafJob {
   at::Tensor source;
-  std::string path;  // empty: anonymous shared memory
+  std::string path;         // empty: anonymous shared memory
+  std::string link_source;  // the file `path` becomes a second name of
   std::string what;
   ImplPtr dest;
   std::string dest_key;
@@ -90,6 +171,32 @@ SavePlan::SavePlan(const MemmapOptions& options, bool like, bool inplace)
     : options_(options), like_(like), inplace_(inplace) {}
 
 SavePlan::~SavePlan() = default;
+
+std::string SavePlan::begin(const std::string& prefix) {
+  std::string root = prefix;
+  while (root.size() > 1 && root.back() == '/') {
+    root.pop_back();
+  }
+  const std::string name = root.substr(root.find_last_of('/') + 1);
+  if (root.empty() || name.empty() || name == "." || name == "..") {
+    return prefix;
+  }
+  remove_stale_siblings(root);
+  if (!options_.existsok() || !holds_only_a_save(root, 0)) {
+    return prefix;
+  }
+  final_root_ = root;
+  staging_root_ = temporary_sibling(root, "tmp");
+  return staging_root_;
+}
+
+std::string SavePlan::final_path(const std::string& path) const {
+  if (staging_root_.empty() ||
+      path.compare(0, staging_root_.size(), staging_root_) != 0) {
+    return path;
+  }
+  return final_root_ + path.substr(staging_root_.size());
+}
 
 void SavePlan::prepare_directory(const std::string& dir, bool is_root) {
   // Planning touches no file, so that a key refused while planning leaves
@@ -419,11 +526,15 @@ void SavePlan::leaf(const KeyPath& path, const at::Tensor& tensor) {
     // returns the same tensors.
     job.result = tensor;
   } else if (const auto backing = mapped_filename(tensor)) {
-    if (!job.path.empty() && same_file(*backing, job.path) &&
+    const std::string final_file = final_path(job.path);
+    if (!job.path.empty() && same_file(*backing, final_file) &&
         tensor.is_contiguous() && tensor.storage_offset() == 0 && !like_) {
       // Already this very file (memmap_ again, or a reloaded dict saved
-      // in place): nothing to write.
+      // in place): nothing to write, but a staged tree needs its name.
       job.result = tensor;
+      if (final_file != job.path) {
+        job.link_source = final_file;
+      }
     } else {
       TORCH_CHECK(
           options_.copy_existing() || like_,
@@ -450,6 +561,12 @@ void SavePlan::leaf(const KeyPath& path, const at::Tensor& tensor) {
 }
 
 void SavePlan::write_leaf(LeafJob& job) {
+  if (!job.link_source.empty()) {
+    if (hard_link(job.link_source, job.path)) {
+      return;
+    }
+    job.result = at::Tensor();  // no hard links here: copy the file
+  }
   if (job.result.defined()) {
     return;
   }
@@ -485,6 +602,39 @@ void SavePlan::write_leaf(LeafJob& job) {
 }
 
 void SavePlan::run() {
+  if (staging_root_.empty()) {
+    write_all();
+    return;
+  }
+  try {
+    write_all();
+  } catch (...) {
+    remove_tree(staging_root_);
+    throw;
+  }
+  swap_in();
+}
+
+void SavePlan::swap_in() {
+  const std::string old_tree = exchange_directories(staging_root_, final_root_);
+  if (options_.durable()) {
+    fsync_parent_directory(final_root_);
+  }
+  for (const auto& job : leaves_) {
+    relocate_mapped_filename(job.result, staging_root_, final_root_);
+  }
+  for (auto& entry : memmapped_) {
+    entry.second = final_path(entry.second);
+  }
+  try {
+    remove_tree(old_tree);
+  } catch (const c10::Error&) {
+    // The new save is in place; the old tree is a hidden sibling that the
+    // next save at this prefix removes.
+  }
+}
+
+void SavePlan::write_all() {
   for (const auto& [dir, is_root] : directories_) {
     ensure_directory(
         dir,
@@ -581,7 +731,8 @@ TensorDict save_dict(
     dest.unsafeGetImpl()->python_class = impl.python_class;
   }
   SavePlan plan(options, like, inplace);
-  plan.plan_dict(td, dest, options.prefix(), KeyPath(), /*is_root=*/true);
+  const std::string root = plan.begin(options.prefix());
+  plan.plan_dict(td, dest, root, KeyPath(), /*is_root=*/true);
   plan.run();
   dest.lock_();
   plan.mark_memmapped();
@@ -665,10 +816,10 @@ LazyStackedTensorDict memmap(
     const LazyStackedTensorDict& stack, const MemmapOptions& options) {
   // A Python tensorclass over a lazy stack keeps the stack one directory
   // down, as for a dict.
-  const std::string& root = options.prefix();
   const bool tensorclass = !stack.python_class().empty();
   std::vector<TensorDict> dests;
   detail::SavePlan plan(options, /*like=*/false, /*inplace=*/false);
+  const std::string root = plan.begin(options.prefix());
   std::string dir = root;
   if (!root.empty()) {
     plan.prepare_directory(root, /*is_root=*/true);
@@ -759,51 +910,27 @@ at::Tensor TensorDict::make_memmap(
   MemmapOptions naming;  // default key encoding, for checked_name
   detail::SavePlan plan(naming, /*like=*/true, /*inplace=*/true);
   const detail::KeyPath full(key);
+  // The deepest existing level, and the names of the levels to create.
   detail::TensorDictImpl* level = impl_.get();
-  for (size_t i = 0; i + 1 < key.size(); ++i) {
-    const std::string part(key[i]);
-    detail::Node* node = level->find(part);
-    if (node != nullptr) {
-      TENSORDICT_CHECK_KEY(
-          node->value.is_tensordict(),
-          "make_memmap: ",
-          key.to_string(),
-          " walks through the entry '",
-          part,
-          "', which is not a tensordict");
-      level = node->value.tensordict().unsafeGetImpl();
-      continue;
+  size_t depth = 0;
+  for (; depth + 1 < key.size(); ++depth) {
+    const std::string part(key[depth]);
+    const detail::Node* node = level->find(part);
+    if (node == nullptr) {
+      break;
     }
-    const std::string parent_dir = fields_directory(*level);
-    const std::string dir = detail::join_path(
-        parent_dir, plan.checked_name(part, full, /*is_collection=*/true));
-    TensorDict child = detail::make_tensordict(
-        level->batch_size, c10::Device(c10::kCPU), level->names);
-    detail::ensure_directory(dir, false, false, false);
-    Json meta = Json::object();
-    meta["shape"] = level->batch_size;
-    meta["device"] = "cpu";
-    meta["_type"] = detail::kTensorDictType;
-    meta.update(detail::format_members("tensordict:TensorDict"));
-    detail::write_file_atomically(
-        detail::join_path(dir, "meta.json"),
-        detail::dump_json(meta, false, false),
-        false);
-    add_meta_entry(parent_dir, part, {{"type", "TensorDict"}});
-    detail::TensorDictImpl* child_impl = child.unsafeGetImpl();
-    child_impl->memmap.prefix = dir;
-    child_impl->memmap.is_memmap = true;
-    child_impl->locked = level->locked;
-    if (level->locked) {
-      child_impl->lock_parents.emplace_back(
-          detail::ImplPtr::reclaim_copy(level));
-    }
-    level->append(part, child);
-    level = child_impl;
+    TENSORDICT_CHECK_KEY(
+        node->value.is_tensordict(),
+        "make_memmap: ",
+        key.to_string(),
+        " walks through the entry '",
+        part,
+        "', which is not a tensordict");
+    level = node->value.tensordict().unsafeGetImpl();
   }
   const std::string last(key[key.size() - 1]);
   TORCH_CHECK(
-      level->find(last) == nullptr,
+      depth + 1 < key.size() || level->find(last) == nullptr,
       "make_memmap: the key ",
       key.to_string(),
       " already exists");
@@ -817,16 +944,59 @@ at::Tensor TensorDict::make_memmap(
       key.to_string(),
       " does not start with the batch size ",
       c10::IntArrayRef(level->batch_size));
-  const std::string dir = fields_directory(*level);
+  // The files: new directories and the leaf first, then the new levels'
+  // meta.json files, deepest first, and last the one rewrite of an existing
+  // meta.json that makes them part of the tree, so that a kill leaves the
+  // old tree or the new one.
+  std::vector<std::string> new_dirs;
+  std::string dir = fields_directory(*level);
+  for (size_t i = depth; i + 1 < key.size(); ++i) {
+    dir = detail::join_path(
+        dir, plan.checked_name(key[i], full, /*is_collection=*/true));
+    new_dirs.push_back(dir);
+  }
   const std::string file = detail::join_path(
       dir, plan.checked_name(last, full, /*is_collection=*/false) + ".memmap");
+  for (const auto& new_dir : new_dirs) {
+    detail::ensure_directory(new_dir, false, false, false);
+  }
   at::Tensor tensor = MemoryMappedTensor::empty(shape, dtype, file);
   Json entry = Json::object();
   entry["device"] = "cpu";
   entry["shape"] = shape.vec();
   entry["dtype"] = detail::dtype_name(dtype);
   entry["is_nested"] = false;
-  add_meta_entry(dir, last, std::move(entry));
+  std::string entry_key = last;
+  for (size_t i = new_dirs.size(); i-- > 0;) {
+    Json meta = Json::object();
+    meta[entry_key] = std::move(entry);
+    meta["shape"] = level->batch_size;
+    meta["device"] = "cpu";
+    meta["_type"] = detail::kTensorDictType;
+    meta.update(detail::format_members("tensordict:TensorDict"));
+    detail::write_file_atomically(
+        detail::join_path(new_dirs[i], "meta.json"),
+        detail::dump_json(meta, false, false),
+        false);
+    entry = {{"type", "TensorDict"}};
+    entry_key = std::string(key[depth + i]);
+  }
+  add_meta_entry(fields_directory(*level), entry_key, std::move(entry));
+  // The dicts, as the files now say.
+  for (size_t i = 0; i < new_dirs.size(); ++i) {
+    TensorDict child = detail::make_tensordict(
+        level->batch_size, c10::Device(c10::kCPU), level->names);
+    detail::TensorDictImpl* child_impl = child.unsafeGetImpl();
+    child_impl->memmap.prefix = new_dirs[i];
+    child_impl->memmap.is_memmap = true;
+    child_impl->locked = level->locked;
+    if (level->locked) {
+      child_impl->lock_parents.emplace_back(
+          detail::ImplPtr::reclaim_copy(level));
+    }
+    level->append(std::string(key[depth + i]), child);
+    level = child_impl;
+  }
   level->append(last, tensor);
   return tensor;
 }

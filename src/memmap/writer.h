@@ -35,6 +35,11 @@ class SavePlan : public WalkVisitor {
   SavePlan& operator=(const SavePlan&) = delete;
   ~SavePlan();
 
+  /// Returns the directory to plan the save at `prefix` into: `prefix`
+  /// itself, or, when it holds a complete save and nothing else, a hidden
+  /// sibling that `run` swaps in once complete. Removes the temporary
+  /// siblings of killed saves. See NOTE [Crash-safe overwrite].
+  std::string begin(const std::string& prefix);
   /// Queues `dir` to be created by `run` if needed (its parents too for a
   /// root) and its meta.json removed. See NOTE [Interrupted saves].
   void prepare_directory(const std::string& dir, bool is_root);
@@ -79,6 +84,10 @@ class SavePlan : public WalkVisitor {
       const TensorDict& src, TensorDict dest, std::string dir, bool is_root);
   std::string entry_name(const KeyPath& path, bool is_collection);
   void write_leaf(LeafJob& job);
+  void write_all();
+  // Where a planned path ends up once the staged tree is swapped in.
+  std::string final_path(const std::string& path) const;
+  void swap_in();
 
   const MemmapOptions& options_;
   bool like_;
@@ -89,6 +98,10 @@ class SavePlan : public WalkVisitor {
   std::vector<Level> levels_;  // the dicts being planned, root first
   std::vector<std::pair<std::string, bool>> directories_;  // (dir, is_root)
   std::vector<std::pair<ImplPtr, std::string>> memmapped_;
+  // A staged save: the tree is planned under `staging_root_` and replaces
+  // `final_root_` at the end of `run`. Both empty: written in place.
+  std::string final_root_;
+  std::string staging_root_;
 };
 
 /// The meta.json content of a NonTensorData or NonTensorStack directory, in
