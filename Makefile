@@ -4,6 +4,7 @@
 
 BUILD_DIR   ?= build
 SAN_DIR     ?= build-sanitize
+FUZZ_DIR    ?= build-fuzz
 JOBS        ?= 2
 PYTHON      ?= python3
 CMAKE       ?= cmake
@@ -14,7 +15,7 @@ CMAKE_FLAGS ?=
 TORCH_PREFIX = $(shell $(PYTHON) -c 'import torch;print(torch.utils.cmake_prefix_path)')
 
 .PHONY: all deps configure build demo test test-sanitize bench install clean \
-        format format-check stress
+        format format-check stress fuzz
 
 all: build
 
@@ -78,6 +79,20 @@ test-sanitize: deps $(SAN_DIR)/CMakeCache.txt
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ./scripts/run-gtest-shards.sh $(SAN_DIR)/bin/unit_tests $(JOBS)
+
+$(FUZZ_DIR)/CMakeCache.txt: | deps
+	CC=clang-14 CXX=clang++-14 $(CMAKE) -S . -B $(FUZZ_DIR) \
+	  -DCMAKE_PREFIX_PATH="$(TORCH_PREFIX)" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DTENSORDICT_FUZZ=ON -DTENSORDICT_BUILD_TESTS=OFF \
+	  -DTENSORDICT_BUILD_EXAMPLES=OFF -DTENSORDICT_BUILD_BENCHMARKS=OFF \
+	  $(CMAKE_FLAGS)
+
+# libFuzzer (clang, ASan + UBSan) over every reader of untrusted input: each
+# target runs FUZZ_SECONDS seconds from a corpus seeded with real trees.
+fuzz: deps $(FUZZ_DIR)/CMakeCache.txt
+	$(CMAKE) --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_targets tensordict_cli
+	$(PYTHON) fuzz/make_corpus.py $(FUZZ_DIR)
+	./fuzz/run.sh $(FUZZ_DIR) $(or $(FUZZ_SECONDS),60)
 
 install: build
 	$(CMAKE) --install $(BUILD_DIR) --prefix $(or $(PREFIX),$(BUILD_DIR)/install)

@@ -12,8 +12,10 @@ TORCH_VERSION=2.13.0
 # of `make bench` (benchmarks/instructions.py).
 # libgloo-dev: only the headers that c10d's ProcessGroupGloo.hpp includes (the
 # torch wheel ships the symbols but not gloo's headers); never linked.
+# clang-14 + libclang-rt-14-dev: `-fsanitize=fuzzer` (libclang_rt.fuzzer) for
+# the fuzz targets; Debian's gcc has no libFuzzer.
 APT_PACKAGES=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev ccache clang-format
-              libgloo-dev valgrind)
+              libgloo-dev valgrind clang-14 libclang-rt-14-dev)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

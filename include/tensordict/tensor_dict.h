@@ -528,7 +528,7 @@ class TENSORDICT_API TensorDict {
           options);
     } else {
       return apply_entries_impl(
-          [&](const NestedKey&, c10::ArrayRef<Value> values) {
+          [&](const NestedKey&, const auto& values) {
             return std::optional<Value>(fn(values[0]));
           },
           {},
@@ -555,7 +555,7 @@ class TENSORDICT_API TensorDict {
           options);
     } else {
       return apply_entries_impl(
-          [&](const NestedKey&, c10::ArrayRef<Value> values) {
+          [&](const NestedKey&, const auto& values) {
             return std::optional<Value>(fn(values[0], values[1]));
           },
           other,
@@ -579,7 +579,7 @@ class TENSORDICT_API TensorDict {
           options);
     } else {
       return apply_entries_impl(
-          [&](const NestedKey& key, c10::ArrayRef<Value> values) {
+          [&](const NestedKey& key, const auto& values) {
             return std::optional<Value>(fn(key, values[0]));
           },
           {},

@@ -2,7 +2,10 @@
 
 #include <c10/util/safe_numerics.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -233,6 +236,70 @@ void MetadataReader::expect_batch_prefix(
       sizes,
       " does not start with the batch size ",
       batch);
+}
+
+namespace {
+
+std::atomic<int64_t> max_map_count_override{0};
+
+// The kernel's limit on a process's mappings; Linux's default when it
+// cannot be read.
+int64_t max_map_count() {
+  if (const int64_t value = max_map_count_override.load(); value > 0) {
+    return value;
+  }
+  constexpr int64_t kLinuxDefault = 65530;
+  std::ifstream in("/proc/sys/vm/max_map_count");
+  int64_t value = 0;
+  return in >> value && value > 0 ? value : kLinuxDefault;
+}
+
+}  // namespace
+
+int64_t mappings_in_use() {
+  std::ifstream in("/proc/self/maps");
+  int64_t lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++lines;
+  }
+  return lines;
+}
+
+void set_max_map_count_for_testing(int64_t value) {
+  max_map_count_override.store(value);
+}
+
+void MappingBudget::reserve(
+    int64_t leaves, const std::string& dir, const KeyPath& path) {
+  if (limit_ < 0) {
+    limit_ = max_map_count();
+  }
+  reserved_ += leaves;
+  if (reserved_ <= limit_ / 4) {
+    return;
+  }
+  const int64_t in_use = mappings_in_use();
+  const int64_t available = std::max<int64_t>(limit_ - in_use - kMargin, 0);
+  TORCH_CHECK(
+      reserved_ <= available,
+      "cannot load ",
+      dir,
+      " (",
+      describe(path),
+      "): the tree has at least ",
+      reserved_,
+      " memmap leaves, one memory mapping each, but only ",
+      available,
+      " more mappings are allowed (vm.max_map_count is ",
+      limit_,
+      ", the process holds ",
+      in_use,
+      " and ",
+      kMargin,
+      " are kept free). Raise the limit (sysctl -w vm.max_map_count=",
+      in_use + kMargin + reserved_ * 2,
+      "), or save the tree as one consolidated file "
+      "(TensorDict::consolidate(filename)) and load that.");
 }
 
 }  // namespace detail

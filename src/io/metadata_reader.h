@@ -124,5 +124,42 @@ class MetadataReader {
   KeyPath path_;
 };
 
+/// Keeps one load's memory mappings under the kernel's `vm.max_map_count`:
+/// every memmap leaf is one mapping, and past the limit mmap fails (or,
+/// for mappings made by others later, the process dies). A loader reserves
+/// each dict's leaves before it maps them, so a tree with too many leaves is
+/// refused up front with what to do about it.
+///
+/// Example:
+/// ```
+///   MappingBudget budget;
+///   budget.reserve(leaf_count, dir, path);  // throws past the limit
+/// ```
+class MappingBudget {
+ public:
+  /// Mappings left for the rest of the process (torch, the allocator,
+  /// threads' stacks, later loads) when a tree is checked.
+  static constexpr int64_t kMargin = 1024;
+
+  /// Counts `leaves` more mappings for the dict in `dir` at `path`; throws
+  /// if the load's total no longer fits below `vm.max_map_count`, less the
+  /// mappings the process holds and kMargin. The process's mappings are
+  /// only counted once the load reserves more than a quarter of the limit,
+  /// so small trees pay nothing for the check.
+  void reserve(int64_t leaves, const std::string& dir, const KeyPath& path);
+
+ private:
+  int64_t reserved_ = 0;
+  int64_t limit_ = -1;  // -1: not read yet
+};
+
+/// The memory mappings the process holds (lines of /proc/self/maps; 0 when
+/// it cannot be read).
+int64_t mappings_in_use();
+
+/// Test hook: when positive, MappingBudget uses `value` instead of
+/// /proc/sys/vm/max_map_count; 0 restores reading it.
+void set_max_map_count_for_testing(int64_t value);
+
 }  // namespace detail
 TENSORDICT_END_NAMESPACE

@@ -163,6 +163,9 @@ class Loader {
         result.set_names(reader.names(*names, batch.size(), "_names"));
       }
     }
+    if (!meta_device_) {
+      mappings_.reserve(tensor_entries(meta), dir, path_);
+    }
     for (const auto& [name, entry] : meta.items()) {
       if (!entry.is_object()) {
         continue;  // shape, device, _type and the version members
@@ -255,6 +258,15 @@ class Loader {
   }
 
  private:
+  // How many entries of a dict's meta.json are tensors (each one mapping).
+  static int64_t tensor_entries(const Json& meta) {
+    int64_t count = 0;
+    for (const auto& entry : meta) {
+      count += entry.is_object() && !entry.contains("type") ? 1 : 0;
+    }
+    return count;
+  }
+
   std::optional<Value> load_entry(
       const std::string& dir,
       const std::string& name,
@@ -509,6 +521,7 @@ class Loader {
   std::vector<std::string>* problems_;
   KeyPath path_;  // the key being loaded; empty at the root
   bool meta_device_ = false;
+  MappingBudget mappings_;
 };
 
 // The directory of `options.subpath()` below `prefix`.

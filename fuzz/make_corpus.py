@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the libFuzzer targets.
+
+Usage: make_corpus.py BUILD_DIR
+
+Into BUILD_DIR/corpus/<target>/ (existing inputs are kept, so the corpus the
+fuzzer grew survives):
+
+- fuzz_meta_tree and fuzz_cli: every tree of tests/python/memmap_corpus.py
+  (written by Python tensordict), the same trees written again by the C++
+  library (``BUILD_DIR/bin/tensordict copy``, when built), packed in the
+  "=== <path>" form of fuzz/tree_input.h; fuzz_cli also gets the
+  consolidated files below, prefixed with "CONSOLIDATED\\n".
+- fuzz_consolidated_file and fuzz_consolidated_bytes: consolidated files
+  written by Python's ``consolidate(filename=...)`` (a file and the byte
+  buffer share one layout).
+
+Files larger than the fuzzers' -max_len are left out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+MAX_LEN = 65536
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def pack_tree(root: str) -> bytes | None:
+    """Packs a directory as fuzz/tree_input.h reads it: meta.json first."""
+    files = []
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(dirpath, name)
+            files.append(os.path.relpath(path, root))
+    files.sort(key=lambda rel: (rel != "meta.json", rel))
+    out = bytearray()
+    for rel in files:
+        with open(os.path.join(root, rel), "rb") as f:
+            data = f.read()
+        if out:
+            out += b"\n"
+        out += b"=== " + rel.encode() + b"\n" + data
+    return bytes(out) if 0 < len(out) <= MAX_LEN else None
+
+
+def save(corpus: str, data: bytes | None) -> None:
+    if data is None:
+        return
+    os.makedirs(corpus, exist_ok=True)
+    name = hashlib.sha1(data).hexdigest()
+    with open(os.path.join(corpus, name), "wb") as f:
+        f.write(data)
+
+
+def python_trees(scratch: str) -> list[str]:
+    out = os.path.join(scratch, "python")
+    subprocess.run(
+        [sys.executable, os.path.join(ROOT, "tests/python/memmap_corpus.py"),
+         "write", out],
+        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return sorted(
+        os.path.join(out, name) for name in os.listdir(out)
+        if os.path.isdir(os.path.join(out, name)))
+
+
+def cpp_trees(build: str, sources: list[str], scratch: str) -> list[str]:
+    cli = os.path.join(build, "bin", "tensordict")
+    if not os.access(cli, os.X_OK):
+        return []
+    out = []
+    for source in sources:
+        dest = os.path.join(scratch, "cpp", os.path.basename(source))
+        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
+        done = subprocess.run([cli, "copy", source, dest], env=env,
+                              stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+        if done.returncode == 0:
+            out.append(dest)
+    return out
+
+
+def consolidated_files(scratch: str) -> list[str]:
+    import torch
+    from tensordict import LazyStackedTensorDict, NonTensorData, TensorDict
+
+    cases = {
+        "flat": TensorDict(a=torch.arange(6.0).reshape(2, 3),
+                           b=torch.ones(2, dtype=torch.int64), batch_size=[2]),
+        "nested": TensorDict(
+            a=torch.zeros(3, dtype=torch.bool),
+            sub=TensorDict(c=torch.arange(3, dtype=torch.int16),
+                           d=torch.randn(3, 2, dtype=torch.complex64),
+                           batch_size=[3]),
+            batch_size=[3], names=["t"]),
+        "non_tensor": TensorDict(x=torch.ones(2, dtype=torch.bfloat16),
+                                 label=NonTensorData("hello", batch_size=[2]),
+                                 batch_size=[2]),
+        "lazy": TensorDict(
+            stack=LazyStackedTensorDict(
+                TensorDict(a=torch.ones(2)), TensorDict(a=torch.zeros(2)),
+                stack_dim=0),
+            batch_size=[]),
+        "empty": TensorDict(),
+        "locked": TensorDict(a=torch.arange(4, dtype=torch.uint8),
+                             batch_size=[4]).lock_(),
+    }
+    out = []
+    for name, td in cases.items():
+        path = os.path.join(scratch, name + ".consolidated")
+        try:
+            td.consolidate(filename=path)
+        except Exception as error:  # a case this tensordict cannot write
+            print(f"make_corpus: skipped {name}: {error}", file=sys.stderr)
+            continue
+        out.append(path)
+    return out
+
+
+def main() -> int:
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    build = sys.argv[1]
+    corpus = os.path.join(build, "corpus")
+    scratch = tempfile.mkdtemp(prefix="tensordict-corpus-")
+    try:
+        py = python_trees(scratch)
+        trees = py + cpp_trees(build, py, scratch)
+        for tree in trees:
+            packed = pack_tree(tree)
+            save(os.path.join(corpus, "fuzz_meta_tree"), packed)
+            save(os.path.join(corpus, "fuzz_cli"), packed)
+        files = consolidated_files(scratch)
+        for path in files:
+            with open(path, "rb") as f:
+                data = f.read()
+            if len(data) > MAX_LEN:
+                continue
+            for target in ("fuzz_consolidated_file", "fuzz_consolidated_bytes"):
+                save(os.path.join(corpus, target), data)
+            save(os.path.join(corpus, "fuzz_cli"), b"CONSOLIDATED\n" + data)
+        for target in sorted(os.listdir(corpus)):
+            count = len(os.listdir(os.path.join(corpus, target)))
+            print(f"make_corpus: {target}: {count} inputs")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target for SECONDS seconds over its corpus
+# (BUILD/corpus/<target>/, seeded by fuzz/make_corpus.py), with the format's
+# dictionary and a bounded memory per input. Prints one summary line per
+# target ("fuzz: <target>: <N> execs ...") and exits non-zero on the first
+# crash, leak, timeout or out-of-memory, whose reproducer libFuzzer writes to
+# BUILD/artifacts/.
+#
+# Usage: fuzz/run.sh BUILD SECONDS [TARGET...]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=$1
+seconds=$2
+shift 2
+targets=("$@")
+if ((${#targets[@]} == 0)); then
+  targets=(fuzz_meta_tree fuzz_consolidated_bytes fuzz_consolidated_file fuzz_cli)
+fi
+mkdir -p "$build/artifacts" "$build/logs"
+status=0
+for target in "${targets[@]}"; do
+  mkdir -p "$build/corpus/$target"
+  log="$build/logs/$target.log"
+  # malloc_limit_mb: no single allocation above 1 GiB (a hostile shape must
+  # be refused before it allocates); rss_limit_mb: the whole process, torch
+  # and the sanitizers' shadow memory included, under 3 GiB.
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
+  UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+    "$build/bin/$target" -max_total_time="$seconds" -timeout=10 \
+      -rss_limit_mb=3072 -malloc_limit_mb=1024 -max_len=65536 \
+      -dict=fuzz/tensordict.dict -print_final_stats=1 \
+      -artifact_prefix="$build/artifacts/$target-" \
+      "$build/corpus/$target" >"$log" 2>&1
+  rc=$?
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
+  echo "fuzz: $target: ${execs:-?} execs in ${seconds}s, exit $rc (log: $log)"
+  if ((rc != 0)); then
+    tail -n 40 "$log"
+    if ((status == 0)); then status=$rc; fi
+  fi
+done
+exit "$status"
