@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
+#include "io/format.h"
 #include "io/metadata_reader.h"
 #include "support.h"
 #include "tensordict/consolidate.h"
@@ -92,10 +94,52 @@ void write_sparse(
   ::close(fd);
 }
 
+// A meta.json object with a million members parses in linear time (the
+// ordered object's own insert is linear in its size, which made this take
+// hours); duplicate keys keep their first place and their last value, as
+// nlohmann's parser does, below and above the hash index's threshold.
+TEST(LimitsTest, MetaJsonWithAMillionMembersParses) {
+  std::string text = "{";
+  for (int i = 0; i < 1000000; ++i) {
+    text +=
+        (i ? ",\"k" : "\"k") + std::to_string(i) + "\":" + std::to_string(i);
+  }
+  text += "}";
+  const Json parsed = tensordict::detail::parse_meta_json(text, 8, "big");
+  ASSERT_EQ(parsed.size(), 1000000u);
+  EXPECT_EQ(parsed.at("k999999").get<int>(), 999999);
+  EXPECT_EQ(parsed.begin().key(), "k0");
+
+  const Json small = tensordict::detail::parse_meta_json(
+      R"({"a": 1, "b": [2, {"c": null}], "a": 3})", 8, "small");
+  EXPECT_EQ(small.dump(), R"({"a":3,"b":[2,{"c":null}]})");
+  std::string many = "{";
+  for (int i = 0; i < 40; ++i) {
+    many += "\"m" + std::to_string(i) + "\": " + std::to_string(i) + ", ";
+  }
+  many += "\"m3\": \"again\", \"m39\": -1}";
+  const Json indexed = tensordict::detail::parse_meta_json(many, 8, "many");
+  ASSERT_EQ(indexed.size(), 40u);
+  EXPECT_EQ(indexed.at("m3"), "again");
+  EXPECT_EQ(indexed.at("m39"), -1);
+  EXPECT_EQ(std::next(indexed.begin(), 3).key(), "m3");
+
+  // Nesting is bounded as before.
+  EXPECT_THROWS_WITH(
+      tensordict::detail::parse_meta_json(R"({"a": {"b": [1]}})", 2, "deep"),
+      c10::Error,
+      "deep nests JSON deeper than 2 levels (LoadMemmapOptions::max_depth)");
+  EXPECT_NO_THROW(
+      tensordict::detail::parse_meta_json(R"({"a": {"b": 1}})", 2, "ok"));
+  EXPECT_THROWS_WITH(
+      tensordict::detail::parse_meta_json(R"({"a": 1,})", 8, "bad"),
+      c10::Error,
+      "bad is not valid JSON: ");
+}
+
 // A tree of a million leaves is refused the same way (65530 is Linux's
-// default limit), but parsing a meta.json with a million members takes
-// minutes (the ordered JSON object's insertion is linear in its size), so the
-// test lowers the limit instead of writing a million members.
+// default limit); writing a million leaf entries would pass max_meta_bytes,
+// so the test lowers the limit instead.
 TEST(LimitsTest, TreeWithMoreLeavesThanMappingsIsRefusedBeforeMapping) {
   TempDir dir;
   write_text(dir / "meta.json", dict_meta(empty_leaves(5000), "[]"));

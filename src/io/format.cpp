@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -397,6 +399,159 @@ std::string dump_json(const Json& value, bool spaced, bool ascii) {
   return out;
 }
 
+namespace {
+
+// Builds a Json document from nlohmann's SAX events, as Json::parse does,
+// except that an object member is appended in constant time: the ordered
+// object's own insert scans the members before it, so a hostile meta.json
+// with a million members in one object would take hours to parse. Duplicate
+// keys keep the first position and the last value, as Json::parse does; an
+// object past kIndexedMembers members finds them through a hash index.
+// `max_depth` bounds the nesting as the depth callback did.
+class MetaJsonBuilder {
+ public:
+  using string_t = Json::string_t;
+  using number_integer_t = Json::number_integer_t;
+  using number_unsigned_t = Json::number_unsigned_t;
+  using number_float_t = Json::number_float_t;
+  using binary_t = Json::binary_t;
+
+  MetaJsonBuilder(int64_t max_depth, const std::string& path)
+      : max_depth_(max_depth), path_(path) {}
+
+  Json take() {
+    return std::move(root_);
+  }
+
+  bool null() {
+    return value(Json(nullptr));
+  }
+  bool boolean(bool v) {
+    return value(Json(v));
+  }
+  bool number_integer(number_integer_t v) {
+    return value(Json(v));
+  }
+  bool number_unsigned(number_unsigned_t v) {
+    return value(Json(v));
+  }
+  bool number_float(number_float_t v, const string_t& /*text*/) {
+    return value(Json(v));
+  }
+  bool string(string_t& v) {
+    return value(Json(std::move(v)));
+  }
+  bool binary(binary_t& v) {
+    return value(Json::binary(std::move(v)));
+  }
+
+  bool start_object(std::size_t /*size*/) {
+    check_depth(open_.size());
+    open_.push_back({value(Json::object(), /*is_container=*/true), {}});
+    return true;
+  }
+  bool key(string_t& name) {
+    check_depth(open_.size());
+    Open& object = open_.back();
+    Members& members = object.json->get_ref<Json::object_t&>();
+    if (const auto position = find(object, members, name)) {
+      member_ = &members[*position].second;
+      return true;
+    }
+    if (!object.index.empty() || members.size() + 1 > kIndexedMembers) {
+      if (object.index.empty()) {
+        for (size_t i = 0; i < members.size(); ++i) {
+          object.index.emplace(members[i].first, i);
+        }
+      }
+      object.index.emplace(name, members.size());
+    }
+    members.emplace_back(std::move(name), Json());
+    member_ = &members.back().second;
+    return true;
+  }
+  bool end_object() {
+    open_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t /*size*/) {
+    check_depth(open_.size());
+    open_.push_back({value(Json::array(), /*is_container=*/true), {}});
+    return true;
+  }
+  bool end_array() {
+    open_.pop_back();
+    return true;
+  }
+  bool parse_error(
+      std::size_t /*position*/,
+      const std::string& /*last_token*/,
+      const nlohmann::detail::exception& e) {
+    throw e;
+  }
+
+ private:
+  static constexpr size_t kIndexedMembers = 32;
+  // The ordered object's vector, whose operator[] and emplace_back do not
+  // search.
+  using Members = Json::object_t::Container;
+
+  struct Open {
+    Json* json;
+    std::unordered_map<std::string, size_t> index;  // objects past the limit
+  };
+
+  void check_depth(size_t depth) const {
+    TORCH_CHECK(
+        static_cast<int64_t>(depth) <= max_depth_,
+        path_,
+        " nests JSON deeper than ",
+        max_depth_,
+        " levels (LoadMemmapOptions::max_depth)");
+  }
+
+  static std::optional<size_t> find(
+      const Open& object, const Members& members, const string_t& name) {
+    if (!object.index.empty()) {
+      const auto it = object.index.find(name);
+      return it == object.index.end() ? std::nullopt
+                                      : std::optional<size_t>(it->second);
+    }
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (members[i].first == name) {
+        return i;
+      }
+    }
+    return std::nullopt;
+  }
+
+  // Places `v` where the document expects the next value and returns it.
+  Json* value(Json v, bool is_container = false) {
+    if (!is_container) {
+      check_depth(open_.size());
+    }
+    if (open_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    Json& parent = *open_.back().json;
+    if (parent.is_array()) {
+      parent.get_ref<Json::array_t&>().push_back(std::move(v));
+      return &parent.get_ref<Json::array_t&>().back();
+    }
+    *member_ = std::move(v);
+    return member_;
+  }
+
+  int64_t max_depth_;
+  const std::string& path_;
+  Json root_;
+  std::vector<Open> open_;
+  Json* member_ = nullptr;  // the value slot of the last key
+};
+
+}  // namespace
+
 Json parse_meta_json(
     std::string_view text, int64_t max_depth, const std::string& path) {
   std::string rewritten;
@@ -411,23 +566,13 @@ Json parse_meta_json(
         "parse them");
   }
   const std::string_view source = has_literals ? rewritten : text;
-  Json parsed;
+  MetaJsonBuilder builder(max_depth, path);
   try {
-    parsed = Json::parse(
-        source.begin(),
-        source.end(),
-        [max_depth, &path](int depth, Json::parse_event_t, Json&) {
-          TORCH_CHECK(
-              depth <= max_depth,
-              path,
-              " nests JSON deeper than ",
-              max_depth,
-              " levels (LoadMemmapOptions::max_depth)");
-          return true;
-        });
+    Json::sax_parse(source.begin(), source.end(), &builder);
   } catch (const nlohmann::json::exception& e) {
     TORCH_CHECK(false, path, " is not valid JSON: ", e.what());
   }
+  Json parsed = builder.take();
   TORCH_CHECK(
       parsed.is_object(),
       path,
