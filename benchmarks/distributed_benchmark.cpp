@@ -22,6 +22,7 @@
 #include <functional>
 #include <future>
 #include <mutex>
+#include <string>
 #include <thread>
 
 namespace {
@@ -250,42 +251,49 @@ const std::vector<int64_t> kSmall{64, 8};    // 2 KiB
 const std::vector<int64_t> kLarge{1 << 20};  // 4 MiB: 64 of them are 256 MiB
 
 template <class Fn, class... Args>
-void add(const char* name, int iterations, Fn fn, Args... args) {
+void add(const std::string& name, int iterations, Fn fn, Args... args) {
   benchmark::RegisterBenchmark(
-      name, [=](benchmark::State& state) { fn(state, args...); })
+      name.c_str(), [=](benchmark::State& state) { fn(state, args...); })
       ->Iterations(iterations)
       ->Unit(benchmark::kMicrosecond)
       ->UseRealTime();
 }
 
+// The two workloads, each per leaf (Python's wire; the small one checked
+// too), consolidated, and their raw baselines.
+struct DistWorkload {
+  const char* op;
+  int iterations;
+  int leaves;
+  std::vector<int64_t> shape;
+  bool with_checked;
+};
+
 const bool registered = [] {
-  add("dist_100_leaves/cpp", kSmallIterations, per_leaf, 100, kSmall, false);
-  add("dist_100_leaves/raw", kSmallIterations, raw_leaves, 100, kSmall);
-  add("dist_100_leaves_checked/cpp",
-      kSmallIterations,
-      per_leaf,
-      100,
-      kSmall,
-      true);
-  add("dist_100_leaves_checked/raw", kSmallIterations, raw_leaves, 100, kSmall);
-  add("dist_100_leaves_consolidated/cpp",
-      kSmallIterations,
-      consolidated,
-      100,
-      kSmall);
-  add("dist_100_leaves_consolidated/raw",
-      kSmallIterations,
-      raw_buffer,
-      100,
-      kSmall);
-  add("dist_256MiB/cpp", kLargeIterations, per_leaf, 64, kLarge, false);
-  add("dist_256MiB/raw", kLargeIterations, raw_leaves, 64, kLarge);
-  add("dist_256MiB_consolidated/cpp",
-      kLargeIterations,
-      consolidated,
-      64,
-      kLarge);
-  add("dist_256MiB_consolidated/raw", kLargeIterations, raw_buffer, 64, kLarge);
+  const DistWorkload workloads[] = {
+      {"dist_100_leaves", kSmallIterations, 100, kSmall, true},
+      {"dist_256MiB", kLargeIterations, 64, kLarge, false}};
+  for (const DistWorkload& w : workloads) {
+    const std::string op = w.op;
+    const auto name = [&op](const char* suffix) { return op + suffix; };
+    add(name("/cpp"), w.iterations, per_leaf, w.leaves, w.shape, false);
+    add(name("/raw"), w.iterations, raw_leaves, w.leaves, w.shape);
+    if (w.with_checked) {
+      add(name("_checked/cpp"),
+          w.iterations,
+          per_leaf,
+          w.leaves,
+          w.shape,
+          true);
+      add(name("_checked/raw"), w.iterations, raw_leaves, w.leaves, w.shape);
+    }
+    add(name("_consolidated/cpp"),
+        w.iterations,
+        consolidated,
+        w.leaves,
+        w.shape);
+    add(name("_consolidated/raw"), w.iterations, raw_buffer, w.leaves, w.shape);
+  }
   return true;
 }();
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -429,6 +430,18 @@ void mismatch(int rank, int /*world*/) {
         [&] { (void)dist::from_remote_init(0); },
         {"the metadata from rank 0: rank 0 announced an object of "
          "1099511627776 bytes; expected 0 to 2^31"});
+  }
+  // Something other than a key list header on the checked transfers' tag.
+  if (rank == 0) {
+    std::vector<at::Tensor> header{torch::zeros({5}, torch::kLong)};
+    dist::default_group()->send(header, 1, INT_MAX - 1)->wait();
+  } else {
+    expect_error(
+        [&] { dist::recv(td, 0); },
+        {"recv from rank 0: receiving the key list failed, nothing was "
+         "written",
+         "the first message is not a key list header (is the peer a checked "
+         "C++ sender?)"});
   }
 }
 

@@ -1,6 +1,8 @@
 // Joining a Gloo group from C++ as Python's init_process_group does, and the
 // default group.
 
+#include <c10/util/Exception.h>
+
 #include <cstdlib>
 #include <mutex>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -43,13 +45,16 @@ int env_int(const char* name, std::optional<int> given) {
     }
   } catch (const std::exception&) {
   }
-  TORCH_CHECK_VALUE(
-      false,
-      "init_process_group: ",
-      name,
-      " must be an integer, got '",
-      *text,
-      "'");
+  // A throw the compiler sees, so the function visibly never falls off its
+  // end (TORCH_CHECK_VALUE(false, ...) hides it at -O0).
+  C10_THROW_ERROR(
+      ValueError,
+      c10::str(
+          "init_process_group: ",
+          name,
+          " must be an integer, got '",
+          *text,
+          "'"));
 }
 
 }  // namespace
