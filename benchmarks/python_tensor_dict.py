@@ -4,6 +4,8 @@
 Writes {"results": [{"name": op, "python_us": median microseconds}, ...]}
 to the path given as the first argument. Keep the workload in step with the
 C++ file: 100 float32 leaves of shape [64, 8] over three levels, batch [64].
+The view ops run under torch.no_grad(), and their "_grad" twins with grad
+mode on and leaves that require grad, as in the C++ file.
 """
 
 import json
@@ -22,11 +24,28 @@ def leaf_key(i):
     return (name,) if i % 3 == 0 else ("l1", name) if i % 3 == 1 else ("l1", "l2", name)
 
 
-def make_td(leaves=LEAVES):
+def make_td(leaves=LEAVES, requires_grad=False):
     td = TensorDict(batch_size=[BATCH])
     for i in range(leaves):
-        td[leaf_key(i)] = torch.randn(BATCH, 8)
+        td[leaf_key(i)] = torch.randn(BATCH, 8).requires_grad_(requires_grad)
     return td
+
+
+def no_grad(fn):
+    def run():
+        with torch.no_grad():
+            return fn()
+
+    return run
+
+
+def view_ops(td):
+    return {
+        "index_int": lambda: td[3],
+        "index_slice": lambda: td[8:40:2],
+        "unbind": lambda: td.unbind(0),
+        "reshape": lambda: td.reshape(8, 8),
+    }
 
 
 def time_us(fn, min_time=0.2, repeats=5):
@@ -51,22 +70,20 @@ def main(out_path):
     idx = torch.randint(0, BATCH, (32,))
     stack_tds = [make_td(20) for _ in range(8)]
     leaf = td["l1", "l2", "leaf5"]
-    ops = {
-        "index_int": lambda: td[3],
-        "index_slice": lambda: td[8:40:2],
+    ops = {name: no_grad(fn) for name, fn in view_ops(td).items()}
+    ops.update({f"{name}_grad": fn for name, fn in view_ops(make_td(requires_grad=True)).items()})
+    ops.update({
         "index_mask": lambda: td[mask],
         "index_tensor": lambda: td[idx],
         "stack": lambda: torch.stack(stack_tds, 0),
         "cat": lambda: torch.cat(stack_tds, 0),
-        "unbind": lambda: td.unbind(0),
-        "reshape": lambda: td.reshape(8, 8),
         "apply": lambda: td.apply(lambda x: x * 2),
         "to_float64": lambda: td.to(torch.float64),
         "clone": lambda: td.clone(),
         "get_nested": lambda: td.get(("l1", "l2", "leaf5")),
         "set_nested": lambda: td.set(("l1", "l2", "leaf5"), leaf),
         "update": lambda: td.update(other),
-    }
+    })
     results = []
     for name, fn in ops.items():
         results.append({"name": name, "python_us": time_us(fn)})

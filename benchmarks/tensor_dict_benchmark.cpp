@@ -6,6 +6,11 @@
 //
 // Workload (kept in step with python_tensor_dict.py): a TensorDict of 3 levels
 // holding 100 float32 leaves of shape [64, 8], batch size [64].
+//
+// The view ops (index_int, index_slice, unbind, reshape) run under no_grad on
+// both sides, where the dict builds its views directly (NOTE [Fast views] in
+// src/detail/fast_view.h); their "_grad" twins run with grad mode on and
+// leaves that require grad, where every view goes through ATen.
 
 #include <benchmark/benchmark.h>
 #include <tensordict/tensordict.h>
@@ -47,11 +52,11 @@ struct Workload {
   std::unordered_map<std::string, at::Tensor> by_path;
 };
 
-Workload make_workload(int64_t leaves = kLeaves) {
+Workload make_workload(int64_t leaves = kLeaves, bool requires_grad = false) {
   Workload w;
   w.td = TensorDict({kBatch});
   for (int64_t i = 0; i < leaves; ++i) {
-    at::Tensor t = torch::randn({kBatch, 8});
+    at::Tensor t = torch::randn({kBatch, 8}).requires_grad_(requires_grad);
     w.td.set(leaf_key(i), t);
     w.raw.push_back(t);
     w.by_path.emplace(leaf_key(i).join_parts("/"), t);
@@ -69,14 +74,19 @@ const at::Tensor& int_index() {
   return i;
 }
 
-// Registers <name>/cpp and <name>/raw from two callables over a workload.
+// Registers <name>/cpp and <name>/raw from two callables over a workload of
+// `leaves` leaves (that require grad when `requires_grad`).
 template <typename CppFn, typename RawFn>
 void register_pair(
-    const std::string& name, CppFn cpp, RawFn raw, int64_t leaves = kLeaves) {
+    const std::string& name,
+    CppFn cpp,
+    RawFn raw,
+    int64_t leaves = kLeaves,
+    bool requires_grad = false) {
   benchmark::RegisterBenchmark(
       (name + "/cpp").c_str(),
       [=](benchmark::State& state) {
-        Workload w = make_workload(leaves);
+        Workload w = make_workload(leaves, requires_grad);
         for (auto _ : state) {
           benchmark::DoNotOptimize(cpp(w));
         }
@@ -85,7 +95,7 @@ void register_pair(
   benchmark::RegisterBenchmark(
       (name + "/raw").c_str(),
       [=](benchmark::State& state) {
-        Workload w = make_workload(leaves);
+        Workload w = make_workload(leaves, requires_grad);
         for (auto _ : state) {
           benchmark::DoNotOptimize(raw(w));
         }
@@ -93,12 +103,12 @@ void register_pair(
       ->Unit(benchmark::kMicrosecond);
   // The same two, counted in instructions (instructions.h).
   tensordict_bench::register_instruction_op(name + "/cpp", [=] {
-    auto w = std::make_shared<Workload>(make_workload(leaves));
+    auto w = std::make_shared<Workload>(make_workload(leaves, requires_grad));
     return std::function<void()>(
         [w, cpp] { benchmark::DoNotOptimize(cpp(*w)); });
   });
   tensordict_bench::register_instruction_op(name + "/raw", [=] {
-    auto w = std::make_shared<Workload>(make_workload(leaves));
+    auto w = std::make_shared<Workload>(make_workload(leaves, requires_grad));
     return std::function<void()>(
         [w, raw] { benchmark::DoNotOptimize(raw(*w)); });
   });
@@ -141,21 +151,63 @@ auto each(const std::vector<Leaves>& leaves, Op op) {
   return out;
 }
 
-void register_all() {
-  register_pair(
+// `fn` run under no_grad.
+template <typename Fn>
+auto no_grad(Fn fn) {
+  return [fn](Workload& w) {
+    torch::NoGradGuard guard;
+    return fn(w);
+  };
+}
+
+// The view ops, each against the cheapest ATen call giving the same views.
+void register_views(const std::string& suffix, bool grad) {
+  auto add = [&](const std::string& name, auto cpp, auto raw) {
+    if (grad) {
+      register_pair(name + suffix, cpp, raw, kLeaves, /*requires_grad=*/true);
+    } else {
+      register_pair(name + suffix, no_grad(cpp), no_grad(raw));
+    }
+  };
+  add(
       "index_int",
       [](Workload& w) { return w.td.index({3}); },
       [](Workload& w) {
-        return each(w.raw, [](const at::Tensor& t) { return t.index({3}); });
+        return each(w.raw, [](const at::Tensor& t) { return t.select(0, 3); });
       });
-  register_pair(
+  add(
       "index_slice",
       [](Workload& w) { return w.td.index({Slice(8, 40, 2)}); },
       [](Workload& w) {
+        return each(
+            w.raw, [](const at::Tensor& t) { return t.slice(0, 8, 40, 2); });
+      });
+  add(
+      "unbind",
+      [](Workload& w) { return w.td.unbind(0); },
+      [](Workload& w) {
+        std::vector<std::vector<at::Tensor>> out;
+        out.reserve(w.raw.size());
+        for (const at::Tensor& t : w.raw) {
+          out.push_back(t.unbind(0));
+        }
+        return out;
+      });
+  add(
+      "reshape",
+      [](Workload& w) {
+        return w.td.reshape({8, 8});
+      },
+      [](Workload& w) {
         return each(w.raw, [](const at::Tensor& t) {
-          return t.index({Slice(8, 40, 2)});
+          return t.view({8, 8, 8});
         });
       });
+}
+
+void register_all() {
+  register_views("", /*grad=*/false);
+  register_views("_grad", /*grad=*/true);
   register_pair(
       "index_mask",
       [](Workload& w) { return w.td.index({mask()}); },
@@ -203,27 +255,6 @@ void register_all() {
       [](Workload& w) {
         return each(
             w.raw, [](const at::Tensor& t) { return t.to(at::kDouble); });
-      });
-  register_pair(
-      "unbind",
-      [](Workload& w) { return w.td.unbind(0); },
-      [](Workload& w) {
-        std::vector<std::vector<at::Tensor>> out;
-        out.reserve(w.raw.size());
-        for (const at::Tensor& t : w.raw) {
-          out.push_back(t.unbind(0));
-        }
-        return out;
-      });
-  register_pair(
-      "reshape",
-      [](Workload& w) {
-        return w.td.reshape({8, 8});
-      },
-      [](Workload& w) {
-        return each(w.raw, [](const at::Tensor& t) {
-          return t.reshape({8, 8, 8});
-        });
       });
   register_pair(
       "apply",

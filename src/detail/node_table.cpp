@@ -38,16 +38,16 @@ void NodeTable::reserve(size_t n) {
   }
 }
 
-Node& NodeTable::append(std::string key, Value value) {
+Node& NodeTable::append_hashed(std::string key, size_t hash, Value value) {
   TORCH_INTERNAL_ASSERT_DEBUG_ONLY(find(key) == nullptr);
+  TORCH_INTERNAL_ASSERT_DEBUG_ONLY(hash == hash_key(key));
   // Slots hold positions as int32_t.
   TORCH_CHECK(
       nodes_.size() < static_cast<size_t>(std::numeric_limits<int32_t>::max()),
       "a TensorDict level cannot hold more than ",
       std::numeric_limits<int32_t>::max(),
       " entries");
-  const size_t hash = hash_key(key);
-  nodes_.push_back(Node{std::move(key), std::move(value), hash});
+  nodes_.emplace_back(std::move(key), std::move(value), hash);
   if (2 * nodes_.size() > slots_.size()) {
     // Keep the table at most half full: double it and re-index.
     rebuild_slots(std::max<size_t>(8, 2 * slots_.size()));

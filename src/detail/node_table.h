@@ -17,6 +17,9 @@ namespace detail {
 
 /// One entry: its own name and its value.
 struct Node {
+  Node(std::string key_, Value value_, size_t hash_)
+      : key(std::move(key_)), value(std::move(value_)), hash(hash_) {}
+
   std::string key;
   Value value;
   size_t hash = 0;  // of key, kept for the index
@@ -111,7 +114,15 @@ class NodeTable {
     }
   }
   /// Appends a node and returns it; the key must not exist yet.
-  Node& append(std::string key, Value value);
+  Node& append(std::string key, Value value) {
+    const size_t hash = hash_key(key);
+    return append_hashed(std::move(key), hash, std::move(value));
+  }
+  /// Appends a node named like `source` (a node of another table), reusing
+  /// its hash: what a walk that rebuilds a level does for every entry.
+  Node& append_like(const Node& source, Value value) {
+    return append_hashed(source.key, source.hash, std::move(value));
+  }
   /// Removes the node named `key` and returns its value; it must exist.
   Value erase(std::string_view key);
   /// Makes room for `n` entries, so that appending up to `n` in all neither
@@ -145,6 +156,8 @@ class NodeTable {
   static size_t hash_key(std::string_view key) noexcept {
     return std::hash<std::string_view>{}(key);
   }
+  // Appends a node whose key hashes to `hash`.
+  Node& append_hashed(std::string key, size_t hash, Value value);
   // Re-indexes every node into `capacity` slots (a power of two).
   void rebuild_slots(size_t capacity);
   // Puts position `pos` into the first free slot its hash probes to.

@@ -47,6 +47,11 @@ class TensorDictImpl : public c10::intrusive_ptr_target {
   Node& append(std::string key, Value value) {
     return entries_.append(std::move(key), std::move(value));
   }
+  /// Appends a node named like `source`, a node of another dict; the key
+  /// must not exist.
+  Node& append_like(const Node& source, Value value) {
+    return entries_.append_like(source, std::move(value));
+  }
   /// Removes the node named `key` and returns its value; it must exist.
   Value erase(std::string_view key) {
     return entries_.erase(key);

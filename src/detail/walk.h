@@ -406,14 +406,14 @@ TensorDict rebuild(
     if (v.is_tensor()) {
       at::Tensor out = fn(v.tensor());
       if (out.defined()) {
-        dst.append(node->key, Value(std::move(out)));
+        dst.append_like(*node, Value(std::move(out)));
       }
     } else if (v.is_tensordict()) {
       const TensorDictImpl& child = *v.tensordict().unsafeGetImpl();
       TensorDict out = rebuild(child, make_dict, fn, move_non_tensors);
       // A nested tensorclass instance stays one.
       out.unsafeGetImpl()->python_class = child.python_class;
-      dst.append(node->key, Value(std::move(out)));
+      dst.append_like(*node, Value(std::move(out)));
     } else if (v.is_lazy_stack()) {
       const LazyStackedTensorDict& stack = v.lazy_stack();
       std::vector<TensorDict> elements;
@@ -422,10 +422,10 @@ TensorDict rebuild(
         elements.push_back(
             rebuild(*element.unsafeGetImpl(), make_dict, fn, move_non_tensors));
       }
-      dst.append(node->key, Value(restack_like(stack, std::move(elements))));
+      dst.append_like(*node, Value(restack_like(stack, std::move(elements))));
     } else {
       const auto device = move_non_tensors ? dst.device : std::nullopt;
-      dst.append(node->key, non_tensor_on(v, device));
+      dst.append_like(*node, non_tensor_on(v, device));
     }
   }
   return result;
@@ -666,7 +666,7 @@ void transform_into(
     const Value& v = node->value;
     switch (v.kind()) {
       case Value::Kind::kTensor:
-        dst.append(node->key, Value(fn(v.tensor())));
+        dst.append_like(*node, Value(fn(v.tensor())));
         break;
       case Value::Kind::kTensorDict: {
         const TensorDictImpl& child = *v.tensordict().unsafeGetImpl();
@@ -678,7 +678,7 @@ void transform_into(
             on_positions,
             root_change,
             root_dims);
-        dst.append(node->key, Value(std::move(out)));
+        dst.append_like(*node, Value(std::move(out)));
         break;
       }
       case Value::Kind::kNonTensorData: {
@@ -693,7 +693,7 @@ void transform_into(
         moved.set_batch_size(
             carry_change(root_change, data.batch_size(), {}, root_dims)
                 .batch_size);
-        dst.append(node->key, Value(std::move(moved)));
+        dst.append_like(*node, Value(std::move(moved)));
         break;
       }
       case Value::Kind::kNonTensorStack: {
@@ -701,7 +701,7 @@ void transform_into(
         at::Tensor positions = on_positions != nullptr
                                    ? (*on_positions)(stack_positions(stack))
                                    : fn(stack_positions(stack));
-        dst.append(node->key, gather_stack(stack, positions, stack.device()));
+        dst.append_like(*node, gather_stack(stack, positions, stack.device()));
         break;
       }
       case Value::Kind::kLazyStack:
@@ -816,7 +816,7 @@ void transform_split_into(
       case Value::Kind::kTensor: {
         std::vector<at::Tensor> pieces = fn(v.tensor());
         for (size_t i = 0; i < n; ++i) {
-          dsts[i]->append(node->key, Value(std::move(pieces[i])));
+          dsts[i]->append_like(*node, Value(std::move(pieces[i])));
         }
         break;
       }
@@ -826,7 +826,7 @@ void transform_split_into(
         for (size_t i = 0; i < n; ++i) {
           TensorDict out = carried_dict(child, changes[i], root_dims);
           child_dsts.push_back(out.unsafeGetImpl());
-          dsts[i]->append(node->key, Value(std::move(out)));
+          dsts[i]->append_like(*node, Value(std::move(out)));
         }
         transform_split_into(child_dsts, child, fn, changes, root_dims);
         break;
@@ -837,7 +837,7 @@ void transform_split_into(
           data.set_batch_size(
               carry_change(changes[i], data.batch_size(), {}, root_dims)
                   .batch_size);
-          dsts[i]->append(node->key, Value(std::move(data)));
+          dsts[i]->append_like(*node, Value(std::move(data)));
         }
         break;
       case Value::Kind::kNonTensorStack: {
@@ -853,7 +853,7 @@ void transform_split_into(
         std::vector<Value> pieces =
             split_lazy_stack(node->key, v.lazy_stack(), fn, changes, root_dims);
         for (size_t i = 0; i < n; ++i) {
-          dsts[i]->append(node->key, std::move(pieces[i]));
+          dsts[i]->append_like(*node, std::move(pieces[i]));
         }
         break;
       }

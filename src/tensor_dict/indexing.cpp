@@ -12,6 +12,7 @@
 #include <ATen/ops/zeros.h>
 
 #include "detail/batch_index.h"
+#include "detail/fast_view.h"
 #include "detail/format.h"
 #include "detail/walk.h"
 #include "tensordict/errors.h"
@@ -165,6 +166,18 @@ at::Tensor gather_rows(
 TensorDict TensorDict::index(c10::ArrayRef<TensorIndex> indices) const {
   const detail::TensorDictImpl& impl = *impl_;
   detail::NormalizedIndex norm = detail::normalize_index(indices, impl);
+  // Integers, slices and None: the batch size follows from the index alone,
+  // and leaves are views (built directly where NOTE [Fast views] allows).
+  if (std::optional<detail::BasicIndex> plan =
+          detail::plan_basic_index(norm.indices, impl.batch_size)) {
+    const detail::LeafViews views;
+    return detail::transform(
+        *this,
+        [&](const at::Tensor& t) {
+          return views.index(t, *plan, norm.indices);
+        },
+        {std::move(plan->batch_size), std::move(norm.names)});
+  }
   // The first top-level tensor tells the new batch size for free; the engine
   // then reuses its result instead of indexing it twice.
   const at::Tensor* first = nullptr;

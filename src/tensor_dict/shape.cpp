@@ -8,6 +8,7 @@
 
 #include <numeric>
 
+#include "detail/fast_view.h"
 #include "detail/format.h"
 #include "detail/walk.h"
 
@@ -48,25 +49,29 @@ DimNames reorder_names(const DimNames& names, c10::IntArrayRef order) {
 TensorDict TensorDict::view(c10::IntArrayRef shape) const {
   const std::vector<int64_t> batch = at::infer_size(shape, numel());
   const int64_t ndim = batch_dims();
+  const detail::LeafViews views;
   if (batch == impl_->batch_size) {
     return detail::transform(
         *this,
-        [](const at::Tensor& t) { return t.view(t.sizes()); },
+        [&](const at::Tensor& t) { return views.view(t, t.sizes()); },
         {batch, impl_->names});
   }
   return detail::transform(
       *this,
-      [&](const at::Tensor& t) { return t.view(leaf_shape(t, batch, ndim)); },
+      [&](const at::Tensor& t) {
+        return views.view(t, leaf_shape(t, batch, ndim));
+      },
       {batch, no_names()});
 }
 
 TensorDict TensorDict::reshape(c10::IntArrayRef shape) const {
   const std::vector<int64_t> batch = at::infer_size(shape, numel());
   const int64_t ndim = batch_dims();
+  const detail::LeafViews views;
   return detail::transform(
       *this,
       [&](const at::Tensor& t) {
-        return t.reshape(leaf_shape(t, batch, ndim));
+        return views.reshape(t, leaf_shape(t, batch, ndim));
       },
       {batch, batch == impl_->batch_size ? impl_->names : no_names()});
 }
@@ -146,9 +151,10 @@ TensorDict TensorDict::squeeze() const {
       order.push_back(d);
     }
   }
+  const detail::LeafViews views;
   return detail::transform(
       *this,
-      [&](const at::Tensor& t) { return t.squeeze(dims); },
+      [&](const at::Tensor& t) { return views.squeeze(t, dims); },
       {batch, reorder_names(impl_->names, order)});
 }
 
@@ -163,9 +169,10 @@ TensorDict TensorDict::squeeze(int64_t dim) const {
   std::vector<int64_t> order(ndim);
   std::iota(order.begin(), order.end(), 0);
   order.erase(order.begin() + dim);
+  const detail::LeafViews views;
   return detail::transform(
       *this,
-      [&](const at::Tensor& t) { return t.squeeze(dim); },
+      [&](const at::Tensor& t) { return views.squeeze(t, dim); },
       {batch, reorder_names(impl_->names, order)});
 }
 
@@ -177,9 +184,10 @@ TensorDict TensorDict::unsqueeze(int64_t dim) const {
   std::vector<int64_t> order(ndim);
   std::iota(order.begin(), order.end(), 0);
   order.insert(order.begin() + dim, -1);
+  const detail::LeafViews views;
   return detail::transform(
       *this,
-      [&](const at::Tensor& t) { return t.unsqueeze(dim); },
+      [&](const at::Tensor& t) { return views.unsqueeze(t, dim); },
       {batch, reorder_names(impl_->names, order)});
 }
 
@@ -203,15 +211,10 @@ TensorDict TensorDict::permute(c10::IntArrayRef dims) const {
   for (int64_t d : order) {
     batch.push_back(impl_->batch_size[d]);
   }
+  const detail::LeafViews views;
   return detail::transform(
       *this,
-      [&](const at::Tensor& t) {
-        std::vector<int64_t> full = order;
-        for (int64_t d = ndim; d < t.dim(); ++d) {
-          full.push_back(d);
-        }
-        return t.permute(full);
-      },
+      [&](const at::Tensor& t) { return views.permute_leading(t, order); },
       {batch, reorder_names(impl_->names, order)});
 }
 
@@ -224,9 +227,10 @@ TensorDict TensorDict::transpose(int64_t dim0, int64_t dim1) const {
   std::swap(order[dim0], order[dim1]);
   std::vector<int64_t> batch = impl_->batch_size;
   std::swap(batch[dim0], batch[dim1]);
+  const detail::LeafViews views;
   return detail::transform(
       *this,
-      [&](const at::Tensor& t) { return t.transpose(dim0, dim1); },
+      [&](const at::Tensor& t) { return views.transpose(t, dim0, dim1); },
       {batch, reorder_names(impl_->names, order)});
 }
 
@@ -257,15 +261,13 @@ TensorDict TensorDict::expand(c10::IntArrayRef shape) const {
   for (int64_t i = 0; i < ndim; ++i) {
     order.push_back(i);
   }
+  const detail::LeafViews views;
   return detail::transform(
       *this,
       [&](const at::Tensor& t) {
         // New leading dims go before the leaf; its own dims stay as they
         // are, broadcast where the batch grows.
-        std::vector<int64_t> full = batch;
-        const auto sizes = t.sizes();
-        full.insert(full.end(), sizes.begin() + ndim, sizes.end());
-        return t.expand(full);
+        return views.expand(t, leaf_shape(t, batch, ndim));
       },
       {batch, reorder_names(impl_->names, order)});
 }
@@ -359,9 +361,10 @@ TensorDict TensorDict::narrow(
       ")");
   std::vector<int64_t> batch = impl_->batch_size;
   batch[dim] = length;
+  const detail::LeafViews views;
   return detail::transform(
       *this,
-      [&](const at::Tensor& t) { return t.narrow(dim, start, length); },
+      [&](const at::Tensor& t) { return views.narrow(t, dim, start, length); },
       {batch, impl_->names});
 }
 
@@ -402,9 +405,10 @@ std::vector<detail::BatchChange> split_changes(
 std::vector<TensorDict> TensorDict::unbind(int64_t dim) const {
   dim = wrap_dim(dim, batch_dims());
   const std::vector<int64_t> ones(impl_->batch_size[dim], 1);
+  const detail::LeafViews views;
   return detail::transform_split(
       *this,
-      [&](const at::Tensor& t) { return t.unbind(dim); },
+      [&](const at::Tensor& t) { return views.unbind(t, dim); },
       split_changes(*impl_, dim, ones, /*drop_dim=*/true));
 }
 
@@ -423,9 +427,12 @@ std::vector<TensorDict> TensorDict::split(
       dim,
       " has size ",
       impl_->batch_size[dim]);
+  const detail::LeafViews views;
   return detail::transform_split(
       *this,
-      [&](const at::Tensor& t) { return t.split_with_sizes(split_sizes, dim); },
+      [&](const at::Tensor& t) {
+        return views.split_with_sizes(t, split_sizes, dim);
+      },
       split_changes(*impl_, dim, split_sizes, /*drop_dim=*/false));
 }
 
