@@ -66,6 +66,11 @@ class MapIterator;  // tensordict/map.h
 ///   entry's (`c10::canCast`), where Python would silently truncate.
 /// - Setting a nested dict whose batch size does not start with the parent's
 ///   is an error even when the nested dict is empty.
+/// - With grad mode off, view ops (index by integers and slices, reshape,
+///   unbind, ...) build plain leaves' views without the dispatcher: same
+///   storage, geometry and version counter as ATen's views, but not autograd
+///   views (`is_view()` is false). See NOTE [Fast views] in
+///   src/detail/fast_view.h and the README.
 /// Printing: `repr()` and `operator<<` follow the print options
 /// (print_options.h), as Python's repr does: by default the compact form,
 /// `TensorDict(batch_size=[4], fields={a: {x: f32[]}, b: f32[3]})`;
