@@ -329,16 +329,16 @@ TensorDict combine(
         check_leaf_shapes(leaves.get(), op, dim, path);
         throw;
       }
-      dst.append(node.key, Value(std::move(combined)));
+      dst.append_like(node, Value(std::move(combined)));
     } else if (first.is_tensordict()) {
       std::vector<const TensorDictImpl*> nested;
       nested.reserve(n);
       for (const Value* v : values) {
         nested.push_back(v->tensordict().unsafeGetImpl());
       }
-      dst.append(node.key, Value(combine(nested, op, dim, path)));
+      dst.append_like(node, Value(combine(nested, op, dim, path)));
     } else if (first.is_lazy_stack()) {
-      dst.append(node.key, Value(combine_lazy_stacks(values, op, dim, path)));
+      dst.append_like(node, Value(combine_lazy_stacks(values, op, dim, path)));
     } else {
       std::vector<std::vector<int64_t>> shapes;
       shapes.reserve(n);
