@@ -103,8 +103,9 @@ $(TSAN_DIR)/CMakeCache.txt: | deps
 
 # The tests that run our own threads (threaded saves, memmap_async, threaded
 # consolidate, map and map_iter workers, the data loader's workers, the
-# threaded overwrites of the crash-safety tests) and the distributed ranks,
-# under ThreadSanitizer; fails on any report (scripts/run-tsan.sh).
+# threaded overwrites of the crash-safety tests) and distributed_test (ranks
+# as processes and as threads), under ThreadSanitizer; fails on any report
+# (scripts/run-tsan.sh).
 test-tsan: deps $(TSAN_DIR)/CMakeCache.txt
 	$(CMAKE) --build $(TSAN_DIR) -j $(JOBS) --target unit_tests distributed_test
 	./scripts/run-tsan.sh $(TSAN_DIR) $(JOBS)

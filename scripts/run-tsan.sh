@@ -41,7 +41,8 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:die_after_fork=0:su
 status=0
 "$root/scripts/run-gtest-shards.sh" "$build/bin/unit_tests" "$shards" \
   --gtest_filter="$gtest_filter" || status=1
-# Each rank is a process of its own, started with this environment.
+# Its ranks are processes started with this environment, and in one test
+# threads of this process.
 if [ -x "$build/bin/distributed_test" ]; then
   "$build/bin/distributed_test" --gtest_brief=1 || status=1
 fi
