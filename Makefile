@@ -101,11 +101,9 @@ $(TSAN_DIR)/CMakeCache.txt: | deps
 	  -DTENSORDICT_BUILD_EXAMPLES=OFF -DTENSORDICT_BUILD_BENCHMARKS=OFF \
 	  $(CMAKE_FLAGS)
 
-# The tests that run our own threads (threaded saves, memmap_async, threaded
-# consolidate, map and map_iter workers, the data loader's workers, the
-# threaded overwrites of the crash-safety tests) and distributed_test (ranks
-# as processes and as threads), under ThreadSanitizer; fails on any report
-# (scripts/run-tsan.sh).
+# The unit tests (among them every test that starts threads of ours) and
+# distributed_test (ranks as processes and as threads) under
+# ThreadSanitizer; fails on any report (scripts/run-tsan.sh).
 test-tsan: deps $(TSAN_DIR)/CMakeCache.txt
 	$(CMAKE) --build $(TSAN_DIR) -j $(JOBS) --target unit_tests distributed_test
 	./scripts/run-tsan.sh $(TSAN_DIR) $(JOBS)
