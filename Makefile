@@ -5,6 +5,7 @@
 BUILD_DIR   ?= build
 SAN_DIR     ?= build-sanitize
 FUZZ_DIR    ?= build-fuzz
+TSAN_DIR    ?= build-tsan
 JOBS        ?= 2
 PYTHON      ?= python3
 CMAKE       ?= cmake
@@ -15,7 +16,7 @@ CMAKE_FLAGS ?=
 TORCH_PREFIX = $(shell $(PYTHON) -c 'import torch;print(torch.utils.cmake_prefix_path)')
 
 .PHONY: all deps configure build demo test test-sanitize bench install clean \
-        format format-check stress fuzz
+        format format-check stress fuzz test-tsan
 
 all: build
 
@@ -94,6 +95,19 @@ fuzz: deps $(FUZZ_DIR)/CMakeCache.txt
 	$(PYTHON) fuzz/make_corpus.py $(FUZZ_DIR)
 	./fuzz/run.sh $(FUZZ_DIR) $(or $(FUZZ_SECONDS),60)
 
+$(TSAN_DIR)/CMakeCache.txt: | deps
+	$(CMAKE) -S . -B $(TSAN_DIR) -DCMAKE_PREFIX_PATH="$(TORCH_PREFIX)" \
+	  -DCMAKE_BUILD_TYPE=Debug -DTENSORDICT_TSAN=ON \
+	  -DTENSORDICT_BUILD_EXAMPLES=OFF -DTENSORDICT_BUILD_BENCHMARKS=OFF \
+	  $(CMAKE_FLAGS)
+
+# The unit tests (among them every test that starts threads of ours) and
+# distributed_test (ranks as processes and as threads) under
+# ThreadSanitizer; fails on any report (scripts/run-tsan.sh).
+test-tsan: deps $(TSAN_DIR)/CMakeCache.txt
+	$(CMAKE) --build $(TSAN_DIR) -j $(JOBS) --target unit_tests distributed_test
+	./scripts/run-tsan.sh $(TSAN_DIR) $(JOBS)
+
 install: build
 	$(CMAKE) --install $(BUILD_DIR) --prefix $(or $(PREFIX),$(BUILD_DIR)/install)
 
@@ -109,4 +123,4 @@ format-check: deps
 	  { echo "format-check: issue numbers in code comments (above)"; exit 1; }
 
 clean:
-	rm -rf $(BUILD_DIR) $(SAN_DIR)
+	rm -rf $(BUILD_DIR) $(SAN_DIR) $(TSAN_DIR)

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support.h"
@@ -515,6 +516,33 @@ TEST(ConsolidateTest, FuzzedBuffersNeverCrash) {
   }
   EXPECT_EQ(loaded + refused, 3000);
   EXPECT_GT(refused, 100);
+}
+
+// Threaded copies into a file and into memory, of a nested dict whose
+// leaves differ in size and dtype, give the serial bytes; two threaded
+// consolidations of one dict may also run at once.
+TEST(ConsolidateTest, ConcurrentThreadedConsolidationsGiveTheSerialBytes) {
+  TempDir dir;
+  TensorDict td({}, {4});
+  for (int i = 0; i < 30; ++i) {
+    td.set(
+        {"g" + std::to_string(i % 4), "k" + std::to_string(i)},
+        torch::randn({4, i + 1})
+            .to(i % 2 == 0 ? torch::kFloat64 : torch::kInt16));
+  }
+  const TensorDict serial = td.consolidate();
+  std::thread other([&] {
+    const TensorDict again =
+        td.consolidate(ConsolidateOptions().num_threads(3));
+    EXPECT_TRUE(torch::equal(
+        again.consolidated_storage(), serial.consolidated_storage()));
+  });
+  const TensorDict to_file = td.consolidate(
+      ConsolidateOptions().filename(dir / "td.bin").num_threads(4));
+  other.join();
+  EXPECT_TRUE(torch::equal(
+      to_file.consolidated_storage(), serial.consolidated_storage()));
+  expect_td_equal(TensorDict::from_consolidated(dir / "td.bin"), td);
 }
 
 }  // namespace consolidate_test

@@ -28,6 +28,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include "distributed/pickle.h"
 
@@ -843,6 +845,76 @@ TEST(DistributedTest, NoDefaultGroupIsAClearError) {
     EXPECT_NE(
         std::string(e.what()).find("no default process group"),
         std::string::npos);
+  }
+}
+
+// A Gloo group for a rank that is a thread of this process; the ranks of a
+// world share `store`.
+dist::ProcessGroupPtr thread_rank_group(
+    const c10::intrusive_ptr<c10d::Store>& store, int rank, int world) {
+  auto options = c10d::ProcessGroupGloo::Options::create();
+  options->timeout = std::chrono::seconds(60);
+  options->devices.push_back(
+      c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  auto backend =
+      c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, options);
+  auto group = c10::make_intrusive<c10d::ProcessGroup>(store, rank, world);
+  group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+  group->setBackend(
+      c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, backend);
+  return group;
+}
+
+// Ranks as threads of one process, each with its own group: every
+// operation of ours runs on both ranks at once in one address space, where
+// ThreadSanitizer sees both sides (make test-tsan).
+TEST(DistributedTest, RanksAsThreadsOfOneProcessSendAndReduce) {
+  constexpr int kWorld = 2;
+  const c10::intrusive_ptr<c10d::Store> store =
+      c10::make_intrusive<c10d::HashStore>();
+  std::vector<std::string> errors(kWorld);
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < kWorld; ++rank) {
+    ranks.emplace_back([&, rank] {
+      try {
+        const dist::ProcessGroupPtr group =
+            thread_rank_group(store, rank, kWorld);
+        const TensorDict want = sample(0.5);
+        if (rank == 0) {
+          dist::send(want, 1, dist::SendOptions().group(group));
+          dist::send(
+              want.consolidate(),
+              1,
+              dist::SendOptions().group(group).consolidated(true));
+        } else {
+          TensorDict got = sample(0, false);
+          dist::recv(got, 0, dist::RecvOptions().group(group));
+          expect_equal(got, want, "recv");
+          got = sample(0, false).consolidate();
+          dist::recv(
+              got, 0, dist::RecvOptions().group(group).consolidated(true));
+          expect_equal(got, want, "recv(consolidated)");
+        }
+        TensorDict sum({3});
+        sum.set("x", torch::full({3, 2}, static_cast<double>(rank + 1)));
+        sum.set({"n", "y"}, torch::full({3}, int64_t{rank + 1}));
+        dist::all_reduce(
+            sum, dist::CollectiveOptions().group(group).async_op(true));
+        TORCH_CHECK(torch::equal(sum.get("x"), torch::full({3, 2}, 3.0)));
+        TORCH_CHECK(torch::equal(sum.get({"n", "y"}), torch::full({3}, 3L)));
+        const TensorDict got = dist::broadcast(
+            sample(rank), 1, dist::CollectiveOptions().group(group));
+        expect_equal(got, sample(1), "broadcast");
+      } catch (const std::exception& e) {
+        errors[rank] = e.what();
+      }
+    });
+  }
+  for (std::thread& rank : ranks) {
+    rank.join();
+  }
+  for (int rank = 0; rank < kWorld; ++rank) {
+    EXPECT_EQ(errors[rank], "") << "rank " << rank;
   }
 }
 

@@ -546,4 +546,49 @@ TEST(MapIterTest, YieldsTheResultsBeforeAFailureThenThrows) {
   EXPECT_THROWS_WITH(results.next(), c10::ValueError, "boom");
 }
 
+// The flag is set from a thread of the caller's while two workers are
+// inside fn: both finish their chunk, neither starts another.
+TEST(MapTest, CancellationFromAnotherThreadStopsEveryWorker) {
+  std::atomic<bool> cancel{false};
+  std::atomic<int> started{0};
+  std::thread canceller([&] {
+    while (started.load() < 2) {
+      std::this_thread::yield();
+    }
+    cancel = true;
+  });
+  EXPECT_THROWS_WITH(
+      make_td().map(
+          [&](const TensorDict& chunk) {
+            ++started;
+            while (!cancel.load()) {
+              std::this_thread::yield();
+            }
+            return doubled(chunk);
+          },
+          MapOptions().num_workers(2).chunksize(1).cancel(&cancel)),
+      MapCancelled,
+      "map was cancelled after 2 of 10 chunks");
+  canceller.join();
+}
+
+// Two workers fail at once: the error of the earlier chunk wins, as in a
+// serial loop, whichever thread threw first.
+TEST(MapTest, TwoFailingWorkersReportTheEarlierChunk) {
+  std::atomic<int> started{0};
+  EXPECT_THROWS_WITH(
+      make_td(4).map(
+          [&](const TensorDict& chunk) -> TensorDict {
+            ++started;
+            while (started.load() < 2) {
+              std::this_thread::yield();
+            }
+            throw std::runtime_error(
+                "bad " + std::to_string(chunk.get("x")[0].item<int>()));
+          },
+          MapOptions().num_workers(2).chunksize(1)),
+      c10::Error,
+      "map: fn threw: bad 0");
+}
+
 }  // namespace map_test

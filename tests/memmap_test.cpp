@@ -943,4 +943,73 @@ TEST(MemmapTest, PrintDirectoryTreeFollowsPython) {
       "> a.memmap");
 }
 
+namespace {
+
+// Threaded saves: many small leaves, nested, so writer threads interleave.
+TensorDict many_leaves() {
+  TensorDict td({}, {4});
+  for (int i = 0; i < 24; ++i) {
+    td.set(
+        {"group" + std::to_string(i % 3), "leaf" + std::to_string(i)},
+        torch::full({4, 8}, i, torch::kFloat32));
+  }
+  return td;
+}
+
+}  // namespace
+
+// One leaf of a threaded save cannot be written: every writer thread
+// stops, the save throws that leaf's error and writes no meta.json.
+TEST(MemmapTest, AThreadedSaveThatFailsThrowsTheLeafsErrorAndLoadsNothing) {
+  TempDir dir;
+  const std::string root = dir / "td";
+  fs::create_directories(root + "/group1");
+  write_text(root + "/group1/leaf13.memmap", "in the way");
+  EXPECT_THROWS_WITH(
+      (void)many_leaves().memmap(
+          MemmapOptions(root).num_threads(4).existsok(false)),
+      c10::Error,
+      "leaf13.memmap already exists");
+  EXPECT_FALSE(fs::exists(root + "/meta.json"));
+  EXPECT_FALSE(fs::exists(root + "/group1/meta.json"));
+}
+
+// memmap_async hands the save's error to whoever waits on the future.
+TEST(MemmapTest, MemmapAsyncCarriesTheSavesErrorInItsFuture) {
+  TempDir dir;
+  const std::string root = dir / "td";
+  fs::create_directories(root + "/group1");
+  write_text(root + "/group1/leaf13.memmap", "in the way");
+  auto future = many_leaves().memmap_async(
+      MemmapOptions(root).num_threads(2).existsok(false));
+  EXPECT_THROWS_WITH(
+      (void)future.get(), c10::Error, "leaf13.memmap already exists");
+}
+
+// Saves only read their source, so several may run on one dict at once,
+// each with its own writer threads; then an in-place save of a clone.
+TEST(MemmapTest, ConcurrentThreadedSavesOfOneDictWriteTheSameData) {
+  TempDir dir;
+  const TensorDict td = many_leaves();
+  auto first = td.memmap_async(MemmapOptions(dir / "first").num_threads(2));
+  auto second = td.memmap_async(MemmapOptions(dir / "second").num_threads(3));
+  auto like = td.memmap_like_async(MemmapOptions(dir / "like").num_threads(2));
+  const TensorDict direct =
+      td.memmap(MemmapOptions(dir / "direct").num_threads(2));
+  expect_td_equal(first.get(), td);
+  expect_td_equal(second.get(), td);
+  expect_td_equal(like.get(), td.apply([](const at::Tensor& t) {
+    return torch::zeros_like(t);
+  }));
+  expect_td_equal(direct, td);
+  for (const char* name : {"first", "second", "direct"}) {
+    expect_td_equal(TensorDict::load_memmap(dir / name), td);
+  }
+  TensorDict inplace = td.clone();
+  (void)inplace.memmap_async_(MemmapOptions(dir / "inplace").num_threads(3))
+      .get();
+  EXPECT_TRUE(inplace.is_memmap());
+  expect_td_equal(TensorDict::load_memmap(dir / "inplace"), td);
+}
+
 }  // namespace memmap_test
