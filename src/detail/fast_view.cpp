@@ -261,131 +261,168 @@ at::Tensor make_direct_view(const at::Tensor& base, const ViewGeometry& g) {
 // --- the ops
 // --------------------------------------------------------------------
 
-at::Tensor LeafViews::select(
-    const at::Tensor& t, int64_t dim, int64_t index) const {
-  if (!direct(t)) {
-    return t.select(dim, index);
+namespace {
+
+// `t`'s view whose geometry `shape(g)` makes, built directly when `views`
+// allows; else, or when `shape` returns false (an argument only ATen can
+// answer, with its error or a copy), `aten()`.
+template <typename Shape, typename Aten>
+at::Tensor view_or_aten(
+    const LeafViews& views, const at::Tensor& t, Shape&& shape, Aten&& aten) {
+  if (!views.direct(t)) {
+    return aten();
   }
   ViewGeometry g(t);
-  g.select(dim, index);
+  if (!shape(g)) {
+    return aten();
+  }
   return make_direct_view(t, g);
+}
+
+// ATen's calls for the steps of a basic index, with ViewGeometry's names.
+struct AtenSteps {
+  at::Tensor t;
+  void select(int64_t dim, int64_t index) {
+    t = t.select(dim, index);
+  }
+  void narrow(int64_t dim, int64_t start, int64_t length, int64_t step) {
+    t = t.slice(dim, start, start + length, step);
+  }
+  void unsqueeze(int64_t dim) {
+    t = t.unsqueeze(dim);
+  }
+};
+
+// Applies `plan` to `target` (a ViewGeometry or AtenSteps) as ATen's
+// indexing does: a cursor moves over the dims, past slices and new dims.
+template <typename Target>
+void apply_steps(const BasicIndex& plan, Target& target) {
+  int64_t dim = 0;
+  for (const BasicIndexStep& step : plan.steps) {
+    switch (step.kind) {
+      case BasicIndexStep::Kind::kSelect:
+        target.select(dim, step.start);
+        break;
+      case BasicIndexStep::Kind::kSlice:
+        target.narrow(dim++, step.start, step.length, step.step);
+        break;
+      case BasicIndexStep::Kind::kNewDim:
+        target.unsqueeze(dim++);
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+at::Tensor LeafViews::select(
+    const at::Tensor& t, int64_t dim, int64_t index) const {
+  return view_or_aten(
+      *this,
+      t,
+      [&](ViewGeometry& g) {
+        g.select(dim, index);
+        return true;
+      },
+      [&] { return t.select(dim, index); });
 }
 
 at::Tensor LeafViews::narrow(
     const at::Tensor& t, int64_t dim, int64_t start, int64_t length) const {
-  if (!direct(t)) {
-    return t.narrow(dim, start, length);
-  }
-  ViewGeometry g(t);
-  g.narrow(dim, start, length);
-  return make_direct_view(t, g);
+  return view_or_aten(
+      *this,
+      t,
+      [&](ViewGeometry& g) {
+        g.narrow(dim, start, length);
+        return true;
+      },
+      [&] { return t.narrow(dim, start, length); });
 }
 
-at::Tensor LeafViews::index(
-    const at::Tensor& t,
-    const BasicIndex& plan,
-    c10::ArrayRef<at::indexing::TensorIndex> indices) const {
-  int64_t dim = 0;  // ATen's cursor: the dim the next step works on
-  if (!direct(t)) {
-    // ATen's indexing makes these calls, after checks the plan has made.
-    at::Tensor out = t;
-    for (const BasicIndexStep& step : plan.steps) {
-      switch (step.kind) {
-        case BasicIndexStep::Kind::kSelect:
-          out = out.select(dim, step.start);
-          break;
-        case BasicIndexStep::Kind::kSlice:
-          out =
-              out.slice(dim++, step.start, step.start + step.length, step.step);
-          break;
-        case BasicIndexStep::Kind::kNewDim:
-          out = out.unsqueeze(dim++);
-          break;
-      }
-    }
-    return out;
-  }
-  ViewGeometry g(t);
-  for (const BasicIndexStep& step : plan.steps) {
-    switch (step.kind) {
-      case BasicIndexStep::Kind::kSelect:
-        g.select(dim, step.start);
-        break;
-      case BasicIndexStep::Kind::kSlice:
-        g.narrow(dim++, step.start, step.length, step.step);
-        break;
-      case BasicIndexStep::Kind::kNewDim:
-        g.unsqueeze(dim++);
-        break;
-    }
-  }
-  return make_direct_view(t, g);
+at::Tensor LeafViews::index(const at::Tensor& t, const BasicIndex& plan) const {
+  return view_or_aten(
+      *this,
+      t,
+      [&](ViewGeometry& g) {
+        apply_steps(plan, g);
+        return true;
+      },
+      [&] {
+        // The calls ATen's indexing makes, after the checks the plan made.
+        AtenSteps aten{t};
+        apply_steps(plan, aten);
+        return aten.t;
+      });
 }
 
 at::Tensor LeafViews::unsqueeze(const at::Tensor& t, int64_t dim) const {
-  if (!direct(t)) {
-    return t.unsqueeze(dim);
-  }
-  ViewGeometry g(t);
-  g.unsqueeze(dim);
-  return make_direct_view(t, g);
+  return view_or_aten(
+      *this,
+      t,
+      [&](ViewGeometry& g) {
+        g.unsqueeze(dim);
+        return true;
+      },
+      [&] { return t.unsqueeze(dim); });
 }
 
 at::Tensor LeafViews::squeeze(
     const at::Tensor& t, c10::IntArrayRef dims) const {
-  if (!direct(t)) {
-    return t.squeeze(dims);
-  }
-  ViewGeometry g(t);
-  g.squeeze(dims);
-  return make_direct_view(t, g);
+  return view_or_aten(
+      *this,
+      t,
+      [&](ViewGeometry& g) {
+        g.squeeze(dims);
+        return true;
+      },
+      [&] { return t.squeeze(dims); });
 }
 
 at::Tensor LeafViews::permute_leading(
     const at::Tensor& t, c10::IntArrayRef dims) const {
-  if (!direct(t)) {
-    c10::SmallVector<int64_t, 8> full(dims.begin(), dims.end());
-    for (int64_t d = static_cast<int64_t>(dims.size()); d < t.dim(); ++d) {
-      full.push_back(d);
-    }
-    return t.permute(full);
-  }
-  ViewGeometry g(t);
-  g.permute_leading(dims);
-  return make_direct_view(t, g);
+  return view_or_aten(
+      *this,
+      t,
+      [&](ViewGeometry& g) {
+        g.permute_leading(dims);
+        return true;
+      },
+      [&] {
+        c10::SmallVector<int64_t, 8> full(dims.begin(), dims.end());
+        for (int64_t d = static_cast<int64_t>(dims.size()); d < t.dim(); ++d) {
+          full.push_back(d);
+        }
+        return t.permute(full);
+      });
 }
 
 at::Tensor LeafViews::transpose(
     const at::Tensor& t, int64_t dim0, int64_t dim1) const {
-  if (!direct(t)) {
-    return t.transpose(dim0, dim1);
-  }
-  ViewGeometry g(t);
-  g.transpose(dim0, dim1);
-  return make_direct_view(t, g);
+  return view_or_aten(
+      *this,
+      t,
+      [&](ViewGeometry& g) {
+        g.transpose(dim0, dim1);
+        return true;
+      },
+      [&] { return t.transpose(dim0, dim1); });
 }
 
 at::Tensor LeafViews::expand(
     const at::Tensor& t, c10::IntArrayRef sizes) const {
-  if (!direct(t)) {
-    return t.expand(sizes);
-  }
-  ViewGeometry g(t);
-  if (!g.expand(sizes)) {
-    return t.expand(sizes);  // ATen's error
-  }
-  return make_direct_view(t, g);
+  return view_or_aten(
+      *this,
+      t,
+      [&](ViewGeometry& g) { return g.expand(sizes); },
+      [&] { return t.expand(sizes); });
 }
 
 at::Tensor LeafViews::view(const at::Tensor& t, c10::IntArrayRef sizes) const {
-  if (!direct(t)) {
-    return t.view(sizes);
-  }
-  ViewGeometry g(t);
-  if (!g.view(sizes)) {
-    return t.view(sizes);  // ATen's error
-  }
-  return make_direct_view(t, g);
+  return view_or_aten(
+      *this,
+      t,
+      [&](ViewGeometry& g) { return g.view(sizes); },
+      [&] { return t.view(sizes); });
 }
 
 at::Tensor LeafViews::reshape(

@@ -127,11 +127,9 @@ class LeafViews {
   /// Returns `t.narrow(dim, start, length)`.
   at::Tensor narrow(
       const at::Tensor& t, int64_t dim, int64_t start, int64_t length) const;
-  /// Returns `t.index(indices)`, built from `plan` (the same index, planned).
-  at::Tensor index(
-      const at::Tensor& t,
-      const BasicIndex& plan,
-      c10::ArrayRef<at::indexing::TensorIndex> indices) const;
+  /// Returns what `t.index(indices)` gives for the index `plan` was made
+  /// from (with ATen's select/slice/unsqueeze calls when not directly).
+  at::Tensor index(const at::Tensor& t, const BasicIndex& plan) const;
   /// Returns `t.unsqueeze(dim)`.
   at::Tensor unsqueeze(const at::Tensor& t, int64_t dim) const;
   /// Returns `t.squeeze(dims)`.

@@ -173,9 +173,7 @@ TensorDict TensorDict::index(c10::ArrayRef<TensorIndex> indices) const {
     const detail::LeafViews views;
     return detail::transform(
         *this,
-        [&](const at::Tensor& t) {
-          return views.index(t, *plan, norm.indices);
-        },
+        [&](const at::Tensor& t) { return views.index(t, *plan); },
         {std::move(plan->batch_size), std::move(norm.names)});
   }
   // The first top-level tensor tells the new batch size for free; the engine

@@ -78,6 +78,8 @@ std::vector<std::pair<NestedKey, Value>> TensorDict::items(
         out.emplace_back(std::move(key), *value);
         return;
       }
+      // list_nested passes a lazy stack and the key inside it otherwise.
+      TORCH_INTERNAL_ASSERT(stack != nullptr && inner != nullptr);
       const Value* first = stack->tensordicts().front().find(*inner);
       Value entry = first != nullptr && first->is_tensordict()
                         ? Value(stack->get_tensordict(*inner))
