@@ -188,11 +188,15 @@ struct PlainKeys {
 };
 
 const PlainKeys& plain_cpu_keys() {
+  // Both modes set explicitly: the first call may come from either.
   static const PlainKeys keys = [] {
     PlainKeys out;
-    out.normal = at::empty({0}).key_set();
     {
-      c10::InferenceMode guard;
+      c10::InferenceMode guard(/*enabled=*/false);
+      out.normal = at::empty({0}).key_set();
+    }
+    {
+      c10::InferenceMode guard(/*enabled=*/true);
       out.inference = at::empty({0}).key_set();
     }
     return out;
