@@ -17,6 +17,7 @@
 
 #include "consolidate/layout.h"
 #include "detail/format.h"
+#include "detail/huge_pages.h"
 #include "detail/shared_memory.h"
 #include "detail/tensor_dict_impl.h"
 #include "detail/walk.h"
@@ -393,6 +394,8 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
     storage = whole.narrow(0, 0, total);
   } else if (options.share_memory() && device.is_cpu()) {
     storage = detail::shared_memory_tensor({total}, c10::kByte);
+  } else if (device.is_cpu() && !options.pin_memory()) {
+    storage = detail::huge_page_bytes(total);
   } else {
     storage = at::empty(
         {total},

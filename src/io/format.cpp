@@ -237,6 +237,11 @@ constexpr std::string_view kInfMarker = "\x01tensordict:Infinity";
 constexpr std::string_view kNegInfMarker = "\x01tensordict:-Infinity";
 
 bool replace_float_literals(std::string_view text, std::string& out) {
+  // Most metadata has none: one scan for each spelling settles it.
+  if (text.find("NaN") == std::string_view::npos &&
+      text.find("Infinity") == std::string_view::npos) {
+    return false;
+  }
   bool in_string = false;
   bool replaced = false;
   out.clear();
@@ -254,6 +259,10 @@ bool replace_float_literals(std::string_view text, std::string& out) {
     }
     if (c == '"') {
       in_string = true;
+      out += c;
+      continue;
+    }
+    if (c != 'N' && c != 'I' && c != '-') {
       out += c;
       continue;
     }
@@ -446,41 +455,53 @@ class MetaJsonBuilder {
   }
 
   bool start_object(std::size_t /*size*/) {
-    check_depth(open_.size());
-    open_.push_back({value(Json::object(), /*is_container=*/true), {}});
+    open(Json::object());
     return true;
   }
   bool key(string_t& name) {
-    check_depth(open_.size());
-    Open& object = open_.back();
-    Members& members = object.json->get_ref<Json::object_t&>();
-    if (const auto position = find(object, members, name)) {
-      member_ = &members[*position].second;
+    check_depth(depth_);
+    Level& object = levels_[depth_ - 1];
+    if (const auto position = find(object, name)) {
+      member_ = &object.members[*position].second;
       return true;
     }
-    if (!object.index.empty() || members.size() + 1 > kIndexedMembers) {
+    if (!object.index.empty() || object.members.size() + 1 > kIndexedMembers) {
       if (object.index.empty()) {
-        for (size_t i = 0; i < members.size(); ++i) {
-          object.index.emplace(members[i].first, i);
+        for (size_t i = 0; i < object.members.size(); ++i) {
+          object.index.emplace(object.members[i].first, i);
         }
       }
-      object.index.emplace(name, members.size());
+      object.index.emplace(name, object.members.size());
     }
-    members.emplace_back(std::move(name), Json());
-    member_ = &members.back().second;
+    object.members.emplace_back(std::move(name), Json());
+    member_ = &object.members.back().second;
     return true;
   }
   bool end_object() {
-    open_.pop_back();
+    Level& object = levels_[--depth_];
+    Members& members = object.json->get_ref<Json::object_t&>();
+    members.reserve(object.members.size());
+    for (auto& member : object.members) {
+      members.emplace_back(std::move(member.first), std::move(member.second));
+    }
+    object.members.clear();
+    if (!object.index.empty()) {
+      object.index = {};  // clear() would walk every bucket of a big index
+    }
     return true;
   }
   bool start_array(std::size_t /*size*/) {
-    check_depth(open_.size());
-    open_.push_back({value(Json::array(), /*is_container=*/true), {}});
+    open(Json::array());
     return true;
   }
   bool end_array() {
-    open_.pop_back();
+    Level& array = levels_[--depth_];
+    Json::array_t& elements = array.json->get_ref<Json::array_t&>();
+    elements.reserve(array.elements.size());
+    for (Json& element : array.elements) {
+      elements.push_back(std::move(element));
+    }
+    array.elements.clear();
     return true;
   }
   bool parse_error(
@@ -496,10 +517,26 @@ class MetaJsonBuilder {
   // search.
   using Members = Json::object_t::Container;
 
-  struct Open {
-    Json* json;
+  // An open container. Its members or elements are staged here until it
+  // closes, then moved into it at their final size: the ordered object's
+  // vector holds pairs with a const key, which it copies, values and all,
+  // each time it grows. Levels are reused by the containers opened later at
+  // the same depth, so the staging buffers are allocated once per depth.
+  struct Level {
+    Json* json = nullptr;
+    std::vector<std::pair<std::string, Json>> members;
+    std::vector<Json> elements;
     std::unordered_map<std::string, size_t> index;  // objects past the limit
   };
+
+  void open(Json container) {
+    check_depth(depth_);
+    Json* slot = value(std::move(container), /*is_container=*/true);
+    if (levels_.size() == depth_) {
+      levels_.emplace_back();
+    }
+    levels_[depth_++].json = slot;
+  }
 
   void check_depth(size_t depth) const {
     TORCH_CHECK(
@@ -510,8 +547,8 @@ class MetaJsonBuilder {
         " levels (LoadMemmapOptions::max_depth)");
   }
 
-  static std::optional<size_t> find(
-      const Open& object, const Members& members, const string_t& name) {
+  static std::optional<size_t> find(const Level& object, const string_t& name) {
+    const auto& members = object.members;
     if (!object.index.empty()) {
       const auto it = object.index.find(name);
       return it == object.index.end() ? std::nullopt
@@ -528,16 +565,16 @@ class MetaJsonBuilder {
   // Places `v` where the document expects the next value and returns it.
   Json* value(Json v, bool is_container = false) {
     if (!is_container) {
-      check_depth(open_.size());
+      check_depth(depth_);
     }
-    if (open_.empty()) {
+    if (depth_ == 0) {
       root_ = std::move(v);
       return &root_;
     }
-    Json& parent = *open_.back().json;
-    if (parent.is_array()) {
-      parent.get_ref<Json::array_t&>().push_back(std::move(v));
-      return &parent.get_ref<Json::array_t&>().back();
+    Level& parent = levels_[depth_ - 1];
+    if (parent.json->is_array()) {
+      parent.elements.push_back(std::move(v));
+      return &parent.elements.back();
     }
     *member_ = std::move(v);
     return member_;
@@ -546,7 +583,8 @@ class MetaJsonBuilder {
   int64_t max_depth_;
   const std::string& path_;
   Json root_;
-  std::vector<Open> open_;
+  std::vector<Level> levels_;  // levels_[0, depth_) are open, root first
+  size_t depth_ = 0;
   Json* member_ = nullptr;  // the value slot of the last key
 };
 
