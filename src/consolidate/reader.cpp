@@ -101,13 +101,15 @@ class Reader {
 
     const Json& non_tensors = at.member(meta, "non_tensors");
     at.expect_object(non_tensors, "non_tensors");
+    const Json& leaves = at.member(meta, "leaves");
+    at.expect_object(leaves, "leaves");
+    // Every entry is one of these (meta's own members include 4 reserved).
+    impl.reserve(non_tensors.size() + leaves.size() + meta.size());
     for (auto it = non_tensors.begin(); it != non_tensors.end(); ++it) {
       const MetadataReader child = at.child(it.key());
       append(impl, it.key(), read_non_tensor(it.value(), child, batch), child);
     }
 
-    const Json& leaves = at.member(meta, "leaves");
-    at.expect_object(leaves, "leaves");
     for (auto it = leaves.begin(); it != leaves.end(); ++it) {
       const MetadataReader child = at.child(it.key());
       at::Tensor leaf = read_leaf(it.value(), child);

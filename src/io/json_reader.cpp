@@ -196,29 +196,33 @@ class MetaJsonParser {
     }
     ++p_;
     Level& object = levels_[depth_ - 1];
-    if (const auto position = find(object, name)) {
+    std::optional<size_t> position;
+    if (!object.index.empty()) {
+      const auto [it, inserted] =
+          object.index.try_emplace(name, object.members.size());
+      if (!inserted) {
+        position = it->second;
+      }
+    } else {
+      position = find(object, name);
+      if (!position && object.members.size() + 1 > kIndexedMembers) {
+        for (size_t i = 0; i < object.members.size(); ++i) {
+          object.index.emplace(object.members[i].first, i);
+        }
+        object.index.emplace(name, object.members.size());
+      }
+    }
+    if (position) {
       Json& value = object.members[*position].second;
       value = Json();
       return &value;
     }
-    if (!object.index.empty() || object.members.size() + 1 > kIndexedMembers) {
-      if (object.index.empty()) {
-        for (size_t i = 0; i < object.members.size(); ++i) {
-          object.index.emplace(object.members[i].first, i);
-        }
-      }
-      object.index.emplace(name, object.members.size());
-    }
     return &object.members.emplace_back(std::move(name), Json()).second;
   }
 
+  // A member's position by a scan, for objects not yet indexed.
   static std::optional<size_t> find(
       const Level& object, const std::string& name) {
-    if (!object.index.empty()) {
-      const auto it = object.index.find(name);
-      return it == object.index.end() ? std::nullopt
-                                      : std::optional<size_t>(it->second);
-    }
     for (size_t i = 0; i < object.members.size(); ++i) {
       if (object.members[i].first == name) {
         return i;
@@ -438,10 +442,19 @@ class MetaJsonParser {
     // Where the first significant digit stands relative to the point, to
     // tell an overflow from an underflow.
     int64_t magnitude = 0;
+    // The integer part's value while it fits, the common case read here
+    // rather than by from_chars.
+    uint64_t integer = 0;
+    bool fits = true;
     if (*p_ == '0') {
       ++p_;
     } else {
       while (digit()) {
+        const auto d = static_cast<uint64_t>(*p_ - '0');
+        fits = fits && integer <= (UINT64_MAX - d) / 10;
+        if (fits) {
+          integer = integer * 10 + d;
+        }
         ++p_;
         ++magnitude;
       }
@@ -483,17 +496,13 @@ class MetaJsonParser {
         exponent = -exponent;
       }
     }
-    if (integral) {
-      if (negative) {
-        int64_t value = 0;
-        if (std::from_chars(start, p_, value).ec == std::errc()) {
-          return Json(value);
-        }
-      } else {
-        uint64_t value = 0;
-        if (std::from_chars(start, p_, value).ec == std::errc()) {
-          return Json(value);
-        }
+    if (integral && fits) {
+      if (!negative) {
+        return Json(integer);
+      }
+      if (integer <= uint64_t{1} << 63) {
+        // -2^63 itself has no positive int64 to negate.
+        return Json(static_cast<int64_t>(0 - integer));
       }
     }
     double value = 0;
