@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -121,10 +122,26 @@ uint32_t decode_utf8(std::string_view s, size_t& i) {
   return cp;
 }
 
+// Bytes written as they are in either style: printable ASCII but the
+// quote and the backslash.
+bool is_plain_byte(char ch) {
+  const auto c = static_cast<unsigned char>(ch);
+  return c >= 0x20 && c < 0x7F && c != '"' && c != '\\';
+}
+
 void dump_string(std::string& out, std::string_view s, bool ascii) {
   out += '"';
   size_t i = 0;
   while (i < s.size()) {
+    size_t run = i;
+    while (run < s.size() && is_plain_byte(s[run])) {
+      ++run;
+    }
+    if (run > i) {
+      out.append(s.data() + i, run - i);
+      i = run;
+      continue;
+    }
     const size_t start = i;
     const uint32_t cp = decode_utf8(s, i);
     switch (cp) {
@@ -169,6 +186,13 @@ void dump_string(std::string& out, std::string_view s, bool ascii) {
   out += '"';
 }
 
+template <typename Integer>
+void append_number(std::string& out, Integer value) {
+  char buffer[24];
+  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  out.append(buffer, result.ptr);
+}
+
 void dump_value(std::string& out, const Json& value, bool spaced, bool ascii) {
   const char* item_sep = spaced ? ", " : ",";
   const char* key_sep = spaced ? ": " : ":";
@@ -180,10 +204,10 @@ void dump_value(std::string& out, const Json& value, bool spaced, bool ascii) {
       out += value.get<bool>() ? "true" : "false";
       return;
     case Json::value_t::number_integer:
-      out += std::to_string(value.get<int64_t>());
+      append_number(out, value.get<int64_t>());
       return;
     case Json::value_t::number_unsigned:
-      out += std::to_string(value.get<uint64_t>());
+      append_number(out, value.get<uint64_t>());
       return;
     case Json::value_t::number_float: {
       const double d = value.get<double>();
@@ -213,7 +237,7 @@ void dump_value(std::string& out, const Json& value, bool spaced, bool ascii) {
     case Json::value_t::object: {
       out += '{';
       bool first = true;
-      for (const auto& [key, item] : value.items()) {
+      for (const auto& [key, item] : value.get_ref<const Json::object_t&>()) {
         out += first ? "" : item_sep;
         first = false;
         dump_string(out, key, ascii);

@@ -132,6 +132,10 @@ bool holds_only_a_save(const std::string& dir, int depth) {
 
 // Prepares a leaf's bytes: on the CPU, contiguous, conj/neg resolved.
 at::Tensor leaf_bytes(const at::Tensor& tensor) {
+  if (tensor.is_cpu() && !tensor.is_conj() && !tensor.is_neg() &&
+      tensor.is_contiguous()) {
+    return tensor;  // its bytes as they are, without a dispatched op
+  }
   at::Tensor t = tensor.detach();
   if (!t.device().is_cpu()) {
     t = t.cpu();
@@ -140,6 +144,24 @@ at::Tensor leaf_bytes(const at::Tensor& tensor) {
 }
 
 }  // namespace
+
+void append_member(Json& object, std::string key, Json value) {
+  static_cast<Json::object_t::Container&>(object.get_ref<Json::object_t&>())
+      .emplace_back(std::move(key), std::move(value));
+}
+
+Json leaf_meta(
+    std::string device, c10::IntArrayRef shape, c10::ScalarType dtype) {
+  Json entry = Json::object();
+  auto& members =
+      static_cast<Json::object_t::Container&>(entry.get_ref<Json::object_t&>());
+  members.reserve(4);
+  members.emplace_back("device", std::move(device));
+  members.emplace_back("shape", shape.vec());
+  members.emplace_back("dtype", dtype_name(dtype));
+  members.emplace_back("is_nested", false);
+  return entry;
+}
 
 Json format_members(const char* class_id) {
   Json members = Json::object();
@@ -273,6 +295,8 @@ void SavePlan::open_level(
   level.dest = std::move(dest);
   level.dir = std::move(dir);
   level.fields_dir = level.dir;
+  // Room for an entry per key and the members leave_dict adds.
+  level.meta.get_ref<Json::object_t&>().reserve(level.src->nodes().size() + 8);
   if (!level.dir.empty()) {
     prepare_directory(level.dir, is_root);
     // A Python tensorclass keeps its fields one directory down.
@@ -304,8 +328,10 @@ bool SavePlan::enter_lazy_stack(
     const KeyPath& path, const LazyStackedTensorDict& stack) {
   const std::string name = entry_name(path, /*is_collection=*/true);
   const std::string& cls = stack.python_class();
-  levels_.back().meta[std::string(path.back())] = {
-      {"type", cls.empty() ? "LazyStackedTensorDict" : class_name_of(cls)}};
+  append_member(
+      levels_.back().meta,
+      std::string(path.back()),
+      {{"type", cls.empty() ? "LazyStackedTensorDict" : class_name_of(cls)}});
   const std::string parent_dir = levels_.back().fields_dir;
   Level& level = levels_.emplace_back();  // invalidates references into levels_
   if (!name.empty()) {
@@ -394,8 +420,10 @@ bool SavePlan::enter_dict(const KeyPath& path, const TensorDict& dict) {
     parent.dest.unsafeGetImpl()->append(key, dest);
   }
   const std::string& cls = impl.python_class;
-  parent.meta[key] = {
-      {"type", cls.empty() ? "TensorDict" : class_name_of(cls)}};
+  append_member(
+      parent.meta,
+      key,
+      {{"type", cls.empty() ? "TensorDict" : class_name_of(cls)}});
   std::string dir = name.empty() ? "" : join_path(parent.fields_dir, name);
   open_level(dict, std::move(dest), std::move(dir), /*is_root=*/false);
   return true;
@@ -450,7 +478,7 @@ void SavePlan::non_tensor(const KeyPath& path, const Value& value) {
   }
   const std::string dir = join_path(level.fields_dir, name);
   prepare_directory(dir, /*is_root=*/false);
-  level.meta[key] = {{"type", value.type_name()}};
+  append_member(level.meta, key, {{"type", value.type_name()}});
   add_meta(
       join_path(dir, "meta.json"),
       non_tensor_meta(value, options_.json_style(), path));
@@ -552,12 +580,10 @@ void SavePlan::leaf(const KeyPath& path, const at::Tensor& tensor) {
   }
   total_bytes_ += static_cast<int64_t>(tensor.nbytes());
   leaves_.push_back(std::move(job));
-  Json entry = Json::object();
-  entry["device"] = tensor.device().str();
-  entry["shape"] = tensor.sizes().vec();
-  entry["dtype"] = dtype_name(tensor.scalar_type());
-  entry["is_nested"] = false;
-  level.meta[key] = std::move(entry);
+  append_member(
+      level.meta,
+      key,
+      leaf_meta(tensor.device().str(), tensor.sizes(), tensor.scalar_type()));
 }
 
 void SavePlan::write_leaf(LeafJob& job) {
@@ -961,11 +987,7 @@ at::Tensor TensorDict::make_memmap(
     detail::ensure_directory(new_dir, false, false, false);
   }
   at::Tensor tensor = MemoryMappedTensor::empty(shape, dtype, file);
-  Json entry = Json::object();
-  entry["device"] = "cpu";
-  entry["shape"] = shape.vec();
-  entry["dtype"] = detail::dtype_name(dtype);
-  entry["is_nested"] = false;
+  Json entry = detail::leaf_meta("cpu", shape, dtype);
   std::string entry_key = last;
   for (size_t i = new_dirs.size(); i-- > 0;) {
     Json meta = Json::object();

@@ -3,6 +3,9 @@
 // The save engine behind TensorDict::memmap, memmap_, memmap_like,
 // make_memmap and the lazy-stack memmap. See NOTE [Memmap layout].
 
+#include <c10/core/ScalarType.h>
+#include <c10/util/ArrayRef.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -17,6 +20,16 @@
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
+
+/// Appends `key` to the JSON object `object` without searching it: for
+/// keys known to be new, such as a dict's own. The ordered object copies
+/// its members, values and all, when it grows: reserve it first.
+void append_member(Json& object, std::string key, Json value);
+
+/// A leaf's entry in its dict's meta.json, as Python writes it: `device`
+/// is the source tensor's, which loading ignores.
+Json leaf_meta(
+    std::string device, c10::IntArrayRef shape, c10::ScalarType dtype);
 
 /// The `_format_version` and `_class` members of a meta.json.
 Json format_members(const char* class_id);
