@@ -17,6 +17,7 @@
 #include <climits>
 #include <cstring>
 #include <filesystem>
+#include <ostream>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -24,9 +25,17 @@
 
 #include "detail/format.h"
 #include "detail/shared_memory.h"
+#include "detail/walk.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
+
+std::ostream& operator<<(std::ostream& out, const EntryName& name) {
+  if (name.path_ != nullptr) {
+    return out << name.path_->to_string();
+  }
+  return out << name.text_;
+}
 
 namespace {
 
@@ -189,7 +198,7 @@ at::Tensor map_open_file(
     c10::IntArrayRef shape,
     bool writable,
     bool check_file,
-    std::string_view what) {
+    const EntryName& what) {
   const int64_t numel = c10::multiply_integers(shape);
   const size_t nbytes = static_cast<size_t>(numel) * c10::elementSize(dtype);
   struct stat st {};
@@ -258,7 +267,7 @@ std::optional<at::Tensor> map_tensor_file_if_exists(
     c10::ScalarType dtype,
     c10::IntArrayRef shape,
     MapMode mode,
-    std::string_view what) {
+    const EntryName& what) {
   // Opening is the check: no lstat() or access() first, which would cost
   // two more system calls per leaf. O_NOFOLLOW refuses a final symlink and
   // map_open_file anything but a regular file.
@@ -308,7 +317,7 @@ at::Tensor map_tensor_file(
     c10::ScalarType dtype,
     c10::IntArrayRef shape,
     MapMode mode,
-    std::string_view what) {
+    const EntryName& what) {
   std::optional<at::Tensor> tensor =
       map_tensor_file_if_exists(path, dtype, shape, mode, what);
   TORCH_CHECK(

@@ -7,6 +7,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +25,28 @@ std::string join_path(std::string_view dir, std::string_view name);
 /// What a path names, without following a final symlink.
 enum class PathKind { kMissing, kFile, kDirectory, kSymlink, kOther };
 
+class KeyPath;
+
+/// Names an entry in error messages: a phrase, or a key path that is only
+/// rendered when a message is built (a load maps thousands of leaves and
+/// throws for none of them).
+class EntryName {
+ public:
+  /// A phrase, kept as a view: it must outlive the name.
+  EntryName(std::string_view text) : text_(text) {}    // NOLINT: implicit
+  EntryName(const char* text) : text_(text) {}         // NOLINT: implicit
+  EntryName(const std::string& text) : text_(text) {}  // NOLINT: implicit
+  /// A key path, kept by reference: it must outlive the name.
+  EntryName(const KeyPath& path) : path_(&path) {}  // NOLINT: implicit
+
+  /// Writes the phrase, or the key path as KeyPath::to_string spells it.
+  friend std::ostream& operator<<(std::ostream& out, const EntryName& name);
+
+ private:
+  std::string_view text_;
+  const KeyPath* path_ = nullptr;
+};
+
 /// Returns what `path` names (lstat); throws on errors other than ENOENT.
 PathKind path_kind(const std::string& path);
 
@@ -35,7 +58,7 @@ at::Tensor map_tensor_file(
     c10::ScalarType dtype,
     c10::IntArrayRef shape,
     MapMode mode,
-    std::string_view what);
+    const EntryName& what);
 
 /// Same as map_tensor_file, but returns nullopt when `path` does not exist.
 std::optional<at::Tensor> map_tensor_file_if_exists(
@@ -43,7 +66,7 @@ std::optional<at::Tensor> map_tensor_file_if_exists(
     c10::ScalarType dtype,
     c10::IntArrayRef shape,
     MapMode mode,
-    std::string_view what);
+    const EntryName& what);
 
 /// Makes a tensor of `shape` and `dtype` in anonymous shared memory.
 at::Tensor shared_memory_tensor(c10::IntArrayRef shape, c10::ScalarType dtype);

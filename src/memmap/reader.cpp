@@ -322,8 +322,8 @@ class Loader {
       return Value(at::empty(shape, options.device(c10::kMeta)));
     }
     const std::string file = resolve(dir, name, /*is_collection=*/false);
-    std::optional<at::Tensor> mapped = map_tensor_file_if_exists(
-        file, dtype, shape, options_.mode(), path_.to_string());
+    std::optional<at::Tensor> mapped =
+        map_tensor_file_if_exists(file, dtype, shape, options_.mode(), path_);
     if (!mapped) {
       TORCH_CHECK(
           nbytes == 0,
