@@ -134,23 +134,29 @@ void check_errno(bool ok, const char* what, const fs::path& path) {
   }
 }
 
+// Creates the file `path` with `leaf`'s bytes, written with write(), and
+// returns its open descriptor.
+int create_with_bytes(const fs::path& path, const at::Tensor& leaf) {
+  const int fd =
+      ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  check_errno(fd >= 0, "open", path);
+  const char* data = static_cast<const char*>(leaf.data_ptr());
+  size_t left = leaf.nbytes();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, data, left);
+    check_errno(n > 0, "write", path);
+    data += n;
+    left -= static_cast<size_t>(n);
+  }
+  return fd;
+}
+
 // The least a save can cost: one file per leaf, written with write().
 void raw_write(const std::vector<at::Tensor>& leaves, const fs::path& dir) {
   fs::create_directories(dir);
   for (size_t i = 0; i < leaves.size(); ++i) {
-    const fs::path path = dir / (std::to_string(i) + ".memmap");
-    const int fd =
-        ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    check_errno(fd >= 0, "open", path);
-    const char* data = static_cast<const char*>(leaves[i].data_ptr());
-    size_t left = leaves[i].nbytes();
-    while (left > 0) {
-      const ssize_t n = ::write(fd, data, left);
-      check_errno(n > 0, "write", path);
-      data += n;
-      left -= static_cast<size_t>(n);
-    }
-    ::close(fd);
+    ::close(
+        create_with_bytes(dir / (std::to_string(i) + ".memmap"), leaves[i]));
   }
 }
 
@@ -165,18 +171,8 @@ std::vector<at::Tensor> raw_write_mapped(
   out.reserve(leaves.size());
   for (size_t i = 0; i < leaves.size(); ++i) {
     const fs::path path = dir / (std::to_string(i) + ".memmap");
-    const int fd =
-        ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    check_errno(fd >= 0, "open", path);
-    const char* data = static_cast<const char*>(leaves[i].data_ptr());
+    const int fd = create_with_bytes(path, leaves[i]);
     const size_t size = leaves[i].nbytes();
-    size_t left = size;
-    while (left > 0) {
-      const ssize_t n = ::write(fd, data, left);
-      check_errno(n > 0, "write", path);
-      data += n;
-      left -= static_cast<size_t>(n);
-    }
     void* mapped =
         ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     ::close(fd);

@@ -63,7 +63,9 @@ std::string dump_json(const Json& value, bool spaced, bool ascii);
 
 /// Parses a meta.json; throws with `path` on malformed JSON, nesting deeper
 /// than `max_depth`, or a non-object top level. Accepts the NaN, Infinity
-/// and -Infinity literals Python's json writes.
+/// and -Infinity literals Python's json writes. Reads the grammar of, and
+/// builds the same document as, nlohmann's Json::parse, in one pass of its
+/// own (src/io/json_reader.cpp).
 Json parse_meta_json(
     std::string_view text, int64_t max_depth, const std::string& path);
 
