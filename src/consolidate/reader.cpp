@@ -6,6 +6,7 @@
 #include <ATen/ops/empty.h>
 #include <c10/core/TensorImpl.h>
 #include <c10/util/Exception.h>
+#include <c10/util/SmallVector.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -37,7 +38,7 @@ at::Tensor leaf_view(
     c10::IntArrayRef shape) {
   // A TensorImpl over the storage directly: no dispatch per leaf.
   const int64_t itemsize = static_cast<int64_t>(c10::elementSize(dtype));
-  std::vector<int64_t> strides(shape.size(), 1);
+  c10::SmallVector<int64_t, 6> strides(shape.size(), 1);
   for (size_t i = shape.size(); i > 1; --i) {
     strides[i - 2] = strides[i - 1] * std::max<int64_t>(shape[i - 1], 1);
   }
