@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "detail/shared_memory.h"
 #include "io/metadata_reader.h"
 #include "support.h"
 
@@ -79,6 +80,17 @@ TEST(HugePagesTest, ConsolidateOfALargeDictUsesAnAlignedBufferAndKeepsValues) {
         tensordict::from_consolidated_bytes(tensordict::consolidated_bytes(c));
     EXPECT_TRUE(torch::equal(back.get("a"), td.get("a")));
   }
+}
+
+TEST(HugePagesTest, ALargeConsolidatedDictMovesToSharedMemory) {
+  TensorDict td({}, {2});
+  td.set("a", torch::randn({2, 1 << 21}));  // 16 MiB
+  TensorDict c = td.consolidate();
+  ASSERT_FALSE(c.consolidated_storage().storage().resizable());
+  c.share_memory_();
+  EXPECT_TRUE(c.is_shared());
+  EXPECT_TRUE(tensordict::detail::tensor_is_shared(c.get("a")));
+  EXPECT_TRUE(torch::equal(c.get("a"), td.get("a")));
 }
 
 }  // namespace huge_pages_test
