@@ -69,6 +69,37 @@ TEST(TensorDictStackTest, StackOfNoBatchDimsAndOfOneDict) {
   EXPECT_EQ(one.batch_size(), c10::IntArrayRef({1, 2}));
 }
 
+TEST(TensorDictStackTest, StackAndCatMatchEntriesByKeyWhateverTheirOrder) {
+  // Three dicts, the keys in a different order in each, values by dict.
+  const std::vector<std::vector<std::string>> orders = {
+      {"p", "q", "r"}, {"r", "p", "q"}, {"q", "r", "p"}};
+  std::vector<TensorDict> tds;
+  for (size_t d = 0; d < orders.size(); ++d) {
+    TensorDict td({}, {2});
+    for (const std::string& key : orders[d]) {
+      const double base = 10.0 * static_cast<double>(d) + (key[0] - 'p');
+      td.set(key, torch::full({2, 3}, base));
+      td.set({"n", key}, torch::full({2}, -base));
+    }
+    tds.push_back(td);
+  }
+  const TensorDict stacked = tensordict::stack(tds, 1);
+  const TensorDict catted = tensordict::cat(tds, 0);
+  EXPECT_EQ(
+      stacked.keys(), (std::vector<tensordict::NestedKey>{"p", "n", "q", "r"}));
+  for (const std::string key : {"p", "q", "r"}) {
+    std::vector<torch::Tensor> parts, nested;
+    for (const TensorDict& td : tds) {
+      parts.push_back(td.get(key));
+      nested.push_back(td.get({"n", key}));
+    }
+    EXPECT_TRUE(torch::equal(stacked.get(key), torch::stack(parts, 1))) << key;
+    EXPECT_TRUE(torch::equal(stacked.get({"n", key}), torch::stack(nested, 1)))
+        << key;
+    EXPECT_TRUE(torch::equal(catted.get(key), torch::cat(parts, 0))) << key;
+  }
+}
+
 TEST(TensorDictStackTest, StackPromotesDtypesAsTorchDoes) {
   TensorDict s = tensordict::stack(
       {TensorDict({{"a", torch::zeros({2})}}, {2}),

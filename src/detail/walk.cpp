@@ -273,6 +273,35 @@ void check_same_keys(
   }
 }
 
+void match_same_keys(
+    c10::ArrayRef<const TensorDictImpl*> dicts,
+    const KeyPath& path,
+    c10::SmallVectorImpl<const Node*>& matches) {
+  const auto first = dicts[0]->nodes();
+  const size_t n = dicts.size();
+  const auto mismatch = [&] {
+    check_same_keys(dicts, path);  // throws the KeyError
+    TORCH_INTERNAL_ASSERT(false, "match_same_keys: the key sets agree");
+  };
+  matches.resize_for_overwrite(first.size() * (n - 1));
+  for (size_t i = 1; i < n; ++i) {
+    const TensorDictImpl& other = *dicts[i];
+    if (other.nodes().size() != first.size()) {
+      mismatch();
+    }
+    // Same size and every key of the first found: the same key set.
+    size_t pos = 0;
+    for (const auto& node : first) {
+      const Node* match = find_matching(other, node->key, pos);
+      if (match == nullptr) {
+        mismatch();
+      }
+      matches[pos * (n - 1) + i - 1] = match;
+      ++pos;
+    }
+  }
+}
+
 void throw_kind_mismatch(
     const Value& first,
     const Value& other,

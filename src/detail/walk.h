@@ -25,7 +25,7 @@ namespace detail {
 //  - `for_each_dict(impl, fn)`: every nested dict, the root first;
 //  - `for_each_tensor` / `all_tensors`: every tensor;
 //  - `zip_level(dicts, path, options, fn)`: several dicts matched by key at
-//    one level, with the one key-set check (`check_same_keys`) and the one
+//    one level, with the one key-set check (`match_same_keys`) and the one
 //    kind check (`check_same_kind`); callers recurse from `fn`;
 //  - `rebuild` / `map_entries` / `transform*`: rebuild the structure leaf
 //    by leaf.
@@ -269,7 +269,7 @@ void for_each_nested(const TensorDict& td, Fn&& fn) {
 
 /// Says which keys `zip_level` visits and what a missing key does.
 enum class ZipKeys {
-  /// Every dict must have the same keys (`check_same_keys`).
+  /// Every dict must have the same keys (`match_same_keys`).
   kSame,
   /// The first dict's keys; a key missing elsewhere is a KeyError.
   kFirst,
@@ -292,6 +292,14 @@ struct ZipOptions {
 /// another lacks; `path` is the key of the level (empty at the root).
 void check_same_keys(
     c10::ArrayRef<const TensorDictImpl*> dicts, const KeyPath& path);
+
+/// Matches every key of `dicts[0]` in each other dict, or throws the error
+/// of `check_same_keys`: on return, `matches[j * (n - 1) + i - 1]` is dict
+/// i's node for the first dict's key j (n = dicts.size()).
+void match_same_keys(
+    c10::ArrayRef<const TensorDictImpl*> dicts,
+    const KeyPath& path,
+    c10::SmallVectorImpl<const Node*>& matches);
 
 /// Throws TypeError "cannot <verb> entry <key>: it is a <kind> in
 /// tensordict 0 and a <kind> in tensordict <i>" unless every non-null value
@@ -347,17 +355,22 @@ void zip_level(
     KeyPath& path,
     const ZipOptions& options,
     Fn&& fn) {
-  if (options.keys == ZipKeys::kSame) {
-    check_same_keys(dicts, path);
-  }
   const size_t n = dicts.size();
+  // kSame matches every key before `fn` sees one (a missing key throws
+  // before any effect), and the walk reuses those matches.
+  const bool same = options.keys == ZipKeys::kSame;
+  c10::SmallVector<const Node*, 64> matches;
+  if (same) {
+    match_same_keys(dicts, path, matches);
+  }
   c10::SmallVector<const Value*, 8> values(n);
   size_t pos = 0;
   for (const auto& node : dicts[0]->nodes()) {
     values[0] = &node->value;
     bool everywhere = true;
     for (size_t i = 1; i < n; ++i) {
-      const Node* match = find_matching(*dicts[i], node->key, pos);
+      const Node* match = same ? matches[pos * (n - 1) + i - 1]
+                               : find_matching(*dicts[i], node->key, pos);
       if (match == nullptr) {
         if (options.keys == ZipKeys::kFirst) {
           PathPart part(path, node->key);
