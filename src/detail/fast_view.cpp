@@ -431,13 +431,17 @@ at::Tensor LeafViews::view(const at::Tensor& t, c10::IntArrayRef sizes) const {
 
 at::Tensor LeafViews::reshape(
     const at::Tensor& t, c10::IntArrayRef sizes) const {
+  // A view where one exists, as reshape would give: view() skips
+  // reshape's second look at the strides and its size inference.
+  const bool fast = direct(t);
+  if (!fast && t.is_contiguous()) {
+    return t.view(sizes);  // always a view: no geometry needed
+  }
   ViewGeometry g(t);
   if (!g.view(sizes)) {
     return t.reshape(sizes);  // the strides need a copy
   }
-  // A view, as reshape would give: view() skips reshape's second look at
-  // the strides and its size inference.
-  return direct(t) ? make_direct_view(t, g) : t.view(sizes);
+  return fast ? make_direct_view(t, g) : t.view(sizes);
 }
 
 std::vector<at::Tensor> LeafViews::unbind(

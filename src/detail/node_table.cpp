@@ -38,23 +38,39 @@ void NodeTable::reserve(size_t n) {
   }
 }
 
-Node& NodeTable::append_hashed(std::string key, size_t hash, Value value) {
-  TORCH_INTERNAL_ASSERT_DEBUG_ONLY(find(key) == nullptr);
-  TORCH_INTERNAL_ASSERT_DEBUG_ONLY(hash == hash_key(key));
+void NodeTable::check_room() const {
   // Slots hold positions as int32_t.
   TORCH_CHECK(
       nodes_.size() < static_cast<size_t>(std::numeric_limits<int32_t>::max()),
       "a TensorDict level cannot hold more than ",
       std::numeric_limits<int32_t>::max(),
       " entries");
-  nodes_.emplace_back(std::move(key), std::move(value), hash);
+}
+
+Node& NodeTable::index_last() {
+  const Node& node = nodes_.back();
   if (2 * nodes_.size() > slots_.size()) {
     // Keep the table at most half full: double it and re-index.
     rebuild_slots(std::max<size_t>(8, 2 * slots_.size()));
   } else {
-    insert_slot(hash, static_cast<int32_t>(nodes_.size() - 1));
+    insert_slot(node.hash, static_cast<int32_t>(nodes_.size() - 1));
   }
   return nodes_.back();
+}
+
+Node& NodeTable::append_hashed(std::string&& key, size_t hash, Value&& value) {
+  TORCH_INTERNAL_ASSERT_DEBUG_ONLY(find(key) == nullptr);
+  TORCH_INTERNAL_ASSERT_DEBUG_ONLY(hash == hash_key(key));
+  check_room();
+  nodes_.emplace_back(std::move(key), std::move(value), hash);
+  return index_last();
+}
+
+Node& NodeTable::append_like(const Node& source, Value&& value) {
+  TORCH_INTERNAL_ASSERT_DEBUG_ONLY(find(source.key) == nullptr);
+  check_room();
+  nodes_.emplace_back(source.key, std::move(value), source.hash);
+  return index_last();
 }
 
 Value NodeTable::erase(std::string_view key) {

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "detail/array_cache.h"
 #include "tensordict/value.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -17,8 +18,10 @@ namespace detail {
 
 /// One entry: its own name and its value.
 struct Node {
-  Node(std::string key_, Value value_, size_t hash_)
+  Node(std::string&& key_, Value&& value_, size_t hash_)
       : key(std::move(key_)), value(std::move(value_)), hash(hash_) {}
+  Node(const std::string& key_, Value&& value_, size_t hash_)
+      : key(key_), value(std::move(value_)), hash(hash_) {}
 
   std::string key;
   Value value;
@@ -114,15 +117,14 @@ class NodeTable {
     }
   }
   /// Appends a node and returns it; the key must not exist yet.
-  Node& append(std::string key, Value value) {
+  Node& append(std::string key, Value&& value) {
     const size_t hash = hash_key(key);
     return append_hashed(std::move(key), hash, std::move(value));
   }
   /// Appends a node named like `source` (a node of another table), reusing
-  /// its hash: what a walk that rebuilds a level does for every entry.
-  Node& append_like(const Node& source, Value value) {
-    return append_hashed(source.key, source.hash, std::move(value));
-  }
+  /// its hash: what a walk that rebuilds a level does for every entry. The
+  /// key is copied once and the value moved once, straight into the node.
+  Node& append_like(const Node& source, Value&& value);
   /// Removes the node named `key` and returns its value; it must exist.
   Value erase(std::string_view key);
   /// Makes room for `n` entries, so that appending up to `n` in all neither
@@ -157,14 +159,20 @@ class NodeTable {
     return std::hash<std::string_view>{}(key);
   }
   // Appends a node whose key hashes to `hash`.
-  Node& append_hashed(std::string key, size_t hash, Value value);
+  Node& append_hashed(std::string&& key, size_t hash, Value&& value);
+  // Checks that one more node fits the int32_t positions of the slots.
+  void check_room() const;
+  // Indexes the node just appended.
+  Node& index_last();
   // Re-indexes every node into `capacity` slots (a power of two).
   void rebuild_slots(size_t capacity);
   // Puts position `pos` into the first free slot its hash probes to.
   void insert_slot(size_t hash, int32_t pos) noexcept;
 
-  std::vector<Node> nodes_;
-  std::vector<int32_t> slots_;  // node positions; -1 = empty; size 2^k
+  // Both arrays are recycled per thread: see NOTE [Recycled arrays].
+  std::vector<Node, RecyclingAllocator<Node>> nodes_;
+  // Node positions; -1 = empty; size 2^k.
+  std::vector<int32_t, RecyclingAllocator<int32_t>> slots_;
 };
 
 }  // namespace detail

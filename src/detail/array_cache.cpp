@@ -1,0 +1,105 @@
+// The per-thread array cache. See NOTE [Recycled arrays] in array_cache.h.
+
+#include "detail/array_cache.h"
+
+#include <new>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TENSORDICT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TENSORDICT_ASAN 1
+#endif
+#endif
+
+#ifdef TENSORDICT_ASAN
+#include <sanitizer/asan_interface.h>
+#define TENSORDICT_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define TENSORDICT_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define TENSORDICT_POISON(p, n) ((void)(p), (void)(n))
+#define TENSORDICT_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace detail {
+namespace {
+
+// Trivially destructible, so that it stays usable while the thread's other
+// thread_local objects (dicts among them) are destroyed.
+struct ArrayCache {
+  void* arrays[kMaxCachedArrays];
+  size_t sizes[kMaxCachedArrays];
+  int count;
+  // Set once the thread's releaser ran: from then on arrays go to malloc.
+  bool closed;
+};
+
+thread_local ArrayCache cache;
+
+// Frees the cached arrays when the thread exits. Constructed on the first
+// array a thread caches.
+struct CacheReleaser {
+  ~CacheReleaser() {
+    for (int i = 0; i < cache.count; ++i) {
+      TENSORDICT_UNPOISON(cache.arrays[i], cache.sizes[i]);
+      ::operator delete(cache.arrays[i]);
+    }
+    cache.count = 0;
+    cache.closed = true;
+  }
+};
+
+}  // namespace
+
+void* allocate_array(size_t bytes) {
+  ArrayCache& c = cache;
+  if (bytes >= kMinCachedArrayBytes) {
+    // Newest first: a loop's next dict asks for what its last one freed.
+    for (int i = c.count - 1; i >= 0; --i) {
+      if (c.sizes[i] == bytes) {
+        void* p = c.arrays[i];
+        for (int j = i + 1; j < c.count; ++j) {
+          c.arrays[j - 1] = c.arrays[j];
+          c.sizes[j - 1] = c.sizes[j];
+        }
+        --c.count;
+        TENSORDICT_UNPOISON(p, bytes);
+        return p;
+      }
+    }
+  }
+  return ::operator new(bytes);
+}
+
+void free_array(void* p, size_t bytes) noexcept {
+  ArrayCache& c = cache;
+  if (p == nullptr || bytes < kMinCachedArrayBytes ||
+      bytes > kMaxCachedArrayBytes || c.closed) {
+    ::operator delete(p);
+    return;
+  }
+  thread_local CacheReleaser releaser;
+  (void)releaser;
+  if (c.count == kMaxCachedArrays) {
+    // Full: the oldest goes back to malloc.
+    TENSORDICT_UNPOISON(c.arrays[0], c.sizes[0]);
+    ::operator delete(c.arrays[0]);
+    for (int j = 1; j < c.count; ++j) {
+      c.arrays[j - 1] = c.arrays[j];
+      c.sizes[j - 1] = c.sizes[j];
+    }
+    --c.count;
+  }
+  TENSORDICT_POISON(p, bytes);
+  c.arrays[c.count] = p;
+  c.sizes[c.count] = bytes;
+  ++c.count;
+}
+
+int cached_array_count() noexcept {
+  return cache.count;
+}
+
+}  // namespace detail
+TENSORDICT_END_NAMESPACE
