@@ -37,15 +37,25 @@ struct ArrayCache {
 
 thread_local ArrayCache cache;
 
+// Removes array `i` from the cache and returns it, usable again.
+void* take(ArrayCache& c, int i) noexcept {
+  void* p = c.arrays[i];
+  TENSORDICT_UNPOISON(p, c.sizes[i]);
+  for (int j = i + 1; j < c.count; ++j) {
+    c.arrays[j - 1] = c.arrays[j];
+    c.sizes[j - 1] = c.sizes[j];
+  }
+  --c.count;
+  return p;
+}
+
 // Frees the cached arrays when the thread exits. Constructed on the first
 // array a thread caches.
 struct CacheReleaser {
   ~CacheReleaser() {
-    for (int i = 0; i < cache.count; ++i) {
-      TENSORDICT_UNPOISON(cache.arrays[i], cache.sizes[i]);
-      ::operator delete(cache.arrays[i]);
+    while (cache.count > 0) {
+      ::operator delete(take(cache, cache.count - 1));
     }
-    cache.count = 0;
     cache.closed = true;
   }
 };
@@ -58,14 +68,7 @@ void* allocate_array(size_t bytes) {
     // Newest first: a loop's next dict asks for what its last one freed.
     for (int i = c.count - 1; i >= 0; --i) {
       if (c.sizes[i] == bytes) {
-        void* p = c.arrays[i];
-        for (int j = i + 1; j < c.count; ++j) {
-          c.arrays[j - 1] = c.arrays[j];
-          c.sizes[j - 1] = c.sizes[j];
-        }
-        --c.count;
-        TENSORDICT_UNPOISON(p, bytes);
-        return p;
+        return take(c, i);
       }
     }
   }
@@ -82,14 +85,7 @@ void free_array(void* p, size_t bytes) noexcept {
   thread_local CacheReleaser releaser;
   (void)releaser;
   if (c.count == kMaxCachedArrays) {
-    // Full: the oldest goes back to malloc.
-    TENSORDICT_UNPOISON(c.arrays[0], c.sizes[0]);
-    ::operator delete(c.arrays[0]);
-    for (int j = 1; j < c.count; ++j) {
-      c.arrays[j - 1] = c.arrays[j];
-      c.sizes[j - 1] = c.sizes[j];
-    }
-    --c.count;
+    ::operator delete(take(c, 0));  // full: the oldest goes to malloc
   }
   TENSORDICT_POISON(p, bytes);
   c.arrays[c.count] = p;
