@@ -26,15 +26,16 @@ for ((i = 0; i < shards; ++i)); do
   wait "${pids[$i]}" || status=1
   echo "--- shard $i of $shards"
   cat "$logdir/$i.log"
-  # "[  PASSED  ] 12 tests." and "[  FAILED  ] 3 tests, listed below:"
+  # "[  PASSED  ] 12 tests." and, --gtest_brief printing no failure
+  # summary, one "[  FAILED  ] Suite.Test (46 ms)" per failed test.
   p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}\..*/\1/p' "$logdir/$i.log")
-  f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) tests\{0,1\}, listed below:/\1/p' "$logdir/$i.log")
+  f=$(grep -c '^\[  FAILED  \] [^ ]* ([0-9]* ms)$' "$logdir/$i.log")
   k=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) tests\{0,1\}.*/\1/p' "$logdir/$i.log")
   passed=$((passed + ${p:-0}))
   skipped=$((skipped + ${k:-0}))
   failed=$((failed + ${f:-0}))
   # A shard that crashed prints no summary: count it as a failure.
-  if [ -z "$p" ] && [ -z "$f" ]; then failed=$((failed + 1)); status=1; fi
+  if [ -z "$p" ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); status=1; fi
 done
 echo "$(basename "$binary"): $passed passed, $failed failed, $skipped skipped"
 exit $status

@@ -52,6 +52,11 @@ TEST(HugePagesTest, LargeBuffersAreAlignedWritableMappings) {
 TEST(HugePagesTest, ReleasedMappingsDoNotLeak) {
   // Each buffer is unmapped, whole, when its last tensor goes: neither the
   // process's mappings nor its address space grow over many buffers.
+#ifdef __SANITIZE_THREAD__
+  // TSan maps shadow memory for mappings it sees, as the run goes: its own
+  // mappings, not the library's, move the count (by 4 in a CI run).
+  GTEST_SKIP() << "the ThreadSanitizer runtime maps memory of its own";
+#endif
   using tensordict::detail::mappings_in_use;
   const int64_t before = mappings_in_use();
   for (int i = 0; i < 64; ++i) {
