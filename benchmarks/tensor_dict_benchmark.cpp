@@ -9,7 +9,7 @@
 //
 // The view ops (index_int, index_slice, unbind, reshape) run under no_grad on
 // both sides, where the dict builds its views directly (NOTE [Fast views] in
-// src/detail/fast_view.h); their "_grad" twins run with grad mode on and
+// src/tensor_dict/fast_view.h); their "_grad" twins run with grad mode on and
 // leaves that require grad, where every view goes through ATen.
 
 #include <benchmark/benchmark.h>

@@ -1,6 +1,6 @@
-// The per-thread cache of freed arrays (src/detail/array_cache.h), and the
+// The per-thread cache of freed arrays (src/util/array_cache.h), and the
 // dict levels whose node and slot arrays come from it.
-#include "detail/array_cache.h"
+#include "util/array_cache.h"
 
 #include <cstring>
 #include <thread>

@@ -1,7 +1,7 @@
-// Views built without the dispatcher (src/detail/fast_view.h): every op's
+// Views built without the dispatcher (src/tensor_dict/fast_view.h): every op's
 // leaves equal ATen's views of the same leaves, and the rule of NOTE [Fast
 // views] picks ATen wherever autograd or a transform could tell.
-#include "detail/fast_view.h"
+#include "tensor_dict/fast_view.h"
 
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/csrc/autograd/forward_grad.h>

@@ -1,14 +1,14 @@
-// Buffers mapped for transparent huge pages (src/detail/huge_pages.h), and
+// Buffers mapped for transparent huge pages (src/util/huge_pages.h), and
 // consolidate's use of them for large CPU dicts.
-#include "detail/huge_pages.h"
+#include "util/huge_pages.h"
 
 #include <sys/mman.h>
 
 #include <cstdint>
 
-#include "detail/shared_memory.h"
 #include "io/metadata_reader.h"
 #include "support.h"
+#include "util/shared_memory.h"
 
 // Its own namespace, so that test files can share a unity batch.
 namespace huge_pages_test {

@@ -1,4 +1,4 @@
-#include "detail/node_table.h"
+#include "core/node_table.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -1,4 +1,4 @@
-#include "detail/sha256.h"
+#include "util/sha256.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 #include <sstream>
 
 #include "allocation_counter.h"
-#include "detail/tensor_dict_impl.h"
+#include "core/tensor_dict_impl.h"
 #include "support.h"
 
 // Its own namespace, so that test files can share a unity batch.

@@ -1,7 +1,7 @@
-// The traversal engine (src/detail/walk.h): key paths, the visitor walk,
+// The traversal engine (src/core/walk.h): key paths, the visitor walk,
 // for_each_dict and the N-ary zip with its one key and kind check.
 
-#include "detail/walk.h"
+#include "core/walk.h"
 
 #include <tensordict/tensor_dict.h>
 

@@ -11,8 +11,8 @@
 #include <variant>
 #include <vector>
 
-#include "detail/format.h"
-#include "detail/sha256.h"
+#include "util/python_spelling.h"
+#include "util/sha256.h"
 
 namespace tensordict::tools {
 namespace {

@@ -70,7 +70,7 @@ class MapIterator;  // tensordict/map.h
 ///   unbind, ...) build plain leaves' views without the dispatcher: same
 ///   storage, geometry and version counter as ATen's views, but not autograd
 ///   views (`is_view()` is false). See NOTE [Fast views] in
-///   src/detail/fast_view.h and the README.
+///   src/tensor_dict/fast_view.h and the README.
 /// Printing: `repr()` and `operator<<` follow the print options
 /// (print_options.h), as Python's repr does: by default the compact form,
 /// `TensorDict(batch_size=[4], fields={a: {x: f32[]}, b: f32[3]})`;

@@ -14,7 +14,7 @@
 // layer stack, wrap each batched argument in a BatchedTensor (a tensor that
 // hides one dim and dispatches through batching rules), call the function
 // once, take the batch dim back out of the result and pop the layer. We do
-// the same from C++ (src/vmap.cpp); a guard pops the layer on every path,
+// the same from C++ (src/nn/vmap.cpp); a guard pops the layer on every path,
 // exceptions included.
 //
 // Swapping batched parameters into a module cannot go through `to_module`:

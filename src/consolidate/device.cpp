@@ -6,8 +6,8 @@
 
 #include <utility>
 
-#include "detail/tensor_dict_impl.h"
-#include "detail/walk.h"
+#include "core/tensor_dict_impl.h"
+#include "core/walk.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {

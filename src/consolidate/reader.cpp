@@ -21,12 +21,12 @@
 #include <vector>
 
 #include "consolidate/layout.h"
-#include "detail/format.h"
-#include "detail/tensor_dict_impl.h"
+#include "core/tensor_dict_impl.h"
 #include "io/file_io.h"
 #include "io/format.h"
 #include "io/metadata_reader.h"
 #include "tensordict/consolidate.h"
+#include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {

@@ -16,14 +16,14 @@
 #include <vector>
 
 #include "consolidate/layout.h"
-#include "detail/format.h"
-#include "detail/huge_pages.h"
-#include "detail/shared_memory.h"
-#include "detail/tensor_dict_impl.h"
-#include "detail/walk.h"
+#include "core/tensor_dict_impl.h"
+#include "core/walk.h"
 #include "io/file_io.h"
 #include "io/format.h"
 #include "tensordict/consolidate.h"
+#include "util/huge_pages.h"
+#include "util/python_spelling.h"
+#include "util/shared_memory.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {

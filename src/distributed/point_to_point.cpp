@@ -9,13 +9,13 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "detail/format.h"
-#include "detail/sha256.h"
-#include "detail/tensor_dict_impl.h"
-#include "detail/walk.h"
+#include "core/tensor_dict_impl.h"
+#include "core/walk.h"
 #include "distributed/wire.h"
 #include "io/format.h"
 #include "tensordict/lazy_stack.h"
+#include "util/python_spelling.h"
+#include "util/sha256.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace dist {

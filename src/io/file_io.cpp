@@ -23,9 +23,9 @@
 #include <utility>
 #include <vector>
 
-#include "detail/format.h"
-#include "detail/shared_memory.h"
-#include "detail/walk.h"
+#include "core/walk.h"
+#include "util/python_spelling.h"
+#include "util/shared_memory.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {

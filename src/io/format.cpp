@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "detail/format.h"
+#include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {

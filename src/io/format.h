@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "detail/walk.h"
+#include "core/walk.h"
 #include "tensordict/fwd.h"
 #include "tensordict/nested_key.h"
 #include "tensordict/options.h"

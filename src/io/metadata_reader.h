@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "detail/walk.h"
+#include "core/walk.h"
 #include "tensordict/fwd.h"
 #include "tensordict/options.h"
 

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "detail/walk.h"
+#include "core/walk.h"
 #include "tensordict/fwd.h"
 #include "tensordict/options.h"
 

@@ -2,9 +2,9 @@
 // call_on_nested, over the top-level entries), with other dicts' entries
 // matched by key.
 
-#include "detail/format.h"
-#include "detail/walk.h"
+#include "core/walk.h"
 #include "tensordict/errors.h"
+#include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

@@ -5,7 +5,7 @@
 #include <ATen/ops/full.h>
 #include <ATen/ops/ne.h>
 
-#include "detail/walk.h"
+#include "core/walk.h"
 #include "tensordict/json.h"
 
 TENSORDICT_BEGIN_NAMESPACE

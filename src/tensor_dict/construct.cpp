@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "detail/tensor_dict_impl.h"
+#include "core/tensor_dict_impl.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

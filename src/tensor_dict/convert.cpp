@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "detail/format.h"
-#include "detail/shared_memory.h"
-#include "detail/walk.h"
+#include "core/walk.h"
 #include "tensordict/errors.h"
+#include "util/python_spelling.h"
+#include "util/shared_memory.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

@@ -11,12 +11,12 @@
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 
-#include "detail/batch_index.h"
-#include "detail/fast_view.h"
-#include "detail/format.h"
-#include "detail/walk.h"
+#include "core/batch_index.h"
+#include "core/walk.h"
+#include "tensor_dict/fast_view.h"
 #include "tensordict/errors.h"
 #include "tensordict/json.h"
+#include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 
@@ -24,7 +24,7 @@ using at::indexing::TensorIndex;
 
 namespace detail {
 
-// See NOTE [Batch-dim indices] in detail/batch_index.h.
+// See NOTE [Batch-dim indices] in core/batch_index.h.
 int64_t consumed_dims(const TensorIndex& index) {
   if (index.is_integer() || index.is_slice()) {
     return 1;

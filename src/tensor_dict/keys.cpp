@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <optional>
 
-#include "detail/format.h"
-#include "detail/tensor_dict_impl.h"
-#include "detail/walk.h"
+#include "core/tensor_dict_impl.h"
+#include "core/walk.h"
 #include "tensordict/errors.h"
+#include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

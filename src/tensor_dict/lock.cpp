@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "detail/tensor_dict_impl.h"
-#include "detail/walk.h"
+#include "core/tensor_dict_impl.h"
+#include "core/walk.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {

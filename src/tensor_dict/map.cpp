@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include "detail/format.h"
 #include "tensordict/indexing.h"
+#include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

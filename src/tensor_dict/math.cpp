@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "detail/walk.h"
+#include "core/walk.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

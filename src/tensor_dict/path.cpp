@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "detail/format.h"
-#include "detail/tensor_dict_impl.h"
+#include "core/tensor_dict_impl.h"
 #include "tensordict/errors.h"
+#include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {

@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "detail/walk.h"
+#include "core/walk.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <string>
 
-#include "detail/format.h"
-#include "detail/tensor_dict_impl.h"
-#include "detail/walk.h"
+#include "core/tensor_dict_impl.h"
+#include "core/walk.h"
 #include "tensordict/json.h"
+#include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {

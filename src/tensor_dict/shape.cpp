@@ -8,9 +8,9 @@
 
 #include <numeric>
 
-#include "detail/fast_view.h"
-#include "detail/format.h"
-#include "detail/walk.h"
+#include "core/walk.h"
+#include "tensor_dict/fast_view.h"
+#include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

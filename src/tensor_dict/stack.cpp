@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "detail/format.h"
-#include "detail/walk.h"
+#include "core/walk.h"
 #include "tensordict/errors.h"
 #include "tensordict/json.h"
+#include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

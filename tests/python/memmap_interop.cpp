@@ -16,8 +16,8 @@
 #include <string>
 #include <variant>
 
-#include "detail/sha256.h"
 #include "inspect.h"
+#include "util/sha256.h"
 
 namespace {
 

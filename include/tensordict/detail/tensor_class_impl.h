@@ -1,10 +1,10 @@
 #pragma once
 
-// The compiled side of TensorClass (src/tensor_class.cpp and, for the state
-// dict, src/tensor_class/state_dict.cpp): the functions the TensorClass
-// templates call, exported so that the templates stay thin. Not API: include
-// tensordict/tensor_class.h. Each function takes the class description and
-// names the field in its errors.
+// The compiled side of TensorClass (src/tensor_class/tensor_class.cpp and, for
+// the state dict, src/state_dict/tensor_class.cpp): the functions the
+// TensorClass templates call, exported so that the templates stay thin. Not
+// API: include tensordict/tensor_class.h. Each function takes the class
+// description and names the field in its errors.
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
@@ -146,10 +146,10 @@ TENSORDICT_API void tc_load_memmap_into(
 /// Python class marker and its fields), for `get_as`.
 TENSORDICT_API TensorDict
 tc_entry(const TensorDict& td, const ClassInfo& info, const NestedKey& key);
-/// Returns the state dict of an instance (src/tensor_class/state_dict.cpp).
+/// Returns the state dict of an instance (src/state_dict/tensor_class.cpp).
 TENSORDICT_API StateDict
 tc_state_dict(const TensorDict& td, const ClassInfo& info, bool flatten);
-/// Loads a state dict into an instance (src/tensor_class/state_dict.cpp).
+/// Loads a state dict into an instance (src/state_dict/tensor_class.cpp).
 TENSORDICT_API void tc_load_state_dict(
     const TensorDict& td,
     const ClassInfo& info,

@@ -15,12 +15,12 @@
 #include <utility>
 #include <vector>
 
-#include "detail/format.h"
-#include "detail/python_tensor_repr.h"
-#include "detail/state_dict_hook.h"
-#include "detail/walk.h"
+#include "core/walk.h"
+#include "repr/python_tensor_repr.h"
+#include "state_dict/hook.h"
 #include "tensordict/errors.h"
 #include "tensordict/json.h"
+#include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

@@ -1,14 +1,14 @@
 // The compact repr: the entry tree and its 80-column render. See NOTE
 // [Compact repr].
 
-#include "detail/compact_repr.h"
+#include "repr/compact_repr.h"
 
 #include <algorithm>
 #include <utility>
 
-#include "detail/format.h"
-#include "detail/tensor_dict_impl.h"
+#include "core/tensor_dict_impl.h"
 #include "tensordict/json.h"
+#include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {

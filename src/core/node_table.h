@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "detail/array_cache.h"
 #include "tensordict/value.h"
+#include "util/array_cache.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {

@@ -15,7 +15,7 @@
 // The elements are read once as doubles (complex: real and imaginary
 // parts) or as integer text, then walked by index.
 
-#include "detail/python_tensor_repr.h"
+#include "repr/python_tensor_repr.h"
 
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/view_as_real.h>
@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "detail/format.h"
+#include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {

@@ -5,12 +5,12 @@
 #include <functional>
 #include <type_traits>
 
-#include "detail/format.h"
-#include "detail/walk.h"
+#include "core/walk.h"
 #include "memmap/writer.h"
 #include "tensordict/errors.h"
 #include "tensordict/json.h"
 #include "tensordict/state_dict.h"
+#include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

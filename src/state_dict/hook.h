@@ -1,7 +1,7 @@
 #pragma once
 
-// The per-level hook of the state-dict walk (src/state_dict.cpp); not API.
-// See NOTE [State-dict hooks].
+// The per-level hook of the state-dict walk (src/state_dict/state_dict.cpp);
+// not API. See NOTE [State-dict hooks].
 
 #include <ATen/core/Tensor.h>
 
@@ -21,7 +21,7 @@ namespace detail {
 // NOTE [State-dict hooks]
 // `state_dict` and `load_state_dict` walk TensorDict levels and know nothing
 // more. A level that is more (a TensorClass instance,
-// src/tensor_class/state_dict.cpp) comes with a StateDictHook, which the
+// src/state_dict/tensor_class.cpp) comes with a StateDictHook, which the
 // walk asks, once per level, for what that level adds:
 //  - saving: its extra metadata, recorded after its children's (Python
 //    records a tensorclass's `_metadata` last), and which non-tensor

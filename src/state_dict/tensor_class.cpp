@@ -1,6 +1,8 @@
 // The TensorClass side of the state dict: the StateDictHook of a class level
 // (see NOTE [State-dict hooks]), and tc_state_dict / tc_load_state_dict.
 
+#include "tensordict/tensor_class.h"
+
 #include <c10/util/Exception.h>
 
 #include <memory>
@@ -10,12 +12,11 @@
 #include <string_view>
 #include <utility>
 
-#include "detail/class_fields.h"
-#include "detail/state_dict_hook.h"
-#include "detail/tensor_dict_impl.h"
+#include "core/tensor_dict_impl.h"
+#include "state_dict/hook.h"
+#include "tensor_class/fields.h"
 #include "tensordict/errors.h"
 #include "tensordict/json.h"
-#include "tensordict/tensor_class.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {

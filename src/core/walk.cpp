@@ -1,4 +1,4 @@
-#include "detail/walk.h"
+#include "core/walk.h"
 
 #include <ATen/TensorIndexing.h>
 #include <ATen/ops/arange.h>

@@ -10,15 +10,15 @@
 #include <ostream>
 #include <utility>
 
-#include "detail/batch_index.h"
-#include "detail/compact_repr.h"
-#include "detail/format.h"
-#include "detail/shared_memory.h"
-#include "detail/value_repr.h"
-#include "detail/walk.h"
+#include "core/batch_index.h"
+#include "core/walk.h"
 #include "io/format.h"
+#include "repr/compact_repr.h"
+#include "repr/value_repr.h"
 #include "tensordict/errors.h"
 #include "tensordict/json.h"
+#include "util/python_spelling.h"
+#include "util/shared_memory.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <ostream>
 
-#include "detail/compact_repr.h"
-#include "detail/format.h"
-#include "detail/tensor_dict_impl.h"
-#include "detail/value_repr.h"
+#include "core/tensor_dict_impl.h"
+#include "repr/compact_repr.h"
+#include "repr/value_repr.h"
+#include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

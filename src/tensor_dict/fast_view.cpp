@@ -1,7 +1,7 @@
 // Views of leaves built without the dispatcher. See NOTE [Fast views] in
 // fast_view.h.
 
-#include "detail/fast_view.h"
+#include "tensor_dict/fast_view.h"
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/TensorUtils.h>

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <ostream>
 
-#include "detail/format.h"
 #include "tensordict/errors.h"
+#include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

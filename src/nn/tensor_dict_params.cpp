@@ -9,8 +9,8 @@
 #include <string>
 #include <utility>
 
-#include "detail/tensor_dict_impl.h"
-#include "detail/walk.h"
+#include "core/tensor_dict_impl.h"
+#include "core/walk.h"
 #include "tensordict/errors.h"
 
 TENSORDICT_BEGIN_NAMESPACE

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "detail/walk.h"
+#include "core/walk.h"
 #include "tensordict/errors.h"
 #include "tensordict/tensor_dict_params.h"
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "detail/node_table.h"
+#include "core/node_table.h"
 #include "tensordict/tensor_dict.h"
 
 TENSORDICT_BEGIN_NAMESPACE

@@ -1,6 +1,6 @@
 // The per-thread array cache. See NOTE [Recycled arrays] in array_cache.h.
 
-#include "detail/array_cache.h"
+#include "util/array_cache.h"
 
 #include <new>
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "detail/tensor_dict_impl.h"
+#include "core/tensor_dict_impl.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {

@@ -1,8 +1,8 @@
 #pragma once
 
 // Field lookup and field values of a TensorClass description, shared by
-// src/tensor_class.cpp and src/tensor_class/state_dict.cpp. Not API: the
-// public declarations of the compiled TensorClass side are in
+// src/tensor_class/tensor_class.cpp and src/state_dict/tensor_class.cpp. Not
+// API: the public declarations of the compiled TensorClass side are in
 // include/tensordict/detail/tensor_class_impl.h.
 
 #include <optional>

@@ -1,21 +1,21 @@
 // The compiled side of TensorClass (declared in the public
 // include/tensordict/detail/tensor_class_impl.h): storing and reading fields
 // by the class flags, construction, checks, repr and the memmap glue. The
-// state dict is in src/tensor_class/state_dict.cpp; what the two share, in
-// src/detail/class_fields.h. See NOTE [TensorClass design].
+// state dict is in src/state_dict/tensor_class.cpp; what the two share, in
+// src/tensor_class/fields.h. See NOTE [TensorClass design].
 
 #include "tensordict/tensor_class.h"
 
 #include <algorithm>
 #include <ostream>
 
-#include "detail/class_fields.h"
-#include "detail/compact_repr.h"
-#include "detail/format.h"
-#include "detail/tensor_dict_impl.h"
-#include "detail/value_repr.h"
-#include "detail/walk.h"
+#include "core/tensor_dict_impl.h"
+#include "core/walk.h"
+#include "repr/compact_repr.h"
+#include "repr/value_repr.h"
+#include "tensor_class/fields.h"
 #include "tensordict/memmap.h"
+#include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

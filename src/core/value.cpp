@@ -3,10 +3,10 @@
 #include <ATen/ops/scalar_tensor.h>
 #include <c10/core/DefaultDtype.h>
 
-#include "detail/format.h"
-#include "detail/shared_memory.h"
-#include "detail/value_repr.h"
+#include "repr/value_repr.h"
 #include "tensordict/json.h"
+#include "util/python_spelling.h"
+#include "util/shared_memory.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

@@ -1,4 +1,4 @@
-#include "detail/huge_pages.h"
+#include "util/huge_pages.h"
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>

@@ -1,4 +1,4 @@
-#include "detail/shared_memory.h"
+#include "util/shared_memory.h"
 
 #include <ATen/MapAllocator.h>
 

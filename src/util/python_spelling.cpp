@@ -1,4 +1,4 @@
-#include "detail/format.h"
+#include "util/python_spelling.h"
 
 #include <c10/util/Exception.h>
 

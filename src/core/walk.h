@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "detail/tensor_dict_impl.h"
+#include "core/tensor_dict_impl.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {

@@ -2,7 +2,7 @@
 
 // The repr of one entry, shared by the reprs of TensorDict,
 // LazyStackedTensorDict and TensorClass. It lives in the core (value.cpp),
-// not in detail/format, which knows torch types only.
+// not in util/python_spelling, which knows torch types only.
 
 #include <string>
 
@@ -21,7 +21,7 @@ std::string value_repr(const Value& value);
 std::string value_repr(const Value& value, const PrintOptions& options);
 
 /// Returns Python's detailed repr of `td` with `options`, ignoring
-/// `options.compact()` (src/tensor_dict/repr.cpp).
+/// `options.compact()` (src/repr/tensor_dict.cpp).
 std::string detailed_repr(const TensorDict& td, const PrintOptions& options);
 
 }  // namespace detail

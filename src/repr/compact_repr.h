@@ -93,7 +93,8 @@ std::string compact_non_tensor(const Value& value);
 
 /// Returns the node of a lazy stack entry of a dict with
 /// `parent_batch_dims` batch dims: `LazyStackedTensorDict[extra]{...}` with
-/// the fields its elements share, as Python prints it (src/lazy_stack.cpp).
+/// the fields its elements share, as Python prints it
+/// (src/core/lazy_stack.cpp).
 CompactNode compact_lazy_stack_node(
     const LazyStackedTensorDict& stack,
     int64_t parent_batch_dims,

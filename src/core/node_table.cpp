@@ -1,7 +1,7 @@
 // The insertion-ordered table behind every dict level. See NOTE [Dict
 // storage] in node_table.h.
 
-#include "detail/node_table.h"
+#include "core/node_table.h"
 
 #include <c10/util/Exception.h>
 
