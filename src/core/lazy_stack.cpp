@@ -11,8 +11,8 @@
 #include <utility>
 
 #include "core/batch_index.h"
+#include "core/python_class.h"
 #include "core/walk.h"
-#include "io/format.h"
 #include "repr/compact_repr.h"
 #include "repr/value_repr.h"
 #include "tensordict/errors.h"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <ostream>
 
+#include "core/key_path.h"
 #include "tensordict/errors.h"
 #include "util/python_spelling.h"
 
@@ -114,14 +115,7 @@ std::vector<std::string> NestedKey::to_vector() const {
 }
 
 std::string NestedKey::join_parts(std::string_view separator) const {
-  std::string out;
-  for (size_t i = 0; i < parts_.size(); ++i) {
-    if (i > 0) {
-      out += separator;
-    }
-    out += parts_[i];
-  }
-  return out;
+  return detail::join_parts(parts_, separator);
 }
 
 std::string NestedKey::to_string() const {

@@ -6,10 +6,8 @@
 #include <type_traits>
 
 #include "core/walk.h"
-#include "memmap/writer.h"
 #include "tensordict/errors.h"
 #include "tensordict/json.h"
-#include "tensordict/state_dict.h"
 #include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -333,48 +331,6 @@ std::vector<int64_t> without_dim(c10::IntArrayRef sizes, int64_t dim) {
   return out;
 }
 
-void check_empty_state_dict(const StateDict& state_dict, const char* what) {
-  TORCH_CHECK_VALUE(
-      state_dict.empty(),
-      what,
-      " holds no tensors, so its state dict is empty; got one with ",
-      state_dict.size(),
-      " entries");
-}
-
-// Loads a directory whose root must be a `T` (NonTensorData or
-// NonTensorStack).
-// The directory `load_memmap(prefix, options)` reads.
-std::string loaded_directory(
-    const std::string& prefix, const LoadMemmapOptions& options) {
-  std::string dir = prefix;
-  for (const std::string& part : options.subpath()) {
-    dir += "/" + part;
-  }
-  return dir;
-}
-
-template <typename T>
-T load_root(const std::string& prefix, const LoadMemmapOptions& options) {
-  constexpr bool kData = std::is_same_v<T, NonTensorData>;
-  const Value value = detail::load_non_tensor_root(prefix, options);
-  TORCH_CHECK(
-      kData ? value.is_non_tensor_data() : value.is_non_tensor_stack(),
-      prefix,
-      " holds a ",
-      value.type_name(),
-      ", not a ",
-      kData ? "NonTensorData" : "NonTensorStack",
-      ": load it with ",
-      value.type_name(),
-      "::load_memmap");
-  if constexpr (kData) {
-    return value.non_tensor_data();
-  } else {
-    return value.non_tensor_stack();
-  }
-}
-
 }  // namespace
 
 DimNames NonTensorData::names() const {
@@ -435,74 +391,6 @@ NonTensorData NonTensorData::from_tensordict(
   return NonTensorData(*data, td.batch_size(), td.device());
 }
 
-StateDict NonTensorData::state_dict() const {
-  return {};
-}
-
-NonTensorData& NonTensorData::load_state_dict(const StateDict& state_dict) {
-  check_empty_state_dict(state_dict, "NonTensorData");
-  return *this;
-}
-
-NonTensorData NonTensorData::memmap(const MemmapOptions& options) const {
-  NonTensorData out = *this;
-  return out.memmap_(options);
-}
-
-NonTensorData& NonTensorData::memmap_(const MemmapOptions& options) {
-  detail::save_non_tensor_root(Value(*this), options);
-  if (!options.prefix().empty()) {
-    saved_path_ = std::make_shared<const std::string>(options.prefix());
-  }
-  return *this;
-}
-
-NonTensorData NonTensorData::memmap_like(const MemmapOptions& options) const {
-  return memmap(options);
-}
-
-NonTensorData NonTensorData::save(const MemmapOptions& options) const {
-  return memmap(options);
-}
-
-NonTensorData NonTensorData::dumps(const MemmapOptions& options) const {
-  return memmap(options);
-}
-
-NonTensorData NonTensorData::load_memmap(
-    const std::string& prefix, const LoadMemmapOptions& options) {
-  NonTensorData out = load_root<NonTensorData>(prefix, options);
-  out.saved_path_ =
-      std::make_shared<const std::string>(loaded_directory(prefix, options));
-  return out;
-}
-
-NonTensorData NonTensorData::load(
-    const std::string& prefix, const LoadMemmapOptions& options) {
-  return load_memmap(prefix, options);
-}
-
-NonTensorData& NonTensorData::load_memmap_(
-    const std::string& prefix, const LoadMemmapOptions& options) {
-  *this = load_memmap(prefix, options);
-  return *this;
-}
-
-NonTensorData& NonTensorData::load_(
-    const std::string& prefix, const LoadMemmapOptions& options) {
-  return load_memmap_(prefix, options);
-}
-
-NonTensorData& NonTensorData::memmap_refresh_() {
-  TORCH_CHECK(
-      saved_path_ != nullptr,
-      "Cannot refresh a NonTensorData that is not memory mapped or has no "
-      "path associated.");
-  // The directory stores no batch dims (nor does Python's): keep ours.
-  data_ = load_memmap(*saved_path_).data_;
-  return *this;
-}
-
 DimNames NonTensorStack::names() const {
   return unnamed(batch_size_.size());
 }
@@ -535,73 +423,6 @@ std::vector<Value> NonTensorStack::unbind(int64_t dim) const {
     }
   }
   return pieces;
-}
-
-StateDict NonTensorStack::state_dict() const {
-  return {};
-}
-
-NonTensorStack& NonTensorStack::load_state_dict(const StateDict& state_dict) {
-  check_empty_state_dict(state_dict, "NonTensorStack");
-  return *this;
-}
-
-NonTensorStack NonTensorStack::memmap(const MemmapOptions& options) const {
-  NonTensorStack out = *this;
-  return out.memmap_(options);
-}
-
-NonTensorStack& NonTensorStack::memmap_(const MemmapOptions& options) {
-  detail::save_non_tensor_root(Value(*this), options);
-  if (!options.prefix().empty()) {
-    saved_path_ = std::make_shared<const std::string>(options.prefix());
-  }
-  return *this;
-}
-
-NonTensorStack NonTensorStack::memmap_like(const MemmapOptions& options) const {
-  return memmap(options);
-}
-
-NonTensorStack NonTensorStack::save(const MemmapOptions& options) const {
-  return memmap(options);
-}
-
-NonTensorStack NonTensorStack::dumps(const MemmapOptions& options) const {
-  return memmap(options);
-}
-
-NonTensorStack NonTensorStack::load_memmap(
-    const std::string& prefix, const LoadMemmapOptions& options) {
-  NonTensorStack out = load_root<NonTensorStack>(prefix, options);
-  out.saved_path_ =
-      std::make_shared<const std::string>(loaded_directory(prefix, options));
-  return out;
-}
-
-NonTensorStack NonTensorStack::load(
-    const std::string& prefix, const LoadMemmapOptions& options) {
-  return load_memmap(prefix, options);
-}
-
-NonTensorStack& NonTensorStack::load_memmap_(
-    const std::string& prefix, const LoadMemmapOptions& options) {
-  *this = load_memmap(prefix, options);
-  return *this;
-}
-
-NonTensorStack& NonTensorStack::load_(
-    const std::string& prefix, const LoadMemmapOptions& options) {
-  return load_memmap_(prefix, options);
-}
-
-NonTensorStack& NonTensorStack::memmap_refresh_() {
-  TORCH_CHECK(
-      saved_path_ != nullptr,
-      "Cannot refresh a NonTensorStack that is not memory mapped or has no "
-      "path associated.");
-  *this = load_memmap(*saved_path_);
-  return *this;
 }
 
 TENSORDICT_END_NAMESPACE

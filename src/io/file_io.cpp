@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/walk.h"
+#include "core/key_path.h"
 #include "util/python_spelling.h"
 #include "util/shared_memory.h"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/walk.h"
+#include "core/key_path.h"
 #include "tensordict/fwd.h"
 #include "tensordict/nested_key.h"
 #include "tensordict/options.h"
@@ -46,14 +46,6 @@ std::string encode_key(std::string_view key);
 
 /// Python's `_is_safe_legacy_key`: a raw key that stays below its prefix.
 bool is_safe_legacy_key(std::string_view key, bool is_collection);
-
-/// Returns the class name in a `_type` string: "Name" for
-/// "<class 'module.Outer.Name'>", or "" if it is not of that form.
-std::string class_name_of(std::string_view type_string);
-
-/// Throws ValueError unless `type_string` is empty (no class) or reads
-/// "<class 'module.Name'>": what `set_python_class` accepts.
-void check_python_class(std::string_view type_string);
 
 /// Serializes like Python's json.dumps: `spaced` uses ", " and ": "
 /// separators (else "," and ":"), `ascii` escapes non-ASCII as \uXXXX and

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/walk.h"
+#include "core/key_path.h"
 #include "tensordict/fwd.h"
 #include "tensordict/options.h"
 

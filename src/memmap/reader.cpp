@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/python_class.h"
 #include "core/tensor_dict_impl.h"
 #include "core/walk.h"
 #include "io/file_io.h"

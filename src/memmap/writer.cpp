@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/python_class.h"
 #include "core/tensor_dict_impl.h"
 #include "io/file_io.h"
 #include "io/format.h"
@@ -826,16 +827,6 @@ std::optional<std::string> TensorDict::saved_path() const {
     return std::nullopt;
   }
   return impl_->memmap.prefix;
-}
-
-const std::string& TensorDict::python_class() const noexcept {
-  return impl_->python_class;
-}
-
-TensorDict& TensorDict::set_python_class(std::string type_string) {
-  detail::check_python_class(type_string);
-  impl_->python_class = std::move(type_string);
-  return *this;
 }
 
 LazyStackedTensorDict memmap(

@@ -909,4 +909,37 @@ TensorDict& TensorDict::load_state_dict(
   return *this;
 }
 
+// --- non-tensor values: no tensors, so an empty state dict
+
+namespace {
+
+void check_empty_state_dict(const StateDict& state_dict, const char* what) {
+  TORCH_CHECK_VALUE(
+      state_dict.empty(),
+      what,
+      " holds no tensors, so its state dict is empty; got one with ",
+      state_dict.size(),
+      " entries");
+}
+
+}  // namespace
+
+StateDict NonTensorData::state_dict() const {
+  return {};
+}
+
+NonTensorData& NonTensorData::load_state_dict(const StateDict& state_dict) {
+  check_empty_state_dict(state_dict, "NonTensorData");
+  return *this;
+}
+
+StateDict NonTensorStack::state_dict() const {
+  return {};
+}
+
+NonTensorStack& NonTensorStack::load_state_dict(const StateDict& state_dict) {
+  check_empty_state_dict(state_dict, "NonTensorStack");
+  return *this;
+}
+
 TENSORDICT_END_NAMESPACE

@@ -1,7 +1,8 @@
 #pragma once
 
 // Field lookup and field values of a TensorClass description, shared by
-// src/tensor_class/tensor_class.cpp and src/state_dict/tensor_class.cpp. Not
+// src/tensor_class/tensor_class.cpp, src/memmap/tensor_class.cpp and
+// src/state_dict/tensor_class.cpp. Not
 // API: the public declarations of the compiled TensorClass side are in
 // include/tensordict/detail/tensor_class_impl.h.
 
@@ -27,6 +28,11 @@ const ClassInfo* nested_class(const ClassInfo& info, std::string_view key);
 /// Returns `value` as a field argument: integers, floats and bools as C++
 /// numbers (so the class flags cast them), anything else as JSON.
 FieldArg field_arg_from_json(const Json& value);
+
+/// Throws ValueError naming `where` unless a loaded Python class `cls` is
+/// empty or the one `info` is registered as.
+void check_loaded_class(
+    const std::string& cls, const ClassInfo& info, const std::string& where);
 
 }  // namespace detail
 TENSORDICT_END_NAMESPACE

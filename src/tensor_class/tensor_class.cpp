@@ -1,7 +1,8 @@
 // The compiled side of TensorClass (declared in the public
 // include/tensordict/detail/tensor_class_impl.h): storing and reading fields
-// by the class flags, construction, checks, repr and the memmap glue. The
-// state dict is in src/state_dict/tensor_class.cpp; what the two share, in
+// by the class flags, construction, checks and repr. The memmap glue is in
+// src/memmap/tensor_class.cpp, the state dict in
+// src/state_dict/tensor_class.cpp; what they share, in
 // src/tensor_class/fields.h. See NOTE [TensorClass design].
 
 #include "tensordict/tensor_class.h"
@@ -14,7 +15,6 @@
 #include "repr/compact_repr.h"
 #include "repr/value_repr.h"
 #include "tensor_class/fields.h"
-#include "tensordict/memmap.h"
 #include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -979,8 +979,6 @@ TensorDict tc_marked_copy(const TensorDict& td, const ClassInfo& info) {
   return copy;
 }
 
-namespace {
-
 void check_loaded_class(
     const std::string& cls, const ClassInfo& info, const std::string& prefix) {
   TORCH_CHECK_VALUE(
@@ -992,30 +990,6 @@ void check_loaded_class(
       info.name,
       " is registered as ",
       info.python_class);
-}
-
-}  // namespace
-
-TensorDict tc_load_memmap(
-    const ClassInfo& info,
-    const std::string& prefix,
-    const LoadMemmapOptions& options) {
-  TensorDict td = TensorDict::load_memmap(prefix, options);
-  check_loaded_class(td.python_class(), info, prefix);
-  tc_check(td, info);
-  return td;
-}
-
-void tc_load_memmap_into(
-    const TensorDict& td,
-    const ClassInfo& info,
-    const std::string& prefix,
-    const LoadMemmapOptions& options) {
-  // meta.json alone tells the class and the fields: check before writing.
-  (void)tc_load_memmap(
-      info, prefix, LoadMemmapOptions(options).device(c10::Device(c10::kMeta)));
-  TensorDict dest = td;
-  dest.load_memmap_(prefix, options);
 }
 
 TensorDict tc_entry(
@@ -1048,44 +1022,6 @@ void tc_check_lazy(const LazyStackedTensorDict& stack, const ClassInfo& info) {
       TORCH_RETHROW(e, "(element ", i, " of the lazy stack)");
     }
   }
-}
-
-LazyStackedTensorDict tc_memmap_lazy(
-    const LazyStackedTensorDict& stack,
-    const ClassInfo& info,
-    const MemmapOptions& options) {
-  // Python's elements are plain dicts whose TensorClass fields keep their
-  // classes; the class itself marks the stack.
-  std::vector<TensorDict> marked;
-  marked.reserve(stack.tensordicts().size());
-  for (const auto& element : stack.tensordicts()) {
-    TensorDict copy = tc_marked_copy(element, info);
-    copy.set_python_class("");
-    marked.push_back(std::move(copy));
-  }
-  LazyStackedTensorDict to_save(
-      std::move(marked), stack.stack_dim(), stack.stack_dim_name());
-  to_save.set_python_class(info.python_class);
-  return memmap(to_save, options);
-}
-
-LazyStackedTensorDict tc_load_lazy_memmap(
-    const ClassInfo& info,
-    const std::string& prefix,
-    const LoadMemmapOptions& options) {
-  LoadedTree tree = load_memmap_any(prefix, options);
-  auto* stack = std::get_if<LazyStackedTensorDict>(&tree);
-  TORCH_CHECK_VALUE(
-      stack != nullptr,
-      prefix,
-      " holds a dense ",
-      info.name,
-      ", not a lazy stack: load it with ",
-      info.name,
-      "::load_memmap");
-  check_loaded_class(stack->python_class(), info, prefix);
-  tc_check_lazy(*stack, info);
-  return *stack;
 }
 
 void tc_register(ClassInfo& info, std::string type_string) {

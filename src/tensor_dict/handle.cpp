@@ -6,6 +6,7 @@
 #include <ostream>
 #include <utility>
 
+#include "core/python_class.h"
 #include "core/tensor_dict_impl.h"
 #include "core/walk.h"
 #include "util/python_spelling.h"
@@ -205,6 +206,16 @@ TensorDict TensorDict::to(c10::Device device, bool non_blocking) const {
       *this,
       [&](const at::Tensor& t) { return t.to(device, non_blocking); },
       device);
+}
+
+const std::string& TensorDict::python_class() const noexcept {
+  return impl_->python_class;
+}
+
+TensorDict& TensorDict::set_python_class(std::string type_string) {
+  detail::check_python_class(type_string);
+  impl_->python_class = std::move(type_string);
+  return *this;
 }
 
 std::ostream& operator<<(std::ostream& out, const TensorDict& td) {

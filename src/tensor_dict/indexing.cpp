@@ -12,7 +12,7 @@
 #include <ATen/ops/zeros.h>
 
 #include "core/batch_index.h"
-#include "core/walk.h"
+#include "tensor_dict/batch_transform.h"
 #include "tensor_dict/fast_view.h"
 #include "tensordict/errors.h"
 #include "tensordict/json.h"

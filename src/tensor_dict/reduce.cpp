@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "core/walk.h"
+#include "tensor_dict/batch_transform.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 

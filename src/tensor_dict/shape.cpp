@@ -8,7 +8,7 @@
 
 #include <numeric>
 
-#include "core/walk.h"
+#include "tensor_dict/batch_transform.h"
 #include "tensor_dict/fast_view.h"
 #include "util/python_spelling.h"
 

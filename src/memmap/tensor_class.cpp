@@ -1,0 +1,81 @@
+// The memmap members of TensorClass (declared in the public
+// include/tensordict/detail/tensor_class_impl.h): an instance or a lazy stack
+// of instances saved and loaded with its Python class checked.
+
+#include "tensordict/tensor_class.h"
+
+#include <c10/util/Exception.h>
+
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "tensor_class/fields.h"
+#include "tensordict/memmap.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace detail {
+
+TensorDict tc_load_memmap(
+    const ClassInfo& info,
+    const std::string& prefix,
+    const LoadMemmapOptions& options) {
+  TensorDict td = TensorDict::load_memmap(prefix, options);
+  check_loaded_class(td.python_class(), info, prefix);
+  tc_check(td, info);
+  return td;
+}
+
+void tc_load_memmap_into(
+    const TensorDict& td,
+    const ClassInfo& info,
+    const std::string& prefix,
+    const LoadMemmapOptions& options) {
+  // meta.json alone tells the class and the fields: check before writing.
+  (void)tc_load_memmap(
+      info, prefix, LoadMemmapOptions(options).device(c10::Device(c10::kMeta)));
+  TensorDict dest = td;
+  dest.load_memmap_(prefix, options);
+}
+
+LazyStackedTensorDict tc_memmap_lazy(
+    const LazyStackedTensorDict& stack,
+    const ClassInfo& info,
+    const MemmapOptions& options) {
+  // Python's elements are plain dicts whose TensorClass fields keep their
+  // classes; the class itself marks the stack.
+  std::vector<TensorDict> marked;
+  marked.reserve(stack.tensordicts().size());
+  for (const auto& element : stack.tensordicts()) {
+    TensorDict copy = tc_marked_copy(element, info);
+    copy.set_python_class("");
+    marked.push_back(std::move(copy));
+  }
+  LazyStackedTensorDict to_save(
+      std::move(marked), stack.stack_dim(), stack.stack_dim_name());
+  to_save.set_python_class(info.python_class);
+  return memmap(to_save, options);
+}
+
+LazyStackedTensorDict tc_load_lazy_memmap(
+    const ClassInfo& info,
+    const std::string& prefix,
+    const LoadMemmapOptions& options) {
+  LoadedTree tree = load_memmap_any(prefix, options);
+  auto* stack = std::get_if<LazyStackedTensorDict>(&tree);
+  TORCH_CHECK_VALUE(
+      stack != nullptr,
+      prefix,
+      " holds a dense ",
+      info.name,
+      ", not a lazy stack: load it with ",
+      info.name,
+      "::load_memmap");
+  check_loaded_class(stack->python_class(), info, prefix);
+  tc_check_lazy(*stack, info);
+  return *stack;
+}
+
+}  // namespace detail
+TENSORDICT_END_NAMESPACE

@@ -1,0 +1,101 @@
+# Tests of tests/layering_check.cmake: small src/ trees that keep to the
+# floors pass, and each kind of climb fails with a message that names the
+# file and the header.
+#
+#   cmake -DCHECK=<layering_check.cmake> -DWORK_DIR=<scratch dir> -P this file
+
+if(NOT CHECK OR NOT WORK_DIR)
+  message(FATAL_ERROR "pass -DCHECK=<layering_check.cmake> -DWORK_DIR=<dir>")
+endif()
+
+set(failures "")
+set(case_count 0)
+
+# Writes `files` ("path|line" items, one #include line each, or "path|" for
+# a file with no include) under a fresh tree, runs the check on it, and
+# expects success (`expected` empty) or a failure whose output contains
+# `expected`.
+function(check_case name expected)
+  set(root "${WORK_DIR}/${name}")
+  file(REMOVE_RECURSE "${root}")
+  # Every known climb must occur, or the check fails: plant them.
+  set(files ${ARGN}
+      "core/lazy_stack.cpp|#include \"repr/compact_repr.h\""
+      "core/lazy_stack.cpp|#include \"repr/value_repr.h\""
+      "core/value.cpp|#include \"repr/value_repr.h\"")
+  foreach(item IN LISTS files)
+    string(FIND "${item}" "|" bar)
+    string(SUBSTRING "${item}" 0 ${bar} path)
+    math(EXPR start "${bar} + 1")
+    string(SUBSTRING "${item}" ${start} -1 line)
+    file(APPEND "${root}/src/${path}" "${line}\n")
+  endforeach()
+  execute_process(
+    COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${root} -P ${CHECK}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  set(text "${out}${err}")
+  if(expected STREQUAL "")
+    if(NOT rc EQUAL 0)
+      set(failures "${failures}\n${name}: expected to pass, failed:\n${text}" PARENT_SCOPE)
+    endif()
+  elseif(rc EQUAL 0)
+    set(failures "${failures}\n${name}: expected to fail with '${expected}', passed" PARENT_SCOPE)
+  else()
+    string(FIND "${text}" "${expected}" at)
+    if(at EQUAL -1)
+      set(failures "${failures}\n${name}: expected '${expected}' in:\n${text}" PARENT_SCOPE)
+    endif()
+  endif()
+  math(EXPR n "${case_count} + 1")
+  set(case_count ${n} PARENT_SCOPE)
+endfunction()
+
+check_case(keeps_floors ""
+  "util/sha256.cpp|#include \"util/sha256.h\""
+  "core/walk.cpp|#include \"util/array_cache.h\""
+  "io/format.h|#include \"core/key_path.h\""
+  "tensor_dict/shape.cpp|#include \"core/walk.h\""
+  "memmap/writer.cpp|#include \"tensordict/tensor_dict.h\""
+  "distributed/wire.h|#include \"memmap/writer.h\"")
+check_case(climb
+  "src/core/walk.cpp includes memmap/writer.h: memmap/ is a higher floor than core/"
+  "core/walk.cpp|#include \"memmap/writer.h\"")
+check_case(climb_through_public_header
+  "src/core/non_tensor.cpp includes tensordict/state_dict.h: state_dict/ is a higher floor"
+  "core/non_tensor.cpp|#include \"tensordict/state_dict.h\"")
+check_case(sibling
+  "src/memmap/reader.cpp includes consolidate/layout.h: consolidate/ is a sibling on the same floor"
+  "memmap/reader.cpp|#include \"consolidate/layout.h\"")
+check_case(io_sees_no_tensor_dict
+  "src/io/format.h includes core/walk.h, which io/ must not include"
+  "io/format.h|#include \"core/walk.h\"")
+check_case(loose_file
+  "src/loose.cpp is in no floor"
+  "loose.cpp|")
+check_case(unknown_folder
+  "src/detail/ is not a floor"
+  "detail/walk.h|")
+check_case(unknown_public_header
+  "includes tensordict/brand_new.h, which has no floor"
+  "core/value.cpp|#include \"tensordict/brand_new.h\"")
+check_case(umbrella_header
+  "src/nn/module.cpp includes tensordict/tensordict.h: top/ is a higher floor"
+  "nn/module.cpp|#include \"tensordict/tensordict.h\"")
+
+# A known climb that is gone must be struck from the list: a tree without
+# the planted climbs fails.
+file(REMOVE_RECURSE "${WORK_DIR}/stale")
+file(WRITE "${WORK_DIR}/stale/src/core/value.cpp" "#include \"core/walk.h\"\n")
+execute_process(
+  COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${WORK_DIR}/stale -P ${CHECK}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(FIND "${out}${err}" "no longer occurs: remove it from known_climbs" at)
+if(rc EQUAL 0 OR at EQUAL -1)
+  set(failures "${failures}\nstale_known_climb: expected a failure naming the stale climb")
+endif()
+math(EXPR case_count "${case_count} + 1")
+
+if(failures)
+  message(FATAL_ERROR "layering_check_test:${failures}")
+endif()
+message(STATUS "layering_check_test: ${case_count} cases behave")
