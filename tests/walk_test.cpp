@@ -1,5 +1,6 @@
-// The traversal engine (src/core/walk.h): key paths, the visitor walk,
-// for_each_dict and the N-ary zip with its one key and kind check.
+// The traversal engine (src/core/walk.h): key paths, the visitor walk and
+// its mutating twin, for_each_dict and any_dict, and the N-ary zip with its
+// one key and kind check, its matching answer and its missing dicts.
 
 #include "core/walk.h"
 
@@ -230,6 +231,148 @@ TEST(WalkTest, ZipLevelThrowsOneKindErrorNamingBothDicts) {
   EXPECT_EQ(
       zip_root({d, e}, ZipOptions{"stack"}),
       (std::vector<std::string>{"'x':oo"}));
+}
+
+// Records the walk_mut hooks and rewrites every tensor to its negation and
+// every non-tensor to "seen".
+struct Rewriter : tensordict::detail::MutWalkVisitor {
+  std::vector<std::string> events;
+  bool enter_dict(const KeyPath& path, TensorDictImpl& dict) {
+    events.push_back("enter " + path.to_string());
+    if (path.to_string() == "'n'") {
+      dict.names = {"rows"};  // a change the caller sees through its handle
+    }
+    return true;
+  }
+  void leave_dict(const KeyPath& path, TensorDictImpl& /*dict*/) {
+    events.push_back("leave " + path.to_string());
+  }
+  void leaf(const KeyPath& path, Node& node) {
+    events.push_back("leaf " + path.to_string());
+    node.value = Value(-node.value.tensor());
+  }
+  void non_tensor(const KeyPath& path, Node& node) {
+    events.push_back("non_tensor " + path.to_string());
+    node.value = Value(tensordict::NonTensorData("seen", {2}));
+  }
+  bool enter_lazy_stack(const KeyPath& path, Node& /*node*/) {
+    events.push_back("lazy " + path.to_string());
+    return true;
+  }
+};
+
+TEST(WalkTest, WalkMutRewritesEntriesInPlaceInWalkOrder) {
+  TensorDict td = make_tree();
+  td.set(
+      "l",
+      tensordict::lazy_stack(
+          {TensorDict({{"e", torch::ones({1})}}, {}),
+           TensorDict({{"e", torch::ones({1})}}, {})},
+          0));
+  const TensorDict nested = td.get_tensordict("n");
+  Rewriter rewriter;
+  tensordict::detail::walk_mut(*td.unsafeGetImpl(), rewriter);
+  EXPECT_EQ(
+      rewriter.events,
+      (std::vector<std::string>{
+          "leaf 'a'",
+          "enter 'n'",
+          "leaf ('n', 'b')",
+          "non_tensor ('n', 's')",
+          "leave 'n'",
+          "non_tensor 'c'",
+          "lazy 'l'",
+          "enter ('l', '0')",
+          "leaf ('l', '0', 'e')",
+          "leave ('l', '0')",
+          "enter ('l', '1')",
+          "leaf ('l', '1', 'e')",
+          "leave ('l', '1')"}));
+  EXPECT_TRUE(torch::equal(td.get("a"), -torch::zeros({2})));
+  EXPECT_TRUE(torch::equal(nested.get("b"), -torch::ones({2})));
+  EXPECT_EQ(td.get_non_tensor("c"), "seen");
+  EXPECT_EQ(nested.get_non_tensor("s"), "seen");
+  EXPECT_EQ(nested.names(), (tensordict::DimNames{"rows"}));
+  EXPECT_TRUE(torch::equal(
+      td.get_lazy_stack("l").tensordicts()[1].get("e"), -torch::ones({1})));
+}
+
+TEST(WalkTest, AnyDictStopsAtTheFirstDictItAccepts) {
+  TensorDict td = make_tree();
+  td.set({"n", "m"}, TensorDict({{"d", torch::ones({2})}}, {2}));
+  td.set("z", TensorDict({}, {2}));
+  const TensorDictImpl* target = td.get_tensordict({"n", "m"}).unsafeGetImpl();
+  std::vector<size_t> seen;
+  EXPECT_TRUE(tensordict::detail::any_dict(
+      *td.unsafeGetImpl(), [&](const TensorDictImpl& dict) {
+        seen.push_back(dict.nodes().size());
+        return &dict == target;
+      }));
+  // The root, "n", then ("n", "m"): "z" is never reached.
+  EXPECT_EQ(seen, (std::vector<size_t>{4, 3, 1}));
+  seen.clear();
+  EXPECT_FALSE(tensordict::detail::any_dict(
+      *td.unsafeGetImpl(), [&](const TensorDictImpl& dict) {
+        seen.push_back(dict.nodes().size());
+        return false;
+      }));
+  EXPECT_EQ(seen, (std::vector<size_t>{4, 3, 1, 0}));
+}
+
+// Zips two dicts with kMatch; returns the answer and the keys `fn` saw.
+std::pair<bool, std::vector<std::string>> match_root(
+    const TensorDict& a, const TensorDict& b, const std::string& stop_at = "") {
+  const TensorDictImpl* dicts[] = {a.unsafeGetImpl(), b.unsafeGetImpl()};
+  std::vector<std::string> seen;
+  KeyPath path;
+  const bool answer = tensordict::detail::zip_level(
+      dicts,
+      path,
+      ZipOptions{"compare", ZipKeys::kMatch},
+      [&](const Node& node, auto /*values*/) {
+        seen.push_back(node.key);
+        return node.key != stop_at;
+      });
+  return {answer, seen};
+}
+
+TEST(WalkTest, ZipLevelMatchAnswersFalseInsteadOfThrowing) {
+  const TensorDict a({{"x", torch::zeros({2})}, {"y", torch::zeros({2})}}, {2});
+  const TensorDict b({{"y", torch::zeros({2})}, {"x", torch::zeros({2})}}, {2});
+  const TensorDict fewer({{"x", torch::zeros({2})}}, {2});
+  const TensorDict other_key(
+      {{"x", torch::zeros({2})}, {"w", torch::zeros({2})}}, {2});
+  TensorDict other_kind({{"x", torch::zeros({2})}}, {2});
+  other_kind.set("y", TensorDict({}, {2}));
+  using Seen = std::vector<std::string>;
+  EXPECT_EQ(match_root(a, b), std::make_pair(true, Seen{"x", "y"}));
+  EXPECT_EQ(match_root(a, fewer), std::make_pair(false, Seen{}));
+  EXPECT_EQ(match_root(a, other_key), std::make_pair(false, Seen{}));
+  // The kind mismatch at "y" stops the walk before `fn` sees it.
+  EXPECT_EQ(match_root(a, other_kind), std::make_pair(false, Seen{"x"}));
+  // `fn` answering false stops it too.
+  EXPECT_EQ(match_root(a, b, "x"), std::make_pair(false, Seen{"x"}));
+}
+
+TEST(WalkTest, ZipLevelTakesMissingDictsWithFirstOrNull) {
+  const TensorDict a({{"x", torch::zeros({2})}, {"y", torch::zeros({2})}}, {2});
+  const TensorDict c({{"y", torch::zeros({2})}}, {2});
+  const TensorDictImpl* dicts[] = {
+      a.unsafeGetImpl(), nullptr, c.unsafeGetImpl()};
+  std::vector<std::string> out;
+  KeyPath path;
+  EXPECT_TRUE(tensordict::detail::zip_level(
+      dicts,
+      path,
+      ZipOptions{"update", ZipKeys::kFirstOrNull},
+      [&](const Node& node, auto values) {
+        std::string entry = node.key + ":";
+        for (const Value* v : values) {
+          entry += v == nullptr ? "-" : "T";
+        }
+        out.push_back(entry);
+      }));
+  EXPECT_EQ(out, (std::vector<std::string>{"x:T--", "y:T-T"}));
 }
 
 }  // namespace walk_test

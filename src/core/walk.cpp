@@ -60,21 +60,39 @@ void check_same_stacking(
       b.stack_dim());
 }
 
+namespace {
+
+bool same_key_set(const TensorDictImpl& first, const TensorDictImpl& other) {
+  // Same size and every key of the first found: the same key set.
+  if (other.nodes().size() != first.nodes().size()) {
+    return false;
+  }
+  size_t pos = 0;
+  for (const auto& node : first.nodes()) {
+    if (find_matching(other, node->key, pos++) == nullptr) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool same_keys(c10::ArrayRef<const TensorDictImpl*> dicts) noexcept {
+  for (size_t i = 1; i < dicts.size(); ++i) {
+    if (!same_key_set(*dicts[0], *dicts[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
 void check_same_keys(
     c10::ArrayRef<const TensorDictImpl*> dicts, const KeyPath& path) {
   const TensorDictImpl& first = *dicts[0];
   for (size_t i = 1; i < dicts.size(); ++i) {
     const TensorDictImpl& other = *dicts[i];
-    // Same size and every key of the first found: the same key set.
-    bool same = other.nodes().size() == first.nodes().size();
-    size_t pos = 0;
-    for (const auto& node : first.nodes()) {
-      if (!same) {
-        break;
-      }
-      same = find_matching(other, node->key, pos++) != nullptr;
-    }
-    if (same) {
+    if (same_key_set(first, other)) {
       continue;
     }
     KeyPath at = path;

@@ -6,6 +6,7 @@
 #include <c10/util/ArrayRef.h>
 #include <c10/util/SmallVector.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,11 +24,15 @@ namespace detail {
 //  - `walk(td, visitor)`: a depth-first visit with `enter_dict`, `leaf`,
 //    `non_tensor` and `leave_dict` hooks (derive from `WalkVisitor` and
 //    override what you need);
-//  - `for_each_dict(impl, fn)`: every nested dict, the root first;
+//  - `walk_mut(impl, visitor)`: the same visit on mutable dicts and nodes,
+//    for rewrites in place (`MutWalkVisitor`);
+//  - `any_dict(impl, pred)` / `for_each_dict(impl, fn)`: every nested dict,
+//    the root first; `any_dict` stops at the first that `pred` accepts;
 //  - `for_each_tensor` / `all_tensors`: every tensor;
 //  - `zip_level(dicts, path, options, fn)`: several dicts matched by key at
 //    one level, with the one key-set check (`match_same_keys`) and the one
-//    kind check (`check_same_kind`); callers recurse from `fn`;
+//    kind check (`check_same_kind`), or, with `ZipKeys::kMatch`, an answer
+//    of false instead of either error; callers recurse from `fn`;
 //  - `rebuild` / `map_entries`: rebuild the structure leaf by leaf.
 // The batch-dim ops' rebuild (`transform*`: every entry through the same op
 // on its batch dims) is a client of it, in tensor_dict/batch_transform.h.
@@ -71,30 +76,38 @@ void walk(const TensorDictImpl& impl, Visitor& visitor, KeyPath& path) {
   for (const auto& node : impl.nodes()) {
     PathPart part(path, node->key);
     const Value& v = node->value;
-    if (v.is_tensor()) {
-      visitor.leaf(path, v.tensor());
-    } else if (v.is_tensordict()) {
-      const TensorDict& child = v.tensordict();
-      if (visitor.enter_dict(path, child)) {
-        walk(*child.unsafeGetImpl(), visitor, path);
-        visitor.leave_dict(path, child);
-      }
-    } else if (v.is_lazy_stack()) {
-      const LazyStackedTensorDict& stack = v.lazy_stack();
-      if (visitor.enter_lazy_stack(path, stack)) {
-        const std::vector<TensorDict>& elements = stack.tensordicts();
-        const std::vector<std::string> names = element_names(elements.size());
-        for (size_t i = 0; i < elements.size(); ++i) {
-          PathPart element(path, names[i]);
-          if (visitor.enter_dict(path, elements[i])) {
-            walk(*elements[i].unsafeGetImpl(), visitor, path);
-            visitor.leave_dict(path, elements[i]);
-          }
+    switch (v.kind()) {
+      case Value::Kind::kTensor:
+        visitor.leaf(path, v.tensor());
+        break;
+      case Value::Kind::kTensorDict: {
+        const TensorDict& child = v.tensordict();
+        if (visitor.enter_dict(path, child)) {
+          walk(*child.unsafeGetImpl(), visitor, path);
+          visitor.leave_dict(path, child);
         }
-        visitor.leave_lazy_stack(path, stack);
+        break;
       }
-    } else {
-      visitor.non_tensor(path, v);
+      case Value::Kind::kLazyStack: {
+        const LazyStackedTensorDict& stack = v.lazy_stack();
+        if (visitor.enter_lazy_stack(path, stack)) {
+          const std::vector<TensorDict>& elements = stack.tensordicts();
+          const std::vector<std::string> names = element_names(elements.size());
+          for (size_t i = 0; i < elements.size(); ++i) {
+            PathPart element(path, names[i]);
+            if (visitor.enter_dict(path, elements[i])) {
+              walk(*elements[i].unsafeGetImpl(), visitor, path);
+              visitor.leave_dict(path, elements[i]);
+            }
+          }
+          visitor.leave_lazy_stack(path, stack);
+        }
+        break;
+      }
+      case Value::Kind::kNonTensorData:
+      case Value::Kind::kNonTensorStack:
+        visitor.non_tensor(path, v);
+        break;
     }
   }
 }
@@ -106,20 +119,120 @@ void walk(const TensorDict& td, Visitor& visitor) {
   walk(*td.unsafeGetImpl(), visitor, path);
 }
 
+/// The hooks of `walk_mut`, all no-ops: like WalkVisitor's, on the dicts
+/// and entries themselves, for rewrites in place. A hook may replace its
+/// node's value with one of the same kind; the walk then goes on below the
+/// new value. `path` ends with the entry's own name.
+struct MutWalkVisitor {
+  /// Called on a nested dict before its entries; return false to skip them
+  /// (and `leave_dict`).
+  bool enter_dict(const KeyPath& /*path*/, TensorDictImpl& /*dict*/) {
+    return true;
+  }
+  /// Called on a nested dict after its entries.
+  void leave_dict(const KeyPath& /*path*/, TensorDictImpl& /*dict*/) {}
+  /// Called on the node of each tensor.
+  void leaf(const KeyPath& /*path*/, Node& /*node*/) {}
+  /// Called on the node of each NonTensorData or NonTensorStack.
+  void non_tensor(const KeyPath& /*path*/, Node& /*node*/) {}
+  /// Called on the node of a lazy stack before its elements, which are then
+  /// visited as nested dicts named "0", "1", ...; return false to skip them.
+  bool enter_lazy_stack(const KeyPath& /*path*/, Node& /*node*/) {
+    return true;
+  }
+};
+
+/// Like `walk`, with the dicts and entries open to change: see
+/// MutWalkVisitor. Entries must not be added or removed during the walk.
+template <typename Visitor>
+void walk_mut(TensorDictImpl& impl, Visitor& visitor, KeyPath& path) {
+  for (Node* node : impl.nodes()) {
+    PathPart part(path, node->key);
+    switch (node->value.kind()) {
+      case Value::Kind::kTensor:
+        visitor.leaf(path, *node);
+        break;
+      case Value::Kind::kTensorDict: {
+        TensorDictImpl& child = *node->value.tensordict().unsafeGetImpl();
+        if (visitor.enter_dict(path, child)) {
+          walk_mut(child, visitor, path);
+          visitor.leave_dict(path, child);
+        }
+        break;
+      }
+      case Value::Kind::kLazyStack: {
+        if (!visitor.enter_lazy_stack(path, *node)) {
+          break;
+        }
+        const std::vector<TensorDict>& elements =
+            node->value.lazy_stack().tensordicts();
+        const std::vector<std::string> names = element_names(elements.size());
+        for (size_t i = 0; i < elements.size(); ++i) {
+          PathPart element(path, names[i]);
+          TensorDictImpl& dict = *elements[i].unsafeGetImpl();
+          if (visitor.enter_dict(path, dict)) {
+            walk_mut(dict, visitor, path);
+            visitor.leave_dict(path, dict);
+          }
+        }
+        break;
+      }
+      case Value::Kind::kNonTensorData:
+      case Value::Kind::kNonTensorStack:
+        visitor.non_tensor(path, *node);
+        break;
+    }
+  }
+}
+
+/// Like `walk_mut(impl, visitor, path)`, from the root of `impl`.
+template <typename Visitor>
+void walk_mut(TensorDictImpl& impl, Visitor& visitor) {
+  KeyPath path;
+  walk_mut(impl, visitor, path);
+}
+
+/// Returns true as soon as `pred(dict)` holds for `impl` or a dict nested
+/// in it (the elements of lazy stacks included), parents first; false if
+/// it holds for none.
+template <typename Impl, typename Pred>
+bool any_dict(Impl& impl, Pred&& pred) {
+  static_assert(std::is_same_v<std::remove_const_t<Impl>, TensorDictImpl>);
+  if (pred(impl)) {
+    return true;
+  }
+  for (const auto& node : impl.nodes()) {
+    switch (node->value.kind()) {
+      case Value::Kind::kTensorDict:
+        if (any_dict<Impl>(*node->value.tensordict().unsafeGetImpl(), pred)) {
+          return true;
+        }
+        break;
+      case Value::Kind::kLazyStack:
+        for (const TensorDict& element :
+             node->value.lazy_stack().tensordicts()) {
+          if (any_dict<Impl>(*element.unsafeGetImpl(), pred)) {
+            return true;
+          }
+        }
+        break;
+      case Value::Kind::kTensor:
+      case Value::Kind::kNonTensorData:
+      case Value::Kind::kNonTensorStack:
+        break;
+    }
+  }
+  return false;
+}
+
 /// Calls `fn(dict)` on `impl` and every dict nested in it, the elements of
 /// lazy stacks included, parents before their children.
 template <typename Fn>
 void for_each_dict(TensorDictImpl& impl, Fn&& fn) {
-  fn(impl);
-  for (const auto& node : impl.nodes()) {
-    if (node->value.is_tensordict()) {
-      for_each_dict(*node->value.tensordict().unsafeGetImpl(), fn);
-    } else if (node->value.is_lazy_stack()) {
-      for (const TensorDict& element : node->value.lazy_stack().tensordicts()) {
-        for_each_dict(*element.unsafeGetImpl(), fn);
-      }
-    }
-  }
+  any_dict(impl, [&](TensorDictImpl& dict) {
+    fn(dict);
+    return false;
+  });
 }
 
 /// Calls `fn(tensor)` on every tensor, nested ones and those of lazy stack
@@ -198,6 +311,10 @@ enum class ZipKeys {
   kFirstOrNull,
   /// Only the keys every dict has, in the first dict's order.
   kCommon,
+  /// Every dict must have the same keys and the entries the same kinds, or
+  /// `zip_level` returns false (it throws nothing of its own); `fn` may
+  /// return false to stop the walk there too. For predicates: `equal`.
+  kMatch,
 };
 
 /// How `zip_level` matches entries.
@@ -266,17 +383,31 @@ inline const Node* find_matching(
   return other.find(key);
 }
 
+/// Returns true if `dicts` (none null) have the same key set.
+bool same_keys(c10::ArrayRef<const TensorDictImpl*> dicts) noexcept;
+
 /// Walks one level of `dicts` together, matching entries by key (see
 /// ZipKeys), and calls `fn(node, values)` per key with `path` extended by
 /// it: `node` is the first dict's entry, `values[i]` dict i's (null only
-/// with kFirstOrNull). Recurse from `fn` to go deeper.
+/// with kFirstOrNull). Recurse from `fn` to go deeper. With kFirstOrNull,
+/// `dicts[i]` (i > 0) may be null: a level below a dict that dict i lacks,
+/// whose values are then all null. Returns false only with kMatch, on a
+/// mismatch or when `fn` returned false; true otherwise.
 template <typename Fn>
-void zip_level(
+bool zip_level(
     c10::ArrayRef<const TensorDictImpl*> dicts,
     KeyPath& path,
     const ZipOptions& options,
     Fn&& fn) {
   const size_t n = dicts.size();
+  const bool match = options.keys == ZipKeys::kMatch;
+  TORCH_INTERNAL_ASSERT(
+      options.keys == ZipKeys::kFirstOrNull ||
+          std::find(dicts.begin(), dicts.end(), nullptr) == dicts.end(),
+      "zip_level: only kFirstOrNull takes missing dicts");
+  if (match && !same_keys(dicts)) {
+    return false;
+  }
   // kSame matches every key before `fn` sees one (a missing key throws
   // before any effect), and the walk reuses those matches.
   const bool same = options.keys == ZipKeys::kSame;
@@ -290,27 +421,44 @@ void zip_level(
     values[0] = &node->value;
     bool everywhere = true;
     for (size_t i = 1; i < n; ++i) {
-      const Node* match = same ? matches[pos * (n - 1) + i - 1]
-                               : find_matching(*dicts[i], node->key, pos);
-      if (match == nullptr) {
+      const Node* found = same ? matches[pos * (n - 1) + i - 1]
+                          : dicts[i] == nullptr
+                              ? nullptr
+                              : find_matching(*dicts[i], node->key, pos);
+      if (found == nullptr) {
         if (options.keys == ZipKeys::kFirst) {
           PathPart part(path, node->key);
           throw_missing_key(*dicts[i], node->key, path.key());
         }
         everywhere = false;
       }
-      values[i] = match != nullptr ? &match->value : nullptr;
+      values[i] = found != nullptr ? &found->value : nullptr;
     }
     ++pos;
     if (!everywhere && options.keys == ZipKeys::kCommon) {
       continue;
     }
     PathPart part(path, node->key);
-    if (options.check_kinds) {
+    if (match) {
+      for (size_t i = 1; i < n; ++i) {
+        if (!same_kind(*values[0], *values[i])) {
+          return false;
+        }
+      }
+    } else if (options.check_kinds) {
       check_same_kind(values, path, options.verb);
     }
-    fn(*node, c10::ArrayRef<const Value*>(values));
+    if constexpr (std::is_same_v<
+                      decltype(fn(*node, c10::ArrayRef<const Value*>(values))),
+                      bool>) {
+      if (!fn(*node, c10::ArrayRef<const Value*>(values))) {
+        return false;
+      }
+    } else {
+      fn(*node, c10::ArrayRef<const Value*>(values));
+    }
   }
+  return true;
 }
 
 /// Returns a copy of the non-tensor value `v` on `device`, or unchanged

@@ -133,34 +133,52 @@ void register_level(
     torch::nn::Module& module,
     KeyPath& path,
     const RoleOf& role_of) {
-  for (Node* node : td.unsafeGetImpl()->nodes()) {
-    PathPart part(path, node->key);
-    if (node->value.is_tensor()) {
-      check_name(node->key, path);
-      auto [tensor, role] = role_of(node->value.tensor(), path);
-      node->value = Value(register_leaf(module, node->key, tensor, role, path));
-    } else if (node->value.is_tensordict()) {
-      check_name(node->key, path);
-      register_level(
-          node->value.tensordict(),
-          child_module(module, node->key),
-          path,
-          role_of);
+  struct Register : MutWalkVisitor {
+    const RoleOf& role_of;
+    // The module of the dict being walked, and those of its parents.
+    std::vector<torch::nn::Module*> modules;
+    void leaf(const KeyPath& path, Node& node) {
+      check_name(node.key, path);
+      auto [tensor, role] = role_of(node.value.tensor(), path);
+      node.value =
+          Value(register_leaf(*modules.back(), node.key, tensor, role, path));
     }
-  }
+    bool enter_dict(const KeyPath& path, TensorDictImpl&) {
+      const std::string name(path.back());
+      check_name(name, path);
+      modules.push_back(&child_module(*modules.back(), name));
+      return true;
+    }
+    void leave_dict(const KeyPath&, TensorDictImpl&) {
+      modules.pop_back();
+    }
+    // Lazy stacks and non-tensor values hold no parameters.
+    bool enter_lazy_stack(const KeyPath&, Node&) {
+      return false;
+    }
+  } visitor{{}, role_of, {&module}};
+  walk_mut(*td.unsafeGetImpl(), visitor, path);
 }
 
 // Sets the device of `td` and its nested dicts, when they have one.
 void set_device(const TensorDict& td, c10::Device device) {
-  TensorDictImpl& impl = *td.unsafeGetImpl();
-  if (impl.device) {
-    impl.device = device;
-  }
-  for (const Node* node : impl.nodes()) {
-    if (node->value.is_tensordict()) {
-      set_device(node->value.tensordict(), device);
+  struct SetDevice : MutWalkVisitor {
+    c10::Device device;
+    void set(TensorDictImpl& dict) const {
+      if (dict.device) {
+        dict.device = device;
+      }
     }
-  }
+    bool enter_dict(const KeyPath&, TensorDictImpl& dict) const {
+      set(dict);
+      return true;
+    }
+    bool enter_lazy_stack(const KeyPath&, Node&) const {
+      return false;
+    }
+  } visitor{{}, device};
+  visitor.set(*td.unsafeGetImpl());
+  walk_mut(*td.unsafeGetImpl(), visitor);
 }
 
 }  // namespace params_registration

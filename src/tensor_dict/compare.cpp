@@ -91,61 +91,70 @@ bool TensorDict::any() const {
       *this, [](const at::Tensor& t) { return !t.any().item<bool>(); });
 }
 
-bool equal(const TensorDict& a, const TensorDict& b) {
-  if (a.is_same(b)) {
+namespace {
+
+// One level of `equal`: the same batch size, keys, kinds and values.
+bool equal_level(
+    const detail::TensorDictImpl& a,
+    const detail::TensorDictImpl& b,
+    detail::KeyPath& path) {
+  if (&a == &b) {
     return true;
   }
-  const auto& ia = *a.unsafeGetImpl();
-  const auto& ib = *b.unsafeGetImpl();
-  if (ia.batch_size != ib.batch_size ||
-      ia.nodes().size() != ib.nodes().size()) {
+  if (a.batch_size != b.batch_size) {
     return false;
   }
-  for (const auto& node : ia.nodes()) {
-    const detail::Node* other = ib.find(node->key);
-    if (other == nullptr || other->value.kind() != node->value.kind()) {
-      return false;
-    }
-    const Value& va = node->value;
-    const Value& vb = other->value;
-    switch (va.kind()) {
-      case Value::Kind::kTensor: {
-        const at::Tensor& ta = va.tensor();
-        const at::Tensor& tb = vb.tensor();
-        if (ta.scalar_type() != tb.scalar_type() || ta.sizes() != tb.sizes() ||
-            ta.device() != tb.device() || !at::equal(ta, tb)) {
-          return false;
+  const detail::TensorDictImpl* dicts[] = {&a, &b};
+  const detail::ZipOptions options{"compare", detail::ZipKeys::kMatch};
+  return detail::zip_level(
+      dicts, path, options, [&](const detail::Node&, auto values) {
+        const Value& va = *values[0];
+        const Value& vb = *values[1];
+        if (va.kind() != vb.kind()) {
+          return false;  // NonTensorData and NonTensorStack never equal
         }
-        break;
-      }
-      case Value::Kind::kTensorDict:
-        if (!equal(va.tensordict(), vb.tensordict())) {
-          return false;
-        }
-        break;
-      case Value::Kind::kLazyStack: {
-        const LazyStackedTensorDict& sa = va.lazy_stack();
-        const LazyStackedTensorDict& sb = vb.lazy_stack();
-        if (sa.stack_dim() != sb.stack_dim() ||
-            sa.tensordicts().size() != sb.tensordicts().size()) {
-          return false;
-        }
-        for (size_t i = 0; i < sa.tensordicts().size(); ++i) {
-          if (!equal(sa.tensordicts()[i], sb.tensordicts()[i])) {
-            return false;
+        switch (va.kind()) {
+          case Value::Kind::kTensor: {
+            const at::Tensor& ta = va.tensor();
+            const at::Tensor& tb = vb.tensor();
+            return ta.scalar_type() == tb.scalar_type() &&
+                   ta.sizes() == tb.sizes() && ta.device() == tb.device() &&
+                   at::equal(ta, tb);
           }
+          case Value::Kind::kTensorDict:
+            return equal_level(
+                *va.tensordict().unsafeGetImpl(),
+                *vb.tensordict().unsafeGetImpl(),
+                path);
+          case Value::Kind::kLazyStack: {
+            const auto& ea = va.lazy_stack().tensordicts();
+            const auto& eb = vb.lazy_stack().tensordicts();
+            if (va.lazy_stack().stack_dim() != vb.lazy_stack().stack_dim() ||
+                ea.size() != eb.size()) {
+              return false;
+            }
+            for (size_t i = 0; i < ea.size(); ++i) {
+              if (!equal_level(
+                      *ea[i].unsafeGetImpl(), *eb[i].unsafeGetImpl(), path)) {
+                return false;
+              }
+            }
+            return true;
+          }
+          case Value::Kind::kNonTensorData:
+          case Value::Kind::kNonTensorStack:
+            return va.non_tensor() == vb.non_tensor() &&
+                   va.shape() == vb.shape();
         }
-        break;
-      }
-      case Value::Kind::kNonTensorData:
-      case Value::Kind::kNonTensorStack:
-        if (va.non_tensor() != vb.non_tensor() || va.shape() != vb.shape()) {
-          return false;
-        }
-        break;
-    }
-  }
-  return true;
+        return false;
+      });
+}
+
+}  // namespace
+
+bool equal(const TensorDict& a, const TensorDict& b) {
+  detail::KeyPath path;
+  return equal_level(*a.unsafeGetImpl(), *b.unsafeGetImpl(), path);
 }
 
 TENSORDICT_END_NAMESPACE

@@ -43,66 +43,104 @@ void check_batch_size_values(c10::IntArrayRef batch_size) {
 // dicts and non-tensors with shorter batch sizes grow along (so their
 // entries are checked too); longer ones must agree on the common dims.
 void check_entries_fit(const TensorDictImpl& impl, c10::IntArrayRef size) {
-  for (const Node* node : impl.nodes()) {
-    const Value& v = node->value;
-    const std::vector<int64_t> shape = v.shape();
-    bool fits = false;
-    if (v.is_tensor()) {
-      fits = shape_starts_with(shape, size);
-    } else {
-      const size_t common = std::min(shape.size(), size.size());
-      fits = std::equal(shape.begin(), shape.begin() + common, size.begin());
-      if (fits && v.is_tensordict() && shape.size() < size.size()) {
-        check_entries_fit(*v.tensordict().unsafeGetImpl(), size);
-      }
-      // A lazy stack's batch size is its elements': it cannot grow here.
-      fits = fits && !(v.is_lazy_stack() && shape.size() < size.size());
+  struct Check : WalkVisitor {
+    c10::IntArrayRef size;
+    void check(
+        const KeyPath& path,
+        const char* type_name,
+        c10::IntArrayRef shape,
+        bool fits) const {
+      TORCH_CHECK(
+          fits,
+          "the ",
+          type_name,
+          " ",
+          path.back(),
+          " has shape ",
+          size_repr(shape),
+          " which is incompatible with the batch-size ",
+          size_repr(size),
+          ".");
     }
-    TORCH_CHECK(
-        fits,
-        "the ",
-        v.type_name(),
-        " ",
-        node->key,
-        " has shape ",
-        size_repr(shape),
-        " which is incompatible with the batch-size ",
-        size_repr(size),
-        ".");
-  }
+    // A nested dict, lazy stack or non-tensor fits when its batch dims and
+    // the new ones agree as far as both go.
+    bool agrees(c10::IntArrayRef shape) const {
+      const size_t common = std::min(shape.size(), size.size());
+      return std::equal(shape.begin(), shape.begin() + common, size.begin());
+    }
+    void leaf(const KeyPath& path, const at::Tensor& t) const {
+      check(path, "Tensor", t.sizes(), shape_starts_with(t.sizes(), size));
+    }
+    bool enter_dict(const KeyPath& path, const TensorDict& dict) const {
+      check(path, "TensorDict", dict.batch_size(), agrees(dict.batch_size()));
+      // Its entries move only when it gains dims.
+      return static_cast<size_t>(dict.batch_dims()) < size.size();
+    }
+    void non_tensor(const KeyPath& path, const Value& v) const {
+      const std::vector<int64_t> shape = v.shape();
+      check(path, v.type_name(), shape, agrees(shape));
+    }
+    bool enter_lazy_stack(
+        const KeyPath& path, const LazyStackedTensorDict& stack) const {
+      // A lazy stack's batch size is its elements': it cannot grow here.
+      const c10::IntArrayRef shape = stack.batch_size();
+      check(
+          path,
+          "LazyStackedTensorDict",
+          shape,
+          agrees(shape) && shape.size() >= size.size());
+      return false;
+    }
+  } visitor;
+  visitor.size = size;
+  KeyPath path;
+  walk(impl, visitor, path);
 }
 
 // Sets the batch size of `impl` to `size` (already checked), and of the
 // nested dicts and non-tensors that have fewer dims.
 void assign_batch_size(TensorDictImpl& impl, c10::IntArrayRef size) {
-  impl.batch_size = size.vec();
-  if (!impl.names.empty()) {
-    impl.names.resize(size.size());
-    if (all_unnamed(impl.names)) {
-      impl.names.clear();
-    }
-  }
-  for (Node* node : impl.nodes()) {
-    Value& v = node->value;
-    if (v.is_tensordict()) {
-      TensorDictImpl& child = *v.tensordict().unsafeGetImpl();
-      if (child.batch_size.size() < size.size()) {
-        assign_batch_size(child, size);
+  struct Assign : MutWalkVisitor {
+    c10::IntArrayRef size;
+    void assign(TensorDictImpl& dict) const {
+      dict.batch_size = size.vec();
+      if (!dict.names.empty()) {
+        dict.names.resize(size.size());
+        if (all_unnamed(dict.names)) {
+          dict.names.clear();
+        }
       }
-    } else if (v.is_non_tensor_data()) {
-      if (v.non_tensor_data().batch_size().size() < size.size()) {
+    }
+    bool enter_dict(const KeyPath&, TensorDictImpl& dict) const {
+      if (dict.batch_size.size() >= size.size()) {
+        return false;
+      }
+      assign(dict);
+      return true;
+    }
+    void non_tensor(const KeyPath&, Node& node) const {
+      Value& v = node.value;
+      if (v.shape().size() >= size.size()) {
+        return;
+      }
+      if (v.is_non_tensor_data()) {
         NonTensorData data = v.non_tensor_data();
         data.set_batch_size(size);
         v = Value(std::move(data));
-      }
-    } else if (v.is_non_tensor_stack()) {
-      if (v.non_tensor_stack().batch_size().size() < size.size()) {
+      } else {
         NonTensorStack stack = v.non_tensor_stack();
         stack.set_batch_size(size);
         v = Value(std::move(stack));
       }
     }
-  }
+    // A lazy stack's batch size is its elements' (check_entries_fit).
+    bool enter_lazy_stack(const KeyPath&, Node&) const {
+      return false;
+    }
+  } visitor;
+  visitor.size = size;
+  visitor.assign(impl);
+  walk_mut(impl, visitor);
 }
 
 }  // namespace

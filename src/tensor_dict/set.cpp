@@ -23,23 +23,8 @@ namespace {
 
 // A dict may not hold itself, directly or through its nested dicts.
 bool holds_dict(const TensorDictImpl& haystack, const TensorDictImpl* needle) {
-  if (&haystack == needle) {
-    return true;
-  }
-  for (const auto& node : haystack.nodes()) {
-    if (node->value.is_tensordict() &&
-        holds_dict(*node->value.tensordict().unsafeGetImpl(), needle)) {
-      return true;
-    }
-    if (node->value.is_lazy_stack()) {
-      for (const TensorDict& element : node->value.lazy_stack().tensordicts()) {
-        if (holds_dict(*element.unsafeGetImpl(), needle)) {
-          return true;
-        }
-      }
-    }
-  }
-  return false;
+  return detail::any_dict(
+      haystack, [&](const TensorDictImpl& dict) { return &dict == needle; });
 }
 
 [[noreturn]] void throw_batch_mismatch(
