@@ -25,17 +25,28 @@ namespace {
 // within it (to read the value only when it is wanted).
 template <typename OnEntry>
 void list_nested(
-    const detail::TensorDictImpl& impl,
-    detail::KeyPath& path,
-    bool leaves_only,
-    OnEntry& on_entry) {
-  for (const auto& node : impl.nodes()) {
-    detail::PathPart part(path, node->key);
-    const Value& v = node->value;
-    if (v.is_tensordict()) {
-      list_nested(*v.tensordict().unsafeGetImpl(), path, leaves_only, on_entry);
-    } else if (v.is_lazy_stack()) {
-      const LazyStackedTensorDict& stack = v.lazy_stack();
+    const detail::TensorDictImpl& impl, bool leaves_only, OnEntry& on_entry) {
+  struct Lister : detail::WalkVisitor {
+    bool leaves_only;
+    OnEntry& on_entry;
+    void emit(const detail::KeyPath& path, const Value& value) {
+      on_entry(path.key(), &value, nullptr, nullptr);
+    }
+    void leaf(const detail::KeyPath& path, const at::Tensor& tensor) {
+      emit(path, Value(tensor));
+    }
+    void leave_dict(const detail::KeyPath& path, const TensorDict& dict) {
+      if (!leaves_only) {
+        emit(path, Value(dict));
+      }
+    }
+    void non_tensor(const detail::KeyPath& path, const Value& value) {
+      if (!leaves_only) {
+        emit(path, value);
+      }
+    }
+    bool enter_lazy_stack(
+        const detail::KeyPath& path, const LazyStackedTensorDict& stack) {
       for (const NestedKey& inner :
            stack.keys(/*include_nested=*/true, leaves_only)) {
         std::vector<std::string_view> parts(
@@ -43,11 +54,14 @@ void list_nested(
         parts.insert(parts.end(), inner.begin(), inner.end());
         on_entry(NestedKey::from_parts(parts), nullptr, &stack, &inner);
       }
+      if (!leaves_only) {
+        emit(path, Value(stack));
+      }
+      return false;
     }
-    if (!leaves_only || v.is_tensor()) {
-      on_entry(path.key(), &v, nullptr, nullptr);
-    }
-  }
+  } lister{{}, leaves_only, on_entry};
+  detail::KeyPath path;
+  detail::walk(impl, lister, path);
 }
 
 template <typename T>
@@ -69,7 +83,6 @@ std::vector<std::pair<NestedKey, Value>> TensorDict::items(
     bool include_nested, bool leaves_only, bool sort) const {
   std::vector<std::pair<NestedKey, Value>> out;
   if (include_nested) {
-    detail::KeyPath path;
     auto on_entry = [&](NestedKey key,
                         const Value* value,
                         const LazyStackedTensorDict* stack,
@@ -86,7 +99,7 @@ std::vector<std::pair<NestedKey, Value>> TensorDict::items(
                         : Value(stack->get(*inner));
       out.emplace_back(std::move(key), std::move(entry));
     };
-    list_nested(*impl_, path, leaves_only, on_entry);
+    list_nested(*impl_, leaves_only, on_entry);
   } else {
     for (const auto& node : impl_->nodes()) {
       if (!leaves_only || node->value.is_tensor()) {
@@ -102,14 +115,13 @@ std::vector<NestedKey> TensorDict::keys(
     bool include_nested, bool leaves_only, bool sort) const {
   std::vector<NestedKey> out;
   if (include_nested) {
-    detail::KeyPath path;
     auto on_entry = [&](NestedKey key,
                         const Value* /*value*/,
                         const LazyStackedTensorDict* /*stack*/,
                         const NestedKey* /*inner*/) {
       out.push_back(std::move(key));
     };
-    list_nested(*impl_, path, leaves_only, on_entry);
+    list_nested(*impl_, leaves_only, on_entry);
   } else {
     for (const auto& node : impl_->nodes()) {
       if (!leaves_only || node->value.is_tensor()) {
@@ -199,27 +211,36 @@ TensorDict TensorDict::exclude(const std::vector<NestedKey>& keys) const {
 
 namespace {
 
+// Appends every entry below `src` that is not a nested dict to `dst`, named
+// by its key path joined by `separator`.
 void flatten_into(
-    TensorDictImpl& dst,
-    const TensorDict& src,
-    const std::string& prefix,
-    std::string_view separator,
-    detail::KeyPath& path) {
-  for (const auto& node : src.unsafeGetImpl()->nodes()) {
-    std::string name =
-        path.empty() ? node->key : prefix + std::string(separator) + node->key;
-    detail::PathPart part(path, node->key);
-    if (node->value.is_tensordict()) {
-      flatten_into(dst, node->value.tensordict(), name, separator, path);
-      continue;
+    TensorDictImpl& dst, const TensorDict& src, std::string_view separator) {
+  struct Flatten : detail::WalkVisitor {
+    TensorDictImpl& dst;
+    std::string_view separator;
+    void add(const detail::KeyPath& path, Value value) {
+      std::string name = path.joined(separator);
+      TENSORDICT_CHECK_KEY(
+          dst.find(name) == nullptr,
+          "Flattening keys in tensordict causes keys [",
+          path.to_string(),
+          "] to collide.");
+      dst.append(std::move(name), std::move(value));
     }
-    TENSORDICT_CHECK_KEY(
-        dst.find(name) == nullptr,
-        "Flattening keys in tensordict causes keys [",
-        path.to_string(),
-        "] to collide.");
-    dst.append(std::move(name), node->value);
-  }
+    void leaf(const detail::KeyPath& path, const at::Tensor& tensor) {
+      add(path, Value(tensor));
+    }
+    void non_tensor(const detail::KeyPath& path, const Value& value) {
+      add(path, value);
+    }
+    // A lazy stack stays one entry, as in Python.
+    bool enter_lazy_stack(
+        const detail::KeyPath& path, const LazyStackedTensorDict& stack) {
+      add(path, Value(stack));
+      return false;
+    }
+  } flatten{{}, dst, separator};
+  detail::walk(src, flatten);
 }
 
 std::vector<std::string> split_key(
@@ -245,8 +266,7 @@ std::vector<std::string> split_key(
 
 TensorDict TensorDict::flatten_keys(std::string_view separator) const {
   TensorDict result = detail::empty_like(*this);
-  detail::KeyPath path;
-  flatten_into(*result.unsafeGetImpl(), *this, "", separator, path);
+  flatten_into(*result.unsafeGetImpl(), *this, separator);
   return result;
 }
 
