@@ -3,7 +3,6 @@
 #include <ATen/ops/scalar_tensor.h>
 #include <c10/core/DefaultDtype.h>
 
-#include "repr/value_repr.h"
 #include "tensordict/json.h"
 #include "util/python_spelling.h"
 #include "util/shared_memory.h"
@@ -82,29 +81,6 @@ const char* Value::type_name() const noexcept {
 }
 
 namespace detail {
-
-std::string value_repr(const Value& value) {
-  return value_repr(value, get_printoptions());
-}
-
-std::string value_repr(const Value& value, const PrintOptions& options) {
-  switch (value.kind()) {
-    case Value::Kind::kTensor: {
-      const at::Tensor& t = value.tensor();
-      return tensor_repr(
-          t.sizes(), t.device(), t.scalar_type(), tensor_is_shared(t));
-    }
-    case Value::Kind::kTensorDict:
-      return detailed_repr(value.tensordict(), options);
-    case Value::Kind::kNonTensorData:
-      return value.non_tensor_data().repr();
-    case Value::Kind::kNonTensorStack:
-      return value.non_tensor_stack().repr();
-    case Value::Kind::kLazyStack:
-      return value.lazy_stack().repr_detailed();
-  }
-  TORCH_INTERNAL_ASSERT(false, "unknown entry kind");
-}
 
 at::Tensor number_to_tensor(double value) {
   return at::scalar_tensor(

@@ -1,8 +1,8 @@
 #pragma once
 
 // The repr of one entry, shared by the reprs of TensorDict,
-// LazyStackedTensorDict and TensorClass. It lives in the core (value.cpp),
-// not in util/python_spelling, which knows torch types only.
+// LazyStackedTensorDict and TensorClass: one switch over the entry kinds
+// (repr/value_repr.cpp).
 
 #include <string>
 
