@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "tensordict/detail/ops.h"
 #include "tensordict/fwd.h"
 #include "tensordict/nested_key.h"
 #include "tensordict/non_tensor.h"
@@ -701,74 +702,19 @@ class TENSORDICT_API TensorDict {
   // - a c10::Scalar: combined with every leaf, with torch's type promotion.
   // In-place forms cannot grow the batch size and write leaf by leaf: a
   // dtype error on one leaf (`int += 0.5`) leaves the earlier leaves written.
-
-  /// Returns `this + alpha * other`, leaf by leaf.
-  [[nodiscard]] TensorDict add(
-      const TensorDict& other, const c10::Scalar& alpha = 1) const;
-  /// Returns `leaf + alpha * other` for every leaf.
-  [[nodiscard]] TensorDict add(
-      const at::Tensor& other, const c10::Scalar& alpha = 1) const;
-  /// Returns `leaf + alpha * other` for every leaf.
-  [[nodiscard]] TensorDict add(
-      const c10::Scalar& other, const c10::Scalar& alpha = 1) const;
-  /// Returns `this - alpha * other`, leaf by leaf.
-  [[nodiscard]] TensorDict sub(
-      const TensorDict& other, const c10::Scalar& alpha = 1) const;
-  /// Returns `leaf - alpha * other` for every leaf.
-  [[nodiscard]] TensorDict sub(
-      const at::Tensor& other, const c10::Scalar& alpha = 1) const;
-  /// Returns `leaf - alpha * other` for every leaf.
-  [[nodiscard]] TensorDict sub(
-      const c10::Scalar& other, const c10::Scalar& alpha = 1) const;
-  /// Returns the leafwise product.
-  [[nodiscard]] TensorDict mul(const TensorDict& other) const;
-  /// Returns `leaf * other` for every leaf.
-  [[nodiscard]] TensorDict mul(const at::Tensor& other) const;
-  /// Returns `leaf * other` for every leaf.
-  [[nodiscard]] TensorDict mul(const c10::Scalar& other) const;
-  /// Returns the leafwise true division (integer leaves give floats).
-  [[nodiscard]] TensorDict div(const TensorDict& other) const;
-  /// Returns `leaf / other` for every leaf (true division).
-  [[nodiscard]] TensorDict div(const at::Tensor& other) const;
-  /// Returns `leaf / other` for every leaf (true division).
-  [[nodiscard]] TensorDict div(const c10::Scalar& other) const;
-  /// Returns the leafwise power `this ** other`.
-  [[nodiscard]] TensorDict pow(const TensorDict& other) const;
-  /// Returns `leaf ** other` for every leaf.
-  [[nodiscard]] TensorDict pow(const at::Tensor& other) const;
-  /// Returns `leaf ** other` for every leaf.
-  [[nodiscard]] TensorDict pow(const c10::Scalar& other) const;
-
-  /// Adds `alpha * other` into every leaf; returns `*this`.
-  TensorDict& add_(const TensorDict& other, const c10::Scalar& alpha = 1);
-  /// Adds `alpha * other` into every leaf; returns `*this`.
-  TensorDict& add_(const at::Tensor& other, const c10::Scalar& alpha = 1);
-  /// Adds `alpha * other` into every leaf; returns `*this`.
-  TensorDict& add_(const c10::Scalar& other, const c10::Scalar& alpha = 1);
-  /// Subtracts `alpha * other` from every leaf; returns `*this`.
-  TensorDict& sub_(const TensorDict& other, const c10::Scalar& alpha = 1);
-  /// Subtracts `alpha * other` from every leaf; returns `*this`.
-  TensorDict& sub_(const at::Tensor& other, const c10::Scalar& alpha = 1);
-  /// Subtracts `alpha * other` from every leaf; returns `*this`.
-  TensorDict& sub_(const c10::Scalar& other, const c10::Scalar& alpha = 1);
-  /// Multiplies every leaf by `other` in place; returns `*this`.
-  TensorDict& mul_(const TensorDict& other);
-  /// Multiplies every leaf by `other` in place; returns `*this`.
-  TensorDict& mul_(const at::Tensor& other);
-  /// Multiplies every leaf by `other` in place; returns `*this`.
-  TensorDict& mul_(const c10::Scalar& other);
-  /// Divides every leaf by `other` in place (floating leaves only).
-  TensorDict& div_(const TensorDict& other);
-  /// Divides every leaf by `other` in place (floating leaves only).
-  TensorDict& div_(const at::Tensor& other);
-  /// Divides every leaf by `other` in place (floating leaves only).
-  TensorDict& div_(const c10::Scalar& other);
-  /// Raises every leaf to the power `other` in place.
-  TensorDict& pow_(const TensorDict& other);
-  /// Raises every leaf to the power `other` in place.
-  TensorDict& pow_(const at::Tensor& other);
-  /// Raises every leaf to the power `other` in place.
-  TensorDict& pow_(const c10::Scalar& other);
+  // The ops, one entry each in TENSORDICT_DICT_MATH_OPS
+  // (tensordict/detail/ops.h):
+  // - `add`/`sub` (with `alpha`), `mul`, `div` (true division: integer
+  //   leaves give floats, and `div_` takes floating leaves only), `pow`;
+  // - the comparisons `lt`, `le`, `gt`, `ge` (a TensorDict or a scalar) and
+  //   `logical_and`/`logical_or` (bool leaves);
+  // - the unary ops `abs`, `neg`, `exp`, `expm1`, `log`, `log1p`, `sqrt`,
+  //   `reciprocal`, `sigmoid`, `tanh`, `sin`, `cos`, `sign`, `floor`,
+  //   `ceil`, `round` (halves to even), `trunc`: each returns a new dict of
+  //   `torch.<op>(leaf)`, and its `_` form applies the op to every leaf in
+  //   place (a floating op on an integer leaf throws there, as in torch);
+  // - `clamp_min`/`clamp_max` with one bound.
+  TENSORDICT_DICT_MATH_OPS(TENSORDICT_DETAIL_DICT_DECLARE)
 
   /// Same as `add_(other)`.
   TensorDict& operator+=(const TensorDict& other);
@@ -795,78 +741,6 @@ class TENSORDICT_API TensorDict {
   /// Same as `div_(other)`.
   TensorDict& operator/=(const c10::Scalar& other);
 
-  // Unary ops: each returns a new dict of `torch.<op>(leaf)`, and its `_`
-  // form applies the op to every leaf in place and returns `*this` (a
-  // floating op on an integer leaf throws there, as in torch).
-
-  /// Returns `abs` of every leaf.
-  [[nodiscard]] TensorDict abs() const;
-  /// Returns `neg` of every leaf.
-  [[nodiscard]] TensorDict neg() const;
-  /// Returns `exp` of every leaf.
-  [[nodiscard]] TensorDict exp() const;
-  /// Returns `expm1` of every leaf.
-  [[nodiscard]] TensorDict expm1() const;
-  /// Returns `log` of every leaf.
-  [[nodiscard]] TensorDict log() const;
-  /// Returns `log1p` of every leaf.
-  [[nodiscard]] TensorDict log1p() const;
-  /// Returns `sqrt` of every leaf.
-  [[nodiscard]] TensorDict sqrt() const;
-  /// Returns `reciprocal` of every leaf.
-  [[nodiscard]] TensorDict reciprocal() const;
-  /// Returns `sigmoid` of every leaf.
-  [[nodiscard]] TensorDict sigmoid() const;
-  /// Returns `tanh` of every leaf.
-  [[nodiscard]] TensorDict tanh() const;
-  /// Returns `sin` of every leaf.
-  [[nodiscard]] TensorDict sin() const;
-  /// Returns `cos` of every leaf.
-  [[nodiscard]] TensorDict cos() const;
-  /// Returns `sign` of every leaf.
-  [[nodiscard]] TensorDict sign() const;
-  /// Returns `floor` of every leaf.
-  [[nodiscard]] TensorDict floor() const;
-  /// Returns `ceil` of every leaf.
-  [[nodiscard]] TensorDict ceil() const;
-  /// Returns `round` of every leaf (halves to even).
-  [[nodiscard]] TensorDict round() const;
-  /// Returns `trunc` of every leaf.
-  [[nodiscard]] TensorDict trunc() const;
-  /// Applies `abs` to every leaf in place.
-  TensorDict& abs_();
-  /// Applies `neg` to every leaf in place.
-  TensorDict& neg_();
-  /// Applies `exp` to every leaf in place.
-  TensorDict& exp_();
-  /// Applies `expm1` to every leaf in place.
-  TensorDict& expm1_();
-  /// Applies `log` to every leaf in place.
-  TensorDict& log_();
-  /// Applies `log1p` to every leaf in place.
-  TensorDict& log1p_();
-  /// Applies `sqrt` to every leaf in place.
-  TensorDict& sqrt_();
-  /// Applies `reciprocal` to every leaf in place.
-  TensorDict& reciprocal_();
-  /// Applies `sigmoid` to every leaf in place.
-  TensorDict& sigmoid_();
-  /// Applies `tanh` to every leaf in place.
-  TensorDict& tanh_();
-  /// Applies `sin` to every leaf in place.
-  TensorDict& sin_();
-  /// Applies `cos` to every leaf in place.
-  TensorDict& cos_();
-  /// Applies `sign` to every leaf in place.
-  TensorDict& sign_();
-  /// Applies `floor` to every leaf in place.
-  TensorDict& floor_();
-  /// Applies `ceil` to every leaf in place.
-  TensorDict& ceil_();
-  /// Applies `round` to every leaf in place.
-  TensorDict& round_();
-  /// Applies `trunc` to every leaf in place.
-  TensorDict& trunc_();
   /// Same as `neg()`.
   [[nodiscard]] TensorDict operator-() const;
 
@@ -875,39 +749,15 @@ class TENSORDICT_API TensorDict {
   [[nodiscard]] TensorDict clamp(
       const std::optional<c10::Scalar>& min,
       const std::optional<c10::Scalar>& max = std::nullopt) const;
-  /// Returns every leaf clamped from below: `max(leaf, min)`.
-  [[nodiscard]] TensorDict clamp_min(const c10::Scalar& min) const;
-  /// Returns every leaf clamped from above: `min(leaf, max)`.
-  [[nodiscard]] TensorDict clamp_max(const c10::Scalar& max) const;
   /// Clamps every leaf to [min, max] in place; throws like `clamp`.
   TensorDict& clamp_(
       const std::optional<c10::Scalar>& min,
       const std::optional<c10::Scalar>& max = std::nullopt);
-  /// Clamps every leaf from below in place.
-  TensorDict& clamp_min_(const c10::Scalar& min);
-  /// Clamps every leaf from above in place.
-  TensorDict& clamp_max_(const c10::Scalar& max);
 
   // Ordering comparisons give dicts of bool leaves (non-tensor entries are
   // kept, as in Python). `lt`/`le`/`gt`/`ge` are torch's names: Python's
   // TensorDict only has the operators.
 
-  /// Returns `this < other` leaf by leaf.
-  [[nodiscard]] TensorDict lt(const TensorDict& other) const;
-  /// Returns `leaf < other` for every leaf.
-  [[nodiscard]] TensorDict lt(const c10::Scalar& other) const;
-  /// Returns `this <= other` leaf by leaf.
-  [[nodiscard]] TensorDict le(const TensorDict& other) const;
-  /// Returns `leaf <= other` for every leaf.
-  [[nodiscard]] TensorDict le(const c10::Scalar& other) const;
-  /// Returns `this > other` leaf by leaf.
-  [[nodiscard]] TensorDict gt(const TensorDict& other) const;
-  /// Returns `leaf > other` for every leaf.
-  [[nodiscard]] TensorDict gt(const c10::Scalar& other) const;
-  /// Returns `this >= other` leaf by leaf.
-  [[nodiscard]] TensorDict ge(const TensorDict& other) const;
-  /// Returns `leaf >= other` for every leaf.
-  [[nodiscard]] TensorDict ge(const c10::Scalar& other) const;
   /// Same as `lt(other)`.
   [[nodiscard]] TensorDict operator<(const TensorDict& other) const;
   /// Same as `lt(other)`.
@@ -925,10 +775,6 @@ class TENSORDICT_API TensorDict {
   /// Same as `ge(other)`.
   [[nodiscard]] TensorDict operator>=(const c10::Scalar& other) const;
 
-  /// Returns the leafwise logical and (bool leaves).
-  [[nodiscard]] TensorDict logical_and(const TensorDict& other) const;
-  /// Returns the leafwise logical or (bool leaves).
-  [[nodiscard]] TensorDict logical_or(const TensorDict& other) const;
   /// Returns the logical not of every leaf (bool leaves); torch's op, which
   /// Python's TensorDict lacks.
   [[nodiscard]] TensorDict logical_not() const;
@@ -943,29 +789,15 @@ class TENSORDICT_API TensorDict {
   // with `keepdim`), and nested dicts keep their extra batch dims. A dim
   // outside the batch dims is an IndexError; a repeated dim an error.
   // Python's `reduce=True` (one tensor across all leaves) is `reduce(op)`.
+  // The ops, one entry each in TENSORDICT_DICT_REDUCE_OPS: `sum`, `mean`
+  // (throws on integer leaves, as torch), `std` and `var` (with
+  // `options.correction()`), `prod` (several dims are reduced one after the
+  // other; Python reduces only the first dim of a tuple), `amax`, `amin`,
+  // and `max`/`min`, the values only, like `amax`/`amin` (Python's
+  // `max(dim)` gives a (values, indices) pair of dicts; this is its
+  // `return_indices=False`: use `apply` with `argmax` for indices).
+  TENSORDICT_DICT_REDUCE_OPS(TENSORDICT_DETAIL_DICT_DECLARE)
 
-  /// Returns the sum of every leaf.
-  [[nodiscard]] TensorDict sum(const ReduceOptions& options = {}) const;
-  /// Returns the mean of every leaf; throws on integer leaves, as torch.
-  [[nodiscard]] TensorDict mean(const ReduceOptions& options = {}) const;
-  /// Returns the standard deviation of every leaf (`options.correction()`).
-  [[nodiscard]] TensorDict std(const ReduceOptions& options = {}) const;
-  /// Returns the variance of every leaf (`options.correction()`).
-  [[nodiscard]] TensorDict var(const ReduceOptions& options = {}) const;
-  /// Returns the product of every leaf; several dims are reduced one after
-  /// the other (Python reduces only the first dim of a tuple).
-  [[nodiscard]] TensorDict prod(const ReduceOptions& options = {}) const;
-  /// Returns the maximum of every leaf.
-  [[nodiscard]] TensorDict amax(const ReduceOptions& options = {}) const;
-  /// Returns the minimum of every leaf.
-  [[nodiscard]] TensorDict amin(const ReduceOptions& options = {}) const;
-  /// Returns the maximum values of every leaf, like `amax`. Unlike Python's
-  /// `max(dim)`, which gives a (values, indices) pair of dicts, this gives
-  /// the values only (Python's `return_indices=False`); use `apply` with
-  /// `argmax` for indices.
-  [[nodiscard]] TensorDict max(const ReduceOptions& options = {}) const;
-  /// Returns the minimum values of every leaf, like `amin` (see `max`).
-  [[nodiscard]] TensorDict min(const ReduceOptions& options = {}) const;
   /// Returns whether all elements along batch dim `dim` are true, as a dict
   /// of bool leaves. Throws an error (Python's RuntimeError) if `dim` is not
   /// a batch dim.

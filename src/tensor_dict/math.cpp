@@ -6,6 +6,7 @@
 #include <ATen/ScalarOps.h>
 
 #include <algorithm>
+#include <string_view>
 #include <utility>
 
 #include "core/walk.h"
@@ -194,27 +195,47 @@ void check_clamp_bounds(
 // --- binary ops
 // -----------------------------------------------------------------
 
-// Defines `name(other)` and `name_(other)` for one operand type as the
-// tensor ops `a.name(b)` and `a.name_(b)`.
-#define TENSORDICT_BINARY_OP(name, verb, Operand)                           \
+namespace {
+
+// What an op's errors say it was doing ("cannot add ...").
+constexpr const char* verb_of(std::string_view name) {
+  return name == "sub"           ? "subtract"
+         : name == "mul"         ? "multiply"
+         : name == "div"         ? "divide"
+         : name == "pow"         ? "raise to a power"
+         : name == "logical_and" ? "compute the logical and of"
+         : name == "logical_or"  ? "compute the logical or of"
+         : name == "lt" || name == "le" || name == "gt" || name == "ge"
+             ? "compare"
+             : name.data();  // "add", or a new op's own name (a literal)
+}
+
+}  // namespace
+
+// The definitions of one TENSORDICT_DICT_MATH_OPS entry, by kind.
+#define TENSORDICT_DEFINE(kind, name) TENSORDICT_DEFINE_##kind(name)
+
+// `name(other)` and `name_(other)` for one operand type, as the tensor ops
+// `a.name(b)` and `a.name_(b)`.
+#define TENSORDICT_DEFINE_BINARY(name, Operand)                             \
   TensorDict TensorDict::name(const Operand& other) const {                 \
     return binary(                                                          \
         *this,                                                              \
         other,                                                              \
         [](const at::Tensor& a, const at::Tensor& b) { return a.name(b); }, \
-        verb);                                                              \
+        verb_of(#name));                                                    \
   }                                                                         \
   TensorDict& TensorDict::name##_(const Operand& other) {                   \
     binary_(                                                                \
         *this,                                                              \
         other,                                                              \
         [](const at::Tensor& a, const at::Tensor& b) { a.name##_(b); },     \
-        verb);                                                              \
+        verb_of(#name));                                                    \
     return *this;                                                           \
   }
 
 // The same for add and sub, which take `alpha`.
-#define TENSORDICT_BINARY_ALPHA_OP(name, verb, Operand)                       \
+#define TENSORDICT_DEFINE_ALPHA(name, Operand)                                \
   TensorDict TensorDict::name(const Operand& other, const c10::Scalar& alpha) \
       const {                                                                 \
     return binary(                                                            \
@@ -223,7 +244,7 @@ void check_clamp_bounds(
         [&](const at::Tensor& a, const at::Tensor& b) {                       \
           return a.name(b, alpha);                                            \
         },                                                                    \
-        verb);                                                                \
+        verb_of(#name));                                                      \
   }                                                                           \
   TensorDict& TensorDict::name##_(                                            \
       const Operand& other, const c10::Scalar& alpha) {                       \
@@ -233,23 +254,79 @@ void check_clamp_bounds(
         [&](const at::Tensor& a, const at::Tensor& b) {                       \
           a.name##_(b, alpha);                                                \
         },                                                                    \
-        verb);                                                                \
+        verb_of(#name));                                                      \
     return *this;                                                             \
   }
 
-#define TENSORDICT_BINARY_OP_ALL(macro, name, verb)           \
-  macro(name, verb, TensorDict) macro(name, verb, at::Tensor) \
-      macro(name, verb, c10::Scalar)
+#define TENSORDICT_DEFINE_ALPHA_PAIR(name)  \
+  TENSORDICT_DEFINE_ALPHA(name, TensorDict) \
+  TENSORDICT_DEFINE_ALPHA(name, at::Tensor) \
+  TENSORDICT_DEFINE_ALPHA(name, c10::Scalar)
 
-TENSORDICT_BINARY_OP_ALL(TENSORDICT_BINARY_ALPHA_OP, add, "add")
-TENSORDICT_BINARY_OP_ALL(TENSORDICT_BINARY_ALPHA_OP, sub, "subtract")
-TENSORDICT_BINARY_OP_ALL(TENSORDICT_BINARY_OP, mul, "multiply")
-TENSORDICT_BINARY_OP_ALL(TENSORDICT_BINARY_OP, div, "divide")
-TENSORDICT_BINARY_OP_ALL(TENSORDICT_BINARY_OP, pow, "raise to a power")
+#define TENSORDICT_DEFINE_BINARY_PAIR(name)  \
+  TENSORDICT_DEFINE_BINARY(name, TensorDict) \
+  TENSORDICT_DEFINE_BINARY(name, at::Tensor) \
+  TENSORDICT_DEFINE_BINARY(name, c10::Scalar)
 
-#undef TENSORDICT_BINARY_OP_ALL
-#undef TENSORDICT_BINARY_ALPHA_OP
-#undef TENSORDICT_BINARY_OP
+// `name()` and `name_()` as the tensor ops of the same name.
+#define TENSORDICT_DEFINE_UNARY_PAIR(name)                                  \
+  TensorDict TensorDict::name() const {                                     \
+    return map_leaves(*this, [](const at::Tensor& t) { return t.name(); }); \
+  }                                                                         \
+  TensorDict& TensorDict::name##_() {                                       \
+    for_each_leaf(*this, [](const at::Tensor& t) { t.name##_(); });         \
+    return *this;                                                           \
+  }
+
+// `name(bound)` and `name_(bound)` as the tensor ops of the same name.
+#define TENSORDICT_DEFINE_BOUND_PAIR(name)                                \
+  TensorDict TensorDict::name(const c10::Scalar& bound) const {           \
+    return map_leaves(                                                    \
+        *this, [&](const at::Tensor& t) { return t.name(bound); });       \
+  }                                                                       \
+  TensorDict& TensorDict::name##_(const c10::Scalar& bound) {             \
+    for_each_leaf(*this, [&](const at::Tensor& t) { t.name##_(bound); }); \
+    return *this;                                                         \
+  }
+
+// `name(other)` for dict and scalar operands.
+#define TENSORDICT_DEFINE_COMPARE(name)                                     \
+  TensorDict TensorDict::name(const TensorDict& other) const {              \
+    return binary(                                                          \
+        *this,                                                              \
+        other,                                                              \
+        [](const at::Tensor& a, const at::Tensor& b) { return a.name(b); }, \
+        verb_of(#name));                                                    \
+  }                                                                         \
+  TensorDict TensorDict::name(const c10::Scalar& other) const {             \
+    return binary(                                                          \
+        *this,                                                              \
+        other,                                                              \
+        [](const at::Tensor& a, const at::Tensor& b) { return a.name(b); }, \
+        verb_of(#name));                                                    \
+  }
+
+// `name(other)` for a dict operand.
+#define TENSORDICT_DEFINE_LOGICAL(name)                                     \
+  TensorDict TensorDict::name(const TensorDict& other) const {              \
+    return binary(                                                          \
+        *this,                                                              \
+        other,                                                              \
+        [](const at::Tensor& a, const at::Tensor& b) { return a.name(b); }, \
+        verb_of(#name));                                                    \
+  }
+
+TENSORDICT_DICT_MATH_OPS(TENSORDICT_DEFINE)
+
+#undef TENSORDICT_DEFINE_LOGICAL
+#undef TENSORDICT_DEFINE_COMPARE
+#undef TENSORDICT_DEFINE_BOUND_PAIR
+#undef TENSORDICT_DEFINE_UNARY_PAIR
+#undef TENSORDICT_DEFINE_BINARY_PAIR
+#undef TENSORDICT_DEFINE_ALPHA_PAIR
+#undef TENSORDICT_DEFINE_ALPHA
+#undef TENSORDICT_DEFINE_BINARY
+#undef TENSORDICT_DEFINE
 
 // Compound assignment and the free operators, for each operand type.
 #define TENSORDICT_ARITHMETIC_OPERATOR(op, name, Operand)         \
@@ -289,39 +366,6 @@ TENSORDICT_ARITHMETIC_OPERATORS(/, div)
 #undef TENSORDICT_ARITHMETIC_OPERATORS
 #undef TENSORDICT_ARITHMETIC_OPERATOR
 
-// --- unary ops
-// ------------------------------------------------------------------
-
-// Defines `name()` and `name_()` as the tensor ops of the same name.
-#define TENSORDICT_UNARY_OP(name)                                           \
-  TensorDict TensorDict::name() const {                                     \
-    return map_leaves(*this, [](const at::Tensor& t) { return t.name(); }); \
-  }                                                                         \
-  TensorDict& TensorDict::name##_() {                                       \
-    for_each_leaf(*this, [](const at::Tensor& t) { t.name##_(); });         \
-    return *this;                                                           \
-  }
-
-TENSORDICT_UNARY_OP(abs)
-TENSORDICT_UNARY_OP(neg)
-TENSORDICT_UNARY_OP(exp)
-TENSORDICT_UNARY_OP(expm1)
-TENSORDICT_UNARY_OP(log)
-TENSORDICT_UNARY_OP(log1p)
-TENSORDICT_UNARY_OP(sqrt)
-TENSORDICT_UNARY_OP(reciprocal)
-TENSORDICT_UNARY_OP(sigmoid)
-TENSORDICT_UNARY_OP(tanh)
-TENSORDICT_UNARY_OP(sin)
-TENSORDICT_UNARY_OP(cos)
-TENSORDICT_UNARY_OP(sign)
-TENSORDICT_UNARY_OP(floor)
-TENSORDICT_UNARY_OP(ceil)
-TENSORDICT_UNARY_OP(round)
-TENSORDICT_UNARY_OP(trunc)
-
-#undef TENSORDICT_UNARY_OP
-
 TensorDict TensorDict::operator-() const {
   return neg();
 }
@@ -334,16 +378,6 @@ TensorDict TensorDict::clamp(
       *this, [&](const at::Tensor& t) { return t.clamp(min, max); });
 }
 
-TensorDict TensorDict::clamp_min(const c10::Scalar& min) const {
-  return map_leaves(
-      *this, [&](const at::Tensor& t) { return t.clamp_min(min); });
-}
-
-TensorDict TensorDict::clamp_max(const c10::Scalar& max) const {
-  return map_leaves(
-      *this, [&](const at::Tensor& t) { return t.clamp_max(max); });
-}
-
 TensorDict& TensorDict::clamp_(
     const std::optional<c10::Scalar>& min,
     const std::optional<c10::Scalar>& max) {
@@ -352,64 +386,24 @@ TensorDict& TensorDict::clamp_(
   return *this;
 }
 
-TensorDict& TensorDict::clamp_min_(const c10::Scalar& min) {
-  for_each_leaf(*this, [&](const at::Tensor& t) { t.clamp_min_(min); });
-  return *this;
-}
-
-TensorDict& TensorDict::clamp_max_(const c10::Scalar& max) {
-  for_each_leaf(*this, [&](const at::Tensor& t) { t.clamp_max_(max); });
-  return *this;
-}
-
 // --- comparisons and logical ops
 // ----------------------------------------------
 
-// Defines `name(other)` and `operator op(other)` for dict and scalar operands.
-#define TENSORDICT_COMPARISON(name, op)                                     \
-  TensorDict TensorDict::name(const TensorDict& other) const {              \
-    return binary(                                                          \
-        *this,                                                              \
-        other,                                                              \
-        [](const at::Tensor& a, const at::Tensor& b) { return a.name(b); }, \
-        "compare");                                                         \
-  }                                                                         \
-  TensorDict TensorDict::name(const c10::Scalar& other) const {             \
-    return binary(                                                          \
-        *this,                                                              \
-        other,                                                              \
-        [](const at::Tensor& a, const at::Tensor& b) { return a.name(b); }, \
-        "compare");                                                         \
-  }                                                                         \
-  TensorDict TensorDict::operator op(const TensorDict& other) const {       \
-    return name(other);                                                     \
-  }                                                                         \
-  TensorDict TensorDict::operator op(const c10::Scalar& other) const {      \
-    return name(other);                                                     \
+// The comparison operators, as their named ops.
+#define TENSORDICT_COMPARISON_OPERATOR(name, op)                       \
+  TensorDict TensorDict::operator op(const TensorDict& other) const {  \
+    return name(other);                                                \
+  }                                                                    \
+  TensorDict TensorDict::operator op(const c10::Scalar& other) const { \
+    return name(other);                                                \
   }
 
-TENSORDICT_COMPARISON(lt, <)
-TENSORDICT_COMPARISON(le, <=)
-TENSORDICT_COMPARISON(gt, >)
-TENSORDICT_COMPARISON(ge, >=)
+TENSORDICT_COMPARISON_OPERATOR(lt, <)
+TENSORDICT_COMPARISON_OPERATOR(le, <=)
+TENSORDICT_COMPARISON_OPERATOR(gt, >)
+TENSORDICT_COMPARISON_OPERATOR(ge, >=)
 
-#undef TENSORDICT_COMPARISON
-
-TensorDict TensorDict::logical_and(const TensorDict& other) const {
-  return binary(
-      *this,
-      other,
-      [](const at::Tensor& a, const at::Tensor& b) { return a.logical_and(b); },
-      "compute the logical and of");
-}
-
-TensorDict TensorDict::logical_or(const TensorDict& other) const {
-  return binary(
-      *this,
-      other,
-      [](const at::Tensor& a, const at::Tensor& b) { return a.logical_or(b); },
-      "compute the logical or of");
-}
+#undef TENSORDICT_COMPARISON_OPERATOR
 
 TensorDict TensorDict::logical_not() const {
   return map_leaves(*this, [](const at::Tensor& t) { return t.logical_not(); });

@@ -6,6 +6,8 @@
 #include <ATen/ops/cat.h>
 
 #include <algorithm>
+#include <stdexcept>
+#include <string_view>
 
 #include "tensor_dict/batch_transform.h"
 
@@ -211,41 +213,33 @@ TensorDict reduce_dict(
 
 }  // namespace
 
-TensorDict TensorDict::sum(const ReduceOptions& options) const {
-  return reduce_dict(*this, ReduceOp::kSum, options);
+namespace {
+
+// The ReduceOp of a TENSORDICT_DICT_REDUCE_OPS entry.
+constexpr ReduceOp reduce_op_named(std::string_view name) {
+  return name == "sum"    ? ReduceOp::kSum
+         : name == "mean" ? ReduceOp::kMean
+         : name == "std"  ? ReduceOp::kStd
+         : name == "var"  ? ReduceOp::kVar
+         : name == "prod" ? ReduceOp::kProd
+         : name == "amax" ? ReduceOp::kAmax
+         : name == "amin" ? ReduceOp::kAmin
+         : name == "max"  ? ReduceOp::kMax
+         : name == "min"  ? ReduceOp::kMin
+                          : throw std::logic_error("not a reduction");
 }
 
-TensorDict TensorDict::mean(const ReduceOptions& options) const {
-  return reduce_dict(*this, ReduceOp::kMean, options);
-}
+}  // namespace
 
-TensorDict TensorDict::std(const ReduceOptions& options) const {
-  return reduce_dict(*this, ReduceOp::kStd, options);
-}
+#define TENSORDICT_DEFINE_REDUCE(kind, name)                        \
+  TensorDict TensorDict::name(const ReduceOptions& options) const { \
+    constexpr ReduceOp kOp = reduce_op_named(#name);                \
+    return reduce_dict(*this, kOp, options);                        \
+  }
 
-TensorDict TensorDict::var(const ReduceOptions& options) const {
-  return reduce_dict(*this, ReduceOp::kVar, options);
-}
+TENSORDICT_DICT_REDUCE_OPS(TENSORDICT_DEFINE_REDUCE)
 
-TensorDict TensorDict::prod(const ReduceOptions& options) const {
-  return reduce_dict(*this, ReduceOp::kProd, options);
-}
-
-TensorDict TensorDict::amax(const ReduceOptions& options) const {
-  return reduce_dict(*this, ReduceOp::kAmax, options);
-}
-
-TensorDict TensorDict::amin(const ReduceOptions& options) const {
-  return reduce_dict(*this, ReduceOp::kAmin, options);
-}
-
-TensorDict TensorDict::max(const ReduceOptions& options) const {
-  return reduce_dict(*this, ReduceOp::kMax, options);
-}
-
-TensorDict TensorDict::min(const ReduceOptions& options) const {
-  return reduce_dict(*this, ReduceOp::kMin, options);
-}
+#undef TENSORDICT_DEFINE_REDUCE
 
 TensorDict TensorDict::all(int64_t dim) const {
   const int64_t ndim = batch_dims();

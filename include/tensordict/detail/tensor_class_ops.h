@@ -31,10 +31,13 @@
 // as `Derived` (views where TensorDict gives views; a `_` form returns
 // `*this`).
 //
-// Adding an op that has the shape of a kind is one entry here. A member
+// TensorDict's own op table (TENSORDICT_DICT_OPS, tensordict/detail/ops.h)
+// is part of this list: an op added there is forwarded here too. Adding
+// another member that has the shape of a kind is one entry here. A member
 // written by hand must be listed as MEMBER: tests/tensor_class_test.cpp checks
 // that every MEMBER entry names a member of TensorClass.
 
+#include "tensordict/detail/ops.h"
 #include "tensordict/detail/tensor_class_macros.h"
 
 // clang-format off
@@ -63,10 +66,6 @@
   /* dim names */                                                            \
   X(MEMBER, rename)           X(MEMBER, rename_)        X(MEMBER, rename_by_map) \
   X(MEMBER, refine_names)                                                     \
-  /* reductions */                                                           \
-  X(REDUCE, sum)              X(REDUCE, mean)           X(REDUCE, std)        \
-  X(REDUCE, var)              X(REDUCE, prod)           X(REDUCE, amax)       \
-  X(REDUCE, amin)             X(REDUCE, max)            X(REDUCE, min)        \
   /* apply, copies and casts */                                              \
   X(MEMBER, apply)            X(MEMBER, apply_)         X(MEMBER, to)         \
   X(COPY, cpu)                X(COPY, clone)            X(COPY, copy)         \
@@ -75,22 +74,10 @@
   X(COPY, half)               X(COPY, bfloat16)         X(COPY, int32)        \
   X(COPY, boolean)            X(COPY, pin_memory)       X(INPLACE, share_memory_) \
   X(MEMBER, requires_grad_)   X(MEMBER, is_contiguous)                        \
-  /* arithmetic (the operators are in TENSORDICT_DETAIL_TC_OPERATORS) */     \
-  X(ALPHA_PAIR, add)          X(ALPHA_PAIR, sub)        X(BINARY_PAIR, mul)   \
-  X(BINARY_PAIR, div)         X(BINARY_PAIR, pow)                             \
-  /* comparisons and logic (the operators are generated too) */              \
-  X(COMPARE, lt)              X(COMPARE, le)            X(COMPARE, gt)        \
-  X(COMPARE, ge)              X(LOGICAL, logical_and)   X(LOGICAL, logical_or) \
-  X(COPY, logical_not)                                                        \
-  /* unary math: every one TensorDict has */                                 \
-  X(UNARY_PAIR, abs)          X(UNARY_PAIR, neg)        X(UNARY_PAIR, exp)    \
-  X(UNARY_PAIR, expm1)        X(UNARY_PAIR, log)        X(UNARY_PAIR, log1p)  \
-  X(UNARY_PAIR, sqrt)         X(UNARY_PAIR, reciprocal) X(UNARY_PAIR, sigmoid) \
-  X(UNARY_PAIR, tanh)         X(UNARY_PAIR, sin)        X(UNARY_PAIR, cos)    \
-  X(UNARY_PAIR, sign)         X(UNARY_PAIR, floor)      X(UNARY_PAIR, ceil)   \
-  X(UNARY_PAIR, round)        X(UNARY_PAIR, trunc)                            \
-  X(MEMBER, clamp)            X(MEMBER, clamp_)         X(BOUND_PAIR, clamp_min) \
-  X(BOUND_PAIR, clamp_max)                                                    \
+  /* TensorDict's op table: arithmetic, comparisons, unary math and       \
+     reductions (the operators are in TENSORDICT_DETAIL_TC_OPERATORS) */     \
+  TENSORDICT_DICT_OPS(X)                                                      \
+  X(COPY, logical_not)        X(MEMBER, clamp)          X(MEMBER, clamp_)     \
   /* locking, storage, state dict, repr */                                   \
   X(INPLACE, lock_)           X(MEMBER, unlock_)        X(MEMBER, memmap)     \
   X(MEMBER, memmap_)          X(MEMBER, save)           X(MEMBER, load_memmap) \
