@@ -15,6 +15,9 @@ namespace nn_module_internal {
 // short, and their order is what Python's lists keep).
 bool contains_key(const std::vector<NestedKey>& keys, const NestedKey& key);
 
+// Returns true for the out_key "_", which discards an output.
+bool is_discard(const NestedKey& key);
+
 // Renders `keys` as Python prints a list of keys: ['a', ('b', 'c')].
 std::string keys_to_string(const std::vector<NestedKey>& keys);
 

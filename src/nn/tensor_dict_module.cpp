@@ -4,6 +4,8 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <ostream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +20,10 @@ namespace nn_module_internal {
 
 bool contains_key(const std::vector<NestedKey>& keys, const NestedKey& key) {
   return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+bool is_discard(const NestedKey& key) {
+  return key.size() == 1 && key[0] == "_";
 }
 
 std::string keys_to_string(const std::vector<NestedKey>& keys) {
@@ -88,7 +94,7 @@ std::vector<at::Tensor> TensorDictModuleBase::dispatch(
   std::vector<at::Tensor> result;
   result.reserve(out_keys_.size());
   for (const NestedKey& key : out_keys_) {
-    if (!(key.size() == 1 && key[0] == "_")) {
+    if (!nn_module_internal::is_discard(key)) {
       result.push_back(out.get(key));
     }
   }
@@ -105,8 +111,9 @@ TensorDictModuleBase& TensorDictModuleBase::select_out_keys(
   }
   TORCH_CHECK_VALUE(
       missing.empty(),
-      "Can't select non existent keys: ",
-      keys_to_string(missing),
+      "Can't select non existent ",
+      missing.size() == 1 ? "key: " + missing[0].to_string()
+                          : "keys: " + keys_to_string(missing),
       ". The module out_keys are ",
       keys_to_string(out_keys_),
       ".");
@@ -162,6 +169,126 @@ TensorDict TensorDictModuleBase::drop_unselected(TensorDict out) const {
     }
   }
   return out;
+}
+
+// --- TensorDictModule -------------------------------------------------------
+
+namespace nn_module_internal {
+
+// "1 tensor", "1 or 2 tensors", "0, 1 or 2 tensors".
+std::string input_counts_to_string(uint32_t counts) {
+  std::vector<size_t> accepted;
+  for (size_t n = 0; n <= detail::kMaxModuleInputs; ++n) {
+    if ((counts >> n) & 1u) {
+      accepted.push_back(n);
+    }
+  }
+  std::string text;
+  for (size_t i = 0; i < accepted.size(); ++i) {
+    if (i > 0) {
+      text += i + 1 == accepted.size() ? " or " : ", ";
+    }
+    text += std::to_string(accepted[i]);
+  }
+  const bool plural = accepted.size() > 1 || accepted[0] != 1;
+  return text + (plural ? " tensors" : " tensor");
+}
+
+}  // namespace nn_module_internal
+
+void TensorDictModuleImpl::init(
+    detail::TensorFunction function,
+    uint32_t accepted_input_counts,
+    std::vector<NestedKey> in_keys,
+    std::vector<NestedKey> out_keys,
+    TensorDictModuleOptions options) {
+  function_ = std::move(function);
+  options_ = std::move(options);
+  set_keys(std::move(in_keys), std::move(out_keys));
+  const size_t count = this->in_keys().size();
+  TORCH_CHECK_VALUE(
+      count <= detail::kMaxModuleInputs &&
+          ((accepted_input_counts >> count) & 1u) != 0,
+      describe(),
+      ": in_keys has ",
+      count,
+      count == 1 ? " key " : " keys ",
+      keys_to_string(this->in_keys()),
+      ", but the module's forward takes ",
+      nn_module_internal::input_counts_to_string(accepted_input_counts));
+}
+
+std::string TensorDictModuleImpl::describe() const {
+  std::ostringstream text;
+  text << "TensorDictModule(module=";
+  if (wrapped_ != nullptr) {
+    wrapped_->pretty_print(text);
+  } else {
+    text << "<callable>";
+  }
+  text << ", in_keys=" << keys_to_string(in_keys())
+       << ", out_keys=" << keys_to_string(out_keys()) << ")";
+  return text.str();
+}
+
+TensorDict TensorDictModuleImpl::forward(TensorDict td) {
+  switch (options_.inplace()) {
+    case InplaceMode::kTrue:
+      break;
+    case InplaceMode::kFalse:
+      return forward(std::move(td), TensorDict());
+    case InplaceMode::kEmpty: {
+      TensorDict out = td.empty();
+      return forward(std::move(td), std::move(out));
+    }
+  }
+  TensorDict out = td;
+  return forward(std::move(td), std::move(out));
+}
+
+TensorDict TensorDictModuleImpl::forward(TensorDict td, TensorDict out) {
+  const std::vector<NestedKey>& in = in_keys();
+  std::vector<at::Tensor> inputs;
+  inputs.reserve(in.size());
+  for (const NestedKey& key : in) {
+    const Value* value = td.find(key);
+    if (value != nullptr && value->is_tensor()) {
+      inputs.push_back(value->tensor());
+      continue;
+    }
+    TENSORDICT_CHECK_KEY(
+        td.contains(key),
+        describe(),
+        ": the input ",
+        key.to_string(),
+        " is not in the dict, whose keys are ",
+        keys_to_string(td.keys(/*include_nested=*/true)));
+    inputs.push_back(td.get(key));
+  }
+  std::vector<at::Tensor> outputs = function_(inputs);
+  const std::vector<NestedKey>& keys = out_keys_source();
+  TORCH_CHECK(
+      outputs.size() == keys.size(),
+      describe(),
+      ": the module returned ",
+      outputs.size(),
+      outputs.size() == 1 ? " tensor" : " tensors",
+      ", but there ",
+      keys.size() == 1 ? "is " : "are ",
+      keys.size(),
+      keys.size() == 1 ? " out_key " : " out_keys ",
+      keys_to_string(keys));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!nn_module_internal::is_discard(keys[i])) {
+      out.set(keys[i], outputs[i]);
+    }
+  }
+  return out;
+}
+
+void TensorDictModuleImpl::pretty_print(std::ostream& stream) const {
+  stream << "TensorDictModule(in_keys=" << keys_to_string(in_keys())
+         << ", out_keys=" << keys_to_string(out_keys()) << ")";
 }
 
 }  // namespace nn
