@@ -4,6 +4,7 @@
 
 #include <tensordict/nn.h>
 
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -87,6 +88,47 @@ TEST(TensorDictModuleTest, RegistersTheWrappedModuleAsModule) {
   EXPECT_EQ(module->module().get(), linear.ptr().get());
   module->eval();
   EXPECT_FALSE(linear->is_training());
+}
+
+TEST(TensorDictModuleTest, WrapsASharedPointerToAModule) {
+  auto linear = std::make_shared<torch::nn::LinearImpl>(3, 2);
+  TensorDictModule module(linear, {"x"}, {"y"});
+  EXPECT_EQ(module->module().get(), linear.get());
+  EXPECT_EQ(module->named_parameters().size(), 2u);
+  const at::Tensor x = torch::randn({2, 3});
+  EXPECT_TRUE(torch::equal(module({{"x", x}})[0], linear->forward(x)));
+}
+
+TEST(TensorDictModuleTest, PrintsItsKeysAndTheWrappedModule) {
+  TensorDictSequential policy = make_policy();
+  std::ostringstream text;
+  text << *policy;
+  EXPECT_EQ(
+      text.str(),
+      "TensorDictSequential(in_keys=[('obs', 'x')], out_keys=['hidden', "
+      "('action', 'logits')])(\n"
+      "  (module): torch::nn::ModuleList(\n"
+      "    (0): TensorDictModule(in_keys=[('obs', 'x')], "
+      "out_keys=['hidden'])(\n"
+      "      (module): torch::nn::Linear(in_features=4, out_features=8, "
+      "bias=true)\n"
+      "    )\n"
+      "    (1): TensorDictModule(in_keys=['hidden'], out_keys=['hidden'])(\n"
+      "      (module): torch::nn::Functional()\n"
+      "    )\n"
+      "    (2): TensorDictModule(in_keys=['hidden'], "
+      "out_keys=[('action', 'logits')])(\n"
+      "      (module): torch::nn::Linear(in_features=8, out_features=2, "
+      "bias=true)\n"
+      "    )\n"
+      "  )\n"
+      ")");
+}
+
+TEST(TensorDictModuleTest, AnInputThatIsNotATensorThrowsTypeError) {
+  TensorDictModule module([](const at::Tensor& a) { return a; }, {"a"}, {"b"});
+  TensorDict td({{"a", {{"nested", torch::zeros({1})}}}});
+  EXPECT_THROW(module(td), c10::TypeError);
 }
 
 TEST(TensorDictModuleTest, CallableWithSeveralInputsFillsSeveralKeys) {

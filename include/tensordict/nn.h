@@ -294,7 +294,25 @@ constexpr uint32_t accepted_input_counts(std::index_sequence<N...> /*unused*/) {
       ...);
 }
 
-// Calls a module holder's forward; a functor so calls it cannot take fail
+// True for a libtorch module holder (`torch::nn::Linear`) and for a
+// `std::shared_ptr` to a module (`std::make_shared<MyModuleImpl>()`).
+template <class M>
+struct is_module_handle : torch::detail::is_module_holder<M> {};
+template <class T>
+struct is_module_handle<std::shared_ptr<T>>
+    : std::is_base_of<torch::nn::Module, T> {};
+
+// Returns the module a handle points to.
+template <class M>
+std::shared_ptr<torch::nn::Module> module_pointer(const M& module) {
+  if constexpr (torch::detail::is_module_holder<M>::value) {
+    return module.ptr();
+  } else {
+    return module;
+  }
+}
+
+// Calls a module handle's forward; a functor so calls it cannot take fail
 // substitution (and are not counted as accepted) instead of compiling.
 template <class Holder>
 struct ForwardOf {
@@ -332,8 +350,9 @@ struct TENSORDICT_API TensorDictModuleOptions {
 /// The module of a TensorDictModule holder: see `TensorDictModule`.
 class TENSORDICT_API TensorDictModuleImpl : public TensorDictModuleBase {
  public:
-  /// Wraps `module`, a libtorch module holder (registered as the child
-  /// `module`, as in Python) or any callable taking tensors. It reads
+  /// Wraps `module`, a libtorch module holder or `std::shared_ptr` to a
+  /// module (registered as the child `module`, as in Python), or any
+  /// callable taking tensors. It reads
   /// `in_keys`, passing them as forward's arguments in order, and writes
   /// its outputs to `out_keys` in order ("_" discards one). Throws
   /// ValueError if forward cannot take `in_keys.size()` tensors.
@@ -346,14 +365,14 @@ class TENSORDICT_API TensorDictModuleImpl : public TensorDictModuleBase {
       : TensorDictModuleBase("TensorDictModule") {
     constexpr auto counts =
         std::make_index_sequence<detail::kMaxModuleInputs + 1>();
-    if constexpr (torch::detail::is_module_holder<M>::value) {
+    if constexpr (detail::is_module_handle<M>::value) {
       using Forward = detail::ForwardOf<M>;
       static_assert(
           detail::accepted_input_counts<Forward>(counts) != 0,
           "TensorDictModule wraps a module whose forward takes up to 8 "
           "tensors");
-      wrapped_ = module.ptr();
-      register_module("module", module);
+      wrapped_ = detail::module_pointer(module);
+      register_module("module", wrapped_);
       init(
           make_function(Forward{std::move(module)}),
           detail::accepted_input_counts<Forward>(counts),
