@@ -1,0 +1,596 @@
+#pragma once
+
+// Modules that read and write TensorDicts: the C++ form of Python's
+// `tensordict.nn`. Not included by <tensordict/tensordict.h>: it includes
+// libtorch's module headers, which a user of dicts alone does not need.
+//
+// NOTE [Module names as in Python]
+// Python registers the module a TensorDictModule wraps as its child
+// `module`, and the modules of a TensorDictSequential in an `nn.ModuleList`
+// named `module`, so a sequence's parameters are named
+// `module.0.module.weight`. libtorch forbids dots in a child's name, so the
+// sequence here registers a `torch::nn::ModuleList` named `module` as well:
+// `named_parameters()`, `TensorDict::from_module` and `to_module` then see
+// the same names in both languages, and weights saved by one load into the
+// other without renaming.
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tensordict/errors.h"
+#include "tensordict/export.h"
+#include "tensordict/nested_key.h"
+#include "tensordict/options.h"
+#include "tensordict/tensor_dict.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace nn {
+
+/// Input tensors of a dispatch call, keyed by in_key: `{{"obs", t}}`.
+using TensorInputs = std::vector<std::pair<NestedKey, at::Tensor>>;
+
+/// The interface every module that reads `in_keys` from a TensorDict and
+/// writes `out_keys` implements (Python's `TensorDictModuleBase`), so that a
+/// TensorDictSequential can chain modules of any kind. Derive from it,
+/// call `set_keys` in the constructor and override
+/// `forward(TensorDict, TensorDict)`; a derived class that overrides only
+/// that overload adds `using TensorDictModuleBase::forward;` so the
+/// one-argument form stays visible.
+///
+/// `forward` is the bare computation. The call operators add what Python's
+/// `__call__` adds: the out-key selection of `select_out_keys`, and the
+/// dispatch from tensors. Holders (`TensorDictModule`,
+/// `TensorDictSequential`, `AnyTensorDictModule`) call through them.
+///
+/// Example:
+/// ```
+///   struct Doubler : TensorDictModuleBase {
+///     Doubler() { set_keys({"x"}, {"y"}); }
+///     using TensorDictModuleBase::forward;
+///     TensorDict forward(TensorDict td, TensorDict out) override {
+///       return out.set("y", td.get("x") * 2);
+///     }
+///   };
+/// ```
+class TENSORDICT_API TensorDictModuleBase : public torch::nn::Module {
+ public:
+  /// Makes a module with no keys; `name` is what `name()` and error
+  /// messages show.
+  explicit TensorDictModuleBase(std::string name = "TensorDictModuleBase");
+  ~TensorDictModuleBase() override;
+
+  /// Reads the inputs from `td`, writes the outputs into it and returns
+  /// it (Python's default, `inplace=True`). Calls `forward(td, td)`.
+  virtual TensorDict forward(TensorDict td);
+  /// Reads the inputs from `td`, writes the outputs into `out` and returns
+  /// `out` (Python's `tensordict_out`). Throws KeyError for a missing input.
+  virtual TensorDict forward(TensorDict td, TensorDict out) = 0;
+
+  /// Runs `forward(td)`, then drops the outputs `select_out_keys` left out.
+  TensorDict operator()(TensorDict td);
+  /// Runs `forward(td, out)`, then drops the outputs `select_out_keys` left
+  /// out of `out`.
+  TensorDict operator()(TensorDict td, TensorDict out);
+  /// Calls the module on tensors, as Python's `module(obs=t)`: the inputs
+  /// go into a dict with no batch dims, and the result holds the tensors
+  /// of `out_keys()` in order ("_" excluded). Throws KeyError if an input
+  /// key is not one of `in_keys()`, or if an in_key is not given.
+  std::vector<at::Tensor> operator()(
+      std::initializer_list<std::pair<NestedKey, at::Tensor>> inputs);
+  /// The dispatch call of `operator()` with the inputs in a vector.
+  std::vector<at::Tensor> dispatch(const TensorInputs& inputs);
+
+  /// Returns the keys the module reads, in order.
+  const std::vector<NestedKey>& in_keys() const noexcept {
+    return in_keys_;
+  }
+  /// Returns the keys the module writes, those `select_out_keys` chose.
+  const std::vector<NestedKey>& out_keys() const noexcept {
+    return out_keys_;
+  }
+  /// Returns all the keys the module writes, before `select_out_keys`.
+  const std::vector<NestedKey>& out_keys_source() const noexcept {
+    return out_keys_source_;
+  }
+  /// Keeps only `keys` of the outputs in what a call returns; the module
+  /// still computes all of them. Returns this module. Throws ValueError,
+  /// naming the key, if one is not in `out_keys()`.
+  virtual TensorDictModuleBase& select_out_keys(
+      const std::vector<NestedKey>& keys);
+  /// Undoes `select_out_keys`; returns this module.
+  virtual TensorDictModuleBase& reset_out_keys();
+
+ protected:
+  /// Sets the keys the module reads and writes (and resets any selection).
+  void set_keys(
+      std::vector<NestedKey> in_keys, std::vector<NestedKey> out_keys);
+  /// Sets the selected out_keys without the call-time filtering (for
+  /// modules whose forward applies the selection itself).
+  void set_selected_out_keys(std::vector<NestedKey> keys);
+  /// Returns true once `select_out_keys` chose keys.
+  bool has_selected_out_keys() const noexcept {
+    return selected_;
+  }
+
+ private:
+  TensorDict drop_unselected(TensorDict out) const;
+
+  std::vector<NestedKey> in_keys_;
+  std::vector<NestedKey> out_keys_source_;
+  std::vector<NestedKey> out_keys_;
+  bool selected_ = false;
+  bool filter_in_call_ = false;
+};
+
+/// A `torch::nn::ModuleHolder` over a TensorDictModuleBase subclass with
+/// its call operators, so `policy(td)`, `policy->in_keys()` and `*policy`
+/// work as for libtorch's own modules. Derive a holder for a module of your
+/// own from it, as `TORCH_MODULE` would.
+///
+/// Example: `class Doubler : public TensorDictModuleHolder<DoublerImpl> {
+/// using TensorDictModuleHolder::TensorDictModuleHolder; };`
+template <class Impl>
+class TensorDictModuleHolder : public torch::nn::ModuleHolder<Impl> {
+  static_assert(
+      std::is_base_of_v<TensorDictModuleBase, Impl>,
+      "TensorDictModuleHolder holds TensorDictModuleBase subclasses");
+
+ public:
+  /// Makes an empty holder.
+  TensorDictModuleHolder(std::nullptr_t)  // NOLINT(google-explicit-constructor)
+      : torch::nn::ModuleHolder<Impl>(nullptr) {}
+  /// Holds `module` (shared, not copied).
+  TensorDictModuleHolder(  // NOLINT(google-explicit-constructor)
+      std::shared_ptr<Impl> module)
+      : torch::nn::ModuleHolder<Impl>(std::move(module)) {}
+
+  /// Runs the module on `td`, writing into it; returns what the module
+  /// returns (`td` for the modules of this header). See
+  /// `TensorDictModuleBase::operator()`.
+  TensorDict operator()(TensorDict td) {
+    return (*this->get())(std::move(td));
+  }
+  /// Runs the module on `td`, writing into `out`; returns `out`.
+  TensorDict operator()(TensorDict td, TensorDict out) {
+    return (*this->get())(std::move(td), std::move(out));
+  }
+  /// Calls the module on tensors keyed by in_key; returns the tensors of
+  /// its out_keys, in order.
+  std::vector<at::Tensor> operator()(
+      std::initializer_list<std::pair<NestedKey, at::Tensor>> inputs) {
+    return (*this->get())(inputs);
+  }
+};
+
+/// A holder of any TensorDictModuleBase: what TensorDictSequential holds,
+/// so that TensorDictModule, TensorDictSequential and modules of your own
+/// sit side by side. Converts implicitly from any holder of a
+/// TensorDictModuleBase subclass and from a `std::shared_ptr` to one; the
+/// module is shared, not copied.
+///
+/// Example: `AnyTensorDictModule any = TensorDictModule(fn, {"a"}, {"b"});`
+class AnyTensorDictModule
+    : public TensorDictModuleHolder<TensorDictModuleBase> {
+ public:
+  /// Makes an empty holder.
+  AnyTensorDictModule(std::nullptr_t)  // NOLINT(google-explicit-constructor)
+      : TensorDictModuleHolder(nullptr) {}
+  /// Holds `module`.
+  template <
+      class T,
+      std::enable_if_t<std::is_base_of_v<TensorDictModuleBase, T>, int> = 0>
+  AnyTensorDictModule(  // NOLINT(google-explicit-constructor)
+      std::shared_ptr<T> module)
+      : TensorDictModuleHolder(
+            std::shared_ptr<TensorDictModuleBase>(std::move(module))) {}
+  /// Holds the module of `holder`.
+  template <
+      class T,
+      std::enable_if_t<std::is_base_of_v<TensorDictModuleBase, T>, int> = 0>
+  AnyTensorDictModule(  // NOLINT(google-explicit-constructor)
+      const torch::nn::ModuleHolder<T>& holder)
+      : TensorDictModuleHolder(
+            holder.is_empty()
+                ? nullptr
+                : std::shared_ptr<TensorDictModuleBase>(holder.ptr())) {}
+};
+
+namespace detail {
+
+// The wrapped module, type-erased: tensors in, tensors out.
+using TensorFunction =
+    std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)>;
+
+// The most inputs a wrapped module's forward can take.
+constexpr size_t kMaxModuleInputs = 8;
+
+// A module's outputs, flattened into a list of tensors: a tensor is one,
+// a vector or tuple gives its elements in order (nested tuples, such as
+// LSTM's (output, (h, c)), flatten depth-first), void gives none.
+inline void append_outputs(std::vector<at::Tensor>& out, at::Tensor tensor) {
+  out.push_back(std::move(tensor));
+}
+inline void append_outputs(
+    std::vector<at::Tensor>& out, std::vector<at::Tensor> tensors) {
+  out.insert(
+      out.end(),
+      std::make_move_iterator(tensors.begin()),
+      std::make_move_iterator(tensors.end()));
+}
+template <class... Ts>
+void append_outputs(std::vector<at::Tensor>& out, std::tuple<Ts...> tuple) {
+  std::apply(
+      [&](auto&... elements) {
+        (append_outputs(out, std::move(elements)), ...);
+      },
+      tuple);
+}
+template <class A, class B>
+void append_outputs(std::vector<at::Tensor>& out, std::pair<A, B> pair) {
+  append_outputs(out, std::move(pair.first));
+  append_outputs(out, std::move(pair.second));
+}
+
+template <size_t I>
+using TensorArg = const at::Tensor&;
+
+template <class F, size_t... I>
+constexpr bool invocable_with(std::index_sequence<I...> /*unused*/) {
+  return std::is_invocable_v<F&, TensorArg<I>...>;
+}
+
+template <class F, size_t... I>
+std::vector<at::Tensor> invoke_with(
+    F& function,
+    const std::vector<at::Tensor>& inputs,
+    std::index_sequence<I...> /*unused*/) {
+  std::vector<at::Tensor> outputs;
+  if constexpr (std::is_void_v<std::invoke_result_t<F&, TensorArg<I>...>>) {
+    function(inputs[I]...);
+  } else {
+    append_outputs(outputs, function(inputs[I]...));
+  }
+  return outputs;
+}
+
+// Calls `function` with as many tensors as `inputs` holds; the
+// constructor checked that this count is one the function accepts.
+template <class F, size_t N = 0>
+std::vector<at::Tensor> invoke_n(
+    F& function, const std::vector<at::Tensor>& inputs) {
+  if constexpr (N > kMaxModuleInputs) {
+    TORCH_INTERNAL_ASSERT(false, "no arity of the module matches");
+  } else {
+    if (inputs.size() == N) {
+      if constexpr (invocable_with<F>(std::make_index_sequence<N>())) {
+        return invoke_with(function, inputs, std::make_index_sequence<N>());
+      } else {
+        TORCH_INTERNAL_ASSERT(false, "the module takes no ", N, " tensors");
+      }
+    }
+    return invoke_n<F, N + 1>(function, inputs);
+  }
+}
+
+// Bit n is set when `F` can be called with n tensors.
+template <class F, size_t... N>
+constexpr uint32_t accepted_input_counts(std::index_sequence<N...> /*unused*/) {
+  return (
+      (invocable_with<F>(std::make_index_sequence<N>()) ? (1u << N) : 0u) |
+      ...);
+}
+
+// True for a libtorch module holder (`torch::nn::Linear`) and for a
+// `std::shared_ptr` to a module (`std::make_shared<MyModuleImpl>()`).
+template <class M>
+struct is_module_handle : torch::detail::is_module_holder<M> {};
+template <class T>
+struct is_module_handle<std::shared_ptr<T>>
+    : std::is_base_of<torch::nn::Module, T> {};
+
+// Returns the module a handle points to.
+template <class M>
+std::shared_ptr<torch::nn::Module> module_pointer(const M& module) {
+  if constexpr (torch::detail::is_module_holder<M>::value) {
+    return module.ptr();
+  } else {
+    return module;
+  }
+}
+
+// Calls a module handle's forward; a functor so calls it cannot take fail
+// substitution (and are not counted as accepted) instead of compiling.
+template <class Holder>
+struct ForwardOf {
+  Holder module;
+  template <class... Args>
+  auto operator()(const Args&... args)
+      -> decltype(std::declval<Holder&>()->forward(args...)) {
+    return module->forward(args...);
+  }
+};
+
+}  // namespace detail
+
+/// Where a TensorDictModule's one-dict call writes: Python's `inplace`
+/// argument, whose values are `True`, `False` and `"empty"`.
+enum class InplaceMode {
+  /// Into the input dict, which is returned (Python's `True`, the default).
+  kTrue,
+  /// Into a new dict with no batch dims (Python's `False`): what a loss
+  /// module needs, whose scalar outputs fit no batch size.
+  kFalse,
+  /// Into `td.empty()`, a new dict with the input's batch size, device and
+  /// names (Python's `"empty"`).
+  kEmpty,
+};
+
+/// Options of `TensorDictModule`.
+///
+/// Example: `TensorDictModuleOptions().inplace(InplaceMode::kFalse)`
+struct TENSORDICT_API TensorDictModuleOptions {
+  /// Where the one-dict call writes (Python's `inplace`).
+  TENSORDICT_ARG(InplaceMode, inplace) = InplaceMode::kTrue;
+};
+
+/// The module of a TensorDictModule holder: see `TensorDictModule`.
+class TENSORDICT_API TensorDictModuleImpl : public TensorDictModuleBase {
+ public:
+  /// Wraps `module`, a libtorch module holder or `std::shared_ptr` to a
+  /// module (registered as the child `module`, as in Python), or any
+  /// callable taking tensors. It reads
+  /// `in_keys`, passing them as forward's arguments in order, and writes
+  /// its outputs to `out_keys` in order ("_" discards one). Throws
+  /// ValueError if forward cannot take `in_keys.size()` tensors.
+  template <class M>
+  TensorDictModuleImpl(
+      M module,
+      std::vector<NestedKey> in_keys,
+      std::vector<NestedKey> out_keys,
+      TensorDictModuleOptions options = {})
+      : TensorDictModuleBase("TensorDictModule") {
+    constexpr auto counts =
+        std::make_index_sequence<detail::kMaxModuleInputs + 1>();
+    if constexpr (detail::is_module_handle<M>::value) {
+      using Forward = detail::ForwardOf<M>;
+      static_assert(
+          detail::accepted_input_counts<Forward>(counts) != 0,
+          "TensorDictModule wraps a module whose forward takes up to 8 "
+          "tensors");
+      wrapped_ = detail::module_pointer(module);
+      register_module("module", wrapped_);
+      init(
+          make_function(Forward{std::move(module)}),
+          detail::accepted_input_counts<Forward>(counts),
+          std::move(in_keys),
+          std::move(out_keys),
+          std::move(options));
+    } else {
+      static_assert(
+          detail::accepted_input_counts<M>(counts) != 0,
+          "TensorDictModule wraps a module holder or a callable taking up "
+          "to 8 tensors");
+      init(
+          make_function(std::move(module)),
+          detail::accepted_input_counts<M>(counts),
+          std::move(in_keys),
+          std::move(out_keys),
+          std::move(options));
+    }
+  }
+
+  using TensorDictModuleBase::forward;
+  /// Reads `in_keys` from `td`, or throws KeyError naming the missing key
+  /// and this module; writes into `td` (or the new dict the `inplace`
+  /// option asks for) and returns the dict written.
+  TensorDict forward(TensorDict td) override;
+  /// Reads `in_keys` from `td` and writes `out_keys` into `out`; returns
+  /// `out`. Throws KeyError for a missing input, and an error if the
+  /// module returns more or fewer tensors than there are out_keys.
+  TensorDict forward(TensorDict td, TensorDict out) override;
+
+  /// Returns the wrapped libtorch module, or null for a callable.
+  const std::shared_ptr<torch::nn::Module>& module() const noexcept {
+    return wrapped_;
+  }
+  /// Returns the options given at construction.
+  const TensorDictModuleOptions& options() const noexcept {
+    return options_;
+  }
+  /// Prints `TensorDictModule(in_keys=[...], out_keys=[...])`.
+  void pretty_print(std::ostream& stream) const override;
+
+ private:
+  template <class F>
+  static detail::TensorFunction make_function(F function) {
+    return [function = std::move(function)](
+               const std::vector<at::Tensor>& inputs) mutable {
+      return detail::invoke_n(function, inputs);
+    };
+  }
+  void init(
+      detail::TensorFunction function,
+      uint32_t accepted_input_counts,
+      std::vector<NestedKey> in_keys,
+      std::vector<NestedKey> out_keys,
+      TensorDictModuleOptions options);
+  std::string describe() const;
+
+  detail::TensorFunction function_;
+  std::shared_ptr<torch::nn::Module> wrapped_;
+  TensorDictModuleOptions options_;
+};
+
+/// Wraps a libtorch module, or a callable taking tensors, so that it reads
+/// its inputs from a TensorDict and writes its outputs into one (Python's
+/// `tensordict.nn.TensorDictModule`). A holder, like `torch::nn::Linear`:
+/// copies share the module. The wrapped module is the child `module`, so
+/// `parameters()`, `to()`, `train()`/`eval()`, optimizers and
+/// `TensorDict::from_module` see it. A forward returning a tuple or a
+/// vector of tensors fills several out_keys; the out_key "_" discards an
+/// output. Not ported: Python's dict `in_keys` (keyword arguments),
+/// `method` and `strict=False` (a missing input is always a KeyError).
+///
+/// Example:
+/// ```
+///   torch::nn::Linear linear(4, 2);
+///   TensorDictModule actor(linear, {{"obs", "x"}}, {"action"});
+///   actor(td);                     // td["action"] = linear(td["obs", "x"])
+///   actor({{{"obs", "x"}, t}});    // {linear(t)}
+/// ```
+class TensorDictModule : public TensorDictModuleHolder<TensorDictModuleImpl> {
+ public:
+  using TensorDictModuleHolder::TensorDictModuleHolder;
+  /// Wraps `module`; see `TensorDictModuleImpl`'s constructor.
+  template <class M>
+  TensorDictModule(
+      M module,
+      std::vector<NestedKey> in_keys,
+      std::vector<NestedKey> out_keys,
+      TensorDictModuleOptions options = {})
+      : TensorDictModuleHolder(std::make_shared<TensorDictModuleImpl>(
+            std::move(module),
+            std::move(in_keys),
+            std::move(out_keys),
+            std::move(options))) {}
+};
+
+class TensorDictSequential;
+
+/// Options of `TensorDictSequential`.
+///
+/// Example:
+/// `TensorDictSequentialOptions().partial_tolerant(true)`
+struct TENSORDICT_API TensorDictSequentialOptions {
+  /// Skip a module whose inputs are not all in the dict, instead of
+  /// throwing KeyError (Python's `partial_tolerant`).
+  TENSORDICT_ARG(bool, partial_tolerant) = false;
+  /// The out_keys to keep, as `select_out_keys` (Python's
+  /// `selected_out_keys`); empty keeps them all.
+  TENSORDICT_ARG(std::vector<NestedKey>, selected_out_keys);
+};
+
+/// The module of a TensorDictSequential holder: see `TensorDictSequential`.
+class TENSORDICT_API TensorDictSequentialImpl : public TensorDictModuleBase {
+ public:
+  /// Chains `modules` (shared, not copied); throws ValueError if a
+  /// selected out_key is not an out_key of the chain, or if a holder is
+  /// empty.
+  explicit TensorDictSequentialImpl(
+      std::vector<AnyTensorDictModule> modules,
+      TensorDictSequentialOptions options = {});
+
+  using TensorDictModuleBase::forward;
+  /// Runs the modules in order on `td` and returns it. After
+  /// `select_out_keys`, the modules run on a shallow copy, and only the
+  /// selected outputs (and the entries `td` had, if a module replaced
+  /// them) are written back. A module's error gets the note "Failed while
+  /// executing module 'i'.".
+  TensorDict forward(TensorDict td) override;
+  /// Runs the modules on a shallow copy of `td`, then writes the out_keys
+  /// into `out` and returns it.
+  TensorDict forward(TensorDict td, TensorDict out) override;
+
+  /// Keeps only `keys` of the outputs in what forward writes back; throws
+  /// ValueError if one is not an out_key.
+  TensorDictSequentialImpl& select_out_keys(
+      const std::vector<NestedKey>& keys) override;
+  /// Undoes `select_out_keys`.
+  TensorDictSequentialImpl& reset_out_keys() override;
+
+  /// Returns a new sequence of the same modules (shared) with only those
+  /// that can run from `in_keys` (default: this sequence's) and that the
+  /// `out_keys` (default: this sequence's) need, nested sequences filtered
+  /// the same way; it keeps `partial_tolerant`. Throws ValueError if no
+  /// module is left.
+  TensorDictSequential select_subsequence(
+      const std::optional<std::vector<NestedKey>>& in_keys = std::nullopt,
+      const std::optional<std::vector<NestedKey>>& out_keys =
+          std::nullopt) const;
+
+  /// Returns the number of modules.
+  size_t size() const noexcept {
+    return modules_.size();
+  }
+  /// Returns module `index` (negative counts from the end); throws
+  /// IndexError when out of range.
+  const AnyTensorDictModule& operator[](int64_t index) const;
+  /// Iterates over the modules.
+  std::vector<AnyTensorDictModule>::const_iterator begin() const noexcept {
+    return modules_.begin();
+  }
+  /// Iterates over the modules.
+  std::vector<AnyTensorDictModule>::const_iterator end() const noexcept {
+    return modules_.end();
+  }
+  /// Returns true if modules with missing inputs are skipped.
+  bool partial_tolerant() const noexcept {
+    return partial_tolerant_;
+  }
+  /// Sets whether modules with missing inputs are skipped.
+  void set_partial_tolerant(bool partial_tolerant) noexcept {
+    partial_tolerant_ = partial_tolerant;
+  }
+  /// Prints `TensorDictSequential(in_keys=[...], out_keys=[...])`.
+  void pretty_print(std::ostream& stream) const override;
+
+ private:
+  TensorDict run(TensorDict td);
+
+  std::vector<AnyTensorDictModule> modules_;
+  bool partial_tolerant_;
+};
+
+/// Runs TensorDict modules one after the other on the same dict (Python's
+/// `tensordict.nn.TensorDictSequential`). Its in_keys are the keys a module
+/// reads that no earlier module writes; its out_keys every key a module
+/// writes, once each, in Python's order (a key written twice counts where
+/// it is written last). The modules are the children `module.0`,
+/// `module.1`, ... (see NOTE [Module names as in Python]). A holder: copies
+/// share the modules. Not ported: Python's dict of named modules,
+/// `inplace`, slices and item assignment, and the per-element run of
+/// `partial_tolerant` over a lazy stack.
+///
+/// Example:
+/// ```
+///   TensorDictSequential policy({
+///       TensorDictModule(torch::nn::Linear(4, 8), {"obs"}, {"hidden"}),
+///       TensorDictModule(torch::nn::Functional(torch::relu), {"hidden"},
+///                        {"hidden"}),
+///       TensorDictModule(torch::nn::Linear(8, 2), {"hidden"}, {"action"})});
+///   policy(td);              // writes hidden and action
+///   policy->in_keys();       // {"obs"}
+/// ```
+class TensorDictSequential
+    : public TensorDictModuleHolder<TensorDictSequentialImpl> {
+ public:
+  using TensorDictModuleHolder::TensorDictModuleHolder;
+  /// Chains `modules`; see `TensorDictSequentialImpl`'s constructor.
+  TensorDictSequential(
+      std::vector<AnyTensorDictModule> modules,
+      TensorDictSequentialOptions options = {})
+      : TensorDictModuleHolder(std::make_shared<TensorDictSequentialImpl>(
+            std::move(modules), std::move(options))) {}
+  /// Returns module `index` (negative counts from the end); throws
+  /// IndexError when out of range.
+  const AnyTensorDictModule& operator[](int64_t index) const {
+    return (*get())[index];
+  }
+};
+
+}  // namespace nn
+TENSORDICT_END_NAMESPACE
