@@ -8,6 +8,7 @@
 // sets; run by hand without it, every test skips and says so.
 
 #include <tensordict/aoti.h>
+#include <tensordict/json.h>
 #include <tensordict/memmap.h>
 
 #include <atomic>
@@ -450,6 +451,37 @@ TEST_F(AOTIModuleTest, WrongWeightsAreRefusedAndTheOldOnesKept) {
       td.get("value"), load("weights_outside_expected_a").get("value"));
 }
 
+TEST_F(AOTIModuleTest, TutorialPackageWeightsAreCheckedAgainstTheOnesInUse) {
+  AOTIModule module(path("module.pt2"), {"obs"}, {"action"});
+  // Inductor inlined the 4-element bias into the code: it is no weight.
+  EXPECT_EQ(module->weight_names(), std::vector<std::string>{"module.weight"});
+  EXPECT_THROWS_WITH(
+      module->load_weights(TensorDict(
+          {{"module.weight", torch::zeros({4, 3})},
+           {"module.bias", torch::zeros({4})}})),
+      tensordict::KeyError,
+      "'module.bias' is not a weight of the package");
+  EXPECT_THROWS_WITH(
+      module->load_weights(TensorDict(
+          {{"module.weight", torch::zeros({4, 3}, torch::kFloat64)}})),
+      c10::TypeError,
+      "the weight 'module.weight' has dtype Double, but the package's is "
+      "Float");
+  EXPECT_THROWS_WITH(
+      module->load_weights(
+          TensorDict({{"module.weight", torch::zeros({4, 4})}})),
+      c10::ValueError,
+      "has shape [4, 4], but the package's is [4, 3]");
+  // Zero weights leave the (inlined) bias alone.
+  module->load_weights(TensorDict({{"module.weight", torch::zeros({4, 3})}}));
+  TensorDict a = load("module_inputs");
+  TensorDict b = load("module_inputs");
+  b.set("obs", torch::randn({4, 3}));
+  module(a);
+  module(b);
+  EXPECT_TRUE(torch::equal(a.get("action"), b.get("action")));
+}
+
 TEST_F(AOTIModuleTest, HotSwapNeverMixesOldAndNewWeights) {
   AOTIModule module(
       path("weights_outside.pt2"), AOTIModuleOptions().num_runners(4));
@@ -503,6 +535,95 @@ TEST_F(AOTIModuleTest, HotSwapNeverMixesOldAndNewWeights) {
   EXPECT_EQ(mixed.load(), 0);
   EXPECT_GT(saw_a.load(), 0);
   EXPECT_GT(saw_b.load(), 0);
+}
+
+// ---- pack() and PackLayout ----
+
+std::vector<NestedKey> json_keys(const Json& list) {
+  std::vector<NestedKey> keys;
+  for (const Json& key : list) {
+    keys.emplace_back(key.get<std::vector<std::string>>());
+  }
+  return keys;
+}
+
+TEST_F(AOTIModuleTest, PackGivesPythonsColumnsBitForBit) {
+  const TensorDict td = load("pack_input");
+  const TensorDict expected = load("pack_expected");
+  const Json golden =
+      Json::parse(tensordict::testing::read_text(path("pack_layout.json")));
+  auto [flat, layout] = tensordict::nn::pack(td);
+  EXPECT_TRUE(torch::equal(flat, expected.get("flat")));
+  EXPECT_TRUE(flat.is_contiguous());
+  EXPECT_EQ(layout.keys, json_keys(golden["keys"]));
+  EXPECT_EQ(
+      layout.shapes, golden["shapes"].get<std::vector<std::vector<int64_t>>>());
+  EXPECT_EQ(layout.offsets, golden["offsets"].get<std::vector<int64_t>>());
+  EXPECT_EQ(layout.numel, golden["numel"].get<int64_t>());
+  EXPECT_EQ(layout.dim, golden["dim"].get<int64_t>());
+  ASSERT_EQ(layout.nested.size(), golden["nested"].size());
+  for (size_t i = 0; i < layout.nested.size(); ++i) {
+    EXPECT_EQ(
+        layout.nested[i].first,
+        NestedKey(golden["nested"][i][0].get<std::vector<std::string>>()));
+  }
+  auto [flat0, layout0] = tensordict::nn::pack(td, 0);
+  EXPECT_TRUE(torch::equal(flat0, expected.get("flat0")));
+  EXPECT_EQ(layout0.dim, golden["dim0"].get<int64_t>());
+}
+
+TEST_F(AOTIModuleTest, UnpackInvertsPackWithViews) {
+  const TensorDict td = load("pack_input");
+  auto [flat, layout] = tensordict::nn::pack(td);
+  const TensorDict back = layout.unpack(flat);
+  for (const NestedKey& key : td.keys(true, true)) {
+    EXPECT_TRUE(torch::equal(back.get(key), td.get(key))) << key.to_string();
+  }
+  EXPECT_EQ(back.get("b").data_ptr(), flat.data_ptr());  // a view
+  // Rows of the packed tensor unpack to a dict of that batch size.
+  const TensorDict rows = layout.unpack(flat.narrow(0, 1, 2));
+  EXPECT_EQ(rows.batch_size(), c10::IntArrayRef({2}));
+  EXPECT_TRUE(torch::equal(
+      rows.get({"nested", "stress"}),
+      td.get({"nested", "stress"}).narrow(0, 1, 2)));
+  // Packing into a layout follows its order.
+  auto [again, same] = tensordict::nn::pack(back, -1, &layout);
+  EXPECT_TRUE(torch::equal(again, flat));
+  EXPECT_EQ(same, layout);
+}
+
+TEST_F(AOTIModuleTest, PackRefusesWhatItCannotPack) {
+  TensorDict td({{"a", torch::zeros({2, 3})}, {"b", torch::zeros({2})}}, {2});
+  auto [flat, layout] = tensordict::nn::pack(td);
+  EXPECT_THROWS_WITH(
+      tensordict::nn::pack(td, 2), c10::IndexError, "dim 2 is out of range");
+  TensorDict mixed = td.clone();
+  mixed.set("c", torch::zeros({2}, torch::kInt64));
+  EXPECT_THROWS_WITH(
+      tensordict::nn::pack(mixed),
+      c10::TypeError,
+      "Cannot pack leaves of different dtypes: Float and Long at 'c'");
+  TensorDict other_keys = td.exclude({"b"});
+  other_keys.set("d", torch::zeros({2}));
+  EXPECT_THROWS_WITH(
+      tensordict::nn::pack(other_keys, -1, &layout),
+      tensordict::KeyError,
+      "The leaves of the tensordict differ from the keys of the layout");
+  TensorDict reshaped(
+      {{"a", torch::zeros({2, 4})}, {"b", torch::zeros({2})}}, {2});
+  EXPECT_THROWS_WITH(
+      tensordict::nn::pack(reshaped, -1, &layout),
+      c10::ValueError,
+      "The feature shapes of the leaves differ from those of the layout");
+  TensorDict text({{"a", torch::zeros({2})}, {"note", "hi"}}, {2});
+  EXPECT_THROWS_WITH(
+      tensordict::nn::pack(text),
+      c10::TypeError,
+      "Cannot pack the non-tensor entry 'note'");
+  EXPECT_THROWS_WITH(
+      layout.unpack(torch::zeros({2, 5})),
+      c10::ValueError,
+      "Expected 4 entries along dim -1 of the packed tensor, got 5.");
 }
 
 }  // namespace

@@ -569,19 +569,35 @@ void AOTIModuleImpl::init(
     // The checks of load_weights then compare with the weights in use.
     const auto* runner = s.loader->get_runner();
     const auto names = runner->getConstantNamesToOriginalFQNs();
-    for (const auto& [internal, tensor] :
+    for (const auto& [constant, tensor] :
          runner->extract_constants_map(/*use_inactive=*/false)) {
-      const auto fqn = names.find(internal);
-      if (fqn == names.end() || !tensor.defined()) {
-        continue;
-      }
+      // Keyed by the original name; internal names are mapped just in case.
+      const auto internal = names.find(constant);
+      const std::string& fqn =
+          internal == names.end() ? constant : internal->second;
       for (const auto& [name, full] : s.weight_fqns) {
-        if (full == fqn->second) {
+        if (full == fqn && tensor.defined()) {
           s.weights[name] = WeightSpec{
               tensor.scalar_type(),
               std::vector<int64_t>(
                   tensor.sizes().begin(), tensor.sizes().end())};
         }
+      }
+    }
+  }
+  // Without shapes from the spec or the weights in use, the dtypes at least.
+  const auto* runner = s.loader->get_runner();
+  const auto fqns = runner->getConstantNamesToOriginalFQNs();
+  for (const auto& [internal, dtype] : runner->getConstantNamesToDtypes()) {
+    const auto fqn = fqns.find(internal);
+    if (fqn == fqns.end()) {
+      continue;
+    }
+    for (const auto& [name, full] : s.weight_fqns) {
+      if (full == fqn->second && s.weights.count(name) == 0 && dtype >= 0 &&
+          dtype < static_cast<int32_t>(c10::ScalarType::NumOptions)) {
+        s.weights[name] =
+            WeightSpec{static_cast<c10::ScalarType>(dtype), std::nullopt};
       }
     }
   }

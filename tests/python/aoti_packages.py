@@ -161,6 +161,41 @@ def static_package() -> None:
     save(expected.select("out"), "static_expected")
 
 
+def pack_golden() -> None:
+    """Python's pack() of a nested dict: C++ must give the same columns."""
+    torch.manual_seed(4)
+    td = TensorDict(
+        {
+            "v": torch.randn(5, 3),
+            "p": torch.randn(5),
+            "nested": {"stress": torch.randn(5, 3, 3), "deep": {"a": torch.randn(5, 2)}},
+            "b": torch.randn(5, 1),
+        },
+        batch_size=[5],
+    )
+    flat, layout = td.pack()
+    flat0, layout0 = td.pack(0)
+    save(td, "pack_input")
+    save(TensorDict({"flat": flat, "flat0": flat0}, batch_size=[]), "pack_expected")
+    with open(os.path.join(OUT, "pack_layout.json"), "w") as f:
+        json.dump(
+            {
+                "keys": [_key(k) for k in layout.keys],
+                "shapes": [list(s) for s in layout.shapes],
+                "offsets": list(layout.offsets),
+                "numel": layout.numel,
+                "dim": layout.dim,
+                "dim0": layout0.dim,
+                "nested": [[_key(k), list(b)] for k, b, _ in layout.nested],
+            },
+            f,
+        )
+
+
+def _key(key):
+    return [key] if isinstance(key, str) else list(key)
+
+
 def derived_packages() -> None:
     """Packages that must be refused: metadata edited after export."""
 
@@ -196,6 +231,7 @@ def main() -> None:
     sequential_package()
     weights_outside_package()
     static_package()
+    pack_golden()
     derived_packages()
     with open(os.path.join(OUT, "compile_times.json"), "w") as f:
         json.dump(TIMES, f, indent=1)
