@@ -482,6 +482,49 @@ TEST_F(AOTIModuleTest, TutorialPackageWeightsAreCheckedAgainstTheOnesInUse) {
   EXPECT_TRUE(torch::equal(a.get("action"), b.get("action")));
 }
 
+TEST_F(AOTIModuleTest, WeightsThatAreViewsIntoLargerStoragesLoadCorrectly) {
+  AOTIModule module(path("weights_outside.pt2"));
+  // Each weight sits at an offset inside a larger buffer, as in a
+  // consolidated dict or a slice of stacked weights.
+  const TensorDict flat =
+      TensorDict::load_memmap(path("weights_a")).flatten_keys(".");
+  TensorDict views;
+  for (const NestedKey& key : flat.keys()) {
+    const at::Tensor t = flat.get(key);
+    const at::Tensor buffer =
+        torch::cat({torch::full({7}, 1e6), t.flatten(), torch::full({5}, 1e6)});
+    views.set(key, buffer.narrow(0, 7, t.numel()).view(t.sizes()));
+  }
+  module->load_weights(views);
+  TensorDict td = load("weights_outside_inputs");
+  module(td);
+  expect_close(
+      td.get("value"), load("weights_outside_expected_a").get("value"));
+}
+
+TEST_F(AOTIModuleTest, WeightsOfUnknownShapeAreRefused) {
+  // weights_outside.pt2 without its tensordict metadata.
+  AOTIModule module(
+      path("weights_outside_no_spec.pt2"),
+      {"obs"},
+      {"value"},
+      AOTIModuleOptions().weights_in_package(false));
+  TensorDict td = load("weights_outside_inputs");
+  EXPECT_THROWS_WITH(module(td), c10::Error, "call load_weights first");
+  // Without the metadata, the names keep the exporter's wrapper prefix.
+  const TensorDict flat =
+      TensorDict::load_memmap(path("weights_a")).flatten_keys(".");
+  TensorDict prefixed;
+  for (const NestedKey& key : flat.keys()) {
+    prefixed.set("module." + std::string(key[0]), flat.get(key));
+  }
+  EXPECT_THROWS_WITH(
+      module->load_weights(prefixed),
+      c10::Error,
+      "is unknown (a package without tensordict.spec whose weights are "
+      "outside it)");
+}
+
 TEST_F(AOTIModuleTest, HotSwapNeverMixesOldAndNewWeights) {
   AOTIModule module(
       path("weights_outside.pt2"), AOTIModuleOptions().num_runners(4));

@@ -565,7 +565,7 @@ void AOTIModuleImpl::init(
     }
     s.weight_fqns.emplace(name, fqn);
   }
-  if (weights_in_package && !s.has_spec) {
+  if (weights_in_package) {
     // The checks of load_weights then compare with the weights in use.
     const auto* runner = s.loader->get_runner();
     const auto names = runner->getConstantNamesToOriginalFQNs();
@@ -576,7 +576,7 @@ void AOTIModuleImpl::init(
       const std::string& fqn =
           internal == names.end() ? constant : internal->second;
       for (const auto& [name, full] : s.weight_fqns) {
-        if (full == fqn && tensor.defined()) {
+        if (full == fqn && tensor.defined() && s.weights.count(name) == 0) {
           s.weights[name] = WeightSpec{
               tensor.scalar_type(),
               std::vector<int64_t>(
@@ -786,7 +786,20 @@ void AOTIModuleImpl::load_weights(const TensorDict& weights) {
           ", but the package's is ",
           shape_string(spec->second.shape.value_or(std::vector<int64_t>{})));
     }
-    constants.emplace(fqn->second, tensor.detach().to(s.device).contiguous());
+    TORCH_CHECK(
+        spec != s.weights.end() && spec->second.shape,
+        s.where,
+        ": the shape of the weight '",
+        name,
+        "' is unknown (a package without tensordict.spec whose weights are "
+        "outside it), and a wrong one would be read out of bounds; export "
+        "the model with tensordict_cpp.export");
+    // A tensor owning exactly its data: the package copies the whole
+    // storage of what it is given, with its strides and offset, so a view
+    // into a larger storage (a slice, a consolidated dict) would overrun.
+    constants.emplace(
+        fqn->second,
+        tensor.detach().to(s.device).clone(at::MemoryFormat::Contiguous));
   }
   for (const auto& [name, fqn] : s.weight_fqns) {
     TENSORDICT_CHECK_KEY(

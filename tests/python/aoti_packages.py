@@ -216,6 +216,11 @@ def derived_packages() -> None:
     def bad_spec(meta):
         meta["tensordict.spec"] = '{"torch": "2.13.0", "batch_size": [-1'
 
+    def no_tensordict_metadata(meta):
+        for key in [key for key in meta if key.startswith("tensordict.")]:
+            del meta[key]
+
+    rewrite("weights_outside.pt2", "weights_outside_no_spec.pt2", no_tensordict_metadata)
     rewrite("sequential.pt2", "cuda_device.pt2", device)
     rewrite("sequential.pt2", "other_torch.pt2", torch_version)
     rewrite("sequential.pt2", "future_format.pt2", format_version)
