@@ -503,12 +503,9 @@ TEST_F(AOTIModuleTest, WeightsThatAreViewsIntoLargerStoragesLoadCorrectly) {
 }
 
 TEST_F(AOTIModuleTest, WeightsOfUnknownShapeAreRefused) {
-  // weights_outside.pt2 without its tensordict metadata.
-  AOTIModule module(
-      path("weights_outside_no_spec.pt2"),
-      {"obs"},
-      {"value"},
-      AOTIModuleOptions().weights_in_package(false));
+  // weights_outside.pt2 without its tensordict metadata: that it holds no
+  // weights is still found out (a call would crash), but not their shapes.
+  AOTIModule module(path("weights_outside_no_spec.pt2"), {"obs"}, {"value"});
   TensorDict td = load("weights_outside_inputs");
   EXPECT_THROWS_WITH(module(td), c10::Error, "call load_weights first");
   // Without the metadata, the names keep the exporter's wrapper prefix.

@@ -18,8 +18,9 @@
 // shape and device, and where the weights are; with it every call is
 // checked before the package runs, since a package reads its inputs with
 // the strides and sizes it was compiled for and does not check them
-// itself. Without it, only the keys, the device and the batch sizes' agreement
-// are checked.
+// itself. Without it, only the keys and the device are checked, and weights
+// can be loaded only into a package that holds some (their shapes are then
+// known).
 //
 // NOTE [Untrusted packages]
 // A package holds a shared library that loading runs: only load packages
@@ -111,11 +112,6 @@ struct TENSORDICT_API AOTIModuleOptions {
   /// How many copies of the model may run at once: one per caller thread
   /// that should not wait for another.
   TENSORDICT_ARG(size_t, num_runners) = 1;
-  /// For a package without `tensordict.spec` only: false if it was compiled
-  /// with `aot_inductor.package_constants_in_so=False`, so that calls are
-  /// refused until `load_weights` (such a package would crash without its
-  /// weights, and nothing in it says so).
-  TENSORDICT_ARG(bool, weights_in_package) = true;
 };
 
 /// Runs an AOTInductor package as a TensorDict module (see NOTE [Package

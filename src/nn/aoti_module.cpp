@@ -396,7 +396,7 @@ void AOTIModuleImpl::init(
 
   // The spec: everything the calls are checked against.
   std::map<std::string, InputSpec> spec_inputs;
-  bool weights_in_package = options.weights_in_package();
+  bool weights_in_package = true;
   if (const std::string* text = get("tensordict.spec")) {
     const std::string file =
         c10::str("AOTI package '", path, "' (tensordict.spec)");
@@ -565,18 +565,25 @@ void AOTIModuleImpl::init(
     }
     s.weight_fqns.emplace(name, fqn);
   }
-  if (weights_in_package) {
-    // The checks of load_weights then compare with the weights in use.
+  // The weights in use: none when the package was compiled without them
+  // (package_constants_in_so=False), whatever its metadata says, since a
+  // call would then read null constants. Their shapes check load_weights.
+  {
     const auto* runner = s.loader->get_runner();
     const auto names = runner->getConstantNamesToOriginalFQNs();
+    std::set<std::string> present;
     for (const auto& [constant, tensor] :
          runner->extract_constants_map(/*use_inactive=*/false)) {
+      if (!tensor.defined()) {
+        continue;
+      }
       // Keyed by the original name; internal names are mapped just in case.
       const auto internal = names.find(constant);
       const std::string& fqn =
           internal == names.end() ? constant : internal->second;
+      present.insert(fqn);
       for (const auto& [name, full] : s.weight_fqns) {
-        if (full == fqn && tensor.defined() && s.weights.count(name) == 0) {
+        if (full == fqn && s.weights.count(name) == 0) {
           s.weights[name] = WeightSpec{
               tensor.scalar_type(),
               std::vector<int64_t>(
@@ -584,6 +591,11 @@ void AOTIModuleImpl::init(
         }
       }
     }
+    bool all_present = true;
+    for (const auto& [name, fqn] : s.weight_fqns) {
+      all_present = all_present && present.count(fqn) == 1;
+    }
+    weights_in_package = weights_in_package && all_present;
   }
   // Without shapes from the spec or the weights in use, the dtypes at least.
   const auto* runner = s.loader->get_runner();
