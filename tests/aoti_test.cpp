@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "nn/aoti_zip.h"
 #include "support.h"
 
 // Its own namespace, so that test files can share a unity batch.
@@ -345,6 +346,28 @@ TEST_F(AOTIModuleTest, CorruptedPackageIsAnErrorBeforeItsLibraryIsOpened) {
   tensordict::testing::write_text(tmp / "garbage.pt2", garbage);
   EXPECT_THROWS_WITH(
       AOTIModule(tmp / "garbage.pt2"), c10::Error, "is not a zip archive");
+}
+
+TEST_F(AOTIModuleTest, DamagedDirectoryBytesAreRefusedNeverFollowed) {
+  // Every third byte of the central directory and end record, flipped in
+  // turn: sizes, offsets, counts and CRCs must be caught by the check, and
+  // no value may make it read out of bounds or loop.
+  tensordict::testing::TempDir tmp;
+  const std::string bytes = tensordict::testing::read_text(path("static.pt2"));
+  ASSERT_GT(bytes.size(), 2000u);
+  int refused = 0;
+  for (size_t i = bytes.size() - 1500; i < bytes.size(); i += 3) {
+    std::string damaged = bytes;
+    damaged[i] = static_cast<char>(damaged[i] ^ 0xff);
+    tensordict::testing::write_text(tmp / "damaged.pt2", damaged);
+    try {
+      tensordict::nn::aoti_internal::check_zip_integrity(tmp / "damaged.pt2");
+    } catch (const c10::Error&) {
+      ++refused;
+    }
+  }
+  // Names, times and attributes may change harmlessly; most bytes may not.
+  EXPECT_GT(refused, 250);
 }
 
 TEST_F(AOTIModuleTest, EntryEscapingThePackageDirectoryIsRefused) {

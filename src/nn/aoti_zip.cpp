@@ -344,9 +344,20 @@ void check_zip_integrity(const std::string& path) {
         "' has no local header at offset ",
         local,
         "; is the file corrupted?");
-    const uint64_t data_start = local + kLocalSize +
-                                read_le(header.data() + 26, 2) +
-                                read_le(header.data() + 28, 2);
+    const uint64_t local_name_len = read_le(header.data() + 26, 2);
+    const uint64_t data_start =
+        local + kLocalSize + local_name_len + read_le(header.data() + 28, 2);
+    // The extractor may go by either name: they must agree.
+    TORCH_CHECK(
+        local_name_len == name_len &&
+            local_name_len <= dir.offset - local - kLocalSize &&
+            zip.read(local + kLocalSize, name_len) ==
+                std::vector<unsigned char>(name.begin(), name.end()),
+        "AOTI package '",
+        path,
+        "': entry '",
+        name,
+        "' has another name in its local header; is the file corrupted?");
     TORCH_CHECK(
         data_start <= dir.offset && compressed <= dir.offset - data_start,
         "AOTI package '",
