@@ -13,6 +13,10 @@ CTEST       ?= ctest
 CMAKE_FLAGS ?=
 
 
+# The AOTInductor packages the serving benchmarks run (exported by the
+# aoti_packages target, as for the tests).
+AOTI_ENV = TENSORDICT_AOTI_PACKAGES=$(abspath $(BUILD_DIR))/tests/python/aoti_packages
+
 TORCH_PREFIX = $(shell $(PYTHON) -c 'import torch;print(torch.utils.cmake_prefix_path)')
 
 .PHONY: all deps configure build demo test test-sanitize bench install clean \
@@ -46,14 +50,14 @@ test: build
 # counts the per-leaf ops' instructions under callgrind (load-independent);
 # report.py prints a table and writes build/bench/report.json and report.png.
 bench: build
-	$(CMAKE) --build $(BUILD_DIR) -j $(JOBS) --target tensor_dict_benchmark
+	$(CMAKE) --build $(BUILD_DIR) -j $(JOBS) --target tensor_dict_benchmark aoti_packages
 	rm -rf $(BUILD_DIR)/bench && mkdir -p $(BUILD_DIR)/bench
-	./$(BUILD_DIR)/bin/tensor_dict_benchmark --benchmark_format=console \
+	$(AOTI_ENV) ./$(BUILD_DIR)/bin/tensor_dict_benchmark --benchmark_format=console \
 	  --benchmark_out=$(BUILD_DIR)/bench/cpp.json --benchmark_out_format=json
 	$(PYTHON) benchmarks/instructions.py ./$(BUILD_DIR)/bin/tensor_dict_benchmark \
 	  $(BUILD_DIR)/bench/instructions.json
 	set -e; for script in benchmarks/python_*.py; do \
-	  $(PYTHON) $$script $(BUILD_DIR)/bench/$$(basename $$script .py).json; \
+	  $(AOTI_ENV) $(PYTHON) $$script $(BUILD_DIR)/bench/$$(basename $$script .py).json; \
 	done
 	$(PYTHON) benchmarks/report.py $(BUILD_DIR)/bench $(BUILD_DIR)/bench/cpp.json \
 	  $(BUILD_DIR)/bench/python_*.json

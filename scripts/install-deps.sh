@@ -43,3 +43,23 @@ then
   "$PYTHON" -m pip install --quiet --disable-pip-version-check \
     torch==2.13.0 tensordict matplotlib
 fi
+
+# The project's own exporter (python/tensordict_cpp), reinstalled only when
+# the installed copy differs from the source tree. --no-deps: pip must not
+# resolve torch.
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+if ! "$PYTHON" - "$ROOT/python/tensordict_cpp" <<'PY' 2>/dev/null
+import filecmp, os, sys, importlib.util
+spec = importlib.util.find_spec("tensordict_cpp")
+src = sys.argv[1]
+names = sorted(n for n in os.listdir(src) if n.endswith(".py"))
+ok = spec is not None and spec.origin is not None and all(
+    filecmp.cmp(os.path.join(src, n), os.path.join(os.path.dirname(spec.origin), n), shallow=False)
+    for n in names)
+sys.exit(0 if ok else 1)
+PY
+then
+  echo "install-deps: pip install --no-build-isolation --no-deps ./python"
+  "$PYTHON" -m pip install --quiet --disable-pip-version-check \
+    --no-build-isolation --no-deps "$ROOT/python"
+fi

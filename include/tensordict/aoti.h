@@ -1,0 +1,220 @@
+#pragma once
+
+// Running AOTInductor packages (`.pt2`, made by torch.export and
+// `torch._inductor.aoti_compile_and_package`) as TensorDict modules: a
+// TensorDict in, a TensorDict out. Opt-in, not included by
+// <tensordict/tensordict.h>; libtorch's package loader stays out of this
+// header (it is held through a pointer to an incomplete type).
+//
+// NOTE [Package contract]
+// A package's inputs are keyword tensors, one per in_key, named by joining a
+// nested key with "_" (as `tensordict.nn.dispatch` does), and its outputs a
+// tuple in out_keys order: the form of tensordict's and TorchRL's export
+// tutorials, and of `tensordict_cpp.export` (python/tensordict_cpp). The
+// keys come from the package's user metadata (`tensordict.in_keys`,
+// `tensordict.out_keys`: JSON lists of strings or lists of strings) or else
+// from the caller. `tensordict_cpp.export` also writes `tensordict.spec`:
+// the batch size (with its dynamic range), each input's dtype, trailing
+// shape and device, and where the weights are; with it every call is
+// checked before the package runs, since a package reads its inputs with
+// the strides and sizes it was compiled for and does not check them
+// itself. Without it, only the keys and the device are checked, and weights
+// can be loaded only into a package that holds some (their shapes are then
+// known).
+//
+// NOTE [Untrusted packages]
+// A package holds a shared library that loading runs: only load packages
+// whose origin you trust. What is checked is integrity, not intent: the zip
+// structure and every entry's CRC-32 (libtorch's reader skips CRCs, so a
+// flipped byte in the library would otherwise be loaded and executed), the
+// metadata's types and values, the device and the torch version, each
+// before the library is opened.
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "tensordict/export.h"
+#include "tensordict/nested_key.h"
+#include "tensordict/nn.h"
+#include "tensordict/options.h"
+#include "tensordict/tensor_dict.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace nn {
+
+/// The layout of a dict packed by `pack` (Python's `tensordict.PackLayout`):
+/// each leaf's columns in the packed tensor, and what `unpack` needs to
+/// rebuild the dict. Compares by value.
+///
+/// Example:
+/// ```
+///   auto [flat, layout] = pack(td);      // [*batch, F]
+///   TensorDict back = layout.unpack(flat.index({Slice(0, 2)}));
+/// ```
+struct TENSORDICT_API PackLayout {
+  /// The leaf keys, in column order.
+  std::vector<NestedKey> keys;
+  /// Each leaf's feature shape (after the dict's batch dims).
+  std::vector<std::vector<int64_t>> shapes;
+  /// The packed dim of the packed tensor, counted from the end.
+  int64_t dim = -1;
+  /// Each nested dict's key and batch shape after the root's batch dims;
+  /// parents come before their children.
+  std::vector<std::pair<NestedKey, std::vector<int64_t>>> nested;
+  /// The packed dict's device, if it had one.
+  std::optional<c10::Device> device;
+  /// The first column of each leaf.
+  std::vector<int64_t> offsets;
+  /// The number of columns.
+  int64_t numel = 0;
+
+  /// Rebuilds a dict whose leaves are views of `flat`; its batch size is
+  /// `flat`'s shape without the packed dim. Throws c10::IndexError if `dim`
+  /// is out of range for `flat`, c10::ValueError if `flat` has not `numel`
+  /// entries along it.
+  [[nodiscard]] TensorDict unpack(const at::Tensor& flat) const;
+  /// Returns true if both layouts are the same.
+  bool operator==(const PackLayout& other) const;
+  /// Returns true if the layouts differ.
+  bool operator!=(const PackLayout& other) const {
+    return !(*this == other);
+  }
+};
+
+/// Packs every leaf of `td` into one contiguous tensor (Python's
+/// `td.pack(dim, layout=layout)`): each leaf is flattened after the batch
+/// dims and the leaves are concatenated in `keys(true, true, sort=true)`
+/// order (or `layout`'s), along `dim` (in [-(batch_dims + 1), batch_dims]);
+/// the columns are those Python gives. Returns a copy and its layout. Throws
+/// c10::IndexError for `dim`, c10::TypeError for a non-tensor entry or
+/// mixed dtypes, c10::Error for mixed devices or a lazy stack, KeyError or
+/// c10::ValueError if the leaves differ from `layout`'s.
+TENSORDICT_API std::pair<at::Tensor, PackLayout> pack(
+    const TensorDict& td, int64_t dim = -1, const PackLayout* layout = nullptr);
+
+/// How an AOTIModule loads its package.
+///
+/// Example: `AOTIModule p("p.pt2", AOTIModuleOptions().num_runners(4));`
+struct TENSORDICT_API AOTIModuleOptions {
+  /// The model's name inside the package (AOTInductor's default).
+  TENSORDICT_ARG(std::string, model_name) = "model";
+  /// The CUDA device index for a CUDA package; -1 is the current device.
+  TENSORDICT_ARG(c10::DeviceIndex, device_index) = -1;
+  /// How many copies of the model may run at once: one per caller thread
+  /// that should not wait for another.
+  TENSORDICT_ARG(size_t, num_runners) = 1;
+};
+
+/// Runs an AOTInductor package as a TensorDict module (see NOTE [Package
+/// contract]): `forward` reads the in_keys from the dict, checks them
+/// against the package's metadata, runs the package and writes the
+/// out_keys into the dict (or into `out`). It sits in a
+/// TensorDictSequential like any TensorDictModuleBase.
+///
+/// Thread safety: `forward` may be called from many threads at once (with
+/// `num_runners` > 1 they run in parallel). `load_weights` may run
+/// concurrently with them: each call sees the old weights or the new ones,
+/// never a mix (the new ones go to the package's inactive buffer, which is
+/// then swapped in under the package's exclusive lock).
+///
+/// Example:
+/// ```
+///   tensordict::nn::AOTIModule policy("policy.pt2");
+///   TensorDict out = policy(td);   // td gets the out_keys
+/// ```
+class TENSORDICT_API AOTIModuleImpl : public TensorDictModuleBase {
+ public:
+  /// Loads the package at `path`, with keys from its metadata. Throws
+  /// c10::Error if the file is not an intact package, if its metadata is
+  /// malformed or has no keys, or if it was built for a device this
+  /// process lacks or by another torch version.
+  explicit AOTIModuleImpl(
+      const std::string& path,
+      const AOTIModuleOptions& options = AOTIModuleOptions());
+  /// Loads the package at `path` with the given keys, for packages without
+  /// key metadata (exported by hand). Throws as above, and if the keys
+  /// differ from the package's metadata or do not name its inputs.
+  AOTIModuleImpl(
+      const std::string& path,
+      std::vector<NestedKey> in_keys,
+      std::vector<NestedKey> out_keys,
+      const AOTIModuleOptions& options = AOTIModuleOptions());
+  ~AOTIModuleImpl() override;
+
+  using TensorDictModuleBase::forward;
+  /// Runs the package on the in_keys of `td` and writes the out_keys into
+  /// `out`; returns `out`. The outputs are new tensors. Throws KeyError for
+  /// a missing input, c10::TypeError for a dtype, c10::ValueError for a
+  /// trailing shape, device or batch size the package does not take (each
+  /// before the package runs), c10::Error if the weights are not loaded.
+  TensorDict forward(TensorDict td, TensorDict out) override;
+
+  /// Runs the package on its flat inputs, in `input_names()` order, without
+  /// any check: the raw loader call, for comparisons. Throws c10::Error if
+  /// the weights are not loaded.
+  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs);
+
+  /// Replaces every weight of the package with the tensors of `weights`,
+  /// keyed like `TensorDict::from_module(module)` of the exported module
+  /// (nested or flattened with "."); returns once the new weights are in
+  /// use. The tensors are copied. Throws KeyError, naming the key, if one
+  /// is missing or is not a weight of the package, and c10::TypeError or
+  /// c10::ValueError for a dtype or shape that differs from the current
+  /// weight's; the weights in use are then unchanged.
+  void load_weights(const TensorDict& weights);
+
+  /// Returns the names `load_weights` expects, sorted.
+  std::vector<std::string> weight_names() const;
+  /// Returns the package's keyword input names, in the order `run` takes.
+  const std::vector<std::string>& input_names() const noexcept;
+  /// Returns the package's metadata (user and AOTInductor entries).
+  const std::unordered_map<std::string, std::string>& metadata() const noexcept;
+  /// Returns the device the package runs on.
+  c10::Device device() const noexcept;
+  /// Returns the range of the dynamic batch dim (dim 0), if any; an
+  /// unbounded maximum is nullopt.
+  std::optional<std::pair<int64_t, std::optional<int64_t>>> batch_range() const;
+  /// Returns the package path.
+  const std::string& path() const noexcept;
+
+ private:
+  struct State;
+  void init(
+      std::optional<std::vector<NestedKey>> in_keys,
+      std::optional<std::vector<NestedKey>> out_keys,
+      const AOTIModuleOptions& options);
+  std::unique_ptr<State> state_;
+};
+
+/// The holder of an AOTIModuleImpl: `AOTIModule policy("p.pt2");
+/// policy(td)`, `policy->in_keys()`.
+class AOTIModule : public TensorDictModuleHolder<AOTIModuleImpl> {
+ public:
+  using TensorDictModuleHolder::TensorDictModuleHolder;
+  /// Loads the package at `path`; see AOTIModuleImpl.
+  explicit AOTIModule(
+      const std::string& path,
+      const AOTIModuleOptions& options = AOTIModuleOptions())
+      : TensorDictModuleHolder(
+            std::make_shared<AOTIModuleImpl>(path, options)) {}
+  /// Loads the package at `path` with the given keys; see AOTIModuleImpl.
+  AOTIModule(
+      const std::string& path,
+      std::vector<NestedKey> in_keys,
+      std::vector<NestedKey> out_keys,
+      const AOTIModuleOptions& options = AOTIModuleOptions())
+      : TensorDictModuleHolder(std::make_shared<AOTIModuleImpl>(
+            path, std::move(in_keys), std::move(out_keys), options)) {}
+};
+
+}  // namespace nn
+TENSORDICT_END_NAMESPACE

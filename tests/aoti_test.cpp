@@ -1,0 +1,693 @@
+// Tests of include/tensordict/aoti.h: AOTInductor packages exported by
+// Python (tests/python/aoti_packages.py, run once per build tree) run as
+// TensorDict modules, and their outputs equal Python eager's on the same
+// inputs, within 1e-5 (absolute and relative: the package's kernels and
+// eager's may sum in a different order).
+//
+// The packages' directory comes from TENSORDICT_AOTI_PACKAGES, which ctest
+// sets; run by hand without it, every test skips and says so.
+
+#include <tensordict/aoti.h>
+#include <tensordict/json.h>
+#include <tensordict/memmap.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nn/aoti_zip.h"
+#include "support.h"
+
+// Its own namespace, so that test files can share a unity batch.
+namespace aoti_test {
+
+using namespace tensordict;  // NOLINT(google-build-using-namespace)
+using tensordict::nn::AOTIModule;
+using tensordict::nn::AOTIModuleOptions;
+
+namespace {
+
+constexpr double kTolerance = 1e-5;
+
+class AOTIModuleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* dir = std::getenv("TENSORDICT_AOTI_PACKAGES");
+    if (dir == nullptr || *dir == '\0') {
+      GTEST_SKIP() << "TENSORDICT_AOTI_PACKAGES is not set: run through "
+                      "ctest, which exports the packages first";
+    }
+    dir_ = dir;
+  }
+
+  std::string path(const std::string& name) const {
+    return dir_ + "/" + name;
+  }
+
+  // A writable copy of what Python memmapped.
+  TensorDict load(const std::string& name) const {
+    return TensorDict::load_memmap(path(name)).clone();
+  }
+
+  std::string dir_;
+};
+
+void expect_close(const at::Tensor& actual, const at::Tensor& expected) {
+  ASSERT_EQ(actual.sizes(), expected.sizes());
+  ASSERT_EQ(actual.scalar_type(), expected.scalar_type());
+  EXPECT_TRUE(torch::allclose(actual, expected, kTolerance, kTolerance))
+      << "max abs difference "
+      << (actual - expected).abs().max().item<double>();
+}
+
+TEST_F(AOTIModuleTest, TutorialPackageRunsWithTheCallersKeys) {
+  AOTIModule module(path("module.pt2"), {"obs"}, {"action"});
+  EXPECT_EQ(module->in_keys(), std::vector<NestedKey>{"obs"});
+  EXPECT_EQ(module->out_keys(), std::vector<NestedKey>{"action"});
+  EXPECT_EQ(module->input_names(), std::vector<std::string>{"obs"});
+  TensorDict td = load("module_inputs");
+  TensorDict out = module(td);
+  EXPECT_TRUE(out.is_same(td));  // in place, as TensorDictModule
+  expect_close(td.get("action"), load("module_expected").get("action"));
+}
+
+TEST_F(AOTIModuleTest, TutorialPackageWithoutKeysAsksForThem) {
+  EXPECT_THROWS_WITH(
+      AOTIModule(path("module.pt2")),
+      c10::ValueError,
+      "has no tensordict.in_keys metadata; pass the keys");
+}
+
+TEST_F(AOTIModuleTest, CallersKeysMustNameThePackagesInputs) {
+  EXPECT_THROWS_WITH(
+      AOTIModule(path("module.pt2"), {"observation"}, {"action"}),
+      c10::ValueError,
+      "the package's input 'obs' matches none of the in_keys "
+      "['observation']");
+  EXPECT_THROWS_WITH(
+      AOTIModule(path("module.pt2"), {"obs"}, {"action", "value"}),
+      c10::ValueError,
+      "the package returns 1 tensors, but there are 2 out_keys");
+}
+
+TEST_F(AOTIModuleTest, KeysComeFromTheMetadata) {
+  AOTIModule module(path("sequential.pt2"));
+  const std::vector<NestedKey> in = {{"obs", "x"}, {"obs", "y"}};
+  const std::vector<NestedKey> out = {{"out", "action"}, {"hidden", "h"}};
+  EXPECT_EQ(module->in_keys(), in);
+  EXPECT_EQ(module->out_keys(), out);
+  EXPECT_EQ(
+      module->input_names(), (std::vector<std::string>{"obs_x", "obs_y"}));
+  const auto range = module->batch_range();
+  ASSERT_TRUE(range.has_value());
+  EXPECT_EQ(range->first, 1);
+  EXPECT_EQ(range->second, 64);
+  EXPECT_EQ(module->metadata().at("AOTI_DEVICE_KEY"), "cpu");
+  // Keys given that differ from the metadata's are refused.
+  EXPECT_THROWS_WITH(
+      AOTIModule(path("sequential.pt2"), {{"obs", "x"}}, out),
+      c10::ValueError,
+      "differ from the package's metadata");
+}
+
+TEST_F(AOTIModuleTest, SequentialMatchesPythonEagerAtEveryBatchSize) {
+  AOTIModule module(path("sequential.pt2"));
+  for (int64_t batch : {1, 5, 64}) {
+    SCOPED_TRACE(batch);
+    TensorDict td = load("sequential_inputs_" + std::to_string(batch));
+    const TensorDict expected =
+        load("sequential_expected_" + std::to_string(batch));
+    module(td);
+    expect_close(td.get({"out", "action"}), expected.get({"out", "action"}));
+    expect_close(td.get({"hidden", "h"}), expected.get({"hidden", "h"}));
+    // select_out_keys in Python dropped the intermediate ("hidden", "g").
+    EXPECT_FALSE(td.contains({"hidden", "g"}));
+  }
+}
+
+TEST_F(AOTIModuleTest, ForwardWritesIntoAnotherDict) {
+  AOTIModule module(path("sequential.pt2"));
+  const TensorDict td = load("sequential_inputs_5");
+  TensorDict out({}, {5});
+  TensorDict result = module(td, out);
+  EXPECT_TRUE(result.is_same(out));
+  EXPECT_FALSE(td.contains({"out", "action"}));
+  expect_close(
+      out.get({"out", "action"}),
+      load("sequential_expected_5").get({"out", "action"}));
+}
+
+TEST_F(AOTIModuleTest, NonContiguousInputsGiveTheSameOutputs) {
+  AOTIModule module(path("sequential.pt2"));
+  TensorDict td = load("sequential_inputs_5");
+  const at::Tensor x = td.get({"obs", "x"});
+  // Same values, transposed strides: the package must not read them raw.
+  const at::Tensor strided = x.t().contiguous().t();
+  ASSERT_FALSE(strided.is_contiguous());
+  td.set({"obs", "x"}, strided);
+  module(td);
+  expect_close(
+      td.get({"out", "action"}),
+      load("sequential_expected_5").get({"out", "action"}));
+}
+
+TEST_F(AOTIModuleTest, SelectOutKeysDropsTheOthersFromTheCall) {
+  AOTIModule module(path("sequential.pt2"));
+  module->select_out_keys({{"out", "action"}});
+  TensorDict td = load("sequential_inputs_5");
+  module(td);
+  EXPECT_TRUE(td.contains({"out", "action"}));
+  EXPECT_FALSE(td.contains({"hidden", "h"}));
+}
+
+TEST_F(AOTIModuleTest, RunsAsAnyTensorDictModuleAndFromTensors) {
+  AOTIModule module(path("sequential.pt2"));
+  tensordict::nn::AnyTensorDictModule any = module;
+  TensorDict td = load("sequential_inputs_5");
+  any(td);
+  const at::Tensor expected =
+      load("sequential_expected_5").get({"out", "action"});
+  expect_close(td.get({"out", "action"}), expected);
+  // The dispatch form: tensors by in_key, tensors by out_key back.
+  const TensorDict inputs = load("sequential_inputs_5");
+  const std::vector<at::Tensor> outputs = module(
+      {{{"obs", "x"}, inputs.get({"obs", "x"})},
+       {{"obs", "y"}, inputs.get({"obs", "y"})}});
+  ASSERT_EQ(outputs.size(), 2u);
+  expect_close(outputs[0], expected);
+}
+
+TEST_F(AOTIModuleTest, ConcurrentCallersGetTheirOwnResults) {
+  AOTIModule module(path("sequential.pt2"), AOTIModuleOptions().num_runners(2));
+  const TensorDict inputs = load("sequential_inputs_5");
+  const at::Tensor expected =
+      load("sequential_expected_5").get({"out", "action"});
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 50; ++i) {
+        TensorDict td = inputs.clone();
+        module(td);
+        if (!torch::allclose(
+                td.get({"out", "action"}), expected, kTolerance, kTolerance)) {
+          ++wrong;
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) {
+    thread.join();
+  }
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+// ---- Errors before the package runs ----
+
+TEST_F(AOTIModuleTest, MissingInputKeyIsAKeyError) {
+  AOTIModule module(path("sequential.pt2"));
+  TensorDict td = load("sequential_inputs_5");
+  td.del_({"obs", "y"});
+  EXPECT_THROWS_WITH(
+      module(td),
+      tensordict::KeyError,
+      "the input ('obs', 'y') is missing from the dict");
+}
+
+TEST_F(AOTIModuleTest, WrongDtypeIsATypeError) {
+  AOTIModule module(path("sequential.pt2"));
+  TensorDict td = load("sequential_inputs_5");
+  td.set({"obs", "x"}, td.get({"obs", "x"}).to(torch::kFloat64));
+  EXPECT_THROWS_WITH(
+      module(td),
+      c10::TypeError,
+      "the input ('obs', 'x') has dtype Double, but the package takes Float");
+}
+
+TEST_F(AOTIModuleTest, WrongTrailingShapeIsAValueError) {
+  AOTIModule module(path("sequential.pt2"));
+  TensorDict td(
+      {{"obs", {{"x", torch::randn({5, 4})}, {"y", torch::randn({5, 2})}}}},
+      {5});
+  EXPECT_THROWS_WITH(
+      module(td),
+      c10::ValueError,
+      "the input ('obs', 'x') has shape [5, 4], but the package takes "
+      "[*batch, 5] with 1 batch dims");
+}
+
+TEST_F(AOTIModuleTest, WrongDeviceIsAValueError) {
+  AOTIModule module(path("sequential.pt2"));
+  // A dict without a device, so its leaves may sit on different ones.
+  TensorDict td;
+  td.set({"obs", "x"}, torch::randn({5, 5}));
+  td.set({"obs", "y"}, torch::empty({5, 2}, torch::kMeta));
+  EXPECT_THROWS_WITH(
+      module(td),
+      c10::ValueError,
+      "the input ('obs', 'y') is on meta, but the package takes it on cpu");
+}
+
+TEST_F(AOTIModuleTest, BatchOutsideTheExportedRangeIsAValueError) {
+  AOTIModule module(path("sequential.pt2"));
+  TensorDict td(
+      {{"obs", {{"x", torch::randn({65, 5})}, {"y", torch::randn({65, 2})}}}},
+      {65});
+  EXPECT_THROWS_WITH(
+      module(td),
+      c10::ValueError,
+      "has batch size [65], but the package takes [-1] with dim 0 in [1, 64]");
+  TensorDict empty(
+      {{"obs", {{"x", torch::randn({0, 5})}, {"y", torch::randn({0, 2})}}}},
+      {0});
+  EXPECT_THROWS_WITH(module(empty), c10::ValueError, "with dim 0 in [1, 64]");
+  // A static batch size must match exactly.
+  AOTIModule fixed(path("static.pt2"));
+  EXPECT_FALSE(fixed->batch_range().has_value());
+  TensorDict td3 = load("static_inputs");
+  fixed(td3);
+  expect_close(td3.get("out"), load("static_expected").get("out"));
+  TensorDict seven({{"obs", torch::randn({7, 2})}}, {7});
+  EXPECT_THROWS_WITH(
+      fixed(seven),
+      c10::ValueError,
+      "the input 'obs' has batch size [7], but the package takes [3]");
+}
+
+TEST_F(AOTIModuleTest, UnboundedDynamicBatchTakesAnyPositiveSize) {
+  AOTIModule module(path("weights_outside.pt2"));
+  const auto range = module->batch_range();
+  ASSERT_TRUE(range.has_value());
+  EXPECT_EQ(range->second, std::nullopt);
+  module->load_weights(TensorDict::load_memmap(path("weights_a")));
+  const TensorDict inputs = load("weights_outside_inputs");
+  const at::Tensor expected = load("weights_outside_expected_a").get("value");
+  // Rows are independent: 3 and 300 rows give the eager rows.
+  for (int64_t rows : {3, 300}) {
+    const at::Tensor obs = inputs.get("obs").repeat({50, 1}).narrow(0, 0, rows);
+    TensorDict td({{"obs", obs}}, {rows});
+    module(td);
+    expect_close(td.get("value"), expected.repeat({50, 1}).narrow(0, 0, rows));
+  }
+  TensorDict empty({{"obs", torch::randn({0, 4})}}, {0});
+  EXPECT_THROWS_WITH(module(empty), c10::ValueError, "with dim 0 in [1, inf]");
+}
+
+TEST_F(AOTIModuleTest, InputsWithDifferentBatchSizesAreAValueError) {
+  AOTIModule module(path("sequential.pt2"));
+  TensorDict td;
+  td.set({"obs", "x"}, torch::randn({5, 5}));
+  td.set({"obs", "y"}, torch::randn({4, 2}));
+  EXPECT_THROWS_WITH(
+      module(td),
+      c10::ValueError,
+      "the input ('obs', 'y') has batch size [4], but the input ('obs', 'x') "
+      "has [5]");
+}
+
+// ---- Packages that must be refused ----
+
+TEST_F(AOTIModuleTest, TruncatedPackageIsAnError) {
+  tensordict::testing::TempDir tmp;
+  const std::string bytes =
+      tensordict::testing::read_text(path("sequential.pt2"));
+  ASSERT_GT(bytes.size(), 1000u);
+  for (size_t keep : {bytes.size() / 2, bytes.size() - 10, size_t{10}}) {
+    SCOPED_TRACE(keep);
+    tensordict::testing::write_text(tmp / "cut.pt2", bytes.substr(0, keep));
+    EXPECT_THROWS_WITH(
+        AOTIModule(tmp / "cut.pt2"), c10::Error, "is the file truncated?");
+  }
+  tensordict::testing::write_text(tmp / "empty.pt2", "");
+  EXPECT_THROWS_WITH(
+      AOTIModule(tmp / "empty.pt2"), c10::Error, "is not a zip archive");
+  EXPECT_THROWS_WITH(
+      AOTIModule(tmp / "missing.pt2"), c10::Error, "cannot open the file");
+}
+
+TEST_F(AOTIModuleTest, CorruptedPackageIsAnErrorBeforeItsLibraryIsOpened) {
+  tensordict::testing::TempDir tmp;
+  std::string bytes = tensordict::testing::read_text(path("sequential.pt2"));
+  // A byte in the middle lies in the shared library, by far the largest
+  // entry.
+  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x5a);
+  tensordict::testing::write_text(tmp / "flipped.pt2", bytes);
+  EXPECT_THROWS_WITH(
+      AOTIModule(tmp / "flipped.pt2"),
+      c10::Error,
+      "is corrupted: its CRC-32 is");
+  std::string garbage(4096, '\0');
+  for (size_t i = 0; i < garbage.size(); ++i) {
+    garbage[i] = static_cast<char>((i * 7919) % 251);
+  }
+  tensordict::testing::write_text(tmp / "garbage.pt2", garbage);
+  EXPECT_THROWS_WITH(
+      AOTIModule(tmp / "garbage.pt2"), c10::Error, "is not a zip archive");
+}
+
+TEST_F(AOTIModuleTest, DamagedDirectoryBytesAreRefusedNeverFollowed) {
+  // Every third byte of the central directory and end record, flipped in
+  // turn: sizes, offsets, counts and CRCs must be caught by the check, and
+  // no value may make it read out of bounds or loop.
+  tensordict::testing::TempDir tmp;
+  const std::string bytes = tensordict::testing::read_text(path("static.pt2"));
+  ASSERT_GT(bytes.size(), 2000u);
+  int refused = 0;
+  for (size_t i = bytes.size() - 1500; i < bytes.size(); i += 3) {
+    std::string damaged = bytes;
+    damaged[i] = static_cast<char>(damaged[i] ^ 0xff);
+    tensordict::testing::write_text(tmp / "damaged.pt2", damaged);
+    try {
+      tensordict::nn::aoti_internal::check_zip_integrity(tmp / "damaged.pt2");
+    } catch (const c10::Error&) {
+      ++refused;
+    }
+  }
+  // Names, times and attributes may change harmlessly; most bytes may not.
+  EXPECT_GT(refused, 250);
+}
+
+TEST_F(AOTIModuleTest, EntryEscapingThePackageDirectoryIsRefused) {
+  EXPECT_THROWS_WITH(
+      AOTIModule(path("escaping_entry.pt2")),
+      c10::Error,
+      "the entry name 'a/../../escaped' would be extracted outside");
+}
+
+TEST_F(AOTIModuleTest, PackageForAnotherDeviceIsRefused) {
+  if (at::hasCUDA()) {
+    GTEST_SKIP() << "this process has a CUDA device";
+  }
+  EXPECT_THROWS_WITH(
+      AOTIModule(path("cuda_device.pt2")),
+      c10::Error,
+      "was compiled for cuda, but this process has no CUDA device");
+}
+
+TEST_F(AOTIModuleTest, PackageFromAnotherTorchIsRefused) {
+  EXPECT_THROWS_WITH(
+      AOTIModule(path("other_torch.pt2")),
+      c10::Error,
+      "was built by torch 2.99.0+cpu, but this program runs torch 2.13.0");
+}
+
+TEST_F(AOTIModuleTest, MalformedMetadataIsRefused) {
+  EXPECT_THROWS_WITH(
+      AOTIModule(path("future_format.pt2")),
+      c10::Error,
+      "has tensordict metadata format '9', but this build reads format '1'");
+  EXPECT_THROWS_WITH(
+      AOTIModule(path("bad_keys.pt2")),
+      c10::Error,
+      "metadata 'tensordict.in_keys': a key must be a string or a non-empty "
+      "list of strings, found 1");
+  EXPECT_THROWS_WITH(
+      AOTIModule(path("bad_spec.pt2")), c10::Error, "tensordict.spec");
+}
+
+// ---- Weights from a TensorDict ----
+
+TEST_F(AOTIModuleTest, PackageWithoutWeightsRefusesCallsUntilLoaded) {
+  AOTIModule module(path("weights_outside.pt2"));
+  TensorDict td = load("weights_outside_inputs");
+  EXPECT_THROWS_WITH(module(td), c10::Error, "call load_weights first");
+  const TensorDict weights = TensorDict::load_memmap(path("weights_a"));
+  std::vector<std::string> names;
+  for (const NestedKey& key : weights.flatten_keys(".").keys()) {
+    names.emplace_back(key[0]);
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(module->weight_names(), names);
+  module->load_weights(weights);  // nested, as from_module gives them
+  module(td);
+  expect_close(
+      td.get("value"), load("weights_outside_expected_a").get("value"));
+  // Flattened keys work too.
+  module->load_weights(
+      TensorDict::load_memmap(path("weights_b")).flatten_keys("."));
+  module(td);
+  expect_close(
+      td.get("value"), load("weights_outside_expected_b").get("value"));
+}
+
+TEST_F(AOTIModuleTest, WrongWeightsAreRefusedAndTheOldOnesKept) {
+  AOTIModule module(path("weights_outside.pt2"));
+  const TensorDict good = TensorDict::load_memmap(path("weights_a"));
+  module->load_weights(good);
+  TensorDict flat = good.flatten_keys(".").clone();
+
+  TensorDict missing = flat.clone();
+  missing.del_("module.2.bias");
+  EXPECT_THROWS_WITH(
+      module->load_weights(missing),
+      tensordict::KeyError,
+      "the weight 'module.2.bias' is missing from the dict");
+
+  TensorDict extra = flat.clone();
+  extra.set("module.9.weight", torch::zeros({1}));
+  EXPECT_THROWS_WITH(
+      module->load_weights(extra),
+      tensordict::KeyError,
+      "'module.9.weight' is not a weight of the package");
+
+  TensorDict shape = flat.clone();
+  shape.set("module.0.weight", torch::zeros({8, 5}));
+  EXPECT_THROWS_WITH(
+      module->load_weights(shape),
+      c10::ValueError,
+      "the weight 'module.0.weight' has shape [8, 5], but the package's is "
+      "[8, 4]");
+
+  TensorDict dtype = flat.clone();
+  dtype.set("module.0.weight", torch::zeros({8, 4}, torch::kFloat64));
+  EXPECT_THROWS_WITH(
+      module->load_weights(dtype),
+      c10::TypeError,
+      "the weight 'module.0.weight' has dtype Double");
+
+  TensorDict td = load("weights_outside_inputs");
+  module(td);
+  expect_close(
+      td.get("value"), load("weights_outside_expected_a").get("value"));
+}
+
+TEST_F(AOTIModuleTest, TutorialPackageWeightsAreCheckedAgainstTheOnesInUse) {
+  AOTIModule module(path("module.pt2"), {"obs"}, {"action"});
+  // Inductor inlined the 4-element bias into the code: it is no weight.
+  EXPECT_EQ(module->weight_names(), std::vector<std::string>{"module.weight"});
+  EXPECT_THROWS_WITH(
+      module->load_weights(TensorDict(
+          {{"module.weight", torch::zeros({4, 3})},
+           {"module.bias", torch::zeros({4})}})),
+      tensordict::KeyError,
+      "'module.bias' is not a weight of the package");
+  EXPECT_THROWS_WITH(
+      module->load_weights(TensorDict(
+          {{"module.weight", torch::zeros({4, 3}, torch::kFloat64)}})),
+      c10::TypeError,
+      "the weight 'module.weight' has dtype Double, but the package's is "
+      "Float");
+  EXPECT_THROWS_WITH(
+      module->load_weights(
+          TensorDict({{"module.weight", torch::zeros({4, 4})}})),
+      c10::ValueError,
+      "has shape [4, 4], but the package's is [4, 3]");
+  // Zero weights leave the (inlined) bias alone.
+  module->load_weights(TensorDict({{"module.weight", torch::zeros({4, 3})}}));
+  TensorDict a = load("module_inputs");
+  TensorDict b = load("module_inputs");
+  b.set("obs", torch::randn({4, 3}));
+  module(a);
+  module(b);
+  EXPECT_TRUE(torch::equal(a.get("action"), b.get("action")));
+}
+
+TEST_F(AOTIModuleTest, WeightsThatAreViewsIntoLargerStoragesLoadCorrectly) {
+  AOTIModule module(path("weights_outside.pt2"));
+  // Each weight sits at an offset inside a larger buffer, as in a
+  // consolidated dict or a slice of stacked weights.
+  const TensorDict flat =
+      TensorDict::load_memmap(path("weights_a")).flatten_keys(".");
+  TensorDict views;
+  for (const NestedKey& key : flat.keys()) {
+    const at::Tensor t = flat.get(key);
+    const at::Tensor buffer =
+        torch::cat({torch::full({7}, 1e6), t.flatten(), torch::full({5}, 1e6)});
+    views.set(key, buffer.narrow(0, 7, t.numel()).view(t.sizes()));
+  }
+  module->load_weights(views);
+  TensorDict td = load("weights_outside_inputs");
+  module(td);
+  expect_close(
+      td.get("value"), load("weights_outside_expected_a").get("value"));
+}
+
+TEST_F(AOTIModuleTest, WeightsOfUnknownShapeAreRefused) {
+  // weights_outside.pt2 without its tensordict metadata: that it holds no
+  // weights is still found out (a call would crash), but not their shapes.
+  AOTIModule module(path("weights_outside_no_spec.pt2"), {"obs"}, {"value"});
+  TensorDict td = load("weights_outside_inputs");
+  EXPECT_THROWS_WITH(module(td), c10::Error, "call load_weights first");
+  // Without the metadata, the names keep the exporter's wrapper prefix.
+  const TensorDict flat =
+      TensorDict::load_memmap(path("weights_a")).flatten_keys(".");
+  TensorDict prefixed;
+  for (const NestedKey& key : flat.keys()) {
+    prefixed.set("module." + std::string(key[0]), flat.get(key));
+  }
+  EXPECT_THROWS_WITH(
+      module->load_weights(prefixed),
+      c10::Error,
+      "is unknown (a package without tensordict.spec whose weights are "
+      "outside it)");
+}
+
+TEST_F(AOTIModuleTest, HotSwapNeverMixesOldAndNewWeights) {
+  AOTIModule module(
+      path("weights_outside.pt2"), AOTIModuleOptions().num_runners(4));
+  const TensorDict a = TensorDict::load_memmap(path("weights_a"));
+  const TensorDict b = TensorDict::load_memmap(path("weights_b"));
+  const at::Tensor expected_a = load("weights_outside_expected_a").get("value");
+  const at::Tensor expected_b = load("weights_outside_expected_b").get("value");
+  ASSERT_FALSE(torch::allclose(expected_a, expected_b, 1e-2, 1e-2));
+  module->load_weights(a);
+  const TensorDict inputs = load("weights_outside_inputs");
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> saw_a{0};
+  std::atomic<int> saw_b{0};
+  std::atomic<int> mixed{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&] {
+      while (!stop.load()) {
+        TensorDict td = inputs.clone();
+        module(td);
+        const at::Tensor value = td.get("value");
+        if (torch::allclose(value, expected_a, kTolerance, kTolerance)) {
+          ++saw_a;
+        } else if (torch::allclose(value, expected_b, kTolerance, kTolerance)) {
+          ++saw_b;
+        } else {
+          ++mixed;
+        }
+      }
+    });
+  }
+  const auto wait_for = [&](std::atomic<int>& counter) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (counter.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+  };
+  wait_for(saw_a);
+  for (int swap = 0; swap < 200; ++swap) {
+    module->load_weights(swap % 2 == 0 ? b : a);
+  }
+  saw_b = 0;
+  module->load_weights(b);
+  wait_for(saw_b);  // the callers now see b's outputs, and only those
+  stop = true;
+  for (auto& thread : callers) {
+    thread.join();
+  }
+  EXPECT_EQ(mixed.load(), 0);
+  EXPECT_GT(saw_a.load(), 0);
+  EXPECT_GT(saw_b.load(), 0);
+}
+
+// ---- pack() and PackLayout ----
+
+std::vector<NestedKey> json_keys(const Json& list) {
+  std::vector<NestedKey> keys;
+  for (const Json& key : list) {
+    keys.emplace_back(key.get<std::vector<std::string>>());
+  }
+  return keys;
+}
+
+TEST_F(AOTIModuleTest, PackGivesPythonsColumnsBitForBit) {
+  const TensorDict td = load("pack_input");
+  const TensorDict expected = load("pack_expected");
+  const Json golden =
+      Json::parse(tensordict::testing::read_text(path("pack_layout.json")));
+  auto [flat, layout] = tensordict::nn::pack(td);
+  EXPECT_TRUE(torch::equal(flat, expected.get("flat")));
+  EXPECT_TRUE(flat.is_contiguous());
+  EXPECT_EQ(layout.keys, json_keys(golden["keys"]));
+  EXPECT_EQ(
+      layout.shapes, golden["shapes"].get<std::vector<std::vector<int64_t>>>());
+  EXPECT_EQ(layout.offsets, golden["offsets"].get<std::vector<int64_t>>());
+  EXPECT_EQ(layout.numel, golden["numel"].get<int64_t>());
+  EXPECT_EQ(layout.dim, golden["dim"].get<int64_t>());
+  ASSERT_EQ(layout.nested.size(), golden["nested"].size());
+  for (size_t i = 0; i < layout.nested.size(); ++i) {
+    EXPECT_EQ(
+        layout.nested[i].first,
+        NestedKey(golden["nested"][i][0].get<std::vector<std::string>>()));
+  }
+  auto [flat0, layout0] = tensordict::nn::pack(td, 0);
+  EXPECT_TRUE(torch::equal(flat0, expected.get("flat0")));
+  EXPECT_EQ(layout0.dim, golden["dim0"].get<int64_t>());
+}
+
+TEST_F(AOTIModuleTest, UnpackInvertsPackWithViews) {
+  const TensorDict td = load("pack_input");
+  auto [flat, layout] = tensordict::nn::pack(td);
+  const TensorDict back = layout.unpack(flat);
+  for (const NestedKey& key : td.keys(true, true)) {
+    EXPECT_TRUE(torch::equal(back.get(key), td.get(key))) << key.to_string();
+  }
+  EXPECT_EQ(back.get("b").data_ptr(), flat.data_ptr());  // a view
+  // Rows of the packed tensor unpack to a dict of that batch size.
+  const TensorDict rows = layout.unpack(flat.narrow(0, 1, 2));
+  EXPECT_EQ(rows.batch_size(), c10::IntArrayRef({2}));
+  EXPECT_TRUE(torch::equal(
+      rows.get({"nested", "stress"}),
+      td.get({"nested", "stress"}).narrow(0, 1, 2)));
+  // Packing into a layout follows its order.
+  auto [again, same] = tensordict::nn::pack(back, -1, &layout);
+  EXPECT_TRUE(torch::equal(again, flat));
+  EXPECT_EQ(same, layout);
+}
+
+TEST_F(AOTIModuleTest, PackRefusesWhatItCannotPack) {
+  TensorDict td({{"a", torch::zeros({2, 3})}, {"b", torch::zeros({2})}}, {2});
+  auto [flat, layout] = tensordict::nn::pack(td);
+  EXPECT_THROWS_WITH(
+      tensordict::nn::pack(td, 2), c10::IndexError, "dim 2 is out of range");
+  TensorDict mixed = td.clone();
+  mixed.set("c", torch::zeros({2}, torch::kInt64));
+  EXPECT_THROWS_WITH(
+      tensordict::nn::pack(mixed),
+      c10::TypeError,
+      "Cannot pack leaves of different dtypes: Float and Long at 'c'");
+  TensorDict other_keys = td.exclude({"b"});
+  other_keys.set("d", torch::zeros({2}));
+  EXPECT_THROWS_WITH(
+      tensordict::nn::pack(other_keys, -1, &layout),
+      tensordict::KeyError,
+      "The leaves of the tensordict differ from the keys of the layout");
+  TensorDict reshaped(
+      {{"a", torch::zeros({2, 4})}, {"b", torch::zeros({2})}}, {2});
+  EXPECT_THROWS_WITH(
+      tensordict::nn::pack(reshaped, -1, &layout),
+      c10::ValueError,
+      "The feature shapes of the leaves differ from those of the layout");
+  TensorDict text({{"a", torch::zeros({2})}, {"note", "hi"}}, {2});
+  EXPECT_THROWS_WITH(
+      tensordict::nn::pack(text),
+      c10::TypeError,
+      "Cannot pack the non-tensor entry 'note'");
+  EXPECT_THROWS_WITH(
+      layout.unpack(torch::zeros({2, 5})),
+      c10::ValueError,
+      "Expected 4 entries along dim -1 of the packed tensor, got 5.");
+}
+
+}  // namespace
+}  // namespace aoti_test
