@@ -180,6 +180,31 @@ TEST_F(AOTIModuleTest, RunsAsAnyTensorDictModuleAndFromTensors) {
   expect_close(outputs[0], expected);
 }
 
+// A package sits in a TensorDictSequential next to C++ modules: the
+// sequence's keys and outputs chain through it.
+TEST_F(AOTIModuleTest, RunsInsideATensorDictSequential) {
+  using tensordict::nn::TensorDictModule;
+  using tensordict::nn::TensorDictSequential;
+  TensorDictSequential policy({
+      AOTIModule(path("sequential.pt2")),
+      TensorDictModule(
+          torch::nn::Functional([](const at::Tensor& t) { return t * 2; }),
+          {{"out", "action"}},
+          {"doubled"}),
+  });
+  const AOTIModule package(path("sequential.pt2"));
+  EXPECT_EQ(policy->in_keys(), package->in_keys());
+  std::vector<NestedKey> out_keys = package->out_keys();
+  out_keys.emplace_back("doubled");
+  EXPECT_EQ(policy->out_keys(), out_keys);
+  TensorDict td = load("sequential_inputs_5");
+  policy(td);
+  const at::Tensor expected =
+      load("sequential_expected_5").get({"out", "action"});
+  expect_close(td.get({"out", "action"}), expected);
+  expect_close(td.get("doubled"), expected * 2);
+}
+
 TEST_F(AOTIModuleTest, ConcurrentCallersGetTheirOwnResults) {
   AOTIModule module(path("sequential.pt2"), AOTIModuleOptions().num_runners(2));
   const TensorDict inputs = load("sequential_inputs_5");
