@@ -26,61 +26,7 @@ int64_t element_count(c10::IntArrayRef sizes) {
   return n;
 }
 
-// Python's repr() of the object a JSON value decodes to.
-void append_python_repr(std::string& out, const Json& value) {
-  switch (value.type()) {
-    case Json::value_t::null:
-      out += "None";
-      break;
-    case Json::value_t::boolean:
-      out += value.get<bool>() ? "True" : "False";
-      break;
-    case Json::value_t::string:
-      out += detail::python_repr(value.get_ref<const std::string&>());
-      break;
-    case Json::value_t::number_float:
-      out += detail::float_repr(value.get<double>());
-      break;
-    case Json::value_t::array: {
-      out += '[';
-      bool first = true;
-      for (const Json& item : value) {
-        out += first ? "" : ", ";
-        first = false;
-        append_python_repr(out, item);
-      }
-      out += ']';
-      break;
-    }
-    case Json::value_t::object: {
-      out += '{';
-      bool first = true;
-      for (const auto& [k, item] : value.items()) {
-        out += first ? "" : ", ";
-        first = false;
-        out += detail::python_repr(k);
-        out += ": ";
-        append_python_repr(out, item);
-      }
-      out += '}';
-      break;
-    }
-    default:  // integers and binary
-      out += value.dump();
-      break;
-  }
-}
-
 }  // namespace
-
-std::string python_str(const Json& value) {
-  if (value.is_string()) {
-    return value.get<std::string>();
-  }
-  std::string out;
-  append_python_repr(out, value);
-  return out;
-}
 
 // --- NonTensorData -----------------------------------------------------------
 
@@ -120,17 +66,6 @@ NonTensorData& NonTensorData::operator=(NonTensorData&& other) noexcept {
 void NonTensorData::set_batch_size(c10::IntArrayRef batch_size) {
   element_count(batch_size);  // validates
   batch_size_ = batch_size.vec();
-}
-
-std::string NonTensorData::repr() const {
-  return c10::str(
-      "NonTensorData(data=",
-      python_str(*data_),
-      ", batch_size=",
-      detail::size_repr(batch_size_),
-      ", device=",
-      detail::device_repr(device_),
-      ")");
 }
 
 bool NonTensorData::operator==(const NonTensorData& other) const {
@@ -284,19 +219,6 @@ void NonTensorStack::set_batch_size(c10::IntArrayRef batch_size) {
   // Copies may share the old values: replace them, never modify them.
   values_ = std::make_shared<const std::vector<Json>>(std::move(grown));
   batch_size_ = batch_size.vec();
-}
-
-std::string NonTensorStack::repr() const {
-  std::string list;
-  append_python_repr(list, tolist());
-  const std::string body = c10::str(
-      list,
-      ",\nbatch_size=",
-      detail::size_repr(batch_size_),
-      ",\ndevice=",
-      detail::device_repr(device_),
-      ")");
-  return "NonTensorStack(\n" + detail::indent_lines(body, "    ");
 }
 
 bool NonTensorStack::operator==(const NonTensorStack& other) const {
