@@ -120,14 +120,13 @@ void assign_batch_size(TensorDictImpl& impl, c10::IntArrayRef size) {
     }
     void non_tensor(const KeyPath&, Node& node) const {
       Value& v = node.value;
-      if (v.shape().size() >= size.size()) {
-        return;
-      }
       if (v.is_non_tensor_data()) {
-        NonTensorData data = v.non_tensor_data();
-        data.set_batch_size(size);
-        v = Value(std::move(data));
-      } else {
+        if (v.non_tensor_data().batch_size().size() < size.size()) {
+          NonTensorData data = v.non_tensor_data();
+          data.set_batch_size(size);
+          v = Value(std::move(data));
+        }
+      } else if (v.non_tensor_stack().batch_size().size() < size.size()) {
         NonTensorStack stack = v.non_tensor_stack();
         stack.set_batch_size(size);
         v = Value(std::move(stack));
