@@ -138,25 +138,29 @@ CompactNode compact_value(
     int64_t batch_dims,
     const std::optional<c10::Device>& dict_device,
     const PrintOptions& options) {
-  if (value.is_tensor()) {
-    const at::Tensor& t = value.tensor();
-    return compact_token_node(compact_token(
-        t.sizes().slice(static_cast<size_t>(batch_dims)),
-        t.scalar_type(),
-        {t.device()},
-        dict_device,
-        options));
+  switch (value.kind()) {
+    case Value::Kind::kTensor: {
+      const at::Tensor& t = value.tensor();
+      return compact_token_node(compact_token(
+          t.sizes().slice(static_cast<size_t>(batch_dims)),
+          t.scalar_type(),
+          {t.device()},
+          dict_device,
+          options));
+    }
+    case Value::Kind::kTensorDict: {
+      const TensorDict& sub = value.tensordict();
+      return compact_container(
+          compact_extra_dims(sub.batch_size(), batch_dims),
+          compact_entries(sub, options));
+    }
+    case Value::Kind::kLazyStack:
+      return compact_lazy_stack_node(value.lazy_stack(), batch_dims, options);
+    case Value::Kind::kNonTensorData:
+    case Value::Kind::kNonTensorStack:
+      return compact_token_node(compact_non_tensor(value));
   }
-  if (value.is_tensordict()) {
-    const TensorDict& sub = value.tensordict();
-    return compact_container(
-        compact_extra_dims(sub.batch_size(), batch_dims),
-        compact_entries(sub, options));
-  }
-  if (value.is_lazy_stack()) {
-    return compact_lazy_stack_node(value.lazy_stack(), batch_dims, options);
-  }
-  return compact_token_node(compact_non_tensor(value));
+  TORCH_INTERNAL_ASSERT(false, "unknown entry kind");
 }
 
 std::vector<CompactEntry> compact_entries(

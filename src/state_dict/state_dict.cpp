@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/walk.h"
+#include "repr/python_repr.h"
 #include "repr/python_tensor_repr.h"
 #include "state_dict/hook.h"
 #include "tensordict/errors.h"
@@ -200,40 +201,22 @@ StateDict& StateDict::set_metadata(
 
 namespace {
 
-// Python's repr of a torch.device.
-std::string torch_device_repr(const std::optional<c10::Device>& device) {
-  if (!device) {
-    return "None";
-  }
-  std::string out =
-      "device(type='" + c10::DeviceTypeName(device->type(), true) + "'";
-  if (device->has_index()) {
-    out += ", index=" + std::to_string(device->index());
-  }
-  return out + ")";
-}
-
-std::string json_value_repr(const Json& value) {
-  return value.is_string()
-             ? detail::python_repr(value.get_ref<const std::string&>())
-             : python_str(value);
-}
-
 // One value of Python's `_metadata`: a dict.
 std::string metadata_entry_repr(const StateDictMetadata& metadata) {
   std::string out = "{'batch_size': " + detail::size_repr(metadata.batch_size) +
-                    ", 'device': " + torch_device_repr(metadata.device);
+                    ", 'device': " + detail::torch_device_repr(metadata.device);
   if (metadata.non_tensor && metadata.non_tensor->is_non_tensor_data()) {
     // Python keeps a NonTensorStack's batch size and device only.
-    out += ", '_type': 'NonTensorData', '_non_tensor': {'data': " +
-           json_value_repr(metadata.non_tensor->non_tensor_data().data()) +
-           ", '_metadata': None, '_is_non_tensor': True}";
+    out +=
+        ", '_type': 'NonTensorData', '_non_tensor': {'data': " +
+        detail::json_value_repr(metadata.non_tensor->non_tensor_data().data()) +
+        ", '_metadata': None, '_is_non_tensor': True}";
   }
   if (!metadata.type.empty()) {
     out += ", '_type': " + detail::python_repr(metadata.type);
     out += ", '_non_tensor': " +
            (metadata.non_tensor_fields
-                ? json_value_repr(*metadata.non_tensor_fields)
+                ? detail::json_value_repr(*metadata.non_tensor_fields)
                 : std::string("{}"));
   }
   return out + "}";
@@ -248,23 +231,9 @@ std::string entry_repr(const StateDict::Entry& entry) {
     case StateDict::Kind::kBatchSize:
       return detail::size_repr(entry.batch_size());
     case StateDict::Kind::kDevice:
-      return torch_device_repr(entry.device());
+      return detail::torch_device_repr(entry.device());
   }
   return "?";
-}
-
-// Python 3.11's OrderedDict repr of (key, repr) pairs.
-std::string ordered_dict_repr(
-    const std::vector<std::pair<std::string, std::string>>& items) {
-  if (items.empty()) {
-    return "OrderedDict()";
-  }
-  std::string out = "OrderedDict([";
-  for (size_t i = 0; i < items.size(); ++i) {
-    out += (i > 0 ? ", (" : "(") + detail::python_repr(items[i].first) + ", " +
-           items[i].second + ")";
-  }
-  return out + "])";
 }
 
 }  // namespace
@@ -274,7 +243,7 @@ std::string StateDict::repr() const {
   for (const auto& [key, entry] : items_) {
     items.emplace_back(key, entry_repr(entry));
   }
-  return ordered_dict_repr(items);
+  return detail::ordered_dict_repr(items);
 }
 
 std::string StateDict::metadata_repr() const {
@@ -285,7 +254,7 @@ std::string StateDict::metadata_repr() const {
   for (const auto& [prefix, metadata] : metadata_) {
     items.emplace_back(prefix, metadata_entry_repr(metadata));
   }
-  return ordered_dict_repr(items);
+  return detail::ordered_dict_repr(items);
 }
 
 std::ostream& operator<<(std::ostream& out, const StateDict& state_dict) {

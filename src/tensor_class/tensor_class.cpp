@@ -1,6 +1,7 @@
 // The compiled side of TensorClass (declared in the public
 // include/tensordict/detail/tensor_class_impl.h): storing and reading fields
-// by the class flags, construction, checks and repr. The memmap glue is in
+// by the class flags, construction and checks; its repr is repr/class_repr.cpp
+// through a hook. The memmap glue is in
 // src/memmap/tensor_class.cpp, the state dict in
 // src/state_dict/tensor_class.cpp; what they share, in
 // src/tensor_class/fields.h. See NOTE [TensorClass design].
@@ -12,8 +13,7 @@
 
 #include "core/tensor_dict_impl.h"
 #include "core/walk.h"
-#include "repr/compact_repr.h"
-#include "repr/value_repr.h"
+#include "repr/class_repr.h"
 #include "tensor_class/fields.h"
 #include "util/python_spelling.h"
 
@@ -837,113 +837,48 @@ TensorDict tc_from_tensordict(
   return td;
 }
 
-std::string tc_repr(const TensorDict& td, const ClassInfo& info) {
-  return get_printoptions().compact() ? tc_repr_compact(td, info)
-                                      : tc_repr_detailed(td, info);
-}
-
 namespace {
 
-// The entries of a class level (see NOTE [Compact repr]): the set fields,
-// sorted as the options say, then the unset ones as `None` in field order,
-// as Python appends them.
-std::vector<CompactEntry> tc_compact_body(
-    const TensorDict& td, const ClassInfo& info, const PrintOptions& options) {
-  const TensorDictImpl& impl = *td.unsafeGetImpl();
-  const auto batch_dims = static_cast<int64_t>(impl.batch_size.size());
-  std::vector<CompactEntry> entries;
-  std::vector<CompactEntry> unset;
-  for (size_t i = 0; i < info.fields.size(); ++i) {
-    const FieldInfo& field = info.fields[i];
-    const Value* value = tc_find(td, info, i);
-    if (value == nullptr) {
-      unset.push_back({field.name, compact_token_node("None")});
-    } else if (
-        field.kind == FieldKind::kTensorClass && value->is_tensordict()) {
-      const TensorDict& nested = value->tensordict();
-      entries.push_back(
-          {field.name,
-           compact_container(
-               field.nested->name +
-                   compact_extra_dims(nested.batch_size(), batch_dims),
-               tc_compact_body(nested, *field.nested, options))});
-    } else {
-      entries.push_back(
-          {field.name,
-           compact_value(*value, batch_dims, impl.device, options)});
-    }
+// A class description as the reprs read it (NOTE [Class reprs]).
+class TensorClassReprHook final : public ClassReprHook {
+ public:
+  explicit TensorClassReprHook(const ClassInfo& info) : info_(info) {}
+
+  const std::string& name() const override {
+    return info_.name;
   }
-  sort_compact_entries(entries, options);
-  for (CompactEntry& entry : unset) {
-    entries.push_back(std::move(entry));
+  size_t field_count() const override {
+    return info_.fields.size();
   }
-  return entries;
-}
+  const std::string& field_name(size_t index) const override {
+    return info_.fields[index].name;
+  }
+  const Value* field_value(const TensorDict& td, size_t index) const override {
+    return tc_find(td, info_, index);
+  }
+  ClassReprHookPtr nested(size_t index) const override {
+    const FieldInfo& field = info_.fields[index];
+    return field.kind == FieldKind::kTensorClass
+               ? std::make_unique<TensorClassReprHook>(*field.nested)
+               : ClassReprHookPtr();
+  }
+
+ private:
+  const ClassInfo& info_;
+};
 
 }  // namespace
 
+std::string tc_repr(const TensorDict& td, const ClassInfo& info) {
+  return class_repr(td, TensorClassReprHook(info), get_printoptions());
+}
+
 std::string tc_repr_compact(const TensorDict& td, const ClassInfo& info) {
-  const PrintOptions options = get_printoptions();
-  const TensorDictImpl& impl = *td.unsafeGetImpl();
-  std::vector<std::string> header =
-      compact_header(impl.batch_size, impl.device, options);
-  // A field named like a header item replaces it, as in Python.
-  for (const char* item : {"batch_size", "device"}) {
-    if (find_field(info, item)) {
-      const std::string prefix = std::string(item) + "=";
-      header.erase(
-          std::remove_if(
-              header.begin(),
-              header.end(),
-              [&](const std::string& h) { return h.rfind(prefix, 0) == 0; }),
-          header.end());
-    }
-  }
-  return compact_repr(info.name, header, tc_compact_body(td, info, options));
+  return class_repr_compact(td, TensorClassReprHook(info), get_printoptions());
 }
 
 std::string tc_repr_detailed(const TensorDict& td, const ClassInfo& info) {
-  const TensorDictImpl& impl = *td.unsafeGetImpl();
-  std::vector<std::string> lines;
-  std::vector<std::string> none_lines;
-  for (size_t i = 0; i < info.fields.size(); ++i) {
-    const FieldInfo& field = info.fields[i];
-    const Value* value = tc_find(td, info, i);
-    if (value == nullptr) {
-      none_lines.push_back(field.name + "=None");
-      continue;
-    }
-    std::string text =
-        field.kind == FieldKind::kTensorClass && value->is_tensordict()
-            ? tc_repr_detailed(value->tensordict(), *field.nested)
-            : value_repr(*value);
-    lines.push_back(field.name + "=" + text);
-  }
-  std::sort(lines.begin(), lines.end());
-  auto join = [](const std::vector<std::string>& parts) {
-    std::string out;
-    for (size_t i = 0; i < parts.size(); ++i) {
-      out += (i > 0 ? ",\n" : "") + parts[i];
-    }
-    return out;
-  };
-  // Python always starts with the (possibly empty) block of set fields, so
-  // a class with none prints "Name(\n,\n    a=None, ...".
-  std::vector<std::string> parts;
-  parts.push_back("\n" + indent_lines(join(lines), "    "));
-  if (!none_lines.empty()) {
-    parts.push_back(indent_lines(join(none_lines), "    "));
-  }
-  if (!find_field(info, "batch_size")) {
-    parts.push_back("    batch_size=" + size_repr(impl.batch_size));
-  } else if (!find_field(info, "shape")) {
-    parts.push_back("    shape=" + size_repr(impl.batch_size));
-  }
-  if (!find_field(info, "device")) {
-    parts.push_back("    device=" + device_repr(impl.device));
-  }
-  parts.push_back(std::string("    is_shared=") + python_bool(impl.shared));
-  return info.name + "(" + join(parts) + ")";
+  return class_repr_detailed(td, TensorClassReprHook(info), get_printoptions());
 }
 
 void tc_mark_classes(const TensorDict& td, const ClassInfo& info) {
