@@ -1975,16 +1975,24 @@ namespace {
 #define TC_TEST_PROBE_BOUND_PAIR(name)
 #define TC_TEST_PROBE_COMPARE(name)
 #define TC_TEST_PROBE_LOGICAL(name)
+#define TC_TEST_PROBE_QUERY(name)
+#define TC_TEST_PROBE_SUBSET(name)
+#define TC_TEST_PROBE_KEYS(name)
+#define TC_TEST_PROBE_MUTATE(name)
+#define TC_TEST_PROBE_TAKE(name)
 
 // Every MEMBER entry of the list names a member of TensorClass (checked at
 // compile time, one static_assert per entry).
 TENSORDICT_TENSORCLASS_OPS(TC_TEST_PROBE)
 
-// The probe also tells a name that is not a member: `keys` is a PYTHON entry
-// (reserved, no C++ member), and `unsqueeze_` is no name at all.
+// The probe also tells a name that is not a member: `cuda` is a PYTHON entry
+// (reserved, no C++ member), and `unsqueeze_` is no name at all; `keys`, a
+// generated template, is a member.
+TC_TEST_DEFINE_MEMBER_PROBE(cuda)
 TC_TEST_DEFINE_MEMBER_PROBE(keys)
 TC_TEST_DEFINE_MEMBER_PROBE(unsqueeze_)
-static_assert(!HasMember_keys<Inner>::value);
+static_assert(!HasMember_cuda<Inner>::value);
+static_assert(HasMember_keys<Inner>::value);
 static_assert(!HasMember_unsqueeze_<Inner>::value);
 static_assert(HasMember_squeeze<Inner>::value);
 
@@ -2165,6 +2173,215 @@ TEST(TensorClassTest, ShadowAllowsAFieldNamedAfterAGeneratedForwarder) {
   EXPECT_TRUE(torch::equal(field, torch::ones({2})));
   // The other forwarders are still there.
   EXPECT_TRUE(torch::equal(s.cos().x(), torch::ones({2})));
+}
+
+// --- TensorDict's members with TensorDict's arguments (QUERY to TAKE) ------
+
+namespace {
+
+struct Holder : TensorClass<Holder> {
+  TENSORDICT_FIELDS(Holder, a, (Inner, inner), (std::optional<std::string>, s))
+};
+
+Holder make_holder() {
+  return Holder(
+      {{"a", torch::tensor({1.0f, 2.0f})},
+       {"inner", Inner({{"x", torch::tensor({3.0f, 4.0f})}}, {2})},
+       {"s", "hi"}},
+      {2});
+}
+
+// Code written once for a TensorDict or an instance: no `.tensordict()`.
+template <typename Dict>
+std::vector<std::string> generic_edit(Dict& dict, const Dict& other) {
+  std::vector<std::string> out;
+  for (const NestedKey& key : dict.keys(/*include_nested=*/true, true, true)) {
+    out.push_back(key.to_string());
+  }
+  out.push_back(std::to_string(dict.values().size()));
+  out.push_back(std::to_string(dict.items().size()));
+  out.push_back(std::to_string(dict.select({"a"}).keys().size()));
+  out.push_back(std::to_string(dict.exclude({"a"}).keys().size()));
+  out.push_back(std::to_string(dict.empty().keys().size()));
+  dict.update(other);
+  dict.fill_("a", 5.0);
+  const Value popped = dict.pop("a");
+  out.push_back(std::to_string(popped.tensor().sum().template item<float>()));
+  dict.del_({"inner"});
+  out.push_back(std::to_string(dict.keys().size()));
+  const auto sd = dict.state_dict(StateDictOptions().prefix("p."));
+  out.push_back(std::to_string(sd.size()));
+  return out;
+}
+
+}  // namespace
+
+TEST(TensorClassTest, KeysValuesAndItemsAreTheDicts) {
+  const Holder h = make_holder();
+  EXPECT_EQ(h.keys(), h.tensordict().keys());
+  EXPECT_EQ(h.keys(true, true, true), h.tensordict().keys(true, true, true));
+  ASSERT_EQ(h.values().size(), 3u);
+  EXPECT_TRUE(torch::equal(h.values()[0].tensor(), h.a()));
+  const auto items = h.items(/*include_nested=*/true, /*leaves_only=*/true);
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[1].first, NestedKey({"inner", "x"}));
+  EXPECT_TRUE(torch::equal(items[1].second.tensor(), h.inner().x()));
+}
+
+TEST(TensorClassTest, SelectExcludeAndEmptyGiveTheClassWithTheOthersUnset) {
+  const Holder h = make_holder();
+  // As Python: `C(fields={a: f32[], inner: None, s: None})`.
+  const Holder selected = h.select({"a"});
+  EXPECT_TRUE(selected.a().is_same(h.a()));
+  EXPECT_TRUE(selected.is_none("inner"));
+  EXPECT_TRUE(selected.is_none("s"));
+  EXPECT_THROW((void)h.select({"nope"}), KeyError);
+  EXPECT_TRUE(h.select({"a", "nope"}, /*strict=*/false).is_none("inner"));
+  const Holder excluded = h.exclude(std::vector<NestedKey>{"a", "s"});
+  EXPECT_TRUE(excluded.is_none("a"));
+  EXPECT_TRUE(torch::equal(excluded.inner().x(), h.inner().x()));
+  const Holder empty = h.empty();
+  EXPECT_TRUE(empty.is_none("a"));
+  EXPECT_EQ(empty.batch_size(), h.batch_size());
+  EXPECT_EQ(h.empty(/*recurse=*/true).keys(), std::vector<NestedKey>{"inner"});
+}
+
+TEST(TensorClassTest, UpdatePopDelAndFillEditTheFields) {
+  Holder h = make_holder();
+  Holder other = make_holder();
+  other.set("a", torch::tensor({7.0f, 8.0f}));
+  EXPECT_EQ(&h.update(other), &h);  // an instance passes as its dict
+  EXPECT_TRUE(torch::equal(h.a(), torch::tensor({7.0f, 8.0f})));
+  EXPECT_EQ(&h.fill_("a", 2.5), &h);
+  EXPECT_TRUE(torch::equal(h.a(), torch::full({2}, 2.5f)));
+  const Value popped = h.pop("a");
+  EXPECT_TRUE(torch::equal(popped.tensor(), torch::full({2}, 2.5f)));
+  EXPECT_TRUE(h.is_none("a"));
+  EXPECT_FALSE(
+      h.pop("a", Value(torch::zeros({2}))).tensor().sum().item<float>());
+  EXPECT_EQ(&h.del_("inner"), &h);
+  EXPECT_TRUE(h.is_none("inner"));
+  EXPECT_THROW(h.del_("inner"), KeyError);
+  // A locked (or frozen) instance refuses edits, as the dict does.
+  Holder locked = make_holder();
+  locked.lock_();
+  EXPECT_THROW(locked.del_("a"), std::exception);
+  EXPECT_FALSE(locked.is_none("a"));
+}
+
+TEST(TensorClassTest, NamedApplyAndConsolidateGiveTheClass) {
+  const Holder h = make_holder();
+  const Holder doubled =
+      h.named_apply([](const NestedKey& key, const at::Tensor& t) {
+        return key == NestedKey({"inner", "x"}) ? t * 2 : t;
+      });
+  EXPECT_TRUE(torch::equal(doubled.inner().x(), torch::tensor({6.0f, 8.0f})));
+  EXPECT_TRUE(torch::equal(doubled.a(), h.a()));
+  EXPECT_EQ(doubled.s(), std::optional<std::string>("hi"));
+  const Holder packed = h.consolidate();
+  EXPECT_TRUE(packed.is_consolidated());
+  EXPECT_TRUE(torch::equal(packed.inner().x(), h.inner().x()));
+  EXPECT_EQ(packed.s(), std::optional<std::string>("hi"));
+}
+
+TEST(TensorClassTest, GenericCodeRunsOnADictAndOnAnInstance) {
+  TensorDict td = make_holder().to_tensordict();
+  const TensorDict td_other = make_holder().to_tensordict();
+  Holder h = make_holder();
+  const Holder h_other = make_holder();
+  // The class keeps `s` out of the state dict (its metadata holds it).
+  EXPECT_EQ(
+      generic_edit(td, td_other),
+      (std::vector<std::string>{
+          "'a'",
+          "('inner', 'x')",
+          "3",
+          "3",
+          "1",
+          "2",
+          "0",
+          "10.000000",
+          "1",
+          "0"}));
+  EXPECT_EQ(
+      generic_edit(h, h_other),
+      (std::vector<std::string>{
+          "'a'",
+          "('inner', 'x')",
+          "3",
+          "3",
+          "1",
+          "2",
+          "0",
+          "10.000000",
+          "1",
+          "0"}));
+}
+
+TEST(TensorClassTest, StateDictOptionsKeepTheClassMetadataUnderThePrefix) {
+  const Holder h = make_holder();
+  h.a().requires_grad_(true);
+  // Python 0.15: keys ['p.a', 'p.inner.x']; metadata 'p.inner' (Inner,
+  // no non-tensor fields), then 'p' (the class, {'s': 'hi'}).
+  const StateDict sd =
+      h.state_dict(StateDictOptions().prefix("p.").keep_vars(true));
+  EXPECT_EQ(sd.keys(), (std::vector<std::string>{"p.a", "p.inner.x"}));
+  EXPECT_TRUE(sd.tensor("p.a").requires_grad());
+  EXPECT_FALSE(h.state_dict(StateDictOptions().prefix("p."))
+                   .tensor("p.a")
+                   .requires_grad());
+  ASSERT_EQ(sd.metadata().size(), 2u);
+  EXPECT_EQ(sd.metadata()[0].first, "p.inner");
+  EXPECT_EQ(sd.metadata()[0].second.type, "Inner");
+  EXPECT_EQ(sd.metadata()[1].first, "p");
+  EXPECT_EQ(sd.metadata()[1].second.type, "Holder");
+  ASSERT_NE(sd.metadata()[1].second.non_tensor_fields, nullptr);
+  EXPECT_EQ(
+      (*sd.metadata()[1].second.non_tensor_fields)["s"].get<std::string>(),
+      "hi");
+  // Through `.tensordict()` the class metadata is gone.
+  const StateDict plain =
+      h.tensordict().state_dict(StateDictOptions().prefix("p."));
+  EXPECT_EQ(plain.find_metadata("p")->type, "");
+}
+
+TEST(TensorClassTest, LoadStateDictOptionsReadTheFormAsAsked) {
+  const Holder h = make_holder();
+  const StateDict flat = h.state_dict();
+  Holder dest(
+      {{"a", torch::zeros({2})},
+       {"inner", Inner({{"x", torch::zeros({2})}}, {2})}},
+      {2});
+  EXPECT_EQ(
+      &dest.load_state_dict(flat, LoadStateDictOptions().from_flatten(true)),
+      &dest);
+  EXPECT_TRUE(torch::equal(dest.inner().x(), h.inner().x()));
+  EXPECT_EQ(dest.s(), std::optional<std::string>("hi"));
+  Holder other(
+      {{"a", torch::zeros({2})},
+       {"inner", Inner({{"x", torch::zeros({2})}}, {2})}},
+      {2});
+  const at::Tensor kept = other.a();
+  other.load_state_dict(flat, LoadStateDictOptions().assign(true));
+  EXPECT_FALSE(other.a().is_same(kept));
+  EXPECT_TRUE(other.a().is_same(flat.tensor("a")));
+  StateDict extra = flat;
+  extra.insert("nope", torch::zeros({2}));
+  EXPECT_THROW(other.load_state_dict(extra), KeyError);
+  EXPECT_NO_THROW(
+      other.load_state_dict(extra, LoadStateDictOptions().strict(false)));
+}
+
+TEST(TensorClassTest, GetWithANestedKeyChainsThroughTheFields) {
+  const Holder h = make_holder();
+  EXPECT_TRUE(h.get({"inner", "x"}).tensor().is_same(h.inner().x()));
+  EXPECT_TRUE(h.get({"a"}).tensor().is_same(h.a()));
+  EXPECT_THROWS_WITH((void)h.get({"nope", "x"}), KeyError, "nope");
+  EXPECT_THROWS_WITH((void)h.get({"inner", "y"}), KeyError, "\"y\"");
+  EXPECT_THROWS_WITH(
+      (void)h.get({"a", "x"}),
+      c10::ValueError,
+      "field 'a' holds no nested dict");
 }
 
 }  // namespace tensor_class_test

@@ -281,6 +281,17 @@ class TENSORDICT_API TensorClassBase : public TensorClassRoot {
   TensorDict td_;
 };
 
+/// Passes an instance given to a generated forwarder as its dict, anything
+/// else as it is; not API.
+template <typename T>
+decltype(auto) tc_unwrap(T&& value) {
+  if constexpr (std::is_base_of_v<TensorClassBase, std::decay_t<T>>) {
+    return std::forward<T>(value).tensordict();
+  } else {
+    return std::forward<T>(value);
+  }
+}
+
 }  // namespace detail
 
 /// The base of a typed, dataclass-like struct whose fields live in a
@@ -451,6 +462,26 @@ class TensorClass : public std::conditional_t<
   Value get(std::string_view name) const {
     const auto& info = Derived::tensor_class_info();
     return detail::tc_get(this->td_, info, detail::tc_field_index(info, name));
+  }
+  /// Returns the entry at a nested key whose first part names a field,
+  /// Python's chained getattr: `tc.get({"inner", "x"})` is
+  /// `tc.inner.x`. Throws KeyError for a first part that is not a field or
+  /// a missing entry, ValueError when the field is unset.
+  Value get(std::initializer_list<std::string_view> key) const {
+    TORCH_CHECK_VALUE(key.size() > 0, "get: the key is empty");
+    const Value first = get(*key.begin());
+    if (key.size() == 1) {
+      return first;
+    }
+    std::vector<std::string> rest(key.begin() + 1, key.end());
+    TORCH_CHECK_VALUE(
+        first.is_tensordict(),
+        "get: field '",
+        *key.begin(),
+        "' holds no nested dict or class, so it has no entry '",
+        rest.front(),
+        "'");
+    return first.tensordict()[NestedKey(rest)];
   }
   /// Returns true if the field named `name` is unset (Python's None);
   /// throws KeyError for a name that is not a field.
@@ -843,8 +874,15 @@ class TensorClass : public std::conditional_t<
   /// stacked values differ is kept (as a TensorDict keeps a NonTensorStack)
   /// instead of raising.
   [[nodiscard]] StateDict state_dict(bool flatten = true) const {
+    return state_dict(StateDictOptions().flatten(flatten));
+  }
+  /// Same, with Python's `prefix`, `keep_vars` and `flatten` (see
+  /// StateDictOptions). The class metadata (`_type`, `_non_tensor`) goes
+  /// under the prefix as the root's metadata does, which
+  /// `tensordict().state_dict(options)` would drop.
+  [[nodiscard]] StateDict state_dict(const StateDictOptions& options) const {
     return detail::tc_state_dict(
-        this->td_, Derived::tensor_class_info(), flatten);
+        this->td_, Derived::tensor_class_info(), options);
   }
   /// Loads a state dict made by `state_dict` (flat or nested, detected as
   /// `TensorDict::load_state_dict` does) into this instance and returns it.
@@ -856,8 +894,15 @@ class TensorClass : public std::conditional_t<
   /// is set rather than skipped. Frozen instances load in place only.
   Derived& load_state_dict(
       const StateDict& state_dict, bool strict = true, bool assign = false) {
+    return load_state_dict(
+        state_dict, LoadStateDictOptions().strict(strict).assign(assign));
+  }
+  /// Same, with Python's `strict`, `assign` and `from_flatten` (see
+  /// LoadStateDictOptions); the class metadata is read as above.
+  Derived& load_state_dict(
+      const StateDict& state_dict, const LoadStateDictOptions& options) {
     detail::tc_load_state_dict(
-        this->td_, Derived::tensor_class_info(), state_dict, strict, assign);
+        this->td_, Derived::tensor_class_info(), state_dict, options);
     return self();
   }
 

@@ -217,9 +217,11 @@ class ClassStateDictHook final : public StateDictHook {
 }  // namespace
 
 StateDict tc_state_dict(
-    const TensorDict& td, const ClassInfo& info, bool flatten) {
+    const TensorDict& td,
+    const ClassInfo& info,
+    const StateDictOptions& options) {
   return make_state_dict(
-      td, std::make_unique<ClassStateDictHook>(info), flatten);
+      td, std::make_unique<ClassStateDictHook>(info), options);
 }
 
 namespace {
@@ -334,15 +336,22 @@ void tc_load_state_dict(
     const TensorDict& td,
     const ClassInfo& info,
     const StateDict& state_dict,
-    bool strict,
-    bool assign) {
+    const LoadStateDictOptions& options) {
   TensorDict dest = td;
   const ClassStateDictHook hook(info);
+  // The legacy form is one nested shape, whatever `from_flatten` says.
   if (is_legacy_class_state_dict(state_dict)) {
-    load_legacy_state_dict(dest, info, state_dict, strict, assign, hook);
+    load_legacy_state_dict(
+        dest, info, state_dict, options.strict(), options.assign(), hook);
     return;
   }
-  load_state_dict_into(dest, state_dict, strict, assign, &hook);
+  load_state_dict_into(
+      dest,
+      state_dict,
+      options.strict(),
+      options.assign(),
+      &hook,
+      options.from_flatten());
 }
 
 }  // namespace detail

@@ -147,15 +147,16 @@ TENSORDICT_API void tc_load_memmap_into(
 TENSORDICT_API TensorDict
 tc_entry(const TensorDict& td, const ClassInfo& info, const NestedKey& key);
 /// Returns the state dict of an instance (src/state_dict/tensor_class.cpp).
-TENSORDICT_API StateDict
-tc_state_dict(const TensorDict& td, const ClassInfo& info, bool flatten);
+TENSORDICT_API StateDict tc_state_dict(
+    const TensorDict& td,
+    const ClassInfo& info,
+    const StateDictOptions& options);
 /// Loads a state dict into an instance (src/state_dict/tensor_class.cpp).
 TENSORDICT_API void tc_load_state_dict(
     const TensorDict& td,
     const ClassInfo& info,
     const StateDict& state_dict,
-    bool strict,
-    bool assign);
+    const LoadStateDictOptions& options);
 /// Checks every element of a lazy stack against the class (errors name the
 /// element).
 TENSORDICT_API void tc_check_lazy(

@@ -22,6 +22,14 @@
 //   COMPARE      generated: `name(other) const`, `other` a Derived or a
 //                scalar (the named forms of the comparison operators)
 //   LOGICAL      generated: `name(const Derived& other) const`
+//   QUERY        generated: `name(args...) const`, returning what
+//                TensorDict's `name(args...)` returns (keys, values, ...)
+//   SUBSET       generated: `Derived name(args...) const`
+//   KEYS         SUBSET, and the same with a braced list of keys first
+//   MUTATE       generated: `Derived& name(args...)`
+//   TAKE         generated: `name(key, args...)`, non-const, returning
+//                what TensorDict's `name(key, args...)` returns
+// MUTATE also takes a key first, so a braced key (`{"inner", "x"}`) works.
 //   MEMBER       written by hand in TensorClass or TensorClassBase (an
 //                unusual signature, or more than forwarding)
 //   PYTHON       no C++ member: a member of Python's TensorDict, reserved so
@@ -29,7 +37,9 @@
 // A `_PAIR` entry reserves both `name` and `name_`. Each generated member
 // forwards to the TensorDict member of the same name and re-wraps the result
 // as `Derived` (views where TensorDict gives views; a `_` form returns
-// `*this`).
+// `*this`). The forwarders of the variadic kinds (QUERY to TAKE) take
+// TensorDict's arguments, and pass an instance given as an argument as its
+// dict, so `tc.update(other_tc)` is `td.update(other_td)`.
 //
 // TensorDict's own op table (TENSORDICT_DICT_OPS, tensordict/detail/ops.h)
 // is part of this list: an op added there is forwarded here too. Adding
@@ -85,15 +95,19 @@
   X(MEMBER, repr)             X(MEMBER, memmap_async)   X(MEMBER, memmap_like) \
   X(MEMBER, memmap_refresh_)  X(MEMBER, dumps)          X(MEMBER, load_)      \
   X(MEMBER, load_memmap_)                                                     \
+  /* keys, structure and updates, with TensorDict's arguments */            \
+  X(QUERY, keys)              X(QUERY, values)          X(QUERY, items)       \
+  X(QUERY, map)               X(QUERY, map_iter)        X(QUERY, is_consolidated) \
+  X(SUBSET, empty)            X(KEYS, select)           X(KEYS, exclude)      \
+  X(SUBSET, named_apply)      X(SUBSET, consolidate)                          \
+  X(MUTATE, update)           X(MUTATE, del_)           X(MUTATE, fill_)      \
+  X(TAKE, pop)                                                                \
   /* Python's TensorDict members that TensorClass does not have */           \
-  X(PYTHON, cat)              X(PYTHON, cuda)           X(PYTHON, del_)       \
-  X(PYTHON, dim)              X(PYTHON, double)         X(PYTHON, empty)      \
-  X(PYTHON, exclude)          X(PYTHON, fields)         X(PYTHON, fill_)      \
+  X(PYTHON, cat)              X(PYTHON, cuda)                                 \
+  X(PYTHON, dim)              X(PYTHON, double)                               \
+  X(PYTHON, fields)                                                           \
   X(PYTHON, float)            X(PYTHON, from_dict)      X(PYTHON, int)        \
-  X(PYTHON, items)            X(PYTHON, keys)                                 \
-  X(PYTHON, named_apply)      X(PYTHON, pop)            X(PYTHON, select)     \
-  X(PYTHON, size)             X(PYTHON, stack)          X(PYTHON, to_dict)    \
-  X(PYTHON, update)           X(PYTHON, values)
+  X(PYTHON, size)             X(PYTHON, stack)          X(PYTHON, to_dict)
 
 // The operators TensorClass generates: CMP(op) for a comparison, leaf by
 // leaf, with a Derived or a scalar; ARITH(op, compound, name) for an
@@ -119,6 +133,11 @@
 #define TENSORDICT_DETAIL_TC_NAMES_PYTHON TENSORDICT_DETAIL_TC_NAMES_1
 #define TENSORDICT_DETAIL_TC_NAMES_COMPARE TENSORDICT_DETAIL_TC_NAMES_1
 #define TENSORDICT_DETAIL_TC_NAMES_LOGICAL TENSORDICT_DETAIL_TC_NAMES_1
+#define TENSORDICT_DETAIL_TC_NAMES_QUERY TENSORDICT_DETAIL_TC_NAMES_1
+#define TENSORDICT_DETAIL_TC_NAMES_SUBSET TENSORDICT_DETAIL_TC_NAMES_1
+#define TENSORDICT_DETAIL_TC_NAMES_KEYS TENSORDICT_DETAIL_TC_NAMES_1
+#define TENSORDICT_DETAIL_TC_NAMES_MUTATE TENSORDICT_DETAIL_TC_NAMES_1
+#define TENSORDICT_DETAIL_TC_NAMES_TAKE TENSORDICT_DETAIL_TC_NAMES_1
 #define TENSORDICT_DETAIL_TC_NAMES_UNARY_PAIR TENSORDICT_DETAIL_TC_NAMES_2
 #define TENSORDICT_DETAIL_TC_NAMES_ALPHA_PAIR TENSORDICT_DETAIL_TC_NAMES_2
 #define TENSORDICT_DETAIL_TC_NAMES_BINARY_PAIR TENSORDICT_DETAIL_TC_NAMES_2
@@ -179,6 +198,59 @@
   /** Returns TensorDict's `name` reduction of every tensor field. */   \
   [[nodiscard]] Derived name(const ReduceOptions& options = {}) const { \
     return wrap(this->td_.name(options));                               \
+  }
+
+#define TENSORDICT_DETAIL_TC_FORWARD_QUERY(name)                       \
+  /** Returns TensorDict's `name(args...)` of the fields. */           \
+  template <typename... Args>                                          \
+  decltype(auto) name(Args&&... args) const {                          \
+    return this->td_.name(                                             \
+        ::tensordict::detail::tc_unwrap(std::forward<Args>(args))...); \
+  }
+
+#define TENSORDICT_DETAIL_TC_FORWARD_SUBSET(name)                       \
+  /** Returns TensorDict's `name(args...)`, as this class. */           \
+  template <typename... Args>                                           \
+  [[nodiscard]] Derived name(Args&&... args) const {                    \
+    return wrap(this->td_.name(                                         \
+        ::tensordict::detail::tc_unwrap(std::forward<Args>(args))...)); \
+  }
+
+#define TENSORDICT_DETAIL_TC_FORWARD_KEYS(name)                         \
+  TENSORDICT_DETAIL_TC_FORWARD_SUBSET(name)                             \
+  /** Returns TensorDict's `name(keys, args...)`, as this class. */     \
+  template <typename... Args>                                           \
+  [[nodiscard]] Derived name(                                           \
+      std::initializer_list<NestedKey> keys, Args&&... args) const {    \
+    return wrap(this->td_.name(                                         \
+        std::vector<NestedKey>(keys),                                   \
+        ::tensordict::detail::tc_unwrap(std::forward<Args>(args))...)); \
+  }
+
+#define TENSORDICT_DETAIL_TC_FORWARD_MUTATE(name)                           \
+  /** Applies TensorDict's `name(args...)` to the fields; returns           \
+   * *this. */                                                              \
+  template <typename... Args>                                               \
+  Derived& name(Args&&... args) {                                           \
+    this->td_.name(                                                         \
+        ::tensordict::detail::tc_unwrap(std::forward<Args>(args))...);      \
+    return self();                                                          \
+  }                                                                         \
+  /** Same, with a key first, braced (`{"inner", "x"}`) or not. */          \
+  template <typename... Args>                                               \
+  Derived& name(const NestedKey& key, Args&&... args) {                     \
+    this->td_.name(                                                         \
+        key, ::tensordict::detail::tc_unwrap(std::forward<Args>(args))...); \
+    return self();                                                          \
+  }
+
+#define TENSORDICT_DETAIL_TC_FORWARD_TAKE(name)                             \
+  /** Applies TensorDict's `name(key, args...)` to the fields and           \
+   * returns its result. */                                                 \
+  template <typename... Args>                                               \
+  decltype(auto) name(const NestedKey& key, Args&&... args) {               \
+    return this->td_.name(                                                  \
+        key, ::tensordict::detail::tc_unwrap(std::forward<Args>(args))...); \
   }
 
 #define TENSORDICT_DETAIL_TC_FORWARD_UNARY_PAIR(name) \
