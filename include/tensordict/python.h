@@ -328,6 +328,10 @@ class ToPython {
         throw py::error_already_set();
       }
       py::object py_value = entry(value);
+      if (value.is_non_tensor_stack() && td.has_names()) {
+        // C++ stacks have no names; Python's take the parent's on set.
+        name_non_tensor_stack(py_value, td.names());
+      }
       if (PyDict_SetItem(entries.ptr(), py_key.ptr(), py_value.ptr()) != 0) {
         throw py::error_already_set();
       }
@@ -404,6 +408,21 @@ class ToPython {
     if (PyObject_GenericSetAttr(self.ptr(), name.ptr(), value.ptr()) != 0) {
       throw py::error_already_set();
     }
+  }
+
+  // Gives a NonTensorStack the parent's names for the dims they share, as
+  // Python's TensorDict does when the stack is set into a named dict.
+  static void name_non_tensor_stack(py::handle stack, const DimNames& names) {
+    py::list full = py::reinterpret_steal<py::list>(
+        detail::ToPython::names(names).release());
+    const size_t ndim = py::len(stack.attr("batch_size"));
+    while (py::len(full) < ndim) {
+      full.append(py::none());
+    }
+    while (py::len(full) > ndim) {
+      full.attr("pop")();
+    }
+    stack.attr("names") = full;
   }
 
   static py::object none() {

@@ -280,7 +280,10 @@ def test_refcounts():
     small = TensorDict({"a": torch.zeros(2), "n": {"b": torch.ones(2)}}, batch_size=[2])
     for _ in range(n // 10):
         ext.identity(small)
-    last = ext.convert_many(ext.identity(td), n)
+    # C++ -> Python: 100 leaves over 3 levels n times, and every entry kind
+    # (non-tensor data and stacks, lazy stacks: slower) n / 10 times.
+    last = ext.convert_many(ext.hundred_leaves(), n)
+    last = ext.convert_many(ext.identity(td), n // 10)
     del last
     gc.collect()
     grown = tracemalloc.get_traced_memory()[0] - snap0
