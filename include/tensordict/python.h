@@ -154,9 +154,11 @@ class KeyPath {
  public:
   /// Enters `key`; leaves it when the returned guard dies.
   struct Scope {
+    /// Appends `key` to `path`.
     Scope(KeyPath& path, std::string_view key) : path_(path) {
       path_.parts_.emplace_back(key);
     }
+    /// Removes the key again.
     ~Scope() {
       path_.parts_.pop_back();
     }
@@ -845,12 +847,15 @@ struct type_caster<tensordict::LazyStackedTensorDict> {
       handle /*parent*/) {
     return tensordict::python::to_python(src).release();
   }
+  /// Returns the converted stack (pybind11's cast_op).
   operator tensordict::LazyStackedTensorDict*() {
     return &*value;
   }
+  /// Returns the converted stack (pybind11's cast_op).
   operator tensordict::LazyStackedTensorDict&() {
     return *value;
   }
+  /// Moves the converted stack out (pybind11's cast_op).
   operator tensordict::LazyStackedTensorDict&&() && {
     return std::move(*value);
   }
@@ -933,12 +938,15 @@ struct type_caster<T, std::enable_if_t<tensordict::is_tensor_class_v<T>>> {
       const T& src, return_value_policy /*policy*/, handle /*parent*/) {
     return tensordict::python::to_python(src.tensordict()).release();
   }
+  /// Returns the converted instance (pybind11's cast_op).
   operator T*() {
     return &*value;
   }
+  /// Returns the converted instance (pybind11's cast_op).
   operator T&() {
     return *value;
   }
+  /// Moves the converted instance out (pybind11's cast_op).
   operator T&&() && {
     return std::move(*value);
   }
