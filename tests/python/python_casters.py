@@ -32,9 +32,11 @@ sys.path.insert(0, sys.argv[1])
 import python_casters as ext  # noqa: E402
 
 FAILURES = []
+CHECKS = [0]
 
 
 def check(cond, what):
+    CHECKS[0] += 1
     if not cond:
         FAILURES.append(what)
         print("FAIL:", what)
@@ -316,7 +318,7 @@ def main():
     if FAILURES:
         print(f"{len(FAILURES)} failures")
         sys.exit(1)
-    print("python_casters: all checks passed")
+    print(f"python_casters: all {CHECKS[0]} checks passed")
 
 
 if __name__ == "__main__":
