@@ -264,6 +264,7 @@ def test_errors():
 
 def test_refcounts():
     td = python_sample()
+    td_refs = sys.getrefcount(td)
     leaves = list(td.values(True, True))
     before = [sys.getrefcount(t) for t in leaves if isinstance(t, torch.Tensor)]
     cpp = ext.sample()
@@ -293,6 +294,7 @@ def test_refcounts():
     rss_grown = rss_kb() - rss_before
     after = [sys.getrefcount(t) for t in leaves if isinstance(t, torch.Tensor)]
     check(before == after, f"refcounts of the Python leaves {before} -> {after}")
+    check(sys.getrefcount(td) == td_refs, f"refcount of the converted dict {td_refs} -> {sys.getrefcount(td)}")
     cpp_after = [sys.getrefcount(t) for t in cpp_leaves]
     check(cpp_before == cpp_after, f"refcounts of C++-made leaves {cpp_before} -> {cpp_after}")
     check(grown < 1_000_000, f"tracemalloc grew by {grown} bytes over {n} conversions")
