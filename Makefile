@@ -50,14 +50,15 @@ test: build
 # counts the per-leaf ops' instructions under callgrind (load-independent);
 # report.py prints a table and writes build/bench/report.json and report.png.
 bench: build
-	$(CMAKE) --build $(BUILD_DIR) -j $(JOBS) --target tensor_dict_benchmark aoti_packages
+	$(CMAKE) --build $(BUILD_DIR) -j $(JOBS) --target tensor_dict_benchmark aoti_packages \
+	  python_casters point_mass_env
 	rm -rf $(BUILD_DIR)/bench && mkdir -p $(BUILD_DIR)/bench
 	$(AOTI_ENV) ./$(BUILD_DIR)/bin/tensor_dict_benchmark --benchmark_format=console \
 	  --benchmark_out=$(BUILD_DIR)/bench/cpp.json --benchmark_out_format=json
 	$(PYTHON) benchmarks/instructions.py ./$(BUILD_DIR)/bin/tensor_dict_benchmark \
 	  $(BUILD_DIR)/bench/instructions.json
 	set -e; for script in benchmarks/python_*.py; do \
-	  $(AOTI_ENV) $(PYTHON) $$script $(BUILD_DIR)/bench/$$(basename $$script .py).json; \
+	  TENSORDICT_BUILD_DIR=$(abspath $(BUILD_DIR)) $(AOTI_ENV) $(PYTHON) $$script $(BUILD_DIR)/bench/$$(basename $$script .py).json; \
 	done
 	$(PYTHON) benchmarks/report.py $(BUILD_DIR)/bench $(BUILD_DIR)/bench/cpp.json \
 	  $(BUILD_DIR)/bench/python_*.json

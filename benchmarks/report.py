@@ -4,7 +4,9 @@
 Usage: report.py OUT_DIR CPP_JSON [PYTHON_JSON ...]
 
 C++ benchmarks are named <op>/cpp and <op>/raw (the baseline); each Python
-file holds {"results": [{"name": op, "python_us": ...}, ...]}. Prints a table
+file holds {"results": [{"name": op, "python_us": ...}, ...]}; a Python
+result may carry its own "cpp_us" (the C++ side of a pybind11 extension,
+timed from Python: python_extension.py), which joins the C++ column. Prints a table
 (op, C++ us, raw us, Python us, C++/raw, Python/C++, and C++/raw in
 instructions where OUT_DIR/instructions.json, from instructions.py, has the
 op), writes OUT_DIR/report.json as {"results": [{"name", "cpp_us", "raw_us",
@@ -30,12 +32,15 @@ def main(out_dir, cpp_path, *python_paths):
     with open(cpp_path) as f:
         cpp = json.load(f)
     python = {}
+    python_cpp = {}
     for path in python_paths:
         with open(path) as f:
             for r in json.load(f)["results"]:
                 if r["name"] in python:
                     sys.exit(f"report.py: op {r['name']!r} timed by two Python scripts")
                 python[r["name"]] = r["python_us"]
+                if r.get("cpp_us") is not None:
+                    python_cpp[r["name"]] = r["cpp_us"]
     timings = {}
     for bench in cpp["benchmarks"]:
         if bench.get("run_type") == "aggregate":
@@ -43,6 +48,8 @@ def main(out_dir, cpp_path, *python_paths):
         # "<op>/<side>", maybe followed by "/min_time:...", "/real_time".
         op, side = bench["name"].split("/")[:2]
         timings.setdefault(op, {})[side] = to_us(bench)
+    for op, cpp_us in python_cpp.items():
+        timings.setdefault(op, {})["cpp"] = cpp_us
     instructions = {}
     instructions_path = os.path.join(out_dir, "instructions.json")
     if os.path.exists(instructions_path):

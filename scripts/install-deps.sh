@@ -12,10 +12,13 @@ TORCH_VERSION=2.13.0
 # of `make bench` (benchmarks/instructions.py).
 # libgloo-dev: only the headers that c10d's ProcessGroupGloo.hpp includes (the
 # torch wheel ships the symbols but not gloo's headers); never linked.
+# python3-dev: Python's headers for the pybind11 extensions (tensordict/python.h,
+# tensordict_add_python_module) when Debian's python3 is the one with torch;
+# pybind11 itself comes from torch's wheel (torch/include/pybind11).
 # clang-14 + libclang-rt-14-dev: `-fsanitize=fuzzer` (libclang_rt.fuzzer) for
 # the fuzz targets; Debian's gcc has no libFuzzer.
 APT_PACKAGES=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev ccache clang-format
-              libgloo-dev valgrind clang-14 libclang-rt-14-dev)
+              libgloo-dev valgrind clang-14 libclang-rt-14-dev python3-dev)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

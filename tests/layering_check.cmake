@@ -34,7 +34,9 @@ set(public_consolidate consolidate)
 set(public_state_dict state_dict)
 set(public_distributed distributed)
 # The umbrella header belongs to users, never to src/.
-set(public_top tensordict)
+# python.h too: header-only and opt-in (extensions include it, never src/),
+# so no floor defines it; like the umbrella, it sits above every floor.
+set(public_top tensordict python)
 
 # Headers a folder must not include even though their floor is lower: io/
 # reads and writes files by key path and must stay usable (and fuzzable)
