@@ -396,6 +396,10 @@ TEST(SafetensorsTest, HeaderMustBeAJsonObjectOfValidEntries) {
       R"({"a":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,4]}})",
       "",
       "overflow");
+  check(
+      R"({"a":{"dtype":"F32","shape":[0,1099511627776,1099511627776],"data_offsets":[0,0]}})",
+      "",
+      "has strides that overflow a 64-bit count");
 }
 
 TEST(SafetensorsTest, OffsetsMustCoverTheDataWithoutOverlapsOrHoles) {
@@ -492,6 +496,10 @@ TEST(SafetensorsTest, TensordictMetadataIsChecked) {
   write(
       R"({"version": 1, "root": {"batch_size": [1], "names": null, "stack_dim": 3, "keys": {}}})");
   expect_load_error(path, "\"stack_dim\" 3 is not a dim of the batch size [1]");
+  write(
+      R"({"version": 1, "root": {"batch_size": [1000000000000], "names": null, "stack_dim": 0, "keys": {}}})");
+  expect_load_error(
+      path, "a lazy stack of 1000000000000 elements is more than a file of");
 }
 
 TEST(SafetensorsTest, RandomlyDamagedFilesNeverCrash) {

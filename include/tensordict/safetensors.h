@@ -53,6 +53,9 @@
 //   unbind also makes them dense).
 // - `from_safetensors` returns a TensorDict; a file whose root is a lazy
 //   stack loads with `from_safetensors_any`.
+// - A lazy stack may have at most as many elements as the file has bytes
+//   (or 65536 in a smaller file): each element is a dict, and a few bytes of
+//   metadata must not ask for billions of them.
 
 #include <c10/core/Device.h>
 

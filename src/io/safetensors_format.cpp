@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 #include "core/key_path.h"
@@ -163,6 +164,21 @@ SafetensorsTensor read_tensor(
       out.end,
       "] end before they begin");
   const int64_t nbytes = at.checked_nbytes(out.shape, out.dtype);
+  // A zero size makes the byte count 0 whatever follows; the strides of the
+  // other sizes must still fit an int64.
+  uint64_t strided = c10::elementSize(out.dtype);
+  for (const int64_t size : out.shape) {
+    TENSORDICT_CHECK_METADATA(
+        at,
+        !c10::mul_overflows(
+            strided,
+            static_cast<uint64_t>(std::max<int64_t>(size, 1)),
+            &strided) &&
+            strided <= static_cast<uint64_t>(INT64_MAX),
+        "shape ",
+        c10::IntArrayRef(out.shape),
+        " has strides that overflow a 64-bit count");
+  }
   TENSORDICT_CHECK_METADATA(
       at,
       out.end - out.begin == nbytes,

@@ -41,6 +41,8 @@ namespace {
 // the JSON document under it (Python's _METADATA_KEY and _FORMAT_VERSION).
 constexpr const char* kMetadataKey = "tensordict";
 constexpr int64_t kSafetensorsFormatVersion = 1;
+// The most elements a lazy stack may have in a file smaller than this.
+constexpr int64_t kMinStackLimit = 65536;
 
 std::string python_repr(std::string_view text) {
   return "'" + std::string(text) + "'";
@@ -362,6 +364,9 @@ class SafetensorsFile {
   const std::optional<c10::Device>& device() const {
     return device_;
   }
+  int64_t size() const {
+    return bytes_.numel();
+  }
   const SafetensorsHeader& header() const {
     return header_;
   }
@@ -513,6 +518,17 @@ class Decoder {
       }
       return td;
     }
+    // An unbind makes one dict per element: bounded by the file's size, so
+    // that a few bytes of metadata cannot ask for billions of dicts.
+    const int64_t count = batch[*stack_dim];
+    TENSORDICT_CHECK_METADATA(
+        at,
+        count <= std::max<int64_t>(file_.size(), kMinStackLimit),
+        "a lazy stack of ",
+        count,
+        " elements is more than a file of ",
+        file_.size(),
+        " bytes may hold");
     std::vector<TensorDict> elements = td.unbind(*stack_dim);
     TENSORDICT_CHECK_METADATA(
         at,
