@@ -188,6 +188,17 @@ TEST(SafetensorsTest, PlainFileNamesMustSplitIntoAPlainTree) {
           R"("a.b":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
           std::string(2, '\0')));
   expect_load_error(path, "the tensor 'a.b' is below the tensor 'a'");
+  std::string deep = "a";
+  for (int i = 0; i < 200; ++i) {
+    deep += ".a";
+  }
+  write_text(
+      path,
+      file_bytes(
+          "{\"" + deep +
+              R"(":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})",
+          std::string(1, '\0')));
+  expect_load_error(path, "nests deeper than 128 levels");
 }
 
 TEST(SafetensorsTest, MisalignedTensorIsCopiedWithTheRightValues) {

@@ -32,6 +32,7 @@
 #include "io/safetensors_format.h"
 #include "tensordict/non_tensor.h"
 #include "tensordict/value.h"
+#include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
@@ -43,10 +44,6 @@ constexpr const char* kMetadataKey = "tensordict";
 constexpr int64_t kSafetensorsFormatVersion = 1;
 // The most elements a lazy stack may have in a file smaller than this.
 constexpr int64_t kMinStackLimit = 65536;
-
-std::string python_repr(std::string_view text) {
-  return "'" + std::string(text) + "'";
-}
 
 std::string join_dots(const std::vector<std::string>& parts) {
   std::string out;
@@ -76,7 +73,7 @@ std::string key_repr(const std::vector<std::string>& parts) {
   return out;
 }
 
-Json names_json(bool has_names, const DimNames& names) {
+Json level_names(bool has_names, const DimNames& names) {
   if (!has_names) {
     return nullptr;
   }
@@ -95,7 +92,7 @@ class Encoder {
   Json encode(const TensorDict& td, std::vector<std::string>& prefix) {
     Json level = Json::object();
     level["batch_size"] = td.batch_size().vec();
-    level["names"] = names_json(td.has_names(), td.names());
+    level["names"] = level_names(td.has_names(), td.names());
     if (!td.python_class().empty()) {
       level["class"] = td.python_class();
     }
@@ -113,7 +110,7 @@ class Encoder {
     check_same_keys(stack, prefix);
     Json level = Json::object();
     level["batch_size"] = stack.batch_size().vec();
-    level["names"] = names_json(stack.has_names(), stack.names());
+    level["names"] = level_names(stack.has_names(), stack.names());
     level["stack_dim"] = stack.stack_dim();
     if (!stack.python_class().empty()) {
       level["class"] = stack.python_class();
@@ -294,7 +291,7 @@ void write_file(
 }
 
 template <typename Dict>
-void save(const Dict& td, const std::string& path) {
+void save_safetensors(const Dict& td, const std::string& path) {
   Encoder encoder;
   std::vector<std::string> prefix;
   Json root = encoder.encode(td, prefix);
@@ -416,7 +413,7 @@ class SafetensorsFile {
 
 // A file without tensordict metadata: each name split on ".", in sorted
 // name order, as Python's from_safetensors does.
-TensorDict load_plain(const SafetensorsFile& file) {
+TensorDict load_plain(const SafetensorsFile& file, int64_t max_depth) {
   std::vector<const SafetensorsTensor*> tensors;
   for (const SafetensorsTensor& tensor : file.header().tensors) {
     tensors.push_back(&tensor);
@@ -446,6 +443,15 @@ TensorDict load_plain(const SafetensorsFile& file) {
       if (dot == std::string::npos) {
         break;
       }
+      TORCH_CHECK(
+          static_cast<int64_t>(parts.size()) < max_depth,
+          "cannot load ",
+          file.path(),
+          ": the tensor name ",
+          python_repr(name.substr(0, 200)),
+          " nests deeper than ",
+          max_depth,
+          " levels (FromSafetensorsOptions::max_depth)");
       const std::string_view above(name.data(), dot);
       TORCH_CHECK(
           leaves.count(above) == 0,
@@ -642,7 +648,7 @@ class Decoder {
   std::unordered_set<std::string> used_;
 };
 
-std::variant<TensorDict, LazyStackedTensorDict> load(
+std::variant<TensorDict, LazyStackedTensorDict> load_safetensors(
     const std::string& path, const FromSafetensorsOptions& options) {
   const SafetensorsFile file(path, options.device());
   const std::string* metadata = nullptr;
@@ -652,7 +658,7 @@ std::variant<TensorDict, LazyStackedTensorDict> load(
     }
   }
   if (metadata == nullptr) {
-    return load_plain(file);
+    return load_plain(file, options.max_depth());
   }
   const Json document = parse_meta_json(
       *metadata, options.max_depth(), "the tensordict metadata of " + path);
@@ -685,17 +691,17 @@ std::variant<TensorDict, LazyStackedTensorDict> load(
 }  // namespace detail
 
 void to_safetensors(const TensorDict& td, const std::string& path) {
-  detail::save(td, path);
+  detail::save_safetensors(td, path);
 }
 
 void to_safetensors(
     const LazyStackedTensorDict& stack, const std::string& path) {
-  detail::save(stack, path);
+  detail::save_safetensors(stack, path);
 }
 
 TensorDict from_safetensors(
     const std::string& path, const FromSafetensorsOptions& options) {
-  auto loaded = detail::load(path, options);
+  auto loaded = detail::load_safetensors(path, options);
   TORCH_CHECK(
       std::holds_alternative<TensorDict>(loaded),
       "from_safetensors: the root of ",
@@ -706,7 +712,7 @@ TensorDict from_safetensors(
 
 std::variant<TensorDict, LazyStackedTensorDict> from_safetensors_any(
     const std::string& path, const FromSafetensorsOptions& options) {
-  return detail::load(path, options);
+  return detail::load_safetensors(path, options);
 }
 
 TENSORDICT_END_NAMESPACE
