@@ -14,6 +14,9 @@ fuzzer grew survives):
 - fuzz_consolidated_file and fuzz_consolidated_bytes: consolidated files
   written by Python's ``consolidate(filename=...)`` (a file and the byte
   buffer share one layout).
+- fuzz_safetensors: safetensors files written by Python tensordict's
+  ``to_safetensors`` and, when the ``safetensors`` package is installed, by
+  ``safetensors.torch.save_file`` (dotted names, no tensordict metadata).
 
 Files larger than the fuzzers' -max_len are left out.
 """
@@ -123,6 +126,46 @@ def consolidated_files(scratch: str) -> list[str]:
     return out
 
 
+def safetensors_files(scratch: str) -> list[str]:
+    import torch
+    from tensordict import LazyStackedTensorDict, TensorDict, to_safetensors
+
+    cases = {
+        "nested": TensorDict(
+            a=torch.arange(3, dtype=torch.int32),
+            sub=TensorDict(b=torch.ones(3, 2, dtype=torch.bfloat16),
+                           c=torch.tensor([True, False, True]),
+                           batch_size=[3]),
+            note="hello", batch_size=[3], names=["t"]),
+        "empty_leaf": TensorDict(e=torch.zeros(2, 0), f=torch.arange(2.0),
+                                 batch_size=[2]),
+        "lazy": LazyStackedTensorDict(
+            TensorDict(a=torch.ones(2)), TensorDict(a=torch.zeros(2)),
+            stack_dim=0),
+        "empty": TensorDict(),
+    }
+    out = []
+    for name, td in cases.items():
+        path = os.path.join(scratch, name + ".safetensors")
+        try:
+            to_safetensors(td, path)
+        except Exception as error:  # a case this tensordict cannot write
+            print(f"make_corpus: skipped {name}: {error}", file=sys.stderr)
+            continue
+        out.append(path)
+    try:
+        from safetensors.torch import save_file
+    except ImportError:
+        return out
+    path = os.path.join(scratch, "plain.safetensors")
+    save_file({"layers.0.weight": torch.ones(4, 3),
+               "layers.0.bias": torch.zeros(4, dtype=torch.float16),
+               "head": torch.arange(5, dtype=torch.int64)},
+              path, metadata={"format": "pt"})
+    out.append(path)
+    return out
+
+
 def main() -> int:
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -146,6 +189,11 @@ def main() -> int:
             for target in ("fuzz_consolidated_file", "fuzz_consolidated_bytes"):
                 save(os.path.join(corpus, target), data)
             save(os.path.join(corpus, "fuzz_cli"), b"CONSOLIDATED\n" + data)
+        for path in safetensors_files(scratch):
+            with open(path, "rb") as f:
+                data = f.read()
+            if len(data) <= MAX_LEN:
+                save(os.path.join(corpus, "fuzz_safetensors"), data)
         for target in sorted(os.listdir(corpus)):
             count = len(os.listdir(os.path.join(corpus, target)))
             print(f"make_corpus: {target}: {count} inputs")

@@ -3,7 +3,9 @@
 #  - Debian packages: gtest, Google Benchmark, nlohmann-json, ccache, clang-format,
 #    gloo's headers.
 #  - Python: torch==2.13.0 (the CPU wheel; always pinned, or pip pulls GBs of CUDA
-#    packages) together with tensordict, so pip never re-resolves torch.
+#    packages) together with tensordict, matplotlib and safetensors (the
+#    Python safetensors readers of the interop tests and `make bench`), so pip
+#    never re-resolves torch.
 set -euo pipefail
 
 TORCH_VERSION=2.13.0
@@ -37,14 +39,14 @@ PYTHON=${PYTHON:-python3}
 if ! "$PYTHON" - <<PY 2>/dev/null
 import importlib.metadata as m, sys
 ok = m.version("torch").split("+")[0] == "$TORCH_VERSION"
-m.version("tensordict"); m.version("matplotlib")
+m.version("tensordict"); m.version("matplotlib"); m.version("safetensors")
 sys.exit(0 if ok else 1)
 PY
 then
   # Pinned literally: torch must never be resolved by pip on its own.
-  echo "install-deps: pip install torch==2.13.0 tensordict matplotlib"
+  echo "install-deps: pip install torch==2.13.0 tensordict matplotlib safetensors"
   "$PYTHON" -m pip install --quiet --disable-pip-version-check \
-    torch==2.13.0 tensordict matplotlib
+    torch==2.13.0 tensordict matplotlib safetensors
 fi
 
 # The project's own exporter (python/tensordict_cpp), reinstalled only when

@@ -15,6 +15,7 @@
 #include "tensordict/non_tensor.h"
 #include "tensordict/options.h"
 #include "tensordict/print_options.h"
+#include "tensordict/safetensors.h"
 #include "tensordict/state_dict.h"
 #include "tensordict/tensor_class.h"
 #include "tensordict/tensor_dict.h"
