@@ -264,13 +264,65 @@ TEST(VmapTest, ModuleWithItsOwnParameterRunsAsALoop) {
   const at::Tensor x = torch::randn({4, 3});
   auto [params_stack, expected] = stack_and_reference(
       members, shell, [&](int64_t) { return shell->forward(x); });
-  EXPECT_TRUE(
-      torch::allclose(functional_call_vmap(shell, params_stack, x), expected));
+  VmapPath path = VmapPath::kBatched;
+  EXPECT_TRUE(torch::allclose(
+      functional_call_vmap(
+          shell, params_stack, x, VmapOptions().path_taken(&path)),
+      expected));
+  EXPECT_EQ(path, VmapPath::kLoop);
   EXPECT_THROWS_WITH(
       functional_call_vmap(
           shell, params_stack, x, VmapOptions().mode(VmapMode::kBatched)),
       c10::Error,
       "holds tensors in members vmap cannot swap");
+}
+
+// The default mode runs the function once: a batched call that throws is
+// the caller's error, never silently re-run member by member. The re-run is
+// a mode of its own, and `path_taken` tells which path gave the result.
+TEST(VmapTest, OnlyBatchedThenLoopRunsTheFunctionAgainAfterAnError) {
+  const at::Tensor x = torch::arange(6, torch::kFloat).reshape({3, 2});
+  int calls = 0;
+  const auto fails_first = [&](const std::vector<at::Tensor>& in) {
+    TORCH_CHECK(++calls > 1, "cannot batch this on purpose");
+    return in[0] * 2;
+  };
+  VmapPath path = VmapPath::kLoop;
+  EXPECT_THROWS_WITH(
+      vmap(fails_first, {x}, VmapOptions().in_dims({0}).path_taken(&path)),
+      c10::Error,
+      "cannot batch this on purpose");
+  EXPECT_EQ(calls, 1);
+
+  calls = 0;
+  const at::Tensor out = vmap(
+      fails_first,
+      {x},
+      VmapOptions()
+          .in_dims({0})
+          .mode(VmapMode::kBatchedThenLoop)
+          .path_taken(&path));
+  EXPECT_EQ(calls, 1 + 3);  // the batched call, then one per member
+  EXPECT_EQ(path, VmapPath::kLoop);
+  EXPECT_TRUE(torch::equal(out, x * 2));
+
+  calls = 1;  // from now on the function succeeds
+  EXPECT_TRUE(torch::equal(
+      vmap(
+          fails_first,
+          {x},
+          VmapOptions()
+              .in_dims({0})
+              .mode(VmapMode::kBatchedThenLoop)
+              .path_taken(&path)),
+      x * 2));
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(path, VmapPath::kBatched);
+  (void)vmap(
+      fails_first,
+      {x},
+      VmapOptions().in_dims({0}).mode(VmapMode::kLoop).path_taken(&path));
+  EXPECT_EQ(path, VmapPath::kLoop);
 }
 
 TEST(VmapTest, WrongStacksAndInputsGiveClearErrors) {

@@ -29,7 +29,8 @@
 // modules built from those layers) need nothing. A module that registers
 // tensors of its own type is not reachable that way: it runs as a loop over
 // the members with `ScopedModuleSwap`, with the same results (see
-// VmapMode).
+// VmapMode). A batched call that throws is never re-run as a loop unless
+// VmapMode::kBatchedThenLoop asks for it.
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/FunctionRef.h>
@@ -53,20 +54,35 @@ enum class VmapRandomness {
   kDifferent,
 };
 
-/// How `vmap` and `functional_call_vmap` run the function.
+/// How `vmap` and `functional_call_vmap` run the function. No mode but
+/// kBatchedThenLoop runs the function twice for one call.
 enum class VmapMode {
-  /// Batched when possible; a loop when the module holds tensors vmap
-  /// cannot swap (see NOTE [vmap from C++]) or when the batched call throws
-  /// a `c10::Error` (say, an op vmap cannot batch), in which case the
-  /// function runs again, member by member, and the loop's result or error
-  /// is what you get. Other exceptions propagate at once.
+  /// Batched; a loop when the module holds tensors vmap cannot swap (see
+  /// NOTE [vmap from C++]), decided before anything runs. Errors of the
+  /// batched call propagate, as Python's `torch.vmap` raises them.
   kAuto,
-  /// Batched only: errors of the batched call propagate.
+  /// Batched only: a module vmap cannot swap is an error.
   kBatched,
   /// A loop over the members, stacking the results: the reference the
   /// batched path must match, and a way around ops vmap cannot batch.
   kLoop,
+  /// Batched, and when the batched call throws a `c10::Error` (say, an op
+  /// vmap cannot batch), the function runs again as a loop: side effects of
+  /// the function happen twice, and the loop's result or error is what you
+  /// get. Other exceptions propagate at once. C++ only: ask for it when
+  /// the function is safe to re-run; `VmapOptions::path_taken` tells which
+  /// path gave the result.
+  kBatchedThenLoop,
 };
+
+/// The path that gave a `vmap` or `functional_call_vmap` result.
+enum class VmapPath {
+  kBatched,
+  kLoop,
+};
+/// Where `VmapOptions::path_taken` writes the path (a name, so that the
+/// option's setter takes the pointer itself as const).
+using VmapPathOut = VmapPath*;
 
 /// Options of `vmap` and `functional_call_vmap`. Python's positional
 /// `in_dims`/`out_dims` and keyword `randomness` become chained setters.
@@ -82,8 +98,11 @@ struct TENSORDICT_API VmapOptions {
   TENSORDICT_ARG(int64_t, out_dim) = 0;
   /// How random ops behave (Python's `randomness`).
   TENSORDICT_ARG(VmapRandomness, randomness) = VmapRandomness::kError;
-  /// Batched, loop, or batched with a loop fallback.
+  /// Batched, loop, or batched then a loop on error (see VmapMode).
   TENSORDICT_ARG(VmapMode, mode) = VmapMode::kAuto;
+  /// When set, receives the path that gave the result, written before the
+  /// call returns (unset when it throws). The pointee must outlive the call.
+  TENSORDICT_ARG(VmapPathOut, path_taken) = nullptr;
 };
 
 /// A function that `vmap` runs: it gets one (batched) tensor per input and

@@ -461,6 +461,34 @@ at::Tensor module_loop(
   return stack_results(std::move(results), options.out_dim());
 }
 
+// Runs `batched` or `loop` as the mode says, a loop when the call cannot
+// be batched (`swappable` false: kBatched was refused before), and reports
+// the path that gave the result.
+template <typename Batched, typename Loop>
+at::Tensor run_in_mode(
+    const VmapOptions& options,
+    bool swappable,
+    const Batched& batched,
+    const Loop& loop) {
+  const auto report = [&](VmapPath path, at::Tensor result) {
+    if (options.path_taken() != nullptr) {
+      *options.path_taken() = path;
+    }
+    return result;
+  };
+  if (!swappable || options.mode() == VmapMode::kLoop) {
+    return report(VmapPath::kLoop, loop());
+  }
+  if (options.mode() != VmapMode::kBatchedThenLoop) {
+    return report(VmapPath::kBatched, batched());
+  }
+  try {
+    return report(VmapPath::kBatched, batched());
+  } catch (const c10::Error&) {
+    return report(VmapPath::kLoop, loop());
+  }
+}
+
 }  // namespace vmap_internal
 
 at::Tensor vmap(
@@ -482,19 +510,7 @@ at::Tensor vmap(
     return run_batched(
         batch_size, inputs, options, [](int64_t) { return 0; }, fn);
   };
-  switch (options.mode()) {
-    case VmapMode::kLoop:
-      return loop();
-    case VmapMode::kBatched:
-      return batched();
-    case VmapMode::kAuto:
-      break;
-  }
-  try {
-    return batched();
-  } catch (const c10::Error&) {
-    return loop();
-  }
+  return vmap_internal::run_in_mode(options, /*swappable=*/true, batched, loop);
 }
 
 at::Tensor functional_call_vmap(
@@ -525,9 +541,6 @@ at::Tensor functional_call_vmap(
         options,
         forward);
   };
-  if (!swappable || options.mode() == VmapMode::kLoop) {
-    return loop();
-  }
   const auto batched = [&] {
     return run_batched(
         members,
@@ -544,14 +557,7 @@ at::Tensor functional_call_vmap(
         },
         forward);
   };
-  if (options.mode() == VmapMode::kBatched) {
-    return batched();
-  }
-  try {
-    return batched();
-  } catch (const c10::Error&) {
-    return loop();
-  }
+  return run_in_mode(options, swappable, batched, loop);
 }
 
 TENSORDICT_END_NAMESPACE
