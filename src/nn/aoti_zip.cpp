@@ -6,8 +6,11 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -24,6 +27,11 @@ uint32_t crc32_update(uint32_t crc, const unsigned char* data, size_t size) {
 
 void check_zip_integrity(const std::string& path) {
   const std::string label = c10::str("AOTI package '", path, "'");
+  TORCH_CHECK(
+      ::access(path.c_str(), R_OK) == 0,
+      label,
+      ": cannot open the file: ",
+      std::strerror(errno));
   const at::Tensor mapping =
       tensordict::detail::map_whole_file(path, /*writable=*/false, label);
   const auto* data = static_cast<const unsigned char*>(mapping.data_ptr());
