@@ -439,6 +439,7 @@ void pack_directory(
       temp,
       "): ",
       std::strerror(errno));
+  bool closed = false;
   try {
     if (exists) {
       (void)::fchmod(fd, old.st_mode & 07777);
@@ -463,15 +464,17 @@ void pack_directory(
         temp,
         ": ",
         std::strerror(errno));
-    const int closed = ::close(fd);
+    closed = true;  // even when close fails, the descriptor is released
     TORCH_CHECK(
-        closed == 0,
+        ::close(fd) == 0,
         "could not close the archive ",
         temp,
         ": ",
         std::strerror(errno));
   } catch (...) {
-    (void)::close(fd);  // a second close of a closed fd fails harmlessly
+    if (!closed) {
+      (void)::close(fd);
+    }
     (void)::unlink(temp.c_str());
     throw;
   }
