@@ -17,6 +17,8 @@ fuzzer grew survives):
 - fuzz_safetensors: safetensors files written by Python tensordict's
   ``to_safetensors`` and, when the ``safetensors`` package is installed, by
   ``safetensors.torch.save_file`` (dotted names, no tensordict metadata).
+- fuzz_tdz: `.tdz` archives written by Python (``save("x.tdz")`` and a
+  deflated ``pack_memmap``).
 
 Files larger than the fuzzers' -max_len are left out.
 """
@@ -166,6 +168,29 @@ def safetensors_files(scratch: str) -> list[str]:
     return out
 
 
+def tdz_archives(scratch: str) -> list[str]:
+    """`.tdz` archives written by Python: stored (aligned) and deflated."""
+    import torch
+    from tensordict import NonTensorData, TensorDict, pack_memmap
+
+    td = TensorDict(
+        a=torch.arange(6.0).reshape(2, 3),
+        sub=TensorDict(b=torch.ones(2, dtype=torch.int64), batch_size=[2]),
+        label=NonTensorData("hello", batch_size=[2]),
+        batch_size=[2],
+    )
+    out = []
+    stored = os.path.join(scratch, "stored.tdz")
+    td.save(stored)
+    out.append(stored)
+    directory = os.path.join(scratch, "tdz_dir")
+    td.memmap(directory)
+    deflated = os.path.join(scratch, "deflated.tdz")
+    pack_memmap(directory, deflated, compression="deflate")
+    out.append(deflated)
+    return out
+
+
 def main() -> int:
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -194,6 +219,9 @@ def main() -> int:
                 data = f.read()
             if len(data) <= MAX_LEN:
                 save(os.path.join(corpus, "fuzz_safetensors"), data)
+        for path in tdz_archives(scratch):
+            with open(path, "rb") as f:
+                save(os.path.join(corpus, "fuzz_tdz"), f.read())
         for target in sorted(os.listdir(corpus)):
             count = len(os.listdir(os.path.join(corpus, target)))
             print(f"make_corpus: {target}: {count} inputs")

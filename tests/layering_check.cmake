@@ -29,7 +29,7 @@ set(public_tensor_class tensor_class lazy_stacked_tensor_class
     detail/tensor_class_impl detail/tensor_class_traits detail/tensor_class_ops
     detail/tensor_class_macros)
 set(public_nn module tensor_dict_params vmap nn aoti)
-set(public_memmap memmap safetensors)
+set(public_memmap memmap safetensors archive)
 set(public_consolidate consolidate)
 set(public_state_dict state_dict)
 set(public_distributed distributed)

@@ -53,6 +53,10 @@
 //   returns the same tensors.
 // - A directory whose root is a NonTensorData or NonTensorStack loads with
 //   `NonTensorData::load_memmap` / `NonTensorStack::load_memmap`.
+//
+// The same tree packed into one zip file (`save("x.tdz")`, `pack_memmap`)
+// loads with the same functions: see NOTE [Memmap archives] in
+// tensordict/archive.h.
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>

@@ -835,7 +835,10 @@ class TENSORDICT_API TensorDict {
   /// returns a new locked dict on the CPU whose leaves map the files (with
   /// an empty prefix, anonymous shared memory); `*this` is untouched.
   /// Throws on reserved or unsafe keys, symlinks, existing files when
-  /// `existsok` is false, and I/O errors, naming the key.
+  /// `existsok` is false, and I/O errors, naming the key. A prefix ending in
+  /// ".tdz" writes one archive file instead and returns it loaded (leaves
+  /// are views into its mapping, the dict is not locked); see NOTE [Memmap
+  /// archives] in tensordict/archive.h.
   [[nodiscard]] TensorDict memmap(const MemmapOptions& options = {}) const;
   /// Runs `memmap` on a background thread: Python's `return_early=True`.
   /// The dict must not change until the future is ready.
@@ -868,7 +871,8 @@ class TENSORDICT_API TensorDict {
   /// result is not locked and `is_memmap()` is false, as in Python. A
   /// Python tensorclass loads as a dict that remembers its class
   /// (`python_class()`). Throws with the nested key and what was expected
-  /// on any inconsistency; see NOTE [Memmap layout].
+  /// on any inconsistency; see NOTE [Memmap layout]. A regular file is read
+  /// as a `.tdz` archive: mapped once, each leaf a view into the mapping.
   [[nodiscard]] static TensorDict load_memmap(
       const std::string& prefix, const LoadMemmapOptions& options = {});
   /// Same as `load_memmap` (Python's `load`).

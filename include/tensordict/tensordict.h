@@ -2,6 +2,7 @@
 
 // Umbrella header: everything public in the library.
 
+#include "tensordict/archive.h"
 #include "tensordict/consolidate.h"
 #include "tensordict/errors.h"
 #include "tensordict/indexing.h"

@@ -773,5 +773,37 @@ void relocate_mapped_filename(
   mapping->path = std::string(to_dir) + mapping->path.substr(from_dir.size());
 }
 
+at::Tensor map_whole_file(
+    const std::string& path, bool writable, const EntryName& what) {
+  const int fd_raw =
+      ::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+  if (fd_raw < 0) {
+    const int err = errno;
+    TORCH_CHECK(
+        !(writable && (err == EACCES || err == EROFS)),
+        "cannot map ",
+        what,
+        " for writing (mode r+): ",
+        path,
+        " is not writable");
+    TORCH_CHECK(
+        false, "cannot open ", what, " (", path, "): ", errno_text(err));
+  }
+  FileDescriptor fd(fd_raw);
+  struct stat st {};
+  TORCH_CHECK(
+      ::fstat(fd.get(), &st) == 0,
+      "could not inspect ",
+      path,
+      ": ",
+      errno_text(errno));
+  TORCH_CHECK(S_ISREG(st.st_mode), what, " (", path, ") is not a regular file");
+  const std::vector<int64_t> shape{static_cast<int64_t>(st.st_size)};
+  at::Tensor tensor = map_open_file(
+      fd.get(), path, c10::kByte, shape, writable, /*check_file=*/false, what);
+  forget_mapped_filename(tensor);
+  return tensor;
+}
+
 }  // namespace detail
 TENSORDICT_END_NAMESPACE

@@ -182,5 +182,12 @@ void relocate_mapped_filename(
     std::string_view from_dir,
     std::string_view to_dir);
 
+/// Maps the whole regular file `path` (following a symlink) as a flat
+/// uint8 tensor: shared when `writable` (throws if the file cannot be
+/// written), else copy-on-write. The mapping is marked as a file of many
+/// tensors (see forget_mapped_filename); `what` names it in messages.
+at::Tensor map_whole_file(
+    const std::string& path, bool writable, const EntryName& what);
+
 }  // namespace detail
 TENSORDICT_END_NAMESPACE

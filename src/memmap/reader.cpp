@@ -17,6 +17,7 @@
 #include "io/file_io.h"
 #include "io/format.h"
 #include "io/metadata_reader.h"
+#include "memmap/archive.h"
 #include "tensordict/errors.h"
 #include "tensordict/memmap.h"
 #include "util/python_spelling.h"
@@ -32,16 +33,18 @@ class Loader {
  public:
   /// With `problems`, entries that fail to load are recorded there and
   /// skipped instead of throwing (verify_memmap).
+  /// `files`: where the files are read (a directory or an archive).
   explicit Loader(
       const LoadMemmapOptions& options,
-      std::vector<std::string>* problems = nullptr)
-      : options_(options), problems_(problems) {
+      std::vector<std::string>* problems = nullptr,
+      const TreeFiles& files = file_system_files())
+      : options_(options), problems_(problems), files_(files) {
     meta_device_ = options.device() && options.device()->is_meta();
   }
 
   Json read_meta(const std::string& dir) {
     const std::string path = join_path(dir, "meta.json");
-    const PathKind kind = path_kind(path);
+    const PathKind kind = files_.kind(path);
     TORCH_CHECK(
         kind != PathKind::kMissing,
         "no meta.json in ",
@@ -50,7 +53,7 @@ class Loader {
         describe(path_),
         "): not a memmap directory, or a save that did not complete");
     Json meta = parse_meta_json(
-        read_small_file(path, options_.max_meta_bytes()),
+        files_.read_small(path, options_.max_meta_bytes()),
         options_.max_depth(),
         path);
     const auto version = meta.find("_format_version");
@@ -191,7 +194,9 @@ class Loader {
         problems_->push_back(path_.to_string() + " in " + dir + ": " + e.msg());
       }
     }
-    result.unsafeGetImpl()->memmap.prefix = dir;
+    if (!files_.is_archive()) {
+      result.unsafeGetImpl()->memmap.prefix = dir;
+    }
     return result;
   }
 
@@ -222,7 +227,7 @@ class Loader {
           " elements");
       const std::string index = std::to_string(i);
       const std::string element_dir = join_path(dir, index);
-      const PathKind kind = path_kind(element_dir);
+      const PathKind kind = files_.kind(element_dir);
       if (kind == PathKind::kMissing) {
         break;
       }
@@ -279,7 +284,7 @@ class Loader {
     if (const auto type = entry.find("type"); type != entry.end()) {
       (void)reader.string(*type, "type");
       const std::string child_dir = resolve(dir, name, /*is_collection=*/true);
-      const PathKind kind = path_kind(child_dir);
+      const PathKind kind = files_.kind(child_dir);
       TORCH_CHECK(
           kind != PathKind::kMissing,
           "its directory ",
@@ -324,7 +329,7 @@ class Loader {
     }
     const std::string file = resolve(dir, name, /*is_collection=*/false);
     std::optional<at::Tensor> mapped =
-        map_tensor_file_if_exists(file, dtype, shape, options_.mode(), path_);
+        files_.map_leaf(file, dtype, shape, options_.mode(), path_);
     if (!mapped) {
       TORCH_CHECK(
           nbytes == 0,
@@ -431,7 +436,7 @@ class Loader {
         type,
         "'");
     const std::string fields = join_path(dir, "_tensordict");
-    const PathKind kind = path_kind(fields);
+    const PathKind kind = files_.kind(fields);
     TORCH_CHECK(
         kind == PathKind::kDirectory,
         dir,
@@ -441,7 +446,7 @@ class Loader {
         "_tensordict directory (",
         describe(path_),
         ")");
-    if (path_kind(join_path(dir, "other.pickle")) != PathKind::kMissing &&
+    if (files_.kind(join_path(dir, "other.pickle")) != PathKind::kMissing &&
         !options_.skip_pickle()) {
       pickled(dir, "other.pickle");
     }
@@ -474,7 +479,9 @@ class Loader {
         ")");
     TensorDict td = load_dict(fields, fields_meta, depth + 1, out);
     td.unsafeGetImpl()->python_class = type;
-    td.unsafeGetImpl()->memmap.prefix = dir;
+    if (!files_.is_archive()) {
+      td.unsafeGetImpl()->memmap.prefix = dir;
+    }
     return Value(std::move(td));
   }
 
@@ -502,9 +509,9 @@ class Loader {
       const std::string encoded = encode_key(key);
       std::string path = join_path(dir, encoded + suffix);
       if (encoded != key && is_safe_legacy_key(key, is_collection) &&
-          path_kind(path) == PathKind::kMissing) {
+          files_.kind(path) == PathKind::kMissing) {
         std::string legacy = join_path(dir, key + suffix);
-        if (path_kind(legacy) != PathKind::kMissing) {
+        if (files_.kind(legacy) != PathKind::kMissing) {
           return legacy;
         }
       }
@@ -520,6 +527,7 @@ class Loader {
 
   const LoadMemmapOptions& options_;
   std::vector<std::string>* problems_;
+  const TreeFiles& files_;
   KeyPath path_;  // the key being loaded; empty at the root
   bool meta_device_ = false;
   MappingBudget mappings_;
@@ -527,19 +535,21 @@ class Loader {
 
 // The directory of `options.subpath()` below `prefix`.
 std::string subpath_dir(
-    const std::string& prefix, const LoadMemmapOptions& options) {
+    const std::string& prefix,
+    const LoadMemmapOptions& options,
+    const TreeFiles& files = file_system_files()) {
   std::string dir = prefix;
   for (const auto& part : options.subpath()) {
     std::string next =
         join_path(dir, options.robust_key() ? encode_key(part) : part);
-    if (path_kind(next) == PathKind::kMissing &&
+    if (files.kind(next) == PathKind::kMissing &&
         is_safe_legacy_key(part, /*is_collection=*/true)) {
       const std::string legacy = join_path(dir, part);
-      if (path_kind(legacy) == PathKind::kDirectory) {
+      if (files.kind(legacy) == PathKind::kDirectory) {
         next = legacy;
       }
     }
-    const PathKind kind = path_kind(next);
+    const PathKind kind = files.kind(next);
     TORCH_CHECK(
         kind == PathKind::kDirectory,
         "the subpath part '",
@@ -558,8 +568,11 @@ std::string subpath_dir(
 
 LoadedTree load_memmap_any(
     const std::string& prefix, const LoadMemmapOptions& options) {
-  const std::string dir = detail::subpath_dir(prefix, options);
-  detail::Loader loader(options);
+  const auto archive = detail::open_archive_files(prefix, options.mode());
+  const detail::TreeFiles& files =
+      archive ? *archive : detail::file_system_files();
+  const std::string dir = detail::subpath_dir(prefix, options, files);
+  detail::Loader loader(options, nullptr, files);
   std::optional<LazyStackedTensorDict> lazy;
   std::optional<Value> value = loader.load_collection(dir, {}, 0, &lazy);
   if (lazy) {
@@ -581,8 +594,10 @@ namespace detail {
 
 Value load_non_tensor_root(
     const std::string& prefix, const LoadMemmapOptions& options) {
-  const std::string dir = subpath_dir(prefix, options);
-  Loader loader(options);
+  const auto archive = open_archive_files(prefix, options.mode());
+  const TreeFiles& files = archive ? *archive : file_system_files();
+  const std::string dir = subpath_dir(prefix, options, files);
+  Loader loader(options, nullptr, files);
   std::optional<Value> value = loader.load_collection(dir, {}, 0);
   TORCH_CHECK(
       value && value->is_non_tensor(),
@@ -599,8 +614,11 @@ std::vector<std::string> verify_memmap(
     const std::string& prefix, const LoadMemmapOptions& options) {
   std::vector<std::string> problems;
   try {
-    const std::string dir = detail::subpath_dir(prefix, options);
-    detail::Loader loader(options, &problems);
+    const auto archive = detail::open_archive_files(prefix, options.mode());
+    const detail::TreeFiles& files =
+        archive ? *archive : detail::file_system_files();
+    const std::string dir = detail::subpath_dir(prefix, options, files);
+    detail::Loader loader(options, &problems, files);
     std::optional<LazyStackedTensorDict> lazy;
     loader.load_collection(dir, {}, 0, &lazy);
   } catch (const c10::Error& e) {
@@ -653,13 +671,16 @@ TensorDict& TensorDict::load_memmap_(
   if (!opts.device() && impl_->device) {
     opts.device(impl_->device);
   }
-  const std::string dir = detail::subpath_dir(prefix, opts);
-  detail::Loader loader(opts);
+  const auto archive = detail::open_archive_files(prefix, opts.mode());
+  const detail::TreeFiles& files =
+      archive ? *archive : detail::file_system_files();
+  const std::string dir = detail::subpath_dir(prefix, opts, files);
+  detail::Loader loader(opts, nullptr, files);
   try {
     Json meta = loader.read_meta(dir);
     std::string fields = dir;
     if (meta["_type"] != detail::kTensorDictType &&
-        detail::path_kind(detail::join_path(dir, "_tensordict")) ==
+        files.kind(detail::join_path(dir, "_tensordict")) ==
             detail::PathKind::kDirectory) {
       // A tensorclass keeps its fields one level down.
       fields = detail::join_path(dir, "_tensordict");
@@ -670,7 +691,7 @@ TensorDict& TensorDict::load_memmap_(
         dir,
         " does not hold a TensorDict, so it cannot be loaded in place");
     loader.load_dict(fields, meta, 0, this);
-    impl_->memmap.prefix = dir;
+    impl_->memmap.prefix = archive ? std::string() : dir;
   } catch (...) {
     if (was_locked) {
       lock_();

@@ -25,6 +25,7 @@
 #include "core/tensor_dict_impl.h"
 #include "io/file_io.h"
 #include "io/format.h"
+#include "memmap/archive.h"
 #include "tensordict/errors.h"
 #include "tensordict/memmap.h"
 #include "util/python_spelling.h"
@@ -769,6 +770,9 @@ TensorDict save_dict(
 }  // namespace detail
 
 TensorDict TensorDict::memmap(const MemmapOptions& options) const {
+  if (detail::is_archive_path(options.prefix())) {
+    return detail::save_archive(*this, options);  // NOTE [Memmap archives]
+  }
   return detail::save_dict(*this, options, /*like=*/false, /*inplace=*/false);
 }
 

@@ -1,0 +1,506 @@
+// Tests of include/tensordict/archive.h: `.tdz` memmap archives, and of the
+// zip reader behind them (src/io/zip.h).
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "io/zip.h"
+#include "support.h"
+
+namespace tensordict::testing {
+namespace archive_test {
+
+namespace fs = std::filesystem;
+
+TensorDict sample() {
+  TensorDict td({3});
+  td.set("a", torch::arange(12, torch::kFloat32).reshape({3, 4}));
+  td.set({"nested", "b"}, torch::tensor({1, 2, 3}, torch::kInt64));
+  td.set({"nested", "c"}, torch::tensor({true, false, true}));
+  td.set("half", torch::ones({3, 2}, torch::kFloat16));
+  td.set("bytes", torch::tensor({1, 2, 3}, torch::kUInt8));
+  td.set("text", NonTensorData("hello", {3}));
+  return td;
+}
+
+uint32_t le32(const std::string& s, size_t at) {
+  uint32_t v = 0;
+  std::memcpy(&v, s.data() + at, 4);
+  return v;
+}
+
+void set_le(std::string& s, size_t at, uint64_t value, size_t bytes) {
+  for (size_t i = 0; i < bytes; ++i) {
+    s[at + i] = static_cast<char>((value >> (8 * i)) & 0xff);
+  }
+}
+
+// Offset of the end record (no comment).
+size_t end_record(const std::string& s) {
+  return s.size() - 22;
+}
+
+size_t central_offset(const std::string& s) {
+  return le32(s, end_record(s) + 16);
+}
+
+// Offset of the central record of the entry named `name`.
+size_t central_record(const std::string& s, const std::string& name) {
+  size_t pos = central_offset(s);
+  while (le32(s, pos) == 0x02014b50) {
+    const size_t name_len = static_cast<uint8_t>(s[pos + 28]) |
+                            (static_cast<uint8_t>(s[pos + 29]) << 8);
+    const size_t extra_len = static_cast<uint8_t>(s[pos + 30]) |
+                             (static_cast<uint8_t>(s[pos + 31]) << 8);
+    if (s.compare(pos + 46, name_len, name) == 0 && name_len == name.size()) {
+      return pos;
+    }
+    pos += 46 + name_len + extra_len;
+  }
+  ADD_FAILURE() << "no entry " << name;
+  return 0;
+}
+
+std::vector<detail::ZipEntry> parse(const std::string& s) {
+  return detail::parse_zip(
+      reinterpret_cast<const unsigned char*>(s.data()), s.size(), "archive");
+}
+
+TEST(ArchiveTest, RoundTripKeepsValuesDtypesKeysAndBatchSize) {
+  TempDir tmp;
+  const TensorDict td = sample();
+  const std::string path = tmp / "td.tdz";
+  const TensorDict saved = td.save(path);
+  EXPECT_TRUE(is_memmap_archive(path));
+  EXPECT_TRUE(fs::is_regular_file(path));
+  // Only the archive is left: the staging directory is gone.
+  EXPECT_EQ(std::distance(fs::directory_iterator(tmp.str()), {}), 1);
+  const TensorDict loaded = TensorDict::load_memmap(path);
+  expect_td_equal(loaded, td);
+  expect_td_equal(saved, td);
+  EXPECT_EQ(loaded.batch_size(), c10::IntArrayRef({3}));
+  EXPECT_EQ(loaded.get("half").dtype(), torch::kFloat16);
+  EXPECT_EQ(loaded.get({"nested", "b"}).dtype(), torch::kInt64);
+  EXPECT_FALSE(loaded.saved_path().has_value());
+  // Subpaths read below the root of the archive too.
+  const TensorDict nested =
+      TensorDict::load_memmap(path, LoadMemmapOptions().subpath({"nested"}));
+  EXPECT_TRUE(
+      torch::equal(nested.get("b"), torch::tensor({1, 2, 3}, torch::kInt64)));
+  // The meta device reads only meta.json.
+  const TensorDict meta = TensorDict::load_memmap(
+      path, LoadMemmapOptions().device(c10::Device(c10::kMeta)));
+  EXPECT_TRUE(meta.get("a").is_meta());
+}
+
+TEST(ArchiveTest, LayoutIsPythonsAlignedStoredZip64) {
+  TempDir tmp;
+  sample().save(tmp / "td.tdz");
+  const std::string bytes = read_text(tmp / "td.tdz");
+  const auto entries = parse(bytes);
+  ASSERT_FALSE(entries.empty());
+  EXPECT_EQ(entries.front().name, "meta.json");
+  for (const auto& entry : entries) {
+    EXPECT_EQ(entry.method, detail::kZipStored) << entry.name;
+    if (entry.name.size() > 7 &&
+        entry.name.compare(entry.name.size() - 7, 7, ".memmap") == 0) {
+      EXPECT_EQ(entry.data_offset % 64, 0u) << entry.name;
+    }
+    // Local header: sizes in a zip64 block.
+    EXPECT_EQ(le32(bytes, entry.header_offset + 18), 0xffffffffu);
+  }
+  // meta.json first at every level, before the sub-directories.
+  std::vector<std::string> names;
+  for (const auto& entry : entries) {
+    names.push_back(entry.name);
+  }
+  const auto nested_meta =
+      std::find(names.begin(), names.end(), "nested/meta.json");
+  ASSERT_NE(nested_meta, names.end());
+  EXPECT_EQ(*(nested_meta + 1), "nested/b.memmap");
+}
+
+TEST(ArchiveTest, LeavesAreViewsIntoOneMapping) {
+  TempDir tmp;
+  const std::string path = tmp / "td.tdz";
+  sample().save(path);
+  const TensorDict loaded = TensorDict::load_memmap(path);
+  const at::Tensor a = loaded.get("a");
+  const at::Tensor b = loaded.get({"nested", "b"});
+  // One storage, the whole archive: the leaves are views into it.
+  EXPECT_EQ(a.storage().data(), b.storage().data());
+  EXPECT_EQ(a.storage().nbytes(), static_cast<size_t>(fs::file_size(path)));
+  const auto* base = static_cast<const char*>(a.storage().data());
+  const auto* ptr = static_cast<const char*>(a.data_ptr());
+  EXPECT_GE(ptr, base);
+  EXPECT_LE(ptr + a.nbytes(), base + a.storage().nbytes());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(ptr) % 64, 0u);
+  // Copy-on-write by default: writes stay in memory, the file is unchanged.
+  const std::string before = read_text(path);
+  a.add_(1);
+  EXPECT_EQ(static_cast<const char*>(a.data_ptr()), ptr);
+  EXPECT_EQ(read_text(path), before);
+  EXPECT_TRUE(torch::equal(
+      TensorDict::load_memmap(path).get("a"),
+      torch::arange(12, torch::kFloat32).reshape({3, 4})));
+  // Shared (r+): writes reach the archive.
+  {
+    const TensorDict shared = TensorDict::load_memmap(
+        path, LoadMemmapOptions().mode(MapMode::kReadWrite));
+    shared.get("a").fill_(7);
+  }
+  EXPECT_TRUE(TensorDict::load_memmap(path).get("a").eq(7).all().item<bool>());
+}
+
+TEST(ArchiveTest, PackAndUnpackRoundTrip) {
+  TempDir tmp;
+  const TensorDict td = sample();
+  (void)td.memmap(tmp / "dir");
+  EXPECT_EQ(pack_memmap(tmp / "dir", tmp / "packed.tdz"), tmp / "packed.tdz");
+  expect_td_equal(TensorDict::load_memmap(tmp / "packed.tdz"), td);
+  EXPECT_EQ(unpack_memmap(tmp / "packed.tdz", tmp / "out"), tmp / "out");
+  expect_td_equal(TensorDict::load_memmap(tmp / "out"), td);
+  EXPECT_EQ(read_text(tmp / "dir/a.memmap"), read_text(tmp / "out/a.memmap"));
+  EXPECT_FALSE(is_memmap_archive(tmp / "dir"));
+  EXPECT_FALSE(is_memmap_archive(tmp / "missing.tdz"));
+  // Deflate: smaller, and it loads by inflating a copy.
+  const TensorDict zeros(
+      {{"z", torch::zeros({1000}, torch::kFloat32)}}, {1000});
+  (void)zeros.memmap(tmp / "zeros");
+  pack_memmap(
+      tmp / "zeros",
+      tmp / "zeros.tdz",
+      PackMemmapOptions().compression("deflate"));
+  EXPECT_LT(fs::file_size(tmp / "zeros.tdz"), 1000u);
+  const TensorDict inflated = TensorDict::load_memmap(tmp / "zeros.tdz");
+  expect_td_equal(inflated, zeros);
+  unpack_memmap(tmp / "zeros.tdz", tmp / "zeros_out");
+  expect_td_equal(TensorDict::load_memmap(tmp / "zeros_out"), zeros);
+  EXPECT_THROWS_WITH(
+      TensorDict::load_memmap(
+          tmp / "zeros.tdz", LoadMemmapOptions().mode(MapMode::kReadWrite)),
+      c10::Error,
+      "is compressed");
+  EXPECT_THROWS_WITH(
+      pack_memmap(
+          tmp / "dir", tmp / "x.tdz", PackMemmapOptions().compression("lzma")),
+      c10::Error,
+      "unknown compression 'lzma'");
+}
+
+TEST(ArchiveTest, PackRefusesAnArchiveInsideItsSource) {
+  TempDir tmp;
+  (void)sample().memmap(tmp / "dir");
+  EXPECT_THROWS_WITH(
+      pack_memmap(tmp / "dir", tmp / "dir/nested/x.tdz"),
+      c10::Error,
+      "must be outside the source directory");
+  EXPECT_FALSE(fs::exists(tmp / "dir/nested/x.tdz"));
+  EXPECT_THROWS_WITH(
+      pack_memmap(tmp / "nothing", tmp / "x.tdz"),
+      c10::Error,
+      "no meta.json found");
+  fs::create_symlink(tmp / "dir/a.memmap", tmp / "dir/link.memmap");
+  EXPECT_THROWS_WITH(
+      pack_memmap(tmp / "dir", tmp / "x.tdz"), c10::Error, "symlink");
+  EXPECT_FALSE(fs::exists(tmp / "x.tdz"));
+}
+
+TEST(ArchiveTest, SaveOverAnExistingArchiveIsCrashSafe) {
+  TempDir tmp;
+  const std::string path = tmp / "td.tdz";
+  sample().save(path);
+  const std::string old = read_text(path);
+  // A refused save touches nothing.
+  EXPECT_THROWS_WITH(
+      TensorDict({{"x", torch::ones({2})}}, {})
+          .save(MemmapOptions(path).existsok(false)),
+      c10::Error,
+      "A file already exists");
+  EXPECT_EQ(read_text(path), old);
+  // A failed save (a leaf that cannot be written) leaves the old archive
+  // and no temporary file.
+  TensorDict bad;
+  bad.set("ok", torch::ones({2}));
+  bad.set("shape", torch::ones({1}));  // collides with meta.json's own
+  EXPECT_ANY_THROW((void)bad.save(path));
+  EXPECT_EQ(read_text(path), old);
+  EXPECT_EQ(std::distance(fs::directory_iterator(tmp.str()), {}), 1);
+  // The mapping of a loaded archive survives a replacement of the file.
+  const TensorDict loaded = TensorDict::load_memmap(path);
+  TensorDict other;
+  other.set("y", torch::full({4}, 2.0));
+  other.save(path);
+  expect_td_equal(loaded, sample());
+  expect_td_equal(TensorDict::load_memmap(path), other);
+  EXPECT_EQ(std::distance(fs::directory_iterator(tmp.str()), {}), 1);
+  // A dict loaded from the archive saves over that same archive.
+  (void)TensorDict::load_memmap(path).save(path);
+  expect_td_equal(TensorDict::load_memmap(path), other);
+  // A directory there is refused.
+  fs::create_directories(tmp / "d.tdz");
+  EXPECT_THROWS_WITH(
+      other.save(tmp / "d.tdz"), c10::Error, "it is an existing directory");
+}
+
+TEST(ArchiveTest, TruncatedArchivesAreRefused) {
+  TempDir tmp;
+  sample().save(tmp / "td.tdz");
+  const std::string bytes = read_text(tmp / "td.tdz");
+  for (size_t size :
+       {size_t{0}, size_t{10}, bytes.size() / 2, bytes.size() - 1}) {
+    write_text(tmp / "cut.tdz", bytes.substr(0, size));
+    EXPECT_THROWS_WITH(
+        TensorDict::load_memmap(tmp / "cut.tdz"), c10::Error, "cut.tdz");
+    EXPECT_FALSE(is_memmap_archive(tmp / "cut.tdz"));
+  }
+}
+
+TEST(ArchiveTest, MalformedZipsAreRefusedWithExpectedVersusFound) {
+  TempDir tmp;
+  TensorDict td;
+  td.set("a", torch::arange(4, torch::kInt32));
+  td.set("b", torch::arange(4, torch::kInt32));
+  td.save(tmp / "td.tdz");
+  const std::string good = read_text(tmp / "td.tdz");
+  ASSERT_NO_THROW(parse(good));
+  {
+    // A header pointing at another entry's header.
+    std::string s = good;
+    const size_t a = central_record(s, "a.memmap");
+    const size_t b = central_record(s, "b.memmap");
+    set_le(s, b + 42, le32(s, a + 42), 4);
+    EXPECT_THROWS_WITH(parse(s), c10::Error, "another name in its local");
+  }
+  {
+    // Two entries sharing bytes: a's payload, consistently in both
+    // headers, grown over b's local header.
+    std::string s = good;
+    const auto entries = parse(s);
+    const detail::ZipEntry* a = nullptr;
+    const detail::ZipEntry* b = nullptr;
+    for (const auto& entry : entries) {
+      a = entry.name == "a.memmap" ? &entry : a;
+      b = entry.name == "b.memmap" ? &entry : b;
+    }
+    ASSERT_TRUE(a != nullptr && b != nullptr);
+    ASSERT_LT(a->header_offset, b->header_offset);
+    const uint64_t size = b->header_offset - a->data_offset + 8;
+    const size_t record = central_record(s, "a.memmap");
+    set_le(s, record + 20, size, 4);
+    set_le(s, record + 24, size, 4);
+    set_le(s, a->data_offset - 16, size, 8);
+    set_le(s, a->data_offset - 8, size, 8);
+    EXPECT_THROWS_WITH(parse(s), c10::Error, "overlap");
+  }
+  {
+    // A payload larger than the data area.
+    std::string s = good;
+    const size_t a = central_record(s, "a.memmap");
+    set_le(s, a + 20, 1 << 20, 4);
+    set_le(s, a + 24, 1 << 20, 4);
+    EXPECT_ANY_THROW(parse(s));
+  }
+  {
+    // A name that escapes.
+    std::string s = good;
+    const size_t a = central_record(s, "a.memmap");
+    s.replace(a + 46, 8, "../a.mem");
+    EXPECT_THROWS_WITH(parse(s), c10::Error, "'..' component");
+    s.replace(a + 46, 8, "/a.memma");
+    EXPECT_THROWS_WITH(parse(s), c10::Error, "is absolute");
+    s.replace(a + 46, 8, "a\\memmap");
+    EXPECT_THROWS_WITH(parse(s), c10::Error, "backslash");
+    s.replace(a + 46, 8, std::string("a\0memmap", 8));
+    EXPECT_THROWS_WITH(parse(s), c10::Error, "NUL");
+    // Two entries of the same name, consistent in both headers.
+    s.replace(a + 46, 8, "b.memmap");
+    s.replace(le32(s, a + 42) + 30, 8, "b.memmap");
+    EXPECT_THROWS_WITH(parse(s), c10::Error, "appears twice");
+  }
+  {
+    // The central directory moved: it no longer ends at the end record.
+    std::string s = good;
+    set_le(s, end_record(s) + 16, central_offset(s) - 1, 4);
+    EXPECT_THROWS_WITH(parse(s), c10::Error, "must end at offset");
+  }
+  {
+    // More entries claimed than the directory holds.
+    std::string s = good;
+    set_le(s, end_record(s) + 8, 200, 2);
+    set_le(s, end_record(s) + 10, 200, 2);
+    EXPECT_ANY_THROW(parse(s));
+  }
+  {
+    // A zip64 sentinel with no zip64 value in the central directory.
+    std::string s = good;
+    const size_t a = central_record(s, "a.memmap");
+    set_le(s, a + 42, 0xffffffff, 4);
+    EXPECT_THROWS_WITH(parse(s), c10::Error, "zip64");
+  }
+  {
+    // A local zip64 size that disagrees with the central directory.
+    std::string s = good;
+    const auto entries = parse(s);
+    const auto& entry = entries[1];
+    // The zip64 block ends right before the payload: size then csize.
+    set_le(s, entry.data_offset - 16, 99, 8);
+    EXPECT_THROWS_WITH(parse(s), c10::Error, "in its local header, but");
+  }
+}
+
+TEST(ArchiveTest, Zip64EndRecordsAreCheckedForConsistency) {
+  // An archive with zip64 end records, built by the writer's own rules:
+  // more than 65535 entries would be slow, so patch one in by hand.
+  TempDir tmp;
+  TensorDict td;
+  td.set("a", torch::arange(4, torch::kInt32));
+  td.save(tmp / "td.tdz");
+  const std::string good = read_text(tmp / "td.tdz");
+  const size_t end = end_record(good);
+  const uint32_t count = static_cast<uint8_t>(good[end + 10]);
+  const uint32_t cd_size = le32(good, end + 12);
+  const uint32_t cd_offset = le32(good, end + 16);
+  std::string zip64(56 + 20, '\0');
+  set_le(zip64, 0, 0x06064b50, 4);
+  set_le(zip64, 4, 44, 8);
+  set_le(zip64, 12, 45, 2);
+  set_le(zip64, 14, 45, 2);
+  set_le(zip64, 24, count, 8);
+  set_le(zip64, 32, count, 8);
+  set_le(zip64, 40, cd_size, 8);
+  set_le(zip64, 48, cd_offset, 8);
+  set_le(zip64, 56, 0x07064b50, 4);
+  set_le(zip64, 64, end, 8);
+  set_le(zip64, 72, 1, 4);
+  std::string s = good.substr(0, end) + zip64 + good.substr(end);
+  set_le(s, s.size() - 22 + 16, 0xffffffff, 4);
+  ASSERT_NO_THROW(parse(s));
+  write_text(tmp / "z64.tdz", s);
+  expect_td_equal(TensorDict::load_memmap(tmp / "z64.tdz"), td);
+  // A zip64 count that disagrees with the 32-bit one.
+  std::string lie = s;
+  set_le(lie, end + 24, count + 1, 8);
+  set_le(lie, end + 32, count + 1, 8);
+  EXPECT_THROWS_WITH(parse(lie), c10::Error, "entry count");
+  // A locator pointing elsewhere.
+  lie = s;
+  set_le(lie, end + 64, 3, 8);
+  EXPECT_THROWS_WITH(parse(lie), c10::Error, "zip64 locator points");
+}
+
+TEST(ArchiveTest, UnpackChecksCrcs) {
+  TempDir tmp;
+  TensorDict td;
+  td.set("a", torch::arange(16, torch::kInt32));
+  td.save(tmp / "td.tdz");
+  std::string s = read_text(tmp / "td.tdz");
+  const auto entries = parse(s);
+  for (const auto& entry : entries) {
+    if (entry.name == "a.memmap") {
+      s[entry.data_offset] ^= 1;
+    }
+  }
+  write_text(tmp / "bad.tdz", s);
+  EXPECT_THROWS_WITH(
+      unpack_memmap(tmp / "bad.tdz", tmp / "out"),
+      c10::Error,
+      "'a.memmap' is corrupted: its CRC-32 is");
+  // A mapped load does not read the payload, so it does not check it
+  // (NOTE [Archive CRCs]); meta.json is checked.
+  EXPECT_NO_THROW(TensorDict::load_memmap(tmp / "bad.tdz"));
+  s = read_text(tmp / "td.tdz");
+  for (const auto& entry : entries) {
+    if (entry.name == "meta.json") {
+      s[entry.data_offset + 1] ^= 1;
+    }
+  }
+  write_text(tmp / "bad_meta.tdz", s);
+  EXPECT_THROWS_WITH(
+      TensorDict::load_memmap(tmp / "bad_meta.tdz"),
+      c10::Error,
+      "'meta.json' is corrupted");
+}
+
+TEST(ArchiveTest, UnpackRefusesSymlinksInTheDestination) {
+  TempDir tmp;
+  sample().save(tmp / "td.tdz");
+  fs::create_directories(tmp / "out");
+  fs::create_directories(tmp / "elsewhere");
+  fs::create_directory_symlink(tmp / "elsewhere", tmp / "out/nested");
+  EXPECT_THROWS_WITH(
+      unpack_memmap(tmp / "td.tdz", tmp / "out"), c10::Error, "symlink");
+  EXPECT_TRUE(fs::is_empty(tmp / "elsewhere"));
+}
+
+TEST(ArchiveTest, EveryFlippedByteLoadsOrThrowsNeverCrashes) {
+  // Each byte of a small archive flipped in turn: the parse, the load (with
+  // every leaf read, so a view past the mapping would crash) and the unpack
+  // either succeed or throw c10::Error.
+  TempDir tmp;
+  TensorDict td;
+  td.set("a", torch::arange(6, torch::kInt16));
+  td.set({"n", "b"}, torch::ones({2}, torch::kFloat64));
+  td.save(tmp / "td.tdz");
+  const std::string good = read_text(tmp / "td.tdz");
+  int refused = 0;
+  for (size_t i = 0; i < good.size(); ++i) {
+    std::string bad = good;
+    bad[i] = static_cast<char>(bad[i] ^ 0xa5);
+    write_text(tmp / "bad.tdz", bad);
+    try {
+      const TensorDict loaded = TensorDict::load_memmap(tmp / "bad.tdz");
+      for (const auto& key : loaded.keys(true, true)) {
+        (void)loaded.get(key).to(torch::kDouble).sum().item<double>();
+      }
+      (void)unpack_memmap(tmp / "bad.tdz", tmp / "out");
+    } catch (const c10::Error&) {
+      ++refused;
+    }
+    fs::remove_all(tmp / "out");
+  }
+  // Payload bytes of leaves load (their CRC is not checked when mapped);
+  // most header and directory bytes must be refused.
+  EXPECT_GT(refused, static_cast<int>(good.size()) / 2);
+}
+
+TEST(ArchiveTest, InflateAndDeflateRoundTrip) {
+  std::vector<unsigned char> data(100000);
+  for (size_t i = 0; i < data.size(); ++i) {
+    data[i] = static_cast<unsigned char>((i * 7) % 13);
+  }
+  const auto packed = detail::deflate_raw(data.data(), data.size(), 6);
+  EXPECT_LT(packed.size(), data.size());
+  std::vector<unsigned char> out(data.size());
+  detail::inflate_raw(
+      packed.data(), packed.size(), out.data(), out.size(), "entry");
+  EXPECT_EQ(out, data);
+  // Too small an output, trailing bytes, and garbage are refused.
+  std::vector<unsigned char> small(data.size() - 1);
+  EXPECT_THROWS_WITH(
+      detail::inflate_raw(
+          packed.data(), packed.size(), small.data(), small.size(), "entry"),
+      c10::Error,
+      "more bytes");
+  std::vector<unsigned char> trailing = packed;
+  trailing.push_back(0);
+  EXPECT_THROWS_WITH(
+      detail::inflate_raw(
+          trailing.data(), trailing.size(), out.data(), out.size(), "entry"),
+      c10::Error,
+      "after the end");
+  std::vector<unsigned char> garbage(64, 0xff);
+  EXPECT_ANY_THROW(detail::inflate_raw(
+      garbage.data(), garbage.size(), out.data(), out.size(), "entry"));
+  EXPECT_ANY_THROW(detail::inflate_raw(
+      packed.data(), packed.size() / 2, out.data(), out.size(), "entry"));
+}
+
+}  // namespace archive_test
+}  // namespace tensordict::testing
