@@ -65,7 +65,8 @@ bench: build
 
 # The long kill test: KILL_ROUNDS kills of each writing operation (fresh
 # save, overwrite, threaded overwrite, memmap_, make_memmap, consolidate to a
-# file), each followed by a load that must give the old data or the new.
+# file, append_memmap), each followed by a load that must give the old data
+# or the new.
 KILL_ROUNDS ?= 100
 stress: deps configure
 	$(CMAKE) --build $(BUILD_DIR) -j $(JOBS) --target unit_tests

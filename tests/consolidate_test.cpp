@@ -311,6 +311,27 @@ TEST(ConsolidateTest, NonTensorStacksRoundTrip) {
       (std::vector<int64_t>{2, 2}));
 }
 
+TEST(ConsolidateTest, ALazyStackEntryConsolidatesAndRoundTrips) {
+  // Elements of different shapes: the stack cannot be made dense.
+  const LazyStackedTensorDict stack = lazy_stack(
+      {TensorDict({{"a", torch::arange(3.0)}}),
+       TensorDict({{"a", torch::arange(4.0)}, {"b", torch::ones({2})}})});
+  TensorDict td({{"x", torch::zeros({2})}, {"s", stack}}, {2});
+  const TensorDict c = td.consolidate();
+  EXPECT_TRUE(c.is_consolidated());
+  const TensorDict back = from_consolidated_bytes(consolidated_bytes(td));
+  ASSERT_TRUE(back["s"].is_lazy_stack());
+  const auto& elements = back["s"].lazy_stack().tensordicts();
+  ASSERT_EQ(elements.size(), 2u);
+  EXPECT_TRUE(torch::equal(elements[1].get("a"), torch::arange(4.0)));
+  EXPECT_TRUE(torch::equal(elements[1].get("b"), torch::ones({2})));
+  TempDir dir;
+  (void)td.consolidate(ConsolidateOptions().filename(dir / "td.bin"));
+  const TensorDict file = TensorDict::from_consolidated(dir / "td.bin");
+  EXPECT_TRUE(torch::equal(
+      file["s"].lazy_stack().tensordicts()[0].get("a"), torch::arange(3.0)));
+}
+
 TEST(ConsolidateTest, NestedKeysNamedLikeMetadataMembersAreRefused) {
   TensorDict td({{"leaves", {{"x", torch::zeros({1})}}}});
   EXPECT_THROWS_WITH(

@@ -1,12 +1,15 @@
 // Tests of crash safety: a save over a complete save is written beside it
 // and swapped in (NOTE [Crash-safe overwrite] in src/memmap/writer.cpp),
-// consolidate(filename) renames a complete file over the old one, and a
-// process killed at random points of every writing operation leaves the old
-// data or the new, never a mix.
+// consolidate(filename) renames a complete file over the old one, a save
+// that fails midway removes what it wrote (NOTE [Failed saves]), and a
+// process killed at random points of every writing operation (append_memmap
+// too) leaves the old data or the new, never a mix.
 //
 // The kill test runs a few rounds per operation here; `make stress` runs it
 // long (TENSORDICT_KILL_ROUNDS rounds per operation).
 
+#include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +19,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -285,6 +289,299 @@ TEST(CrashSafetyTest, ConsolidateRenamesACompleteFileOverTheOldOne) {
   EXPECT_TRUE(hidden_entries(dir.str()).empty());
 }
 
+// --- failed saves
+// -------------------------------------------------------------
+
+namespace {
+
+// Every file and directory below `dir`, relative to it, sorted.
+std::vector<std::string> tree_of(const std::string& dir) {
+  std::vector<std::string> out;
+  if (!fs::exists(dir)) {
+    return out;
+  }
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    out.push_back(fs::relative(entry.path(), dir).string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Runs `write` in a child process whose files cannot grow past
+// `limit_bytes` (RLIMIT_FSIZE, SIGXFSZ ignored: writes fail with EFBIG),
+// and returns the message it threw ("finished" if it did not throw).
+std::string run_with_file_size_limit(
+    const std::function<void()>& write, rlim_t limit_bytes) {
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    ADD_FAILURE() << "pipe failed";
+    return {};
+  }
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    const struct rlimit limit { limit_bytes, limit_bytes };
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    std::signal(SIGXFSZ, SIG_IGN);
+    std::string message = "finished";
+    try {
+      write();
+    } catch (const c10::Error& e) {
+      message = e.what_without_backtrace();
+    } catch (const std::exception& e) {
+      message = std::string("not a c10::Error: ") + e.what();
+    }
+    size_t done = 0;
+    while (done < message.size()) {
+      const ssize_t n =
+          ::write(fds[1], message.data() + done, message.size() - done);
+      if (n <= 0) {
+        break;
+      }
+      done += static_cast<size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string message;
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(fds[0], buffer, sizeof(buffer))) > 0) {
+    message.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  return message;
+}
+
+// make_data with one leaf of 4 MiB.
+TensorDict big_data(int seed) {
+  TensorDict td = make_data(seed, 6, 64);
+  td.set({"group1", "big"}, torch::randn({kBatch, 1 << 16}));
+  return td;
+}
+
+constexpr rlim_t kFileLimit = rlim_t{1} << 20;
+
+}  // namespace
+
+TEST(CrashSafetyTest, AFreshSaveThatFailsMidwayRemovesEverythingItWrote) {
+  TempDir dir;
+  const TensorDict data = big_data(1);
+  using Write = std::function<void(const std::string&)>;
+  const std::vector<std::pair<std::string, Write>> writes = {
+      {"memmap", [&](const std::string& p) { (void)data.memmap(p); }},
+      {"threaded memmap",
+       [&](const std::string& p) {
+         (void)data.memmap(MemmapOptions(p).num_threads(3));
+       }},
+      {"durable memmap",
+       [&](const std::string& p) {
+         (void)data.memmap(MemmapOptions(p).durable(true));
+       }},
+      {"atomic memmap",
+       [&](const std::string& p) {
+         (void)data.memmap(MemmapOptions(p).atomic(true));
+       }},
+      {"memmap_",
+       [&](const std::string& p) {
+         TensorDict copy = data.clone();
+         copy.memmap_(p);
+       }},
+      {"memmap_like", [&](const std::string& p) { (void)data.memmap_like(p); }},
+      {"lazy stack memmap",
+       [&](const std::string& p) {
+         (void)memmap(lazy_stack({data, data}, 0), MemmapOptions(p));
+       }},
+  };
+  for (const auto& [name, write] : writes) {
+    SCOPED_TRACE(name);
+    const std::string message = run_with_file_size_limit(
+        [&] { write(dir / "missing/parents/td"); }, kFileLimit);
+    EXPECT_NE(message.find("File too large"), std::string::npos) << message;
+    EXPECT_NE(message.find("big"), std::string::npos) << message;
+    // Nothing is left: not the prefix, not its parents, no hidden sibling.
+    EXPECT_EQ(tree_of(dir.str()), std::vector<std::string>{});
+  }
+  // The data is fine without the limit.
+  expect_td_equal(
+      TensorDict::load_memmap(data.memmap(dir / "td").saved_path().value()),
+      data);
+}
+
+TEST(CrashSafetyTest, AFailedSaveInPlaceRemovesWhatItCreatedAndKeepsTheRest) {
+  TempDir dir;
+  const std::string prefix = dir / "td";
+  fs::create_directories(prefix + "/group1");
+  write_text(prefix + "/notes.txt", "mine");
+  write_text(prefix + "/group1/notes.txt", "mine too");
+  const std::vector<std::string> before = tree_of(prefix);
+  const TensorDict data = big_data(1);
+  for (const int threads : {0, 3}) {
+    SCOPED_TRACE(threads);
+    const std::string message = run_with_file_size_limit(
+        [&] { (void)data.memmap(MemmapOptions(prefix).num_threads(threads)); },
+        kFileLimit);
+    EXPECT_NE(message.find("File too large"), std::string::npos) << message;
+    EXPECT_EQ(tree_of(prefix), before);
+  }
+}
+
+TEST(CrashSafetyTest, AFailedOverwriteKeepsTheOldSave) {
+  TempDir dir;
+  const std::string prefix = dir / "td";
+  const TensorDict old_data = make_data(1, 6, 64);
+  (void)old_data.memmap(prefix);
+  const std::vector<std::string> before = tree_of(dir.str());
+  for (const bool atomic : {false, true}) {
+    const std::string message = run_with_file_size_limit(
+        [&] { (void)big_data(2).memmap(MemmapOptions(prefix).atomic(atomic)); },
+        kFileLimit);
+    EXPECT_NE(message.find("File too large"), std::string::npos) << message;
+    EXPECT_EQ(tree_of(dir.str()), before);
+    expect_td_equal(TensorDict::load_memmap(prefix), old_data);
+  }
+}
+
+TEST(CrashSafetyTest, AFailedMakeMemmapOrConsolidateLeavesNoFile) {
+  TempDir dir;
+  const std::string prefix = dir / "td";
+  const TensorDict old_data = make_data(1, 6, 64);
+  TensorDict saved = old_data.memmap(prefix);
+  const std::vector<std::string> before = tree_of(dir.str());
+  for (const NestedKey& key :
+       {NestedKey("x"),
+        NestedKey({"group1", "x"}),
+        NestedKey({"n", "m", "x"})}) {
+    SCOPED_TRACE(key.to_string());
+    const std::string message = run_with_file_size_limit(
+        [&] {
+          (void)saved.make_memmap(key, {kBatch, 1 << 16});
+        },
+        kFileLimit);
+    EXPECT_NE(message.find("File too large"), std::string::npos) << message;
+    EXPECT_EQ(tree_of(dir.str()), before);
+    expect_td_equal(TensorDict::load_memmap(prefix), old_data);
+  }
+  const std::string message = run_with_file_size_limit(
+      [&] {
+        (void)big_data(2).consolidate(
+            ConsolidateOptions().filename(dir / "td.bin"));
+      },
+      kFileLimit);
+  EXPECT_NE(message.find("File too large"), std::string::npos) << message;
+  EXPECT_EQ(tree_of(dir.str()), before);
+}
+
+// A real full file system: a 4 MiB tmpfs, where the machine lets us mount
+// one (root, outside a locked-down container).
+TEST(CrashSafetyTest, ASaveOntoAFullFileSystemLeavesNothingOrTheOldSave) {
+  TempDir dir;
+  const std::string mnt = dir / "mnt";
+  fs::create_directories(mnt);
+  if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=4m") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root): "
+                 << std::strerror(errno);
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() {
+      ::umount2(path.c_str(), MNT_DETACH);
+    }
+  } unmount{mnt};
+  TensorDict data = make_data(1, 6, 64);
+  data.set("big", torch::randn({kBatch, 5 << 14}));  // 5 MiB
+  for (const int threads : {0, 3}) {
+    EXPECT_THROWS_WITH(
+        (void)data.memmap(MemmapOptions(mnt + "/a/td").num_threads(threads)),
+        c10::Error,
+        "No space left on device");
+    EXPECT_EQ(tree_of(mnt), std::vector<std::string>{});
+  }
+  const TensorDict small = make_data(2, 6, 64);
+  (void)small.memmap(mnt + "/td");
+  const std::vector<std::string> before = tree_of(mnt);
+  EXPECT_THROWS_WITH(
+      (void)data.memmap(mnt + "/td"), c10::Error, "No space left on device");
+  EXPECT_EQ(tree_of(mnt), before);
+  expect_td_equal(TensorDict::load_memmap(mnt + "/td"), small);
+  // In the mount point itself (it cannot be renamed): in place, cleaned up.
+  EXPECT_THROWS_WITH(
+      (void)data.memmap(MemmapOptions(mnt).num_threads(2)),
+      c10::Error,
+      "No space left on device");
+  EXPECT_EQ(tree_of(mnt), before);
+}
+
+// --- atomic (Python's atomic=True)
+// ---------------------------------------------
+
+TEST(
+    CrashSafetyTest, AtomicReplacesWhatThePrefixHoldsOrRefusesTouchingNothing) {
+  TempDir dir;
+  const std::string prefix = dir / "td";
+  const TensorDict old_data = make_data(1, 3, 4);
+  const TensorDict new_data = make_data(2, 3, 4);
+  (void)old_data.memmap(prefix);
+  write_text(prefix + "/notes.txt", "mine");
+  // Without atomic, other files keep the save in place; with it, the whole
+  // directory is replaced, as in Python.
+  const ino_t before = inode_of(prefix);
+  TensorDict saved = new_data.memmap(MemmapOptions(prefix).atomic(true));
+  EXPECT_NE(inode_of(prefix), before);
+  EXPECT_FALSE(fs::exists(prefix + "/notes.txt"));
+  EXPECT_EQ(saved.saved_path(), prefix);
+  expect_td_equal(TensorDict::load_memmap(prefix), new_data);
+  EXPECT_TRUE(hidden_entries(dir.str()).empty());
+
+  // Refusals touch nothing.
+  const std::string other = dir / "other";
+  fs::create_directories(other);
+  write_text(other + "/notes.txt", "mine");
+  EXPECT_THROWS_WITH(
+      (void)new_data.memmap(MemmapOptions(other).atomic(true)),
+      c10::Error,
+      "Refusing to replace " + other +
+          " with atomic(true): it is not empty and holds no saved tensordict "
+          "(no meta.json).");
+  EXPECT_THROWS_WITH(
+      (void)new_data.memmap(MemmapOptions(prefix).atomic(true).existsok(false)),
+      c10::Error,
+      prefix + " is not empty and existsok is false");
+  write_text(dir / "file", "x");
+  EXPECT_THROWS_WITH(
+      (void)new_data.memmap(MemmapOptions(dir / "file").atomic(true)),
+      c10::Error,
+      "exists and is not a directory");
+  EXPECT_THROWS_WITH(
+      (void)new_data.memmap(MemmapOptions().atomic(true)),
+      c10::ValueError,
+      "atomic(true) needs a prefix to write the directory to");
+  EXPECT_EQ(tensordict::testing::read_text(other + "/notes.txt"), "mine");
+  expect_td_equal(TensorDict::load_memmap(prefix), new_data);
+
+  // An empty directory, a fresh prefix and a symlink's target.
+  const std::string empty = dir / "empty";
+  fs::create_directories(empty);
+  expect_td_equal(
+      new_data.memmap(MemmapOptions(empty).atomic(true).existsok(false)),
+      new_data);
+  expect_td_equal(
+      new_data.memmap(MemmapOptions(dir / "fresh/td").atomic(true)), new_data);
+  fs::create_directory_symlink(prefix, dir / "link");
+  (void)old_data.memmap(MemmapOptions(dir / "link").atomic(true));
+  EXPECT_TRUE(fs::is_symlink(dir / "link"));
+  expect_td_equal(TensorDict::load_memmap(prefix), old_data);
+  EXPECT_TRUE(hidden_entries(dir.str()).empty());
+  // load_memmap takes Python's num_threads.
+  expect_td_equal(
+      TensorDict::load_memmap(prefix, LoadMemmapOptions().num_threads(4)),
+      old_data);
+}
+
 // --- the kill test
 // ------------------------------------------------------------
 
@@ -298,6 +595,7 @@ enum class Op {
   kMemmapInPlace,
   kMakeMemmap,
   kConsolidate,
+  kAppend,
 };
 constexpr Op kOps[] = {
     Op::kFreshSave,
@@ -305,7 +603,8 @@ constexpr Op kOps[] = {
     Op::kThreadedOverwrite,
     Op::kMemmapInPlace,
     Op::kMakeMemmap,
-    Op::kConsolidate};
+    Op::kConsolidate,
+    Op::kAppend};
 
 const char* op_name(Op op) {
   switch (op) {
@@ -321,6 +620,8 @@ const char* op_name(Op op) {
       return "make_memmap";
     case Op::kConsolidate:
       return "consolidate_file";
+    case Op::kAppend:
+      return "append_memmap";
   }
   return "?";
 }
@@ -343,6 +644,7 @@ class KillRig {
       : dir_(std::move(dir)),
         old_(make_data(1, 24, 1024)),
         new_(make_data(2, 24, 1024)),
+        rows_(cat(std::vector<TensorDict>(8, make_data(3, 24, 1024)))),
         extra_(torch::randn({kBatch, 64})) {}
 
   // Puts the state before round `round` of `op` on disk, and computes the
@@ -370,6 +672,8 @@ class KillRig {
       mapped_ = saved;
       expected_ = old_.clone();
       expected_.set(made_key(round), torch::zeros({kBatch, 5}, at::kFloat));
+    } else if (op == Op::kAppend) {
+      expected_ = cat({old_, rows_});
     }
   }
 
@@ -398,6 +702,9 @@ class KillRig {
         return;
       case Op::kConsolidate:
         (void)new_.consolidate(ConsolidateOptions().filename(target));
+        return;
+      case Op::kAppend:
+        append_memmap(target, rows_);
         return;
     }
   }
@@ -447,6 +754,9 @@ class KillRig {
   std::string dir_;
   TensorDict old_;
   TensorDict new_;
+  // Appended by append_memmap: 8x the saved rows, so that most of the
+  // operation's time is the append itself, not the child's start and exit.
+  TensorDict rows_;
   at::Tensor extra_;
   TensorDict expected_;
   TensorDict mapped_;

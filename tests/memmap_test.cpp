@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -375,11 +376,13 @@ TEST(MemmapTest, TensorclassOverALazyStackRoundTrips) {
   const auto& loaded = std::get<LazyStackedTensorDict>(tree);
   EXPECT_EQ(loaded.python_class(), "<class 'envs.Step'>");
   EXPECT_TRUE(torch::equal(loaded.at(1).get("a"), torch::zeros({2})));
-  // A dense load stacks it and keeps the class.
-  TensorDict dense = TensorDict::load_memmap(dir / "ls");
-  EXPECT_EQ(dense.python_class(), "<class 'envs.Step'>");
-  EXPECT_TRUE(torch::equal(
-      dense.get("a"), torch::stack({torch::ones({2}), torch::zeros({2})})));
+  // TensorDict::load_memmap never copies it silently into memory.
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(dir / "ls"),
+      c10::Error,
+      "holds a lazy stack (LazyStackedTensorDict of <class 'envs.Step'>, 2 "
+      "elements), which TensorDict::load_memmap can only return as a copy in "
+      "memory, no longer mapped. Load it mapped with load_memmap_any");
   EXPECT_TRUE(verify_memmap(dir / "ls").empty());
 
   // Any other collection under _tensordict is refused, never read as empty.
@@ -782,10 +785,26 @@ TEST(MemmapUntrustedTest, ExistsokFalseRefusesExistingFiles) {
       (void)sample().memmap(MemmapOptions(dir / "td").existsok(false)),
       c10::Error,
       "already exists");
-  // The failed save removed meta.json first: the tree no longer loads as
-  // complete. See NOTE [Interrupted saves].
+  // The refusal came before anything was written or removed: the old save
+  // still loads, with its values.
+  expect_td_equal(TensorDict::load_memmap(dir / "td"), sample());
+  // Also where the existing file is a nested leaf, and in place of memmap_.
+  TensorDict other = sample();
+  other.set("zzz", torch::ones({3}));
   EXPECT_THROWS_WITH(
-      (void)TensorDict::load_memmap(dir / "td"), c10::Error, "no meta.json");
+      (void)other.memmap(MemmapOptions(dir / "td").existsok(false)),
+      c10::Error,
+      "already exists");
+  EXPECT_THROWS_WITH(
+      other.memmap_(MemmapOptions(dir / "td").existsok(false)),
+      c10::Error,
+      "already exists");
+  EXPECT_FALSE(fs::exists(dir / "td/zzz.memmap"));
+  EXPECT_FALSE(other.is_memmap());
+  expect_td_equal(TensorDict::load_memmap(dir / "td"), sample());
+  // A fresh prefix, or new keys only, are fine.
+  expect_td_equal(
+      sample().memmap(MemmapOptions(dir / "new").existsok(false)), sample());
 }
 
 TEST(MemmapUntrustedTest, CopyExistingIsNeededToCopyAMappedLeaf) {
@@ -1010,6 +1029,194 @@ TEST(MemmapTest, ConcurrentThreadedSavesOfOneDictWriteTheSameData) {
       .get();
   EXPECT_TRUE(inplace.is_memmap());
   expect_td_equal(TensorDict::load_memmap(dir / "inplace"), td);
+}
+
+// --- append_memmap
+// --------------------------------------------------------------
+
+namespace {
+
+TensorDict append_sample(int64_t rows, float start) {
+  return TensorDict(
+      {{"obs",
+        torch::arange(rows * 4, torch::kFloat32).reshape({rows, 4}) + start},
+       {"next",
+        {{"reward", torch::full({rows}, start, torch::kFloat64)},
+         {"done", torch::ones({rows}, torch::kBool)}}},
+       {"task", "reach"},
+       {"empty", torch::zeros({rows, 0})}},
+      /*batch_size=*/{rows});
+}
+
+// Every file below `dir` with its bytes.
+std::map<std::string, std::string> files_of(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file()) {
+      out[fs::relative(entry.path(), dir).string()] =
+          read_text(entry.path().string());
+    }
+  }
+  return out;
+}
+
+ino_t inode(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return st.st_ino;
+}
+
+}  // namespace
+
+TEST(MemmapAppendTest, AppendMemmapGrowsTheSavedFilesInPlace) {
+  TempDir dir;
+  const std::string prefix = dir / "td";
+  const TensorDict first = append_sample(3, 0);
+  const TensorDict rows = append_sample(2, 100);
+  (void)first.memmap(prefix);
+  const ino_t obs = inode(prefix + "/obs.memmap");
+  append_memmap(prefix, rows);
+  const TensorDict loaded = TensorDict::load_memmap(prefix);
+  expect_td_equal(loaded, cat({first, rows}));
+  EXPECT_EQ(loaded.batch_size(), c10::IntArrayRef({5}));
+  EXPECT_EQ(inode(prefix + "/obs.memmap"), obs);
+  EXPECT_FALSE(fs::exists(prefix + "/.meta.json.append.tmp"));
+  EXPECT_FALSE(fs::exists(prefix + "/next/.meta.json.append.tmp"));
+  // meta.json is rewritten as Python's json.dumps writes it.
+  EXPECT_NE(
+      read_text(prefix + "/meta.json").find("\"shape\": [5, 4]"),
+      std::string::npos);
+  // Again, and onto a tensorclass's fields.
+  append_memmap(prefix, rows);
+  expect_td_equal(TensorDict::load_memmap(prefix), cat({first, rows, rows}));
+  TensorDict tc = append_sample(3, 0);
+  tc.set_python_class("<class 'envs.Step'>");
+  (void)tc.memmap(dir / "tc");
+  TensorDict tc_rows = rows.copy();
+  tc_rows.set_python_class("<class 'envs.Step'>");
+  append_memmap(dir / "tc", tc_rows);
+  const TensorDict tc_loaded = TensorDict::load_memmap(dir / "tc");
+  EXPECT_EQ(tc_loaded.python_class(), "<class 'envs.Step'>");
+  expect_td_equal(tc_loaded, cat({first, rows}));
+  // The rows' own non-tensor value may be a stack of equal values.
+  TensorDict stacked = append_sample(2, 7);
+  stacked.set("task", NonTensorStack({"reach", "reach"}));
+  append_memmap(dir / "tc", [&] {
+    stacked.set_python_class("<class 'envs.Step'>");
+    return stacked;
+  }());
+  EXPECT_EQ(TensorDict::load_memmap(dir / "tc").batch_size()[0], 7);
+}
+
+TEST(MemmapAppendTest, AppendMemmapRefusesRowsThatDoNotFitBeforeWriting) {
+  TempDir dir;
+  const std::string prefix = dir / "td";
+  (void)append_sample(3, 0).memmap(prefix);
+  const auto before = files_of(prefix);
+  TensorDict wrong_dtype = append_sample(2, 0);
+  wrong_dtype.set({"next", "reward"}, torch::zeros({2}, torch::kFloat32));
+  EXPECT_THROWS_WITH(
+      append_memmap(prefix, wrong_dtype),
+      c10::ValueError,
+      "Cannot append rows of dtype torch.float32 and shape (2,) to the entry "
+      "('next', 'reward'), of dtype torch.float64 and shape (3,).");
+  TensorDict wrong_shape = append_sample(2, 0);
+  wrong_shape.set("obs", torch::zeros({2, 5}));
+  EXPECT_THROWS_WITH(
+      append_memmap(prefix, wrong_shape), c10::ValueError, "and shape (2, 5)");
+  TensorDict missing = append_sample(2, 0);
+  missing.del_("obs");
+  EXPECT_THROWS_WITH(
+      append_memmap(prefix, missing),
+      c10::ValueError,
+      "Cannot append rows with the keys ['empty', 'next', 'task'] to the "
+      "saved tensordict, which has the keys ['empty', 'next', 'obs', "
+      "'task'].");
+  TensorDict other_task = append_sample(2, 0);
+  other_task.set_non_tensor("task", "grasp");
+  EXPECT_THROWS_WITH(
+      append_memmap(prefix, other_task),
+      c10::ValueError,
+      "the saved non-tensor value \"reach\" stays as it is, so the rows must "
+      "hold the same value, not \"grasp\".");
+  TensorDict classed = append_sample(2, 0);
+  classed.set_python_class("<class 'envs.Step'>");
+  EXPECT_THROWS_WITH(
+      append_memmap(prefix, classed),
+      c10::ValueError,
+      "Cannot append a <class 'envs.Step'> to the saved tensordict, a "
+      "TensorDict.");
+  EXPECT_THROWS_WITH(
+      append_memmap(prefix, TensorDict({{"obs", torch::zeros({4})}}, {})),
+      c10::ValueError,
+      "which the saved tensordict (batch size torch.Size([3])) and the rows "
+      "(batch size torch.Size([])) must both have.");
+  EXPECT_THROWS_WITH(
+      append_memmap(dir / "nothing", append_sample(2, 0)),
+      c10::ValueError,
+      "is not one. An archive cannot grow");
+  EXPECT_EQ(files_of(prefix), before);
+  // A lazy stack and a NonTensorStack cannot grow.
+  (void)memmap(
+      lazy_stack({append_sample(3, 0), append_sample(3, 1)}), dir / "ls");
+  EXPECT_THROWS_WITH(
+      append_memmap(dir / "ls", append_sample(2, 0)),
+      c10::ValueError,
+      "a LazyStackedTensorDict");
+  TensorDict labelled = append_sample(3, 0);
+  labelled.set("labels", NonTensorStack({"a", "b", "c"}));
+  (void)labelled.memmap(dir / "labelled");
+  TensorDict more = append_sample(2, 0);
+  more.set("labels", NonTensorStack({"d", "e"}));
+  EXPECT_THROWS_WITH(
+      append_memmap(dir / "labelled", more),
+      c10::ValueError,
+      "a NonTensorStack: a stack of non-tensor values cannot grow.");
+}
+
+TEST(MemmapAppendTest, AKilledAppendLoadsAsTheOldRowsOrTheNewByPythonsRule) {
+  TempDir dir;
+  const std::string prefix = dir / "td";
+  const TensorDict first = append_sample(3, 0);
+  const TensorDict rows = append_sample(2, 100);
+  (void)first.memmap(prefix);
+  const std::string old_top = read_text(prefix + "/meta.json");
+  const std::string old_next = read_text(prefix + "/next/meta.json");
+  append_memmap(prefix, rows);
+  const std::string new_top = read_text(prefix + "/meta.json");
+  const std::string new_next = read_text(prefix + "/next/meta.json");
+
+  // Killed before the top meta.json was replaced: the temporaries (the top
+  // one maybe incomplete) are dropped, whatever the leaf files hold.
+  write_text(prefix + "/meta.json", old_top);
+  write_text(prefix + "/next/meta.json", old_next);
+  write_text(prefix + "/.meta.json.append.tmp", new_top.substr(0, 10));
+  write_text(prefix + "/next/.meta.json.append.tmp", new_next);
+  auto on_disk = files_of(prefix);
+  expect_td_equal(TensorDict::load_memmap(prefix), first);
+  EXPECT_TRUE(verify_memmap(prefix).empty());
+  EXPECT_EQ(files_of(prefix), on_disk);  // a load writes nothing
+
+  // Killed after: the temporaries finish the append.
+  write_text(prefix + "/meta.json", new_top);
+  fs::remove(prefix + "/.meta.json.append.tmp");
+  expect_td_equal(TensorDict::load_memmap(prefix), cat({first, rows}));
+  expect_td_equal(
+      TensorDict::load_memmap(prefix, LoadMemmapOptions().subpath({"next"})),
+      cat({first, rows}).get_tensordict("next"));
+  TensorDict into = append_sample(5, 0);
+  into.load_memmap_(prefix);
+  expect_td_equal(into, cat({first, rows}));
+
+  // The next append applies the rule on disk first.
+  append_memmap(prefix, rows);
+  EXPECT_FALSE(fs::exists(prefix + "/next/.meta.json.append.tmp"));
+  expect_td_equal(TensorDict::load_memmap(prefix), cat({first, rows, rows}));
+
+  // And a save over the directory does not keep a stale temporary.
+  write_text(prefix + "/next/.meta.json.append.tmp", old_next);
+  (void)first.memmap(prefix);
+  expect_td_equal(TensorDict::load_memmap(prefix), first);
 }
 
 }  // namespace memmap_test

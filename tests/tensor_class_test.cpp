@@ -1597,9 +1597,17 @@ TEST(TensorClassTest, LazyStackSavesPythonsLayout) {
   (void)lazy_stack(
       std::vector<Registered>{registered(3, "a"), registered(3, "b")})
       .memmap(MemmapOptions(same_dir));
-  Registered dense = Registered::load_memmap(same_dir);
+  // Even with equal shapes: a dense load would be a copy, never made
+  // silently; the lazy stack loads mapped, and contiguous() copies it.
+  EXPECT_THROWS_WITH(
+      Registered::load_memmap(same_dir), c10::Error, "load_memmap_any");
+  const auto same = LazyStackedTensorClass<Registered>::load_memmap(same_dir);
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(same.at(1).pos()));
+  EXPECT_EQ(
+      same.lazy_stacked_tensordict().python_class(),
+      "<class 'tests.Registered'>");
+  Registered dense = same.contiguous();
   EXPECT_EQ(dense.batch_size(), c10::IntArrayRef({2, 2}));
-  EXPECT_EQ(dense.tensordict().python_class(), "<class 'tests.Registered'>");
   EXPECT_EQ(
       dense.get("label").non_tensor_stack().tolist(),
       Json::parse(R"([["a","a"],["b","b"]])"));

@@ -34,8 +34,11 @@
 //   consolidating (Python silently loses them).
 //
 // Differences from Python, for C++'s sake:
-// - Jagged nested tensors and lazy stacks are not supported (an error names
-//   the key).
+// - Jagged nested tensors are not supported (an error names the key). A lazy
+//   stack consolidates as an entry of a dict, its elements' leaves in the
+//   storage and its stack dim in the metadata, as Python writes it; a lazy
+//   stack at the root is refused (consolidate its elements, or put it in a
+//   dict).
 // - A complex128 leaf whose offset is not a multiple of 16 cannot be viewed
 //   and is refused when consolidating (Python fails when rebuilding it).
 

@@ -30,7 +30,15 @@
 // - A save over a directory that holds a complete save and nothing else is
 //   written beside it and swapped in atomically: a kill leaves the old save
 //   or the new one (Python writes in place; so do we when other files are
-//   there). See NOTE [Crash-safe overwrite] in src/memmap/writer.cpp.
+//   there). A fresh save is written beside its prefix and renamed in. See
+//   NOTE [Crash-safe overwrite] in src/memmap/writer.cpp.
+// - A save that throws midway (disk full, a file size limit, an I/O error,
+//   a writer thread's exception) removes what it wrote, and `existsok(false)`
+//   refuses existing files before writing or removing anything. See NOTE
+//   [Failed saves] in src/memmap/writer.cpp.
+// - `append_memmap` and its recovery follow Python's files and rule; loads
+//   apply the rule to a killed append's temporaries (Python's loads ignore
+//   them). See NOTE [Appending rows] in src/memmap/append.cpp.
 //
 // Differences from Python, for C++'s sake:
 // - Loading keeps the order of meta.json (Python moves nested collections
@@ -52,7 +60,18 @@
 //   file or to shared memory), as Python does, so `td.memmap().memmap()`
 //   returns the same tensors.
 // - A directory whose root is a NonTensorData or NonTensorStack loads with
-//   `NonTensorData::load_memmap` / `NonTensorStack::load_memmap`.
+//   `NonTensorData::load_memmap` / `NonTensorStack::load_memmap`; one whose
+//   root is a lazy stack with `load_memmap_any` (`TensorDict::load_memmap`
+//   refuses it rather than copy it into memory; Python returns the stack).
+// - `MemmapOptions::atomic` (Python's `atomic=True`) swaps the new tree in
+//   with one rename (renameat2 RENAME_EXCHANGE) where Python renames the old
+//   tree aside first, leaving a moment without the prefix; a leaf already
+//   mapped to the prefix's files is linked, not copied, so it needs no
+//   `copy_existing`; `durable(true)` also syncs the files (Python's are
+//   not); it works with `memmap_async` (Python refuses `return_early`).
+// - `LoadMemmapOptions::num_threads` is accepted as Python spells it and
+//   changes nothing here: a load maps its leaves (no work to share), and a
+//   compressed archive's leaves are inflated on the calling thread.
 //
 // The same tree packed into one zip file (`save("x.tdz")`, `pack_memmap`)
 // loads with the same functions: see NOTE [Memmap archives] in
@@ -198,6 +217,23 @@ using LoadedTree = std::variant<TensorDict, LazyStackedTensorDict>;
 /// and returns it backed by the files.
 TENSORDICT_API LazyStackedTensorDict
 memmap(const LazyStackedTensorDict& stack, const MemmapOptions& options);
+
+/// Appends `rows` to the tensordict saved at `prefix` along its first batch
+/// dim, growing its leaf files in place, as Python's
+/// `tensordict.append_memmap`: the rows need the saved keys, classes,
+/// dtypes and trailing shapes, and a batch size that differs in its first
+/// dim only; a non-tensor entry stays as saved and the rows must hold its
+/// value. Everything is checked before a file is written, and an error puts
+/// the files back. A killed append leaves the old rows or the new: loads
+/// finish or drop it by Python's rule. One writer at a time. Throws
+/// `c10::ValueError` for rows that do not fit, a lazy stack, a
+/// NonTensorStack or a prefix that is not a directory. See NOTE [Appending
+/// rows] in src/memmap/append.cpp.
+///
+/// Example: `append_memmap("/data/run", TensorDict({{"a", torch::ones({2,
+/// 3})}}, {2}));`
+TENSORDICT_API void append_memmap(
+    const std::string& prefix, const TensorDict& rows);
 
 /// Encodes a key as a file or directory name the way Python's
 /// `_encode_key_for_filesystem(key, robust=True)` does: `%XX` for the

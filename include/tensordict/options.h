@@ -176,9 +176,10 @@ struct TENSORDICT_API MemmapOptions {
   MemmapOptions(const char* prefix)  // NOLINT(google-explicit-constructor)
       : prefix_(prefix) {}
 
-  /// The directory to write; created with its parents when missing. A
-  /// complete earlier save there is replaced atomically, unless the
-  /// directory holds other files too: then it is written in place.
+  /// The directory to write; created with its parents when missing (the
+  /// tree is written beside it and renamed in). A complete earlier save
+  /// there is replaced atomically, unless the directory holds other files
+  /// too (and `atomic` is false): then it is written in place.
   TENSORDICT_ARG(std::string, prefix);
   /// Leaf files are written by this many threads (0 or 1: the caller's).
   TENSORDICT_ARG(int64_t, num_threads) = 0;
@@ -197,6 +198,14 @@ struct TENSORDICT_API MemmapOptions {
   TENSORDICT_ARG(JsonStyle, json_style) = JsonStyle::kCompact;
   /// Progress of the leaf writes.
   TENSORDICT_ARG(MemmapProgress, progress);
+  /// Python's `atomic=True`: write the tree next to `prefix` and put it in
+  /// place once complete, so that an error or a kill leaves `prefix` as it
+  /// was. Whatever `prefix` holds is replaced, so it must be missing, empty
+  /// or hold a saved tensordict (a meta.json); with `existsok(false)` it
+  /// must be missing or empty; a symlink's target is replaced. Throws
+  /// without a prefix. See NOTE [Memmap layout] for how it differs from
+  /// Python's.
+  TENSORDICT_ARG(bool, atomic) = false;
 };
 
 /// Options of `TensorDict::load_memmap` and `load_memmap_any`.
@@ -224,6 +233,10 @@ struct TENSORDICT_API LoadMemmapOptions {
   /// Move the leaves to `device` asynchronously where the device allows it
   /// (Python's `non_blocking`); the caller synchronises before reading.
   TENSORDICT_ARG(bool, non_blocking) = false;
+  /// Python's `num_threads` (the threads that decompress the leaves of a
+  /// compressed archive): accepted for the same spelling; a directory's
+  /// leaves are mapped, not read, so it changes nothing here.
+  TENSORDICT_ARG(int64_t, num_threads) = 0;
 };
 
 // --- consolidate and nn::Module (include/tensordict/consolidate.h, module.h) -

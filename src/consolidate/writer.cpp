@@ -381,17 +381,22 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
     // write's sibling is removed here once its process is gone.
     detail::remove_stale_siblings(path);
     temp_path = detail::temporary_sibling(path, "tmp");
-    const at::Tensor whole = detail::write_leaf_file(
-        temp_path,
-        /*data=*/nullptr,
-        c10::kByte,
-        {file_bytes},
-        "the consolidated file",
-        detail::LeafFileOptions().existsok(true));
-    detail::forget_mapped_filename(whole);
-    detail::write_trailer(
-        static_cast<uint8_t*>(whole.data_ptr()) + total, json);
-    storage = whole.narrow(0, 0, total);
+    try {
+      const at::Tensor whole = detail::write_leaf_file(
+          temp_path,
+          /*data=*/nullptr,
+          c10::kByte,
+          {file_bytes},
+          "the consolidated file",
+          detail::LeafFileOptions().existsok(true));
+      detail::forget_mapped_filename(whole);
+      detail::write_trailer(
+          static_cast<uint8_t*>(whole.data_ptr()) + total, json);
+      storage = whole.narrow(0, 0, total);
+    } catch (...) {
+      detail::remove_file(temp_path);  // a file too large for the disk
+      throw;
+    }
   } else if (options.share_memory() && device.is_cpu()) {
     storage = detail::shared_memory_tensor({total}, c10::kByte);
   } else if (device.is_cpu() && !options.pin_memory()) {

@@ -18,6 +18,7 @@
 #include "io/format.h"
 #include "io/metadata_reader.h"
 #include "memmap/archive.h"
+#include "memmap/writer.h"
 #include "tensordict/errors.h"
 #include "tensordict/memmap.h"
 #include "util/python_spelling.h"
@@ -42,8 +43,21 @@ class Loader {
     meta_device_ = options.device() && options.device()->is_meta();
   }
 
+  /// Reads the meta.json files of a killed append's new rows where Python's
+  /// rule finishes it (see NOTE [Appending rows] in src/memmap/append.cpp);
+  /// `prefix` is the root of the tree.
+  void recover_appends(const std::string& prefix) {
+    append_forward_ = append_rolls_forward(prefix);
+  }
+
   Json read_meta(const std::string& dir) {
-    const std::string path = join_path(dir, "meta.json");
+    std::string path = join_path(dir, "meta.json");
+    if (append_forward_) {
+      std::string temporary = append_temporary(dir);
+      if (files_.kind(temporary) == PathKind::kFile) {
+        path = std::move(temporary);
+      }
+    }
     const PathKind kind = files_.kind(path);
     TORCH_CHECK(
         kind != PathKind::kMissing,
@@ -530,6 +544,7 @@ class Loader {
   const TreeFiles& files_;
   KeyPath path_;  // the key being loaded; empty at the root
   bool meta_device_ = false;
+  bool append_forward_ = false;
   MappingBudget mappings_;
 };
 
@@ -573,6 +588,9 @@ LoadedTree load_memmap_any(
       archive ? *archive : detail::file_system_files();
   const std::string dir = detail::subpath_dir(prefix, options, files);
   detail::Loader loader(options, nullptr, files);
+  if (!archive) {
+    loader.recover_appends(prefix);
+  }
   std::optional<LazyStackedTensorDict> lazy;
   std::optional<Value> value = loader.load_collection(dir, {}, 0, &lazy);
   if (lazy) {
@@ -598,6 +616,9 @@ Value load_non_tensor_root(
   const TreeFiles& files = archive ? *archive : file_system_files();
   const std::string dir = subpath_dir(prefix, options, files);
   Loader loader(options, nullptr, files);
+  if (!archive) {
+    loader.recover_appends(prefix);
+  }
   std::optional<Value> value = loader.load_collection(dir, {}, 0);
   TORCH_CHECK(
       value && value->is_non_tensor(),
@@ -619,6 +640,9 @@ std::vector<std::string> verify_memmap(
         archive ? *archive : detail::file_system_files();
     const std::string dir = detail::subpath_dir(prefix, options, files);
     detail::Loader loader(options, &problems, files);
+    if (!archive) {
+      loader.recover_appends(prefix);
+    }
     std::optional<LazyStackedTensorDict> lazy;
     loader.load_collection(dir, {}, 0, &lazy);
   } catch (const c10::Error& e) {
@@ -633,21 +657,23 @@ TensorDict TensorDict::load_memmap(
   if (auto* td = std::get_if<TensorDict>(&tree)) {
     return *td;
   }
+  // Python returns the mapped stack; a TensorDict could only be a copy in
+  // memory, which is never made silently.
   const auto& stack = std::get<LazyStackedTensorDict>(tree);
-  try {
-    TensorDict dense = stack.contiguous();
-    dense.unsafeGetImpl()->python_class = stack.python_class();
-    return dense;
-  } catch (const c10::Error& e) {
-    C10_THROW_ERROR(
-        Error,
-        c10::str(
-            prefix,
-            " holds a lazy stack whose elements differ in shape or keys; load "
-            "it with load_memmap_any. (",
-            e.msg(),
-            ")"));
-  }
+  C10_THROW_ERROR(
+      Error,
+      c10::str(
+          prefix,
+          " holds a lazy stack (LazyStackedTensorDict",
+          stack.python_class().empty() ? "" : " of " + stack.python_class(),
+          ", ",
+          stack.tensordicts().size(),
+          " elements), which TensorDict::load_memmap can only return as a copy "
+          "in memory, no longer mapped. Load it mapped with load_memmap_any "
+          "(or "
+          "LazyStackedTensorClass<T>::load_memmap), and call contiguous() on "
+          "it "
+          "for a dense copy."));
 }
 
 TensorDict TensorDict::load(
@@ -676,6 +702,9 @@ TensorDict& TensorDict::load_memmap_(
       archive ? *archive : detail::file_system_files();
   const std::string dir = detail::subpath_dir(prefix, opts, files);
   detail::Loader loader(opts, nullptr, files);
+  if (!archive) {
+    loader.recover_appends(prefix);
+  }
   try {
     Json meta = loader.read_meta(dir);
     std::string fields = dir;

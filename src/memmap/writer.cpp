@@ -7,10 +7,12 @@
 
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <filesystem>
 #include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -64,12 +66,23 @@ std::string dump_checked(
 // first (`.<name>.old-<pid>-<n>`), leaving a window of two renames in which
 // the prefix is missing. Leaves that already are this prefix's files
 // (memmap_ again) get a second name in the new tree (a hard link), not a
-// copy. A directory that also holds other files is written in place, as
-// Python does, keeping those files: only there can a kill leave the old
-// save unloadable (see NOTE [Interrupted saves]). So are a fresh save (a
-// kill leaves a directory without meta.json, which does not load),
-// existsok(false) (it must see the existing files to refuse them) and a
-// prefix that is a symlink.
+// copy. A fresh save (no prefix yet) is staged the same way and renamed
+// into place. `atomic(true)` (Python's `atomic=True`) stages whatever the
+// prefix holds: an empty directory, or a directory with a meta.json and
+// other files, which are then replaced. Without it, a directory that also
+// holds other files is written in place, as Python does, keeping those
+// files: only there can a kill leave the old save unloadable (see NOTE
+// [Interrupted saves]). So are existsok(false) (it must see the existing
+// files to refuse them, and refuses them before writing anything), an
+// existing empty directory (it may be a mount point) and a prefix that is
+// a symlink.
+//
+// NOTE [Failed saves]: a save that throws midway (disk full, a file size
+// limit, an I/O error, an exception in a writer thread) removes what it
+// wrote: a staged tree goes whole, with the parents of a fresh prefix it
+// created; in place, the directories and leaf files it created and the
+// meta.json files it wrote. Only the leaf files it overwrote in place stay,
+// in directories whose meta.json is gone.
 
 // The deepest directory nesting looked at when deciding to stage.
 constexpr int kMaxStagedDepth = 128;
@@ -107,7 +120,8 @@ bool holds_only_a_save(const std::string& dir, int depth) {
     const bool stack = meta.contains("stack_dim");
     constexpr std::string_view kLeafSuffix = ".memmap";
     for (const auto& [name, kind] : list_directory(dir)) {
-      if (name == "meta.json" || name.rfind("meta.json.tmp-", 0) == 0) {
+      if (name == "meta.json" || name.rfind("meta.json.tmp-", 0) == 0 ||
+          name == ".meta.json.append.tmp") {
         continue;
       }
       if (kind == PathKind::kFile && name.size() > kLeafSuffix.size() &&
@@ -180,6 +194,7 @@ struct SavePlan::LeafJob {
   ImplPtr dest;
   std::string dest_key;
   at::Tensor result;
+  bool created = false;  // written in place, where no file was
 };
 
 struct SavePlan::MetaJob {
@@ -201,14 +216,57 @@ std::string SavePlan::begin(const std::string& prefix) {
   while (root.size() > 1 && root.back() == '/') {
     root.pop_back();
   }
-  const std::string name = root.substr(root.find_last_of('/') + 1);
+  std::string name = root.substr(root.find_last_of('/') + 1);
+  TORCH_CHECK_VALUE(
+      !options_.atomic() || !prefix.empty(),
+      "atomic(true) needs a prefix to write the directory to");
   if (root.empty() || name.empty() || name == "." || name == "..") {
+    TORCH_CHECK_VALUE(
+        !options_.atomic(),
+        "atomic(true) cannot replace ",
+        prefix,
+        ": name the directory itself");
     return prefix;
   }
   remove_stale_siblings(root);
-  if (!options_.existsok() || !holds_only_a_save(root, 0)) {
+  PathKind kind = path_kind(root);
+  if (options_.atomic()) {
+    if (kind == PathKind::kSymlink) {
+      // As Python: the directory the symlink points to is replaced.
+      std::error_code error;
+      const auto target = std::filesystem::canonical(root, error);
+      TORCH_CHECK(
+          !error,
+          "atomic(true): cannot resolve the symlink ",
+          prefix,
+          ": ",
+          error.message());
+      root = target.string();
+      remove_stale_siblings(root);
+      kind = path_kind(root);
+    }
+    TORCH_CHECK(
+        kind == PathKind::kMissing || kind == PathKind::kDirectory,
+        prefix,
+        " exists and is not a directory");
+    if (kind == PathKind::kDirectory && !list_directory(root).empty()) {
+      TORCH_CHECK(
+          options_.existsok(), prefix, " is not empty and existsok is false");
+      TORCH_CHECK(
+          path_kind(join_path(root, "meta.json")) == PathKind::kFile,
+          "Refusing to replace ",
+          prefix,
+          " with atomic(true): it is not empty and holds no saved tensordict "
+          "(no meta.json).");
+    }
+  } else if (
+      kind != PathKind::kMissing &&
+      (!options_.existsok() || !holds_only_a_save(root, 0))) {
     return prefix;
   }
+  // See NOTE [Failed saves]: a fresh save is staged too, so that a failure
+  // leaves nothing at the prefix.
+  fresh_ = kind == PathKind::kMissing;
   final_root_ = root;
   staging_root_ = temporary_sibling(root, "tmp");
   return staging_root_;
@@ -515,10 +573,18 @@ void save_non_tensor_root(const Value& value, const MemmapOptions& options) {
   }
   const std::string content =
       non_tensor_meta(value, options.json_style(), KeyPath());
+  const bool fresh = path_kind(dir) == PathKind::kMissing;
   ensure_directory(
       dir, /*parents=*/true, /*allow_symlink=*/true, options.durable());
-  write_file_atomically(
-      join_path(dir, "meta.json"), content, options.durable());
+  try {
+    write_file_atomically(
+        join_path(dir, "meta.json"), content, options.durable());
+  } catch (...) {
+    if (fresh) {
+      ::rmdir(dir.c_str());  // see NOTE [Failed saves]
+    }
+    throw;
+  }
 }
 
 void SavePlan::leaf(const KeyPath& path, const at::Tensor& tensor) {
@@ -577,6 +643,16 @@ void SavePlan::leaf(const KeyPath& path, const at::Tensor& tensor) {
           ")");
     }
   }
+  // existsok(false) refuses an existing file while planning, before any
+  // file is written or removed (write_leaf_file checks it again).
+  TORCH_CHECK(
+      options_.existsok() || job.path.empty() || job.result.defined() ||
+          tensor.numel() == 0 || path_kind(job.path) == PathKind::kMissing,
+      "The file ",
+      job.path,
+      " already exists (",
+      what,
+      "); pass existsok(true) to overwrite it.");
   if (!inplace_) {
     job.dest->append(key, tensor);
   }
@@ -612,6 +688,10 @@ void SavePlan::write_leaf(LeafJob& job) {
         at::empty(src.sizes(), at::TensorOptions().dtype(src.scalar_type()));
     return;
   }
+  // In place, a leaf file this save creates is removed if it fails; a
+  // staged tree goes whole.
+  job.created =
+      staging_root_.empty() && path_kind(job.path) == PathKind::kMissing;
   try {
     const at::Tensor bytes = like_ ? at::Tensor() : leaf_bytes(src);
     // A null source (memmap_like) writes zeros.
@@ -631,20 +711,76 @@ void SavePlan::write_leaf(LeafJob& job) {
 
 void SavePlan::run() {
   if (staging_root_.empty()) {
-    write_all();
+    try {
+      write_all();
+    } catch (...) {
+      undo_in_place();
+      throw;
+    }
     return;
+  }
+  // The missing parents of a fresh save, created by write_all: removed
+  // again if it fails.
+  std::vector<std::string> parents;
+  if (fresh_) {
+    for (std::string dir = staging_root_;;) {
+      const size_t slash = dir.find_last_of('/');
+      if (slash == std::string::npos || slash == 0) {
+        break;
+      }
+      dir.resize(slash);
+      if (path_kind(dir) != PathKind::kMissing) {
+        break;
+      }
+      parents.push_back(dir);
+    }
   }
   try {
     write_all();
+    swap_in();
   } catch (...) {
-    remove_tree(staging_root_);
+    try {
+      remove_tree(staging_root_);
+      for (const auto& parent : parents) {  // deepest first
+        ::rmdir(parent.c_str());
+      }
+    } catch (...) {  // NOLINT(bugprone-empty-catch): the first error counts
+    }
     throw;
   }
-  swap_in();
+}
+
+void SavePlan::undo_in_place() noexcept {
+  // The files are removed, deepest first, by name: a directory this save
+  // created goes whole; in the directories that were there, the leaf files
+  // it created and the meta.json files it wrote. An existing leaf file it
+  // overwrote stays, and without its meta.json the directory does not load
+  // (see NOTE [Interrupted saves]).
+  try {
+    for (size_t i = 0; i < metas_written_ && i < metas_.size(); ++i) {
+      remove_file(metas_[i].path);
+    }
+    for (const auto& job : leaves_) {
+      if (job.created) {
+        remove_file(job.path);
+      }
+    }
+    for (auto dir = created_dirs_.rbegin(); dir != created_dirs_.rend();
+         ++dir) {
+      remove_tree(*dir);
+    }
+  } catch (...) {  // NOLINT(bugprone-empty-catch): the first error counts
+  }
 }
 
 void SavePlan::swap_in() {
-  const std::string old_tree = exchange_directories(staging_root_, final_root_);
+  if (fresh_) {
+    // Nothing was at the prefix: one rename puts the tree there (and fails
+    // if a directory that is not empty appeared meanwhile).
+    rename_path(staging_root_, final_root_);
+  }
+  const std::string old_tree =
+      fresh_ ? std::string() : exchange_directories(staging_root_, final_root_);
   if (options_.durable()) {
     fsync_parent_directory(final_root_);
   }
@@ -653,6 +789,9 @@ void SavePlan::swap_in() {
   }
   for (auto& entry : memmapped_) {
     entry.second = final_path(entry.second);
+  }
+  if (old_tree.empty()) {
+    return;
   }
   try {
     remove_tree(old_tree);
@@ -663,7 +802,23 @@ void SavePlan::swap_in() {
 }
 
 void SavePlan::write_all() {
+  const bool in_place = staging_root_.empty();
   for (const auto& [dir, is_root] : directories_) {
+    if (in_place) {
+      // Remembered, with its missing parents, to be removed on an error.
+      std::vector<std::string> missing;
+      for (std::string d = dir;
+           !d.empty() && path_kind(d) == PathKind::kMissing;) {
+        missing.push_back(d);
+        const size_t slash = d.find_last_of('/');
+        if (!is_root || slash == std::string::npos || slash == 0) {
+          break;
+        }
+        d.resize(slash);
+      }
+      created_dirs_.insert(
+          created_dirs_.end(), missing.rbegin(), missing.rend());
+    }
     ensure_directory(
         dir,
         /*parents=*/is_root,
@@ -673,6 +828,8 @@ void SavePlan::write_all() {
     // load, so until this save writes it again, no reader can take a
     // half-rewritten directory for a complete one.
     remove_file(join_path(dir, "meta.json"));
+    // A killed append's leftover would be read for the new meta.json.
+    remove_file(append_temporary(dir));
   }
   std::mutex progress_mutex;
   int64_t done_bytes = 0;
@@ -734,6 +891,7 @@ void SavePlan::write_all() {
   // Children's meta.json files were planned before their parents'.
   for (const auto& meta : metas_) {
     write_file_atomically(meta.path, meta.content, options_.durable());
+    ++metas_written_;
   }
 }
 
@@ -978,27 +1136,44 @@ at::Tensor TensorDict::make_memmap(
   }
   const std::string file = detail::join_path(
       dir, plan.checked_name(last, full, /*is_collection=*/false) + ".memmap");
-  for (const auto& new_dir : new_dirs) {
-    detail::ensure_directory(new_dir, false, false, false);
+  // On an error, what was created goes again: the first new directory
+  // (holding the rest), or the leaf file. The existing meta.json is
+  // rewritten last, so until then the tree is the old one.
+  const std::string created = new_dirs.empty() ? file : new_dirs.front();
+  const bool was_missing =
+      detail::path_kind(created) == detail::PathKind::kMissing;
+  at::Tensor tensor;
+  try {
+    for (const auto& new_dir : new_dirs) {
+      detail::ensure_directory(new_dir, false, false, false);
+    }
+    tensor = MemoryMappedTensor::empty(shape, dtype, file);
+    Json entry = detail::leaf_meta("cpu", shape, dtype);
+    std::string entry_key = last;
+    for (size_t i = new_dirs.size(); i-- > 0;) {
+      Json meta = Json::object();
+      meta[entry_key] = std::move(entry);
+      meta["shape"] = level->batch_size;
+      meta["device"] = "cpu";
+      meta["_type"] = detail::kTensorDictType;
+      meta.update(detail::format_members("tensordict:TensorDict"));
+      detail::write_file_atomically(
+          detail::join_path(new_dirs[i], "meta.json"),
+          detail::dump_json(meta, false, false),
+          false);
+      entry = {{"type", "TensorDict"}};
+      entry_key = std::string(key[depth + i]);
+    }
+    add_meta_entry(fields_directory(*level), entry_key, std::move(entry));
+  } catch (...) {
+    try {
+      if (was_missing) {
+        detail::remove_tree(created);
+      }
+    } catch (...) {  // NOLINT(bugprone-empty-catch): the first error counts
+    }
+    throw;
   }
-  at::Tensor tensor = MemoryMappedTensor::empty(shape, dtype, file);
-  Json entry = detail::leaf_meta("cpu", shape, dtype);
-  std::string entry_key = last;
-  for (size_t i = new_dirs.size(); i-- > 0;) {
-    Json meta = Json::object();
-    meta[entry_key] = std::move(entry);
-    meta["shape"] = level->batch_size;
-    meta["device"] = "cpu";
-    meta["_type"] = detail::kTensorDictType;
-    meta.update(detail::format_members("tensordict:TensorDict"));
-    detail::write_file_atomically(
-        detail::join_path(new_dirs[i], "meta.json"),
-        detail::dump_json(meta, false, false),
-        false);
-    entry = {{"type", "TensorDict"}};
-    entry_key = std::string(key[depth + i]);
-  }
-  add_meta_entry(fields_directory(*level), entry_key, std::move(entry));
   // The dicts, as the files now say.
   for (size_t i = 0; i < new_dirs.size(); ++i) {
     TensorDict child = detail::make_tensordict(

@@ -49,9 +49,11 @@ class SavePlan : public WalkVisitor {
   ~SavePlan();
 
   /// Returns the directory to plan the save at `prefix` into: `prefix`
-  /// itself, or, when it holds a complete save and nothing else, a hidden
-  /// sibling that `run` swaps in once complete. Removes the temporary
-  /// siblings of killed saves. See NOTE [Crash-safe overwrite].
+  /// itself, or, when it is missing or holds a complete save and nothing
+  /// else (or with `atomic`), a hidden sibling that `run` moves or swaps in
+  /// once complete. Removes the temporary siblings of killed saves. Throws,
+  /// touching nothing, if `existsok` is false and `prefix` holds files, or
+  /// if `atomic` cannot be honoured. See NOTE [Crash-safe overwrite].
   std::string begin(const std::string& prefix);
   /// Queues `dir` to be created by `run` if needed (its parents too for a
   /// root) and its meta.json removed. See NOTE [Interrupted saves].
@@ -67,7 +69,8 @@ class SavePlan : public WalkVisitor {
       bool is_root);
   /// Queues a meta.json to write after those already planned.
   void add_meta(std::string path, std::string content);
-  /// Writes everything planned.
+  /// Writes everything planned; on an error, removes what it wrote (see
+  /// NOTE [Failed saves]) and rethrows.
   void run();
   /// Marks the planned dicts memmapped to their directories.
   void mark_memmapped();
@@ -98,6 +101,8 @@ class SavePlan : public WalkVisitor {
   std::string entry_name(const KeyPath& path, bool is_collection);
   void write_leaf(LeafJob& job);
   void write_all();
+  // Removes what an in-place write_all that threw had created.
+  void undo_in_place() noexcept;
   // Where a planned path ends up once the staged tree is swapped in.
   std::string final_path(const std::string& path) const;
   void swap_in();
@@ -115,6 +120,11 @@ class SavePlan : public WalkVisitor {
   // `final_root_` at the end of `run`. Both empty: written in place.
   std::string final_root_;
   std::string staging_root_;
+  // The staged tree is a fresh save: `run` renames it into place.
+  bool fresh_ = false;
+  // What write_all created (in place: to remove if it fails).
+  std::vector<std::string> created_dirs_;
+  size_t metas_written_ = 0;
 };
 
 /// The meta.json content of a NonTensorData or NonTensorStack directory, in
@@ -134,6 +144,18 @@ Value load_non_tensor_root(
 /// The meta.json of a lazy stack's directory (Python's layout: the stack
 /// dim and its name; the elements are the sub-directories 0, 1, ...).
 Json lazy_stack_meta(const LazyStackedTensorDict& stack);
+
+/// The temporary meta.json that an append writes in `dir`
+/// (src/memmap/append.cpp; see NOTE [Appending rows]).
+std::string append_temporary(const std::string& dir);
+
+/// True if the append temporaries left below `prefix` by a killed append
+/// are to replace their meta.json files (the append had replaced one), false
+/// if they are to be dropped. See NOTE [Appending rows].
+bool append_rolls_forward(const std::string& prefix);
+
+/// Applies that rule on disk: renames or removes the temporaries.
+void recover_append(const std::string& prefix);
 
 /// Saves `td` (the body of memmap, memmap_ and memmap_like).
 TensorDict save_dict(

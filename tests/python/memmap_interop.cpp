@@ -4,6 +4,13 @@
 // with Python's files, and leaves those trees for Python to load.
 //
 // usage: memmap_interop CORPUS_DIR OUT_DIR
+//
+// For append_interop.py:
+//        memmap_interop append PY_BASE PY_TREE PY_ROWS CPP_TREE
+//          appends the rows saved at PY_ROWS to PY_TREE (both written by
+//          Python) and saves the tree at PY_BASE again as CPP_TREE;
+//        memmap_interop append-check CPP_TREE EXPECTED_DUMP
+//          compares the tree Python appended to with the expected dump.
 
 #include <tensordict/memmap.h>
 
@@ -106,7 +113,38 @@ const std::map<std::string, std::string> kKnownGaps = {};
 
 }  // namespace
 
+int append_main(int argc, char** argv) {
+  const std::string mode = argv[1];
+  try {
+    if (mode == "append" && argc == 6) {
+      tensordict::append_memmap(
+          argv[3], tensordict::TensorDict::load_memmap(argv[4]));
+      (void)tensordict::TensorDict::load_memmap(argv[2]).memmap(
+          tensordict::MemmapOptions(argv[5]).copy_existing(true));
+      return 0;
+    }
+    if (mode == "append-check" && argc == 4) {
+      const int problems = compare_dumps(
+          argv[2],
+          read_json(argv[3]),
+          tensordict::tools::dump_tree(tensordict::load_memmap_any(argv[2])));
+      std::cout << "C++ loads the tree Python appended to: " << problems
+                << " problems\n";
+      return problems > 0 ? 1 : 0;
+    }
+  } catch (const c10::Error& e) {
+    std::cout << mode << ": " << e.msg() << "\n";
+    return 1;
+  }
+  std::cerr << "usage: memmap_interop append PY_BASE PY_TREE PY_ROWS "
+               "CPP_TREE | append-check CPP_TREE EXPECTED_DUMP\n";
+  return 2;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]).rfind("append", 0) == 0) {
+    return append_main(argc, argv);
+  }
   if (argc != 3) {
     std::cerr << "usage: memmap_interop CORPUS_DIR OUT_DIR\n";
     return 2;
