@@ -321,6 +321,9 @@ std::string run_with_file_size_limit(
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::close(fds[0]);
+    // The parent's OpenMP workers do not exist in the child: a parallel
+    // region here would wait for them forever (seen under ASan).
+    at::set_num_threads(1);
     const struct rlimit limit { limit_bytes, limit_bytes };
     ::setrlimit(RLIMIT_FSIZE, &limit);
     std::signal(SIGXFSZ, SIG_IGN);
