@@ -578,21 +578,53 @@ std::string subpath_dir(
   return dir;
 }
 
+// A saved tree opened for loading: the archive or the file system, the
+// directory the options' subpath names, and a loader that reads it (with a
+// killed append's rows recovered: only a directory can be appended to).
+class OpenedTree {
+ public:
+  OpenedTree(
+      const std::string& prefix,
+      const LoadMemmapOptions& options,
+      std::vector<std::string>* problems = nullptr)
+      : archive_(open_archive_files(prefix, options.mode())),
+        files_(archive_ ? *archive_ : file_system_files()),
+        dir_(subpath_dir(prefix, options, files_)),
+        loader_(options, problems, files_) {
+    if (!archive_) {
+      loader_.recover_appends(prefix);
+    }
+  }
+
+  bool is_archive() const noexcept {
+    return archive_ != nullptr;
+  }
+  const TreeFiles& files() const noexcept {
+    return files_;
+  }
+  const std::string& dir() const noexcept {
+    return dir_;
+  }
+  Loader& loader() noexcept {
+    return loader_;
+  }
+
+ private:
+  std::unique_ptr<TreeFiles> archive_;
+  const TreeFiles& files_;
+  std::string dir_;
+  Loader loader_;
+};
+
 }  // namespace
 }  // namespace detail
 
 LoadedTree load_memmap_any(
     const std::string& prefix, const LoadMemmapOptions& options) {
-  const auto archive = detail::open_archive_files(prefix, options.mode());
-  const detail::TreeFiles& files =
-      archive ? *archive : detail::file_system_files();
-  const std::string dir = detail::subpath_dir(prefix, options, files);
-  detail::Loader loader(options, nullptr, files);
-  if (!archive) {
-    loader.recover_appends(prefix);
-  }
+  detail::OpenedTree tree(prefix, options);
+  const std::string& dir = tree.dir();
   std::optional<LazyStackedTensorDict> lazy;
-  std::optional<Value> value = loader.load_collection(dir, {}, 0, &lazy);
+  std::optional<Value> value = tree.loader().load_collection(dir, {}, 0, &lazy);
   if (lazy) {
     return *lazy;
   }
@@ -612,14 +644,9 @@ namespace detail {
 
 Value load_non_tensor_root(
     const std::string& prefix, const LoadMemmapOptions& options) {
-  const auto archive = open_archive_files(prefix, options.mode());
-  const TreeFiles& files = archive ? *archive : file_system_files();
-  const std::string dir = subpath_dir(prefix, options, files);
-  Loader loader(options, nullptr, files);
-  if (!archive) {
-    loader.recover_appends(prefix);
-  }
-  std::optional<Value> value = loader.load_collection(dir, {}, 0);
+  OpenedTree tree(prefix, options);
+  const std::string& dir = tree.dir();
+  std::optional<Value> value = tree.loader().load_collection(dir, {}, 0);
   TORCH_CHECK(
       value && value->is_non_tensor(),
       dir,
@@ -635,16 +662,9 @@ std::vector<std::string> verify_memmap(
     const std::string& prefix, const LoadMemmapOptions& options) {
   std::vector<std::string> problems;
   try {
-    const auto archive = detail::open_archive_files(prefix, options.mode());
-    const detail::TreeFiles& files =
-        archive ? *archive : detail::file_system_files();
-    const std::string dir = detail::subpath_dir(prefix, options, files);
-    detail::Loader loader(options, &problems, files);
-    if (!archive) {
-      loader.recover_appends(prefix);
-    }
+    detail::OpenedTree tree(prefix, options, &problems);
     std::optional<LazyStackedTensorDict> lazy;
-    loader.load_collection(dir, {}, 0, &lazy);
+    tree.loader().load_collection(tree.dir(), {}, 0, &lazy);
   } catch (const c10::Error& e) {
     problems.push_back(e.msg());
   }
@@ -697,14 +717,10 @@ TensorDict& TensorDict::load_memmap_(
   if (!opts.device() && impl_->device) {
     opts.device(impl_->device);
   }
-  const auto archive = detail::open_archive_files(prefix, opts.mode());
-  const detail::TreeFiles& files =
-      archive ? *archive : detail::file_system_files();
-  const std::string dir = detail::subpath_dir(prefix, opts, files);
-  detail::Loader loader(opts, nullptr, files);
-  if (!archive) {
-    loader.recover_appends(prefix);
-  }
+  detail::OpenedTree tree(prefix, opts);
+  const std::string& dir = tree.dir();
+  const detail::TreeFiles& files = tree.files();
+  detail::Loader& loader = tree.loader();
   try {
     Json meta = loader.read_meta(dir);
     std::string fields = dir;
@@ -720,7 +736,7 @@ TensorDict& TensorDict::load_memmap_(
         dir,
         " does not hold a TensorDict, so it cannot be loaded in place");
     loader.load_dict(fields, meta, 0, this);
-    impl_->memmap.prefix = archive ? std::string() : dir;
+    impl_->memmap.prefix = tree.is_archive() ? std::string() : dir;
   } catch (...) {
     if (was_locked) {
       lock_();
