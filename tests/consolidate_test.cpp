@@ -566,4 +566,44 @@ TEST(ConsolidateTest, ConcurrentThreadedConsolidationsGiveTheSerialBytes) {
   expect_td_equal(TensorDict::from_consolidated(dir / "td.bin"), td);
 }
 
+// A consolidated file on a full file system: the error names the file and
+// the disk, nothing is left behind, and an old file keeps its bytes. (The
+// file's blocks are reserved before it is mapped; writing a sparse mapping
+// onto a full tmpfs raised SIGBUS.)
+TEST(ConsolidateTest, ToAFullFileSystemThrowsAndLeavesTheOldFile) {
+  TempDir dir;
+  const tensordict::testing::SmallTmpfs disk(dir / "mnt", "4m");
+  if (!disk.mounted()) {
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root)";
+  }
+  TensorDict small({4});
+  small.set("x", torch::arange(16, torch::kFloat32).reshape({4, 4}));
+  (void)small.consolidate(ConsolidateOptions().filename(disk / "td.bin"));
+  const std::vector<std::string> before = disk.entries();
+  const std::string old_bytes = read_text(disk / "td.bin");
+
+  TensorDict big({4});
+  big.set("x", torch::randn({4, 5 << 16}));  // 5 MiB
+  big.set("nested", TensorDict({4}));
+  big.set({"nested", "y"}, torch::ones({4, 3}));
+  for (const int threads : {0, 2}) {
+    for (const std::string name : {"td.bin", "new.bin"}) {
+      try {
+        (void)big.consolidate(
+            ConsolidateOptions().filename(disk / name).num_threads(threads));
+        ADD_FAILURE() << "consolidating 5 MiB onto a 4 MiB tmpfs succeeded";
+      } catch (const c10::Error& e) {
+        const std::string message = e.what_without_backtrace();
+        EXPECT_NE(message.find("No space left on device"), std::string::npos)
+            << message;
+        EXPECT_NE(message.find("the consolidated file"), std::string::npos)
+            << message;
+      }
+      EXPECT_EQ(disk.entries(), before);
+    }
+  }
+  EXPECT_EQ(read_text(disk / "td.bin"), old_bytes);
+  expect_td_equal(TensorDict::from_consolidated(disk / "td.bin"), small);
+}
+
 }  // namespace consolidate_test

@@ -135,6 +135,39 @@ TEST(MemmapTest, KeysNeverLeaveThePrefix) {
       "is not a safe file name");
 }
 
+// Trees of tensordict < 0.13 name files by the raw key. Python's load
+// (robust_key=True) falls back to the raw name when the encoded one is
+// missing, and so does ours; the encoded name wins when both exist.
+// Python 0.15: td.memmap(p, robust_key=False) writes 'a b.memmap',
+// 'c%d.memmap' and 'n/e:f.memmap' for these keys.
+TEST(MemmapTest, LoadFallsBackToRawFileNamesOfOldTrees) {
+  TempDir dir;
+  TensorDict td({2});
+  td.set("a b", torch::ones({2}));
+  td.set("c%d", torch::arange(2));
+  td.set({"n", "ef:g"}, torch::tensor({3.5, 4.5}));
+  (void)td.memmap(MemmapOptions(dir / "raw").robust_key(false));
+  EXPECT_TRUE(fs::exists(dir / "raw/a b.memmap"));
+  EXPECT_TRUE(fs::exists(dir / "raw/c%d.memmap"));
+  EXPECT_TRUE(fs::exists(dir / "raw/n/ef:g.memmap"));
+  EXPECT_FALSE(fs::exists(dir / "raw/a%20b.memmap"));
+  expect_td_equal(TensorDict::load_memmap(dir / "raw"), td);
+  expect_td_equal(
+      TensorDict::load_memmap(
+          dir / "raw", LoadMemmapOptions().robust_key(false)),
+      td);
+  // Both names present: the encoded file is the one read.
+  (void)MemoryMappedTensor::from_tensor(
+      torch::full({2}, 9.0F), dir / "raw/a%20b.memmap");
+  EXPECT_TRUE(torch::equal(
+      TensorDict::load_memmap(dir / "raw").get("a b"), torch::full({2}, 9.0)));
+  // Neither present: the error names the encoded file Python writes.
+  fs::remove(dir / "raw/a b.memmap");
+  fs::remove(dir / "raw/a%20b.memmap");
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(dir / "raw"), c10::Error, "a%20b.memmap");
+}
+
 // --- round trips
 // --------------------------------------------------------------
 
@@ -527,6 +560,170 @@ TEST(MemoryMappedTensorTest, FromTensorTakesPythonsKeywordsAsOptions) {
       (void)MemoryMappedTensor::zeros({3}, torch::kFloat32, dir / "e"),
       c10::Error,
       "already exists");
+}
+
+// Python's spellings `save`, `load` and `load_` are the memmap family:
+// the same files, the same results.
+TEST(MemmapTest, SaveLoadAndLoadInPlaceAreTheMemmapFamily) {
+  TempDir dir;
+  const TensorDict td = sample();
+  const TensorDict saved = td.save(MemmapOptions(dir / "saved"));
+  (void)td.memmap(dir / "memmapped");
+  expect_td_equal(saved, td);
+  EXPECT_TRUE(saved.is_memmap());
+  EXPECT_EQ(saved.saved_path(), dir / "saved");
+  for (const std::string name :
+       {"meta.json",
+        "obs.memmap",
+        "next/meta.json",
+        "next/reward.memmap",
+        "labels/meta.json"}) {
+    EXPECT_EQ(
+        read_text(dir / ("saved/" + name)),
+        read_text(dir / ("memmapped/" + name)))
+        << name;
+  }
+  const TensorDict loaded = TensorDict::load(dir / "saved");
+  expect_td_equal(loaded, td);
+  EXPECT_EQ(
+      MemoryMappedTensor::filename(loaded.get("obs")),
+      dir / "saved/obs.memmap");
+
+  TensorDict target({3});
+  target.set("obs", torch::zeros({3, 4}));
+  target.set("mine", torch::ones({3}));
+  EXPECT_EQ(&target.load_(dir / "saved"), &target);
+  EXPECT_TRUE(torch::equal(target.get("obs"), td.get("obs")));
+  EXPECT_EQ(
+      MemoryMappedTensor::filename(target.get("obs")),
+      dir / "saved/obs.memmap");
+  EXPECT_EQ(target.get_non_tensor("task"), "reach");
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load(dir / "missing"), c10::Error, dir / "missing");
+}
+
+// from_storage views a storage without copying, as Python's does, and a
+// file-backed storage (ours or torch's from_file) keeps its file.
+TEST(MemoryMappedTensorTest, FromStorageViewsTheStorageAndKeepsItsFile) {
+  TempDir dir;
+  const std::string file = dir / "x.memmap";
+  const at::Tensor source =
+      MemoryMappedTensor::from_tensor(torch::arange(6, torch::kFloat32), file);
+  at::Tensor x = MemoryMappedTensor::from_storage(
+      source.storage(),
+      FromStorageOptions().dtype(torch::kFloat32).shape({{2, 3}}));
+  EXPECT_TRUE(
+      torch::equal(x, torch::arange(6, torch::kFloat32).reshape({2, 3})));
+  EXPECT_EQ(MemoryMappedTensor::filename(x), file);
+  x.index_put_({1, 2}, 50.0F);
+  EXPECT_EQ(source[5].item<float>(), 50.0F);  // the same memory
+  EXPECT_EQ(
+      MemoryMappedTensor::from_filename(file, torch::kFloat32, {6})[5]
+          .item<float>(),
+      50.0F);  // and the same file
+  // -1 infers a size; the file check passes for the storage's own file.
+  EXPECT_EQ(
+      MemoryMappedTensor::from_storage(
+          source.storage(),
+          FromStorageOptions()
+              .dtype(torch::kFloat32)
+              .shape({{-1, 2}})
+              .filename(file))
+          .sizes(),
+      at::IntArrayRef({3, 2}));
+
+  // A storage torch mapped itself (Python's UntypedStorage.from_file).
+  const at::Tensor by_torch = at::from_file(
+      file, /*shared=*/true, /*size=*/24, at::TensorOptions().dtype(at::kByte));
+  const at::Tensor y = MemoryMappedTensor::from_storage(
+      by_torch.storage(), FromStorageOptions().dtype(torch::kFloat32));
+  EXPECT_EQ(y.sizes(), at::IntArrayRef({6}));
+  EXPECT_EQ(y[5].item<float>(), 50.0F);
+  EXPECT_EQ(MemoryMappedTensor::filename(y), file);
+
+  // Untyped storages read as int64 by default; trailing bytes are left out.
+  const at::Tensor bytes = torch::zeros({20}, torch::kUInt8);
+  bytes.narrow(0, 8, 1).fill_(7);
+  const at::Tensor z = MemoryMappedTensor::from_storage(bytes.storage());
+  EXPECT_EQ(z.scalar_type(), torch::kLong);
+  EXPECT_TRUE(torch::equal(z, torch::tensor({0, 7}, torch::kLong)));
+  EXPECT_EQ(MemoryMappedTensor::filename(z), std::nullopt);
+}
+
+TEST(MemoryMappedTensorTest, FromStorageRefusesWhatDoesNotFit) {
+  TempDir dir;
+  const at::Tensor source = MemoryMappedTensor::from_tensor(
+      torch::arange(6, torch::kFloat32), dir / "x.memmap");
+  EXPECT_THROWS_WITH(
+      (void)MemoryMappedTensor::from_storage(
+          source.storage(),
+          FromStorageOptions().dtype(torch::kFloat32).shape({{4, 2}})),
+      c10::ValueError,
+      "from_storage: shape [4, 2] does not fit the storage: expected 6 "
+      "elements of Float (24 bytes), the shape holds 8");
+  EXPECT_THROWS_WITH(
+      (void)MemoryMappedTensor::from_storage(
+          source.storage(),
+          FromStorageOptions().dtype(torch::kFloat32).shape({{-1, 4}})),
+      c10::ValueError,
+      "expected 6 elements of Float (24 bytes), the shape holds a multiple of "
+      "4");
+  EXPECT_THROWS_WITH(
+      (void)MemoryMappedTensor::from_storage(
+          source.storage(), FromStorageOptions().shape({{-1, -1}})),
+      c10::ValueError,
+      "only one size may be -1");
+  EXPECT_THROWS_WITH(
+      (void)MemoryMappedTensor::from_storage(
+          source.storage(), FromStorageOptions().filename(dir / "other")),
+      c10::Error,
+      "the storage is mapped from " + (dir / "x.memmap") +
+          ", not from the filename given (" + (dir / "other") + ")");
+  EXPECT_THROWS_WITH(
+      (void)MemoryMappedTensor::from_storage(
+          torch::zeros({4}).storage(), FromStorageOptions().filename("a")),
+      c10::ValueError,
+      "filename a was given but the storage is not mapped from a file");
+  EXPECT_THROWS_WITH(
+      (void)MemoryMappedTensor::from_storage(
+          torch::empty({4}, torch::kMeta).storage()),
+      c10::ValueError,
+      "expected a storage on the CPU");
+  EXPECT_THROWS_WITH(
+      (void)MemoryMappedTensor::from_storage(c10::Storage()),
+      c10::ValueError,
+      "from_storage needs a storage");
+}
+
+// Factories that fill their file reserve its blocks first: on a full file
+// system they throw instead of raising SIGBUS through the mapping, and
+// leave no file. `empty` stays sparse, as in Python.
+TEST(MemoryMappedTensorTest, FillingFactoriesOnAFullFileSystemThrow) {
+  TempDir dir;
+  const tensordict::testing::SmallTmpfs disk(dir / "mnt", "1m");
+  if (!disk.mounted()) {
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root)";
+  }
+  const at::Tensor big = torch::randn({2, 1 << 18});  // 2 MiB
+  EXPECT_THROWS_WITH(
+      (void)MemoryMappedTensor::from_tensor(big, disk / "a.memmap"),
+      c10::Error,
+      "No space left on device");
+  EXPECT_THROWS_WITH(
+      (void)MemoryMappedTensor::full(
+          {1 << 19}, 1.0, torch::kFloat32, disk / "b.memmap"),
+      c10::Error,
+      "No space left on device");
+  EXPECT_THROWS_WITH(
+      (void)MemoryMappedTensor::ones(
+          {1 << 19}, torch::kFloat32, disk / "c.memmap"),
+      c10::Error,
+      "No space left on device");
+  const at::Tensor sparse =
+      MemoryMappedTensor::empty({1 << 19}, torch::kFloat32, disk / "d.memmap");
+  EXPECT_EQ(sparse.sizes(), at::IntArrayRef({1 << 19}));
+  EXPECT_EQ(sparse.narrow(0, 0, 1024).sum().item<float>(), 0.0F);
+  EXPECT_EQ(disk.entries(), std::vector<std::string>{"d.memmap"});
 }
 
 // --- untrusted files

@@ -227,3 +227,36 @@ TEST(ModuleTest, ToModuleWithoutReturnSwapReturnsAnEmptyDict) {
 }
 
 }  // namespace module_test
+
+namespace module_test_transformer {
+
+using namespace tensordict;  // NOLINT(google-build-using-namespace)
+
+// Python (tensordict 0.15, torch 2.13) on nn.Transformer() with its
+// defaults: 184 leaves holding 44,140,544 values, first
+// ('encoder', 'layers', '0', 'self_attn', 'in_proj_weight') and last
+// ('decoder', 'norm', 'bias'); the root has no batch dims and two keys.
+TEST(ModuleTest, FromModuleOnATransformerHasPythonsKeys) {
+  torch::nn::Transformer model{torch::nn::TransformerOptions()};
+  const TensorDict params = TensorDict::from_module(*model);
+  const std::vector<NestedKey> keys =
+      params.keys(/*include_nested=*/true, /*leaves_only=*/true);
+  ASSERT_EQ(keys.size(), 184U);
+  int64_t values = 0;
+  for (const Value& leaf : params.values(true, true)) {
+    values += leaf.tensor().numel();
+  }
+  EXPECT_EQ(values, 44140544);
+  EXPECT_EQ(
+      keys.front(),
+      NestedKey({"encoder", "layers", "0", "self_attn", "in_proj_weight"}));
+  EXPECT_EQ(keys.back(), NestedKey({"decoder", "norm", "bias"}));
+  EXPECT_EQ(params.keys(), (std::vector<NestedKey>{"encoder", "decoder"}));
+  EXPECT_TRUE(params.batch_size().empty());
+  // The leaves are the module's own tensors.
+  EXPECT_TRUE(params.get(keys.front())
+                  .is_same(model->named_parameters()
+                               ["encoder.layers.0.self_attn.in_proj_weight"]));
+}
+
+}  // namespace module_test_transformer

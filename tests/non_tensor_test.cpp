@@ -292,6 +292,43 @@ TEST(NonTensorMethodsTest, RootDirectoriesRoundTripInPythonsLayout) {
       "or load it with NonTensorData::load_memmap");
 }
 
+// Python's spellings of the save family on NonTensorData: `save` and
+// `memmap_like` write what `memmap` writes (there are no leaves to size),
+// `load` and `load_` read it back, and the state dict is empty both ways.
+TEST(NonTensorMethodsTest, SaveLoadAndMemmapLikeOfNonTensorData) {
+  TempDir dir;
+  const NonTensorData value(Json::parse(R"({"lr": 0.1, "name": "run"})"));
+  const NonTensorData saved =
+      value.save(tensordict::MemmapOptions(dir / "saved"));
+  EXPECT_EQ(saved.data(), value.data());
+  const NonTensorData like =
+      value.memmap_like(tensordict::MemmapOptions(dir / "like"));
+  EXPECT_EQ(like.data(), value.data());
+  EXPECT_EQ(
+      read_text(dir / "like/meta.json"), read_text(dir / "saved/meta.json"));
+  EXPECT_EQ(NonTensorData::load(dir / "saved").data(), value.data());
+  EXPECT_EQ(NonTensorData::load(dir / "like").data(), value.data());
+  NonTensorData target("old");
+  EXPECT_EQ(&target.load_(dir / "saved"), &target);
+  EXPECT_EQ(target.data(), value.data());
+  EXPECT_THROWS_WITH(
+      target.load_(dir / "missing"), c10::Error, dir / "missing");
+  EXPECT_EQ(target.data(), value.data());  // a failed load changes nothing
+
+  EXPECT_TRUE(value.state_dict().empty());
+  NonTensorData kept("kept");
+  kept.load_state_dict(tensordict::StateDict());
+  EXPECT_EQ(kept.data(), Json("kept"));
+  tensordict::StateDict one;
+  one.insert("w", torch::ones({1}));
+  EXPECT_THROWS_WITH(
+      kept.load_state_dict(one),
+      c10::ValueError,
+      "NonTensorData holds no tensors, so its state dict is empty; got one "
+      "with 1 entries");
+  EXPECT_EQ(kept.data(), Json("kept"));
+}
+
 TEST(NonTensorMethodsTest, SetFromTensordictAndRefreshFollowPython) {
   NonTensorData data("x", {2});
   data.set("data", Json("y"));

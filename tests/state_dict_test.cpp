@@ -214,6 +214,68 @@ TEST(StateDictTest, PrefixIsPrependedToKeysAndMetadataAsInPython) {
       (std::vector<std::string>{"p", "pb", "pb.d", "pb.s"}));
 }
 
+// Python (tensordict 0.15), gathering two dicts into one destination:
+//   d = OrderedDict(); d["x"] = torch.tensor(1.)
+//   a.state_dict(destination=d, prefix="actor.")   # returns d
+//   b.state_dict(destination=d, prefix="critic.")
+//   a2.state_dict(destination=d, prefix="actor.")  # a2["w"] is 5s
+//   list(d)           -> ['x', 'actor.w', 'actor.n.u', 'critic.v']
+//   list(d._metadata) -> ['actor', 'actor.n', 'critic'];  d["actor.w"] -> 5s
+TEST(StateDictTest, DestinationGathersSeveralDictsAsInPython) {
+  const TensorDict a(
+      {{"w", torch::ones({2})}, {"n", {{"u", torch::arange(2)}}}}, {2});
+  const TensorDict b({{"v", torch::zeros({3})}});
+  const TensorDict a2(
+      {{"w", torch::full({2}, 5.0)}, {"n", {{"u", torch::arange(2)}}}}, {2});
+  StateDict d;
+  d.insert("x", torch::tensor(1.0));
+  StateDict& returned = a.state_dict(d, StateDictOptions().prefix("actor."));
+  EXPECT_EQ(&returned, &d);
+  (void)b.state_dict(d, StateDictOptions().prefix("critic."));
+  (void)a2.state_dict(d, StateDictOptions().prefix("actor."));
+  EXPECT_EQ(
+      d.keys(),
+      (std::vector<std::string>{"x", "actor.w", "actor.n.u", "critic.v"}));
+  EXPECT_EQ(
+      metadata_keys(d),
+      (std::vector<std::string>{"actor", "actor.n", "critic"}));
+  EXPECT_TRUE(torch::equal(d.tensor("actor.w"), torch::full({2}, 5.0)));
+  EXPECT_EQ(d.find_metadata("actor")->batch_size, (std::vector<int64_t>{2}));
+  EXPECT_EQ(d.find_metadata("critic")->batch_size, (std::vector<int64_t>{}));
+  // What was gathered loads back into each dict by its prefix.
+  TensorDict critic({{"v", torch::full({3}, 7.0)}});
+  StateDict only_critic;
+  only_critic.insert("v", d.tensor("critic.v"));
+  critic.load_state_dict(only_critic);
+  EXPECT_TRUE(torch::equal(critic.get("v"), torch::zeros({3})));
+}
+
+// Loading into a memmapped dict copies into its mapped files (Python's
+// load_state_dict copies in place too); the files hold the new values.
+TEST(StateDictTest, LoadIntoAMemmappedDictWritesItsFiles) {
+  tensordict::testing::TempDir dir;
+  const TensorDict td(
+      {{"w", torch::zeros({2, 3})}, {"n", {{"b", torch::zeros({2})}}}}, {2});
+  TensorDict mapped = td.memmap(dir / "td");
+  ASSERT_TRUE(mapped.is_locked());
+  const at::Tensor w_before = mapped.get("w");
+  TensorDict source(
+      {{"w", torch::full({2, 3}, 4.0)}, {"n", {{"b", torch::ones({2})}}}}, {2});
+  mapped.load_state_dict(source.state_dict());
+  EXPECT_TRUE(mapped.get("w").is_same(w_before));  // copied, not replaced
+  EXPECT_TRUE(mapped.is_memmap());
+  const TensorDict reread = TensorDict::load_memmap(dir / "td");
+  EXPECT_TRUE(torch::equal(reread.get("w"), torch::full({2, 3}, 4.0)));
+  EXPECT_TRUE(torch::equal(reread.get({"n", "b"}), torch::ones({2})));
+  // A shape that does not fit the files is refused, naming the key.
+  TensorDict wrong(
+      {{"w", torch::ones({2, 4})}, {"n", {{"b", torch::ones({2})}}}}, {2});
+  EXPECT_THROWS_WITH(
+      mapped.load_state_dict(wrong.state_dict()), c10::Error, "w");
+  EXPECT_TRUE(torch::equal(
+      TensorDict::load_memmap(dir / "td").get("w"), torch::full({2, 3}, 4.0)));
+}
+
 // Python: sd = td.state_dict(prefix="p.", flatten=False)
 //   list(sd) -> ['p.a', 'p.b'];  list(sd._metadata) -> ['p']
 //   list(sd["p.b"]) -> ['c', 'd', 's'];  list(sd["p.b"]._metadata) -> ['']

@@ -4,6 +4,7 @@
 // temporary directories and files.
 
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <tensordict/tensordict.h>
 #include <torch/torch.h>
 #include <unistd.h>
@@ -113,6 +114,50 @@ class TempDir {
 
  private:
   std::filesystem::path path_;
+};
+
+/// A tmpfs of `size` (such as "4m") mounted on a fresh directory, unmounted
+/// when the object goes away: a real full file system. `mounted()` is false
+/// where the machine does not let the test mount one (not root, or a
+/// locked-down container); such tests skip.
+class SmallTmpfs {
+ public:
+  SmallTmpfs(const std::string& where, const std::string& size) : path_(where) {
+    std::filesystem::create_directories(path_);
+    mounted_ =
+        ::mount("tmpfs", path_.c_str(), "tmpfs", 0, ("size=" + size).c_str()) ==
+        0;
+  }
+  SmallTmpfs(const SmallTmpfs&) = delete;
+  SmallTmpfs& operator=(const SmallTmpfs&) = delete;
+  ~SmallTmpfs() {
+    if (mounted_) {
+      ::umount2(path_.c_str(), MNT_DETACH);
+    }
+  }
+  /// Whether the tmpfs is there.
+  bool mounted() const {
+    return mounted_;
+  }
+  /// Returns the path of `name` inside the mount.
+  std::string operator/(const std::string& name) const {
+    return path_ + "/" + name;
+  }
+  /// Returns the names below the mount point, sorted.
+  std::vector<std::string> entries() const {
+    std::vector<std::string> out;
+    for (const auto& entry :
+         std::filesystem::recursive_directory_iterator(path_)) {
+      out.push_back(
+          std::filesystem::relative(entry.path(), path_).generic_string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+ private:
+  std::string path_;
+  bool mounted_ = false;
 };
 
 /// Returns the bytes of a file (empty if it cannot be read).

@@ -1278,4 +1278,44 @@ TEST(TensorDictTest, ResolveCreateContinuesFromWhereAWalkStopped) {
   EXPECT_FALSE(td.contains({"a", "new"}));
 }
 
+
+// Python (tensordict 0.15) on the same dict:
+//   td.to_dict() -> {'a': tensor([0, 1, 2]), 'n': {'b': <ones [3, 2]>,
+//                    's': 'hi'}, 'st': ['x', 'y', 'z']}
+TEST(TensorDictTest, ToDictGivesNestedItemsAsPythonsToDict) {
+  TensorDict td({3});
+  td.set("a", torch::arange(3));
+  td.set({"n", "b"}, torch::ones({3, 2}));
+  td.set({"n", "s"}, Value(NonTensorData("hi", {3})));
+  td.set("st", Value(NonTensorStack({"x", "y", "z"})));
+  td.set(
+      "lazy",
+      Value(tensordict::lazy_stack(
+          {TensorDict({{"c", torch::zeros({2})}}),
+           TensorDict({{"c", torch::ones({3})}}),
+           TensorDict({{"c", torch::ones({1})}})})));
+  const std::vector<Item> items = td.to_dict();
+  ASSERT_EQ(items.size(), 4U);
+  EXPECT_EQ(items[0].key(), NestedKey("a"));
+  EXPECT_TRUE(items[0].value()->tensor().is_same(td.get("a")));  // aliased
+  EXPECT_EQ(items[1].key(), NestedKey("n"));
+  EXPECT_EQ(items[1].value(), nullptr);  // a nested list
+  ASSERT_EQ(items[1].children().size(), 2U);
+  EXPECT_TRUE(
+      items[1].children()[0].value()->tensor().is_same(td.get({"n", "b"})));
+  EXPECT_EQ(items[1].children()[1].value()->non_tensor(), Json("hi"));
+  EXPECT_EQ(items[2].key(), NestedKey("st"));
+  EXPECT_EQ(items[2].value()->non_tensor(), (Json{"x", "y", "z"}));
+  EXPECT_TRUE(items[3].value()->is_lazy_stack());
+  EXPECT_TRUE(
+      items[3].value()->lazy_stack().is_same(td.get_lazy_stack("lazy")));
+
+  // from_dict builds it again.
+  const TensorDict back =
+      TensorDict::from_dict(items, FromDictOptions().batch_size({{3}}));
+  EXPECT_EQ(back.keys(), td.keys());
+  EXPECT_TRUE(torch::equal(back.get({"n", "b"}), td.get({"n", "b"})));
+  EXPECT_EQ(back.get_non_tensor({"n", "s"}), Json("hi"));
+}
+
 }  // namespace tensor_dict_test

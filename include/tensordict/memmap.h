@@ -119,6 +119,21 @@ struct TENSORDICT_API FromTensorOptions {
   TENSORDICT_ARG(bool, copy_data) = true;
 };
 
+/// Options of `MemoryMappedTensor::from_storage`, named as Python's keyword
+/// arguments.
+///
+/// Example: `FromStorageOptions().dtype(at::kFloat).shape({2, 3})`
+struct TENSORDICT_API FromStorageOptions {
+  /// The dtype to read the storage as; Python reads an untyped storage as
+  /// int64 by default, and so does this.
+  TENSORDICT_ARG(c10::ScalarType, dtype) = c10::kLong;
+  /// The shape of the result (one size may be -1); unset: 1-D.
+  TENSORDICT_ARG(std::optional<std::vector<int64_t>>, shape);
+  /// The storage's file, when the caller wants it checked: a storage mapped
+  /// from another file is an error.
+  TENSORDICT_ARG(std::string, filename);
+};
+
 /// Tensors backed by a file (or by anonymous shared memory), as Python's
 /// `MemoryMappedTensor`. The tensors are plain `at::Tensor`s whose storage is
 /// the mapping: writing into them writes the file (unless it was mapped
@@ -179,6 +194,18 @@ class TENSORDICT_API MemoryMappedTensor {
       c10::ScalarType dtype,
       c10::IntArrayRef shape,
       MapMode mode = MapMode::kAuto);
+  /// Views `storage` (no copy) as a tensor of `options.dtype()` and
+  /// `options.shape()`, as Python's `from_storage`: writes to the result
+  /// change the storage, and a storage mapped from a file (by this class or
+  /// by torch's `from_file`) keeps reporting it through `filename`. Only
+  /// whole elements are viewed (trailing bytes are left out, as in Python).
+  /// Throws on a storage not on the CPU, a shape whose element count is not
+  /// the storage's, and a `filename` other than the storage's file.
+  /// Differs from Python: a `filename` cannot be attached to a storage that
+  /// is not mapped from a file (there is nothing to map it again from), and
+  /// there is no `index` (index the result).
+  [[nodiscard]] static at::Tensor from_storage(
+      const c10::Storage& storage, const FromStorageOptions& options = {});
   /// Returns the file that backs `tensor` (views too), or nothing.
   static std::optional<std::string> filename(const at::Tensor& tensor);
   /// Returns true if `tensor` is backed by a memmap file or by the anonymous

@@ -769,7 +769,7 @@ class TensorClass : public std::conditional_t<
   /// `register_python_class`), the layout is Python's tensorclass layout
   /// (`meta.json` with `_type`, fields under `_tensordict/`), which Python
   /// loads as its class; otherwise a plain TensorDict layout.
-  [[nodiscard]] Derived memmap(const MemmapOptions& options = {}) const {
+  Derived memmap(const MemmapOptions& options = {}) const {
     return wrap(detail::tc_marked_copy(this->td_, Derived::tensor_class_info())
                     .memmap(options));
   }
@@ -812,7 +812,7 @@ class TensorClass : public std::conditional_t<
   /// Writes the layout of `memmap` (the class's too) with zero-filled leaf
   /// files and returns an instance backed by them, as Python's
   /// `memmap_like`: shapes, dtypes and non-tensor fields, no tensor data.
-  [[nodiscard]] Derived memmap_like(const MemmapOptions& options = {}) const {
+  Derived memmap_like(const MemmapOptions& options = {}) const {
     return wrap(detail::tc_marked_copy(this->td_, Derived::tensor_class_info())
                     .memmap_like(options));
   }

@@ -346,6 +346,13 @@ class TENSORDICT_API TensorDict {
   /// into nested dicts; throws KeyError if an entry clashes with a dict.
   [[nodiscard]] TensorDict unflatten_keys(
       std::string_view separator = ".") const;
+  /// Returns the entries as a nested list of Items, Python's `to_dict()`:
+  /// tensors aliased, nested dicts as nested lists, NonTensorData as its
+  /// JSON value, NonTensorStack as `tolist()`. An Item list, not a
+  /// `std::map`, so key order survives and `from_dict(td.to_dict())` builds
+  /// the dict again. Differs from Python: a lazy stack stays a
+  /// LazyStackedTensorDict (Python densifies its leaves into new tensors).
+  [[nodiscard]] std::vector<Item> to_dict() const;
   /// Returns a copy with every tensor moved to `device` (the dict's device
   /// becomes `device`).
   [[nodiscard]] TensorDict to(
@@ -830,6 +837,9 @@ class TENSORDICT_API TensorDict {
   // --- memory-mapped storage (src/memmap/) ---------------------------------
   // See NOTE [Memmap layout] in tensordict/memmap.h for the files written,
   // the guarantees and the differences from Python.
+  // `memmap`, `memmap_like` and `save` are not [[nodiscard]]: a save for its
+  // effect, `td.memmap(prefix);`, is their common use, as in Python. The
+  // futures are: dropping one would drop the save's error.
 
   /// Writes the dict as a memmap directory under `options.prefix()` and
   /// returns a new locked dict on the CPU whose leaves map the files (with
@@ -839,7 +849,7 @@ class TENSORDICT_API TensorDict {
   /// ".tdz" writes one archive file instead and returns it loaded (leaves
   /// are views into its mapping, the dict is not locked); see NOTE [Memmap
   /// archives] in tensordict/archive.h.
-  [[nodiscard]] TensorDict memmap(const MemmapOptions& options = {}) const;
+  TensorDict memmap(const MemmapOptions& options = {}) const;
   /// Runs `memmap` on a background thread: Python's `return_early=True`.
   /// The dict must not change until the future is ready.
   [[nodiscard]] std::future<TensorDict> memmap_async(
@@ -849,7 +859,7 @@ class TENSORDICT_API TensorDict {
   TensorDict& memmap_(const MemmapOptions& options = {});
   /// Writes the layout of `memmap` with zero-filled (sparse) leaf files:
   /// shapes and dtypes only, no data is copied.
-  [[nodiscard]] TensorDict memmap_like(const MemmapOptions& options = {}) const;
+  TensorDict memmap_like(const MemmapOptions& options = {}) const;
   /// Same as `memmap` (Python's `save`).
   TensorDict save(const MemmapOptions& options) const;
   /// Same as `memmap` (Python's `dumps`, an alias of `save`).
@@ -925,7 +935,8 @@ class TENSORDICT_API TensorDict {
   /// key or the file. A CPU storage of 8 MiB or more is its own anonymous
   /// mapping, advised for transparent huge pages (filling it faults once per
   /// 2 MiB, not per 4 KiB: about 4x faster for fresh buffers), and cannot be
-  /// resized.
+  /// resized. [[nodiscard]] unlike `memmap`: without a filename the result
+  /// is the whole point; a file is written with `(void)td.consolidate(...)`.
   [[nodiscard]] TensorDict consolidate(
       const ConsolidateOptions& options = {}) const;
   /// Returns true if every tensor leaf is still a view into the storage of
@@ -950,6 +961,12 @@ class TENSORDICT_API TensorDict {
   /// `keep_vars`, `flatten`) as options, the C++ form of
   /// `td.state_dict(prefix="p.", keep_vars=True)`. Throws as above.
   [[nodiscard]] StateDict state_dict(const StateDictOptions& options) const;
+  /// Writes the entries and metadata of `state_dict(options)` into
+  /// `destination` and returns it: Python's `state_dict(destination=...)`,
+  /// to gather several dicts under their prefixes. An entry or level
+  /// metadata already there under the same key is replaced, as in Python.
+  StateDict& state_dict(
+      StateDict& destination, const StateDictOptions& options = {}) const;
   /// Loads a state dict in the flat, nested or legacy (`__batch_size`,
   /// `__device`) form, detected as Python does. With `strict`, the key sets
   /// must match (the error lists the missing and unexpected keys); with

@@ -101,7 +101,8 @@ struct TENSORDICT_API VmapOptions {
   /// Batched, loop, or batched then a loop on error (see VmapMode).
   TENSORDICT_ARG(VmapMode, mode) = VmapMode::kAuto;
   /// When set, receives the path that gave the result, written before the
-  /// call returns (unset when it throws). The pointee must outlive the call.
+  /// call returns; a call that throws does not write it. The pointee must
+  /// outlive the call.
   TENSORDICT_ARG(VmapPathOut, path_taken) = nullptr;
 };
 

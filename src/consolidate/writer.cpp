@@ -388,7 +388,7 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
           c10::kByte,
           {file_bytes},
           "the consolidated file",
-          detail::LeafFileOptions().existsok(true));
+          detail::LeafFileOptions().existsok(true).preallocate(true));
       detail::forget_mapped_filename(whole);
       detail::write_trailer(
           static_cast<uint8_t*>(whole.data_ptr()) + total, json);

@@ -424,39 +424,63 @@ at::Tensor write_leaf_file(
       " (",
       path,
       ") is not a regular file");
-  if (zeros) {
-    // Truncating first drops old bytes, so the file reads as zeros.
-    TORCH_CHECK(
-        (!existed || ::ftruncate(fd.get(), 0) == 0) &&
-            ::ftruncate(fd.get(), static_cast<off_t>(nbytes)) == 0,
-        "could not size ",
+  // A file this call created goes again if it cannot be filled and mapped
+  // (a full disk, a file size limit): a failed write leaves nothing.
+  try {
+    if (zeros) {
+      // Truncating first drops old bytes, so the file reads as zeros.
+      TORCH_CHECK(
+          (!existed || ::ftruncate(fd.get(), 0) == 0) &&
+              ::ftruncate(fd.get(), static_cast<off_t>(nbytes)) == 0,
+          "could not size ",
+          path,
+          " to ",
+          nbytes,
+          " bytes: ",
+          errno_text(errno));
+      if (options.preallocate()) {
+        // posix_fallocate returns the error instead of setting errno.
+        const int error =
+            ::posix_fallocate(fd.get(), 0, static_cast<off_t>(nbytes));
+        TORCH_CHECK(
+            error == 0,
+            "could not reserve ",
+            nbytes,
+            " bytes for ",
+            path,
+            " (",
+            what,
+            "): ",
+            errno_text(error));
+      }
+    } else {
+      write_all(fd.get(), static_cast<const char*>(data), nbytes, path);
+    }
+    if (options.durable()) {
+      TORCH_CHECK(
+          ::fsync(fd.get()) == 0,
+          "could not sync ",
+          path,
+          ": ",
+          errno_text(errno));
+    }
+    // The file now holds at least nbytes (a longer one keeps its length).
+    at::Tensor mapped = map_open_file(
+        fd.get(),
         path,
-        " to ",
-        nbytes,
-        " bytes: ",
-        errno_text(errno));
-  } else {
-    write_all(fd.get(), static_cast<const char*>(data), nbytes, path);
+        dtype,
+        shape,
+        /*writable=*/true,
+        /*check_file=*/false,
+        what);
+    fd.close(path);
+    return mapped;
+  } catch (...) {
+    if (!existed) {
+      ::unlink(path.c_str());
+    }
+    throw;
   }
-  if (options.durable()) {
-    TORCH_CHECK(
-        ::fsync(fd.get()) == 0,
-        "could not sync ",
-        path,
-        ": ",
-        errno_text(errno));
-  }
-  // The file now holds at least nbytes (a longer one keeps its length).
-  at::Tensor mapped = map_open_file(
-      fd.get(),
-      path,
-      dtype,
-      shape,
-      /*writable=*/true,
-      /*check_file=*/false,
-      what);
-  fd.close(path);
-  return mapped;
 }
 
 void ensure_directory(

@@ -93,6 +93,10 @@ struct LeafFileOptions {
   TENSORDICT_ARG(bool, existsok) = false;
   /// Fsync the file before mapping it.
   TENSORDICT_ARG(bool, durable) = false;
+  /// With a null `data`, reserve the file's blocks before mapping it, so a
+  /// full disk is an error here rather than a SIGBUS when the mapping is
+  /// first written. Costs nothing when the caller fills the whole file.
+  TENSORDICT_ARG(bool, preallocate) = false;
 };
 
 /// Writes a leaf file and maps it: creates `path` (refusing a symlink, and

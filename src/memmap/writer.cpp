@@ -309,8 +309,8 @@ std::string SavePlan::checked_name(
         "cannot save ",
         describe(full_key),
         " with robust_key(false): the key is not a safe file name (it is "
-        "empty, '.', '..', or holds '/', '\\\\' or a NUL); use "
-        "robust_key(true)");
+        "empty, '.', '..', starts with a drive letter such as 'C:', or holds "
+        "'/', '\\\\' or a NUL); use robust_key(true)");
     name = std::string(key);
   }
   const size_t length = name.size() + (is_collection ? 0 : 7);

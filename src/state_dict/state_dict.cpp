@@ -860,6 +860,23 @@ StateDict TensorDict::state_dict(const StateDictOptions& options) const {
   return detail::make_state_dict(*this, nullptr, options);
 }
 
+StateDict& TensorDict::state_dict(
+    StateDict& destination, const StateDictOptions& options) const {
+  const StateDict part = state_dict(options);
+  for (const auto& [key, entry] : part.items()) {
+    // A fresh state dict holds tensors and nested state dicts only.
+    if (entry.kind() == StateDict::Kind::kTensor) {
+      destination.insert(key, entry.tensor());
+    } else {
+      destination.insert(key, entry.nested());
+    }
+  }
+  for (const auto& [prefix, metadata] : part.metadata()) {
+    destination.set_metadata(prefix, metadata);
+  }
+  return destination;
+}
+
 TensorDict& TensorDict::load_state_dict(
     const StateDict& state_dict, bool strict, bool assign) {
   detail::load_state_dict_into(*this, state_dict, strict, assign, nullptr);

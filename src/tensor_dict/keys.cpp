@@ -7,6 +7,8 @@
 #include "core/tensor_dict_impl.h"
 #include "core/walk.h"
 #include "tensordict/errors.h"
+#include "tensordict/json.h"
+#include "tensordict/non_tensor.h"
 #include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -268,6 +270,31 @@ TensorDict TensorDict::flatten_keys(std::string_view separator) const {
   TensorDict result = detail::empty_like(*this);
   flatten_into(*result.unsafeGetImpl(), *this, separator);
   return result;
+}
+
+std::vector<Item> TensorDict::to_dict() const {
+  std::vector<Item> out;
+  out.reserve(size());
+  for (auto& [key, value] : items()) {
+    switch (value.kind()) {
+      case Value::Kind::kTensor:
+        out.emplace_back(key, value.tensor());
+        break;
+      case Value::Kind::kTensorDict:
+        out.emplace_back(key, value.tensordict().to_dict());
+        break;
+      case Value::Kind::kNonTensorData:
+        out.emplace_back(key, value.non_tensor_data().data());
+        break;
+      case Value::Kind::kNonTensorStack:
+        out.emplace_back(key, value.non_tensor_stack().tolist());
+        break;
+      case Value::Kind::kLazyStack:
+        out.emplace_back(key, value.lazy_stack());
+        break;
+    }
+  }
+  return out;
 }
 
 TensorDict TensorDict::unflatten_keys(std::string_view separator) const {
