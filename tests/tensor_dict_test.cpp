@@ -1278,7 +1278,6 @@ TEST(TensorDictTest, ResolveCreateContinuesFromWhereAWalkStopped) {
   EXPECT_FALSE(td.contains({"a", "new"}));
 }
 
-
 // Python (tensordict 0.15) on the same dict:
 //   td.to_dict() -> {'a': tensor([0, 1, 2]), 'n': {'b': <ones [3, 2]>,
 //                    's': 'hi'}, 'st': ['x', 'y', 'z']}

@@ -140,8 +140,7 @@ class LazyStackedTensorClass {
   /// registered class: `meta.json` with `_type`, the lazy stack under
   /// `_tensordict/`, one directory per element) and returns it backed by
   /// the files. Python loads it as its class over a lazy stack.
-  LazyStackedTensorClass memmap(
-      const MemmapOptions& options) const {
+  LazyStackedTensorClass memmap(const MemmapOptions& options) const {
     return LazyStackedTensorClass(
         detail::tc_memmap_lazy(stack_, TC::tensor_class_info(), options));
   }
