@@ -1,5 +1,5 @@
-// Benchmarks of consolidate against memcpy bandwidth, of memmap
-// checkpoints of an nn::Transformer against torch::save / torch::load, and
+// Benchmarks of consolidate against memcpy bandwidth, of loading a memmap
+// checkpoint of an nn::Transformer against torch::load, and
 // from_consolidated against load_memmap of the same leaves. Registered at
 // static initialization, like tensor_dict_benchmark.cpp; the Python side is
 // python_consolidate.py. Memory: about 1 GiB at the peak.
@@ -108,27 +108,8 @@ void register_all() {
       ->Unit(benchmark::kMillisecond);
 
   // Checkpoints of nn::Transformer (d_model 512, 6 + 6 layers: 44M params).
-  benchmark::RegisterBenchmark(
-      "save_transformer/cpp",
-      [](benchmark::State& state) {
-        torch::nn::Transformer model{torch::nn::TransformerOptions()};
-        const std::string dir = bench_dir("save_memmap");
-        for (auto _ : state) {
-          benchmark::DoNotOptimize(TensorDict::from_module(*model).memmap(
-              tensordict::MemmapOptions(dir).num_threads(2)));
-        }
-      })
-      ->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark(
-      "save_transformer/raw",
-      [](benchmark::State& state) {
-        torch::nn::Transformer model{torch::nn::TransformerOptions()};
-        const std::string path = bench_dir("save_torch") + "/model.pt";
-        for (auto _ : state) {
-          torch::save(model, path);
-        }
-      })
-      ->Unit(benchmark::kMillisecond);
+  // Its saves, fresh and overwriting, are rows of memmap_benchmark.cpp
+  // (save_transformer_*), which names the file system.
   benchmark::RegisterBenchmark(
       "load_transformer/cpp",
       [](benchmark::State& state) {

@@ -10,20 +10,41 @@
 //   [1024] b) 10,000 float32 leaves of [256] (1 KiB each) in 100 sub-dicts,
 //   batch [256] c) 512 float32 leaves of [1024] in 8 sub-dicts (load_memmap
 //   cost per leaf) d) 100,000 x 3 x 64 x 64 uint8 images: gather 256 random
-//   rows
+//   rows e) the parameters of torch::nn::Transformer() (44M float32 in 184
+//   leaves, nested dicts)
 // Files go under $TENSORDICT_BENCH_DIR, by default /dev/shm when it is
 // writable (else the system temp directory): the benchmark measures the
-// libraries, not the disk.
+// libraries, not the disk. The save rows of b) and e) are the exception:
+// they run on a named file system, as save_<work>_<fresh|overwrite>_<fs>
+// (see NOTE [Save rows]).
+//
+// NOTE [Save rows]: a fresh save (the prefix removed, untimed, before each
+// save) and an overwrite (each save over the complete save the previous one
+// left) are separate rows, because they cost different things: a fresh
+// save creates every file, an overwrite replaces a save (the library keeps
+// the old one loadable until the new one is complete; Python writes over
+// the old files). Each runs on ext4 (the system temp directory, or
+// $TENSORDICT_BENCH_EXT4_DIR) and on tmpfs (/dev/shm); a directory whose
+// file system (statfs) is not the one the row names is skipped with a
+// message, not timed under a false name. The transformer is saved with 2
+// writer threads and the 10,000 leaves with none, on both sides. The rows
+// report the median iteration (`median_us`), as the Python side does.
+// The raw baseline of a fresh save writes and maps a new file per leaf;
+// that of an overwrite opens each existing file, pwrite()s it and maps it.
 
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <tensordict/tensordict.h>
 #include <torch/serialize.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -41,6 +62,9 @@ namespace {
 
 // Python's benchmark uses the same number of writer threads.
 constexpr int64_t kSaveThreads = 2;
+// The transformer's save rows: as many threads as Python's (see NOTE [Save
+// rows]).
+constexpr int64_t kTransformerSaveThreads = 2;
 
 // A directory of this process, removed at exit.
 class BenchDir {
@@ -410,10 +434,184 @@ void register_gather() {
       ->UseRealTime();
 }
 
+// The parameters of torch::nn::Transformer() as a TensorDict, with its
+// leaves in key order.
+const Workload& workload_e() {
+  static const Workload w = [] {
+    torch::nn::Transformer model{torch::nn::TransformerOptions()};
+    Workload out;
+    out.td = TensorDict::from_module(*model);
+    for (const auto& value : out.td.values(true, true)) {
+      out.leaves.push_back(value.tensor().contiguous());
+    }
+    return out;
+  }();
+  return w;
+}
+
+// The raw baseline of an overwrite: each leaf's existing file (written by
+// raw_write) opened, its bytes pwrite()n over the old ones, and mapped, as
+// Python writes over a save; no second tree, so nothing crash-safe.
+std::vector<at::Tensor> raw_overwrite_mapped(
+    const std::vector<at::Tensor>& leaves, const fs::path& dir) {
+  std::vector<at::Tensor> out;
+  out.reserve(leaves.size());
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const fs::path path = dir / (std::to_string(i) + ".memmap");
+    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    check_errno(fd >= 0, "open", path);
+    const char* data = static_cast<const char*>(leaves[i].data_ptr());
+    const size_t size = leaves[i].nbytes();
+    for (size_t done = 0; done < size;) {
+      const ssize_t n =
+          ::pwrite(fd, data + done, size - done, static_cast<off_t>(done));
+      check_errno(n > 0, "pwrite", path);
+      done += static_cast<size_t>(n);
+    }
+    void* mapped =
+        ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    check_errno(mapped != MAP_FAILED, "mmap", path);
+    out.push_back(at::from_blob(
+        mapped,
+        leaves[i].sizes(),
+        [size](void* p) { ::munmap(p, size); },
+        at::TensorOptions().dtype(leaves[i].dtype())));
+  }
+  return out;
+}
+
+// A file system a save row claims to run on (see NOTE [Save rows]).
+struct FileSystem {
+  const char* name;  // the row's suffix
+  long magic;        // statfs f_type
+  fs::path base;
+};
+
+std::vector<FileSystem> save_file_systems() {
+  const char* ext4_env = std::getenv("TENSORDICT_BENCH_EXT4_DIR");
+  const fs::path ext4_base = ext4_env != nullptr && *ext4_env != '\0'
+                                 ? fs::path(ext4_env)
+                                 : fs::temp_directory_path();
+  const FileSystem claimed[] = {
+      {"ext4", 0xEF53, ext4_base},        // EXT4_SUPER_MAGIC (ext2/3 share it)
+      {"tmpfs", 0x01021994, "/dev/shm"},  // TMPFS_MAGIC
+  };
+  std::vector<FileSystem> found;
+  for (const FileSystem& fs : claimed) {
+    struct statfs st {};
+    if (::statfs(fs.base.c_str(), &st) != 0 ||
+        ::access(fs.base.c_str(), W_OK) != 0) {
+      std::fprintf(
+          stderr,
+          "memmap_benchmark: skipping the *_%s save rows: %s is not a "
+          "writable directory\n",
+          fs.name,
+          fs.base.c_str());
+    } else if (static_cast<long>(st.f_type) != fs.magic) {
+      std::fprintf(
+          stderr,
+          "memmap_benchmark: skipping the *_%s save rows: %s is on a file "
+          "system of type 0x%lx, not %s\n",
+          fs.name,
+          fs.base.c_str(),
+          static_cast<long>(st.f_type),
+          fs.name);
+    } else {
+      found.push_back(fs);
+    }
+  }
+  return found;
+}
+
+// Times `save()` per iteration after an untimed `setup()`, and records the
+// median iteration as the `median_us` counter.
+template <typename Setup, typename Save>
+void time_median(benchmark::State& state, Setup setup, Save save) {
+  std::vector<double> times;
+  for (auto _ : state) {
+    setup();
+    const auto start = std::chrono::steady_clock::now();
+    save();
+    const std::chrono::duration<double> took =
+        std::chrono::steady_clock::now() - start;
+    state.SetIterationTime(took.count());
+    times.push_back(took.count() * 1e6);
+  }
+  if (!times.empty()) {
+    std::sort(times.begin(), times.end());
+    state.counters["median_us"] = times[times.size() / 2];
+  }
+}
+
+// The four rows of one workload on one file system: fresh and overwrite,
+// C++ and raw (see NOTE [Save rows]).
+void register_save_rows(
+    const std::string& work,
+    const Workload& (*workload)(),
+    int64_t threads,
+    const FileSystem& file_system) {
+  const fs::path root = file_system.base /
+                        ("tensordict_save_bench_" + std::to_string(::getpid()));
+  for (const bool overwrite : {false, true}) {
+    const std::string name =
+        work + (overwrite ? "_overwrite_" : "_fresh_") + file_system.name;
+    const fs::path dir = root / name;
+    auto cpp = [=](benchmark::State& state) {
+      const Workload& w = workload();
+      const MemmapOptions options =
+          MemmapOptions(dir.string()).num_threads(threads);
+      fs::remove_all(dir);
+      if (overwrite) {
+        (void)w.td.memmap(options);
+      }
+      time_median(
+          state,
+          [&] {
+            if (!overwrite) {
+              fs::remove_all(dir);
+            }
+          },
+          [&] { benchmark::DoNotOptimize(w.td.memmap(options)); });
+      fs::remove_all(root);
+    };
+    auto raw = [=](benchmark::State& state) {
+      const Workload& w = workload();
+      fs::remove_all(dir);
+      if (overwrite) {
+        raw_write(w.leaves, dir);
+      }
+      time_median(
+          state,
+          [&] {
+            if (!overwrite) {
+              fs::remove_all(dir);
+            }
+          },
+          [&] {
+            benchmark::DoNotOptimize(
+                overwrite ? raw_overwrite_mapped(w.leaves, dir)
+                          : raw_write_mapped(w.leaves, dir));
+          });
+      fs::remove_all(root);
+    };
+    for (const bool is_raw : {false, true}) {
+      auto* bench =
+          is_raw ? benchmark::RegisterBenchmark((name + "/raw").c_str(), raw)
+                 : benchmark::RegisterBenchmark((name + "/cpp").c_str(), cpp);
+      bench->Unit(benchmark::kMillisecond)->UseManualTime()->MinTime(2.0);
+    }
+  }
+}
+
 void register_all() {
   register_save("save_256MiB", workload_a, 0);
   register_save("save_256MiB_2threads", workload_a, kSaveThreads);
-  register_save("save_10k_1KiB", workload_b, 0);
+  for (const FileSystem& file_system : save_file_systems()) {
+    register_save_rows(
+        "save_transformer", workload_e, kTransformerSaveThreads, file_system);
+    register_save_rows("save_10k_1KiB", workload_b, 0, file_system);
+  }
   register_torch_serialize();
   register_load("load_256MiB", workload_a);
   register_load("load_10k_1KiB", workload_b);

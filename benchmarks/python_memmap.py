@@ -8,11 +8,18 @@ file:
   b) 10,000 float32 leaves of [256] (1 KiB each) in 100 sub-dicts, batch [256]
   c) 512 float32 leaves of [1024] in 8 sub-dicts
   d) 100,000 x 3 x 64 x 64 uint8 images, memory-mapped: gather 256 random rows
+  e) the parameters of torch.nn.Transformer()
 Files go under $TENSORDICT_BENCH_DIR, by default /dev/shm when it is writable
 (else the system temp directory): the benchmark measures the libraries, not
-the disk.
+the disk. The save rows of b) and e) are the exception: they run on a named
+file system, as save_<work>_<fresh|overwrite>_<fs>, with the rules of NOTE
+[Save rows] in memmap_benchmark.cpp (ext4: the system temp directory or
+$TENSORDICT_BENCH_EXT4_DIR; tmpfs: /dev/shm; a directory on another file
+system is skipped with a message).
 """
 
+import ctypes
+import ctypes.util
 import json
 import os
 import shutil
@@ -25,6 +32,40 @@ import torch
 from tensordict import TensorDict
 
 SAVE_THREADS = 2  # as kSaveThreads in memmap_benchmark.cpp
+TRANSFORMER_SAVE_THREADS = 2  # as kTransformerSaveThreads
+
+# statfs f_type of the file systems the save rows claim (ext2/3 share ext4's).
+FS_MAGIC = {"ext4": 0xEF53, "tmpfs": 0x01021994}
+
+
+def fs_type(path):
+    """statfs(path).f_type (the first member of struct statfs on Linux)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    buf = ctypes.create_string_buffer(256)
+    if libc.statfs(os.fsencode(path), buf) != 0:
+        return None
+    return ctypes.c_long.from_buffer(buf).value
+
+
+def save_file_systems():
+    """(name, base directory) of each file system the save rows run on."""
+    claimed = [
+        ("ext4", os.environ.get("TENSORDICT_BENCH_EXT4_DIR") or tempfile.gettempdir()),
+        ("tmpfs", "/dev/shm"),
+    ]
+    found = []
+    for name, base in claimed:
+        if not (os.path.isdir(base) and os.access(base, os.W_OK)):
+            print(f"python_memmap: skipping the *_{name} save rows: {base} is not a writable directory",
+                  file=sys.stderr)
+            continue
+        kind = fs_type(base)
+        if kind != FS_MAGIC[name]:
+            print(f"python_memmap: skipping the *_{name} save rows: {base} is on a file system of type "
+                  f"{kind if kind is None else hex(kind)}, not {name}", file=sys.stderr)
+            continue
+        found.append((name, base))
+    return found
 
 
 def make_workload(batch, groups, per_group, leaf_shape):
@@ -93,7 +134,7 @@ def main(out_path):
 
     def record(name, us):
         results.append({"name": name, "python_us": us})
-        print(f"python {name:22s} {us:12.1f} us", file=sys.stderr)
+        print(f"python {name:32s} {us:12.1f} us", file=sys.stderr)
 
     try:
         a, a_leaves = workload_a()
@@ -106,7 +147,32 @@ def main(out_path):
 
         record("save_256MiB", time_us(lambda: a.memmap(where, num_threads=0), fresh))
         record("save_256MiB_2threads", time_us(lambda: a.memmap(where, num_threads=SAVE_THREADS), fresh))
-        record("save_10k_1KiB", time_us(lambda: b.memmap(where, num_threads=0), fresh))
+
+        # Fresh saves and overwrites, per file system (NOTE [Save rows]).
+        params = TensorDict.from_module(torch.nn.Transformer())
+        for fs_name, fs_base in save_file_systems():
+            fs_root = os.path.join(fs_base, f"tensordict_save_bench_py_{os.getpid()}")
+            try:
+                for work, td, threads in [
+                    ("save_transformer", params, TRANSFORMER_SAVE_THREADS),
+                    ("save_10k_1KiB", b, 0),
+                ]:
+                    d = os.path.join(fs_root, work)
+
+                    def save(td=td, d=d, threads=threads):
+                        td.memmap(d, num_threads=threads)
+
+                    def remove(d=d):
+                        shutil.rmtree(d, ignore_errors=True)
+
+                    remove()
+                    record(f"{work}_fresh_{fs_name}", time_us(save, remove, min_time=2.0))
+                    remove()
+                    save()
+                    record(f"{work}_overwrite_{fs_name}", time_us(save, min_time=2.0))
+                    remove()
+            finally:
+                shutil.rmtree(fs_root, ignore_errors=True)
 
         pt = os.path.join(root, "leaves.pt")
         record("torch_save_256MiB", time_us(lambda: torch.save(a_leaves, pt)))
