@@ -199,6 +199,22 @@ struct Step : tensordict::TensorClass<Step> {
   TENSORDICT_FIELDS(Step, obs, action, (std::string, task))
 };
 
+// The Step the class scenarios exchange (tests/python/distributed_interop.py
+// builds the same one).
+Step make_step(double fill, const std::string& task) {
+  return Step(
+      {{"obs", torch::arange(12, torch::kFloat).reshape({4, 3}) + fill},
+       {"action", torch::arange(4) + static_cast<int64_t>(fill)},
+       {"task", task}},
+      {4});
+}
+
+void expect_same_step(const Step& got, const Step& want, const char* what) {
+  TORCH_CHECK(torch::equal(got.obs(), want.obs()), what, ": obs differs");
+  TORCH_CHECK(
+      torch::equal(got.action(), want.action()), what, ": action differs");
+}
+
 void remote_init(int rank, int /*world*/) {
   const TensorDict want = sample(2);
   const Step step(
@@ -241,18 +257,8 @@ void expect_error(
 // class to a dict and back, a mismatch named on the receiver, then the
 // collectives.
 void tensor_class(int rank, int world) {
-  auto make = [](double fill, const std::string& task) {
-    return Step(
-        {{"obs", torch::arange(12, torch::kFloat).reshape({4, 3}) + fill},
-         {"action", torch::arange(4) + static_cast<int64_t>(fill)},
-         {"task", task}},
-        {4});
-  };
-  auto same = [](const Step& got, const Step& want, const char* what) {
-    TORCH_CHECK(torch::equal(got.obs(), want.obs()), what, ": obs differs");
-    TORCH_CHECK(
-        torch::equal(got.action(), want.action()), what, ": action differs");
-  };
+  auto* const make = &make_step;
+  auto* const same = &expect_same_step;
   const Step want = make(0.5, "reach");
   if (rank == 0) {
     dist::send(want, 1);
@@ -647,6 +653,22 @@ void py_recv(int rank, int /*world*/) {
   expect_equal(sum, reducible(4), "all_reduce with Python");
 }
 
+// A Python tensorclass on the other end (Python's wire: checked(false)).
+void py_class(int rank, int /*world*/) {
+  const int peer = 1 - rank;
+  Step got = make_step(0, "kept");
+  dist::recv(got, peer, dist::RecvOptions().checked(false));
+  expect_same_step(got, make_step(0.5, ""), "recv from a Python tensorclass");
+  TORCH_CHECK(got.task() == "kept");
+  const Step remote = dist::from_remote_init<Step>(peer);
+  expect_same_step(remote, make_step(0.5, ""), "from_remote_init<Step>");
+  TORCH_CHECK(remote.task() == "reach", "got task ", remote.task());
+  const Step b = dist::broadcast(Step(), peer);
+  expect_same_step(b, make_step(0.5, ""), "broadcast from Python");
+  TORCH_CHECK(b.task() == "reach");
+  dist::send(make_step(1.5, "sent"), peer, dist::SendOptions().checked(false));
+}
+
 void py_send(int rank, int /*world*/) {
   const int peer = 1 - rank;
   const TensorDict td = sample(4);
@@ -677,6 +699,7 @@ const std::map<std::string, Scenario>& scenarios() {
       {"sender_dies_mid_transfer", sender_dies_mid_transfer},
       {"py_recv", py_recv},
       {"py_send", py_send},
+      {"py_class", py_class},
   };
   return all;
 }

@@ -28,7 +28,10 @@
 //   first, so c10d stays out of tensor_dict.h; keyword arguments are
 //   options structs. Each also takes a TensorClass (Python's tensorclass
 //   methods): `dist::send(step, 1)` on one rank, `dist::recv(step, 0)` on
-//   the other; `from_remote_init<Step>(0)` names the class to build.
+//   the other; `from_remote_init<Step>(0)` names the class to build. A
+//   Python tensorclass also names its class in the metadata of init_remote
+//   and broadcast (`_tensorclass_type`, which C++ skips); a C++ class does
+//   not, so a Python receiver gets a TensorDict (`Cls.from_tensordict`).
 // - Point-to-point transfers are `checked` by default: the sender first
 //   sends a digest of its keys, shapes and dtypes (tag 2^31 - 2), the
 //   receiver compares it with its own and answers (one round trip), and
