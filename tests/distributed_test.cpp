@@ -199,6 +199,22 @@ struct Step : tensordict::TensorClass<Step> {
   TENSORDICT_FIELDS(Step, obs, action, (std::string, task))
 };
 
+// The Step the class scenarios exchange (tests/python/distributed_interop.py
+// builds the same one).
+Step make_step(double fill, const std::string& task) {
+  return Step(
+      {{"obs", torch::arange(12, torch::kFloat).reshape({4, 3}) + fill},
+       {"action", torch::arange(4) + static_cast<int64_t>(fill)},
+       {"task", task}},
+      {4});
+}
+
+void expect_same_step(const Step& got, const Step& want, const char* what) {
+  TORCH_CHECK(torch::equal(got.obs(), want.obs()), what, ": obs differs");
+  TORCH_CHECK(
+      torch::equal(got.action(), want.action()), what, ": action differs");
+}
+
 void remote_init(int rank, int /*world*/) {
   const TensorDict want = sample(2);
   const Step step(
@@ -230,6 +246,103 @@ void remote_init(int rank, int /*world*/) {
     TORCH_CHECK(torch::equal(into.action(), torch::arange(4)));
     TORCH_CHECK(
         into.task() == "kept", "non-tensor fields stay with per-leaf recv");
+  }
+}
+
+void expect_error(
+    const std::function<void()>& fn, std::vector<std::string> parts);
+
+// A TensorClass on both ends, with no `.tensordict()`: point to point in
+// place (the receiver keeps its class and its own non-tensor field), a
+// class to a dict and back, a mismatch named on the receiver, then the
+// collectives.
+void tensor_class(int rank, int world) {
+  auto* const make = &make_step;
+  auto* const same = &expect_same_step;
+  const Step want = make(0.5, "reach");
+  if (rank == 0) {
+    dist::send(want, 1);
+    dist::send(want, 1, dist::SendOptions().init_tag(3).pseudo_rand(true));
+    dist::isend(want, 1);
+    dist::send(want, 1);               // into a dict
+    dist::send(want.tensordict(), 1);  // a dict into a class
+    dist::init_remote(want, 1);
+    // The receiver's action is [5]: refused before a byte is written.
+    expect_error(
+        [&] { dist::send(want, 1); }, {"send to rank 1", "key 'action'"});
+  } else {
+    Step got = make(0, "kept");
+    const TensorDict dict = got.tensordict();
+    const at::Tensor obs = got.obs();
+    TORCH_CHECK(dist::recv(got, 0) == 1, "recv returns the last tag");
+    same(got, want, "recv");
+    TORCH_CHECK(got.task() == "kept", "non-tensor fields stay with recv");
+    TORCH_CHECK(
+        got.tensordict().is_same(dict) && got.obs().is_same(obs),
+        "recv writes into the class's own tensors");
+    Step pseudo = make(0, "kept");
+    dist::recv(pseudo, 0, dist::RecvOptions().init_tag(3).pseudo_rand(true));
+    same(pseudo, want, "recv(pseudo_rand)");
+    Step async = make(0, "kept");
+    auto works =
+        dist::irecv(async, 0, dist::RecvOptions().return_premature(true));
+    TORCH_CHECK(works.size() == 2, "one work per leaf, got ", works.size());
+    for (auto& w : works) {
+      w->wait();
+    }
+    same(async, want, "irecv");
+    TensorDict as_dict = make(0, "kept").tensordict();
+    dist::recv(as_dict, 0);
+    TORCH_CHECK(torch::equal(as_dict.get("obs"), want.obs()), "class to dict");
+    Step from_dict = make(0, "kept");
+    dist::recv(from_dict, 0);
+    same(from_dict, want, "dict to class");
+    const Step remote = dist::from_remote_init<Step>(0);
+    same(remote, want, "from_remote_init<Step>");
+    TORCH_CHECK(remote.task() == "reach", "init_remote carries the task");
+    Step wrong(
+        {{"obs", torch::zeros({4, 3})},
+         {"action", torch::zeros({4, 5}, torch::kLong)},
+         {"task", "kept"}},
+        {4});
+    expect_error(
+        [&] { dist::recv(wrong, 0); },
+        {"recv from rank 0",
+         "key 'action' is torch.int64 [4,5] here but torch.int64 [4] on the "
+         "sender",
+         "nothing was written"});
+    TORCH_CHECK(
+        torch::equal(wrong.action(), torch::zeros({4, 5}, torch::kLong)));
+  }
+  // Collectives: every rank passes its own instance.
+  Step mine = make(rank, "rank " + std::to_string(rank));
+  const Step got = dist::broadcast(mine, world - 1);
+  same(got, make(world - 1, ""), "broadcast");
+  TORCH_CHECK(
+      got.task() == "rank " + std::to_string(world - 1),
+      "broadcast carries the task, got ",
+      got.task());
+  const std::vector<Step> all = dist::all_gather(mine);
+  TORCH_CHECK(static_cast<int>(all.size()) == world);
+  for (int i = 0; i < world; ++i) {
+    same(all[i], make(i, ""), "all_gather");
+    TORCH_CHECK(all[i].task() == "rank " + std::to_string(i), "all_gather");
+  }
+  dist::all_reduce(mine);
+  const double total = world * (world - 1) / 2.0;
+  TORCH_CHECK(
+      torch::equal(
+          mine.obs(),
+          torch::arange(12, torch::kFloat).reshape({4, 3}) * world + total),
+      "all_reduce");
+  Step reduced = make(rank, "r");
+  dist::reduce(reduced, 0);
+  if (rank == 0) {
+    TORCH_CHECK(
+        torch::equal(
+            reduced.action(),
+            torch::arange(4) * world + static_cast<int64_t>(total)),
+        "reduce");
   }
 }
 
@@ -540,6 +653,22 @@ void py_recv(int rank, int /*world*/) {
   expect_equal(sum, reducible(4), "all_reduce with Python");
 }
 
+// A Python tensorclass on the other end (Python's wire: checked(false)).
+void py_class(int rank, int /*world*/) {
+  const int peer = 1 - rank;
+  Step got = make_step(0, "kept");
+  dist::recv(got, peer, dist::RecvOptions().checked(false));
+  expect_same_step(got, make_step(0.5, ""), "recv from a Python tensorclass");
+  TORCH_CHECK(got.task() == "kept");
+  const Step remote = dist::from_remote_init<Step>(peer);
+  expect_same_step(remote, make_step(0.5, ""), "from_remote_init<Step>");
+  TORCH_CHECK(remote.task() == "reach", "got task ", remote.task());
+  const Step b = dist::broadcast(Step(), peer);
+  expect_same_step(b, make_step(0.5, ""), "broadcast from Python");
+  TORCH_CHECK(b.task() == "reach");
+  dist::send(make_step(1.5, "sent"), peer, dist::SendOptions().checked(false));
+}
+
 void py_send(int rank, int /*world*/) {
   const int peer = 1 - rank;
   const TensorDict td = sample(4);
@@ -560,6 +689,7 @@ const std::map<std::string, Scenario>& scenarios() {
       {"send_recv", send_recv},
       {"remote_init", remote_init},
       {"every_dtype", every_dtype},
+      {"tensor_class", tensor_class},
       {"ring", ring},
       {"collectives", collectives},
       {"mismatch", mismatch},
@@ -569,6 +699,7 @@ const std::map<std::string, Scenario>& scenarios() {
       {"sender_dies_mid_transfer", sender_dies_mid_transfer},
       {"py_recv", py_recv},
       {"py_send", py_send},
+      {"py_class", py_class},
   };
   return all;
 }
@@ -703,6 +834,12 @@ TEST(DistributedTest, SendRecvEveryFormTwoRanks) {
 
 TEST(DistributedTest, InitRemoteCarriesKeysShapesAndNonTensors) {
   expect_all_ok(run_ranks("remote_init", 2));
+}
+
+TEST(DistributedTest, TensorClassOnBothEndsOfEveryFunction) {
+  const auto results = run_ranks("tensor_class", 2);
+  expect_all_ok(results);
+  EXPECT_NE(results[1].output.find("error as expected"), std::string::npos);
 }
 
 TEST(DistributedTest, EveryDtypeOfTheFormatCrossesTheWire) {

@@ -430,9 +430,9 @@ TEST(MemmapTest, TensorclassOverALazyStackRoundTrips) {
       "LazyStackedTensorDict");
 }
 
-TEST(MemmapTest, ALazyStackCannotLoadIntoANestedDictInPlace) {
-  // {"n": a lazy stack on disk}: a dense load stacks it; loading into an
-  // existing nested dict would have nowhere to put the elements.
+TEST(MemmapTest, ALazyStackLoadsIntoANestedDictInPlaceAsThatStack) {
+  // {"n": a lazy stack on disk}: a dense load stacks it; loading in place
+  // replaces the nested dict by the mapped stack, as Python does.
   TempDir dir;
   TensorDict td({{"n", TensorDict({{"a", torch::zeros({2, 3})}}, {2})}}, {2});
   (void)td.memmap(dir / "td");
@@ -445,10 +445,16 @@ TEST(MemmapTest, ALazyStackCannotLoadIntoANestedDictInPlace) {
   EXPECT_TRUE(torch::equal(
       TensorDict::load_memmap(dir / "td").get({"n", "a"}),
       torch::ones({2, 3})));
-  EXPECT_THROWS_WITH(
-      td.load_memmap_(dir / "td"),
-      c10::Error,
-      "holds a lazy stack, which cannot be loaded into a dict in place");
+  const TensorDict nested = td.get_tensordict("n");
+  td.load_memmap_(dir / "td");
+  const Value& n = td["n"];
+  ASSERT_TRUE(n.is_lazy_stack());
+  EXPECT_EQ(n.lazy_stack().tensordicts().size(), 2u);
+  EXPECT_TRUE(
+      MemoryMappedTensor::is_memmap(n.lazy_stack().tensordicts()[1].get("a")));
+  EXPECT_TRUE(torch::equal(td.get({"n", "a"}), torch::ones({2, 3})));
+  // The dict it replaced is left as it was.
+  EXPECT_TRUE(torch::equal(nested.get("a"), torch::zeros({2, 3})));
 }
 
 TEST(MemmapTest, PythonClassRoundTrips) {
@@ -1414,6 +1420,165 @@ TEST(MemmapAppendTest, AKilledAppendLoadsAsTheOldRowsOrTheNewByPythonsRule) {
   write_text(prefix + "/next/.meta.json.append.tmp", old_next);
   (void)first.memmap(prefix);
   expect_td_equal(TensorDict::load_memmap(prefix), first);
+}
+
+// --- load_memmap into `out` (Python's `out=`) and load_memmap_ -------------
+
+TEST(MemmapTest, LoadMemmapIntoOutKeepsNestedDictsAndRemovesStaleKeys) {
+  TempDir dir;
+  // Python 0.15: keys ['a', ('nested', 'b'), ('nested', 'c')], the nested
+  // dict kept, `a` a MemoryMappedTensor, `out` neither locked nor memmapped.
+  const TensorDict src(
+      {{"a", torch::ones({3})},
+       {"nested",
+        TensorDict({{"b", torch::ones({3})}, {"c", torch::ones({3, 2})}}, {3})},
+       {"s", "hello"}},
+      {3});
+  (void)src.memmap(dir / "td");
+  TensorDict out(
+      {{"a", torch::zeros({3})},
+       {"z", torch::zeros({3})},
+       {"nested",
+        TensorDict({{"b", torch::zeros({3})}, {"y", torch::zeros({3})}}, {3})},
+       {"s", torch::zeros({3})}},
+      {3});
+  out.set_names({"x"});
+  const TensorDict nested = out.get_tensordict("nested");
+  const TensorDict got = TensorDict::load_memmap(dir / "td", out);
+  EXPECT_TRUE(got.is_same(out));
+  EXPECT_EQ(
+      out.keys(/*include_nested=*/true, /*leaves_only=*/true),
+      (std::vector<NestedKey>{"a", {"nested", "b"}, {"nested", "c"}}));
+  EXPECT_TRUE(out.get_tensordict("nested").is_same(nested));
+  EXPECT_FALSE(nested.contains("y"));
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(out.get("a")));
+  EXPECT_TRUE(torch::equal(out.get({"nested", "c"}), torch::ones({3, 2})));
+  EXPECT_EQ(out.get_non_tensor("s"), Json("hello"));
+  EXPECT_FALSE(out.is_locked());
+  EXPECT_FALSE(out.is_memmap());
+  EXPECT_EQ(out.names(), (DimNames{"x"}));  // kept, as in Python
+  EXPECT_EQ(out.saved_path(), std::optional<std::string>(dir / "td"));
+  // A subpath loads that dict.
+  TensorDict sub({{"b", torch::zeros({3})}, {"c", torch::zeros({3})}}, {3});
+  (void)TensorDict::load_memmap(
+      dir / "td", sub, LoadMemmapOptions().subpath({"nested"}));
+  EXPECT_EQ(sub.keys(), (std::vector<NestedKey>{"b", "c"}));
+  EXPECT_TRUE(torch::equal(sub.get("c"), torch::ones({3, 2})));
+}
+
+TEST(MemmapTest, LoadMemmapInPlaceRemovesTheKeysTheDirectoryLacks) {
+  // Python's load_memmap_ example: ['a'] and MemoryMappedTensor([1, 1, 1]).
+  TempDir dir;
+  (void)TensorDict({{"a", torch::ones({3})}}).save(dir / "td");
+  TensorDict td({{"a", torch::zeros({3})}, {"b", torch::zeros({3})}});
+  EXPECT_EQ(&td.load_memmap_(dir / "td"), &td);
+  EXPECT_EQ(td.keys(), (std::vector<NestedKey>{"a"}));
+  EXPECT_TRUE(torch::equal(td.get("a"), torch::ones({3})));
+  // A memmapped dict is lifted from its lock and stays memmapped.
+  TensorDict mapped =
+      TensorDict({{"a", torch::zeros({3})}, {"z", torch::zeros({3})}})
+          .memmap(dir / "other");
+  mapped.load_memmap_(dir / "td");
+  EXPECT_EQ(mapped.keys(), (std::vector<NestedKey>{"a"}));
+  EXPECT_TRUE(mapped.is_memmap());
+  EXPECT_TRUE(mapped.is_locked());
+}
+
+TEST(MemmapTest, LoadMemmapIntoOutChecksEverythingBeforeWriting) {
+  TempDir dir;
+  const TensorDict src(
+      {{"a", torch::ones({2})},
+       {"n", TensorDict({{"b", torch::ones({2, 3})}}, {2, 3})}},
+      {2});
+  (void)src.memmap(dir / "td");
+  auto untouched = [] {
+    return TensorDict(
+        {{"a", torch::zeros({2})},
+         {"n", TensorDict({{"b", torch::zeros({2, 4})}}, {2, 4})},
+         {"k", torch::zeros({2})}},
+        {2});
+  };
+  // A nested dict of another batch size: Python writes `a` and then fails.
+  TensorDict out = untouched();
+  EXPECT_THROWS_WITH(
+      TensorDict::load_memmap(dir / "td", out),
+      c10::ValueError,
+      "cannot load a tensordict saved with batch size [2, 3] into a dict of "
+      "batch size [2, 4] at 'n'");
+  expect_td_equal(out, untouched());
+  TensorDict five({{"a", torch::zeros({5})}}, {5});
+  EXPECT_THROWS_WITH(
+      TensorDict::load_memmap(dir / "td", five),
+      c10::ValueError,
+      "saved with batch size [2] into a dict of batch size [5]");
+  // Python's device rule.
+  TensorDict on_cpu({{"a", torch::zeros({2})}}, {2}, c10::Device(c10::kCPU));
+  EXPECT_THROWS_WITH(
+      TensorDict::load_memmap(
+          dir / "td",
+          on_cpu,
+          LoadMemmapOptions().device(c10::Device(c10::kMeta))),
+      c10::ValueError,
+      "Cannot load a tensordict on device meta into a tensordict on device "
+      "cpu.");
+  // A locked dict (Python's error; load_memmap_ lifts the lock instead).
+  TensorDict locked = untouched();
+  locked.lock_();
+  EXPECT_THROWS_WITH(
+      TensorDict::load_memmap(dir / "td", locked),
+      c10::Error,
+      "Cannot modify locked TensorDict");
+  // A lazy stack at the root cannot become `out`.
+  (void)memmap(
+      lazy_stack(
+          {TensorDict({{"a", torch::ones({3})}}),
+           TensorDict({{"a", torch::ones({4})}})}),
+      dir / "ls");
+  TensorDict into({{"a", torch::zeros({2})}}, {2});
+  EXPECT_THROWS_WITH(
+      TensorDict::load_memmap(dir / "ls", into),
+      c10::ValueError,
+      "holds a lazy stack, which cannot be loaded into a TensorDict in place");
+  EXPECT_TRUE(torch::equal(into.get("a"), torch::zeros({2})));
+}
+
+TEST(MemmapTest, ANestedLazyStackLoadsIntoOutWhenItsCountFits) {
+  // {"s": a lazy stack of 3 dicts along dim 1 of [2, 3]} on disk.
+  TempDir dir;
+  std::vector<TensorDict> elements;
+  for (int64_t i = 0; i < 3; ++i) {
+    elements.push_back(TensorDict({{"b", torch::full({2, i + 1}, i)}}, {2}));
+  }
+  TensorDict src({{"a", torch::ones({2})}}, {2});
+  src.set("s", Value(lazy_stack(elements, /*stack_dim=*/1)));
+  (void)src.memmap(dir / "td");
+  EXPECT_TRUE(fs::exists(dir / "td/s/2/b.memmap"));
+  // Python: "Cannot load 3 stacked tensordicts into a stack of 4
+  // tensordicts.", before anything is written here.
+  TensorDict four(
+      {{"a", torch::zeros({2})},
+       {"s", TensorDict({{"q", torch::zeros({2, 4})}}, {2, 4})}},
+      {2});
+  EXPECT_THROWS_WITH(
+      TensorDict::load_memmap(dir / "td", four),
+      c10::ValueError,
+      "Cannot load 3 stacked tensordicts into a stack of 4 tensordicts at "
+      "'s'.");
+  EXPECT_TRUE(torch::equal(four.get("a"), torch::zeros({2})));
+  // Three: the nested dict is replaced by the mapped stack.
+  TensorDict three(
+      {{"a", torch::zeros({2})},
+       {"s", TensorDict({{"q", torch::zeros({2, 3})}}, {2, 3})}},
+      {2});
+  (void)TensorDict::load_memmap(dir / "td", three);
+  const Value& s = three["s"];
+  ASSERT_TRUE(s.is_lazy_stack());
+  const auto& loaded = s.lazy_stack().tensordicts();
+  ASSERT_EQ(loaded.size(), 3u);
+  EXPECT_EQ(s.lazy_stack().stack_dim(), 1);
+  EXPECT_TRUE(torch::equal(loaded[2].get("b"), torch::full({2, 3}, 2)));
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(loaded[2].get("b")));
+  EXPECT_TRUE(torch::equal(three.get("a"), torch::ones({2})));
 }
 
 }  // namespace memmap_test

@@ -2392,4 +2392,187 @@ TEST(TensorClassTest, GetWithANestedKeyChainsThroughTheFields) {
       "field 'a' holds no nested dict");
 }
 
+// --- set with SetOptions and nested keys, memmap_async_, load into `out` ---
+
+namespace {
+
+// Code generic over a dict and a class: SetOptions and nested keys.
+template <typename Dict>
+void generic_set(Dict& dict) {
+  dict.set("a", torch::tensor({5.0f, 6.0f}), SetOptions().non_blocking(true));
+  dict.set({"inner", "x"}, torch::tensor({7.0f, 8.0f}), SetOptions());
+}
+
+}  // namespace
+
+TEST(TensorClassTest, SetTakesNonBlockingAndTensorDictsSetOptions) {
+  Holder h = make_holder();
+  EXPECT_EQ(
+      &h.set(
+          "a",
+          torch::tensor({9.0f, 9.0f}),
+          /*inplace=*/false,
+          /*non_blocking=*/true),
+      &h);
+  EXPECT_TRUE(torch::equal(h.a(), torch::tensor({9.0f, 9.0f})));
+  const at::Tensor storage = h.a();
+  h.set(
+      "a",
+      torch::tensor({1.0f, 2.0f}),
+      SetOptions().inplace(true).non_blocking(true));
+  EXPECT_TRUE(h.a().is_same(storage));
+  EXPECT_TRUE(torch::equal(storage, torch::tensor({1.0f, 2.0f})));
+  // The options keep the class's rules: in place on a string field throws.
+  EXPECT_THROWS_WITH(
+      h.set("s", "other", SetOptions().inplace(true)),
+      c10::Error,
+      "Cannot update the existing NonTensorData of field 's' of Holder in "
+      "place");
+
+  TensorDict td = make_holder().to_tensordict();
+  generic_set(td);
+  generic_set(h);
+  EXPECT_TRUE(torch::equal(h.a(), td.get("a")));
+  EXPECT_TRUE(torch::equal(h.inner().x(), td.get({"inner", "x"})));
+  EXPECT_TRUE(torch::equal(h.inner().x(), torch::tensor({7.0f, 8.0f})));
+}
+
+TEST(TensorClassTest, SetWithANestedKeyWritesIntoTheNestedField) {
+  Holder h = make_holder();
+  const Inner inner = h.inner();
+  const at::Tensor x = inner.x();
+  // Python's `h.set(("inner", "x"), value)` is `h.inner.set("x", value)`.
+  EXPECT_EQ(&h.set({"inner", "x"}, torch::tensor({0.5f, 1.5f})), &h);
+  EXPECT_TRUE(inner.x().is_same(h.inner().x()));
+  EXPECT_TRUE(torch::equal(inner.x(), torch::tensor({0.5f, 1.5f})));
+  EXPECT_FALSE(h.inner().x().is_same(x));
+  // In place: the nested field's tensor keeps its storage.
+  const at::Tensor kept = h.inner().x();
+  h.set({"inner", "x"}, torch::tensor({3.0f, 3.0f}), /*inplace=*/true);
+  EXPECT_TRUE(h.inner().x().is_same(kept));
+  EXPECT_TRUE(torch::equal(kept, torch::tensor({3.0f, 3.0f})));
+  // A key of one part is a field name.
+  h.set({"a"}, torch::tensor({4.0f, 4.0f}));
+  EXPECT_TRUE(torch::equal(h.a(), torch::tensor({4.0f, 4.0f})));
+  // The nested class's own rules: its fields only.
+  EXPECT_THROWS_WITH(
+      h.set({"inner", "y"}, torch::zeros({2})),
+      c10::Error,
+      "Cannot set the attribute 'y': Inner has no such field. Its fields "
+      "are ['x'].");
+  EXPECT_THROWS_WITH(
+      h.set({"nope", "y"}, torch::zeros({2})),
+      c10::Error,
+      "Cannot set the attribute 'nope': Holder has no such field");
+  EXPECT_THROWS_WITH(
+      h.set({"a", "y"}, torch::zeros({2})),
+      c10::ValueError,
+      "set: field 'a' of Holder holds no nested dict or class, so it has no "
+      "entry 'y'");
+  // A TensorDict field is written as TensorDict::set writes.
+  Trajectory t = make_trajectory(2);
+  EXPECT_THROWS_WITH(
+      t.set({"extra", "y"}, torch::zeros({2})),
+      c10::ValueError,
+      "is unset (None), so it has no entry 'y'");
+  t.set_extra(TensorDict({{"z", torch::zeros({2})}}, {2}));
+  t.set({"extra", "y", "w"}, torch::ones({2, 3}));
+  t.set({"extra", "label"}, "hi");
+  EXPECT_TRUE(torch::equal(t.extra()->get({"y", "w"}), torch::ones({2, 3})));
+  EXPECT_EQ(t.extra()->get_non_tensor("label"), Json("hi"));
+  EXPECT_THROWS_WITH(
+      t.set({"extra", "z"}, torch::zeros({3})),
+      c10::Error,
+      "batch dimension mismatch");
+  // A locked instance refuses, as in Python.
+  Holder locked = make_holder();
+  locked.lock_();
+  EXPECT_THROWS_WITH(
+      locked.set({"inner", "x"}, torch::zeros({2})),
+      c10::Error,
+      "Cannot modify locked TensorDict");
+  EXPECT_TRUE(torch::equal(locked.inner().x(), torch::tensor({3.0f, 4.0f})));
+}
+
+TEST(TensorClassTest, MemmapAsyncInPlaceMapsTheInstance) {
+  TempDir tmp;
+  const std::string dir = tmp / "async_";
+  Registered p =
+      make_registered(torch::full({2, 3}, 2.0f), torch::ones({2}), "hi");
+  auto saving = p.memmap_async_(MemmapOptions(dir));
+  static_assert(std::is_same_v<decltype(saving), std::future<Registered>>);
+  const Registered done = saving.get();
+  EXPECT_TRUE(done.is_same(p));
+  EXPECT_TRUE(p.is_memmap());
+  EXPECT_TRUE(p.is_locked());
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(p.pos()));
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(p.inner().x()));
+  EXPECT_EQ(
+      read_text(dir + "/meta.json"),
+      "{\"_type\":\"<class 'tests.Registered'>\"}");
+  const Registered loaded = Registered::load(dir);
+  EXPECT_TRUE(torch::equal(loaded.pos(), torch::full({2, 3}, 2.0f)));
+  EXPECT_EQ(loaded.label(), "hi");
+  // An error is thrown by get(), and the instance is not memmapped.
+  Registered other =
+      make_registered(torch::ones({2, 3}), torch::ones({2}), "x");
+  auto refused = other.memmap_async_(MemmapOptions(dir).existsok(false));
+  EXPECT_THROW(refused.get(), c10::Error);
+  EXPECT_FALSE(other.is_memmap());
+}
+
+TEST(TensorClassTest, LoadMemmapIntoOutUnsetsTheFieldsTheDirectoryLacks) {
+  TempDir tmp;
+  const std::string dir = tmp / "out";
+  Trajectory saved = make_trajectory(2);
+  (void)saved.memmap(MemmapOptions(dir));
+  Trajectory out = make_trajectory(2);
+  out.set_step(int64_t{3});
+  out.set_mask(torch::ones({2}, torch::kBool));
+  out.set_task("old");
+  const TensorDict inner = out.inner().tensordict();
+  static_assert(
+      std::is_same_v<decltype(Trajectory::load_memmap(dir, out)), Trajectory>);
+  const Trajectory got = Trajectory::load_memmap(dir, out);
+  EXPECT_TRUE(got.is_same(out));
+  // As Python: the optional fields the directory lacks are unset.
+  EXPECT_TRUE(out.is_none("step"));
+  EXPECT_TRUE(out.is_none("mask"));
+  EXPECT_EQ(out.task(), "reach");
+  EXPECT_TRUE(torch::equal(out.obs(), saved.obs()));
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(out.obs()));
+  // The nested class's dict is reused.
+  EXPECT_TRUE(out.inner().tensordict().is_same(inner));
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(out.inner().x()));
+  // load_ (Python's load_memmap_) follows the same rule.
+  Holder h = make_holder();
+  Holder without_s(
+      {{"a", torch::ones({2})},
+       {"inner", Inner({{"x", torch::ones({2})}}, {2})},
+       {"s", std::nullopt}},
+      {2});
+  (void)without_s.memmap(MemmapOptions(tmp / "holder"));
+  h.load_(tmp / "holder");
+  EXPECT_TRUE(h.is_none("s"));
+  EXPECT_TRUE(torch::equal(h.a(), torch::ones({2})));
+  // A frozen instance is locked: refused, unchanged.
+  Frozen frozen({{"x", torch::zeros({2})}}, {2});
+  (void)Frozen({{"x", torch::ones({2})}}, {2})
+      .memmap(MemmapOptions(tmp / "frozen"));
+  EXPECT_THROWS_WITH(
+      Frozen::load_memmap(tmp / "frozen", frozen),
+      c10::Error,
+      "Cannot modify locked TensorDict");
+  EXPECT_TRUE(torch::equal(frozen.x(), torch::zeros({2})));
+  // Another registered class is refused before anything is written.
+  (void)make_registered(torch::ones({2, 3}), torch::ones({2}), "r")
+      .memmap(MemmapOptions(tmp / "registered"));
+  Inner other({{"x", torch::full({2}, 4.0f)}}, {2});
+  EXPECT_THROWS_WITH(
+      Inner::load_memmap(tmp / "registered", other),
+      c10::ValueError,
+      "holds the Python class <class 'tests.Registered'>");
+  EXPECT_TRUE(torch::equal(other.x(), torch::full({2}, 4.0f)));
+}
+
 }  // namespace tensor_class_test

@@ -26,7 +26,12 @@
 // Differences from Python, for C++'s sake:
 // - The methods are free functions in `tensordict::dist` taking the dict
 //   first, so c10d stays out of tensor_dict.h; keyword arguments are
-//   options structs.
+//   options structs. Each also takes a TensorClass (Python's tensorclass
+//   methods): `dist::send(step, 1)` on one rank, `dist::recv(step, 0)` on
+//   the other; `from_remote_init<Step>(0)` names the class to build. A
+//   Python tensorclass also names its class in the metadata of init_remote
+//   and broadcast (`_tensorclass_type`, which C++ skips); a C++ class does
+//   not, so a Python receiver gets a TensorDict (`Cls.from_tensordict`).
 // - Point-to-point transfers are `checked` by default: the sender first
 //   sends a digest of its keys, shapes and dtypes (tag 2^31 - 2), the
 //   receiver compares it with its own and answers (one round trip), and
@@ -47,8 +52,11 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "tensordict/detail/tensor_class_traits.h"
 #include "tensordict/options.h"
 #include "tensordict/tensor_dict.h"
 
@@ -186,6 +194,83 @@ all_reduce(const TensorDict& td, const CollectiveOptions& options = {});
 /// and returns nullopt.
 TENSORDICT_API std::optional<TensorDict> gather_and_stack(
     const TensorDict& td, int dst, const CollectiveOptions& options = {});
+
+// --- TensorClass on either end -----------------------------------------------
+// A TensorClass crosses the wire as its dict, as in Python (whose tensorclass
+// methods forward to `_tensordict`): the same messages and tags, so a class
+// on one end talks to a dict or a class on the other, C++ or Python. A class
+// received in place keeps its class; one built from what arrived
+// (from_remote_init, broadcast, all_gather, gather_and_stack) is checked
+// like `TC::from_tensordict`.
+
+/// Sends the fields of `tc` (see `send`).
+template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
+int64_t send(const TC& tc, int dst, const SendOptions& options = {}) {
+  return send(tc.tensordict(), dst, options);
+}
+/// Receives into the tensor fields of `tc` in place (see `recv`).
+template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
+int64_t recv(const TC& tc, int src, const RecvOptions& options = {}) {
+  return recv(tc.tensordict(), src, options);
+}
+/// Starts sending the fields of `tc` (see `isend`).
+template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
+Works isend(const TC& tc, int dst, const SendOptions& options = {}) {
+  return isend(tc.tensordict(), dst, options);
+}
+/// Starts receiving into the tensor fields of `tc` (see `irecv`).
+template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
+Works irecv(const TC& tc, int src, const RecvOptions& options = {}) {
+  return irecv(tc.tensordict(), src, options);
+}
+/// Sends `tc` for `from_remote_init<TC>` (or the dict form) on `dst`.
+template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
+void init_remote(const TC& tc, int dst, const CollectiveOptions& options = {}) {
+  init_remote(tc.tensordict(), dst, options);
+}
+/// Receives what `init_remote` sent as a `TC`; throws like
+/// `TC::from_tensordict` when it does not fit the class.
+template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
+[[nodiscard]] TC from_remote_init(
+    int src, const CollectiveOptions& options = {}) {
+  return TC::from_tensordict(from_remote_init(src, options));
+}
+/// `broadcast` of a class: every rank returns rank `src`'s instance.
+template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
+[[nodiscard]] TC broadcast(
+    const TC& tc, int src, const CollectiveOptions& options = {}) {
+  return TC::from_tensordict(broadcast(tc.tensordict(), src, options));
+}
+/// Reduces every tensor field onto rank `dst`, in place there.
+template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
+Works reduce(const TC& tc, int dst, const CollectiveOptions& options = {}) {
+  return reduce(tc.tensordict(), dst, options);
+}
+/// Reduces every tensor field across the group, in place on every rank.
+template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
+Works all_reduce(const TC& tc, const CollectiveOptions& options = {}) {
+  return all_reduce(tc.tensordict(), options);
+}
+/// Returns every rank's instance, in rank order.
+template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
+[[nodiscard]] std::vector<TC> all_gather(
+    const TC& tc, const CollectiveOptions& options = {}) {
+  std::vector<TC> out;
+  for (auto& td : all_gather(tc.tensordict(), options)) {
+    out.push_back(TC::from_tensordict(std::move(td)));
+  }
+  return out;
+}
+/// `gather_and_stack` of a class: on `dst`, the other ranks' instances
+/// stacked into `tc`'s fields, returned as `tc`; elsewhere nullopt.
+template <typename TC, std::enable_if_t<is_tensor_class_v<TC>, int> = 0>
+std::optional<TC> gather_and_stack(
+    const TC& tc, int dst, const CollectiveOptions& options = {}) {
+  if (gather_and_stack(tc.tensordict(), dst, options)) {
+    return tc;
+  }
+  return std::nullopt;
+}
 
 namespace detail {
 /// Python's `tensordict.utils._int_generator`: the next pseudo-random tag

@@ -508,14 +508,60 @@ class TensorClass : public std::conditional_t<
   /// not fit or the dtype cannot be cast), a dict into the nested dict's
   /// tensors; replacing a set non-tensor field, or unsetting a set field,
   /// throws. A locked instance throws even in place, as in Python.
+  /// `non_blocking` copies to the instance's device asynchronously where
+  /// the device allows it, as `TensorDict::set`.
   template <typename V = void>
   Derived& set(
-      std::string_view name, const FieldArg& value, bool inplace = false) {
+      std::string_view name,
+      const FieldArg& value,
+      bool inplace = false,
+      bool non_blocking = false) {
+    return set<V>(
+        name, value, SetOptions().inplace(inplace).non_blocking(non_blocking));
+  }
+  /// Same, with TensorDict's `SetOptions` (so code generic over a dict and
+  /// a class compiles).
+  template <typename V = void>
+  Derived& set(
+      std::string_view name, const FieldArg& value, const SetOptions& options) {
     static_assert(
         std::is_void_v<V> && !has_flag(kFlags, ClassFlags::kFrozen),
         "cannot assign to a field of a frozen TensorClass");
     detail::tc_set_by_name(
-        this->td_, Derived::tensor_class_info(), name, value, inplace);
+        this->td_, Derived::tensor_class_info(), name, value, options);
+    return self();
+  }
+  /// Sets the entry at a nested key whose first part names a field holding
+  /// a dict or a class, Python's `tc.set(("inner", "x"), value)`: by the
+  /// nested class's rules (a TensorClass field) or as `TensorDict::set` (a
+  /// TensorDict field). Throws KeyError for a first part that is not a
+  /// field, ValueError when that field is unset or holds no dict, and
+  /// RuntimeError when the instance is locked. Unlike Python, which drops
+  /// them for a nested key, `inplace` and `non_blocking` apply.
+  template <typename V = void>
+  Derived& set(
+      std::initializer_list<std::string_view> key,
+      const FieldArg& value,
+      bool inplace = false,
+      bool non_blocking = false) {
+    return set<V>(
+        key, value, SetOptions().inplace(inplace).non_blocking(non_blocking));
+  }
+  /// Same, with TensorDict's `SetOptions`.
+  template <typename V = void>
+  Derived& set(
+      std::initializer_list<std::string_view> key,
+      const FieldArg& value,
+      const SetOptions& options) {
+    static_assert(
+        std::is_void_v<V> && !has_flag(kFlags, ClassFlags::kFrozen),
+        "cannot assign to a field of a frozen TensorClass");
+    detail::tc_set_nested(
+        this->td_,
+        Derived::tensor_class_info(),
+        c10::ArrayRef<std::string_view>(key.begin(), key.size()),
+        value,
+        options);
     return self();
   }
 
@@ -793,6 +839,20 @@ class TensorClass : public std::conditional_t<
           return wrap(saving.get());
         });
   }
+  /// Runs `memmap_` on a background thread, as Python's
+  /// `memmap_(..., return_early=True)` (see `TensorDict::memmap_async_`):
+  /// the future holds this instance once its tensors map the files, locked.
+  /// The instance must not be used until the future is ready; an error is
+  /// thrown by `get()`.
+  [[nodiscard]] std::future<Derived> memmap_async_(
+      const MemmapOptions& options = {}) {
+    detail::tc_mark_classes(this->td_, Derived::tensor_class_info());
+    return std::async(
+        std::launch::deferred,
+        [saving = this->td_.memmap_async_(options)]() mutable {
+          return wrap(saving.get());
+        });
+  }
   /// `memmap_like(..., return_early=True)`, as `memmap_async`.
   [[nodiscard]] std::future<Derived> memmap_like_async(
       const MemmapOptions& options = {}) const {
@@ -834,10 +894,11 @@ class TensorClass : public std::conditional_t<
   }
   /// Loads a directory saved by `memmap` (or by Python) into this instance
   /// in place, as Python's `load_` / `load_memmap_`: tensors map the files,
-  /// non-tensor fields take the saved values, and fields the directory
-  /// lacks are kept (see `TensorDict::load_memmap_`). Throws ValueError,
-  /// before loading anything, if the directory holds another registered
-  /// class or entries that do not fit this one.
+  /// non-tensor fields take the saved values, nested dicts and classes are
+  /// loaded into, and fields the directory lacks are unset, as in Python
+  /// (see `TensorDict::load_memmap_`). Throws ValueError, before loading
+  /// anything, if the directory holds another registered class or entries
+  /// that do not fit this one.
   Derived& load_(
       const std::string& prefix, const LoadMemmapOptions& options = {}) {
     detail::tc_load_memmap_into(
@@ -857,6 +918,20 @@ class TensorClass : public std::conditional_t<
       const std::string& prefix, const LoadMemmapOptions& options = {}) {
     return wrap(
         detail::tc_load_memmap(Derived::tensor_class_info(), prefix, options));
+  }
+  /// Loads a memmap directory into `out` and returns it, as Python's
+  /// `Cls.load_memmap(prefix, out=out)`: the rules of
+  /// `TensorDict::load_memmap(prefix, out)` on `out`'s dict (fields the
+  /// directory lacks are unset, non-tensor fields replaced), after the
+  /// checks of `load_memmap` (from meta.json, before anything is written).
+  /// A frozen `out` is locked, so it is refused, as in Python.
+  static Derived load_memmap(
+      const std::string& prefix,
+      Derived& out,
+      const LoadMemmapOptions& options = {}) {
+    detail::tc_load_memmap_out(
+        out.tensordict(), Derived::tensor_class_info(), prefix, options);
+    return out;
   }
   /// Same as `load_memmap` (Python's `load`).
   [[nodiscard]] static Derived load(

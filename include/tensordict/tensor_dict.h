@@ -888,9 +888,29 @@ class TENSORDICT_API TensorDict {
   /// Same as `load_memmap` (Python's `load`).
   [[nodiscard]] static TensorDict load(
       const std::string& prefix, const LoadMemmapOptions& options = {});
-  /// Loads a memmap directory into this dict: its leaves are replaced by the
-  /// mapped ones and keys it lacks are added (the lock is lifted meanwhile
-  /// and restored, and a memmapped dict stays memmapped).
+  /// Loads a memmap directory (or archive) into `out` and returns it, as
+  /// Python's `load_memmap(prefix, out=out)`: `out`'s nested dicts are kept
+  /// and loaded into, its other entries are replaced by the loaded ones (no
+  /// storage is reused: to write into `out`'s tensors, use
+  /// `out.update_(load_memmap(prefix))`), entries the tree lacks are
+  /// removed, and new ones added. `out` keeps its batch size and dim names;
+  /// a lazy stack saved where `out` has a dict replaces it. The leaves load
+  /// on `out`'s device; another `options.device()` is a ValueError. Unlike
+  /// Python, which writes as it reads, everything is loaded and checked
+  /// first, so that on any error `out` is unchanged: a locked `out` (or
+  /// nested dict it keeps), a batch size that differs from the saved one,
+  /// a lazy stack whose element count differs from the dict it replaces
+  /// (Python's ValueError), or a lazy stack at the root (Python returns a
+  /// new stack instead of `out`; use `load_memmap_any`). A lazy stack `out`
+  /// holds is replaced, not loaded into element by element.
+  static TensorDict load_memmap(
+      const std::string& prefix,
+      TensorDict& out,
+      const LoadMemmapOptions& options = {});
+  /// Loads a memmap directory into this dict, as Python's `load_memmap_`
+  /// (`load_memmap(prefix, *this)`: keys the tree lacks are removed). The
+  /// lock is lifted meanwhile and restored, and a memmapped dict stays
+  /// memmapped (Python refuses a locked dict that is not memmapped).
   TensorDict& load_memmap_(
       const std::string& prefix, const LoadMemmapOptions& options = {});
   /// Same as `load_memmap_` (Python's `load_`).

@@ -95,8 +95,7 @@ class Loader {
       const std::string& dir,
       c10::IntArrayRef parent_batch,
       int64_t depth,
-      std::optional<LazyStackedTensorDict>* lazy = nullptr,
-      const TensorDict* out = nullptr) {
+      std::optional<LazyStackedTensorDict>* lazy = nullptr) {
     TORCH_CHECK(
         depth <= options_.max_depth(),
         "memmap directories nest deeper than ",
@@ -107,7 +106,7 @@ class Loader {
     Json meta = read_meta(dir);
     const std::string type = meta["_type"].get<std::string>();
     if (type == kTensorDictType || type == kTensorDictParamsType) {
-      return Value(load_dict(dir, meta, depth, out));
+      return Value(load_dict(dir, meta, depth));
     }
     if (type == kNonTensorDataType || type == kMetaDataType) {
       return load_non_tensor_data(dir, meta, parent_batch);
@@ -116,15 +115,9 @@ class Loader {
       return load_non_tensor_stack(dir, meta, parent_batch);
     }
     if (type == kLazyStackType) {
-      TORCH_CHECK(
-          out == nullptr,
-          dir,
-          " holds a lazy stack, which cannot be loaded into a dict in place (",
-          describe(path_),
-          ")");
       return lazy_stack_value(load_lazy_stack(dir, meta, depth), lazy);
     }
-    return load_tensorclass(dir, meta, type, depth, lazy, out);
+    return load_tensorclass(dir, meta, type, depth, lazy);
   }
 
   // A lazy stack: handed to `lazy` when given (the root of
@@ -139,10 +132,7 @@ class Loader {
   }
 
   TensorDict load_dict(
-      const std::string& dir,
-      const Json& meta,
-      int64_t depth,
-      const TensorDict* out) {
+      const std::string& dir, const Json& meta, int64_t depth) {
     const std::string meta_path = join_path(dir, "meta.json");
     const MetadataReader reader(meta_path, path_);
     const auto shape = meta.find("shape");
@@ -162,24 +152,11 @@ class Loader {
           "; pass LoadMemmapOptions().device(...) to choose where it loads");
       device = device ? device : saved_device;
     }
-    TensorDict result;
-    if (out != nullptr) {
-      result = *out;
-      TORCH_CHECK(
-          result.batch_size() == c10::IntArrayRef(batch),
-          "cannot load ",
-          dir,
-          " into a dict of batch size ",
-          result.batch_size(),
-          ": it was saved with batch size ",
-          c10::IntArrayRef(batch));
-    } else {
-      result = TensorDict(batch, device);
-      // As Python, which ignores a "_names" that is not a list.
-      const auto names = meta.find("_names");
-      if (names != meta.end() && names->is_array()) {
-        result.set_names(reader.names(*names, batch.size(), "_names"));
-      }
+    TensorDict result(batch, device);
+    // As Python, which ignores a "_names" that is not a list.
+    const auto names = meta.find("_names");
+    if (names != meta.end() && names->is_array()) {
+      result.set_names(reader.names(*names, batch.size(), "_names"));
     }
     if (!meta_device_) {
       mappings_.reserve(tensor_entries(meta), dir, path_);
@@ -191,13 +168,7 @@ class Loader {
       const PathPart part(path_, name);
       try {
         std::optional<Value> value = load_entry(
-            dir,
-            name,
-            entry,
-            MetadataReader(meta_path, path_),
-            batch,
-            depth,
-            result);
+            dir, name, entry, MetadataReader(meta_path, path_), batch, depth);
         if (value) {
           result.set(NestedKey(std::string(name)), *value);
         }
@@ -293,8 +264,7 @@ class Loader {
       const Json& entry,
       const MetadataReader& reader,
       c10::IntArrayRef batch,
-      int64_t depth,
-      const TensorDict& result) {
+      int64_t depth) {
     if (const auto type = entry.find("type"); type != entry.end()) {
       (void)reader.string(*type, "type");
       const std::string child_dir = resolve(dir, name, /*is_collection=*/true);
@@ -309,18 +279,7 @@ class Loader {
           "refusing to load ",
           child_dir,
           ": it must be a directory, not a symlink or a file");
-      // Load into an existing nested dict (load_memmap_), as Python does.
-      const Value* existing = result.find(NestedKey(std::string(name)));
-      const TensorDict* child_out =
-          existing != nullptr && existing->is_tensordict()
-              ? &existing->tensordict()
-              : nullptr;
-      std::optional<Value> value =
-          load_collection(child_dir, batch, depth + 1, nullptr, child_out);
-      if (child_out != nullptr) {
-        return std::nullopt;  // loaded in place
-      }
-      return value;
+      return load_collection(child_dir, batch, depth + 1);
     }
     TENSORDICT_CHECK_METADATA(
         reader,
@@ -440,8 +399,7 @@ class Loader {
       const Json& meta,
       const std::string& type,
       int64_t depth,
-      std::optional<LazyStackedTensorDict>* lazy,
-      const TensorDict* out) {
+      std::optional<LazyStackedTensorDict>* lazy) {
     const std::string meta_path = join_path(dir, "meta.json");
     TENSORDICT_CHECK_METADATA(
         MetadataReader(meta_path, path_),
@@ -468,14 +426,6 @@ class Loader {
     const std::string fields_type = fields_meta["_type"].get<std::string>();
     if (fields_type == kLazyStackType) {
       // Python's `Cls.lazy_stack(...)`: the class over a lazy stack.
-      TORCH_CHECK(
-          out == nullptr,
-          dir,
-          " holds a lazy stack of ",
-          type,
-          ", which cannot be loaded into a dict in place (",
-          describe(path_),
-          ")");
       LazyStackedTensorDict stack =
           load_lazy_stack(fields, fields_meta, depth + 1);
       stack.set_python_class(type);
@@ -491,7 +441,7 @@ class Loader {
         " must be a TensorDict or a LazyStackedTensorDict (",
         describe(path_),
         ")");
-    TensorDict td = load_dict(fields, fields_meta, depth + 1, out);
+    TensorDict td = load_dict(fields, fields_meta, depth + 1);
     td.unsafeGetImpl()->python_class = type;
     if (!files_.is_archive()) {
       td.unsafeGetImpl()->memmap.prefix = dir;
@@ -706,53 +656,7 @@ TensorDict& TensorDict::load_(
   return load_memmap_(prefix, options);
 }
 
-TensorDict& TensorDict::load_memmap_(
-    const std::string& prefix, const LoadMemmapOptions& options) {
-  const bool was_locked = impl_->locked;
-  const bool was_memmap = impl_->memmap.is_memmap;
-  if (was_locked) {
-    unlock_();
-  }
-  LoadMemmapOptions opts = options;
-  if (!opts.device() && impl_->device) {
-    opts.device(impl_->device);
-  }
-  detail::OpenedTree tree(prefix, opts);
-  const std::string& dir = tree.dir();
-  const detail::TreeFiles& files = tree.files();
-  detail::Loader& loader = tree.loader();
-  try {
-    Json meta = loader.read_meta(dir);
-    std::string fields = dir;
-    if (meta["_type"] != detail::kTensorDictType &&
-        files.kind(detail::join_path(dir, "_tensordict")) ==
-            detail::PathKind::kDirectory) {
-      // A tensorclass keeps its fields one level down.
-      fields = detail::join_path(dir, "_tensordict");
-      meta = loader.read_meta(fields);
-    }
-    TORCH_CHECK(
-        meta["_type"] == detail::kTensorDictType,
-        dir,
-        " does not hold a TensorDict, so it cannot be loaded in place");
-    loader.load_dict(fields, meta, 0, this);
-    impl_->memmap.prefix = tree.is_archive() ? std::string() : dir;
-  } catch (...) {
-    if (was_locked) {
-      lock_();
-    }
-    throw;
-  }
-  if (was_locked || was_memmap) {
-    lock_();
-  }
-  if (was_memmap) {
-    detail::for_each_dict(*impl_, [](detail::TensorDictImpl& impl) {
-      impl.memmap.is_memmap = true;
-    });
-  }
-  return *this;
-}
+// TensorDict::load_memmap_ and load_memmap into `out`: load_into.cpp.
 
 TensorDict& TensorDict::memmap_refresh_() {
   TORCH_CHECK(

@@ -39,6 +39,17 @@ void tc_load_memmap_into(
   dest.load_memmap_(prefix, options);
 }
 
+void tc_load_memmap_out(
+    const TensorDict& td,
+    const ClassInfo& info,
+    const std::string& prefix,
+    const LoadMemmapOptions& options) {
+  (void)tc_load_memmap(
+      info, prefix, LoadMemmapOptions(options).device(c10::Device(c10::kMeta)));
+  TensorDict dest = td;
+  (void)TensorDict::load_memmap(prefix, dest, options);
+}
+
 LazyStackedTensorDict tc_memmap_lazy(
     const LazyStackedTensorDict& stack,
     const ClassInfo& info,

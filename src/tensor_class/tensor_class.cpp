@@ -414,8 +414,9 @@ void tc_set_field(
     const ClassInfo& info,
     size_t index,
     const FieldArg& arg,
-    bool inplace) {
+    const SetOptions& options) {
   TensorDict td = td_in;
+  const bool inplace = options.inplace();
   const FieldInfo& field = info.fields[index];
   const std::string& key = field.name;
   const FieldArg::Variant& v = arg.value();
@@ -436,7 +437,7 @@ void tc_set_field(
         " in place with ",
         arg_name(arg));
   };
-  const SetOptions set_options = SetOptions().inplace(inplace);
+  const SetOptions& set_options = options;
   if (arg.is_none()) {
     refuse_in_place();
     if (td.contains(key)) {
@@ -574,12 +575,70 @@ void tc_set_by_name(
     const ClassInfo& info,
     std::string_view name,
     const FieldArg& value,
-    bool inplace) {
+    const SetOptions& options) {
   const auto index = find_field(info, name);
   if (!index) {
     throw_no_such_field(info, name);
   }
-  tc_set_field(td, info, *index, value, inplace);
+  tc_set_field(td, info, *index, value, options);
+}
+
+void tc_set_nested(
+    const TensorDict& td,
+    const ClassInfo& info,
+    c10::ArrayRef<std::string_view> key,
+    const FieldArg& value,
+    const SetOptions& options) {
+  TORCH_CHECK_VALUE(!key.empty(), "set: the key is empty");
+  if (key.size() == 1) {
+    tc_set_by_name(td, info, key.front(), value, options);
+    return;
+  }
+  const auto index = find_field(info, key.front());
+  if (!index) {
+    throw_no_such_field(info, key.front());
+  }
+  // Python checks the instance's own lock before it reaches the field.
+  check_unlocked(*td.unsafeGetImpl());
+  const FieldInfo& field = info.fields[*index];
+  const Value* first = tc_find(td, info, *index);
+  TORCH_CHECK_VALUE(
+      first != nullptr && first->is_tensordict(),
+      "set: ",
+      field_label(info, *index),
+      first == nullptr ? " is unset (None)" : " holds no nested dict or class",
+      ", so it has no entry '",
+      key[1],
+      "'");
+  const TensorDict& nested = first->tensordict();
+  if (field.kind == FieldKind::kTensorClass) {
+    try {
+      tc_set_nested(nested, *field.nested, key.slice(1), value, options);
+    } catch (c10::Error& e) {
+      TORCH_RETHROW(e, "while setting ", field_label(info, *index));
+    }
+    return;
+  }
+  std::vector<std::string> rest(key.begin() + 1, key.end());
+  TensorDict dest = nested;
+  const FieldArg::Variant& v = value.value();
+  if (const auto* t = std::get_if<at::Tensor>(&v)) {
+    dest.set(NestedKey(rest), *t, options);
+  } else if (const auto* d = std::get_if<TensorDict>(&v)) {
+    dest.set(NestedKey(rest), *d, options);
+  } else if (const auto* j = std::get_if<Json>(&v)) {
+    dest.set_non_tensor(NestedKey(rest), *j);
+  } else if (is_number(v)) {
+    dest.set(NestedKey(rest), number_tensor(v), options);
+  } else {
+    // None: Python's TensorDict.set(key, None) stores nothing either.
+    TORCH_CHECK_VALUE(
+        false,
+        "set: cannot store None at ",
+        NestedKey(rest).to_string(),
+        " of the TensorDict ",
+        field_label(info, *index));
+  }
 }
 
 std::optional<Value> tc_get_or(

@@ -5,7 +5,7 @@ one process group, both directions.
 Usage: distributed_interop.py DISTRIBUTED_TEST_BINARY
 
 The C++ side is tests/distributed_test.cpp run as a rank (TD_DIST_SCENARIO
-py_recv / py_send); this script is the other rank and builds the same dicts
+py_recv / py_send / py_class); this script is the other rank and builds the same dicts
 (sample() mirrors the C++ sample()). Per-leaf messages use Python's wire, so
 the C++ rank passes checked(false).
 """
@@ -18,7 +18,24 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
-from tensordict import NonTensorData, TensorDict
+from tensordict import NonTensorData, TensorClass, TensorDict
+
+
+class Step(TensorClass):
+    """The C++ Step of tests/distributed_test.cpp."""
+
+    obs: torch.Tensor
+    action: torch.Tensor
+    task: str
+
+
+def make_step(fill, task):
+    return Step(
+        obs=torch.arange(12, dtype=torch.float32).reshape(4, 3) + fill,
+        action=torch.arange(4) + int(fill),
+        task=task,
+        batch_size=[4],
+    )
 
 
 def sample(fill, with_values=True):
@@ -94,6 +111,20 @@ def python_receives(rank):
     check_equal(r, reducible(4), "all_reduce with C++")
 
 
+def python_class(rank):
+    # A tensorclass on this end, a C++ TensorClass on the other.
+    peer = 1 - rank
+    step = make_step(0.5, "reach")
+    step.send(peer)
+    step.init_remote(dst=peer)
+    step.broadcast(src=rank)
+    got = make_step(0, "kept")
+    got.recv(peer)
+    want = make_step(1.5, "")
+    assert torch.equal(got.obs, want.obs) and torch.equal(got.action, want.action), got
+    assert got.task == "kept", got.task
+
+
 def run(binary, scenario, python_rank, python_side):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -122,6 +153,7 @@ def run(binary, scenario, python_rank, python_side):
 def main(binary):
     run(binary, "py_recv", 0, python_sends)
     run(binary, "py_send", 1, python_receives)
+    run(binary, "py_class", 0, python_class)
 
 
 if __name__ == "__main__":

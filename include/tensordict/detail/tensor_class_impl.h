@@ -41,13 +41,13 @@ TENSORDICT_API TensorDict tc_construct(
     const DimNames& names);
 /// Stores `value` as field `index`, cast as the class flags say; with
 /// `inplace`, copies it into the field's tensor (or dict) when set, as
-/// Python's `set(..., inplace=True)`.
+/// Python's `set(..., inplace=True)`; `non_blocking` goes to the copy.
 TENSORDICT_API void tc_set_field(
     const TensorDict& td,
     const ClassInfo& info,
     size_t index,
     const FieldArg& value,
-    bool inplace = false);
+    const SetOptions& options = {});
 /// Stores `value` as the field named `name`; throws AttributeError's text
 /// (as a KeyError) for a name that is not a field.
 TENSORDICT_API void tc_set_by_name(
@@ -55,7 +55,17 @@ TENSORDICT_API void tc_set_by_name(
     const ClassInfo& info,
     std::string_view name,
     const FieldArg& value,
-    bool inplace = false);
+    const SetOptions& options = {});
+/// Stores `value` at a nested key whose first part names a field holding a
+/// dict or a class (Python's `tc.set(("a", "b"), value)`): by the nested
+/// class's rules for a TensorClass field, as `TensorDict::set` for a
+/// TensorDict field. A key of one part is `tc_set_by_name`.
+TENSORDICT_API void tc_set_nested(
+    const TensorDict& td,
+    const ClassInfo& info,
+    c10::ArrayRef<std::string_view> key,
+    const FieldArg& value,
+    const SetOptions& options = {});
 /// Returns the entry of the field named `name`: nullopt when the field is
 /// unset, `default_value` when `name` is not a field (Python's `get`).
 TENSORDICT_API std::optional<Value> tc_get_or(
@@ -138,6 +148,13 @@ TENSORDICT_API TensorDict tc_load_memmap(
 /// Loads a memmap directory into an instance's dict in place, after checking
 /// (from meta.json only) that it holds this class.
 TENSORDICT_API void tc_load_memmap_into(
+    const TensorDict& td,
+    const ClassInfo& info,
+    const std::string& prefix,
+    const LoadMemmapOptions& options);
+/// Loads a memmap directory into an instance's dict as
+/// `TensorDict::load_memmap(prefix, out)`, after the same check.
+TENSORDICT_API void tc_load_memmap_out(
     const TensorDict& td,
     const ClassInfo& info,
     const std::string& prefix,

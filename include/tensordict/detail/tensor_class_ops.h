@@ -94,7 +94,8 @@
   X(MEMBER, load)             X(MEMBER, state_dict)     X(MEMBER, load_state_dict) \
   X(MEMBER, repr)             X(MEMBER, memmap_async)   X(MEMBER, memmap_like) \
   X(MEMBER, memmap_refresh_)  X(MEMBER, dumps)          X(MEMBER, load_)      \
-  X(MEMBER, load_memmap_)                                                     \
+  X(MEMBER, load_memmap_)     X(MEMBER, memmap_async_)  X(MEMBER, save_async) \
+  X(MEMBER, memmap_like_async)                                                \
   /* keys, structure and updates, with TensorDict's arguments */            \
   X(QUERY, keys)              X(QUERY, values)          X(QUERY, items)       \
   X(QUERY, map)               X(QUERY, map_iter)        X(QUERY, is_consolidated) \
