@@ -624,9 +624,10 @@ TEST(ArchiveTest, MemmapLikeWritesAZeroFilledWritableArchive) {
   const std::string path = tmp / "like.tdz";
   sample().save(path);  // replaced, never reused
   const TensorDict like = sample().memmap_like(path);
-  EXPECT_EQ(like.batch_size(), sample().batch_size());
-  for (const auto& key : sample().keys(true, true)) {
-    const Value& want = *sample().find(key);
+  const TensorDict want_td = sample();
+  EXPECT_EQ(like.batch_size(), want_td.batch_size());
+  for (const auto& key : want_td.keys(true, true)) {
+    const Value& want = *want_td.find(key);
     if (!want.is_tensor()) {
       EXPECT_EQ(like.find(key)->non_tensor(), want.non_tensor());
       continue;
