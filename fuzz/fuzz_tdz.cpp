@@ -1,7 +1,8 @@
 // libFuzzer target: the zip reader of `.tdz` memmap archives over the input
 // written as a file: is_memmap_archive, load_memmap (every leaf read, so a
-// view outside the mapping would be caught) and unpack_memmap (CRCs,
-// inflate, names).
+// view outside the mapping would be caught), unpack_memmap (CRCs, inflate,
+// names), then refresh_archive_checksums (which writes into the file: every
+// offset it writes at must lie inside it) and a load of the result.
 
 #include <cstddef>
 #include <cstdint>
@@ -36,6 +37,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const std::exception&) {
   }
   std::error_code ignored;
+  std::filesystem::remove_all(out, ignored);
+  try {
+    const auto before = std::filesystem::file_size(path);
+    (void)tensordict::refresh_archive_checksums(path);
+    if (std::filesystem::file_size(path) != before) {
+      __builtin_trap();  // it may only rewrite CRC fields in place
+    }
+    (void)tensordict::unpack_memmap(path, out);
+  } catch (const std::exception&) {
+  }
   std::filesystem::remove_all(out, ignored);
   return 0;
 }

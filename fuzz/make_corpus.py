@@ -17,8 +17,10 @@ fuzzer grew survives):
 - fuzz_safetensors: safetensors files written by Python tensordict's
   ``to_safetensors`` and, when the ``safetensors`` package is installed, by
   ``safetensors.torch.save_file`` (dotted names, no tensordict metadata).
-- fuzz_tdz: `.tdz` archives written by Python (``save("x.tdz")`` and a
-  deflated ``pack_memmap``).
+- fuzz_tdz: `.tdz` archives written by Python (``save("x.tdz")``, a
+  deflated ``pack_memmap``, a ``memmap_like`` archive written into without
+  ``refresh_archive_checksums`` (stale CRCs), and a zip written by
+  ``zipfile`` to an unseekable stream, whose entries have data descriptors).
 
 Files larger than the fuzzers' -max_len are left out.
 """
@@ -188,6 +190,34 @@ def tdz_archives(scratch: str) -> list[str]:
     deflated = os.path.join(scratch, "deflated.tdz")
     pack_memmap(directory, deflated, compression="deflate")
     out.append(deflated)
+    stale = os.path.join(scratch, "stale.tdz")
+    like = td.memmap_like(stale)
+    like["a"] += 1
+    del like
+    out.append(stale)
+    # zipfile puts the CRCs and sizes in data descriptors (flag 0x8) when it
+    # cannot seek back to the local header.
+    import zipfile
+
+    class Unseekable:
+        def __init__(self, raw):
+            self.raw = raw
+
+        def write(self, data):
+            return self.raw.write(data)
+
+        def flush(self):
+            self.raw.flush()
+
+    described = os.path.join(scratch, "descriptor.tdz")
+    with open(described, "wb") as raw:
+        with zipfile.ZipFile(Unseekable(raw), "w") as zf:
+            for root, _, files in sorted(os.walk(directory)):
+                for name in sorted(files, key=lambda n: (n != "meta.json", n)):
+                    path = os.path.join(root, name)
+                    with open(path, "rb") as f:
+                        zf.writestr(os.path.relpath(path, directory), f.read())
+    out.append(described)
     return out
 
 

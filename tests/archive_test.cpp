@@ -1,13 +1,22 @@
 // Tests of include/tensordict/archive.h: `.tdz` memmap archives, and of the
 // zip reader behind them (src/io/zip.h).
 
+#include "memmap/archive.h"
+
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "io/zip.h"
@@ -500,6 +509,402 @@ TEST(ArchiveTest, InflateAndDeflateRoundTrip) {
       garbage.data(), garbage.size(), out.data(), out.size(), "entry"));
   EXPECT_ANY_THROW(detail::inflate_raw(
       packed.data(), packed.size() / 2, out.data(), out.size(), "entry"));
+}
+
+// --- writing archives directly, memmap_like, refresh_archive_checksums ---
+
+// The entry names of an archive, in order.
+std::vector<std::string> entry_names(const std::string& path) {
+  std::vector<std::string> names;
+  for (const auto& entry : parse(read_text(path))) {
+    names.push_back(entry.name);
+  }
+  return names;
+}
+
+// `bytes` with the DOS times and dates of every header zeroed, so that two
+// archives written in different seconds compare.
+std::string without_timestamps(std::string bytes) {
+  for (const auto& entry : parse(bytes)) {
+    set_le(bytes, entry.header_offset + 10, 0, 4);
+    set_le(bytes, entry.central_offset + 12, 0, 4);
+  }
+  return bytes;
+}
+
+TEST(ArchiveTest, SaveStreamsLeavesWithoutStagingADirectory) {
+  TempDir tmp;
+  const std::string path = tmp / "sub/td.tdz";
+  std::vector<std::vector<std::string>> seen;  // tmp/sub while writing
+  const auto listing = [&] {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(tmp / "sub")) {
+      names.push_back(
+          entry.path().filename().string() + (entry.is_directory() ? "/" : ""));
+    }
+    return names;
+  };
+  int64_t last_done = 0;
+  int64_t last_total = 0;
+  const TensorDict td = sample();
+  const TensorDict loaded =
+      td.save(MemmapOptions(path).progress([&](int64_t done, int64_t total) {
+        seen.push_back(listing());
+        last_done = done;
+        last_total = total;
+      }));
+  // One call per leaf file, each seeing only the temporary archive (no
+  // staged directory), then the archive alone.
+  ASSERT_EQ(seen.size(), 5u);
+  for (const auto& names : seen) {
+    ASSERT_EQ(names.size(), 1u);
+    EXPECT_EQ(names[0].rfind(".td.tdz.tmp-", 0), 0u) << names[0];
+  }
+  EXPECT_EQ(last_done, last_total);
+  EXPECT_EQ(last_total, 48 + 24 + 3 + 12 + 3);
+  EXPECT_EQ(listing(), std::vector<std::string>{"td.tdz"});
+  expect_td_equal(loaded, td);
+  EXPECT_FALSE(loaded.saved_path().has_value());
+}
+
+TEST(ArchiveTest, SaveWritesPythonsEntryOrderAndMatchesPackedBytes) {
+  TempDir tmp;
+  TensorDict td({2});
+  td.set("z", torch::ones({2}));
+  td.set({"m", "y"}, torch::arange(2));
+  td.set({"m", "b"}, torch::zeros({2, 3}));
+  td.set("a", torch::full({2}, 3.0));
+  td.set("empty", torch::ones({2, 0}));  // no file, so no entry
+  td.set("meta", NonTensorData("x", {2}));
+  const MemmapOptions spaced =
+      MemmapOptions(tmp / "td.tdz").json_style(JsonStyle::kSpaced);
+  (void)td.save(spaced);
+  EXPECT_EQ(
+      entry_names(tmp / "td.tdz"),
+      (std::vector<std::string>{
+          "meta.json",
+          "a.memmap",
+          "z.memmap",
+          "m/meta.json",
+          "m/b.memmap",
+          "m/y.memmap",
+          "meta/meta.json"}));
+  // The same bytes as the directory of the same tree, packed.
+  (void)td.memmap(MemmapOptions(tmp / "dir").json_style(JsonStyle::kSpaced));
+  pack_memmap(tmp / "dir", tmp / "packed.tdz");
+  EXPECT_EQ(
+      without_timestamps(read_text(tmp / "td.tdz")),
+      without_timestamps(read_text(tmp / "packed.tdz")));
+  // Non-contiguous, negative-view and conjugate leaves are written as
+  // their values.
+  TensorDict views({2});
+  views.set("t", torch::arange(6, torch::kFloat32).reshape({3, 2}).t());
+  views.set("neg", torch::ones({2}, torch::kFloat32)._neg_view());
+  views.set("conj", torch::complex(torch::ones({2}), torch::ones({2})).conj());
+  (void)views.save(tmp / "views.tdz");
+  const TensorDict back = TensorDict::load_memmap(tmp / "views.tdz");
+  EXPECT_TRUE(torch::equal(back.get("t"), views.get("t").contiguous()));
+  EXPECT_TRUE(torch::equal(back.get("neg"), -torch::ones({2})));
+  EXPECT_TRUE(torch::equal(
+      back.get("conj"), torch::complex(torch::ones({2}), -torch::ones({2}))));
+}
+
+TEST(ArchiveTest, SaveOfAMemmappedDictNeedsNoCopyExisting) {
+  // Python stages an archive with memmap_like: a leaf mapped from another
+  // file is streamed into the new archive.
+  TempDir tmp;
+  const TensorDict mapped = sample().memmap(tmp / "dir");
+  const TensorDict saved = mapped.save(tmp / "td.tdz");
+  expect_td_equal(saved, sample());
+  expect_td_equal(TensorDict::load_memmap(tmp / "dir"), sample());
+}
+
+TEST(ArchiveTest, MemmapLikeWritesAZeroFilledWritableArchive) {
+  TempDir tmp;
+  const std::string path = tmp / "like.tdz";
+  sample().save(path);  // replaced, never reused
+  const TensorDict like = sample().memmap_like(path);
+  const TensorDict want_td = sample();
+  EXPECT_EQ(like.batch_size(), want_td.batch_size());
+  for (const auto& key : want_td.keys(true, true)) {
+    const Value& want = *want_td.find(key);
+    if (!want.is_tensor()) {
+      EXPECT_EQ(like.find(key)->non_tensor(), want.non_tensor());
+      continue;
+    }
+    const at::Tensor got = like.get(key);
+    EXPECT_EQ(got.sizes(), want.tensor().sizes()) << key;
+    EXPECT_EQ(got.dtype(), want.tensor().dtype()) << key;
+    EXPECT_TRUE(got.eq(0).all().item<bool>()) << key;
+  }
+  EXPECT_FALSE(like.is_locked());
+  // Every entry is intact as written.
+  EXPECT_TRUE(detail::archive_crc_problems(path).empty());
+  // Writes reach the archive (its mapping is shared)...
+  like.get("a").fill_(5);
+  like.get({"nested", "b"}).copy_(torch::tensor({7, 8, 9}));
+  const TensorDict reloaded = TensorDict::load_memmap(path);
+  EXPECT_TRUE(reloaded.get("a").eq(5).all().item<bool>());
+  EXPECT_TRUE(
+      torch::equal(reloaded.get({"nested", "b"}), torch::tensor({7, 8, 9})));
+  // ... and leave their CRCs stale, which unpack_memmap reports.
+  EXPECT_THROWS_WITH(
+      unpack_memmap(path, tmp / "out"),
+      c10::Error,
+      "entry 'a.memmap' is corrupted: its CRC-32 is");
+  const auto problems = detail::archive_crc_problems(path);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_NE(problems[0].find("'a.memmap' is corrupted"), std::string::npos);
+  EXPECT_NE(problems[1].find("'nested/b.memmap'"), std::string::npos);
+  // refresh_archive_checksums rewrites them, in place.
+  EXPECT_EQ(refresh_archive_checksums(path), path);
+  EXPECT_TRUE(detail::archive_crc_problems(path).empty());
+  fs::remove_all(tmp / "out");
+  unpack_memmap(path, tmp / "out");
+  const TensorDict unpacked = TensorDict::load_memmap(tmp / "out");
+  EXPECT_TRUE(unpacked.get("a").eq(5).all().item<bool>());
+  EXPECT_TRUE(
+      torch::equal(unpacked.get({"nested", "b"}), torch::tensor({7, 8, 9})));
+  // The mapping stays valid after the refresh: later writes still land.
+  like.get("half").fill_(2);
+  EXPECT_TRUE(
+      TensorDict::load_memmap(path).get("half").eq(2).all().item<bool>());
+}
+
+TEST(ArchiveTest, MemmapLikeRefusesAnExistingArchiveWithoutExistsok) {
+  TempDir tmp;
+  const std::string path = tmp / "td.tdz";
+  sample().save(path);
+  const std::string old = read_text(path);
+  EXPECT_THROWS_WITH(
+      (void)sample().memmap_like(MemmapOptions(path).existsok(false)),
+      c10::Error,
+      "A file already exists at " + path +
+          ", cannot save the tensordict there. Set existsok=True to "
+          "overwrite.");
+  EXPECT_EQ(read_text(path), old);
+  EXPECT_EQ(std::distance(fs::directory_iterator(tmp.str()), {}), 1);
+}
+
+TEST(ArchiveTest, MemmapInPlaceWithATdzPrefixWritesADirectoryAsPython) {
+  TempDir tmp;
+  TensorDict td = sample();
+  td.memmap_(tmp / "x.tdz");
+  EXPECT_TRUE(fs::is_directory(tmp / "x.tdz"));
+  EXPECT_TRUE(fs::exists(tmp / "x.tdz/meta.json"));
+  EXPECT_TRUE(td.is_memmap());
+  expect_td_equal(TensorDict::load_memmap(tmp / "x.tdz"), sample());
+}
+
+TEST(ArchiveTest, RefreshArchiveChecksumsRefusesWhatIsNotAnArchive) {
+  TempDir tmp;
+  EXPECT_THROWS_WITH(
+      refresh_archive_checksums(tmp / "missing.tdz"),
+      c10::ValueError,
+      tmp / "missing.tdz" + " is not a memory-mapped tensordict archive.");
+  (void)sample().memmap(tmp / "dir");
+  EXPECT_THROWS_WITH(
+      refresh_archive_checksums(tmp / "dir"),
+      c10::ValueError,
+      "is not a memory-mapped tensordict archive.");
+  write_text(tmp / "junk.tdz", "not a zip at all, but long enough to parse");
+  const std::string junk = read_text(tmp / "junk.tdz");
+  EXPECT_ANY_THROW(refresh_archive_checksums(tmp / "junk.tdz"));
+  EXPECT_EQ(read_text(tmp / "junk.tdz"), junk);
+  // A zip without a top-level meta.json is left as it is.
+  sample().save(tmp / "td.tdz");
+  std::string bytes = read_text(tmp / "td.tdz");
+  const auto entries = parse(bytes);
+  // Rename meta.json to "meta.jsoN" in both headers.
+  bytes[entries[0].header_offset + 30 + 8] = 'N';
+  bytes[entries[0].central_offset + 46 + 8] = 'N';
+  write_text(tmp / "renamed.tdz", bytes);
+  EXPECT_THROWS_WITH(
+      refresh_archive_checksums(tmp / "renamed.tdz"),
+      c10::ValueError,
+      "is not a memory-mapped tensordict archive.");
+  EXPECT_EQ(read_text(tmp / "renamed.tdz"), bytes);
+}
+
+TEST(ArchiveTest, RefreshArchiveChecksumsFixesOnlyStaleCrcs) {
+  TempDir tmp;
+  const std::string path = tmp / "td.tdz";
+  sample().save(path);
+  const std::string intact = read_text(path);
+  refresh_archive_checksums(path);
+  EXPECT_EQ(read_text(path), intact);  // nothing was stale
+  // A deflated leaf keeps its CRC; a stored one written in place gets its
+  // new CRC in the local header and in the central record.
+  (void)sample().memmap(tmp / "dir");
+  pack_memmap(
+      tmp / "dir",
+      tmp / "mixed.tdz",
+      PackMemmapOptions().compression("deflate"));
+  const std::string mixed = read_text(tmp / "mixed.tdz");
+  refresh_archive_checksums(tmp / "mixed.tdz");
+  EXPECT_EQ(read_text(tmp / "mixed.tdz"), mixed);
+  {
+    const TensorDict shared = TensorDict::load_memmap(
+        path, LoadMemmapOptions().mode(MapMode::kReadWrite));
+    shared.get("bytes").fill_(9);
+  }
+  refresh_archive_checksums(path);
+  const std::string refreshed = read_text(path);
+  const auto entries = parse(refreshed);
+  const auto it =
+      std::find_if(entries.begin(), entries.end(), [](const auto& e) {
+        return e.name == "bytes.memmap";
+      });
+  ASSERT_NE(it, entries.end());
+  const uint32_t want = detail::crc32_update(
+      0, reinterpret_cast<const unsigned char*>("\x09\x09\x09"), 3);
+  EXPECT_EQ(it->crc, want);
+  EXPECT_EQ(le32(refreshed, it->header_offset + 14), want);
+  // Only those eight bytes changed.
+  size_t changed = 0;
+  for (size_t i = 0; i < intact.size(); ++i) {
+    changed += intact[i] != refreshed[i] ? 1 : 0;
+  }
+  EXPECT_LE(changed, 3u + 8u);
+}
+
+// Runs `write` in a child process whose files cannot grow past
+// `limit_bytes` (writes fail with EFBIG), and returns the message it threw
+// ("finished" if it did not throw). As in crash_safety_test.cpp.
+std::string run_with_file_size_limit(
+    const std::function<void()>& write, rlim_t limit_bytes) {
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    ADD_FAILURE() << "pipe failed";
+    return {};
+  }
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    at::set_num_threads(1);  // the parent's OpenMP workers are not here
+    const struct rlimit limit { limit_bytes, limit_bytes };
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    std::signal(SIGXFSZ, SIG_IGN);
+    std::string message = "finished";
+    try {
+      write();
+    } catch (const c10::Error& e) {
+      message = e.what_without_backtrace();
+    } catch (const std::exception& e) {
+      message = std::string("not a c10::Error: ") + e.what();
+    }
+    size_t done = 0;
+    while (done < message.size()) {
+      const ssize_t n =
+          ::write(fds[1], message.data() + done, message.size() - done);
+      if (n <= 0) {
+        break;
+      }
+      done += static_cast<size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string message;
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(fds[0], buffer, sizeof(buffer))) > 0) {
+    message.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  return message;
+}
+
+// Every file and directory below `dir`, relative to it, sorted.
+std::vector<std::string> tree_of(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    out.push_back(fs::relative(entry.path(), dir).string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(ArchiveTest, ArchiveSaveFailingForAFileSizeLimitLeavesNothing) {
+  TempDir tmp;
+  TensorDict big = sample();
+  big.set("big", torch::randn({3, 1 << 16}));  // 768 KiB
+  constexpr rlim_t kLimit = 256 << 10;
+  // A fresh save into missing directories: nothing is left, not even them.
+  const std::string fresh = tmp / "new/deeper/td.tdz";
+  std::string message =
+      run_with_file_size_limit([&] { (void)big.save(fresh); }, kLimit);
+  EXPECT_NE(message.find("could not write the archive"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("File too large"), std::string::npos) << message;
+  EXPECT_NE(message.find("big.memmap"), std::string::npos) << message;
+  EXPECT_TRUE(tree_of(tmp.str()).empty());
+  // Over an existing archive: it stays as it was, and nothing is added.
+  const std::string path = tmp / "td.tdz";
+  sample().save(path);
+  const std::string old = read_text(path);
+  message = run_with_file_size_limit([&] { (void)big.save(path); }, kLimit);
+  EXPECT_NE(message.find("File too large"), std::string::npos) << message;
+  EXPECT_EQ(read_text(path), old);
+  EXPECT_EQ(tree_of(tmp.str()), std::vector<std::string>{"td.tdz"});
+  // memmap_like too.
+  message =
+      run_with_file_size_limit([&] { (void)big.memmap_like(path); }, kLimit);
+  EXPECT_NE(message.find("File too large"), std::string::npos) << message;
+  EXPECT_EQ(read_text(path), old);
+  EXPECT_EQ(tree_of(tmp.str()), std::vector<std::string>{"td.tdz"});
+  // Under the limit, the same save completes.
+  message = run_with_file_size_limit(
+      [&] { (void)sample().save(tmp / "small.tdz"); }, kLimit);
+  EXPECT_EQ(message, "finished");
+  expect_td_equal(TensorDict::load_memmap(tmp / "small.tdz"), sample());
+}
+
+TEST(ArchiveTest, RefusedArchiveSavesTouchNothing) {
+  TempDir tmp;
+  // A key refused while planning: nothing is created, not the parents.
+  TensorDict bad;
+  bad.set("shape", torch::ones({1}));
+  EXPECT_THROWS_WITH(
+      (void)bad.save(tmp / "a/b/td.tdz"), c10::Error, "would collide");
+  EXPECT_TRUE(tree_of(tmp.str()).empty());
+  // A file where the parent directory should be.
+  write_text(tmp / "file", "x");
+  EXPECT_ANY_THROW((void)sample().save(tmp / "file/td.tdz"));
+  EXPECT_EQ(tree_of(tmp.str()), std::vector<std::string>{"file"});
+}
+
+TEST(ArchiveTest, ALazyStackRootIsWrittenAsAnArchive) {
+  TempDir tmp;
+  TensorDict first({2});
+  first.set("a", torch::ones({2, 3}));
+  TensorDict second({2});
+  second.set("a", torch::zeros({2, 4}));
+  second.set("b", torch::arange(2));
+  const LazyStackedTensorDict stack = lazy_stack({first, second}, 0);
+  const LazyStackedTensorDict saved = memmap(stack, tmp / "s.tdz");
+  EXPECT_TRUE(fs::is_regular_file(tmp / "s.tdz"));
+  EXPECT_TRUE(is_memmap_archive(tmp / "s.tdz"));
+  EXPECT_EQ(
+      entry_names(tmp / "s.tdz"),
+      (std::vector<std::string>{
+          "meta.json",
+          "0/meta.json",
+          "0/a.memmap",
+          "1/meta.json",
+          "1/a.memmap",
+          "1/b.memmap"}));
+  ASSERT_EQ(saved.tensordicts().size(), 2u);
+  expect_td_equal(saved.tensordicts()[0], first);
+  expect_td_equal(saved.tensordicts()[1], second);
+  const LoadedTree loaded = load_memmap_any(tmp / "s.tdz");
+  ASSERT_TRUE(std::holds_alternative<LazyStackedTensorDict>(loaded));
+  expect_td_equal(
+      std::get<LazyStackedTensorDict>(loaded).tensordicts()[1], second);
 }
 
 }  // namespace archive_test

@@ -11,6 +11,8 @@
 #include <variant>
 #include <vector>
 
+#include "memmap/archive.h"
+#include "tensordict/archive.h"
 #include "util/python_spelling.h"
 #include "util/sha256.h"
 
@@ -154,10 +156,17 @@ bool is_directory(const std::string& path) {
   return std::filesystem::is_directory(path, ignored);
 }
 
+// A `.tdz` archive: by its suffix (so that a damaged one gets the zip
+// reader's message, not the consolidated reader's), or a zip holding a
+// meta.json under another name.
+bool is_archive(const std::string& path) {
+  return detail::is_archive_path(path) || is_memmap_archive(path);
+}
+
 }  // namespace
 
 LoadedTree load_any(const std::string& path) {
-  if (is_directory(path)) {
+  if (is_directory(path) || is_archive(path)) {
     return load_memmap_any(path);
   }
   return TensorDict::from_consolidated(path);
@@ -166,6 +175,19 @@ LoadedTree load_any(const std::string& path) {
 std::vector<std::string> verify_any(const std::string& path) {
   if (is_directory(path)) {
     return verify_memmap(path);
+  }
+  if (is_archive(path)) {
+    // The tree against its metadata, then every entry's CRC-32 (a load
+    // maps the leaves without reading them, so it does not check those).
+    std::vector<std::string> problems = verify_memmap(path);
+    if (problems.empty()) {
+      try {
+        problems = detail::archive_crc_problems(path);
+      } catch (const c10::Error& e) {
+        problems.push_back(e.msg());
+      }
+    }
+    return problems;
   }
   try {
     (void)TensorDict::from_consolidated(path);
@@ -239,7 +261,7 @@ void copy_tree(
   const MemmapOptions options =
       MemmapOptions(destination).copy_existing(true).progress(progress);
   if (const auto* td = std::get_if<TensorDict>(&tree)) {
-    (void)td->memmap(options);
+    (void)td->memmap(options);  // an archive for a ".tdz" destination
   } else {
     (void)memmap(std::get<LazyStackedTensorDict>(tree), options);
   }

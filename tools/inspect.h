@@ -1,7 +1,8 @@
 #pragma once
 
 // The work behind the `tensordict` command-line tool, kept in a library so
-// that tests can call it: reading a memmap directory or a consolidated file,
+// that tests can call it: reading a memmap directory, a `.tdz` archive or a
+// consolidated file,
 // the canonical dump, a human-readable listing, and copying a tree.
 
 #include <iosfwd>
@@ -12,13 +13,15 @@
 
 namespace tensordict::tools {
 
-/// Loads what `path` names: a memmap directory (`load_memmap_any`), or any
-/// other file as a consolidated file (`TensorDict::from_consolidated`, which
+/// Loads what `path` names: a memmap directory or a `.tdz` archive (a
+/// ".tdz" name, or a zip with a meta.json: `load_memmap_any`), or any other
+/// file as a consolidated file (`TensorDict::from_consolidated`, which
 /// checks its content and says what does not fit).
 LoadedTree load_any(const std::string& path);
 
 /// Checks what `path` names without stopping at the first problem where it
-/// can: `verify_memmap` for a directory; for a consolidated file, the one
+/// can: `verify_memmap` for a directory; for an archive, `verify_memmap`
+/// and then every entry's CRC-32; for a consolidated file, the one
 /// error `from_consolidated` gives, if any. Returns one line per problem.
 std::vector<std::string> verify_any(const std::string& path);
 
@@ -34,8 +37,9 @@ Json dump_tree(const LoadedTree& tree);
 void print_info(
     std::ostream& out, const std::string& path, const LoadedTree& tree);
 
-/// Loads `source` and saves it again under `destination` (legacy key names
-/// come out encoded); `progress` is called as leaves are written.
+/// Loads `source` (a directory or an archive) and saves it again under
+/// `destination`, an archive if it ends with ".tdz" (legacy key names come
+/// out encoded); `progress` is called as leaves are written.
 void copy_tree(
     const std::string& source,
     const std::string& destination,

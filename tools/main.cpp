@@ -1,5 +1,5 @@
-// tensordict: inspect, verify, dump and copy memmap directories and
-// consolidated files.
+// tensordict: inspect, verify, dump and copy memmap directories, `.tdz`
+// archives and consolidated files.
 
 #include <unistd.h>
 
@@ -16,14 +16,17 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: tensordict COMMAND ARGS\n"
-    "PATH is a memmap directory or a consolidated file (Python's\n"
+    "PATH is a memmap directory, a .tdz archive (save(\"x.tdz\"),\n"
+    "pack_memmap) or a consolidated file (Python's\n"
     "consolidate(filename=...)).\n"
     "  info PATH       the tree: keys, dtypes, shapes, bytes, batch sizes,\n"
     "                  non-tensor values\n"
-    "  verify PATH     check every file against its metadata; one line per\n"
-    "                  problem, exit status 1 if any\n"
+    "  verify PATH     check every file against its metadata (and every\n"
+    "                  CRC-32 of an archive); one line per problem, exit\n"
+    "                  status 1 if any\n"
     "  dump PATH       canonical JSON of the tree on stdout\n"
-    "  copy SRC DST    load SRC and save it again under DST\n";
+    "  copy SRC DST    load SRC and save it again under DST (an archive if\n"
+    "                  DST ends with .tdz)\n";
 
 // Draws a one-line progress bar on stderr when it is a terminal.
 void draw_progress(int64_t done, int64_t total) {

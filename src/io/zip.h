@@ -30,9 +30,10 @@ constexpr uint64_t kZipLocalHeaderSize = 30;
 
 /// One entry of a parsed archive; offsets are from the archive's start.
 struct ZipEntry {
-  std::string name;            // as stored: '/'-separated, checked for escapes
-  uint64_t header_offset = 0;  // the local header
-  uint64_t data_offset = 0;    // the payload, after the local header
+  std::string name;             // as stored: '/'-separated, checked for escapes
+  uint64_t header_offset = 0;   // the local header
+  uint64_t central_offset = 0;  // the central-directory record
+  uint64_t data_offset = 0;     // the payload, after the local header
   uint64_t compressed_size = 0;
   uint64_t size = 0;  // uncompressed
   uint32_t crc = 0;
@@ -106,9 +107,9 @@ class ZipWriter {
   /// descriptor stays the caller's.
   ZipWriter(int fd, std::string path);
 
-  /// Appends an entry holding `size` bytes at `data`: stored, or deflated
-  /// when `method` is kZipDeflated (at `level`); `align` puts a stored
-  /// payload on a 64-byte boundary.
+  /// Appends an entry holding `size` bytes at `data` (null: `size` zero
+  /// bytes, stored only): stored, or deflated when `method` is kZipDeflated
+  /// (at `level`); `align` puts a stored payload on a 64-byte boundary.
   void add(
       std::string_view name,
       const unsigned char* data,

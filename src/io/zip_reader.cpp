@@ -483,6 +483,7 @@ std::vector<ZipEntry> parse_zip(
         "corrupted?");
     const unsigned char* p = central + pos;
     ZipEntry entry;
+    entry.central_offset = dir.offset + pos;
     entry.flags = static_cast<uint16_t>(read_le(p + 8, 2));
     entry.method = static_cast<uint16_t>(read_le(p + 10, 2));
     entry.crc = static_cast<uint32_t>(read_le(p + 16, 4));

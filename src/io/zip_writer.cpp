@@ -24,6 +24,7 @@ constexpr uint16_t kUnix = 3;
 constexpr uint16_t kPadExtraId = 0x6474;  // "td"
 constexpr uint64_t kZip64LocalExtraSize = 20;
 constexpr uint32_t kRegularFile644 = 0100644;
+constexpr uint64_t kZeroBlock = uint64_t{1} << 20;
 
 void put_le(std::string& out, uint64_t value, size_t bytes) {
   for (size_t i = 0; i < bytes; ++i) {
@@ -93,7 +94,21 @@ void ZipWriter::add(
           [](char c) { return static_cast<unsigned char>(c) < 0x80; })
           ? 0
           : kZipFlagUtf8;
-  record.crc = crc32_update(0, data, static_cast<size_t>(size));
+  // A null `data` is `size` zero bytes (memmap_like), streamed from a
+  // small block rather than held in memory.
+  static const std::vector<unsigned char> zeros(kZeroBlock, 0);
+  if (data == nullptr) {
+    TORCH_INTERNAL_ASSERT(method == kZipStored);
+    record.crc = 0;
+    for (uint64_t done = 0; done < size; done += kZeroBlock) {
+      record.crc = crc32_update(
+          record.crc,
+          zeros.data(),
+          std::min<uint64_t>(kZeroBlock, size - done));
+    }
+  } else {
+    record.crc = crc32_update(0, data, static_cast<size_t>(size));
+  }
   std::vector<unsigned char> compressed;
   const unsigned char* payload = data;
   if (method == kZipDeflated) {
@@ -138,7 +153,13 @@ void ZipWriter::add(
   write(header.data(), header.size());
   TORCH_INTERNAL_ASSERT(
       !align || method != kZipStored || offset_ % kZipAlignment == 0);
-  write(payload, record.compressed_size);
+  if (payload == nullptr) {
+    for (uint64_t done = 0; done < size; done += kZeroBlock) {
+      write(zeros.data(), std::min<uint64_t>(kZeroBlock, size - done));
+    }
+  } else {
+    write(payload, record.compressed_size);
+  }
   records_.push_back(std::move(record));
 }
 

@@ -16,6 +16,7 @@
 
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
+#include <c10/util/FunctionRef.h>
 #include <c10/util/accumulate.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -32,8 +33,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/tensor_dict_impl.h"
 #include "io/format.h"
 #include "io/zip.h"
+#include "memmap/writer.h"
 #include "tensordict/archive.h"
 #include "tensordict/memmap.h"
 #include "tensordict/tensor_dict.h"
@@ -355,47 +358,48 @@ std::pair<std::string, std::string> split_parent(const std::string& path) {
   return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
 }
 
-// Writes the files of `prefix` into the archive `archive_path` through a
-// temporary sibling renamed over it.
-void pack_directory(
-    const std::string& prefix,
-    const std::string& archive_path,
-    const PackMemmapOptions& options) {
-  TORCH_CHECK(
-      path_kind(join_path(prefix, kMetaJson)) == PathKind::kFile,
-      prefix,
-      " does not look like a memory-mapped tensordict directory (no "
-      "meta.json found).");
-  uint16_t method = kZipStored;
-  if (options.compression() == "deflate" ||
-      options.compression() == "deflated") {
-    method = kZipDeflated;
-  } else {
-    TORCH_CHECK(
-        options.compression() == "stored" || options.compression().empty(),
-        "unknown compression '",
-        options.compression(),
-        "'; expected \"stored\" or \"deflate\" (bzip2 and lzma are not "
-        "supported here)");
+uint16_t compression_method(const std::string& compression) {
+  if (compression == "deflate" || compression == "deflated") {
+    return kZipDeflated;
   }
   TORCH_CHECK(
-      options.compresslevel() >= -1 && options.compresslevel() <= 9,
-      "compresslevel must be -1 (the default) or 0-9, got ",
-      options.compresslevel());
-  std::vector<std::pair<std::string, std::string>> files;
-  list_files(prefix, "", files);
-  std::string target = archive_path;
-  if (path_kind(target) == PathKind::kSymlink) {
-    target = real_path(target);  // the file it points to is replaced
+      compression == "stored" || compression.empty(),
+      "unknown compression '",
+      compression,
+      "'; expected \"stored\" or \"deflate\" (bzip2 and lzma are not "
+      "supported here)");
+  return kZipStored;
+}
+
+bool is_leaf_entry(const std::string& name) {
+  return name.size() >= 7 && name.compare(name.size() - 7, 7, ".memmap") == 0;
+}
+
+// Where an archive write goes: the file a symlink points to, checked
+// before anything is written.
+struct ArchiveTarget {
+  std::string path;  // as the caller named it, for errors
+  std::string file;  // the file replaced (a symlink followed)
+  PathKind kind = PathKind::kMissing;
+  bool exists = false;
+  struct stat old {};
+};
+
+ArchiveTarget resolve_target(const std::string& archive_path) {
+  ArchiveTarget target;
+  target.path = archive_path;
+  target.file = archive_path;
+  if (path_kind(target.file) == PathKind::kSymlink) {
+    target.file = real_path(target.file);  // the file it points to is replaced
   }
-  const PathKind target_kind = path_kind(target);
+  target.kind = path_kind(target.file);
   TORCH_CHECK(
-      target_kind == PathKind::kMissing || target_kind == PathKind::kFile,
+      target.kind == PathKind::kMissing || target.kind == PathKind::kFile,
       "cannot write an archive at ",
       archive_path,
       ": it is an existing ",
-      target_kind == PathKind::kDirectory ? "directory" : "non-regular file");
-  const auto [parent, name] = split_parent(target);
+      target.kind == PathKind::kDirectory ? "directory" : "non-regular file");
+  const auto parent = split_parent(target.file).first;
   TORCH_CHECK(
       path_kind(parent) != PathKind::kMissing,
       "cannot write the archive ",
@@ -403,63 +407,45 @@ void pack_directory(
       ": its directory ",
       parent,
       " does not exist");
-  const std::string resolved = join_path(real_path(parent), name);
-  const std::string resolved_prefix = real_path(prefix);
-  bool aliased = resolved.compare(
-                     0, resolved_prefix.size() + 1, resolved_prefix + "/") == 0;
-  for (size_t i = 0;
-       !aliased && target_kind == PathKind::kFile && i < files.size();
-       ++i) {
-    aliased = same_file(files[i].first, target);
-  }
+  target.exists = target.kind == PathKind::kFile &&
+                  ::stat(target.file.c_str(), &target.old) == 0;
   TORCH_CHECK(
-      !aliased,
-      "The archive path ",
-      archive_path,
-      " must be outside the source directory ",
-      prefix,
-      " and must not alias a source file.");
-  struct stat old {};
-  const bool exists =
-      target_kind == PathKind::kFile && ::stat(target.c_str(), &old) == 0;
-  TORCH_CHECK(
-      !exists || ::access(target.c_str(), W_OK) == 0,
+      !target.exists || ::access(target.file.c_str(), W_OK) == 0,
       "Cannot overwrite ",
       archive_path,
       ": the file is not writable.");
-  remove_stale_siblings(target);
-  const std::string temp = temporary_sibling(target, "tmp");
+  return target;
+}
+
+// Writes an archive through a temporary sibling of `target.file`, renamed
+// over it once complete: `fill` adds the entries. On any error the
+// temporary file is removed and `target` is left as it was.
+void write_archive(
+    const ArchiveTarget& target,
+    bool durable,
+    c10::function_ref<void(ZipWriter&)> fill) {
+  remove_stale_siblings(target.file);
+  const std::string temp = temporary_sibling(target.file, "tmp");
   const int fd = ::open(
       temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
   TORCH_CHECK(
       fd >= 0,
       "cannot create the archive ",
-      archive_path,
+      target.path,
       " (temporary file ",
       temp,
       "): ",
       std::strerror(errno));
   bool closed = false;
   try {
-    if (exists) {
-      (void)::fchmod(fd, old.st_mode & 07777);
+    if (target.exists) {
+      (void)::fchmod(fd, target.old.st_mode & 07777);
     }
     ZipWriter writer(fd, temp);
-    for (const auto& [path, entry] : files) {
-      const SourceFile source(path);
-      const bool is_leaf = entry.size() >= 7 &&
-                           entry.compare(entry.size() - 7, 7, ".memmap") == 0;
-      writer.add(
-          entry,
-          source.data(),
-          source.size(),
-          is_leaf ? method : kZipStored,
-          options.compresslevel(),
-          /*align=*/is_leaf);
-    }
+    fill(writer);
     writer.finish();
     TORCH_CHECK(
-        !options.durable() || ::fsync(fd) == 0,
+        !durable || ::fsync(fd) == 0,
         "could not fsync the archive ",
         temp,
         ": ",
@@ -471,6 +457,7 @@ void pack_directory(
         temp,
         ": ",
         std::strerror(errno));
+    rename_path(temp, target.file);
   } catch (...) {
     if (!closed) {
       (void)::close(fd);
@@ -478,33 +465,140 @@ void pack_directory(
     (void)::unlink(temp.c_str());
     throw;
   }
-  try {
-    rename_path(temp, target);
-  } catch (...) {
-    (void)::unlink(temp.c_str());
-    throw;
-  }
-  if (options.durable()) {
-    fsync_parent_directory(target);
+  if (durable) {
+    fsync_parent_directory(target.file);
   }
 }
 
-// Removes a directory tree when it goes out of scope.
-class TreeRemover {
- public:
-  explicit TreeRemover(std::string path) : path_(std::move(path)) {}
-  TreeRemover(const TreeRemover&) = delete;
-  TreeRemover& operator=(const TreeRemover&) = delete;
-  ~TreeRemover() {
-    try {
-      remove_tree(path_);
-    } catch (...) {  // NOLINT(bugprone-empty-catch): best effort
+// Writes the files of `prefix` into the archive `archive_path` through a
+// temporary sibling renamed over it.
+void pack_directory(
+    const std::string& prefix,
+    const std::string& archive_path,
+    const PackMemmapOptions& options) {
+  TORCH_CHECK(
+      path_kind(join_path(prefix, kMetaJson)) == PathKind::kFile,
+      prefix,
+      " does not look like a memory-mapped tensordict directory (no "
+      "meta.json found).");
+  const uint16_t method = compression_method(options.compression());
+  TORCH_CHECK(
+      options.compresslevel() >= -1 && options.compresslevel() <= 9,
+      "compresslevel must be -1 (the default) or 0-9, got ",
+      options.compresslevel());
+  std::vector<std::pair<std::string, std::string>> files;
+  list_files(prefix, "", files);
+  const ArchiveTarget target = resolve_target(archive_path);
+  const auto [parent, name] = split_parent(target.file);
+  const std::string resolved = join_path(real_path(parent), name);
+  const std::string resolved_prefix = real_path(prefix);
+  bool aliased = resolved.compare(
+                     0, resolved_prefix.size() + 1, resolved_prefix + "/") == 0;
+  for (size_t i = 0;
+       !aliased && target.kind == PathKind::kFile && i < files.size();
+       ++i) {
+    aliased = same_file(files[i].first, target.file);
+  }
+  TORCH_CHECK(
+      !aliased,
+      "The archive path ",
+      archive_path,
+      " must be outside the source directory ",
+      prefix,
+      " and must not alias a source file.");
+  write_archive(target, options.durable(), [&](ZipWriter& writer) {
+    for (const auto& [path, entry] : files) {
+      const SourceFile source(path);
+      const bool is_leaf = is_leaf_entry(entry);
+      writer.add(
+          entry,
+          source.data(),
+          source.size(),
+          is_leaf ? method : kZipStored,
+          options.compresslevel(),
+          /*align=*/is_leaf);
     }
+  });
+}
+
+// The bytes of a leaf as Python's `_tensor_chunks` streams them: on the
+// CPU, contiguous, conjugation and negation resolved.
+at::Tensor streamed_leaf_bytes(const at::Tensor& tensor) {
+  if (tensor.is_cpu() && !tensor.is_conj() && !tensor.is_neg() &&
+      tensor.is_contiguous()) {
+    return tensor;
+  }
+  at::Tensor t = tensor.detach();
+  if (!t.device().is_cpu()) {
+    t = t.cpu();
+  }
+  return t.resolve_conj().resolve_neg().contiguous();
+}
+
+// One entry of an archive written from a dict: a meta.json or a leaf.
+struct PlannedEntry {
+  const std::string* meta = nullptr;
+  at::Tensor leaf;
+};
+
+// The planned files by directory, for Python's entry order (see
+// list_files): meta.json, the other files by name, then each
+// sub-directory's.
+struct PlannedDirectory {
+  std::map<std::string, PlannedEntry> files;
+  std::map<std::string, PlannedDirectory> dirs;
+
+  void insert(const std::string& name, size_t start, PlannedEntry entry) {
+    const size_t slash = name.find('/', start);
+    if (slash == std::string::npos) {
+      const std::string file = name.substr(start);
+      TORCH_CHECK(
+          dirs.count(file) == 0 && files.emplace(file, std::move(entry)).second,
+          "cannot write the archive entry '",
+          name,
+          "': another entry has that name");
+      return;
+    }
+    const std::string dir = name.substr(start, slash - start);
+    TORCH_CHECK(
+        files.count(dir) == 0,
+        "cannot write the archive entry '",
+        name,
+        "': '",
+        dir,
+        "' is also a file");
+    dirs[dir].insert(name, slash + 1, std::move(entry));
   }
 
- private:
-  std::string path_;
+  void list(
+      const std::string& rel,
+      std::vector<std::pair<std::string, const PlannedEntry*>>& out) const {
+    const auto meta = files.find(kMetaJson);
+    if (meta != files.end()) {
+      out.emplace_back(rel + kMetaJson, &meta->second);
+    }
+    for (const auto& [name, entry] : files) {
+      if (name != kMetaJson) {
+        out.emplace_back(rel + name, &entry);
+      }
+    }
+    for (const auto& [name, dir] : dirs) {
+      dir.list(rel + name + "/", out);
+    }
+  }
 };
+
+// The missing directories that creating `dir` with its parents makes,
+// deepest first.
+std::vector<std::string> missing_directories(std::string dir) {
+  std::vector<std::string> missing;
+  while (!dir.empty() && dir != "/" && dir != "." &&
+         path_kind(dir) == PathKind::kMissing) {
+    missing.push_back(dir);
+    dir = split_parent(dir).first;
+  }
+  return missing;
+}
 
 }  // namespace
 
@@ -529,7 +623,14 @@ bool is_archive_path(const std::string& prefix) {
              0;
 }
 
-TensorDict save_archive(const TensorDict& td, const MemmapOptions& options) {
+namespace {
+
+// Writes the archive at `options.prefix()` of the tree `plan_tree` plans
+// into a SavePlan below the given root (see NOTE [Memmap archives]).
+void write_tree_archive(
+    const MemmapOptions& options,
+    bool like,
+    c10::function_ref<void(SavePlan&, const std::string&)> plan_tree) {
   const std::string& path = options.prefix();
   const PathKind kind = path_kind(path);
   TORCH_CHECK(
@@ -542,21 +643,186 @@ TensorDict save_archive(const TensorDict& td, const MemmapOptions& options) {
       "A file already exists at ",
       path,
       ", cannot save the tensordict there. Set existsok=True to overwrite.");
-  const auto parent = split_parent(path).first;
-  ensure_directory(
-      parent, /*parents=*/true, /*allow_symlink=*/true, options.durable());
-  remove_stale_siblings(path);
-  // The tree is staged as a directory beside the archive, then packed.
-  const std::string staging = temporary_sibling(path, "tmp");
-  {
-    const TreeRemover remover(staging);
-    MemmapOptions staged = options;
-    staged.prefix(staging).durable(false);
-    (void)td.memmap(staged);
-    pack_directory(
-        staging, path, PackMemmapOptions().durable(options.durable()));
+  // Planning checks every key and builds every meta.json without touching
+  // a file; the paths it plans lie below `path`, used as a root name only.
+  // It plans as memmap_like does (Python stages the tree with memmap_like),
+  // so a leaf mapped from another file needs no copy_existing: the archive
+  // is a new file anyway.
+  MemmapOptions plan_options = options;
+  plan_options.existsok(true).atomic(false).num_threads(0);
+  SavePlan plan(plan_options, /*like=*/true, /*inplace=*/false);
+  plan_tree(plan, path);
+  PlannedDirectory root;
+  int64_t total_bytes = 0;
+  const auto entry_of = [&](const std::string& file) {
+    TORCH_INTERNAL_ASSERT(
+        file.size() > path.size() + 1 &&
+        file.compare(0, path.size(), path) == 0);
+    return file.substr(path.size() + 1);
+  };
+  plan.for_each_planned_file(
+      [&](const std::string& file, const std::string& content) {
+        root.insert(entry_of(file), 0, PlannedEntry{&content, at::Tensor()});
+      },
+      [&](const std::string& file, const at::Tensor& leaf) {
+        total_bytes += static_cast<int64_t>(leaf.nbytes());
+        root.insert(entry_of(file), 0, PlannedEntry{nullptr, leaf});
+      });
+  std::vector<std::pair<std::string, const PlannedEntry*>> entries;
+  root.list("", entries);
+
+  // As Python, the missing parents are created; they are removed again if
+  // the write fails, so that a failed save leaves nothing.
+  const std::vector<std::string> created =
+      missing_directories(split_parent(path).first);
+  try {
+    ensure_directory(
+        split_parent(path).first,
+        /*parents=*/true,
+        /*allow_symlink=*/true,
+        options.durable());
+    const ArchiveTarget target = resolve_target(path);
+    write_archive(target, options.durable(), [&](ZipWriter& writer) {
+      int64_t done_bytes = 0;
+      for (const auto& [name, entry] : entries) {
+        if (entry->meta != nullptr) {
+          writer.add(
+              name,
+              reinterpret_cast<const unsigned char*>(entry->meta->data()),
+              entry->meta->size(),
+              kZipStored,
+              /*level=*/-1,
+              /*align=*/false);
+          continue;
+        }
+        const uint64_t nbytes = entry->leaf.nbytes();
+        try {
+          if (like) {
+            // memmap_like: a zero-filled leaf, written without a buffer.
+            writer.add(name, nullptr, nbytes, kZipStored, -1, /*align=*/true);
+          } else {
+            const at::Tensor bytes = streamed_leaf_bytes(entry->leaf);
+            writer.add(
+                name,
+                static_cast<const unsigned char*>(bytes.const_data_ptr()),
+                nbytes,
+                kZipStored,
+                /*level=*/-1,
+                /*align=*/true);
+          }
+        } catch (c10::Error& e) {
+          TORCH_RETHROW(e, "while writing the archive entry '", name, "'");
+        }
+        done_bytes += static_cast<int64_t>(nbytes);
+        if (options.progress()) {
+          options.progress()(done_bytes, total_bytes);
+        }
+      }
+    });
+  } catch (...) {
+    for (const std::string& dir : created) {  // deepest first
+      (void)::rmdir(dir.c_str());
+    }
+    throw;
   }
-  return TensorDict::load_memmap(path);
+}
+
+}  // namespace
+
+TensorDict save_archive(
+    const TensorDict& td, const MemmapOptions& options, bool like) {
+  write_tree_archive(
+      options, like, [&](SavePlan& plan, const std::string& root) {
+        const TensorDictImpl& impl = *td.unsafeGetImpl();
+        const TensorDict dest = make_tensordict(
+            impl.batch_size, c10::Device(c10::kCPU), impl.names);
+        plan.plan_dict(td, dest, root, KeyPath(), /*is_root=*/true);
+      });
+  // As Python: the result is the archive loaded; memmap_like's maps it
+  // shared (mode r+), so that writes into its leaves reach the archive.
+  return TensorDict::load_memmap(
+      options.prefix(),
+      LoadMemmapOptions().mode(like ? MapMode::kReadWrite : MapMode::kAuto));
+}
+
+LazyStackedTensorDict save_archive(
+    const LazyStackedTensorDict& stack, const MemmapOptions& options) {
+  write_tree_archive(
+      options,
+      /*like=*/false,
+      [&](SavePlan& plan, const std::string& root) {
+        // The layout of a lazy stack's directory (see memmap(stack, ...)):
+        // a tensorclass keeps the stack one directory down.
+        const bool tensorclass = !stack.python_class().empty();
+        const std::string dir =
+            tensorclass ? join_path(root, "_tensordict") : root;
+        const auto& elements = stack.tensordicts();
+        for (size_t i = 0; i < elements.size(); ++i) {
+          const TensorDictImpl& impl = *elements[i].unsafeGetImpl();
+          const TensorDict dest = make_tensordict(
+              impl.batch_size, c10::Device(c10::kCPU), impl.names);
+          const std::string index = std::to_string(i);
+          KeyPath path;
+          path.push(index);
+          plan.plan_dict(
+              elements[i],
+              dest,
+              join_path(dir, index),
+              path,
+              /*is_root=*/false);
+        }
+        const bool spaced = options.json_style() == JsonStyle::kSpaced;
+        plan.add_meta(
+            join_path(dir, kMetaJson),
+            dump_json(lazy_stack_meta(stack), spaced, spaced));
+        if (tensorclass) {
+          Json class_meta = Json::object();
+          class_meta["_type"] = stack.python_class();
+          plan.add_meta(
+              join_path(root, kMetaJson),
+              dump_json(class_meta, spaced, spaced));
+        }
+      });
+  LoadedTree tree = load_memmap_any(options.prefix());
+  auto* loaded = std::get_if<LazyStackedTensorDict>(&tree);
+  TORCH_INTERNAL_ASSERT(loaded != nullptr);
+  return *loaded;
+}
+
+std::vector<std::string> archive_crc_problems(const std::string& path) {
+  const std::string label = archive_label(path);
+  const at::Tensor mapping = map_whole_file(path, /*writable=*/false, label);
+  const auto* data = static_cast<const unsigned char*>(mapping.data_ptr());
+  std::vector<std::string> problems;
+  for (const ZipEntry& entry :
+       parse_zip(data, static_cast<uint64_t>(mapping.numel()), label)) {
+    if (entry.is_directory()) {
+      continue;
+    }
+    if (entry.method == kZipStored) {
+      const uint32_t crc =
+          crc32_update(0, data + entry.data_offset, entry.compressed_size);
+      if (crc != entry.crc) {
+        problems.push_back(c10::str(
+            label,
+            ": entry '",
+            entry.name,
+            "' is corrupted: its CRC-32 is ",
+            crc,
+            " but the archive records ",
+            entry.crc,
+            " (after writes through a shared mapping, "
+            "refresh_archive_checksums updates the CRCs)"));
+      }
+      continue;
+    }
+    try {
+      (void)zip_entry_bytes(data, entry, label);
+    } catch (const c10::Error& e) {
+      problems.push_back(e.msg());
+    }
+  }
+  return problems;
 }
 
 }  // namespace detail
@@ -632,6 +898,99 @@ std::string unpack_memmap(
     }
   }
   return prefix;
+}
+
+std::string refresh_archive_checksums(const std::string& archive_path) {
+  const std::string label = detail::archive_label(archive_path);
+  struct stat st {};
+  TORCH_CHECK_VALUE(
+      ::stat(archive_path.c_str(), &st) == 0 && S_ISREG(st.st_mode),
+      archive_path,
+      " is not a memory-mapped tensordict archive.");
+  const at::Tensor mapping =
+      detail::map_whole_file(archive_path, /*writable=*/false, label);
+  const auto* data = static_cast<const unsigned char*>(mapping.data_ptr());
+  const auto size = static_cast<uint64_t>(mapping.numel());
+  const std::vector<detail::ZipEntry> entries =
+      detail::parse_zip(data, size, label);
+  TORCH_CHECK_VALUE(
+      std::any_of(
+          entries.begin(),
+          entries.end(),
+          [](const detail::ZipEntry& e) { return e.name == "meta.json"; }),
+      archive_path,
+      " is not a memory-mapped tensordict archive.");
+  // Where the bytes after each entry's payload end (the next local header
+  // or the central directory): a data descriptor must lie before it.
+  std::vector<uint64_t> starts;
+  uint64_t central = size;
+  for (const detail::ZipEntry& entry : entries) {
+    starts.push_back(entry.header_offset);
+    central = std::min(central, entry.central_offset);
+  }
+  starts.push_back(central);
+  std::sort(starts.begin(), starts.end());
+  const int fd = ::open(archive_path.c_str(), O_RDWR | O_CLOEXEC);
+  TORCH_CHECK(
+      fd >= 0,
+      "Cannot refresh the checksums of ",
+      archive_path,
+      ": ",
+      errno == EACCES || errno == EROFS ? "the file is not writable"
+                                        : std::strerror(errno));
+  const auto put_crc = [&](uint64_t offset, uint32_t crc) {
+    unsigned char bytes[4];
+    for (int i = 0; i < 4; ++i) {
+      bytes[i] = static_cast<unsigned char>((crc >> (8 * i)) & 0xff);
+    }
+    TORCH_CHECK(
+        ::pwrite(fd, bytes, 4, static_cast<off_t>(offset)) == 4,
+        "could not write to ",
+        archive_path,
+        ": ",
+        std::strerror(errno));
+  };
+  try {
+    for (const detail::ZipEntry& entry : entries) {
+      if (entry.is_directory()) {
+        continue;
+      }
+      // A compressed entry cannot have been written in place.
+      const uint32_t crc =
+          entry.method == detail::kZipStored
+              ? detail::crc32_update(
+                    0, data + entry.data_offset, entry.compressed_size)
+              : entry.crc;
+      if ((entry.flags & 0x8) == 0) {
+        put_crc(entry.header_offset + 14, crc);
+      } else {
+        // The CRC is in the data descriptor after the payload, after its
+        // optional signature.
+        uint64_t at = entry.data_offset + entry.compressed_size;
+        const uint64_t limit = *std::upper_bound(
+            starts.begin(), starts.end(), entry.header_offset);
+        if (limit - at >= 8 && data[at] == 'P' && data[at + 1] == 'K' &&
+            data[at + 2] == 7 && data[at + 3] == 8) {
+          at += 4;
+        }
+        TORCH_CHECK(
+            limit - at >= 4,
+            label,
+            ": entry '",
+            entry.name,
+            "' has no room for its data descriptor (",
+            limit - at,
+            " bytes before the next record, expected at least 4)");
+        put_crc(at, crc);
+      }
+      put_crc(entry.central_offset + 16, crc);
+    }
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  return archive_path;
 }
 
 bool is_memmap_archive(const std::string& path) {

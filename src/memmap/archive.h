@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "io/file_io.h"
 #include "tensordict/fwd.h"
@@ -49,11 +50,26 @@ std::unique_ptr<TreeFiles> open_archive_files(
     const std::string& prefix, MapMode mode);
 
 /// True if `prefix` names an archive to write: it ends with ".tdz".
-bool is_archive_path(const std::string& prefix);
+TENSORDICT_API bool is_archive_path(const std::string& prefix);
 
-/// `td.memmap(options)` for an archive prefix: writes the archive and
-/// returns it loaded (leaves are views into its mapping).
-TensorDict save_archive(const TensorDict& td, const MemmapOptions& options);
+/// `td.memmap(options)` (`like`: `td.memmap_like(options)`) for an archive
+/// prefix: streams the tree into the archive (zeros for `like`) and returns
+/// it loaded, its leaves views into the archive's mapping (shared for
+/// `like`, so that writes reach the file).
+TensorDict save_archive(
+    const TensorDict& td, const MemmapOptions& options, bool like);
+
+/// `memmap(stack, options)` for an archive prefix: the same for a lazy
+/// stack root, returned loaded.
+LazyStackedTensorDict save_archive(
+    const LazyStackedTensorDict& stack, const MemmapOptions& options);
+
+/// Checks the CRC-32 of every entry of the archive `path` (the structure
+/// too, see NOTE [Zip reader]) without stopping at the first bad entry, as
+/// Python's `zipfile.testzip` but listing them all: one line per problem,
+/// empty when every entry is intact. For `tensordict verify`.
+TENSORDICT_API std::vector<std::string> archive_crc_problems(
+    const std::string& path);
 
 }  // namespace detail
 TENSORDICT_END_NAMESPACE

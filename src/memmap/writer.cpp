@@ -895,6 +895,19 @@ void SavePlan::write_all() {
   }
 }
 
+void SavePlan::for_each_planned_file(
+    c10::function_ref<void(const std::string&, const std::string&)> meta,
+    c10::function_ref<void(const std::string&, const at::Tensor&)> leaf) const {
+  for (const auto& job : metas_) {
+    meta(job.path, job.content);
+  }
+  for (const auto& job : leaves_) {
+    if (!job.path.empty() && job.source.numel() > 0) {
+      leaf(job.path, job.source);
+    }
+  }
+}
+
 void SavePlan::mark_memmapped() {
   for (auto& [impl, dir] : memmapped_) {
     impl->memmap.is_memmap = true;
@@ -929,7 +942,10 @@ TensorDict save_dict(
 
 TensorDict TensorDict::memmap(const MemmapOptions& options) const {
   if (detail::is_archive_path(options.prefix())) {
-    return detail::save_archive(*this, options);  // NOTE [Memmap archives]
+    return detail::save_archive(  // NOTE [Memmap archives]
+        *this,
+        options,
+        /*like=*/false);
   }
   return detail::save_dict(*this, options, /*like=*/false, /*inplace=*/false);
 }
@@ -973,6 +989,9 @@ TensorDict& TensorDict::memmap_(const MemmapOptions& options) {
 }
 
 TensorDict TensorDict::memmap_like(const MemmapOptions& options) const {
+  if (detail::is_archive_path(options.prefix())) {
+    return detail::save_archive(*this, options, /*like=*/true);
+  }
   return detail::save_dict(*this, options, /*like=*/true, /*inplace=*/false);
 }
 
@@ -993,6 +1012,9 @@ std::optional<std::string> TensorDict::saved_path() const {
 
 LazyStackedTensorDict memmap(
     const LazyStackedTensorDict& stack, const MemmapOptions& options) {
+  if (detail::is_archive_path(options.prefix())) {
+    return detail::save_archive(stack, options);  // NOTE [Memmap archives]
+  }
   // A Python tensorclass over a lazy stack keeps the stack one directory
   // down, as for a dict.
   const bool tensorclass = !stack.python_class().empty();

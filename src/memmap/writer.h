@@ -5,6 +5,7 @@
 
 #include <c10/core/ScalarType.h>
 #include <c10/util/ArrayRef.h>
+#include <c10/util/FunctionRef.h>
 
 #include <cstdint>
 #include <memory>
@@ -74,6 +75,13 @@ class SavePlan : public WalkVisitor {
   void run();
   /// Marks the planned dicts memmapped to their directories.
   void mark_memmapped();
+  /// Lists the files planned, without writing any: `meta(path, content)`
+  /// per meta.json, `leaf(path, source)` per leaf file (an empty leaf has
+  /// none). An archive streams them into one zip (src/memmap/archive.cpp).
+  void for_each_planned_file(
+      c10::function_ref<void(const std::string&, const std::string&)> meta,
+      c10::function_ref<void(const std::string&, const at::Tensor&)> leaf)
+      const;
   /// Returns the file or directory name of `key` (encoded, checked for
   /// reserved names, unsafe names and length); throws naming `full_key`.
   std::string checked_name(

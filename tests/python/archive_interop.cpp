@@ -113,8 +113,45 @@ int main(int argc, char** argv) {
     problems += compare(
         "unpack_memmap(py_deflate.tdz)",
         TensorDict::load_memmap(work + "/py_deflate_unpacked_by_cpp"));
+    // Python's archives written through a shared mapping (memmap_like and
+    // a zip with data descriptors, a payload byte changed in place): the
+    // CRCs are stale until refresh_archive_checksums rewrites them.
+    for (const char* name : {"py_stale.tdz", "py_descriptor.tdz"}) {
+      const std::string path = work + "/" + name;
+      bool refused = false;
+      try {
+        tensordict::unpack_memmap(path, work + "/" + name + ".before");
+      } catch (const c10::Error& e) {
+        refused = e.msg().find("'a.memmap' is corrupted") != std::string::npos;
+      }
+      if (!refused) {
+        std::cout << name << ": unpack_memmap did not report a.memmap's CRC\n";
+        ++problems;
+      }
+      tensordict::refresh_archive_checksums(path);
+      tensordict::unpack_memmap(path, work + "/" + name + ".after");
+      std::cout << name << ": refreshed\n";
+    }
     // C++ -> Python.
     (void)sample().save(work + "/cpp.tdz");
+    // For the byte comparison with py.tdz: Python's json module spacing.
+    (void)sample().save(tensordict::MemmapOptions(work + "/cpp_spaced.tdz")
+                            .json_style(tensordict::JsonStyle::kSpaced));
+    // memmap_like: zeros, written through; one archive left stale, one
+    // refreshed.
+    for (const char* name : {"cpp_like.tdz", "cpp_like_refreshed.tdz"}) {
+      const TensorDict like = sample().memmap_like(work + "/" + name);
+      like.get("a").fill_(5);
+      like.get({"nested", "b"}).copy_(torch::tensor({7, 8, 9}));
+    }
+    tensordict::refresh_archive_checksums(work + "/cpp_like_refreshed.tdz");
+    // A lazy stack root, as an archive.
+    TensorDict first({2});
+    first.set("a", torch::ones({2, 3}));
+    TensorDict second({2});
+    second.set("a", torch::zeros({2, 4}));
+    (void)tensordict::memmap(
+        tensordict::lazy_stack({first, second}, 0), work + "/cpp_stack.tdz");
     (void)sample().memmap(work + "/cpp_dir");
     tensordict::pack_memmap(work + "/cpp_dir", work + "/cpp_packed.tdz");
     tensordict::pack_memmap(
