@@ -238,7 +238,6 @@ class Reader {
   }
 
  private:
-
   at::Tensor read_leaf(const Json& entry, const MetadataReader& at) const {
     TENSORDICT_CHECK_METADATA(
         at,

@@ -323,8 +323,9 @@ void copy_leaves(
 // --- building dicts of views -------------------------------------------
 
 // Rebuilds `impl`'s structure over `storage`, its leaves in the order of
-// MetadataBuilder's from `leaves[next]` on (`next` moves past them). Each dict keeps a device only if `keep_device` (then
-// the storage's); a dict on that device moves its non-tensor values there.
+// MetadataBuilder's from `leaves[next]` on (`next` moves past them). Each dict
+// keeps a device only if `keep_device` (then the storage's); a dict on that
+// device moves its non-tensor values there.
 TensorDict views_like(
     const TensorDictImpl& impl,
     const at::Tensor& storage,
@@ -413,8 +414,7 @@ at::Tensor write_storage(
           "the consolidated file",
           LeafFileOptions().existsok(true));
       forget_mapped_filename(whole);
-      write_trailer(
-          static_cast<uint8_t*>(whole.data_ptr()) + total, json);
+      write_trailer(static_cast<uint8_t*>(whole.data_ptr()) + total, json);
       storage = whole.narrow(0, 0, total);
     } catch (...) {
       remove_file(temp_path);  // a file too large for the disk
@@ -471,8 +471,7 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
       *impl_,
       storage,
       built.leaves,
-      /*keep_device=*/impl_->device.has_value() ||
-          options.device().has_value(),
+      /*keep_device=*/impl_->device.has_value() || options.device().has_value(),
       next);
   if (options.device() && !impl_->device) {
     // Nested dicts share the root's device.
@@ -535,7 +534,8 @@ LazyStackedTensorDict LazyStackedTensorDict::consolidate(
     views.lock_();
     elements.push_back(std::move(views));
   }
-  LazyStackedTensorDict result(std::move(elements), stack_dim(), stack_dim_name());
+  LazyStackedTensorDict result(
+      std::move(elements), stack_dim(), stack_dim_name());
   result.set_python_class(python_class());
   return result;
 }

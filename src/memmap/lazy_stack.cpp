@@ -86,8 +86,7 @@ LazyStackedTensorDict save_lazy_stack(
       Json class_meta = Json::object();
       class_meta["_type"] = stack.python_class();
       plan.add_meta(
-          join_path(root, "meta.json"),
-          dump_json(class_meta, spaced, spaced));
+          join_path(root, "meta.json"), dump_json(class_meta, spaced, spaced));
     }
   }
   plan.run();
@@ -128,8 +127,7 @@ LazyStackedTensorDict save_lazy_stack_archive(
     MemmapOptions staged = options;
     staged.prefix(staging).durable(false);
     (void)save_lazy_stack(stack, staged, /*like=*/false, /*inplace=*/false);
-    pack_memmap(
-        staging, path, PackMemmapOptions().durable(options.durable()));
+    pack_memmap(staging, path, PackMemmapOptions().durable(options.durable()));
   } catch (...) {
     try {
       remove_tree(staging);
