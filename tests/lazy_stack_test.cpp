@@ -1,11 +1,20 @@
 // LazyStackedTensorDict (declared in lazy_stack.h). Expected keys, messages
 // and reprs come from Python tensordict 0.15.3.
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <tensordict/consolidate.h>
 #include <tensordict/indexing.h>
 #include <tensordict/json.h>
 #include <tensordict/lazy_stack.h>
 #include <tensordict/memmap.h>
+#include <unistd.h>
 
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
 #include <sstream>
 
 #include "support.h"
@@ -977,6 +986,519 @@ TEST(LazyStackEntryTest, ConsolidatedStackMembersMustBeItsElements) {
       c10::Error,
       "the members of a lazy stack must be its elements \"0\" to \"1\", "
       "found \"7\"");
+}
+
+// --- a lazy stack at the root: memmap family and consolidate -----------------
+
+namespace {
+
+using tensordict::ConsolidateOptions;
+using tensordict::LoadMemmapOptions;
+using tensordict::MemmapOptions;
+using tensordict::MemoryMappedTensor;
+using tensordict::testing::expect_td_equal;
+namespace fs = std::filesystem;
+
+// make_elements() stacked at dim 1 under the name "s".
+LazyStackedTensorDict make_root_stack() {
+  return lazy_stack(make_elements(), 1, "s");
+}
+
+void expect_stack_equal(
+    const LazyStackedTensorDict& a, const LazyStackedTensorDict& b) {
+  EXPECT_EQ(a.stack_dim(), b.stack_dim());
+  EXPECT_EQ(a.stack_dim_name(), b.stack_dim_name());
+  EXPECT_EQ(a.batch_size(), b.batch_size());
+  ASSERT_EQ(a.tensordicts().size(), b.tensordicts().size());
+  for (size_t i = 0; i < a.tensordicts().size(); ++i) {
+    SCOPED_TRACE("element " + std::to_string(i));
+    expect_td_equal(a.tensordicts()[i], b.tensordicts()[i]);
+  }
+}
+
+// Every file and directory below `dir`, relative, sorted.
+std::vector<std::string> tree_of(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    out.push_back(fs::relative(entry.path(), dir).string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+ino_t inode_of(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return st.st_ino;
+}
+
+// Runs `write` in a child process whose files may not grow past
+// `limit_bytes` (a full disk, without one) and returns the message of what
+// it threw, or "finished".
+std::string run_with_file_size_limit(
+    const std::function<void()>& write, rlim_t limit_bytes) {
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    ADD_FAILURE() << "pipe failed";
+    return {};
+  }
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    at::set_num_threads(1);  // the parent's OpenMP workers are not here
+    const struct rlimit limit { limit_bytes, limit_bytes };
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    std::signal(SIGXFSZ, SIG_IGN);
+    std::string message = "finished";
+    try {
+      write();
+    } catch (const c10::Error& e) {
+      message = e.what_without_backtrace();
+    } catch (const std::exception& e) {
+      message = std::string("not a c10::Error: ") + e.what();
+    }
+    size_t done = 0;
+    while (done < message.size()) {
+      const ssize_t n =
+          ::write(fds[1], message.data() + done, message.size() - done);
+      if (n <= 0) {
+        break;
+      }
+      done += static_cast<size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string message;
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(fds[0], buffer, sizeof(buffer))) > 0) {
+    message.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return message;
+}
+
+}  // namespace
+
+TEST(LazyStackMemmapTest, MemmapWritesPythonsLayoutAndReturnsAMappedStack) {
+  TempDir dir;
+  const LazyStackedTensorDict stack = make_root_stack();
+  const std::string prefix = dir / "ls";
+  const LazyStackedTensorDict saved = stack.memmap(prefix);
+  EXPECT_FALSE(saved.is_same(stack));
+  EXPECT_FALSE(stack.is_memmap());
+  EXPECT_TRUE(saved.is_memmap());
+  EXPECT_EQ(saved.saved_path(), prefix);
+  EXPECT_TRUE(saved.at(0).is_locked());
+  EXPECT_EQ(
+      MemoryMappedTensor::filename(saved.at(1).get("r")),
+      prefix + "/1/r.memmap");
+  expect_stack_equal(saved, stack);
+  EXPECT_EQ(
+      read_text(prefix + "/meta.json"),
+      "{\"_type\":\"<class 'tensordict._lazy.LazyStackedTensorDict'>\","
+      "\"_format_version\":1,\"_class\":\"tensordict:LazyStackedTensorDict\","
+      "\"stack_dim\":1,\"stack_dim_name\":\"s\"}");
+  EXPECT_EQ(
+      tree_of(prefix),
+      (std::vector<std::string>{
+          "0",
+          "0/a.memmap",
+          "0/meta.json",
+          "0/n",
+          "0/n/meta.json",
+          "0/n/x.memmap",
+          "0/n/y0.memmap",
+          "0/only0.memmap",
+          "0/r.memmap",
+          "1",
+          "1/a.memmap",
+          "1/meta.json",
+          "1/n",
+          "1/n/meta.json",
+          "1/n/x.memmap",
+          "1/r.memmap",
+          "meta.json"}));
+
+  const LazyStackedTensorDict loaded = LazyStackedTensorDict::load(prefix);
+  expect_stack_equal(loaded, stack);
+  EXPECT_FALSE(loaded.is_memmap());  // as Python: a load is not memmapped
+  EXPECT_EQ(loaded.saved_path(), prefix);
+  EXPECT_EQ(
+      MemoryMappedTensor::filename(loaded.at(0).get({"n", "x"})),
+      prefix + "/0/n/x.memmap");
+  // The free function is the member.
+  expect_stack_equal(
+      tensordict::memmap(stack, MemmapOptions(dir / "free")),
+      LazyStackedTensorDict::load_memmap(dir / "free"));
+}
+
+TEST(LazyStackMemmapTest, LoadMemmapRefusesADictAndTheDictLoaderAStack) {
+  TempDir dir;
+  (void)make_root_stack().memmap(dir / "ls");
+  (void)make_elements()[0].memmap(dir / "td");
+  EXPECT_THROWS_WITH(
+      (void)LazyStackedTensorDict::load_memmap(dir / "td"),
+      c10::ValueError,
+      "holds a TensorDict, not a lazy stack: load it with "
+      "TensorDict::load_memmap");
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(dir / "ls"),
+      c10::Error,
+      "holds a lazy stack (LazyStackedTensorDict, 2 elements)");
+  EXPECT_THROWS_WITH(
+      (void)LazyStackedTensorDict::load_memmap(dir / "missing"),
+      c10::Error,
+      "no meta.json");
+}
+
+TEST(LazyStackMemmapTest, MemmapInPlaceMapsEveryElementAndLocksThem) {
+  TempDir dir;
+  const LazyStackedTensorDict expected = make_root_stack();
+  LazyStackedTensorDict stack =
+      lazy_stack({expected.at(0).clone(), expected.at(1).clone()}, 1, "s");
+  const TensorDict first = stack.at(0);
+  LazyStackedTensorDict& same = stack.memmap_(dir / "ls");
+  EXPECT_TRUE(same.is_same(stack));
+  EXPECT_TRUE(stack.at(0).is_same(first));  // the elements themselves
+  EXPECT_TRUE(stack.is_memmap());
+  EXPECT_TRUE(first.is_locked());
+  EXPECT_EQ(stack.device(), c10::Device(c10::kCPU));
+  EXPECT_EQ(stack.saved_path(), dir / "ls");
+  EXPECT_EQ(
+      MemoryMappedTensor::filename(first.get({"n", "y0"})),
+      dir / "ls/0/n/y0.memmap");
+  expect_stack_equal(stack, expected);
+  expect_stack_equal(LazyStackedTensorDict::load_memmap(dir / "ls"), expected);
+  // Writing into a leaf writes the file.
+  stack.at(1).get("a").fill_(7);
+  EXPECT_TRUE(torch::equal(
+      LazyStackedTensorDict::load_memmap(dir / "ls").at(1).get("a"),
+      torch::full({3, 2}, 7.0F)));
+
+  // Without a prefix: anonymous shared memory, no saved path.
+  LazyStackedTensorDict shared = lazy_stack(make_elements());
+  shared.memmap_();
+  EXPECT_TRUE(shared.is_memmap());
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(shared.at(0).get("a")));
+  EXPECT_FALSE(MemoryMappedTensor::filename(shared.at(0).get("a")));
+  EXPECT_FALSE(shared.saved_path());
+}
+
+TEST(LazyStackMemmapTest, MemmapLikeWritesZerosOfTheSameShapes) {
+  TempDir dir;
+  const LazyStackedTensorDict stack = make_root_stack();
+  const LazyStackedTensorDict like = stack.memmap_like(dir / "like");
+  EXPECT_TRUE(like.is_memmap());
+  EXPECT_EQ(like.stack_dim(), 1);
+  EXPECT_EQ(like.stack_dim_name(), "s");
+  for (size_t i = 0; i < 2; ++i) {
+    for (const NestedKey& key :
+         stack.at(static_cast<int64_t>(i)).keys(true, true)) {
+      const at::Tensor source = stack.at(static_cast<int64_t>(i)).get(key);
+      const at::Tensor zeros = like.at(static_cast<int64_t>(i)).get(key);
+      EXPECT_EQ(zeros.sizes(), source.sizes()) << key;
+      EXPECT_EQ(zeros.scalar_type(), source.scalar_type()) << key;
+      EXPECT_TRUE(torch::equal(zeros, torch::zeros_like(source))) << key;
+    }
+  }
+  expect_stack_equal(LazyStackedTensorDict::load_memmap(dir / "like"), like);
+  EXPECT_TRUE(fs::exists(dir / "like/1/r.memmap"));
+}
+
+TEST(LazyStackMemmapTest, SaveToAnArchiveLoadsTheStackBack) {
+  TempDir dir;
+  const LazyStackedTensorDict stack = make_root_stack();
+  const std::string path = dir / "ls.tdz";
+  const LazyStackedTensorDict saved = stack.save(path);
+  EXPECT_TRUE(fs::is_regular_file(path));
+  expect_stack_equal(saved, stack);
+  EXPECT_FALSE(saved.saved_path());  // an archive has no directory
+  expect_stack_equal(LazyStackedTensorDict::load(path), stack);
+  // Only the archive is left, no staging directory.
+  EXPECT_EQ(tree_of(dir.str()), std::vector<std::string>{"ls.tdz"});
+  EXPECT_THROWS_WITH(
+      (void)stack.save(MemmapOptions(path).existsok(false)),
+      c10::Error,
+      "A file already exists at");
+}
+
+TEST(LazyStackMemmapTest, AsyncVariantsReturnWhatTheSyncOnesDo) {
+  TempDir dir;
+  const LazyStackedTensorDict stack = make_root_stack();
+  expect_stack_equal(stack.memmap_async(dir / "a").get(), stack);
+  expect_stack_equal(stack.save_async(dir / "b").get(), stack);
+  const LazyStackedTensorDict like = stack.memmap_like_async(dir / "c").get();
+  EXPECT_TRUE(torch::equal(like.at(0).get("a"), torch::zeros({3, 2})));
+  LazyStackedTensorDict copy =
+      lazy_stack({stack.at(0).clone(), stack.at(1).clone()}, 1, "s");
+  const LazyStackedTensorDict done = copy.memmap_async_(dir / "d").get();
+  EXPECT_TRUE(done.is_same(copy));
+  EXPECT_EQ(copy.saved_path(), dir / "d");
+  expect_stack_equal(LazyStackedTensorDict::load_memmap(dir / "d"), stack);
+}
+
+TEST(LazyStackMemmapTest, LoadMemmapInPlaceChecksTheSavedStackFirst) {
+  TempDir dir;
+  const LazyStackedTensorDict stack = make_root_stack();
+  (void)stack.memmap(dir / "ls");
+  LazyStackedTensorDict target = lazy_stack(
+      {TensorDict({{"a", torch::zeros({3, 2})}}, {3}),
+       TensorDict({{"a", torch::zeros({3, 2})}}, {3})},
+      1);
+  const TensorDict first = target.at(0);
+  LazyStackedTensorDict& same = target.load_memmap_(dir / "ls");
+  EXPECT_TRUE(same.is_same(target));
+  EXPECT_TRUE(target.at(0).is_same(first));
+  EXPECT_TRUE(torch::equal(first.get("a"), stack.at(0).get("a")));
+  EXPECT_TRUE(torch::equal(target.at(1).get("r"), stack.at(1).get("r")));
+  EXPECT_EQ(
+      MemoryMappedTensor::filename(first.get("only0")),
+      dir / "ls/0/only0.memmap");
+
+  // A stack that does not fit is refused before any element changes.
+  LazyStackedTensorDict three = lazy_stack(
+      {TensorDict({}, {3}), TensorDict({}, {3}), TensorDict({}, {3})}, 1);
+  EXPECT_THROWS_WITH(
+      three.load_(dir / "ls"),
+      c10::ValueError,
+      "Cannot load 2 stacked tensordicts into a stack of 3 tensordicts.");
+  EXPECT_EQ(three.at(0).size(), 0U);
+  LazyStackedTensorDict dim0 =
+      lazy_stack({TensorDict({}, {3}), TensorDict({}, {3})}, 0);
+  EXPECT_THROWS_WITH(
+      dim0.load_memmap_(dir / "ls"),
+      c10::ValueError,
+      "with stack dim 1 into a stack of stack dim 0");
+  EXPECT_EQ(dim0.at(1).size(), 0U);
+  // A damaged element is found before the first element is loaded.
+  LazyStackedTensorDict fresh =
+      lazy_stack({TensorDict({}, {3}), TensorDict({}, {3})}, 1);
+  fs::remove(dir / "ls/1/meta.json");
+  EXPECT_THROWS_WITH(
+      fresh.load_memmap_(dir / "ls"), c10::Error, "no meta.json in");
+  EXPECT_EQ(fresh.at(0).size(), 0U);
+}
+
+TEST(LazyStackMemmapTest, MemmapRefreshRereadsTheStacksDirectory) {
+  TempDir dir;
+  const std::string prefix = dir / "ls";
+  LazyStackedTensorDict saved = make_root_stack().memmap(prefix);
+  // Another process saves new values and a new key over it.
+  std::vector<TensorDict> next = make_elements();
+  for (TensorDict& element : next) {
+    element.set("extra", torch::full({3}, 5));
+  }
+  (void)lazy_stack(next, 1, "s").memmap(prefix);
+  EXPECT_FALSE(saved.at(1).contains("extra"));
+  LazyStackedTensorDict& same = saved.memmap_refresh_();
+  EXPECT_TRUE(same.is_same(saved));
+  EXPECT_TRUE(torch::equal(saved.at(1).get("extra"), torch::full({3}, 5)));
+  EXPECT_TRUE(saved.is_memmap());
+  EXPECT_TRUE(saved.at(0).is_locked());
+
+  EXPECT_THROWS_WITH(
+      make_root_stack().memmap_refresh_(),
+      c10::Error,
+      "memmap_refresh_ needs a lazy stack memmapped to a directory");
+  // A load is not memmapped (as in Python), so it cannot refresh.
+  LazyStackedTensorDict loaded = LazyStackedTensorDict::load_memmap(prefix);
+  EXPECT_THROWS_WITH(
+      loaded.memmap_refresh_(), c10::Error, "memmap_refresh_ needs");
+}
+
+TEST(LazyStackMemmapTest, ATensorclassOverAStackSavesOneDirectoryDown) {
+  TempDir dir;
+  const std::string prefix = dir / "tc";
+  LazyStackedTensorDict stack = make_root_stack();
+  stack.set_python_class("<class 'envs.Step'>");
+  LazyStackedTensorDict saved = stack.memmap(prefix);
+  EXPECT_EQ(saved.python_class(), "<class 'envs.Step'>");
+  EXPECT_EQ(
+      read_text(prefix + "/meta.json"), "{\"_type\":\"<class 'envs.Step'>\"}");
+  EXPECT_TRUE(fs::exists(prefix + "/_tensordict/1/r.memmap"));
+  EXPECT_EQ(saved.saved_path(), prefix);
+  const LazyStackedTensorDict loaded = LazyStackedTensorDict::load(prefix);
+  EXPECT_EQ(loaded.python_class(), "<class 'envs.Step'>");
+  expect_stack_equal(loaded, stack);
+  saved.at(0).get("a").fill_(3);
+  LazyStackedTensorDict plain =
+      lazy_stack({TensorDict({}, {3}), TensorDict({}, {3})}, 1);
+  plain.load_memmap_(prefix);
+  EXPECT_TRUE(torch::equal(plain.at(0).get("a"), torch::full({3, 2}, 3.0F)));
+  saved.memmap_refresh_();
+  EXPECT_TRUE(torch::equal(saved.at(0).get("a"), torch::full({3, 2}, 3.0F)));
+}
+
+TEST(LazyStackMemmapTest, AnOverwriteInPlaceIsSwappedInWhole) {
+  TempDir dir;
+  const std::string prefix = dir / "ls";
+  (void)make_root_stack().memmap(prefix);
+  const ino_t before = inode_of(prefix);
+  LazyStackedTensorDict stack = lazy_stack(
+      {TensorDict({{"b", torch::ones({3})}}, {3}),
+       TensorDict({{"b", torch::ones({3})}}, {3})},
+      1);
+  stack.memmap_(prefix);
+  EXPECT_NE(inode_of(prefix), before);
+  EXPECT_EQ(stack.saved_path(), prefix);  // the final path, not the staged one
+  EXPECT_EQ(
+      MemoryMappedTensor::filename(stack.at(1).get("b")),
+      prefix + "/1/b.memmap");
+  EXPECT_EQ(
+      tree_of(dir.str()),
+      (std::vector<std::string>{
+          "ls",
+          "ls/0",
+          "ls/0/b.memmap",
+          "ls/0/meta.json",
+          "ls/1",
+          "ls/1/b.memmap",
+          "ls/1/meta.json",
+          "ls/meta.json"}));
+  // existsok(false) refuses the existing files before touching anything.
+  LazyStackedTensorDict other = lazy_stack(
+      {TensorDict({{"b", torch::zeros({3})}}, {3}),
+       TensorDict({{"b", torch::zeros({3})}}, {3})},
+      1);
+  EXPECT_THROWS_WITH(
+      other.memmap_(MemmapOptions(prefix).existsok(false)),
+      c10::Error,
+      "already exists");
+  EXPECT_FALSE(other.is_memmap());
+  EXPECT_FALSE(other.at(0).is_locked());
+  expect_stack_equal(LazyStackedTensorDict::load_memmap(prefix), stack);
+}
+
+TEST(LazyStackMemmapTest, ARefusedSaveTouchesNothingAndChangesNoElement) {
+  TempDir dir;
+  const std::string prefix = dir / "ls";
+  // Element 1 holds a key that would collide with meta.json's "shape".
+  LazyStackedTensorDict stack = lazy_stack(
+      {TensorDict({{"a", torch::ones({3})}}, {3}),
+       TensorDict(
+           {{"a", torch::ones({3})}, {"shape", torch::ones({3})}}, {3})});
+  const at::Tensor before = stack.at(0).get("a");
+  EXPECT_THROWS_WITH(
+      stack.memmap_(prefix), c10::Error, "would collide with the 'shape'");
+  EXPECT_TRUE(stack.at(0).get("a").is_same(before));
+  EXPECT_FALSE(stack.at(0).is_locked());
+  EXPECT_THROWS_WITH(
+      (void)stack.memmap_like(prefix), c10::Error, "would collide");
+  EXPECT_THROWS_WITH(
+      (void)stack.save(dir / "ls.tdz"), c10::Error, "would collide");
+  EXPECT_EQ(tree_of(dir.str()), std::vector<std::string>{});
+}
+
+TEST(LazyStackMemmapTest, AFreshSaveThatFailsMidwayRemovesEverythingItWrote) {
+  TempDir dir;
+  // One leaf of 4 MiB against a file size limit of 1 MiB.
+  const TensorDict small({{"x", torch::arange(16)}}, {16});
+  const TensorDict big(
+      {{"x", torch::arange(16)}, {"big", torch::randn({16, 1 << 16})}}, {16});
+  const LazyStackedTensorDict stack = lazy_stack({small, big});
+  using Write = std::function<void(const std::string&)>;
+  const std::vector<std::pair<std::string, Write>> writes = {
+      {"memmap", [&](const std::string& p) { (void)stack.memmap(p); }},
+      {"threaded memmap",
+       [&](const std::string& p) {
+         (void)stack.memmap(MemmapOptions(p).num_threads(2));
+       }},
+      {"memmap_",
+       [&](const std::string& p) {
+         LazyStackedTensorDict copy = lazy_stack({small.clone(), big.clone()});
+         const at::Tensor x = copy.at(0).get("x");
+         try {
+           copy.memmap_(p);
+         } catch (...) {
+           // No element changed: the leaves are the ones before the save.
+           if (!copy.at(0).get("x").is_same(x) || copy.at(0).is_locked()) {
+             throw std::runtime_error("memmap_ changed an element");
+           }
+           throw;
+         }
+       }},
+      {"memmap_like",
+       [&](const std::string& p) { (void)stack.memmap_like(p); }},
+      {"archive", [&](const std::string& p) { (void)stack.save(p + ".tdz"); }},
+  };
+  for (const auto& [name, write] : writes) {
+    SCOPED_TRACE(name);
+    const std::string message = run_with_file_size_limit(
+        [&] { write(dir / "missing/parents/ls"); }, rlim_t{1} << 20);
+    EXPECT_NE(message.find("File too large"), std::string::npos) << message;
+    EXPECT_NE(message.find("big"), std::string::npos) << message;
+    // Nothing is left: not the prefix, not its parents, no hidden sibling.
+    EXPECT_EQ(tree_of(dir.str()), std::vector<std::string>{});
+  }
+  expect_stack_equal(stack.memmap(dir / "ls"), stack);
+}
+
+TEST(LazyStackConsolidateTest, ConsolidateAtTheRootKeepsTheStack) {
+  const LazyStackedTensorDict stack = make_root_stack();
+  EXPECT_FALSE(stack.is_consolidated());
+  EXPECT_FALSE(stack.consolidated_storage().defined());
+  const LazyStackedTensorDict packed = stack.consolidate();
+  EXPECT_TRUE(packed.is_consolidated());
+  expect_stack_equal(packed, stack);
+  EXPECT_TRUE(packed.at(1).is_locked());
+  // One storage for both elements, in order: element 0's leaves first.
+  const at::Tensor storage = packed.consolidated_storage();
+  EXPECT_TRUE(storage.defined());
+  const auto* bytes = storage.storage().unsafeGetStorageImpl();
+  EXPECT_EQ(packed.at(1).get("r").storage().unsafeGetStorageImpl(), bytes);
+  EXPECT_LT(packed.at(0).get("a").data_ptr(), packed.at(1).get("a").data_ptr());
+  EXPECT_TRUE(packed.consolidate().is_same(packed));
+  // Two elements consolidated apart do not make a consolidated stack.
+  const LazyStackedTensorDict apart =
+      lazy_stack({stack.at(0).consolidate(), stack.at(1).consolidate()}, 1);
+  EXPECT_FALSE(apart.is_consolidated());
+}
+
+TEST(LazyStackConsolidateTest, AFileHoldsPythonsRootLevelAndLoadsBack) {
+  TempDir dir;
+  const std::string path = dir / "stack.bin";
+  const LazyStackedTensorDict stack = make_root_stack();
+  const LazyStackedTensorDict packed =
+      stack.consolidate(ConsolidateOptions().filename(path));
+  expect_stack_equal(packed, stack);
+  const std::string text = read_text(path);
+  int64_t length = 0;
+  std::memcpy(&length, text.data() + text.size() - 8, 8);
+  const Json meta = Json::parse(text.substr(text.size() - 8 - length, length));
+  EXPECT_EQ(meta["cls"], "LazyStackedTensorDict");
+  EXPECT_EQ(
+      meta["cls_metadata"],
+      Json::parse(R"({"stack_dim": 1, "stack_dim_name": "s",
+                      "is_locked": false})"));
+  EXPECT_EQ(
+      meta["0"]["leaves"]["a"],
+      Json::parse(R"(["torch.float32", [3, 2], 0, 24, 0])"));
+  EXPECT_EQ(meta["1"]["cls"], "TensorDict");
+
+  const LazyStackedTensorDict loaded =
+      LazyStackedTensorDict::from_consolidated(path);
+  EXPECT_TRUE(loaded.is_consolidated());
+  expect_stack_equal(loaded, stack);
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::from_consolidated(path),
+      c10::Error,
+      "load a lazy stack at the root with "
+      "LazyStackedTensorDict::from_consolidated");
+  (void)stack.at(0).consolidate(ConsolidateOptions().filename(dir / "td.bin"));
+  EXPECT_THROWS_WITH(
+      (void)LazyStackedTensorDict::from_consolidated(dir / "td.bin"),
+      c10::ValueError,
+      "holds a TensorDict, not a lazy stack: load it with "
+      "TensorDict::from_consolidated");
+  EXPECT_THROWS_WITH(
+      (void)stack.consolidate(ConsolidateOptions().filename(dir.str())),
+      c10::Error,
+      "is a directory");
 }
 
 }  // namespace lazy_stack_test

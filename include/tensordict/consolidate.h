@@ -37,8 +37,10 @@
 // - Jagged nested tensors are not supported (an error names the key). A lazy
 //   stack consolidates as an entry of a dict, its elements' leaves in the
 //   storage and its stack dim in the metadata, as Python writes it; a lazy
-//   stack at the root is refused (consolidate its elements, or put it in a
-//   dict).
+//   stack at the root has `LazyStackedTensorDict::consolidate` and
+//   `from_consolidated` (its metadata is that level, "cls":
+//   "LazyStackedTensorDict"), and `TensorDict::from_consolidated` refuses
+//   such a file (Python returns the stack).
 // - A complex128 leaf whose offset is not a multiple of 16 cannot be viewed
 //   and is refused when consolidating (Python fails when rebuilding it).
 

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <future>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -195,6 +196,107 @@ class TENSORDICT_API LazyStackedTensorDict {
   /// elements hold are dropped, as in Python. Throws an error naming the key
   /// if the shapes of a leaf differ, TypeError if its kinds differ.
   [[nodiscard]] TensorDict contiguous() const;
+
+  // --- memory-mapped storage (src/memmap/lazy_stack.cpp) --------------------
+  // The same members as TensorDict's, for a stack at the root: the directory
+  // holds a meta.json with the stack dim and one sub-directory per element,
+  // as Python writes it, and every guarantee of NOTE [Memmap layout] holds
+  // (checked keys, a refused or failed save leaves nothing, an overwrite is
+  // swapped in atomically).
+
+  /// Writes the stack under `options.prefix()` (elements in "0/", "1/",
+  /// ...; a tensorclass's stack in "_tensordict/") and returns a new stack
+  /// on the CPU whose elements are locked and map the files (with an empty
+  /// prefix, anonymous shared memory); `*this` is untouched. A prefix ending
+  /// in ".tdz" writes one archive file instead and returns it loaded. Throws
+  /// as `TensorDict::memmap`.
+  [[nodiscard]] LazyStackedTensorDict memmap(
+      const MemmapOptions& options = {}) const;
+  /// Runs `memmap` on a background thread: Python's `return_early=True`.
+  /// The stack must not change until the future is ready.
+  [[nodiscard]] std::future<LazyStackedTensorDict> memmap_async(
+      const MemmapOptions& options = {}) const;
+  /// Writes the stack like `memmap`, then replaces every leaf of every
+  /// element by its mapped tensor in place, moves the stack to the CPU and
+  /// locks the elements. Throws as `TensorDict::memmap_`; on an error no
+  /// element has changed.
+  LazyStackedTensorDict& memmap_(const MemmapOptions& options = {});
+  /// `memmap_` on another thread; the stack must not be used until the
+  /// future (holding this stack) is ready.
+  [[nodiscard]] std::future<LazyStackedTensorDict> memmap_async_(
+      const MemmapOptions& options = {});
+  /// Writes the layout of `memmap` with zero-filled leaf files (shapes and
+  /// dtypes only) and returns the new stack mapping them.
+  [[nodiscard]] LazyStackedTensorDict memmap_like(
+      const MemmapOptions& options = {}) const;
+  /// `memmap_like` on another thread.
+  [[nodiscard]] std::future<LazyStackedTensorDict> memmap_like_async(
+      const MemmapOptions& options = {}) const;
+  /// Same as `memmap` (Python's `save`).
+  LazyStackedTensorDict save(const MemmapOptions& options) const;
+  /// Same as `memmap` (Python's `dumps`, an alias of `save`).
+  LazyStackedTensorDict dumps(const MemmapOptions& options) const;
+  /// `save` on another thread.
+  [[nodiscard]] std::future<LazyStackedTensorDict> save_async(
+      const MemmapOptions& options) const;
+  /// Loads a directory (or `.tdz` archive) whose root is a lazy stack,
+  /// written by `memmap` or by Python's `lazy_td.memmap(...)`: the leaves
+  /// map the files, the elements are not locked. A Python tensorclass over
+  /// a lazy stack loads with its class (`python_class()`). Throws ValueError
+  /// when the root is not a lazy stack (load a dict with
+  /// `TensorDict::load_memmap`), and as `TensorDict::load_memmap` on any
+  /// inconsistency.
+  [[nodiscard]] static LazyStackedTensorDict load_memmap(
+      const std::string& prefix, const LoadMemmapOptions& options = {});
+  /// Same as `load_memmap` (Python's `load`).
+  [[nodiscard]] static LazyStackedTensorDict load(
+      const std::string& prefix, const LoadMemmapOptions& options = {});
+  /// Loads the lazy stack saved at `prefix` into this one, element by
+  /// element, as `TensorDict::load_memmap_` loads a dict (memmapped
+  /// elements stay memmapped). The saved stack must have as many elements
+  /// and the same stack dim (ValueError otherwise, before anything is
+  /// loaded); every meta.json is checked before the first element changes.
+  LazyStackedTensorDict& load_memmap_(
+      const std::string& prefix, const LoadMemmapOptions& options = {});
+  /// Same as `load_memmap_` (Python's `load_`).
+  LazyStackedTensorDict& load_(
+      const std::string& prefix, const LoadMemmapOptions& options = {});
+  /// Re-reads the stack's own directory (`saved_path()`), picking up what
+  /// another process changed in its elements. Throws unless `is_memmap()`
+  /// and the stack has a saved path. Python refuses every lazy stack here.
+  LazyStackedTensorDict& memmap_refresh_();
+  /// Returns true if every element is memmapped (Python raises when only
+  /// some are; this returns false).
+  bool is_memmap() const;
+  /// Returns the directory holding the stack's meta.json when every element
+  /// `i` was saved to or loaded from its sub-directory `i` there, else
+  /// nullopt (Python's `saved_path` of a lazy stack is always None).
+  std::optional<std::string> saved_path() const;
+
+  // --- consolidate (src/consolidate/) ---------------------------------------
+  // See NOTE [Consolidated layout] in tensordict/consolidate.h: a stack at
+  // the root is a level of class "LazyStackedTensorDict" whose members "0",
+  // "1", ... are its elements, as Python writes it.
+
+  /// Copies every leaf of every element into one contiguous uint8 storage
+  /// and returns a stack of locked elements viewing it; with
+  /// `options.filename()`, the storage maps that file, laid out for
+  /// `from_consolidated` (Python's `lazy_td.consolidate(filename=...)`).
+  /// Returns `*this` if it is already consolidated and the options ask for
+  /// no file, no other device and no shared or pinned memory. Throws as
+  /// `TensorDict::consolidate`.
+  [[nodiscard]] LazyStackedTensorDict consolidate(
+      const ConsolidateOptions& options = {}) const;
+  /// Returns true if every element is consolidated into one shared storage.
+  bool is_consolidated() const;
+  /// Returns that storage (the data region), or an undefined tensor.
+  at::Tensor consolidated_storage() const;
+  /// Maps a file written by `consolidate(filename)` here or by Python's
+  /// `lazy_td.consolidate(filename=...)` whose root is a lazy stack,
+  /// checked as `TensorDict::from_consolidated` checks it; throws naming
+  /// `TensorDict::from_consolidated` when the root is a dict.
+  [[nodiscard]] static LazyStackedTensorDict from_consolidated(
+      const std::string& filename, const LoadConsolidatedOptions& options = {});
 
   // --- printing -------------------------------------------------------------
 

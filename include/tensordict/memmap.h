@@ -61,8 +61,11 @@
 //   returns the same tensors.
 // - A directory whose root is a NonTensorData or NonTensorStack loads with
 //   `NonTensorData::load_memmap` / `NonTensorStack::load_memmap`; one whose
-//   root is a lazy stack with `load_memmap_any` (`TensorDict::load_memmap`
-//   refuses it rather than copy it into memory; Python returns the stack).
+//   root is a lazy stack with `LazyStackedTensorDict::load_memmap` or
+//   `load_memmap_any` (`TensorDict::load_memmap` refuses it rather than copy
+//   it into memory; Python returns the stack). A lazy stack at the root has
+//   the members of the save family too (`memmap`, `memmap_`, `memmap_like`,
+//   `load_memmap_`, `memmap_refresh_`, ...), with the same guarantees.
 // - `MemmapOptions::atomic` (Python's `atomic=True`) swaps the new tree in
 //   with one rename (renameat2 RENAME_EXCHANGE) where Python renames the old
 //   tree aside first, leaving a moment without the prefix; a leaf already
@@ -241,7 +244,7 @@ using LoadedTree = std::variant<TensorDict, LazyStackedTensorDict>;
     const std::string& prefix, const LoadMemmapOptions& options = {});
 
 /// Saves a lazy stack in Python's layout (one sub-directory per element)
-/// and returns it backed by the files.
+/// and returns it backed by the files: `stack.memmap(options)`.
 TENSORDICT_API LazyStackedTensorDict
 memmap(const LazyStackedTensorDict& stack, const MemmapOptions& options);
 

@@ -78,7 +78,8 @@ class Reader {
         cls,
         "' is not supported; expected 'TensorDict'",
         cls == "LazyStackedTensorDict"
-            ? " (a lazy stack is read only as an entry of a dict)"
+            ? " (load a lazy stack at the root with "
+              "LazyStackedTensorDict::from_consolidated)"
             : "");
     const Json& cls_metadata = at.member(meta, "cls_metadata");
     at.expect_object(cls_metadata, "cls_metadata");
@@ -159,9 +160,8 @@ class Reader {
     return result;
   }
 
- private:
-  // A lazy stack entry: its stack dim in cls_metadata and its elements as
-  // members "0", "1", ..., each a dict.
+  // A lazy stack, at the root or as an entry: its stack dim in cls_metadata
+  // and its elements as members "0", "1", ..., each a dict.
   LazyStackedTensorDict read_lazy_stack(
       const Json& meta,
       const MetadataReader& at,
@@ -237,6 +237,7 @@ class Reader {
     return *stack;
   }
 
+ private:
   at::Tensor read_leaf(const Json& entry, const MetadataReader& at) const {
     TENSORDICT_CHECK_METADATA(
         at,
@@ -448,9 +449,14 @@ class Reader {
   int64_t max_depth_;
 };
 
-// Splits a whole file or buffer into its data region and metadata, checking
-// the trailer, and rebuilds the dict.
-TensorDict read_consolidated(
+// A whole file or buffer split into its data region and its metadata.
+struct SplitConsolidated {
+  at::Tensor data;
+  Json meta;
+};
+
+// Splits a whole file or buffer, checking the trailer.
+SplitConsolidated split_consolidated(
     const at::Tensor& bytes,
     const std::string& source,
     const LoadConsolidatedOptions& options) {
@@ -486,11 +492,20 @@ TensorDict read_consolidated(
   const int64_t data_size = size - kTrailerBytes - static_cast<int64_t>(length);
   const std::string_view text(
       reinterpret_cast<const char*>(raw + data_size), length);
-  const Json meta = parse_meta_json(
+  Json meta = parse_meta_json(
       text, options.max_depth(), "the consolidated metadata of " + source);
-  const Reader reader(bytes.narrow(0, 0, data_size), options.max_depth());
+  return {bytes.narrow(0, 0, data_size), std::move(meta)};
+}
+
+// Rebuilds the dict of a whole file or buffer.
+TensorDict read_consolidated(
+    const at::Tensor& bytes,
+    const std::string& source,
+    const LoadConsolidatedOptions& options) {
+  const SplitConsolidated split = split_consolidated(bytes, source, options);
+  const Reader reader(split.data, options.max_depth());
   return reader.read_dict(
-      meta, MetadataReader(source, KeyPath()), /*parent_batch=*/{}, 0);
+      split.meta, MetadataReader(source, KeyPath()), /*parent_batch=*/{}, 0);
 }
 
 }  // namespace
@@ -532,8 +547,11 @@ int64_t file_size(const std::string& filename) {
 }  // namespace
 }  // namespace detail
 
-TensorDict TensorDict::from_consolidated(
-    const std::string& filename, const LoadConsolidatedOptions& options) {
+namespace detail {
+namespace {
+
+// The whole file `filename`, mapped read-only.
+at::Tensor map_consolidated_file(const std::string& filename) {
   TORCH_CHECK(
       detail::path_kind(filename) != detail::PathKind::kSymlink,
       "from_consolidated: refusing to read ",
@@ -553,7 +571,40 @@ TensorDict TensorDict::from_consolidated(
       MapMode::kReadOnly,
       "the consolidated file");
   detail::forget_mapped_filename(whole);
-  return detail::read_consolidated(whole, filename, options);
+  return whole;
+}
+
+}  // namespace
+}  // namespace detail
+
+TensorDict TensorDict::from_consolidated(
+    const std::string& filename, const LoadConsolidatedOptions& options) {
+  return detail::read_consolidated(
+      detail::map_consolidated_file(filename), filename, options);
+}
+
+LazyStackedTensorDict LazyStackedTensorDict::from_consolidated(
+    const std::string& filename, const LoadConsolidatedOptions& options) {
+  const detail::SplitConsolidated split = detail::split_consolidated(
+      detail::map_consolidated_file(filename), filename, options);
+  const detail::MetadataReader at(filename, detail::KeyPath());
+  TORCH_CHECK_VALUE(
+      split.meta.is_object(),
+      "invalid consolidated data in ",
+      filename,
+      ": the metadata is not an object");
+  const auto cls = split.meta.find("cls");
+  TORCH_CHECK_VALUE(
+      cls != split.meta.end() && cls->is_string() &&
+          cls->get_ref<const std::string&>() == "LazyStackedTensorDict",
+      filename,
+      " holds a ",
+      cls != split.meta.end() && cls->is_string()
+          ? cls->get<std::string>()
+          : std::string("tree of no known class"),
+      ", not a lazy stack: load it with TensorDict::from_consolidated");
+  const detail::Reader reader(split.data, options.max_depth());
+  return reader.read_lazy_stack(split.meta, at, /*parent_batch=*/{}, 0);
 }
 
 TensorDict from_consolidated_bytes(

@@ -75,6 +75,17 @@ void check_nested_name(const KeyPath& path) {
       "non_tensors, leaves, cls_metadata, size); rename it");
 }
 
+// A lazy stack's cls_metadata: its stack dim and the lock of its elements.
+Json stack_cls_metadata(const LazyStackedTensorDict& stack) {
+  Json cls_metadata = Json::object();
+  cls_metadata["stack_dim"] = stack.stack_dim();
+  cls_metadata["stack_dim_name"] =
+      stack.stack_dim_name() ? Json(*stack.stack_dim_name()) : Json(nullptr);
+  cls_metadata["is_locked"] =
+      stack.tensordicts().front().unsafeGetImpl()->locked;
+  return cls_metadata;
+}
+
 // A NonTensorStack of batch size [n, ...] is stored as Python stores it: a
 // level per stacked dim, the elements of the last one as non-tensors.
 Json stack_json(
@@ -113,6 +124,21 @@ class MetadataBuilder : public WalkVisitor {
     KeyPath path;
     walk(root, *this, path);
   }
+  // A lazy stack at the root: its level, then its elements "0", "1", ...
+  // as for a lazy stack entry.
+  explicit MetadataBuilder(const LazyStackedTensorDict& root) {
+    levels_.push_back(
+        level_json("LazyStackedTensorDict", stack_cls_metadata(root)));
+    const std::vector<TensorDict>& elements = root.tensordicts();
+    const std::vector<std::string> names = element_names(elements.size());
+    KeyPath path;
+    for (size_t i = 0; i < elements.size(); ++i) {
+      const PathPart part(path, names[i]);
+      open(*elements[i].unsafeGetImpl());
+      walk(*elements[i].unsafeGetImpl(), *this, path);
+      leave_dict(path, elements[i]);
+    }
+  }
 
   // The metadata of the root.
   const Json& metadata() const {
@@ -136,14 +162,8 @@ class MetadataBuilder : public WalkVisitor {
   bool enter_lazy_stack(
       const KeyPath& path, const LazyStackedTensorDict& stack) {
     check_nested_name(path);
-    Json cls_metadata = Json::object();
-    cls_metadata["stack_dim"] = stack.stack_dim();
-    cls_metadata["stack_dim_name"] =
-        stack.stack_dim_name() ? Json(*stack.stack_dim_name()) : Json(nullptr);
-    cls_metadata["is_locked"] =
-        stack.tensordicts().front().unsafeGetImpl()->locked;
     levels_.push_back(
-        level_json("LazyStackedTensorDict", std::move(cls_metadata)));
+        level_json("LazyStackedTensorDict", stack_cls_metadata(stack)));
     return true;
   }
   void leave_lazy_stack(
@@ -303,13 +323,15 @@ void copy_leaves(
 // --- building dicts of views -------------------------------------------
 
 // Rebuilds `impl`'s structure over `storage`, its leaves in the order of
-// MetadataBuilder's. Each dict keeps a device only if `keep_device` (then
-// the storage's); a dict on that device moves its non-tensor values there.
+// MetadataBuilder's from `leaves[next]` on (`next` moves past them). Each dict
+// keeps a device only if `keep_device` (then the storage's); a dict on that
+// device moves its non-tensor values there.
 TensorDict views_like(
     const TensorDictImpl& impl,
     const at::Tensor& storage,
     const std::vector<LeafCopy>& leaves,
-    bool keep_device) {
+    bool keep_device,
+    size_t& next) {
   auto make_dict = [&](const TensorDictImpl& level) {
     std::optional<c10::Device> device;
     if (keep_device && level.device) {
@@ -319,7 +341,6 @@ TensorDict views_like(
     dict.unsafeGetImpl()->consolidated.storage = storage;
     return dict;
   };
-  size_t next = 0;
   auto view = [&](const at::Tensor& /*source*/) {
     const LeafCopy& leaf = leaves[next++];
     return leaf_view(
@@ -339,19 +360,22 @@ void write_trailer(uint8_t* dst, const std::string& json) {
 }  // namespace
 }  // namespace detail
 
-TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
-  if (is_consolidated() && options.filename().empty() &&
-      !options.share_memory() && !options.pin_memory() &&
-      (!options.device() ||
-       *options.device() == impl_->consolidated.storage.device())) {
-    return *this;
-  }
-  const detail::MetadataBuilder built(*impl_);
+namespace detail {
+namespace {
+
+// Allocates the storage of a consolidate where the options ask (a file, a
+// shared, pinned or huge-page buffer, a device; else `own_device` or the
+// CPU) and copies the leaves `built` lists into it. A file is written as a
+// hidden sibling and renamed in once complete. Returns the data region.
+at::Tensor write_storage(
+    const MetadataBuilder& built,
+    const ConsolidateOptions& options,
+    const std::optional<c10::Device>& own_device) {
   const int64_t total = built.total;
 
   const bool to_file = !options.filename().empty();
   c10::Device device =
-      options.device().value_or(impl_->device.value_or(c10::Device(c10::kCPU)));
+      options.device().value_or(own_device.value_or(c10::Device(c10::kCPU)));
   TORCH_CHECK(
       !to_file || device.is_cpu(),
       "consolidate: device and filename are mutually exclusive arguments "
@@ -366,12 +390,12 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
   std::string temp_path;  // the file being written, until renamed
   if (to_file) {
     const std::string json =
-        detail::dump_json(built.metadata(), /*spaced=*/true, /*ascii=*/true);
+        dump_json(built.metadata(), /*spaced=*/true, /*ascii=*/true);
     const int64_t file_bytes =
-        total + static_cast<int64_t>(json.size()) + detail::kTrailerBytes;
+        total + static_cast<int64_t>(json.size()) + kTrailerBytes;
     const std::string& path = options.filename();
     TORCH_CHECK(
-        detail::path_kind(path) != detail::PathKind::kDirectory,
+        path_kind(path) != PathKind::kDirectory,
         "consolidate: ",
         path,
         " is a directory");
@@ -379,28 +403,27 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
     // a kill leaves the old file or the new one, never a truncated one; the
     // old file also stays intact for the dicts that map it. A killed
     // write's sibling is removed here once its process is gone.
-    detail::remove_stale_siblings(path);
-    temp_path = detail::temporary_sibling(path, "tmp");
+    remove_stale_siblings(path);
+    temp_path = temporary_sibling(path, "tmp");
     try {
-      const at::Tensor whole = detail::write_leaf_file(
+      const at::Tensor whole = write_leaf_file(
           temp_path,
           /*data=*/nullptr,
           c10::kByte,
           {file_bytes},
           "the consolidated file",
-          detail::LeafFileOptions().existsok(true).preallocate(true));
-      detail::forget_mapped_filename(whole);
-      detail::write_trailer(
-          static_cast<uint8_t*>(whole.data_ptr()) + total, json);
+          LeafFileOptions().existsok(true).preallocate(true));
+      forget_mapped_filename(whole);
+      write_trailer(static_cast<uint8_t*>(whole.data_ptr()) + total, json);
       storage = whole.narrow(0, 0, total);
     } catch (...) {
-      detail::remove_file(temp_path);  // a file too large for the disk
+      remove_file(temp_path);  // a file too large for the disk
       throw;
     }
   } else if (options.share_memory() && device.is_cpu()) {
-    storage = detail::shared_memory_tensor({total}, c10::kByte);
+    storage = shared_memory_tensor({total}, c10::kByte);
   } else if (device.is_cpu() && !options.pin_memory()) {
-    storage = detail::huge_page_bytes(total);
+    storage = huge_page_bytes(total);
   } else {
     storage = at::empty(
         {total},
@@ -410,29 +433,46 @@ TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
             .pinned_memory(options.pin_memory()));
   }
   if (temp_path.empty()) {
-    detail::copy_leaves(built.leaves, storage, options.num_threads(), total);
+    copy_leaves(built.leaves, storage, options.num_threads(), total);
   } else {
     try {
-      detail::copy_leaves(built.leaves, storage, options.num_threads(), total);
+      copy_leaves(built.leaves, storage, options.num_threads(), total);
       if (options.durable()) {
-        detail::sync_mapping(storage);
+        sync_mapping(storage);
       }
-      detail::rename_path(temp_path, options.filename());
+      rename_path(temp_path, options.filename());
     } catch (...) {
-      detail::remove_file(temp_path);
+      remove_file(temp_path);
       throw;
     }
     if (options.durable()) {
-      detail::fsync_parent_directory(options.filename());
+      fsync_parent_directory(options.filename());
     }
   }
 
+  return storage;
+}
+
+}  // namespace
+}  // namespace detail
+
+TensorDict TensorDict::consolidate(const ConsolidateOptions& options) const {
+  if (is_consolidated() && options.filename().empty() &&
+      !options.share_memory() && !options.pin_memory() &&
+      (!options.device() ||
+       *options.device() == impl_->consolidated.storage.device())) {
+    return *this;
+  }
+  const detail::MetadataBuilder built(*impl_);
+  const at::Tensor storage =
+      detail::write_storage(built, options, impl_->device);
+  size_t next = 0;
   TensorDict result = detail::views_like(
       *impl_,
       storage,
       built.leaves,
-      /*keep_device=*/impl_->device.has_value() ||
-          options.device().has_value());
+      /*keep_device=*/impl_->device.has_value() || options.device().has_value(),
+      next);
   if (options.device() && !impl_->device) {
     // Nested dicts share the root's device.
     detail::for_each_dict(
@@ -461,6 +501,63 @@ bool TensorDict::is_consolidated() const {
 
 at::Tensor TensorDict::consolidated_storage() const {
   return is_consolidated() ? impl_->consolidated.storage : at::Tensor();
+}
+
+LazyStackedTensorDict LazyStackedTensorDict::consolidate(
+    const ConsolidateOptions& options) const {
+  if (is_consolidated() && options.filename().empty() &&
+      !options.share_memory() && !options.pin_memory() &&
+      (!options.device() ||
+       *options.device() == consolidated_storage().device())) {
+    return *this;
+  }
+  const detail::MetadataBuilder built(*this);
+  const at::Tensor storage = detail::write_storage(built, options, device());
+  // The elements' leaves follow one another in the storage, in the order
+  // the metadata lists them.
+  size_t next = 0;
+  std::vector<TensorDict> elements;
+  elements.reserve(tensordicts().size());
+  for (const TensorDict& element : tensordicts()) {
+    TensorDict views = detail::views_like(
+        *element.unsafeGetImpl(),
+        storage,
+        built.leaves,
+        /*keep_device=*/device().has_value() || options.device().has_value(),
+        next);
+    if (options.device() && !device()) {
+      detail::for_each_dict(
+          *views.unsafeGetImpl(), [&](detail::TensorDictImpl& dict) {
+            dict.device = storage.device();
+          });
+    }
+    views.lock_();
+    elements.push_back(std::move(views));
+  }
+  LazyStackedTensorDict result(
+      std::move(elements), stack_dim(), stack_dim_name());
+  result.set_python_class(python_class());
+  return result;
+}
+
+bool LazyStackedTensorDict::is_consolidated() const {
+  const at::Tensor storage = tensordicts().front().consolidated_storage();
+  if (!storage.defined()) {
+    return false;
+  }
+  const c10::StorageImpl* bytes = storage.storage().unsafeGetStorageImpl();
+  for (const TensorDict& element : tensordicts()) {
+    const at::Tensor own = element.consolidated_storage();
+    if (!own.defined() || own.storage().unsafeGetStorageImpl() != bytes) {
+      return false;
+    }
+  }
+  return true;
+}
+
+at::Tensor LazyStackedTensorDict::consolidated_storage() const {
+  return is_consolidated() ? tensordicts().front().consolidated_storage()
+                           : at::Tensor();
 }
 
 namespace detail {

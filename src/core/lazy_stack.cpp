@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/batch_index.h"
+#include "core/lazy_stack_impl.h"
 #include "core/python_class.h"
 #include "core/stacked.h"
 #include "core/walk.h"
@@ -20,20 +21,6 @@
 #include "util/shared_memory.h"
 
 TENSORDICT_BEGIN_NAMESPACE
-
-namespace detail {
-
-class LazyStackedTensorDictImpl : public c10::intrusive_ptr_target {
- public:
-  std::vector<TensorDict> tensordicts;  // never empty
-  int64_t stack_dim = 0;                // in [0, batch dims of the elements]
-  std::vector<int64_t> batch_size;      // the elements' with the stack inserted
-  std::optional<c10::Device> device;
-  std::optional<std::string> stack_dim_name;
-  std::string python_class;  // "" unless a Python tensorclass wraps the stack
-};
-
-}  // namespace detail
 
 namespace detail::stacked {
 

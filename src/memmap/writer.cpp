@@ -1010,67 +1010,6 @@ std::optional<std::string> TensorDict::saved_path() const {
   return impl_->memmap.prefix;
 }
 
-LazyStackedTensorDict memmap(
-    const LazyStackedTensorDict& stack, const MemmapOptions& options) {
-  if (detail::is_archive_path(options.prefix())) {
-    return detail::save_archive(stack, options);  // NOTE [Memmap archives]
-  }
-  // A Python tensorclass over a lazy stack keeps the stack one directory
-  // down, as for a dict.
-  const bool tensorclass = !stack.python_class().empty();
-  std::vector<TensorDict> dests;
-  detail::SavePlan plan(options, /*like=*/false, /*inplace=*/false);
-  const std::string root = plan.begin(options.prefix());
-  std::string dir = root;
-  if (!root.empty()) {
-    plan.prepare_directory(root, /*is_root=*/true);
-    if (tensorclass) {
-      dir = detail::join_path(root, "_tensordict");
-      plan.prepare_directory(dir, /*is_root=*/false);
-    }
-  }
-  const auto& elements = stack.tensordicts();
-  for (size_t i = 0; i < elements.size(); ++i) {
-    const auto& impl = *elements[i].unsafeGetImpl();
-    TensorDict dest = detail::make_tensordict(
-        impl.batch_size, c10::Device(c10::kCPU), impl.names);
-    dest.unsafeGetImpl()->python_class = impl.python_class;
-    const std::string index = std::to_string(i);
-    detail::KeyPath path;
-    path.push(index);
-    plan.plan_dict(
-        elements[i],
-        dest,
-        dir.empty() ? "" : detail::join_path(dir, index),
-        path,
-        /*is_root=*/false);
-    dests.push_back(dest);
-  }
-  if (!dir.empty()) {
-    const Json meta = detail::lazy_stack_meta(stack);
-    const bool spaced = options.json_style() == JsonStyle::kSpaced;
-    plan.add_meta(
-        detail::join_path(dir, "meta.json"),
-        detail::dump_json(meta, spaced, spaced));
-    if (tensorclass) {
-      Json class_meta = Json::object();
-      class_meta["_type"] = stack.python_class();
-      plan.add_meta(
-          detail::join_path(root, "meta.json"),
-          detail::dump_json(class_meta, spaced, spaced));
-    }
-  }
-  plan.run();
-  for (auto& dest : dests) {
-    dest.lock_();
-  }
-  plan.mark_memmapped();
-  LazyStackedTensorDict out =
-      lazy_stack(dests, stack.stack_dim(), stack.stack_dim_name());
-  out.set_python_class(stack.python_class());
-  return out;
-}
-
 namespace {
 
 // The directory holding a memmapped dict's entries.

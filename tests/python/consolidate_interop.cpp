@@ -88,6 +88,27 @@ std::map<std::string, TensorDict> cases() {
   return out;
 }
 
+// The lazy stacks at the root of consolidate_interop.py's stack_cases().
+std::map<std::string, LazyStackedTensorDict> stack_cases() {
+  std::map<std::string, LazyStackedTensorDict> out;
+  TensorDict a(
+      {{"y", torch::arange(6, torch::kFloat32).reshape({3, 2})},
+       {"n", {{"w", torch::arange(3, torch::kInt16)}}}},
+      {3});
+  TensorDict b(
+      {{"y", torch::arange(6, 12, torch::kFloat32).reshape({3, 2})},
+       {"z", torch::arange(3, torch::kInt16).reshape({3, 1})},
+       {"s", "text"}},
+      {3});
+  out.emplace("root_stack", tensordict::lazy_stack({a, b}, 1));
+  TensorDict c(
+      {{"x", torch::arange(4, torch::kFloat64)}}, {4}, std::nullopt, {"b"});
+  TensorDict d(
+      {{"x", torch::ones({4}, torch::kFloat64)}}, {4}, std::nullopt, {"b"});
+  out.emplace("root_stack_named", tensordict::lazy_stack({c, d}, 0, "s"));
+  return out;
+}
+
 // The canonical view of consolidate_interop.py's dump().
 Json dump(const TensorDict& td) {
   Json out = Json::object();
@@ -172,6 +193,20 @@ void fix_dtype_names(Json& j) {
   }
 }
 
+// consolidate_interop.py's dump_stack().
+Json dump_stack(const LazyStackedTensorDict& stack) {
+  Json elements = Json::array();
+  for (const TensorDict& element : stack.tensordicts()) {
+    elements.push_back(dump(element));
+  }
+  Json out = Json::object();
+  out["stack_dim"] = stack.stack_dim();
+  out["stack_dim_name"] =
+      stack.stack_dim_name() ? Json(*stack.stack_dim_name()) : Json(nullptr);
+  out["elements"] = elements;
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -197,6 +232,27 @@ int main(int argc, char** argv) {
           ConsolidateOptions().filename(cpp_dir + "/" + name + ".bin"));
       std::cout << "ok " << name
                 << ": C++ read Python's file and wrote its own\n";
+    } catch (const std::exception& e) {
+      std::cerr << "FAIL " << name << ": " << e.what() << "\n";
+      ++failures;
+    }
+  }
+  for (const auto& [name, stack] : stack_cases()) {
+    try {
+      const LazyStackedTensorDict loaded =
+          LazyStackedTensorDict::from_consolidated(
+              py_dir + "/" + name + ".bin");
+      if (!loaded.is_consolidated()) {
+        std::cerr << "FAIL " << name << ": not consolidated after loading\n";
+        ++failures;
+      }
+      Json view = dump_stack(loaded);
+      fix_dtype_names(view);
+      std::ofstream(cpp_dir + "/" + name + ".loaded.json") << view.dump();
+      (void)stack.consolidate(
+          ConsolidateOptions().filename(cpp_dir + "/" + name + ".bin"));
+      std::cout << "ok " << name
+                << ": C++ read Python's lazy stack and wrote its own\n";
     } catch (const std::exception& e) {
       std::cerr << "FAIL " << name << ": " << e.what() << "\n";
       ++failures;

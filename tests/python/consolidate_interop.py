@@ -10,7 +10,11 @@
 3. Python compares the C++ dumps with its own, loads every C++ file with
    `TensorDict.from_consolidated`, compares it with the case, and compares
    the file byte for byte with its own.
-4. The command-line tool reads every Python file: `dump` gives the canonical
+   `stack_cases()`, lazy stacks at the root, go the same way through
+   `LazyStackedTensorDict::from_consolidated` and `consolidate(filename)`
+   in C++: Python loads the C++ files as LazyStackedTensorDict with the same
+   stack dim and values, byte-identical to its own.
+4. The command-line tool reads every Python file of `cases()`: `dump` gives the canonical
    dump of tests/python/td_dump.py, `verify` passes; a truncated copy fails
    `verify` with the file's name.
 
@@ -103,6 +107,86 @@ def cases():
     return out
 
 
+def stack_cases():
+    """Lazy stacks at the root, built exactly as consolidate_interop.cpp builds them."""
+    out = {}
+    out["root_stack"] = lazy_stack(
+        [
+            TensorDict(
+                {
+                    "y": torch.arange(6.0).reshape(3, 2),
+                    "n": {"w": torch.arange(3, dtype=torch.int16)},
+                },
+                [3],
+            ),
+            TensorDict(
+                {
+                    "y": torch.arange(6.0, 12.0).reshape(3, 2),
+                    "z": torch.arange(3, dtype=torch.int16).reshape(3, 1),
+                    "s": "text",
+                },
+                [3],
+            ),
+        ],
+        1,
+    )
+    out["root_stack_named"] = LazyStackedTensorDict.lazy_stack(
+        [
+            TensorDict({"x": torch.arange(4, dtype=torch.float64)}, [4], names=["b"]),
+            TensorDict({"x": torch.ones(4, dtype=torch.float64)}, [4], names=["b"]),
+        ],
+        dim=0,
+        stack_dim_name="s",
+    )
+    return out
+
+
+def dump_stack(stack):
+    """dump() of a lazy stack at the root, as for a lazy stack entry."""
+    return {
+        "stack_dim": stack.stack_dim,
+        "stack_dim_name": stack._td_dim_name,
+        "elements": [dump(e) for e in stack.tensordicts],
+    }
+
+
+def check_stacks(binary, py_dir, cpp_dir):
+    """Step 3 for the lazy stacks at the root."""
+    failures = 0
+    for name, stack in stack_cases().items():
+        expected = json.loads(json.dumps(dump_stack(stack)))
+        with open(os.path.join(cpp_dir, name + ".loaded.json")) as f:
+            cpp_view = json.load(f)
+        if cpp_view != expected:
+            print(f"FAIL {name}: C++ reads the Python file as\n{cpp_view}\n"
+                  f"expected\n{expected}")
+            failures += 1
+            continue
+        path = os.path.join(cpp_dir, name + ".bin")
+        loaded = TensorDict.from_consolidated(path)
+        if not isinstance(loaded, LazyStackedTensorDict):
+            print(f"FAIL {name}: Python reads the C++ file as a "
+                  f"{type(loaded).__name__}")
+            failures += 1
+            continue
+        if dump_stack(loaded) != dump_stack(stack):
+            print(f"FAIL {name}: Python reads the C++ file as\n"
+                  f"{dump_stack(loaded)}\nexpected\n{dump_stack(stack)}")
+            failures += 1
+            continue
+        with open(path, "rb") as f:
+            cpp_bytes = f.read()
+        with open(os.path.join(py_dir, name + ".bin"), "rb") as f:
+            py_bytes = f.read()
+        if cpp_bytes != py_bytes:
+            print(f"FAIL {name}: the C++ file differs from Python's\n"
+                  f"C++:    {cpp_bytes[-400:]!r}\nPython: {py_bytes[-400:]!r}")
+            failures += 1
+            continue
+        print(f"ok {name}: Python reads the C++ lazy stack, byte-identical")
+    return failures
+
+
 def dump(td, prefix=()):
     """A canonical JSON-able view: batch sizes, names, leaves, non-tensors."""
     result = {
@@ -149,6 +233,8 @@ def main() -> int:
     all_cases = cases()
     for name, td in all_cases.items():
         td.consolidate(filename=os.path.join(py_dir, name + ".bin"))
+    for name, stack in stack_cases().items():
+        stack.consolidate(filename=os.path.join(py_dir, name + ".bin"))
     print("$", binary, py_dir, cpp_dir, flush=True)
     if subprocess.run([binary, py_dir, cpp_dir]).returncode != 0:
         return 1
@@ -179,6 +265,7 @@ def main() -> int:
             failures += 1
             continue
         print(f"ok {name}: Python reads the C++ file, byte-identical")
+    failures += check_stacks(binary, py_dir, cpp_dir)
     if len(sys.argv) > 3:
         failures += check_cli(sys.argv[3], py_dir, all_cases)
     return 1 if failures else 0

@@ -11,6 +11,13 @@
 //          Python) and saves the tree at PY_BASE again as CPP_TREE;
 //        memmap_interop append-check CPP_TREE EXPECTED_DUMP
 //          compares the tree Python appended to with the expected dump.
+//
+// For step 4 of run_memmap_interop.py:
+//        memmap_interop lazy-root PY_DIR CPP_DIR
+//          loads the lazy stacks Python wrote with memmap_, memmap_like and
+//          save("x.tdz") (PY_DIR/<case>/<api>), compares their dumps, and
+//          writes each with the same member into CPP_DIR/<case>/<api>,
+//          comparing the bytes of the directories with Python's.
 
 #include <tensordict/memmap.h>
 
@@ -22,6 +29,7 @@
 #include <sstream>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "inspect.h"
 #include "util/sha256.h"
@@ -141,9 +149,72 @@ int append_main(int argc, char** argv) {
   return 2;
 }
 
+int lazy_root_main(const std::string& py_dir, const std::string& cpp_dir) {
+  using tensordict::LazyStackedTensorDict;
+  int failed = 0;
+  int ok = 0;
+  for (const auto& entry : read_json(py_dir + "/index.json")["cases"]) {
+    const std::string name = entry["name"];
+    const auto style = entry["json_style"] == "orjson"
+                           ? tensordict::JsonStyle::kCompact
+                           : tensordict::JsonStyle::kSpaced;
+    int problems = 0;
+    try {
+      for (const char* api : {"memmap_", "memmap_like", "save.tdz"}) {
+        const std::string path = name + "/" + api;
+        problems += compare_dumps(
+            path,
+            read_json(py_dir + "/" + path + ".expected.json"),
+            tensordict::tools::dump_tree(
+                LazyStackedTensorDict::load_memmap(py_dir + "/" + path)));
+      }
+      // The values to write: the stack Python memmapped in place, its
+      // leaves mapping Python's files (hence copy_existing).
+      const LazyStackedTensorDict loaded =
+          LazyStackedTensorDict::load_memmap(py_dir + "/" + name + "/memmap_");
+      const auto options = [&](const char* api) {
+        return tensordict::MemmapOptions(cpp_dir + "/" + name + "/" + api)
+            .copy_existing(true)
+            .json_style(style);
+      };
+      std::vector<tensordict::TensorDict> copies;
+      for (const auto& element : loaded.tensordicts()) {
+        copies.push_back(element.clone());
+      }
+      LazyStackedTensorDict copy(
+          copies, loaded.stack_dim(), loaded.stack_dim_name());
+      copy.memmap_(options("memmap_"));
+      (void)loaded.memmap_like(options("memmap_like"));
+      (void)loaded.save(options("save.tdz"));
+      for (const char* api : {"memmap_", "memmap_like"}) {
+        const std::string path = name + "/" + api;
+        problems += compare_files(
+            path,
+            read_json(py_dir + "/" + path + ".files.json"),
+            cpp_dir + "/" + path);
+      }
+    } catch (const std::exception& e) {
+      const auto* error = dynamic_cast<const c10::Error*>(&e);
+      std::cout << name << ": " << (error ? error->msg() : e.what()) << "\n";
+      ++problems;
+    }
+    if (problems > 0) {
+      ++failed;
+    } else {
+      ++ok;
+    }
+  }
+  std::cout << "C++ lazy stacks at the root: " << ok << " cases ok, " << failed
+            << " failed\n";
+  return failed > 0 || ok == 0 ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]).rfind("append", 0) == 0) {
     return append_main(argc, argv);
+  }
+  if (argc == 4 && std::string(argv[1]) == "lazy-root") {
+    return lazy_root_main(argv[2], argv[3]);
   }
   if (argc != 3) {
     std::cerr << "usage: memmap_interop CORPUS_DIR OUT_DIR\n";
@@ -180,8 +251,8 @@ int main(int argc, char** argv) {
         if (const auto* td = std::get_if<tensordict::TensorDict>(&tree)) {
           (void)td->memmap(options);
         } else {
-          (void)tensordict::memmap(
-              std::get<tensordict::LazyStackedTensorDict>(tree), options);
+          (void)std::get<tensordict::LazyStackedTensorDict>(tree).memmap(
+              options);
         }
         problems += compare_files(
             name,
