@@ -88,7 +88,9 @@ void expect_nested(const TensorDict& td) {
       arange_as(6, torch::kFloat64).reshape({2, 3}) - 2.5,
       "f64");
   expect_tensor(
-      td.get("i64"), arange_as(12, torch::kInt64).reshape({2, 3, 2}) * -3, "i64");
+      td.get("i64"),
+      arange_as(12, torch::kInt64).reshape({2, 3, 2}) * -3,
+      "i64");
   expect_tensor(
       td.get("flag"),
       torch::tensor({true, false, true, false, false, true}).reshape({2, 3}),
@@ -160,7 +162,8 @@ void expect_lazy_nested(const TensorDict& td) {
   const TensorDict second = stack.at(1);
   EXPECT_EQ(first.batch_size(), c10::IntArrayRef({}));
   EXPECT_EQ(first.keys(), (std::vector<NestedKey>{"obs", "id"}));
-  expect_tensor(first.get("obs"), arange_as(3, torch::kFloat32), "stack[0].obs");
+  expect_tensor(
+      first.get("obs"), arange_as(3, torch::kFloat32), "stack[0].obs");
   expect_tensor(first.get("id"), torch::tensor(0), "stack[0].id");
   EXPECT_EQ(second.keys(), (std::vector<NestedKey>{"obs", "id", "extra"}));
   expect_tensor(
@@ -186,8 +189,7 @@ void expect_lazy_root(const LazyStackedTensorDict& stack) {
     EXPECT_EQ(element.keys(), (std::vector<NestedKey>{"a", "m"})) << what;
     expect_tensor(
         element.get("a"), arange_as(4, torch::kInt64).reshape({2, 2}), what);
-    EXPECT_EQ(
-        element.get_tensordict("m").batch_size(), c10::IntArrayRef({2}));
+    EXPECT_EQ(element.get_tensordict("m").batch_size(), c10::IntArrayRef({2}));
     expect_tensor(
         element.get({"m", "b"}),
         torch::full({2, 1}, static_cast<double>(i), torch::kFloat32),
@@ -338,9 +340,7 @@ TEST(Compat014Test, TensorClassLoadsAsTheDeclaredStructAndRoundTrips) {
 
   const std::string out = resave_path(dir, "tensorclass");
   (void)step.memmap(out);
-  EXPECT_EQ(
-      read_text(out + "/meta.json"),
-      read_text(path + "/meta.json"));
+  EXPECT_EQ(read_text(out + "/meta.json"), read_text(path + "/meta.json"));
   const Step back = Step::load_memmap(out);
   expect_step(back);
   EXPECT_EQ(
@@ -372,8 +372,7 @@ TEST(Compat014Test, NonTensorStackAtTheRootLoadsAndRoundTrips) {
   const NonTensorStack stack =
       NonTensorStack::load_memmap(fixture("non_tensor_stack"));
   EXPECT_EQ(stack.batch_size(), c10::IntArrayRef({4}));
-  EXPECT_EQ(
-      stack.tolist(), Json::parse(R"([1, "two", {"three": 3.0}, null])"));
+  EXPECT_EQ(stack.tolist(), Json::parse(R"([1, "two", {"three": 3.0}, null])"));
   EXPECT_TRUE(stack.at(0).is_number_integer());
   EXPECT_TRUE(stack.at(2)["three"].is_number_float());
 
