@@ -83,6 +83,23 @@ struct FrozenChild : TensorClass<FrozenChild, ClassFlags::kFrozen, FrozenBase> {
   TENSORDICT_FIELDS(FrozenChild, b)
 };
 
+// Flag combinations Python accepts together; each compiles and keeps both
+// behaviours (the exclusive ones are compile_fail tests).
+struct FrozenCast
+    : TensorClass<FrozenCast, ClassFlags::kFrozen | ClassFlags::kAutocast> {
+  TENSORDICT_FIELDS(FrozenCast, x, (int64_t, step))
+};
+
+struct FrozenFast
+    : TensorClass<FrozenFast, ClassFlags::kFrozen | ClassFlags::kTensorOnly> {
+  TENSORDICT_FIELDS(FrozenFast, a, b)
+};
+
+struct ShadowNocast
+    : TensorClass<ShadowNocast, ClassFlags::kShadow | ClassFlags::kNocast> {
+  TENSORDICT_FIELDS(ShadowNocast, batch_size, (double, ratio))
+};
+
 struct Registered : TensorClass<Registered> {
   TENSORDICT_FIELDS(Registered, pos, (Inner, inner), (std::string, label))
 };
@@ -411,6 +428,53 @@ TEST(TensorClassTest, ShadowAllowsReservedNames) {
       "    shape=torch.Size([3]),\n"
       "    device=None,\n"
       "    is_shared=False)");
+}
+
+TEST(TensorClassTest, FlagCombinationsKeepEachFlagsBehaviour) {
+  static_assert(has_flag(FrozenCast::kFlags, ClassFlags::kFrozen));
+  static_assert(has_flag(FrozenCast::kFlags, ClassFlags::kAutocast));
+  FrozenCast fc({{"x", torch::zeros({2})}, {"step", 2.7}}, {2});
+  EXPECT_TRUE(fc.is_locked());
+  EXPECT_EQ(fc.step(), 2);  // autocast to the declared int64_t
+  EXPECT_EQ(fc.tensordict().get_non_tensor("step"), Json(2));
+
+  static_assert(has_flag(FrozenFast::kFlags, ClassFlags::kTensorOnly));
+  FrozenFast ff({{"a", torch::zeros({2})}, {"b", torch::ones({2})}}, {2});
+  EXPECT_TRUE(ff.is_locked());
+  EXPECT_TRUE(torch::equal(ff.b(), torch::ones({2})));
+  EXPECT_TRUE(ff.clone().is_locked());
+
+  static_assert(has_flag(ShadowNocast::kFlags, ClassFlags::kShadow));
+  ShadowNocast sn({{"batch_size", torch::full({3}, 7.0)}, {"ratio", 1}}, {3});
+  EXPECT_EQ(sn.batch_size()[0].item<float>(), 7.0F);  // the field
+  EXPECT_EQ(sn.shape(), c10::IntArrayRef({3}));
+  EXPECT_EQ(sn.tensordict().get_non_tensor("ratio"), Json(1));  // as given
+  EXPECT_EQ(sn.ratio(), 1.0);
+}
+
+// `save` is Python's spelling of `memmap`: the same files, a mapped
+// instance back, and `load` reads it as the class.
+TEST(TensorClassTest, SaveWritesWhatMemmapWritesAndLoadsAsTheClass) {
+  TempDir dir;
+  const Cast c(3, 0.5, true, std::string("label"));
+  const Cast saved = c.save(MemmapOptions(dir / "saved"));
+  (void)c.memmap(MemmapOptions(dir / "memmapped"));
+  EXPECT_TRUE(saved.is_locked());
+  EXPECT_EQ(saved.step(), 3);
+  EXPECT_EQ(saved.label(), std::optional<std::string>("label"));
+  for (const std::string name :
+       {"meta.json", "step/meta.json", "label/meta.json"}) {
+    EXPECT_FALSE(read_text(dir / ("saved/" + name)).empty()) << name;
+    EXPECT_EQ(
+        read_text(dir / ("saved/" + name)),
+        read_text(dir / ("memmapped/" + name)))
+        << name;
+  }
+  const Cast loaded = Cast::load(dir / "saved");
+  EXPECT_EQ(loaded.step(), 3);
+  EXPECT_EQ(loaded.ratio(), 0.5);
+  EXPECT_TRUE(loaded.done());
+  EXPECT_EQ(loaded.label(), std::optional<std::string>("label"));
 }
 
 TEST(TensorClassTest, DerivedClassesInheritFieldsAndFlags) {

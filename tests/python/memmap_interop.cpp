@@ -153,7 +153,9 @@ int lazy_root_main(const std::string& py_dir, const std::string& cpp_dir) {
   using tensordict::LazyStackedTensorDict;
   int failed = 0;
   int ok = 0;
-  for (const auto& entry : read_json(py_dir + "/index.json")["cases"]) {
+  // Named: a range over a member of a temporary would dangle.
+  const auto index = read_json(py_dir + "/index.json");
+  for (const auto& entry : index["cases"]) {
     const std::string name = entry["name"];
     const auto style = entry["json_style"] == "orjson"
                            ? tensordict::JsonStyle::kCompact
