@@ -768,57 +768,6 @@ TEST(ArchiveTest, RefreshArchiveChecksumsFixesOnlyStaleCrcs) {
   EXPECT_LE(changed, 3u + 8u);
 }
 
-// Runs `write` in a child process whose files cannot grow past
-// `limit_bytes` (writes fail with EFBIG), and returns the message it threw
-// ("finished" if it did not throw). As in crash_safety_test.cpp.
-std::string run_with_file_size_limit(
-    const std::function<void()>& write, rlim_t limit_bytes) {
-  int fds[2];
-  if (::pipe(fds) != 0) {
-    ADD_FAILURE() << "pipe failed";
-    return {};
-  }
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(fds[0]);
-    at::set_num_threads(1);  // the parent's OpenMP workers are not here
-    const struct rlimit limit { limit_bytes, limit_bytes };
-    ::setrlimit(RLIMIT_FSIZE, &limit);
-    std::signal(SIGXFSZ, SIG_IGN);
-    std::string message = "finished";
-    try {
-      write();
-    } catch (const c10::Error& e) {
-      message = e.what_without_backtrace();
-    } catch (const std::exception& e) {
-      message = std::string("not a c10::Error: ") + e.what();
-    }
-    size_t done = 0;
-    while (done < message.size()) {
-      const ssize_t n =
-          ::write(fds[1], message.data() + done, message.size() - done);
-      if (n <= 0) {
-        break;
-      }
-      done += static_cast<size_t>(n);
-    }
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::string message;
-  char buffer[4096];
-  ssize_t n = 0;
-  while ((n = ::read(fds[0], buffer, sizeof(buffer))) > 0) {
-    message.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  return message;
-}
-
 // Every file and directory below `dir`, relative to it, sorted.
 std::vector<std::string> tree_of(const std::string& dir) {
   std::vector<std::string> out;

@@ -35,6 +35,7 @@ namespace crash_safety_test {
 
 using namespace tensordict;  // NOLINT(google-build-using-namespace)
 using tensordict::testing::expect_td_equal;
+using tensordict::testing::run_with_file_size_limit;
 using tensordict::testing::TempDir;
 using tensordict::testing::write_text;
 namespace fs = std::filesystem;
@@ -305,59 +306,6 @@ std::vector<std::string> tree_of(const std::string& dir) {
   }
   std::sort(out.begin(), out.end());
   return out;
-}
-
-// Runs `write` in a child process whose files cannot grow past
-// `limit_bytes` (RLIMIT_FSIZE, SIGXFSZ ignored: writes fail with EFBIG),
-// and returns the message it threw ("finished" if it did not throw).
-std::string run_with_file_size_limit(
-    const std::function<void()>& write, rlim_t limit_bytes) {
-  int fds[2];
-  if (::pipe(fds) != 0) {
-    ADD_FAILURE() << "pipe failed";
-    return {};
-  }
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(fds[0]);
-    // The parent's OpenMP workers do not exist in the child: a parallel
-    // region here would wait for them forever (seen under ASan).
-    at::set_num_threads(1);
-    const struct rlimit limit { limit_bytes, limit_bytes };
-    ::setrlimit(RLIMIT_FSIZE, &limit);
-    std::signal(SIGXFSZ, SIG_IGN);
-    std::string message = "finished";
-    try {
-      write();
-    } catch (const c10::Error& e) {
-      message = e.what_without_backtrace();
-    } catch (const std::exception& e) {
-      message = std::string("not a c10::Error: ") + e.what();
-    }
-    size_t done = 0;
-    while (done < message.size()) {
-      const ssize_t n =
-          ::write(fds[1], message.data() + done, message.size() - done);
-      if (n <= 0) {
-        break;
-      }
-      done += static_cast<size_t>(n);
-    }
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::string message;
-  char buffer[4096];
-  ssize_t n = 0;
-  while ((n = ::read(fds[0], buffer, sizeof(buffer))) > 0) {
-    message.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  return message;
 }
 
 // make_data with one leaf of 4 MiB.

@@ -5,13 +5,18 @@
 
 #include <gtest/gtest.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <tensordict/tensordict.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -159,6 +164,59 @@ class SmallTmpfs {
   std::string path_;
   bool mounted_ = false;
 };
+
+/// Runs `write` in a forked child whose files cannot grow past
+/// `limit_bytes` (writes then fail with EFBIG, as on a full disk, without
+/// one) and returns the message it threw, or "finished" if it did not.
+inline std::string run_with_file_size_limit(
+    const std::function<void()>& write, rlim_t limit_bytes) {
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    ADD_FAILURE() << "pipe failed";
+    return {};
+  }
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    // The parent's OpenMP workers do not exist in the child: a parallel
+    // region here would wait for them forever (seen under ASan).
+    at::set_num_threads(1);
+    const struct rlimit limit { limit_bytes, limit_bytes };
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    std::signal(SIGXFSZ, SIG_IGN);
+    std::string message = "finished";
+    try {
+      write();
+    } catch (const c10::Error& e) {
+      message = e.what_without_backtrace();
+    } catch (const std::exception& e) {
+      message = std::string("not a c10::Error: ") + e.what();
+    }
+    size_t done = 0;
+    while (done < message.size()) {
+      const ssize_t n =
+          ::write(fds[1], message.data() + done, message.size() - done);
+      if (n <= 0) {
+        break;
+      }
+      done += static_cast<size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string message;
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(fds[0], buffer, sizeof(buffer))) > 0) {
+    message.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  return message;
+}
 
 /// Returns the bytes of a file (empty if it cannot be read).
 inline std::string read_text(const std::string& path) {
