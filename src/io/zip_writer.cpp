@@ -23,7 +23,8 @@ constexpr uint16_t kZip64Version = 45;
 constexpr uint16_t kUnix = 3;
 constexpr uint16_t kPadExtraId = 0x6474;  // "td"
 constexpr uint64_t kZip64LocalExtraSize = 20;
-constexpr uint32_t kRegularFile644 = 0100644;
+// Python's zipfile.writestr: rw-r--r-- without the file-type bits.
+constexpr uint32_t kPermissions644 = 0644;
 constexpr uint64_t kZeroBlock = uint64_t{1} << 20;
 
 void put_le(std::string& out, uint64_t value, size_t bytes) {
@@ -202,7 +203,7 @@ void ZipWriter::finish() {
     put_le(central, 0, 2);  // comment
     put_le(central, 0, 2);  // disk
     put_le(central, 0, 2);  // internal attributes
-    put_le(central, uint64_t{kRegularFile644} << 16, 4);
+    put_le(central, uint64_t{kPermissions644} << 16, 4);
     put_le(central, big_offset ? kZipMax32 : record.header_offset, 4);
     central += record.name;
     central += extra;

@@ -135,9 +135,7 @@ def write_with_data_descriptors(directory: str, path: str) -> None:
 
 
 def without_timestamps(data: bytes) -> bytes:
-    """The archive with every DOS time and date zeroed, and the external
-    attributes' file-type bits (C++ writes S_IFREG, 0o100644; Python
-    0o644) cleared."""
+    """The archive with every DOS time and date zeroed."""
     out = bytearray(data)
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         for info in zf.infolist():
@@ -145,7 +143,6 @@ def without_timestamps(data: bytes) -> bytes:
         pos = zf.start_dir
         for _ in zf.infolist():
             out[pos + 12 : pos + 16] = bytes(4)
-            out[pos + 41] &= 0x0F
             name_len, extra_len, comment_len = struct.unpack_from(
                 "<3H", data, pos + 28
             )
