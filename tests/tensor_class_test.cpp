@@ -2362,32 +2362,10 @@ TEST(TensorClassTest, GenericCodeRunsOnADictAndOnAnInstance) {
   Holder h = make_holder();
   const Holder h_other = make_holder();
   // The class keeps `s` out of the state dict (its metadata holds it).
-  EXPECT_EQ(
-      generic_edit(td, td_other),
-      (std::vector<std::string>{
-          "'a'",
-          "('inner', 'x')",
-          "3",
-          "3",
-          "1",
-          "2",
-          "0",
-          "10.000000",
-          "1",
-          "0"}));
-  EXPECT_EQ(
-      generic_edit(h, h_other),
-      (std::vector<std::string>{
-          "'a'",
-          "('inner', 'x')",
-          "3",
-          "3",
-          "1",
-          "2",
-          "0",
-          "10.000000",
-          "1",
-          "0"}));
+  const std::vector<std::string> expected{
+      "'a'", "('inner', 'x')", "3", "3", "1", "2", "0", "10.000000", "1", "0"};
+  EXPECT_EQ(generic_edit(td, td_other), expected);
+  EXPECT_EQ(generic_edit(h, h_other), expected);
 }
 
 TEST(TensorClassTest, StateDictOptionsKeepTheClassMetadataUnderThePrefix) {

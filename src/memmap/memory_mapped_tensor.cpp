@@ -143,13 +143,11 @@ std::optional<std::string> torch_mapped_filename(const c10::Storage& storage) {
   return std::filesystem::absolute(allocator->filename()).string();
 }
 
+// The same file, or (once it is gone) the same path.
 bool same_path(const std::string& a, const std::string& b) {
-  std::error_code error;
-  if (std::filesystem::equivalent(a, b, error)) {
-    return true;
-  }
-  return std::filesystem::absolute(a).lexically_normal() ==
-         std::filesystem::absolute(b).lexically_normal();
+  return detail::same_file(a, b) ||
+         std::filesystem::absolute(a).lexically_normal() ==
+             std::filesystem::absolute(b).lexically_normal();
 }
 
 }  // namespace
