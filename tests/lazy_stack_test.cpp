@@ -1302,16 +1302,25 @@ TEST(LazyStackMemmapTest, AnOverwriteInPlaceIsSwappedInWhole) {
       MemoryMappedTensor::filename(stack.at(1).get("b")),
       prefix + "/1/b.memmap");
   EXPECT_EQ(
-      tree_of(dir.str()),
+      tree_of(prefix),
       (std::vector<std::string>{
-          "ls",
-          "ls/0",
-          "ls/0/b.memmap",
-          "ls/0/meta.json",
-          "ls/1",
-          "ls/1/b.memmap",
-          "ls/1/meta.json",
-          "ls/meta.json"}));
+          "0",
+          "0/b.memmap",
+          "0/meta.json",
+          "1",
+          "1/b.memmap",
+          "1/meta.json",
+          "meta.json"}));
+  // Beside it, the old tree, kept as the spare of the next overwrite.
+  std::vector<std::string> top;
+  for (const auto& entry : fs::directory_iterator(dir.str())) {
+    top.push_back(entry.path().filename().string());
+  }
+  std::sort(top.begin(), top.end());
+  ASSERT_EQ(top.size(), 2U);
+  EXPECT_EQ(top[0].rfind(".ls.tmp-" + std::to_string(::getpid()) + "-", 0), 0U)
+      << top[0];
+  EXPECT_EQ(top[1], "ls");
   // existsok(false) refuses the existing files before touching anything.
   LazyStackedTensorDict other = lazy_stack(
       {TensorDict({{"b", torch::zeros({3})}}, {3}),

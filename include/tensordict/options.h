@@ -206,6 +206,17 @@ struct TENSORDICT_API MemmapOptions {
   /// without a prefix. See NOTE [Memmap layout] for how it differs from
   /// Python's.
   TENSORDICT_ARG(bool, atomic) = false;
+  /// Keep the tree an overwrite swaps out as the prefix's hidden spare
+  /// (`.<name>.tmp-<pid>-<n>`), so that the next overwrite by this process
+  /// writes into its files rather than removing them and creating new ones,
+  /// which on some file systems (ext4 without a journal) costs several
+  /// times the write itself. The spare takes the disk (on tmpfs, the
+  /// memory) of one more copy between saves, as the swap needs at its peak
+  /// anyway, and goes when the process exits normally. A spare file that is
+  /// still mapped or open anywhere is replaced, not written over. False:
+  /// the old tree is removed right after the swap, with any spare of this
+  /// prefix. Python has no spare: it overwrites the files in place.
+  TENSORDICT_ARG(bool, keep_spare) = true;
 };
 
 /// Options of `TensorDict::load_memmap` and `load_memmap_any`.

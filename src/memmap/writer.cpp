@@ -7,10 +7,15 @@
 
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <future>
@@ -58,10 +63,11 @@ std::string dump_checked(
 // NOTE [Crash-safe overwrite]: a save over a directory that holds a complete
 // save (a meta.json) and nothing else is written into a hidden sibling,
 // `.<name>.tmp-<pid>-<n>`, then swapped with it in one rename (renameat2
-// RENAME_EXCHANGE), and the old tree, now under the sibling's name, is
-// removed. A reader sees the old save until the swap and the new one after
-// it; a kill leaves at worst a hidden sibling, which loading never looks at
-// and the next save at the same prefix removes once its process is gone.
+// RENAME_EXCHANGE), and the old tree, now under the sibling's name, is kept
+// as the staging tree of the next overwrite (NOTE [Spare trees]). A reader
+// sees the old save until the swap and the new one after it; a kill leaves
+// at worst a hidden sibling, which loading never looks at and the next save
+// at the same prefix removes once its process is gone.
 // Where the file system cannot exchange, the old tree is renamed aside
 // first (`.<name>.old-<pid>-<n>`), leaving a window of two renames in which
 // the prefix is missing. Leaves that already are this prefix's files
@@ -83,6 +89,169 @@ std::string dump_checked(
 // created; in place, the directories and leaf files it created and the
 // meta.json files it wrote. Only the leaf files it overwrote in place stay,
 // in directories whose meta.json is gone.
+
+// NOTE [Spare trees]: the old tree that an overwrite swaps out is not
+// removed but kept as the spare of its prefix, and the next overwrite of the
+// same prefix by the same process writes its staged tree into it: over the
+// files it has (their inodes and page-cache pages), creating only what is
+// missing and removing what the new save does not have, before the swap as
+// always. Removing a tree and creating the next one costs more than writing
+// the data: every inode is freed and allocated again (on ext4 without a
+// journal each allocation scans past the inodes freed in the last minutes),
+// and every page of data is freed and allocated again, where Python's
+// in-place overwrite reuses both. So between two saves the prefix has one
+// hidden sibling, `.<name>.tmp-<pid>-<n>`, holding the save before the
+// current one, as the swap needs for a moment anyway: the disk (or, on
+// tmpfs, memory) that an overwrite needs at its peak stays in use. Bounds:
+// one spare per prefix and process, removed when the process exits
+// normally (atexit), when a save at that prefix fails, and, once the
+// process is gone (killed), by the next save at that prefix as any stale
+// sibling; `keep_spare(false)` removes the old tree at once instead. A
+// file of the spare that anyone still has open or mapped (an earlier save's
+// result, a load, in this process or another) is replaced by a new file
+// rather than written over, so such a mapping keeps its data as before: a
+// write lease (F_SETLEASE) is refused while another descriptor or mapping
+// holds the file. Kernels that do not count read-only opens (built without
+// IMA) see only the writable ones: there a read-only mapping of the save
+// two overwrites back can see the newer bytes, as any mapping does under
+// Python's in-place overwrite.
+
+// The spare trees of this process (NOTE [Spare trees]), by final prefix.
+class SpareTrees {
+ public:
+  static SpareTrees& instance() {
+    // Never destroyed: the atexit handler uses it after static destructors
+    // may have run.
+    static SpareTrees* const spares = [] {
+      auto* created = new SpareTrees();
+      std::atexit([] { instance().remove_all(); });
+      return created;
+    }();
+    return *spares;
+  }
+
+  // Takes the spare of `root` made by this process, if it is still a
+  // directory; an empty string otherwise.
+  std::string take(const std::string& root) {
+    std::string path;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto it = spares_.begin(); it != spares_.end(); ++it) {
+        if (it->root == root && it->pid == ::getpid()) {
+          path = std::move(it->path);
+          spares_.erase(it);
+          break;
+        }
+      }
+    }
+    if (!path.empty() && path_kind(path) != PathKind::kDirectory) {
+      return std::string();
+    }
+    return path;
+  }
+
+  // Keeps `path` as the spare of `root`, removing an older one.
+  void put(const std::string& root, std::string path) {
+    std::string older;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto& spare : spares_) {
+        if (spare.root == root && spare.pid == ::getpid()) {
+          older = std::exchange(spare.path, std::move(path));
+          break;
+        }
+      }
+      if (older.empty()) {
+        spares_.push_back({root, std::move(path), ::getpid()});
+      }
+    }
+    remove_quietly(older);
+  }
+
+ private:
+  struct Spare {
+    std::string root;
+    std::string path;
+    pid_t pid;  // a forked child leaves its parent's spares alone
+  };
+
+  static void remove_quietly(const std::string& path) noexcept {
+    if (!path.empty()) {
+      std::error_code ignored;  // best effort: a stale sibling later
+      std::filesystem::remove_all(path, ignored);
+    }
+  }
+
+  void remove_all() noexcept {
+    std::vector<Spare> spares;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      spares.swap(spares_);
+    }
+    for (const auto& spare : spares) {
+      if (spare.pid == ::getpid()) {
+        remove_quietly(spare.path);
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::vector<Spare> spares_;
+};
+
+// Readies the file `path` of a spare tree for write_leaf_file to write
+// `nbytes` over (NOTE [Spare trees]): shortened to `nbytes` if longer, or
+// removed when `keep` is false (the name is to be a hard link), when it is
+// not a regular file, when it has other names, or when anyone else has it
+// open for writing.
+void ready_spare_file(const std::string& path, size_t nbytes, bool keep) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0 && errno == ENOENT) {
+    return;
+  }
+  bool reuse = false;
+  if (fd >= 0) {
+    struct stat st {};
+    // A second name (memmap_ links the files it keeps) is a file of the
+    // saved tree too: writing over it would change the save.
+    reuse = keep && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+            st.st_nlink == 1 && ::fcntl(fd, F_SETLEASE, F_WRLCK) == 0;
+    if (reuse) {
+      ::fcntl(fd, F_SETLEASE, F_UNLCK);
+      reuse = static_cast<uint64_t>(st.st_size) <= nbytes ||
+              ::ftruncate(fd, static_cast<off_t>(nbytes)) == 0;
+    }
+    ::close(fd);
+  }
+  if (!reuse) {
+    remove_tree(path);
+  }
+}
+
+// Writes `content` as the whole file `path`, created or truncated (not
+// through a symlink).
+void write_whole_file(const std::string& path, std::string_view content) {
+  const int fd = ::open(
+      path.c_str(),
+      O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+      0666);
+  TORCH_CHECK(fd >= 0, "could not create ", path, ": ", std::strerror(errno));
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      TORCH_CHECK(false, "could not write ", path, ": ", std::strerror(err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  TORCH_CHECK(
+      ::close(fd) == 0, "could not write ", path, ": ", std::strerror(errno));
+}
 
 // The deepest directory nesting looked at when deciding to stage.
 constexpr int kMaxStagedDepth = 128;
@@ -268,7 +437,20 @@ std::string SavePlan::begin(const std::string& prefix) {
   // leaves nothing at the prefix.
   fresh_ = kind == PathKind::kMissing;
   final_root_ = root;
-  staging_root_ = temporary_sibling(root, "tmp");
+  staging_root_ = SpareTrees::instance().take(root);
+  reuses_spare_ = !staging_root_.empty();
+  if (reuses_spare_ && !options_.keep_spare()) {
+    try {
+      remove_tree(staging_root_);
+    } catch (const c10::Error&) {
+      // Kept, for the exit to remove.
+      SpareTrees::instance().put(root, staging_root_);
+    }
+    reuses_spare_ = false;
+  }
+  if (!reuses_spare_) {
+    staging_root_ = temporary_sibling(root, "tmp");
+  }
   return staging_root_;
 }
 
@@ -666,6 +848,9 @@ void SavePlan::leaf(const KeyPath& path, const at::Tensor& tensor) {
 
 void SavePlan::write_leaf(LeafJob& job) {
   if (!job.link_source.empty()) {
+    if (reuses_spare_) {
+      ready_spare_file(job.path, 0, /*keep=*/false);
+    }
     if (hard_link(job.link_source, job.path)) {
       return;
     }
@@ -688,6 +873,9 @@ void SavePlan::write_leaf(LeafJob& job) {
         at::empty(src.sizes(), at::TensorOptions().dtype(src.scalar_type()));
     return;
   }
+  if (reuses_spare_) {
+    ready_spare_file(job.path, src.nbytes(), /*keep=*/true);
+  }
   // In place, a leaf file this save creates is removed if it fails; a
   // staged tree goes whole.
   job.created =
@@ -702,7 +890,9 @@ void SavePlan::write_leaf(LeafJob& job) {
         src.sizes(),
         job.what,
         LeafFileOptions()
-            .existsok(options_.existsok())
+            // A staged tree is this save's own: only a reused spare has
+            // files in it already.
+            .existsok(options_.existsok() || !staging_root_.empty())
             .durable(options_.durable()));
   } catch (c10::Error& e) {
     TORCH_RETHROW(e, "while saving ", job.what);
@@ -793,6 +983,10 @@ void SavePlan::swap_in() {
   if (old_tree.empty()) {
     return;
   }
+  if (options_.keep_spare()) {
+    SpareTrees::instance().put(final_root_, old_tree);
+    return;
+  }
   try {
     remove_tree(old_tree);
   } catch (const c10::Error&) {
@@ -801,8 +995,43 @@ void SavePlan::swap_in() {
   }
 }
 
+void SavePlan::trim_spare() {
+  // What the plan writes: any other entry of the spare goes, so that the
+  // swapped-in tree holds what a fresh save would.
+  std::unordered_set<std::string> dirs;
+  std::unordered_set<std::string> files;
+  for (const auto& entry : directories_) {
+    dirs.insert(entry.first);
+  }
+  for (const auto& meta : metas_) {
+    files.insert(meta.path);
+  }
+  for (const auto& job : leaves_) {
+    if (!job.path.empty() &&
+        (job.source.numel() > 0 || !job.link_source.empty())) {
+      files.insert(job.path);
+    }
+  }
+  std::vector<std::string> pending{staging_root_};
+  while (!pending.empty()) {
+    const std::string dir = std::move(pending.back());
+    pending.pop_back();
+    for (const auto& [name, kind] : list_directory(dir)) {
+      std::string path = join_path(dir, name);
+      if (kind == PathKind::kDirectory && dirs.count(path) != 0) {
+        pending.push_back(std::move(path));
+      } else if (kind != PathKind::kFile || files.count(path) == 0) {
+        remove_tree(path);
+      }
+    }
+  }
+}
+
 void SavePlan::write_all() {
   const bool in_place = staging_root_.empty();
+  if (reuses_spare_) {
+    trim_spare();
+  }
   for (const auto& [dir, is_root] : directories_) {
     if (in_place) {
       // Remembered, with its missing parents, to be removed on an error.
@@ -824,12 +1053,14 @@ void SavePlan::write_all() {
         /*parents=*/is_root,
         /*allow_symlink=*/is_root,
         options_.durable());
-    // NOTE [Interrupted saves]: without its meta.json a directory does not
-    // load, so until this save writes it again, no reader can take a
-    // half-rewritten directory for a complete one.
-    remove_file(join_path(dir, "meta.json"));
-    // A killed append's leftover would be read for the new meta.json.
-    remove_file(append_temporary(dir));
+    if (in_place) {
+      // NOTE [Interrupted saves]: without its meta.json a directory does
+      // not load, so until this save writes it again, no reader can take a
+      // half-rewritten directory for a complete one.
+      remove_file(join_path(dir, "meta.json"));
+      // A killed append's leftover would be read for the new meta.json.
+      remove_file(append_temporary(dir));
+    }
   }
   std::mutex progress_mutex;
   int64_t done_bytes = 0;
@@ -890,7 +1121,13 @@ void SavePlan::write_all() {
   }
   // Children's meta.json files were planned before their parents'.
   for (const auto& meta : metas_) {
-    write_file_atomically(meta.path, meta.content, options_.durable());
+    if (in_place || options_.durable()) {
+      write_file_atomically(meta.path, meta.content, options_.durable());
+    } else {
+      // No reader looks into a staged tree, and a failed save removes it
+      // whole: written over, without a temporary and a rename.
+      write_whole_file(meta.path, meta.content);
+    }
     ++metas_written_;
   }
 }

@@ -52,12 +52,14 @@ class SavePlan : public WalkVisitor {
   /// Returns the directory to plan the save at `prefix` into: `prefix`
   /// itself, or, when it is missing or holds a complete save and nothing
   /// else (or with `atomic`), a hidden sibling that `run` moves or swaps in
-  /// once complete. Removes the temporary siblings of killed saves. Throws,
+  /// once complete: this prefix's spare tree (NOTE [Spare trees]) or a new
+  /// one. Removes the temporary siblings of killed saves. Throws,
   /// touching nothing, if `existsok` is false and `prefix` holds files, or
   /// if `atomic` cannot be honoured. See NOTE [Crash-safe overwrite].
   std::string begin(const std::string& prefix);
   /// Queues `dir` to be created by `run` if needed (its parents too for a
-  /// root) and its meta.json removed. See NOTE [Interrupted saves].
+  /// root) and, in place, its meta.json removed. See NOTE [Interrupted
+  /// saves].
   void prepare_directory(const std::string& dir, bool is_root);
   /// Plans `src`, whose key is `path` (empty at the root), into directory
   /// `dir` (empty: anonymous shared memory), filling `dest` (an empty dict,
@@ -114,6 +116,9 @@ class SavePlan : public WalkVisitor {
   // Where a planned path ends up once the staged tree is swapped in.
   std::string final_path(const std::string& path) const;
   void swap_in();
+  // Removes the entries of a reused spare tree that the plan does not
+  // write. See NOTE [Spare trees] in writer.cpp.
+  void trim_spare();
 
   const MemmapOptions& options_;
   bool like_;
@@ -130,6 +135,9 @@ class SavePlan : public WalkVisitor {
   std::string staging_root_;
   // The staged tree is a fresh save: `run` renames it into place.
   bool fresh_ = false;
+  // `staging_root_` is the spare tree of an earlier overwrite, written over
+  // (NOTE [Spare trees]).
+  bool reuses_spare_ = false;
   // What write_all created (in place: to remove if it fails).
   std::vector<std::string> created_dirs_;
   size_t metas_written_ = 0;
