@@ -8,6 +8,7 @@
 // The kill test runs a few rounds per operation here; `make stress` runs it
 // long (TENSORDICT_KILL_ROUNDS rounds per operation).
 
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -253,6 +254,109 @@ TEST(CrashSafetyTest, AReusedSpareTreeHoldsWhatAFreshSaveWrites) {
   ASSERT_EQ(hidden.size(), 1U);
   expect_td_equal(TensorDict::load_memmap(dir.str() + "/" + hidden[0]), small);
   expect_only_spares(dir.str());
+}
+
+TEST(CrashSafetyTest, KeepSpareFalseRemovesTheOldTreeAtOnce) {
+  TempDir dir;
+  const std::string prefix = dir / "td";
+  const TensorDict a = make_data(1, 6, 8);
+  const TensorDict b = make_data(2, 6, 8);
+  a.memmap(prefix);
+  b.memmap(MemmapOptions(prefix).keep_spare(false));
+  EXPECT_TRUE(hidden_entries(dir.str()).empty());
+  expect_td_equal(TensorDict::load_memmap(prefix), b);
+  a.memmap(prefix);  // keeps b's tree as the spare
+  ASSERT_EQ(hidden_entries(dir.str()).size(), 1U);
+  // The spare is not written over: it goes, and so does the tree swapped
+  // out.
+  const ino_t a_leaf = inode_of(prefix + "/group0/leaf3.memmap");
+  b.memmap(MemmapOptions(prefix).keep_spare(false));
+  EXPECT_TRUE(hidden_entries(dir.str()).empty());
+  EXPECT_NE(inode_of(prefix + "/group0/leaf3.memmap"), a_leaf);
+  expect_td_equal(TensorDict::load_memmap(prefix), b);
+}
+
+TEST(CrashSafetyTest, AFreshSaveWithExistsokFalseWritesOverItsOwnSpare) {
+  TempDir dir;
+  const std::string prefix = dir / "td";
+  const TensorDict a = make_data(1, 6, 8);
+  a.memmap(prefix);
+  a.memmap(prefix);  // a spare of `prefix` now exists
+  fs::remove_all(prefix);
+  // The prefix is missing, so this is a fresh save: the spare's files are
+  // this process's own, not "existing files" to refuse.
+  const TensorDict b = make_data(2, 6, 8);
+  b.memmap(MemmapOptions(prefix).existsok(false));
+  expect_td_equal(TensorDict::load_memmap(prefix), b);
+  EXPECT_TRUE(hidden_entries(dir.str()).empty());
+  // Over a save, existsok(false) still refuses, touching nothing.
+  EXPECT_THROWS_WITH(
+      a.memmap(MemmapOptions(prefix).existsok(false)),
+      c10::Error,
+      "already exists");
+  expect_td_equal(TensorDict::load_memmap(prefix), b);
+}
+
+namespace {
+
+// True if a write lease on a file is refused while another descriptor has
+// it open read-only: then the writer sees read-only mappings of a spare
+// (NOTE [Spare trees] in src/memmap/writer.cpp).
+bool kernel_counts_read_opens(const std::string& dir) {
+  const std::string path = dir + "/probe";
+  write_text(path, "x");
+  const int reader = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int writer = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  const bool refused = ::fcntl(writer, F_SETLEASE, F_WRLCK) != 0;
+  if (!refused) {
+    ::fcntl(writer, F_SETLEASE, F_UNLCK);
+  }
+  ::close(writer);
+  ::close(reader);
+  fs::remove(path);
+  return refused;
+}
+
+}  // namespace
+
+TEST(CrashSafetyTest, AReadOnlyLoadKeepsItsDataWhenItsTreeIsReused) {
+  TempDir dir;
+  if (!kernel_counts_read_opens(dir.str())) {
+    GTEST_SKIP() << "this kernel does not count read-only opens";
+  }
+  const std::string prefix = dir / "td";
+  const TensorDict a = make_data(1, 6, 8);
+  const TensorDict b = make_data(2, 6, 8);
+  const TensorDict c = make_data(3, 6, 8);
+  a.memmap(prefix);
+  const TensorDict held = TensorDict::load_memmap(
+      prefix, LoadMemmapOptions().mode(MapMode::kReadOnly));
+  b.memmap(prefix);  // a's tree is the spare
+  c.memmap(prefix);  // c goes into a's tree, except the files `held` maps
+  expect_td_equal(held, a);
+  expect_td_equal(TensorDict::load_memmap(prefix), c);
+}
+
+TEST(CrashSafetyTest, AProcessThatExitsRemovesItsSpares) {
+  TempDir dir;
+  const std::string prefix = dir / "td";
+  const TensorDict a = make_data(1, 6, 8);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    try {
+      a.memmap(prefix);
+      a.memmap(prefix);
+      std::exit(hidden_entries(dir.str()).size() == 1 ? 0 : 2);
+    } catch (...) {
+      std::exit(3);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);  // the child had its spare
+  EXPECT_TRUE(hidden_entries(dir.str()).empty());
+  expect_td_equal(TensorDict::load_memmap(prefix), a);
 }
 
 TEST(CrashSafetyTest, ThreadedDurableAndLikeOverwritesSwapToo) {

@@ -826,10 +826,12 @@ void SavePlan::leaf(const KeyPath& path, const at::Tensor& tensor) {
     }
   }
   // existsok(false) refuses an existing file while planning, before any
-  // file is written or removed (write_leaf_file checks it again).
+  // file is written or removed (write_leaf_file checks it again). A staged
+  // tree holds only this process's files (a reused spare's).
   TORCH_CHECK(
-      options_.existsok() || job.path.empty() || job.result.defined() ||
-          tensor.numel() == 0 || path_kind(job.path) == PathKind::kMissing,
+      options_.existsok() || !staging_root_.empty() || job.path.empty() ||
+          job.result.defined() || tensor.numel() == 0 ||
+          path_kind(job.path) == PathKind::kMissing,
       "The file ",
       job.path,
       " already exists (",
