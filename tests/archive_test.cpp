@@ -856,5 +856,120 @@ TEST(ArchiveTest, ALazyStackRootIsWrittenAsAnArchive) {
       std::get<LazyStackedTensorDict>(loaded).tensordicts()[1], second);
 }
 
+// The compression method of every entry of the archive `path`, by name.
+std::vector<std::pair<std::string, uint16_t>> methods_of(
+    const std::string& path) {
+  std::vector<std::pair<std::string, uint16_t>> out;
+  for (const auto& entry : parse(read_text(path))) {
+    out.emplace_back(entry.name, entry.method);
+  }
+  return out;
+}
+
+TEST(ArchiveTest, SaveWithCompressionDeflatesTheLeavesAsPackMemmapDoes) {
+  TempDir tmp;
+  TensorDict td = sample();
+  td.set("big", torch::zeros({3, 4096}));  // compresses well
+  const std::string path = tmp / "c.tdz";
+  const TensorDict saved = td.save(MemmapOptions(path).compression("Deflate"));
+  expect_td_equal(saved, td);
+  expect_td_equal(TensorDict::load_memmap(path), td);
+  for (const auto& [name, method] : methods_of(path)) {
+    const bool leaf =
+        name.size() > 7 && name.compare(name.size() - 7, 7, ".memmap") == 0;
+    EXPECT_EQ(method, leaf ? 8 : 0) << name;  // deflated, or stored
+  }
+  const std::string stored = tmp / "s.tdz";
+  (void)td.save(stored);
+  EXPECT_LT(fs::file_size(path), fs::file_size(stored) / 4);
+  // The same bytes as packing the saved directory with the same method.
+  (void)td.memmap(tmp / "dir");
+  pack_memmap(
+      tmp / "dir",
+      tmp / "packed.tdz",
+      PackMemmapOptions().compression("deflate"));
+  EXPECT_EQ(
+      without_timestamps(read_text(path)),
+      without_timestamps(read_text(tmp / "packed.tdz")));
+  // "stored" is the default spelled out.
+  (void)td.save(MemmapOptions(tmp / "s2.tdz").compression("stored"));
+  EXPECT_EQ(
+      without_timestamps(read_text(tmp / "s2.tdz")),
+      without_timestamps(read_text(stored)));
+}
+
+TEST(ArchiveTest, TheArchiveOptionDecidesTheLayoutAsPythons) {
+  TempDir tmp;
+  // archive(true) without the suffix writes a file, which loads.
+  (void)sample().memmap(MemmapOptions(tmp / "plain").archive(true));
+  EXPECT_TRUE(fs::is_regular_file(tmp / "plain"));
+  EXPECT_TRUE(is_memmap_archive(tmp / "plain"));
+  expect_td_equal(TensorDict::load_memmap(tmp / "plain"), sample());
+  // archive(false) with the suffix writes a directory.
+  (void)sample().memmap(MemmapOptions(tmp / "dir.tdz").archive(false));
+  EXPECT_TRUE(fs::exists(tmp / "dir.tdz/meta.json"));
+  expect_td_equal(TensorDict::load_memmap(tmp / "dir.tdz"), sample());
+  // memmap_like too.
+  const TensorDict like =
+      sample().memmap_like(MemmapOptions(tmp / "like").archive(true));
+  EXPECT_TRUE(is_memmap_archive(tmp / "like"));
+  like.get("a").fill_(3);
+  EXPECT_TRUE(
+      TensorDict::load_memmap(tmp / "like").get("a").eq(3).all().item<bool>());
+}
+
+TEST(ArchiveTest, CompressionAndArchiveAreRefusedWhereTheyCannotApply) {
+  TempDir tmp;
+  TensorDict td = sample();
+  EXPECT_THROWS_WITH(
+      (void)td.memmap(MemmapOptions(tmp / "d").compression("deflate")),
+      c10::ValueError,
+      "compression is only supported when writing a memmap archive (pass "
+      "archive(true) or use a '.tdz' prefix)");
+  EXPECT_THROWS_WITH(
+      (void)td.memmap_like(MemmapOptions(tmp / "l.tdz").compression("deflate")),
+      c10::ValueError,
+      "memmap_like writes an archive to write into, which needs stored "
+      "payloads: compression 'deflate' is not supported there");
+  EXPECT_THROWS_WITH(
+      (void)td.save(MemmapOptions(tmp / "b.tdz").compression("bzip2")),
+      c10::ValueError,
+      "unknown compression 'bzip2'; expected \"stored\" or \"deflate\"");
+  EXPECT_THROWS_WITH(
+      (void)td.memmap(MemmapOptions().archive(true)),
+      c10::ValueError,
+      "A path is required to write a memmap archive.");
+  EXPECT_THROWS_WITH(
+      td.memmap_(MemmapOptions(tmp / "i.tdz").archive(true)),
+      c10::ValueError,
+      "memmap_ writes a directory, not an archive");
+  EXPECT_THROWS_WITH(
+      td.memmap_(MemmapOptions(tmp / "i").compression("deflate")),
+      c10::ValueError,
+      "compression is only supported when writing a memmap archive");
+  EXPECT_FALSE(td.is_memmap());
+  // Nothing was written.
+  EXPECT_EQ(std::distance(fs::directory_iterator(tmp.str()), {}), 0);
+}
+
+TEST(ArchiveTest, ALazyStackMemmapLikeWritesAWritableArchive) {
+  TempDir tmp;
+  TensorDict first({2});
+  first.set("a", torch::ones({2, 3}));
+  TensorDict second({2});
+  second.set("a", torch::ones({2, 4}));
+  const LazyStackedTensorDict stack = lazy_stack({first, second}, 0);
+  const LazyStackedTensorDict like = stack.memmap_like(tmp / "s.tdz");
+  EXPECT_TRUE(is_memmap_archive(tmp / "s.tdz"));
+  ASSERT_EQ(like.tensordicts().size(), 2u);
+  EXPECT_TRUE(like.tensordicts()[1].get("a").eq(0).all().item<bool>());
+  like.tensordicts()[1].get("a").fill_(4);
+  const LoadedTree loaded = load_memmap_any(tmp / "s.tdz");
+  ASSERT_TRUE(std::holds_alternative<LazyStackedTensorDict>(loaded));
+  const auto& elements = std::get<LazyStackedTensorDict>(loaded).tensordicts();
+  EXPECT_TRUE(elements[1].get("a").eq(4).all().item<bool>());
+  EXPECT_EQ(elements[1].get("a").sizes(), (std::vector<int64_t>{2, 4}));
+}
+
 }  // namespace archive_test
 }  // namespace tensordict::testing

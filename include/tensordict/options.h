@@ -206,6 +206,19 @@ struct TENSORDICT_API MemmapOptions {
   /// without a prefix. See NOTE [Memmap layout] for how it differs from
   /// Python's.
   TENSORDICT_ARG(bool, atomic) = false;
+  /// Write one archive file at `prefix` (a zip, see
+  /// include/tensordict/archive.h) rather than a directory. Unset, Python's
+  /// `None`: when `prefix` ends with ".tdz". `memmap_` writes a directory
+  /// whatever the suffix and refuses `archive(true)`, as Python's has no
+  /// `archive`.
+  TENSORDICT_ARG(std::optional<bool>, archive);
+  /// How an archive written by `memmap` or `save` stores the tensor
+  /// payloads: "stored" (mapped without a copy; empty, the default, is the
+  /// same) or "deflate" (smaller; each leaf loads by inflating a copy).
+  /// Python also takes "bzip2" and "lzma", which are refused here. Throws
+  /// (ValueError) without an archive, as Python, and for `memmap_like`,
+  /// whose archive is written into.
+  TENSORDICT_ARG(std::string, compression);
   /// Keep the tree an overwrite swaps out as the prefix's hidden spare
   /// (`.<name>.tmp-<pid>-<n>`), so that the next overwrite by this process
   /// writes into its files rather than removing them and creating new ones,

@@ -359,11 +359,15 @@ std::pair<std::string, std::string> split_parent(const std::string& path) {
 }
 
 uint16_t compression_method(const std::string& compression) {
-  if (compression == "deflate" || compression == "deflated") {
+  std::string name = compression;  // case-blind, as Python's
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) {
+    return static_cast<char>(std::tolower(c));
+  });
+  if (name == "deflate" || name == "deflated") {
     return kZipDeflated;
   }
-  TORCH_CHECK(
-      compression == "stored" || compression.empty(),
+  TORCH_CHECK_VALUE(
+      name == "stored" || name.empty(),
       "unknown compression '",
       compression,
       "'; expected \"stored\" or \"deflate\" (bzip2 and lzma are not "
@@ -623,6 +627,44 @@ bool is_archive_path(const std::string& prefix) {
              0;
 }
 
+bool writes_archive(const MemmapOptions& options, SaveKind kind) {
+  const bool has_compression = !options.compression().empty();
+  if (kind == SaveKind::kMemmapInPlace) {
+    TORCH_CHECK_VALUE(
+        !options.archive().value_or(false),
+        "memmap_ writes a directory, not an archive: use memmap or save to "
+        "write ",
+        options.prefix(),
+        " as an archive");
+    TORCH_CHECK_VALUE(
+        !has_compression,
+        "compression is only supported when writing a memmap archive "
+        "(memmap or save with archive(true) or a '.tdz' prefix); memmap_ "
+        "writes a directory");
+    return false;
+  }
+  const bool archive =
+      options.archive().value_or(is_archive_path(options.prefix()));
+  if (!archive) {
+    TORCH_CHECK_VALUE(
+        !has_compression,
+        "compression is only supported when writing a memmap archive (pass "
+        "archive(true) or use a '.tdz' prefix)");
+    return false;
+  }
+  TORCH_CHECK_VALUE(
+      !options.prefix().empty(),
+      "A path is required to write a memmap archive.");
+  TORCH_CHECK_VALUE(
+      !has_compression || kind != SaveKind::kMemmapLike,
+      "memmap_like writes an archive to write into, which needs stored "
+      "payloads: compression '",
+      options.compression(),
+      "' is not supported there");
+  (void)compression_method(options.compression());
+  return true;
+}
+
 namespace {
 
 // Writes the archive at `options.prefix()` of the tree `plan_tree` plans
@@ -648,6 +690,7 @@ void write_tree_archive(
   // It plans as memmap_like does (Python stages the tree with memmap_like),
   // so a leaf mapped from another file needs no copy_existing: the archive
   // is a new file anyway.
+  const uint16_t method = compression_method(options.compression());
   MemmapOptions plan_options = options;
   plan_options.existsok(true).atomic(false).num_threads(0);
   SavePlan plan(plan_options, /*like=*/true, /*inplace=*/false);
@@ -706,7 +749,7 @@ void write_tree_archive(
                 name,
                 static_cast<const unsigned char*>(bytes.const_data_ptr()),
                 nbytes,
-                kZipStored,
+                method,
                 /*level=*/-1,
                 /*align=*/true);
           }
@@ -746,11 +789,11 @@ TensorDict save_archive(
 }
 
 LazyStackedTensorDict save_archive(
-    const LazyStackedTensorDict& stack, const MemmapOptions& options) {
+    const LazyStackedTensorDict& stack,
+    const MemmapOptions& options,
+    bool like) {
   write_tree_archive(
-      options,
-      /*like=*/false,
-      [&](SavePlan& plan, const std::string& root) {
+      options, like, [&](SavePlan& plan, const std::string& root) {
         // The layout of a lazy stack's directory (see memmap(stack, ...)):
         // a tensorclass keeps the stack one directory down.
         const bool tensorclass = !stack.python_class().empty();
@@ -783,7 +826,9 @@ LazyStackedTensorDict save_archive(
               dump_json(class_meta, spaced, spaced));
         }
       });
-  LoadedTree tree = load_memmap_any(options.prefix());
+  LoadedTree tree = load_memmap_any(
+      options.prefix(),
+      LoadMemmapOptions().mode(like ? MapMode::kReadWrite : MapMode::kAuto));
   auto* loaded = std::get_if<LazyStackedTensorDict>(&tree);
   TORCH_INTERNAL_ASSERT(loaded != nullptr);
   return *loaded;

@@ -113,8 +113,11 @@ LazyStackedTensorDict memmap(
 
 LazyStackedTensorDict LazyStackedTensorDict::memmap(
     const MemmapOptions& options) const {
-  if (detail::is_archive_path(options.prefix())) {
-    return detail::save_archive(*this, options);  // NOTE [Memmap archives]
+  if (detail::writes_archive(options, detail::SaveKind::kMemmap)) {
+    return detail::save_archive(  // NOTE [Memmap archives]
+        *this,
+        options,
+        /*like=*/false);
   }
   return detail::save_lazy_stack(
       *this, options, /*like=*/false, /*inplace=*/false);
@@ -129,6 +132,7 @@ std::future<LazyStackedTensorDict> LazyStackedTensorDict::memmap_async(
 
 LazyStackedTensorDict& LazyStackedTensorDict::memmap_(
     const MemmapOptions& options) {
+  (void)detail::writes_archive(options, detail::SaveKind::kMemmapInPlace);
   (void)detail::save_lazy_stack(
       *this, options, /*like=*/false, /*inplace=*/true);
   return *this;
@@ -145,6 +149,9 @@ std::future<LazyStackedTensorDict> LazyStackedTensorDict::memmap_async_(
 
 LazyStackedTensorDict LazyStackedTensorDict::memmap_like(
     const MemmapOptions& options) const {
+  if (detail::writes_archive(options, detail::SaveKind::kMemmapLike)) {
+    return detail::save_archive(*this, options, /*like=*/true);
+  }
   return detail::save_lazy_stack(
       *this, options, /*like=*/true, /*inplace=*/false);
 }

@@ -1180,7 +1180,7 @@ TensorDict save_dict(
 }  // namespace detail
 
 TensorDict TensorDict::memmap(const MemmapOptions& options) const {
-  if (detail::is_archive_path(options.prefix())) {
+  if (detail::writes_archive(options, detail::SaveKind::kMemmap)) {
     return detail::save_archive(  // NOTE [Memmap archives]
         *this,
         options,
@@ -1223,12 +1223,13 @@ TensorDict TensorDict::dumps(const MemmapOptions& options) const {
 }
 
 TensorDict& TensorDict::memmap_(const MemmapOptions& options) {
+  (void)detail::writes_archive(options, detail::SaveKind::kMemmapInPlace);
   detail::save_dict(*this, options, /*like=*/false, /*inplace=*/true);
   return *this;
 }
 
 TensorDict TensorDict::memmap_like(const MemmapOptions& options) const {
-  if (detail::is_archive_path(options.prefix())) {
+  if (detail::writes_archive(options, detail::SaveKind::kMemmapLike)) {
     return detail::save_archive(*this, options, /*like=*/true);
   }
   return detail::save_dict(*this, options, /*like=*/true, /*inplace=*/false);

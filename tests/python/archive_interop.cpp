@@ -158,6 +158,12 @@ int main(int argc, char** argv) {
         work + "/cpp_dir",
         work + "/cpp_deflate.tdz",
         tensordict::PackMemmapOptions().compression("deflate"));
+    // save's own compression, and an archive named without the suffix.
+    (void)sample().save(
+        tensordict::MemmapOptions(work + "/cpp_saved_deflate.tdz")
+            .compression("deflate"));
+    (void)sample().save(
+        tensordict::MemmapOptions(work + "/cpp_archive_flag").archive(true));
   } catch (const std::exception& e) {
     std::cout << "error: " << e.what() << "\n";
     return 1;

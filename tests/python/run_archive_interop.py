@@ -5,7 +5,9 @@
    of a directory, and a deflated ``pack_memmap``.
 2. C++ (archive_interop) loads them (a leaf must be an aligned view into the
    mapping), unpacks two with ``unpack_memmap``, and writes ``cpp.tdz``
-   (``save``), ``cpp_packed.tdz`` (``pack_memmap``) and ``cpp_deflate.tdz``.
+   (``save``), ``cpp_packed.tdz`` (``pack_memmap``), ``cpp_deflate.tdz``,
+   ``cpp_saved_deflate.tdz`` (``save`` with compression) and
+   ``cpp_archive_flag`` (``archive(true)``, no suffix).
 3. Python loads every C++ archive with ``TensorDict.load_memmap``, checks
    them with ``zipfile`` (CRCs) and the payload alignment, unpacks them with
    ``unpack_memmap``, and loads the directories C++ unpacked.
@@ -277,12 +279,29 @@ def main() -> int:
     if status != 0:
         return 1
     problems = 0
-    for name in ("cpp.tdz", "cpp_packed.tdz", "cpp_deflate.tdz"):
+    for name in (
+        "cpp.tdz",
+        "cpp_packed.tdz",
+        "cpp_deflate.tdz",
+        "cpp_saved_deflate.tdz",
+        "cpp_archive_flag",
+    ):
         path = os.path.join(work, name)
         problems += check_archive(path)
         problems += compare(f"load_memmap({name})", TensorDict.load_memmap(path))
         out = unpack_memmap(path, os.path.join(work, name + ".unpacked_by_py"))
         problems += compare(f"unpack_memmap({name})", TensorDict.load_memmap(out))
+    # save(compression="deflate") deflates the leaves, as Python's: the
+    # meta.json entries stay stored.
+    with zipfile.ZipFile(os.path.join(work, "cpp_saved_deflate.tdz")) as zf:
+        methods = {info.filename: info.compress_type for info in zf.infolist()}
+    want = {
+        name: zipfile.ZIP_DEFLATED if name.endswith(".memmap") else zipfile.ZIP_STORED
+        for name in methods
+    }
+    if methods != want or not any(name.endswith(".memmap") for name in methods):
+        print(f"cpp_saved_deflate.tdz: compression {methods}, want {want}")
+        problems += 1
     for name in ("py_unpacked_by_cpp", "py_deflate_unpacked_by_cpp"):
         problems += compare(name, TensorDict.load_memmap(os.path.join(work, name)))
     stack = TensorDict.load_memmap(os.path.join(work, "cpp_stack.tdz"))
