@@ -546,12 +546,6 @@ class OpenedTree {
     }
   }
 
-  bool is_archive() const noexcept {
-    return archive_ != nullptr;
-  }
-  const TreeFiles& files() const noexcept {
-    return files_;
-  }
   const std::string& dir() const noexcept {
     return dir_;
   }
