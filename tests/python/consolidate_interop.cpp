@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "interop_view.h"
+
 using namespace tensordict;  // NOLINT(google-build-using-namespace)
 
 namespace {
@@ -109,104 +111,6 @@ std::map<std::string, LazyStackedTensorDict> stack_cases() {
   return out;
 }
 
-// The canonical view of consolidate_interop.py's dump().
-Json dump(const TensorDict& td) {
-  Json out = Json::object();
-  out["batch_size"] = td.batch_size().vec();
-  out["device"] = td.device() ? Json(td.device()->str()) : Json(nullptr);
-  Json names = Json::array();
-  if (td.has_names()) {
-    for (const auto& name : td.names()) {
-      names.push_back(name ? Json(*name) : Json(nullptr));
-    }
-  }
-  out["names"] = names;
-  Json entries = Json::object();
-  std::vector<std::string> keys;
-  for (const auto& key : td.keys()) {
-    keys.emplace_back(key.back());
-  }
-  std::sort(keys.begin(), keys.end());
-  for (const auto& key : keys) {
-    const Value value = td[key];
-    if (value.is_tensordict()) {
-      entries[key] = dump(value.tensordict());
-    } else if (value.is_lazy_stack()) {
-      Json elements = Json::array();
-      for (const TensorDict& element : value.lazy_stack().tensordicts()) {
-        elements.push_back(dump(element));
-      }
-      entries[key] = Json{
-          {"stack_dim", value.lazy_stack().stack_dim()},
-          {"elements", elements}};
-    } else if (value.is_non_tensor()) {
-      entries[key] = Json{{"non_tensor", value.non_tensor()}};
-    } else {
-      const at::Tensor& t = value.tensor();
-      at::Tensor flat = t.reshape({-1});
-      if (flat.is_complex()) {
-        flat = torch::view_as_real(flat).reshape({-1});
-      }
-      flat = flat.to(torch::kDouble).contiguous();
-      std::vector<double> values(
-          flat.data_ptr<double>(), flat.data_ptr<double>() + flat.numel());
-      entries[key] = Json{
-          {"dtype", "torch." + std::string(c10::toString(t.scalar_type()))},
-          {"shape", t.sizes().vec()},
-          {"values", values}};
-    }
-  }
-  out["entries"] = entries;
-  return out;
-}
-
-// c10::toString gives "Float"; Python spells "torch.float32".
-void fix_dtype_names(Json& j) {
-  static const std::map<std::string, std::string> names = {
-      {"torch.Double", "torch.float64"},
-      {"torch.Float", "torch.float32"},
-      {"torch.Half", "torch.float16"},
-      {"torch.BFloat16", "torch.bfloat16"},
-      {"torch.Char", "torch.int8"},
-      {"torch.Byte", "torch.uint8"},
-      {"torch.Short", "torch.int16"},
-      {"torch.Int", "torch.int32"},
-      {"torch.Long", "torch.int64"},
-      {"torch.ComplexFloat", "torch.complex64"},
-      {"torch.Bool", "torch.bool"}};
-  if (j.is_array()) {
-    for (Json& item : j) {
-      fix_dtype_names(item);
-    }
-  }
-  if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      if (it.key() == "dtype" && it.value().is_string()) {
-        const auto found = names.find(it.value().get<std::string>());
-        if (found != names.end()) {
-          it.value() = found->second;
-        }
-      } else {
-        fix_dtype_names(it.value());
-      }
-    }
-  }
-}
-
-// consolidate_interop.py's dump_stack().
-Json dump_stack(const LazyStackedTensorDict& stack) {
-  Json elements = Json::array();
-  for (const TensorDict& element : stack.tensordicts()) {
-    elements.push_back(dump(element));
-  }
-  Json out = Json::object();
-  out["stack_dim"] = stack.stack_dim();
-  out["stack_dim_name"] =
-      stack.stack_dim_name() ? Json(*stack.stack_dim_name()) : Json(nullptr);
-  out["elements"] = elements;
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -225,9 +129,8 @@ int main(int argc, char** argv) {
         std::cerr << "FAIL " << name << ": not consolidated after loading\n";
         ++failures;
       }
-      Json view = dump(loaded);
-      fix_dtype_names(view);
-      std::ofstream(cpp_dir + "/" + name + ".loaded.json") << view.dump();
+      std::ofstream(cpp_dir + "/" + name + ".loaded.json")
+          << interop::dump(loaded).dump();
       (void)td.consolidate(
           ConsolidateOptions().filename(cpp_dir + "/" + name + ".bin"));
       std::cout << "ok " << name
@@ -246,9 +149,8 @@ int main(int argc, char** argv) {
         std::cerr << "FAIL " << name << ": not consolidated after loading\n";
         ++failures;
       }
-      Json view = dump_stack(loaded);
-      fix_dtype_names(view);
-      std::ofstream(cpp_dir + "/" + name + ".loaded.json") << view.dump();
+      std::ofstream(cpp_dir + "/" + name + ".loaded.json")
+          << interop::dump_stack(loaded, /*with_name=*/true).dump();
       (void)stack.consolidate(
           ConsolidateOptions().filename(cpp_dir + "/" + name + ".bin"));
       std::cout << "ok " << name

@@ -38,6 +38,7 @@ from tensordict import (
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import td_dump  # noqa: E402
+from interop_view import dump, dump_stack as _dump_stack  # noqa: E402
 
 
 def cases():
@@ -142,12 +143,8 @@ def stack_cases():
 
 
 def dump_stack(stack):
-    """dump() of a lazy stack at the root, as for a lazy stack entry."""
-    return {
-        "stack_dim": stack.stack_dim,
-        "stack_dim_name": stack._td_dim_name,
-        "elements": [dump(e) for e in stack.tensordicts],
-    }
+    """The view of a lazy stack at the root, with its dim's name."""
+    return _dump_stack(stack, with_name=True)
 
 
 def check_stacks(binary, py_dir, cpp_dir):
@@ -185,42 +182,6 @@ def check_stacks(binary, py_dir, cpp_dir):
             continue
         print(f"ok {name}: Python reads the C++ lazy stack, byte-identical")
     return failures
-
-
-def dump(td, prefix=()):
-    """A canonical JSON-able view: batch sizes, names, leaves, non-tensors."""
-    result = {
-        "batch_size": list(td.batch_size),
-        "device": None if td.device is None else str(td.device),
-        "entries": {},
-    }
-    names = td.names
-    result["names"] = list(names) if any(n is not None for n in names) else []
-    for key in sorted(td.keys()):
-        value = td.get(key)
-        if isinstance(value, NonTensorStack):
-            result["entries"][key] = {"non_tensor": value.tolist()}
-        elif isinstance(value, LazyStackedTensorDict):
-            result["entries"][key] = {
-                "stack_dim": value.stack_dim,
-                "elements": [dump(e) for e in value.tensordicts],
-            }
-        elif isinstance(value, NonTensorData):
-            result["entries"][key] = {"non_tensor": value.data}
-        elif isinstance(value, TensorDict):
-            result["entries"][key] = dump(value)
-        else:
-            flat = value.reshape(-1)
-            if flat.is_complex():
-                values = torch.view_as_real(flat).reshape(-1).double().tolist()
-            else:
-                values = flat.double().tolist()
-            result["entries"][key] = {
-                "dtype": str(value.dtype),
-                "shape": list(value.shape),
-                "values": values,
-            }
-    return result
 
 
 def main() -> int:

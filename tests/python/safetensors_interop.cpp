@@ -21,6 +21,8 @@
 #include <variant>
 #include <vector>
 
+#include "interop_view.h"
+
 using namespace tensordict;  // NOLINT(google-build-using-namespace)
 
 namespace {
@@ -44,15 +46,6 @@ const std::vector<std::pair<std::string, c10::ScalarType>>& dtypes() {
       {"float8_e5m2", c10::ScalarType::Float8_e5m2},
       {"bool", torch::kBool}};
   return kinds;
-}
-
-std::string python_dtype(c10::ScalarType dtype) {
-  for (const auto& [name, kind] : dtypes()) {
-    if (kind == dtype) {
-      return "torch." + name;
-    }
-  }
-  return "torch.?";
 }
 
 // The cases of safetensors_interop.py, built the same way.
@@ -127,66 +120,11 @@ std::map<std::string, std::variant<TensorDict, LazyStackedTensorDict>> cases() {
   return out;
 }
 
-Json dump(const TensorDict& td);
-
-Json dump_stack(const LazyStackedTensorDict& stack) {
-  Json elements = Json::array();
-  for (const TensorDict& element : stack.tensordicts()) {
-    elements.push_back(dump(element));
-  }
-  return Json{{"stack_dim", stack.stack_dim()}, {"elements", elements}};
-}
-
-// The canonical view of safetensors_interop.py's dump().
-Json dump(const TensorDict& td) {
-  Json out = Json::object();
-  out["batch_size"] = td.batch_size().vec();
-  out["device"] = td.device() ? Json(td.device()->str()) : Json(nullptr);
-  Json names = Json::array();
-  if (td.has_names()) {
-    for (const auto& name : td.names()) {
-      names.push_back(name ? Json(*name) : Json(nullptr));
-    }
-  }
-  out["names"] = names;
-  Json entries = Json::object();
-  std::vector<std::string> keys;
-  for (const auto& key : td.keys()) {
-    keys.emplace_back(key.back());
-  }
-  std::sort(keys.begin(), keys.end());
-  for (const auto& key : keys) {
-    const Value value = td[key];
-    if (value.is_tensordict()) {
-      entries[key] = dump(value.tensordict());
-    } else if (value.is_lazy_stack()) {
-      entries[key] = dump_stack(value.lazy_stack());
-    } else if (value.is_non_tensor()) {
-      entries[key] = Json{{"non_tensor", value.non_tensor()}};
-    } else {
-      const at::Tensor& t = value.tensor();
-      at::Tensor flat = t.reshape({-1});
-      if (flat.is_complex()) {
-        flat = torch::view_as_real(flat).reshape({-1});
-      }
-      flat = flat.to(torch::kDouble).contiguous();
-      std::vector<double> values(
-          flat.data_ptr<double>(), flat.data_ptr<double>() + flat.numel());
-      entries[key] = Json{
-          {"dtype", python_dtype(t.scalar_type())},
-          {"shape", t.sizes().vec()},
-          {"values", values}};
-    }
-  }
-  out["entries"] = entries;
-  return out;
-}
-
 Json dump_any(const std::variant<TensorDict, LazyStackedTensorDict>& loaded) {
   if (const auto* td = std::get_if<TensorDict>(&loaded)) {
-    return dump(*td);
+    return interop::dump(*td);
   }
-  return dump_stack(std::get<LazyStackedTensorDict>(loaded));
+  return interop::dump_stack(std::get<LazyStackedTensorDict>(loaded));
 }
 
 }  // namespace
@@ -233,7 +171,7 @@ int main(int argc, char** argv) {
     try {
       const TensorDict loaded = from_safetensors(entry.path().string());
       std::ofstream(cpp_dir + "/" + name + ".loaded.json")
-          << dump(loaded).dump();
+          << interop::dump(loaded).dump();
       std::cout << "ok " << name << ": C++ read the plain safetensors file\n";
     } catch (const std::exception& e) {
       std::cerr << "FAIL " << name << ": " << e.what() << "\n";

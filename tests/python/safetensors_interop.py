@@ -33,12 +33,14 @@ from safetensors.torch import load_file, save_file
 from tensordict import (
     LazyStackedTensorDict,
     NonTensorData,
-    NonTensorStack,
     TensorDict,
     from_safetensors,
     lazy_stack,
     to_safetensors,
 )
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from interop_view import dump  # noqa: E402
 
 DTYPES = [
     "float64", "float32", "float16", "bfloat16", "int8", "uint8", "int16",
@@ -138,40 +140,6 @@ def plain_files():
         "plain_model": (model, {"format": "pt"}),
         "plain_no_metadata": ({"w": torch.ones(3), "a.b.c": torch.zeros(2, 2)}, None),
     }
-
-
-def dump_value(value):
-    flat = value.reshape(-1)
-    if flat.is_complex():
-        values = torch.view_as_real(flat).reshape(-1).double().tolist()
-    else:
-        values = flat.double().tolist()
-    return {"dtype": str(value.dtype), "shape": list(value.shape), "values": values}
-
-
-def dump(td):
-    """A canonical JSON-able view: batch sizes, names, leaves, non-tensors."""
-    if isinstance(td, LazyStackedTensorDict):
-        return {"stack_dim": td.stack_dim,
-                "elements": [dump(e) for e in td.tensordicts]}
-    result = {
-        "batch_size": list(td.batch_size),
-        "device": None if td.device is None else str(td.device),
-        "entries": {},
-    }
-    names = td.names
-    result["names"] = list(names) if any(n is not None for n in names) else []
-    for key in sorted(td.keys()):
-        value = td.get(key)
-        if isinstance(value, NonTensorStack):
-            result["entries"][key] = {"non_tensor": value.tolist()}
-        elif isinstance(value, (LazyStackedTensorDict, TensorDict)):
-            result["entries"][key] = dump(value)
-        elif isinstance(value, NonTensorData):
-            result["entries"][key] = {"non_tensor": value.data}
-        else:
-            result["entries"][key] = dump_value(value)
-    return result
 
 
 def flat_leaves(td):
