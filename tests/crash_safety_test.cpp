@@ -188,21 +188,21 @@ TEST(CrashSafetyTest, AnOverwriteWritesOverTheSpareTreeUnlessItIsMapped) {
   const TensorDict a = make_data(1, 6, 8);
   const TensorDict b = make_data(2, 6, 8);
   const TensorDict c = make_data(3, 6, 8);
-  (void)a.memmap(prefix);  // the results are dropped: nothing maps the files
+  a.memmap(prefix);  // the results are dropped: nothing maps the files
   const ino_t a_leaf = inode_of(leaf);
-  (void)b.memmap(prefix);
+  b.memmap(prefix);
   // a's tree is the spare, the one hidden entry.
   EXPECT_EQ(hidden_entries(dir.str()).size(), 1U);
   expect_only_spares(dir.str());
-  (void)c.memmap(prefix);
+  c.memmap(prefix);
   EXPECT_EQ(inode_of(leaf), a_leaf);  // c was written over a's files
   expect_td_equal(TensorDict::load_memmap(prefix), c);
   EXPECT_EQ(hidden_entries(dir.str()).size(), 1U);
   // A file that a load still maps is replaced, not written over: `held`
   // keeps c's data when its tree is reused two saves later.
   const TensorDict held = TensorDict::load_memmap(prefix);
-  (void)a.memmap(prefix);
-  (void)b.memmap(prefix);
+  a.memmap(prefix);
+  b.memmap(prefix);
   expect_td_equal(held, c);
   EXPECT_NE(inode_of(leaf), a_leaf);
   expect_td_equal(TensorDict::load_memmap(prefix), b);
@@ -213,8 +213,8 @@ TEST(CrashSafetyTest, AReusedSpareTreeHoldsWhatAFreshSaveWrites) {
   TempDir dir;
   const std::string prefix = dir / "td";
   const TensorDict big = make_data(1, 9, 8);
-  (void)big.memmap(prefix);
-  (void)big.memmap(prefix);  // big's first tree is now the spare
+  big.memmap(prefix);
+  big.memmap(prefix);  // big's first tree is now the spare
   // Fewer keys, a shorter leaf, a new key, an empty leaf (no file) and a
   // leaf where a directory was.
   TensorDict small({}, {kBatch});
@@ -222,13 +222,13 @@ TEST(CrashSafetyTest, AReusedSpareTreeHoldsWhatAFreshSaveWrites) {
   small.set("group1", torch::arange(kBatch));
   small.set({"new", "x"}, torch::ones({kBatch, 3}, torch::kInt32));
   small.set("empty", torch::zeros({kBatch, 0}));
-  (void)small.memmap(prefix);
+  small.memmap(prefix);
   expect_td_equal(TensorDict::load_memmap(prefix), small);
   EXPECT_EQ(
       fs::file_size(prefix + "/group0/leaf0.memmap"),
       static_cast<uintmax_t>(kBatch * 2 * 4));
   const std::string fresh = dir / "fresh";
-  (void)small.memmap(fresh);
+  small.memmap(fresh);
   auto listing = [](const std::string& root) {
     std::vector<std::pair<std::string, uintmax_t>> out;
     for (const auto& entry : fs::recursive_directory_iterator(root)) {
@@ -248,7 +248,7 @@ TEST(CrashSafetyTest, AReusedSpareTreeHoldsWhatAFreshSaveWrites) {
   loaded = TensorDict();
   // The spare now shares its files with the save (hard links): the next
   // overwrite replaces them, so the save (now the spare) keeps its data.
-  (void)big.memmap(prefix);
+  big.memmap(prefix);
   expect_td_equal(TensorDict::load_memmap(prefix), big);
   const auto hidden = hidden_entries(dir.str());
   ASSERT_EQ(hidden.size(), 1U);
@@ -364,7 +364,7 @@ TEST(CrashSafetyTest, ThreadedDurableAndLikeOverwritesSwapToo) {
   const std::string prefix = dir / "td";
   const TensorDict old_data = make_data(1, 9, 8);
   const TensorDict new_data = make_data(2, 9, 8);
-  (void)old_data.memmap(prefix);
+  old_data.memmap(prefix);
   ino_t before = inode_of(prefix);
   TensorDict saved =
       new_data.memmap(MemmapOptions(prefix).num_threads(3).durable(true));
@@ -388,7 +388,7 @@ TEST(CrashSafetyTest, ADirectoryWithOtherFilesIsWrittenInPlaceKeepingThem) {
   write_text(prefix + "/notes.txt", "mine");
   const ino_t before = inode_of(prefix);
   const TensorDict new_data = make_data(2, 3, 4);
-  (void)new_data.memmap(prefix);
+  new_data.memmap(prefix);
   EXPECT_EQ(inode_of(prefix), before);
   EXPECT_EQ(tensordict::testing::read_text(prefix + "/notes.txt"), "mine");
   expect_td_equal(TensorDict::load_memmap(prefix), new_data);
@@ -399,7 +399,7 @@ TEST(
   TempDir dir;
   const std::string prefix = dir / "td";
   const TensorDict old_data = make_data(1, 3, 4);
-  (void)old_data.memmap(prefix);
+  old_data.memmap(prefix);
   const std::string dead =
       dir / (".td.tmp-" + std::to_string(dead_pid()) + "-0");
   const std::string dead_aside =
@@ -426,11 +426,11 @@ TEST(CrashSafetyTest, ASymlinkedPrefixAndExistsokFalseAreWrittenInPlace) {
   (void)make_data(1, 3, 4).memmap(dir / "real");
   fs::create_directory_symlink(dir / "real", dir / "link");
   const TensorDict new_data = make_data(2, 3, 4);
-  (void)new_data.memmap(dir / "link");
+  new_data.memmap(dir / "link");
   EXPECT_TRUE(fs::is_symlink(dir / "link"));
   expect_td_equal(TensorDict::load_memmap(dir / "real"), new_data);
   EXPECT_THROWS_WITH(
-      (void)new_data.memmap(MemmapOptions(dir / "real").existsok(false)),
+      new_data.memmap(MemmapOptions(dir / "real").existsok(false)),
       c10::Error,
       "already exists");
 }
@@ -519,18 +519,18 @@ TEST(CrashSafetyTest, AFreshSaveThatFailsMidwayRemovesEverythingItWrote) {
   const TensorDict data = big_data(1);
   using Write = std::function<void(const std::string&)>;
   const std::vector<std::pair<std::string, Write>> writes = {
-      {"memmap", [&](const std::string& p) { (void)data.memmap(p); }},
+      {"memmap", [&](const std::string& p) { data.memmap(p); }},
       {"threaded memmap",
        [&](const std::string& p) {
-         (void)data.memmap(MemmapOptions(p).num_threads(3));
+         data.memmap(MemmapOptions(p).num_threads(3));
        }},
       {"durable memmap",
        [&](const std::string& p) {
-         (void)data.memmap(MemmapOptions(p).durable(true));
+         data.memmap(MemmapOptions(p).durable(true));
        }},
       {"atomic memmap",
        [&](const std::string& p) {
-         (void)data.memmap(MemmapOptions(p).atomic(true));
+         data.memmap(MemmapOptions(p).atomic(true));
        }},
       {"memmap_",
        [&](const std::string& p) {
@@ -569,7 +569,7 @@ TEST(CrashSafetyTest, AFailedSaveInPlaceRemovesWhatItCreatedAndKeepsTheRest) {
   for (const int threads : {0, 3}) {
     SCOPED_TRACE(threads);
     const std::string message = run_with_file_size_limit(
-        [&] { (void)data.memmap(MemmapOptions(prefix).num_threads(threads)); },
+        [&] { data.memmap(MemmapOptions(prefix).num_threads(threads)); },
         kFileLimit);
     EXPECT_NE(message.find("File too large"), std::string::npos) << message;
     EXPECT_EQ(tree_of(prefix), before);
@@ -580,7 +580,7 @@ TEST(CrashSafetyTest, AFailedOverwriteKeepsTheOldSave) {
   TempDir dir;
   const std::string prefix = dir / "td";
   const TensorDict old_data = make_data(1, 6, 64);
-  (void)old_data.memmap(prefix);
+  old_data.memmap(prefix);
   const std::vector<std::string> before = tree_of(dir.str());
   for (const bool atomic : {false, true}) {
     const std::string message = run_with_file_size_limit(
@@ -642,21 +642,21 @@ TEST(CrashSafetyTest, ASaveOntoAFullFileSystemLeavesNothingOrTheOldSave) {
   data.set("big", torch::randn({kBatch, 5 << 14}));  // 5 MiB
   for (const int threads : {0, 3}) {
     EXPECT_THROWS_WITH(
-        (void)data.memmap(MemmapOptions(mnt + "/a/td").num_threads(threads)),
+        data.memmap(MemmapOptions(mnt + "/a/td").num_threads(threads)),
         c10::Error,
         "No space left on device");
     EXPECT_EQ(tree_of(mnt), std::vector<std::string>{});
   }
   const TensorDict small = make_data(2, 6, 64);
-  (void)small.memmap(mnt + "/td");
+  small.memmap(mnt + "/td");
   const std::vector<std::string> before = tree_of(mnt);
   EXPECT_THROWS_WITH(
-      (void)data.memmap(mnt + "/td"), c10::Error, "No space left on device");
+      data.memmap(mnt + "/td"), c10::Error, "No space left on device");
   EXPECT_EQ(tree_of(mnt), before);
   expect_td_equal(TensorDict::load_memmap(mnt + "/td"), small);
   // In the mount point itself (it cannot be renamed): in place, cleaned up.
   EXPECT_THROWS_WITH(
-      (void)data.memmap(MemmapOptions(mnt).num_threads(2)),
+      data.memmap(MemmapOptions(mnt).num_threads(2)),
       c10::Error,
       "No space left on device");
   EXPECT_EQ(tree_of(mnt), before);
@@ -671,7 +671,7 @@ TEST(
   const std::string prefix = dir / "td";
   const TensorDict old_data = make_data(1, 3, 4);
   const TensorDict new_data = make_data(2, 3, 4);
-  (void)old_data.memmap(prefix);
+  old_data.memmap(prefix);
   write_text(prefix + "/notes.txt", "mine");
   // Without atomic, other files keep the save in place; with it, the whole
   // directory is replaced, as in Python.
@@ -688,22 +688,22 @@ TEST(
   fs::create_directories(other);
   write_text(other + "/notes.txt", "mine");
   EXPECT_THROWS_WITH(
-      (void)new_data.memmap(MemmapOptions(other).atomic(true)),
+      new_data.memmap(MemmapOptions(other).atomic(true)),
       c10::Error,
       "Refusing to replace " + other +
           " with atomic(true): it is not empty and holds no saved tensordict "
           "(no meta.json).");
   EXPECT_THROWS_WITH(
-      (void)new_data.memmap(MemmapOptions(prefix).atomic(true).existsok(false)),
+      new_data.memmap(MemmapOptions(prefix).atomic(true).existsok(false)),
       c10::Error,
       prefix + " is not empty and existsok is false");
   write_text(dir / "file", "x");
   EXPECT_THROWS_WITH(
-      (void)new_data.memmap(MemmapOptions(dir / "file").atomic(true)),
+      new_data.memmap(MemmapOptions(dir / "file").atomic(true)),
       c10::Error,
       "exists and is not a directory");
   EXPECT_THROWS_WITH(
-      (void)new_data.memmap(MemmapOptions().atomic(true)),
+      new_data.memmap(MemmapOptions().atomic(true)),
       c10::ValueError,
       "atomic(true) needs a prefix to write the directory to");
   EXPECT_EQ(tensordict::testing::read_text(other + "/notes.txt"), "mine");
@@ -718,7 +718,7 @@ TEST(
   expect_td_equal(
       new_data.memmap(MemmapOptions(dir / "fresh/td").atomic(true)), new_data);
   fs::create_directory_symlink(prefix, dir / "link");
-  (void)old_data.memmap(MemmapOptions(dir / "link").atomic(true));
+  old_data.memmap(MemmapOptions(dir / "link").atomic(true));
   EXPECT_TRUE(fs::is_symlink(dir / "link"));
   expect_td_equal(TensorDict::load_memmap(prefix), old_data);
   expect_only_spares(dir.str());
@@ -833,16 +833,16 @@ class KillRig {
     switch (op) {
       case Op::kFreshSave:
       case Op::kOverwrite:
-        (void)new_.memmap(target);
+        new_.memmap(target);
         return;
       case Op::kThreadedOverwrite:
-        (void)new_.memmap(MemmapOptions(target).num_threads(3));
+        new_.memmap(MemmapOptions(target).num_threads(3));
         return;
       case Op::kSpareOverwrite:
         // The child's first overwrite leaves it a spare tree (the parent's
         // are not the child's), which the second writes over.
-        (void)old_.memmap(target);
-        (void)new_.memmap(target);
+        old_.memmap(target);
+        new_.memmap(target);
         return;
       case Op::kMemmapInPlace:
         if (round % 2 == 0) {
