@@ -1581,4 +1581,68 @@ TEST(MemmapTest, ANestedLazyStackLoadsIntoOutWhenItsCountFits) {
   EXPECT_TRUE(torch::equal(three.get("a"), torch::ones({2})));
 }
 
+TEST(MemmapTest, ANestedLazyStackLoadsIntoTheElementsOfALazyStackOut) {
+  // Python 0.15: a new stack whose elements are out's dicts, loaded into
+  // ("q", which the tree lacks, removed; "b" a MemoryMappedTensor).
+  TempDir dir;
+  std::vector<TensorDict> elements;
+  for (int64_t i = 0; i < 3; ++i) {
+    elements.push_back(TensorDict({{"b", torch::full({2, i + 1}, i)}}, {2}));
+  }
+  TensorDict src({{"a", torch::ones({2})}}, {2});
+  src.set("s", Value(lazy_stack(elements, /*stack_dim=*/1, "t")));
+  src.memmap(dir / "td");
+  auto make_out = [] {
+    std::vector<TensorDict> dicts;
+    for (int64_t i = 0; i < 3; ++i) {
+      dicts.push_back(TensorDict(
+          {{"b", torch::zeros({2, i + 1})}, {"q", torch::zeros({2})}}, {2}));
+    }
+    TensorDict out({{"a", torch::zeros({2})}}, {2});
+    out.set("s", Value(lazy_stack(dicts, /*stack_dim=*/1)));
+    return std::make_pair(out, dicts);
+  };
+  auto [out, dicts] = make_out();
+  (void)TensorDict::load_memmap(dir / "td", out);
+  const LazyStackedTensorDict& s = out["s"].lazy_stack();
+  ASSERT_EQ(s.tensordicts().size(), 3u);
+  EXPECT_EQ(s.stack_dim(), 1);
+  EXPECT_EQ(s.stack_dim_name(), std::optional<std::string>("t"));
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(s.tensordicts()[i].is_same(dicts[i])) << i;
+    EXPECT_EQ(dicts[i].keys(), (std::vector<NestedKey>{"b"})) << i;
+    EXPECT_TRUE(MemoryMappedTensor::is_memmap(dicts[i].get("b"))) << i;
+    EXPECT_TRUE(torch::equal(
+        dicts[i].get("b"),
+        torch::full({2, static_cast<int64_t>(i) + 1}, static_cast<int64_t>(i))))
+        << i;
+  }
+  EXPECT_TRUE(torch::equal(out.get("a"), torch::ones({2})));
+
+  // A locked element is refused before anything is written.
+  auto [locked_out, locked_dicts] = make_out();
+  locked_dicts[1].lock_();
+  EXPECT_THROWS_WITH(
+      TensorDict::load_memmap(dir / "td", locked_out),
+      c10::Error,
+      "Cannot modify locked TensorDict");
+  EXPECT_TRUE(torch::equal(locked_out.get("a"), torch::zeros({2})));
+  EXPECT_TRUE(locked_dicts[0].contains("q"));
+  EXPECT_FALSE(MemoryMappedTensor::is_memmap(locked_dicts[0].get("b")));
+
+  // A stack along another dim is replaced by the loaded one.
+  std::vector<TensorDict> across;
+  for (int64_t i = 0; i < 2; ++i) {
+    across.push_back(TensorDict({{"b", torch::zeros({3})}}, {3}));
+  }
+  TensorDict other({{"a", torch::zeros({2})}}, {2});
+  other.set("s", Value(lazy_stack(across, /*stack_dim=*/0)));
+  (void)TensorDict::load_memmap(dir / "td", other);
+  EXPECT_EQ(other["s"].lazy_stack().stack_dim(), 1);
+  EXPECT_FALSE(other["s"].lazy_stack().tensordicts()[0].is_same(across[0]));
+  EXPECT_TRUE(torch::equal(
+      other["s"].lazy_stack().tensordicts()[2].get("b"),
+      torch::full({2, 3}, int64_t{2})));
+}
+
 }  // namespace memmap_test

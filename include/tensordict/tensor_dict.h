@@ -902,7 +902,9 @@ class TENSORDICT_API TensorDict {
   /// a lazy stack whose element count differs from the dict it replaces
   /// (Python's ValueError), or a lazy stack at the root (Python returns a
   /// new stack instead of `out`; use `load_memmap_any`). A lazy stack `out`
-  /// holds is replaced, not loaded into element by element.
+  /// holds along the saved stack dim is loaded into element by element, as
+  /// Python's: its element dicts are kept; along another dim it is
+  /// replaced.
   static TensorDict load_memmap(
       const std::string& prefix,
       TensorDict& out,

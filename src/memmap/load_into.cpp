@@ -16,6 +16,7 @@
 #include "core/tensor_dict_impl.h"
 #include "core/walk.h"
 #include "tensordict/errors.h"
+#include "tensordict/lazy_stack.h"
 #include "tensordict/memmap.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -25,6 +26,14 @@ namespace {
 // "" at the root, else " at ('a', 'b')" for error messages.
 std::string at_key(const std::vector<std::string>& path) {
   return path.empty() ? std::string() : " at " + NestedKey(path).to_string();
+}
+
+// A lazy stack saved where `out` holds a lazy stack along the same dim is
+// loaded into its elements, as Python's (which loads into
+// `out.unbind(stack_dim)`): they stay the same dicts.
+bool loads_element_wise(const Value& saved, const Value& existing) {
+  return saved.is_lazy_stack() && existing.is_lazy_stack() &&
+         saved.lazy_stack().stack_dim() == existing.lazy_stack().stack_dim();
 }
 
 // Throws, before anything is written, if `loaded` cannot be merged into
@@ -55,6 +64,23 @@ void check_fits(
     path.push_back(key.to_vector().front());
     if (value->is_tensordict() && existing->is_tensordict()) {
       check_fits(value->tensordict(), existing->tensordict(), path);
+    } else if (loads_element_wise(*value, *existing)) {
+      const auto& from = value->lazy_stack().tensordicts();
+      const auto& into = existing->lazy_stack().tensordicts();
+      TORCH_CHECK_VALUE(
+          from.size() == into.size(),
+          "Cannot load ",
+          from.size(),
+          " stacked tensordicts into a stack of ",
+          into.size(),
+          " tensordicts",
+          at_key(path),
+          ".");
+      for (size_t i = 0; i < from.size(); ++i) {
+        path.push_back(std::to_string(i));
+        check_fits(from[i], into[i], path);
+        path.pop_back();
+      }
     } else if (
         value->is_lazy_stack() &&
         (existing->is_tensordict() || existing->is_lazy_stack())) {
@@ -82,8 +108,16 @@ void check_fits(
 }
 
 // Writes `loaded` into `out`: a dict `out` holds where `loaded` has a dict is
-// kept and loaded into (with the saved Python class and directory), any other
+// kept and loaded into (with the saved Python class and directory), and so
+// are the elements of a lazy stack (see loads_element_wise); any other
 // entry is replaced or added, and the keys the tree lacks are removed.
+void merge(const TensorDict& loaded, TensorDict out);
+
+void merge_dict(const TensorDict& loaded, const TensorDict& into) {
+  merge(loaded, into);
+  into.unsafeGetImpl()->python_class = loaded.unsafeGetImpl()->python_class;
+}
+
 void merge(const TensorDict& loaded, TensorDict out) {
   std::unordered_set<std::string> kept;
   for (const NestedKey& key : loaded.keys()) {
@@ -92,10 +126,20 @@ void merge(const TensorDict& loaded, TensorDict out) {
     const Value* existing = out.find(key);
     if (existing != nullptr && existing->is_tensordict() &&
         value->is_tensordict()) {
-      const TensorDict into = existing->tensordict();
-      merge(value->tensordict(), into);
-      into.unsafeGetImpl()->python_class =
-          value->tensordict().unsafeGetImpl()->python_class;
+      merge_dict(value->tensordict(), existing->tensordict());
+      continue;
+    }
+    if (existing != nullptr && loads_element_wise(*value, *existing)) {
+      const LazyStackedTensorDict& saved = value->lazy_stack();
+      const std::vector<TensorDict> into = existing->lazy_stack().tensordicts();
+      for (size_t i = 0; i < into.size(); ++i) {
+        merge_dict(saved.tensordicts()[i], into[i]);
+      }
+      // A new stack of the same dicts, named as saved (Python's too).
+      LazyStackedTensorDict stack =
+          lazy_stack(into, saved.stack_dim(), saved.stack_dim_name());
+      stack.set_python_class(saved.python_class());
+      out.set(key, Value(std::move(stack)));
       continue;
     }
     out.set(key, *value);
