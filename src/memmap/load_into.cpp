@@ -37,9 +37,9 @@ bool loads_element_wise(const Value& saved, const Value& existing) {
 }
 
 // Throws, before anything is written, if `loaded` cannot be merged into
-// `out`: a batch size that differs at a dict `out` keeps, a locked dict, or
-// a lazy stack whose element count differs from the dict it replaces
-// (Python's check).
+// `out`: a batch size that differs at a dict `out` keeps (a lazy stack's
+// elements included), a locked dict, or a lazy stack whose element count
+// differs from the dict or stack it replaces (Python's check).
 void check_fits(
     const TensorDict& loaded,
     const TensorDict& out,
@@ -64,23 +64,6 @@ void check_fits(
     path.push_back(key.to_vector().front());
     if (value->is_tensordict() && existing->is_tensordict()) {
       check_fits(value->tensordict(), existing->tensordict(), path);
-    } else if (loads_element_wise(*value, *existing)) {
-      const auto& from = value->lazy_stack().tensordicts();
-      const auto& into = existing->lazy_stack().tensordicts();
-      TORCH_CHECK_VALUE(
-          from.size() == into.size(),
-          "Cannot load ",
-          from.size(),
-          " stacked tensordicts into a stack of ",
-          into.size(),
-          " tensordicts",
-          at_key(path),
-          ".");
-      for (size_t i = 0; i < from.size(); ++i) {
-        path.push_back(std::to_string(i));
-        check_fits(from[i], into[i], path);
-        path.pop_back();
-      }
     } else if (
         value->is_lazy_stack() &&
         (existing->is_tensordict() || existing->is_lazy_stack())) {
@@ -102,6 +85,15 @@ void check_fits(
           " tensordicts",
           at_key(path),
           ".");
+      if (loads_element_wise(*value, *existing)) {
+        // Same dim, same count: the elements pair up.
+        const auto& into = existing->lazy_stack().tensordicts();
+        for (size_t i = 0; i < into.size(); ++i) {
+          path.push_back(std::to_string(i));
+          check_fits(stack.tensordicts()[i], into[i], path);
+          path.pop_back();
+        }
+      }
     }
     path.pop_back();
   }
