@@ -1604,7 +1604,8 @@ TEST(MemmapTest, ANestedLazyStackLoadsIntoTheElementsOfALazyStackOut) {
   };
   auto [out, dicts] = make_out();
   (void)TensorDict::load_memmap(dir / "td", out);
-  const LazyStackedTensorDict& s = out["s"].lazy_stack();
+  const Value loaded = out["s"];  // the stack lives as long as this Value
+  const LazyStackedTensorDict& s = loaded.lazy_stack();
   ASSERT_EQ(s.tensordicts().size(), 3u);
   EXPECT_EQ(s.stack_dim(), 1);
   EXPECT_EQ(s.stack_dim_name(), std::optional<std::string>("t"));
