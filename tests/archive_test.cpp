@@ -768,16 +768,6 @@ TEST(ArchiveTest, RefreshArchiveChecksumsFixesOnlyStaleCrcs) {
   EXPECT_LE(changed, 3u + 8u);
 }
 
-// Every file and directory below `dir`, relative to it, sorted.
-std::vector<std::string> tree_of(const std::string& dir) {
-  std::vector<std::string> out;
-  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-    out.push_back(fs::relative(entry.path(), dir).string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 TEST(ArchiveTest, ArchiveSaveFailingForAFileSizeLimitLeavesNothing) {
   TempDir tmp;
   TensorDict big = sample();

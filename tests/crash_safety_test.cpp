@@ -36,8 +36,10 @@ namespace crash_safety_test {
 
 using namespace tensordict;  // NOLINT(google-build-using-namespace)
 using tensordict::testing::expect_td_equal;
+using tensordict::testing::inode_of;
 using tensordict::testing::run_with_file_size_limit;
 using tensordict::testing::TempDir;
+using tensordict::testing::tree_of;
 using tensordict::testing::write_text;
 namespace fs = std::filesystem;
 
@@ -119,12 +121,6 @@ void expect_only_spares(const std::string& dir, bool any_process = false) {
     ASSERT_NE(at, std::string::npos) << entry << " in " << dir;
     EXPECT_EQ(++per_name[entry.substr(0, at)], 1) << entry << " in " << dir;
   }
-}
-
-ino_t inode_of(const std::string& path) {
-  struct stat st {};
-  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
-  return st.st_ino;
 }
 
 bool starts_with(const std::string& text, const std::string& start) {
@@ -489,19 +485,6 @@ TEST(CrashSafetyTest, ConsolidateRenamesACompleteFileOverTheOldOne) {
 // -------------------------------------------------------------
 
 namespace {
-
-// Every file and directory below `dir`, relative to it, sorted.
-std::vector<std::string> tree_of(const std::string& dir) {
-  std::vector<std::string> out;
-  if (!fs::exists(dir)) {
-    return out;
-  }
-  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-    out.push_back(fs::relative(entry.path(), dir).string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 // make_data with one leaf of 4 MiB.
 TensorDict big_data(int seed) {

@@ -30,9 +30,11 @@ using tensordict::NonTensorStack;
 using tensordict::TensorDict;
 using tensordict::Value;
 using tensordict::indexing::Slice;
+using tensordict::testing::inode_of;
 using tensordict::testing::read_text;
 using tensordict::testing::run_with_file_size_limit;
 using tensordict::testing::TempDir;
+using tensordict::testing::tree_of;
 
 namespace {
 
@@ -1015,22 +1017,6 @@ void expect_stack_equal(
     SCOPED_TRACE("element " + std::to_string(i));
     expect_td_equal(a.tensordicts()[i], b.tensordicts()[i]);
   }
-}
-
-// Every file and directory below `dir`, relative, sorted.
-std::vector<std::string> tree_of(const std::string& dir) {
-  std::vector<std::string> out;
-  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-    out.push_back(fs::relative(entry.path(), dir).string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-ino_t inode_of(const std::string& path) {
-  struct stat st {};
-  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
-  return st.st_ino;
 }
 
 }  // namespace

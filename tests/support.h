@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <tensordict/tensordict.h>
 #include <torch/torch.h>
@@ -229,6 +230,27 @@ inline std::string read_text(const std::string& path) {
 /// Replaces the bytes of a file.
 inline void write_text(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
+}
+
+/// Every file and directory below `dir`, relative to it, sorted (empty if
+/// `dir` is missing).
+inline std::vector<std::string> tree_of(const std::string& dir) {
+  std::vector<std::string> out;
+  if (!std::filesystem::exists(dir)) {
+    return out;
+  }
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    out.push_back(std::filesystem::relative(entry.path(), dir).string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// The inode number of `path` (fails the test if it cannot be stat'ed).
+inline ino_t inode_of(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return st.st_ino;
 }
 
 }  // namespace tensordict::testing

@@ -575,6 +575,17 @@ void write_file_atomically(
   }
 }
 
+void write_whole_file(const std::string& path, std::string_view content) {
+  const int fd_raw = ::open(
+      path.c_str(),
+      O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+      0666);
+  TORCH_CHECK(fd_raw >= 0, "could not create ", path, ": ", errno_text(errno));
+  FileDescriptor fd(fd_raw);
+  write_all(fd.get(), content.data(), content.size(), path);
+  fd.close(path);
+}
+
 std::string read_small_file(const std::string& path, int64_t max_bytes) {
   const int fd_raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd_raw < 0) {

@@ -127,6 +127,10 @@ void remove_file(const std::string& path);
 void write_file_atomically(
     const std::string& path, std::string_view content, bool durable);
 
+/// Writes `content` as the whole file `path`, created or truncated in place
+/// (not through a symlink): for files no reader looks at yet.
+void write_whole_file(const std::string& path, std::string_view content);
+
 /// Reads a whole small file (not through a symlink); throws if it is
 /// larger than `max_bytes`.
 std::string read_small_file(const std::string& path, int64_t max_bytes);

@@ -74,6 +74,11 @@ std::vector<ZipEntry> parse_zip(
 /// Returns the CRC-32 (zip's, IEEE 802.3) of `size` bytes, continuing `crc`.
 uint32_t crc32_update(uint32_t crc, const unsigned char* data, size_t size);
 
+/// The error for `entry` of the archive `label` whose bytes have the CRC-32
+/// `crc`, or an empty string when it is the one the archive records.
+std::string crc_mismatch(
+    const std::string& label, const ZipEntry& entry, uint32_t crc);
+
 /// Returns the uncompressed bytes of `entry` of the archive in `data`:
 /// stored entries are copied, deflated ones inflated. Checks the CRC-32 and
 /// the size; throws naming `label` and the entry.

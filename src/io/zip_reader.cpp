@@ -813,6 +813,21 @@ std::vector<unsigned char> deflate_raw(
   return out;
 }
 
+std::string crc_mismatch(
+    const std::string& label, const ZipEntry& entry, uint32_t crc) {
+  if (crc == entry.crc) {
+    return std::string();
+  }
+  return c10::str(
+      label,
+      ": entry '",
+      entry.name,
+      "' is corrupted: its CRC-32 is ",
+      crc,
+      " but the archive records ",
+      entry.crc);
+}
+
 std::vector<unsigned char> zip_entry_bytes(
     const unsigned char* data,
     const ZipEntry& entry,
@@ -852,14 +867,9 @@ std::vector<unsigned char> zip_entry_bytes(
         entry.size,
         what);
   }
-  const uint32_t crc = crc32_update(0, out.data(), out.size());
-  TORCH_CHECK(
-      crc == entry.crc,
-      what,
-      " is corrupted: its CRC-32 is ",
-      crc,
-      " but the archive records ",
-      entry.crc);
+  const std::string mismatch =
+      crc_mismatch(label, entry, crc32_update(0, out.data(), out.size()));
+  TORCH_CHECK(mismatch.empty(), mismatch);
   return out;
 }
 

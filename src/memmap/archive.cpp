@@ -795,37 +795,8 @@ LazyStackedTensorDict save_archive(
     bool like) {
   write_tree_archive(
       options, like, [&](SavePlan& plan, const std::string& root) {
-        // The layout of a lazy stack's directory (see memmap(stack, ...)):
-        // a tensorclass keeps the stack one directory down.
-        const bool tensorclass = !stack.python_class().empty();
-        const std::string dir =
-            tensorclass ? join_path(root, "_tensordict") : root;
-        const auto& elements = stack.tensordicts();
-        for (size_t i = 0; i < elements.size(); ++i) {
-          const TensorDictImpl& impl = *elements[i].unsafeGetImpl();
-          const TensorDict dest = make_tensordict(
-              impl.batch_size, c10::Device(c10::kCPU), impl.names);
-          const std::string index = std::to_string(i);
-          KeyPath path;
-          path.push(index);
-          plan.plan_dict(
-              elements[i],
-              dest,
-              join_path(dir, index),
-              path,
-              /*is_root=*/false);
-        }
-        const bool spaced = options.json_style() == JsonStyle::kSpaced;
-        plan.add_meta(
-            join_path(dir, kMetaJson),
-            dump_json(lazy_stack_meta(stack), spaced, spaced));
-        if (tensorclass) {
-          Json class_meta = Json::object();
-          class_meta["_type"] = stack.python_class();
-          plan.add_meta(
-              join_path(root, kMetaJson),
-              dump_json(class_meta, spaced, spaced));
-        }
+        (void)plan_lazy_stack_root(
+            plan, stack, root, options, /*inplace=*/false);
       });
   LoadedTree tree = load_memmap_any(
       options.prefix(),
@@ -846,19 +817,15 @@ std::vector<std::string> archive_crc_problems(const std::string& path) {
       continue;
     }
     if (entry.method == kZipStored) {
-      const uint32_t crc =
-          crc32_update(0, data + entry.data_offset, entry.compressed_size);
-      if (crc != entry.crc) {
-        problems.push_back(c10::str(
-            label,
-            ": entry '",
-            entry.name,
-            "' is corrupted: its CRC-32 is ",
-            crc,
-            " but the archive records ",
-            entry.crc,
+      const std::string mismatch = crc_mismatch(
+          label,
+          entry,
+          crc32_update(0, data + entry.data_offset, entry.compressed_size));
+      if (!mismatch.empty()) {
+        problems.push_back(
+            mismatch +
             " (after writes through a shared mapping, "
-            "refresh_archive_checksums updates the CRCs)"));
+            "refresh_archive_checksums updates the CRCs)");
       }
       continue;
     }
@@ -919,16 +886,9 @@ std::string unpack_memmap(
     const std::string path = detail::join_path(prefix, entry.name);
     if (entry.method == detail::kZipStored) {
       const unsigned char* bytes = data + entry.data_offset;
-      const uint32_t crc = detail::crc32_update(0, bytes, entry.size);
-      TORCH_CHECK(
-          crc == entry.crc,
-          label,
-          ": entry '",
-          entry.name,
-          "' is corrupted: its CRC-32 is ",
-          crc,
-          " but the archive records ",
-          entry.crc);
+      const std::string mismatch = detail::crc_mismatch(
+          label, entry, detail::crc32_update(0, bytes, entry.size));
+      TORCH_CHECK(mismatch.empty(), mismatch);
       detail::write_file_atomically(
           path,
           std::string_view(reinterpret_cast<const char*>(bytes), entry.size),

@@ -44,9 +44,34 @@ LazyStackedTensorDict save_lazy_stack(
           "memmap and shared memory are mutually exclusive features.");
     }
   }
-  const bool tensorclass = !stack.python_class().empty();
   SavePlan plan(options, like, inplace);
   const std::string root = plan.begin(options.prefix());
+  std::vector<TensorDict> dests =
+      plan_lazy_stack_root(plan, stack, root, options, inplace);
+  plan.run();
+  for (TensorDict& dest : dests) {
+    dest.lock_();
+  }
+  plan.mark_memmapped();
+  if (inplace) {
+    stack.unsafeGetImpl()->device = c10::Device(c10::kCPU);
+    return stack;
+  }
+  LazyStackedTensorDict out =
+      lazy_stack(dests, stack.stack_dim(), stack.stack_dim_name());
+  out.set_python_class(stack.python_class());
+  return out;
+}
+
+}  // namespace
+
+std::vector<TensorDict> plan_lazy_stack_root(
+    SavePlan& plan,
+    const LazyStackedTensorDict& stack,
+    const std::string& root,
+    const MemmapOptions& options,
+    bool inplace) {
+  const bool tensorclass = !stack.python_class().empty();
   std::string dir = root;
   if (!root.empty()) {
     plan.prepare_directory(root, /*is_root=*/true);
@@ -55,6 +80,7 @@ LazyStackedTensorDict save_lazy_stack(
       plan.prepare_directory(dir, /*is_root=*/false);
     }
   }
+  const std::vector<TensorDict>& elements = stack.tensordicts();
   std::vector<TensorDict> dests;
   dests.reserve(elements.size());
   for (size_t i = 0; i < elements.size(); ++i) {
@@ -88,22 +114,9 @@ LazyStackedTensorDict save_lazy_stack(
           join_path(root, "meta.json"), dump_json(class_meta, spaced, spaced));
     }
   }
-  plan.run();
-  for (TensorDict& dest : dests) {
-    dest.lock_();
-  }
-  plan.mark_memmapped();
-  if (inplace) {
-    stack.unsafeGetImpl()->device = c10::Device(c10::kCPU);
-    return stack;
-  }
-  LazyStackedTensorDict out =
-      lazy_stack(dests, stack.stack_dim(), stack.stack_dim_name());
-  out.set_python_class(stack.python_class());
-  return out;
+  return dests;
 }
 
-}  // namespace
 }  // namespace detail
 
 LazyStackedTensorDict memmap(

@@ -27,14 +27,27 @@ TensorDict tc_load_memmap(
   return td;
 }
 
+namespace {
+
+// Throws unless `prefix` holds the class `info` describes, reading no leaf:
+// meta.json alone tells the class and the fields, so a load into an
+// existing class checks this before writing anything.
+void check_saved_class(
+    const ClassInfo& info,
+    const std::string& prefix,
+    const LoadMemmapOptions& options) {
+  (void)tc_load_memmap(
+      info, prefix, LoadMemmapOptions(options).device(c10::Device(c10::kMeta)));
+}
+
+}  // namespace
+
 void tc_load_memmap_into(
     const TensorDict& td,
     const ClassInfo& info,
     const std::string& prefix,
     const LoadMemmapOptions& options) {
-  // meta.json alone tells the class and the fields: check before writing.
-  (void)tc_load_memmap(
-      info, prefix, LoadMemmapOptions(options).device(c10::Device(c10::kMeta)));
+  check_saved_class(info, prefix, options);
   TensorDict dest = td;
   dest.load_memmap_(prefix, options);
 }
@@ -44,8 +57,7 @@ void tc_load_memmap_out(
     const ClassInfo& info,
     const std::string& prefix,
     const LoadMemmapOptions& options) {
-  (void)tc_load_memmap(
-      info, prefix, LoadMemmapOptions(options).device(c10::Device(c10::kMeta)));
+  check_saved_class(info, prefix, options);
   TensorDict dest = td;
   (void)TensorDict::load_memmap(prefix, dest, options);
 }

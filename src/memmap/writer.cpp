@@ -15,7 +15,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <future>
@@ -226,31 +225,6 @@ void ready_spare_file(const std::string& path, size_t nbytes, bool keep) {
   if (!reuse) {
     remove_tree(path);
   }
-}
-
-// Writes `content` as the whole file `path`, created or truncated (not
-// through a symlink).
-void write_whole_file(const std::string& path, std::string_view content) {
-  const int fd = ::open(
-      path.c_str(),
-      O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-      0666);
-  TORCH_CHECK(fd >= 0, "could not create ", path, ": ", std::strerror(errno));
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      const int err = n < 0 ? errno : EIO;
-      ::close(fd);
-      TORCH_CHECK(false, "could not write ", path, ": ", std::strerror(err));
-    }
-    done += static_cast<size_t>(n);
-  }
-  TORCH_CHECK(
-      ::close(fd) == 0, "could not write ", path, ": ", std::strerror(errno));
 }
 
 // The deepest directory nesting looked at when deciding to stage.

@@ -161,6 +161,19 @@ Value load_non_tensor_root(
 /// dim and its name; the elements are the sub-directories 0, 1, ...).
 Json lazy_stack_meta(const LazyStackedTensorDict& stack);
 
+/// Plans `stack` as the root `root` of a save into `plan` (after
+/// `plan.begin`): element i in `<root>/<i>` (in `<root>/_tensordict/<i>`
+/// for a Python tensorclass, whose class goes into the root's meta.json),
+/// and the stack's meta.json; an empty `root` (shared memory) plans the
+/// elements only. Returns the dicts the plan fills, one per element: the
+/// elements themselves when `inplace` (src/memmap/lazy_stack.cpp).
+std::vector<TensorDict> plan_lazy_stack_root(
+    SavePlan& plan,
+    const LazyStackedTensorDict& stack,
+    const std::string& root,
+    const MemmapOptions& options,
+    bool inplace);
+
 /// The temporary meta.json that an append writes in `dir`
 /// (src/memmap/append.cpp; see NOTE [Appending rows]).
 std::string append_temporary(const std::string& dir);

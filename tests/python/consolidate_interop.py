@@ -147,6 +147,18 @@ def dump_stack(stack):
     return _dump_stack(stack, with_name=True)
 
 
+def same_bytes(name, cpp_path, py_path):
+    """True if the C++ file is byte-identical to Python's; prints if not."""
+    with open(cpp_path, "rb") as f:
+        cpp_bytes = f.read()
+    with open(py_path, "rb") as f:
+        py_bytes = f.read()
+    if cpp_bytes != py_bytes:
+        print(f"FAIL {name}: the C++ file differs from Python's\n"
+              f"C++:    {cpp_bytes[-400:]!r}\nPython: {py_bytes[-400:]!r}")
+    return cpp_bytes == py_bytes
+
+
 def check_stacks(binary, py_dir, cpp_dir):
     """Step 3 for the lazy stacks at the root."""
     failures = 0
@@ -171,13 +183,7 @@ def check_stacks(binary, py_dir, cpp_dir):
                   f"{dump_stack(loaded)}\nexpected\n{dump_stack(stack)}")
             failures += 1
             continue
-        with open(path, "rb") as f:
-            cpp_bytes = f.read()
-        with open(os.path.join(py_dir, name + ".bin"), "rb") as f:
-            py_bytes = f.read()
-        if cpp_bytes != py_bytes:
-            print(f"FAIL {name}: the C++ file differs from Python's\n"
-                  f"C++:    {cpp_bytes[-400:]!r}\nPython: {py_bytes[-400:]!r}")
+        if not same_bytes(name, path, os.path.join(py_dir, name + ".bin")):
             failures += 1
             continue
         print(f"ok {name}: Python reads the C++ lazy stack, byte-identical")
@@ -216,13 +222,7 @@ def main() -> int:
                   f"expected\n{dump(td)}")
             failures += 1
             continue
-        with open(path, "rb") as f:
-            cpp_bytes = f.read()
-        with open(os.path.join(py_dir, name + ".bin"), "rb") as f:
-            py_bytes = f.read()
-        if cpp_bytes != py_bytes:
-            print(f"FAIL {name}: the C++ file differs from Python's\n"
-                  f"C++:    {cpp_bytes[-400:]!r}\nPython: {py_bytes[-400:]!r}")
+        if not same_bytes(name, path, os.path.join(py_dir, name + ".bin")):
             failures += 1
             continue
         print(f"ok {name}: Python reads the C++ file, byte-identical")
