@@ -26,7 +26,7 @@ all: build
 
 # Cheap when everything is present: the script only checks dpkg and pip metadata.
 deps:
-	@./scripts/install-deps.sh
+	@TORCHRL_VENV=$(abspath $(BUILD_DIR))/torchrl-venv ./scripts/install-deps.sh
 
 $(BUILD_DIR)/CMakeCache.txt: | deps
 	$(CMAKE) -S . -B $(BUILD_DIR) -DCMAKE_PREFIX_PATH="$(TORCH_PREFIX)" \

@@ -68,3 +68,23 @@ then
   "$PYTHON" -m pip install --quiet --disable-pip-version-check \
     --no-build-isolation --no-deps "$ROOT/python"
 fi
+
+# TorchRL 0.14.1 and gymnasium for the torchrl-labelled tests and the
+# examples of tensordict/rl.h. TorchRL pins tensordict 0.14.x, which would
+# downgrade the tensordict above: it gets a virtual environment of its own in
+# the build tree, made with --system-site-packages so that it reuses the
+# pinned torch (about 65 MB). torch==2.13.0 is named in the same command, so
+# pip never resolves torch on its own.
+TORCHRL_VENV=${TORCHRL_VENV:-$ROOT/build/torchrl-venv}
+if ! "$TORCHRL_VENV/bin/python" - <<'PY' 2>/dev/null
+import importlib.metadata as m, sys
+ok = (m.version("torchrl") == "0.14.1" and m.version("gymnasium") == "1.4.0"
+      and m.version("torch").split("+")[0] == "2.13.0")
+sys.exit(0 if ok else 1)
+PY
+then
+  echo "install-deps: TorchRL virtual environment in $TORCHRL_VENV"
+  "$PYTHON" -m venv --system-site-packages "$TORCHRL_VENV"
+  "$TORCHRL_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    torch==2.13.0 torchrl==0.14.1 gymnasium==1.4.0
+fi

@@ -19,7 +19,8 @@ set(floors
   "tensor_dict"
   "tensor_class nn"
   "memmap consolidate state_dict"
-  "distributed")
+  "distributed"
+  "rl")
 
 # The folder whose sources define each public header's declarations.
 set(public_util export fwd errors json options print_options)
@@ -28,11 +29,12 @@ set(public_tensor_dict map data_loader)
 set(public_tensor_class tensor_class lazy_stacked_tensor_class
     detail/tensor_class_impl detail/tensor_class_traits detail/tensor_class_ops
     detail/tensor_class_macros)
-set(public_nn module tensor_dict_params vmap nn aoti)
+set(public_nn module tensor_dict_params vmap nn aoti probabilistic)
 set(public_memmap memmap safetensors archive)
 set(public_consolidate consolidate)
 set(public_state_dict state_dict)
 set(public_distributed distributed)
+set(public_rl rl)
 # The umbrella header belongs to users, never to src/.
 # python.h too: header-only and opt-in (extensions include it, never src/),
 # so no floor defines it; like the umbrella, it sits above every floor.
