@@ -29,7 +29,9 @@
 #include <sstream>
 #include <thread>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "distributed/pickle.h"
 
@@ -151,6 +153,9 @@ using Scenario = std::function<void(int rank, int world)>;
 
 void send_recv(int rank, int /*world*/) {
   const TensorDict want = sample(0.5);
+  TORCH_CHECK(
+      dist::checked_by_default(dist::default_group(), 1 - rank),
+      "two C++ ranks of init_process_group check by default");
   if (rank == 0) {
     dist::send(want, 1);
     dist::send(want, 1, dist::SendOptions().init_tag(7).pseudo_rand(true));
@@ -632,17 +637,52 @@ TensorDict reducible(double fill) {
   return td;
 }
 
+// checked(true) toward a Python rank: refused at once, nothing sent.
+void expect_checked_refused(int peer, bool sending) {
+  TORCH_CHECK(
+      !dist::checked_by_default(dist::default_group(), peer),
+      "a Python rank does not announce the checked wire");
+  TensorDict td = sample(0, false);
+  const std::string what = sending ? "send" : "recv";
+  expect_error(
+      [&] {
+        if (sending) {
+          dist::send(td, peer, dist::SendOptions().checked(true));
+        } else {
+          dist::recv(td, peer, dist::RecvOptions().checked(true));
+        }
+      },
+      {what + ": checked(true) asks rank " + std::to_string(peer) +
+           " for the key-list exchange, but rank " + std::to_string(peer) +
+           " did not announce it",
+       "Nothing was sent or received"});
+}
+
+// Every transfer with the Python rank uses default options (NOTE [Choosing
+// the wire] in distributed.h).
 void py_recv(int rank, int /*world*/) {
   const int peer = 1 - rank;
+  expect_checked_refused(peer, /*sending=*/true);
   TensorDict got = sample(0, false);
-  dist::recv(got, peer, dist::RecvOptions().checked(false));
+  TORCH_CHECK(dist::recv(got, peer) == 10, "recv returns the last tag");
   expect_equal(got, sample(3), "recv from Python");
+  TORCH_CHECK(got.get_non_tensor("label").get<std::string>() == "kept");
   got = sample(0, false);
-  dist::irecv(
-      got,
-      peer,
-      dist::RecvOptions().checked(false).init_tag(5).pseudo_rand(true));
+  dist::irecv(got, peer);
+  expect_equal(got, sample(3), "irecv from Python's isend");
+  got = sample(0, false);
+  auto works =
+      dist::irecv(got, peer, dist::RecvOptions().return_premature(true));
+  for (auto& work : works) {
+    work->wait();
+  }
+  expect_equal(got, sample(3), "irecv(return_premature) from Python's send");
+  got = sample(0, false);
+  dist::irecv(got, peer, dist::RecvOptions().init_tag(5).pseudo_rand(true));
   expect_equal(got, sample(3), "irecv(pseudo_rand) from Python");
+  TensorDict cons = sample(0, false).consolidate();
+  dist::recv(cons, peer, dist::RecvOptions().consolidated(true));
+  expect_equal(cons, sample(3), "recv(consolidated) from Python");
   const TensorDict remote = dist::from_remote_init(peer);
   expect_equal(remote, sample(3), "from_remote_init from Python");
   TORCH_CHECK(remote.get_non_tensor("label").get<std::string>() == "sent");
@@ -653,11 +693,11 @@ void py_recv(int rank, int /*world*/) {
   expect_equal(sum, reducible(4), "all_reduce with Python");
 }
 
-// A Python tensorclass on the other end (Python's wire: checked(false)).
+// A Python tensorclass on the other end, default options.
 void py_class(int rank, int /*world*/) {
   const int peer = 1 - rank;
   Step got = make_step(0, "kept");
-  dist::recv(got, peer, dist::RecvOptions().checked(false));
+  dist::recv(got, peer);
   expect_same_step(got, make_step(0.5, ""), "recv from a Python tensorclass");
   TORCH_CHECK(got.task() == "kept");
   const Step remote = dist::from_remote_init<Step>(peer);
@@ -666,22 +706,89 @@ void py_class(int rank, int /*world*/) {
   const Step b = dist::broadcast(Step(), peer);
   expect_same_step(b, make_step(0.5, ""), "broadcast from Python");
   TORCH_CHECK(b.task() == "reach");
-  dist::send(make_step(1.5, "sent"), peer, dist::SendOptions().checked(false));
+  dist::send(make_step(1.5, "sent"), peer);
+  dist::init_remote(make_step(2.5, "sent"), peer);
 }
 
 void py_send(int rank, int /*world*/) {
   const int peer = 1 - rank;
+  expect_checked_refused(peer, /*sending=*/false);
   const TensorDict td = sample(4);
-  dist::send(td, peer, dist::SendOptions().checked(false));
-  dist::isend(
-      td,
-      peer,
-      dist::SendOptions().checked(false).init_tag(5).pseudo_rand(true));
+  TORCH_CHECK(dist::send(td, peer) == 10, "send returns the last tag");
+  dist::isend(td, peer);
+  auto works = dist::isend(td, peer, dist::SendOptions().return_early(true));
+  for (auto& work : works) {
+    work->wait();
+  }
+  dist::isend(td, peer, dist::SendOptions().init_tag(5).pseudo_rand(true));
+  dist::send(td, peer, dist::SendOptions().consolidated(true));
   dist::init_remote(td, peer);
   (void)dist::broadcast(td, rank);
   TensorDict sum = reducible(1);
   dist::all_reduce(sum);
   expect_equal(sum, reducible(4), "all_reduce with Python");
+}
+
+// Two C++ ranks (0 and 2) and a Python rank (1) in one group: between the
+// C++ ranks the default is still checked (a mismatch is refused on both
+// ends), with the Python rank it is Python's wire.
+void py_mixed(int rank, int world) {
+  TORCH_CHECK(world == 3 && rank != 1, "py_mixed runs C++ ranks 0 and 2");
+  const int other = 2 - rank;  // the other C++ rank
+  const dist::ProcessGroupPtr group = dist::default_group();
+  TORCH_CHECK(dist::checked_by_default(group, other), "C++ peer: checked");
+  TORCH_CHECK(!dist::checked_by_default(group, 1), "Python peer: plain");
+  TensorDict wrong = sample(0, false);
+  wrong.set({"nested", "b"}, torch::zeros({4, 2}, torch::kInt));
+  if (rank == 0) {
+    dist::send(sample(4), 1);
+    expect_error(
+        [&] { dist::send(wrong, other); },
+        {"send to rank 2", "refused", "key ('nested', 'b')"});
+    dist::isend(sample(5), other);
+  } else {
+    TensorDict got = sample(0, false);
+    expect_error(
+        [&] { dist::recv(got, other); },
+        {"recv from rank 0",
+         "key ('nested', 'b') is torch.int32 [4] here but torch.int32 [4,2] on "
+         "the sender",
+         "nothing was written"});
+    expect_equal(got, sample(0, false), "nothing written on a mismatch");
+    dist::irecv(got, other);
+    expect_equal(got, sample(5), "irecv from the C++ rank");
+    got = sample(0, false);
+    dist::recv(got, 1);
+    expect_equal(got, sample(3), "recv from the Python rank");
+  }
+}
+
+// Rank 1 joins the group the way a Python rank does (the same store
+// prefixes and Gloo backend, no announcement; see group_made_elsewhere):
+// rank 0 talks to it with default options, and checked(true) toward it is
+// refused at once. Rank 1's group is one made elsewhere, so its defaults
+// are Python's wire too.
+void unannounced_peer(int rank, int /*world*/) {
+  const int peer = 1 - rank;
+  TORCH_CHECK(
+      !dist::checked_by_default(dist::default_group(), peer),
+      "rank ",
+      rank,
+      ": the wire toward rank ",
+      peer,
+      " should be plain");
+  if (rank == 0) {
+    expect_checked_refused(peer, /*sending=*/true);
+    dist::send(sample(1), peer);
+    TensorDict got = sample(0, false);
+    dist::irecv(got, peer);
+    expect_equal(got, sample(2), "irecv from the unannounced rank");
+  } else {
+    TensorDict got = sample(0, false);
+    dist::recv(got, peer);
+    expect_equal(got, sample(1), "recv on a group made elsewhere");
+    dist::isend(sample(2), peer);
+  }
 }
 
 const std::map<std::string, Scenario>& scenarios() {
@@ -700,8 +807,42 @@ const std::map<std::string, Scenario>& scenarios() {
       {"py_recv", py_recv},
       {"py_send", py_send},
       {"py_class", py_class},
+      {"py_mixed", py_mixed},
+      {"unannounced_peer", unannounced_peer},
   };
   return all;
+}
+
+// A group joined as Python's init_process_group("gloo") joins it, from the
+// torchrun variables, without the announcement of dist::init_process_group:
+// what a group created elsewhere looks like to the library.
+dist::ProcessGroupPtr group_made_elsewhere(const dist::InitOptions& options) {
+  const int rank = env_int("RANK");
+  const int world = env_int("WORLD_SIZE");
+  c10d::TCPStoreOptions store_options;
+  store_options.port = static_cast<uint16_t>(env_int("MASTER_PORT"));
+  store_options.isServer = rank == 0;
+  store_options.numWorkers = world;
+  store_options.waitWorkers = true;
+  const std::chrono::milliseconds timeout =
+      options.timeout().value_or(std::chrono::seconds(60));
+  store_options.timeout = timeout;
+  c10::intrusive_ptr<c10d::Store> store =
+      c10::make_intrusive<c10d::TCPStore>("127.0.0.1", store_options);
+  store = c10::make_intrusive<c10d::PrefixStore>("default_pg", store);
+  store = c10::make_intrusive<c10d::PrefixStore>("0/", store);
+  auto gloo = c10d::ProcessGroupGloo::Options::create();
+  gloo->timeout = timeout;
+  gloo->devices.push_back(
+      c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  auto backend = c10::make_intrusive<c10d::ProcessGroupGloo>(
+      c10::make_intrusive<c10d::PrefixStore>("cpu/", store), rank, world, gloo);
+  auto group = c10::make_intrusive<c10d::ProcessGroup>(store, rank, world);
+  group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+  group->setBackend(
+      c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, backend);
+  dist::set_default_group(group);
+  return group;
 }
 
 int run_rank(const std::string& name) {
@@ -715,7 +856,9 @@ int run_rank(const std::string& name) {
     if (const int seconds = env_int("TD_DIST_TIMEOUT"); seconds > 0) {
       options.timeout(std::chrono::milliseconds(seconds * 1000));
     }
-    const auto group = dist::init_process_group(options);
+    const auto group = name == "unannounced_peer" && env_int("RANK") == 1
+                           ? group_made_elsewhere(options)
+                           : dist::init_process_group(options);
     found->second(group->getRank(), group->getSize());
     std::cout << "rank " << group->getRank() << " ok\n";
     return 0;
@@ -864,6 +1007,12 @@ TEST(DistributedTest, MismatchedStructuresAreNamedOnBothRanks) {
   EXPECT_NE(results[1].output.find("error as expected"), std::string::npos);
 }
 
+TEST(DistributedTest, RankOfAGroupMadeElsewhereGetsPythonsWire) {
+  const auto results = run_ranks("unannounced_peer", 2);
+  expect_all_ok(results);
+  EXPECT_NE(results[0].output.find("error as expected"), std::string::npos);
+}
+
 TEST(DistributedTest, DeadPeerIsAnErrorNotAHang) {
   const auto results = run_ranks("dead_peer", 2, 60, 10);
   EXPECT_EQ(results[0].status, 0) << results[0].output;
@@ -988,9 +1137,12 @@ TEST(DistributedTest, NoDefaultGroupIsAClearError) {
 // A Gloo group for a rank that is a thread of this process; the ranks of a
 // world share `store`.
 dist::ProcessGroupPtr thread_rank_group(
-    const c10::intrusive_ptr<c10d::Store>& store, int rank, int world) {
+    const c10::intrusive_ptr<c10d::Store>& store,
+    int rank,
+    int world,
+    std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   auto options = c10d::ProcessGroupGloo::Options::create();
-  options->timeout = std::chrono::seconds(60);
+  options->timeout = timeout;
   options->devices.push_back(
       c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
   auto backend =
@@ -1053,6 +1205,100 @@ TEST(DistributedTest, RanksAsThreadsOfOneProcessSendAndReduce) {
   for (int rank = 0; rank < kWorld; ++rank) {
     EXPECT_EQ(errors[rank], "") << "rank " << rank;
   }
+}
+
+// Runs `body(rank, group)` on two thread ranks of one hand-made group and
+// returns each rank's error ("" if none).
+std::vector<std::string> on_thread_ranks(
+    const std::function<void(int, const dist::ProcessGroupPtr&)>& body) {
+  constexpr int kWorld = 2;
+  const c10::intrusive_ptr<c10d::Store> store =
+      c10::make_intrusive<c10d::HashStore>();
+  std::vector<std::string> errors(kWorld);
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < kWorld; ++rank) {
+    ranks.emplace_back([&, rank] {
+      try {
+        // Short: a rank waiting for a handshake the other never starts
+        // fails here instead of hanging the test.
+        body(
+            rank,
+            thread_rank_group(store, rank, kWorld, std::chrono::seconds(5)));
+      } catch (const std::exception& e) {
+        errors[rank] = e.what();
+      }
+    });
+  }
+  for (std::thread& rank : ranks) {
+    rank.join();
+  }
+  return errors;
+}
+
+// A group made with c10d directly (as TorchRL or torchrun's Python would
+// hand one over) announced nothing: the default is Python's wire. A
+// checked sender would wait for an answer the plain receiver never gives,
+// and both would time out.
+TEST(DistributedTest, GroupMadeElsewhereGetsPythonsWireByDefault) {
+  const auto errors = on_thread_ranks([](int rank, const auto& group) {
+    TORCH_CHECK(!dist::checked_by_default(group, 1 - rank));
+    const TensorDict want = sample(0.5);
+    if (rank == 0) {
+      dist::send(want, 1, dist::SendOptions().group(group));
+      dist::isend(want, 1, dist::SendOptions().group(group));
+    } else {
+      TensorDict got = sample(0, false);
+      dist::recv(got, 0, dist::RecvOptions().group(group).checked(false));
+      expect_equal(got, want, "recv(checked(false)) of a default send");
+      got = sample(0, false);
+      dist::irecv(got, 0, dist::RecvOptions().group(group));
+      expect_equal(got, want, "irecv of a default isend");
+    }
+  });
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+}
+
+// checked(true) on both ends is how a group made elsewhere gets the checks.
+TEST(DistributedTest, GroupMadeElsewhereChecksWhenTold) {
+  const auto errors = on_thread_ranks([](int rank, const auto& group) {
+    TensorDict td({2});
+    td.set("a", torch::zeros({2, 3}));
+    td.set({"n", "b"}, torch::zeros({2}, torch::kLong));
+    if (rank == 0) {
+      dist::send(td, 1, dist::SendOptions().group(group).checked(true));
+    } else {
+      TensorDict other({2});
+      other.set("a", torch::ones({2, 3}));
+      other.set({"n", "b"}, torch::ones({2, 4}, torch::kLong));
+      dist::recv(other, 0, dist::RecvOptions().group(group).checked(true));
+    }
+  });
+  EXPECT_NE(errors[0].find("send to rank 1"), std::string::npos) << errors[0];
+  EXPECT_NE(
+      errors[0].find("the receiver refused the dict: key ('n', 'b')"),
+      std::string::npos)
+      << errors[0];
+  EXPECT_NE(
+      errors[1].find("key ('n', 'b') is torch.int64 [2,4] here but "
+                     "torch.int64 [2] on the sender; nothing was written"),
+      std::string::npos)
+      << errors[1];
+}
+
+TEST(DistributedTest, CheckedByDefaultNamesABadPeer) {
+  const auto errors = on_thread_ranks([](int rank, const auto& group) {
+    if (rank == 0) {
+      expect_error(
+          [&] { (void)dist::checked_by_default(group, 2); },
+          {"checked_by_default: rank 2 is not in the group (ranks 0 to 1)"});
+      expect_error(
+          [&] { (void)dist::checked_by_default(group, 0); },
+          {"checked_by_default: rank 0 is this process"});
+    }
+  });
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
 }
 
 }  // namespace distributed_test

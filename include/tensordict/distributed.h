@@ -32,18 +32,44 @@
 //   Python tensorclass also names its class in the metadata of init_remote
 //   and broadcast (`_tensorclass_type`, which C++ skips); a C++ class does
 //   not, so a Python receiver gets a TensorDict (`Cls.from_tensordict`).
-// - Point-to-point transfers are `checked` by default: the sender first
-//   sends a digest of its keys, shapes and dtypes (tag 2^31 - 2), the
-//   receiver compares it with its own and answers (one round trip), and
-//   only then do the leaves flow; when the digests differ, the full lists
-//   are compared. A mismatch is an error on both ranks naming the key and
-//   both sides' values, before a byte is written. Python ranks know nothing of
-//   this exchange: talk to them with `checked(false)`, Python's exact wire,
-//   where Gloo silently fills a leaf only partly if fewer bytes arrive and
-//   aborts the receiving process if more do.
-// - `gather_and_stack` with Gloo reads the storage form of Python's buffers
+// - Point-to-point transfers between two C++ ranks are `checked`: the
+//   sender first sends a digest of its keys, shapes and dtypes (tag
+//   2^31 - 2), the receiver compares it with its own and answers (one round
+//   trip), and only then do the leaves flow; when the digests differ, the
+//   full lists are compared. A mismatch is an error on both ranks naming
+//   the key and both sides' values, before a byte is written. Python ranks
+//   know nothing of this exchange and get Python's exact wire, where Gloo
+//   silently fills a leaf only partly if fewer bytes arrive and aborts the
+//   receiving process if more do. See NOTE [Choosing the wire].
+// - `gather_and_stack` with Gloo// - `gather_and_stack` with Gloo reads the
+// storage form of Python's buffers
 //   only; a Python rank that pickles its dict instead (non-CPU or
 //   requires-grad leaves) is refused with a message saying so.
+//
+// NOTE [Choosing the wire]
+// With `checked` unset (the default), a transfer is checked exactly when
+// both ends announced the checked wire, so a C++ rank and a stock Python
+// rank talk with no options at all, and two C++ ranks keep the checks:
+// - `init_process_group` announces it: before joining Gloo, each C++ rank
+//   writes "tensordict_cpp/checked_wire/<rank>" in the group's store (under
+//   the group's prefix, "default_pg/0/"; no Python code uses these keys).
+//   Gloo's full-mesh connect waits for every rank, so when
+//   `init_process_group` returns every C++ rank has announced; each side
+//   reads its peer's key once (one store round trip) and caches it. Both
+//   ends read the same two keys, so they always agree.
+// - A group created elsewhere (by Python's torch.distributed in a TorchRL
+//   or torchrun job, or by c10d directly) and passed in `options.group` or
+//   `set_default_group` made no announcement: its transfers use Python's wire
+//   unless `checked(true)` says otherwise, on both ends.
+// - `checked(false)` always uses Python's wire. `checked(true)` always
+//   checks, except toward a rank of an `init_process_group` group that did
+//   not announce (a Python rank): that is a ValueError at once, before any
+//   message, since the peer would never answer. On a group created
+//   elsewhere, `checked(true)` toward a Python rank waits until the group's
+//   timeout and fails.
+// `checked_by_default(group, peer)` says which wire the default picks.
+// The explicit options must agree on both ends, as every option of
+// Python's send/recv must.
 
 #include <chrono>
 #include <cstdint>
@@ -86,11 +112,19 @@ struct TENSORDICT_API InitOptions {
 
 /// Joins a Gloo process group as Python's
 /// `torch.distributed.init_process_group("gloo")` does (the same store
-/// prefixes, so C++ and Python ranks can share the group), makes it the
+/// prefixes, so C++ and Python ranks can share the group), announces the
+/// checked wire in its store (NOTE [Choosing the wire]), makes it the
 /// default group and returns it.
 TENSORDICT_API ProcessGroupPtr
 init_process_group(const InitOptions& options = {});
-/// Makes `group` the group used when an options struct names none.
+/// True when point-to-point transfers with `peer` on `group` are checked
+/// by default: `group` came from `init_process_group` and `peer` is a C++
+/// rank that joined it the same way (NOTE [Choosing the wire]). Throws if
+/// `peer` is not another rank of `group`; asks the group's store once per
+/// peer.
+TENSORDICT_API bool checked_by_default(const ProcessGroupPtr& group, int peer);
+/// Makes `group` the group used when an options struct names none; a group
+/// created elsewhere gets Python's wire (NOTE [Choosing the wire]).
 TENSORDICT_API void set_default_group(ProcessGroupPtr group);
 /// The default group; throws if there is none.
 TENSORDICT_API ProcessGroupPtr default_group();
@@ -111,9 +145,9 @@ struct TENSORDICT_API SendOptions {
   TENSORDICT_ARG(bool, consolidated) = false;
   /// isend: return the pending works instead of waiting for them.
   TENSORDICT_ARG(bool, return_early) = false;
-  /// Exchange keys, shapes and dtypes first (on by default; off to talk to
-  /// a Python rank, see NOTE [The wire]).
-  TENSORDICT_ARG(bool, checked) = true;
+  /// Exchange keys, shapes and dtypes first; unset: only when both ends
+  /// announced it (see NOTE [Choosing the wire]).
+  TENSORDICT_ARG(std::optional<bool>, checked);
 };
 
 /// Options of recv/irecv (Python's keyword arguments).
@@ -128,9 +162,9 @@ struct TENSORDICT_API RecvOptions {
   TENSORDICT_ARG(bool, consolidated) = false;
   /// irecv: return the pending works instead of waiting for them.
   TENSORDICT_ARG(bool, return_premature) = false;
-  /// Exchange keys, shapes and dtypes first (on by default; off to talk to
-  /// a Python rank, see NOTE [The wire]).
-  TENSORDICT_ARG(bool, checked) = true;
+  /// Exchange keys, shapes and dtypes first; unset: only when both ends
+  /// announced it (see NOTE [Choosing the wire]).
+  TENSORDICT_ARG(std::optional<bool>, checked);
 };
 
 /// Options of the collectives.

@@ -502,11 +502,12 @@ Started start_send(
     const char* what) {
   const ProcessGroupPtr group = group_or_default(options.group());
   check_peer(group, dst, what);
+  const bool checked = use_checked(options.checked(), group, dst, what);
   Started out;
   if (options.consolidated()) {
     const TensorDict cons = td.is_consolidated() ? td : td.consolidate();
     const at::Tensor storage = cons.consolidated_storage();
-    if (options.checked()) {
+    if (checked) {
       offer_schema(group, wire_leaves(cons), storage.numel(), dst);
     }
     std::vector<at::Tensor> tensors{storage};
@@ -514,7 +515,7 @@ Started start_send(
     return out;
   }
   out.leaves = wire_leaves(td);
-  if (options.checked()) {
+  if (checked) {
     offer_schema(group, out.leaves, 0, dst);
   }
   out.last_tag = options.init_tag() - 1;
@@ -533,10 +534,11 @@ Started start_recv(
     bool in_place_only) {
   const ProcessGroupPtr group = group_or_default(options.group());
   check_peer(group, src, what);
+  const bool checked = use_checked(options.checked(), group, src, what);
   Started out;
   if (options.consolidated()) {
     const at::Tensor storage = consolidated_storage_of(td, what);
-    if (options.checked()) {
+    if (checked) {
       accept_schema(group, wire_leaves(td), storage.numel(), src);
     }
     std::vector<at::Tensor> tensors{storage};
@@ -557,7 +559,7 @@ Started start_recv(
         "place, and return_premature leaves no time to copy it; make it "
         "contiguous or wait");
   }
-  if (options.checked()) {
+  if (checked) {
     accept_schema(group, leaves, 0, src);
   }
   int64_t tag = options.init_tag() - 1;

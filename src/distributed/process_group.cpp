@@ -3,8 +3,10 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#include <string_view>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -17,6 +19,44 @@ namespace {
 
 std::mutex default_group_mutex;
 ProcessGroupPtr the_default_group;
+
+// NOTE [Who speaks the checked wire]
+// A C++ rank joining through init_process_group writes kCheckedWireValue
+// under kCheckedWirePrefix + its rank in the group's store, before it
+// builds its Gloo backend. Gloo connects the full mesh at construction
+// (our devices are never lazy), which waits for every rank's address in the
+// same store; so once init_process_group returns on any rank, every C++
+// rank of the group has announced, and a missing key means a rank that
+// never will (Python, or a C++ rank that joined another way). The answer
+// per peer is therefore stable, and cached. Groups are remembered weakly:
+// a weak_intrusive_ptr keeps the ProcessGroup's memory (not the group)
+// until the entry is dropped, so a new group cannot reuse a dead one's
+// address while the entry exists.
+constexpr std::string_view kCheckedWirePrefix = "tensordict_cpp/checked_wire/";
+constexpr std::string_view kCheckedWireValue = "tdcheck1";
+
+struct AnnouncedGroup {
+  c10::weak_intrusive_ptr<c10d::ProcessGroup> group;
+  c10::intrusive_ptr<c10d::Store> store;
+  std::vector<int8_t> peers;  // -1 not looked up yet, 0 no, 1 yes
+};
+
+std::mutex announced_mutex;
+std::vector<AnnouncedGroup> announced_groups;
+
+std::string checked_wire_key(int rank) {
+  return std::string(kCheckedWirePrefix) + std::to_string(rank);
+}
+
+// Forgets groups that no longer exist; announced_mutex is held.
+void drop_dead_groups() {
+  announced_groups.erase(
+      std::remove_if(
+          announced_groups.begin(),
+          announced_groups.end(),
+          [](const AnnouncedGroup& entry) { return entry.group.expired(); }),
+      announced_groups.end());
+}
 
 std::optional<std::string> env(const char* name) {
   const char* value = std::getenv(name);
@@ -96,6 +136,18 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
   store = c10::make_intrusive<c10d::PrefixStore>("default_pg", store);
   store = c10::make_intrusive<c10d::PrefixStore>("0/", store);
   auto group = c10::make_intrusive<c10d::ProcessGroup>(store, rank, world_size);
+  // Before Gloo's connect: see NOTE [Who speaks the checked wire].
+  store->set(
+      checked_wire_key(rank),
+      std::vector<uint8_t>(kCheckedWireValue.begin(), kCheckedWireValue.end()));
+  {
+    std::lock_guard<std::mutex> lock(announced_mutex);
+    drop_dead_groups();
+    announced_groups.push_back(
+        {c10::weak_intrusive_ptr<c10d::ProcessGroup>(group),
+         store,
+         std::vector<int8_t>(world_size, -1)});
+  }
   auto backend_store = c10::make_intrusive<c10d::PrefixStore>("cpu/", store);
 
   auto gloo_options = c10d::ProcessGroupGloo::Options::create();
@@ -139,7 +191,64 @@ void destroy_process_group() {
   set_default_group({});
 }
 
+bool checked_by_default(const ProcessGroupPtr& group, int peer) {
+  TORCH_CHECK_VALUE(group, "checked_by_default: expected a group, got none");
+  detail::check_peer(group, peer, "checked_by_default");
+  return detail::peer_speaks_checked(group, peer).value_or(false);
+}
+
 namespace detail {
+
+std::optional<bool> peer_speaks_checked(
+    const ProcessGroupPtr& group, int peer) {
+  std::lock_guard<std::mutex> lock(announced_mutex);
+  drop_dead_groups();
+  for (AnnouncedGroup& entry : announced_groups) {
+    if (entry.group.lock().get() != group.get()) {
+      continue;
+    }
+    int8_t& known = entry.peers.at(peer);
+    if (known < 0) {
+      const std::string key = checked_wire_key(peer);
+      bool yes = false;
+      if (entry.store->check({key})) {
+        const std::vector<uint8_t> value = entry.store->get(key);
+        yes = std::string_view(
+                  reinterpret_cast<const char*>(value.data()), value.size()) ==
+              kCheckedWireValue;
+      }
+      known = yes ? 1 : 0;
+    }
+    return known == 1;
+  }
+  return std::nullopt;
+}
+
+bool use_checked(
+    std::optional<bool> asked,
+    const ProcessGroupPtr& group,
+    int peer,
+    const char* what) {
+  if (asked.has_value() && !*asked) {
+    return false;
+  }
+  const std::optional<bool> speaks = peer_speaks_checked(group, peer);
+  if (!asked.has_value()) {
+    return speaks.value_or(false);
+  }
+  TORCH_CHECK_VALUE(
+      speaks.value_or(true),
+      what,
+      ": checked(true) asks rank ",
+      peer,
+      " for the key-list exchange, but rank ",
+      peer,
+      " did not announce it when it joined the group (a Python rank, or a "
+      "C++ rank that did not join through init_process_group); leave "
+      "checked unset, or pass checked(false), for Python's wire. Nothing "
+      "was sent or received");
+  return true;
+}
 
 ProcessGroupPtr group_or_default(const ProcessGroupPtr& group) {
   return group ? group : default_group();

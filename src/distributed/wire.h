@@ -2,6 +2,7 @@
 
 // Private to src/distributed/: what point-to-point and the collectives share.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,20 @@ void check_rank(const ProcessGroupPtr& group, int rank, const char* what);
 
 /// Checks that `peer` is another rank of `group`; `what` names the call.
 void check_peer(const ProcessGroupPtr& group, int peer, const char* what);
+
+/// Whether `peer` announced the checked wire in `group`'s store (NOTE [Who
+/// speaks the checked wire]); nullopt when `group` was not created by
+/// init_process_group, so nothing is known of its ranks.
+std::optional<bool> peer_speaks_checked(const ProcessGroupPtr& group, int peer);
+
+/// Resolves a transfer's `checked` option toward `peer` (NOTE [The wire]):
+/// unset means checked iff both ends announced it; true toward a rank known
+/// not to speak it throws; `what` names the call.
+bool use_checked(
+    std::optional<bool> asked,
+    const ProcessGroupPtr& group,
+    int peer,
+    const char* what);
 
 /// Waits for every work; rethrows the first failure, prefixed by `what`.
 void wait_all(const Works& works, const std::string& what);

@@ -5,9 +5,11 @@ one process group, both directions.
 Usage: distributed_interop.py DISTRIBUTED_TEST_BINARY
 
 The C++ side is tests/distributed_test.cpp run as a rank (TD_DIST_SCENARIO
-py_recv / py_send / py_class); this script is the other rank and builds the same dicts
-(sample() mirrors the C++ sample()). Per-leaf messages use Python's wire, so
-the C++ rank passes checked(false).
+py_recv / py_send / py_class / py_mixed); this script is the other rank and
+builds the same dicts (sample() mirrors the C++ sample()). Both sides use
+default options: the C++ ranks pick Python's wire toward a rank that did not
+announce the checked one, and keep the checked wire between themselves
+(py_mixed: C++ ranks 0 and 2, Python rank 1).
 """
 
 import os
@@ -82,10 +84,14 @@ def check_equal(got, want, what):
 
 
 def python_sends(rank):
+    peer = 1 - rank
     td = sample(3)
-    td.send(1 - rank)
-    td.isend(1 - rank, init_tag=5, pseudo_rand=True)
-    td.init_remote(dst=1 - rank)
+    td.send(peer)
+    td.isend(peer)
+    td.send(peer)
+    td.isend(peer, init_tag=5, pseudo_rand=True)
+    td.send(peer, consolidated=True)
+    td.init_remote(dst=peer)
     td.broadcast(src=rank)
     r = reducible(3)
     r.all_reduce()
@@ -93,17 +99,30 @@ def python_sends(rank):
 
 
 def python_receives(rank):
+    peer = 1 - rank
     want = sample(4)
     got = sample(0, with_values=False)
-    got.recv(1 - rank)
+    assert got.recv(peer) == 10
     check_equal(got, want, "recv from C++")
+    assert got["label"] == "kept"
     got = sample(0, with_values=False)
-    got.irecv(1 - rank, init_tag=5, pseudo_rand=True)
+    got.irecv(peer)
+    check_equal(got, want, "irecv from C++'s isend")
+    got = sample(0, with_values=False)
+    futures = got.irecv(peer, return_premature=True)
+    for future in futures:
+        future.wait()
+    check_equal(got, want, "irecv(return_premature) from C++'s isend")
+    got = sample(0, with_values=False)
+    got.irecv(peer, init_tag=5, pseudo_rand=True)
     check_equal(got, want, "irecv(pseudo_rand) from C++")
-    remote = TensorDict.from_remote_init(src=1 - rank)
+    cons = sample(0, with_values=False).consolidate()
+    cons.recv(peer, consolidated=True)
+    check_equal(cons, want, "recv(consolidated) from C++")
+    remote = TensorDict.from_remote_init(src=peer)
     check_equal(remote, want, "from_remote_init from C++")
     assert remote["label"] == "sent", remote["label"]
-    b = TensorDict().broadcast(src=1 - rank)
+    b = TensorDict().broadcast(src=peer)
     check_equal(b, want, "broadcast from C++")
     assert b["label"] == "sent"
     r = reducible(3)
@@ -123,37 +142,61 @@ def python_class(rank):
     want = make_step(1.5, "")
     assert torch.equal(got.obs, want.obs) and torch.equal(got.action, want.action), got
     assert got.task == "kept", got.task
+    # A C++ class names no class in its metadata: a TensorDict arrives.
+    remote = Step.from_tensordict(TensorDict.from_remote_init(src=peer))
+    want = make_step(2.5, "")
+    assert torch.equal(remote.obs, want.obs), remote
+    assert torch.equal(remote.action, want.action), remote
+    assert remote.task == "sent", remote.task
 
 
-def run(binary, scenario, python_rank, python_side):
+def python_between_two_cpp_ranks(rank):
+    # Rank 1 of three: C++ rank 0 sends to this rank, this rank sends to C++
+    # rank 2, while the C++ ranks check each other (see py_mixed).
+    assert rank == 1
+    got = sample(0, with_values=False)
+    got.recv(0)
+    check_equal(got, sample(4), "recv from C++ rank 0")
+    sample(3).isend(2)
+
+
+def run(binary, scenario, python_rank, python_side, world=2):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-               WORLD_SIZE="2", RANK=str(1 - python_rank),
-               TD_DIST_SCENARIO=scenario, TD_DIST_TIMEOUT="60")
-    child = subprocess.Popen([binary], env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
+    children = []
+    for rank in range(world):
+        if rank == python_rank:
+            continue
+        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                   WORLD_SIZE=str(world), RANK=str(rank),
+                   TD_DIST_SCENARIO=scenario, TD_DIST_TIMEOUT="60")
+        children.append(subprocess.Popen(
+            [binary], env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True))
     try:
         dist.init_process_group(
             "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=python_rank,
-            world_size=2, timeout=timedelta(seconds=60))
+            world_size=world, timeout=timedelta(seconds=60))
         python_side(python_rank)
         dist.destroy_process_group()
-        out, _ = child.communicate(timeout=120)
+        outputs = [child.communicate(timeout=120)[0] for child in children]
     except BaseException:
-        child.kill()
-        print(child.communicate()[0])
+        for child in children:
+            child.kill()
+            print(child.communicate()[0])
         raise
-    print(out, end="")
-    assert child.returncode == 0, f"the C++ rank failed ({scenario})"
-    print(f"ok: {scenario} (Python rank {python_rank})")
+    for child, out in zip(children, outputs):
+        print(out, end="")
+        assert child.returncode == 0, f"a C++ rank failed ({scenario})"
+    print(f"ok: {scenario} (Python rank {python_rank} of {world})")
 
 
 def main(binary):
     run(binary, "py_recv", 0, python_sends)
     run(binary, "py_send", 1, python_receives)
     run(binary, "py_class", 0, python_class)
+    run(binary, "py_mixed", 1, python_between_two_cpp_ranks, world=3)
 
 
 if __name__ == "__main__":
