@@ -41,8 +41,7 @@
 //   know nothing of this exchange and get Python's exact wire, where Gloo
 //   silently fills a leaf only partly if fewer bytes arrive and aborts the
 //   receiving process if more do. See NOTE [Choosing the wire].
-// - `gather_and_stack` with Gloo// - `gather_and_stack` with Gloo reads the
-// storage form of Python's buffers
+// - `gather_and_stack` with Gloo reads the storage form of Python's buffers
 //   only; a Python rank that pickles its dict instead (non-CPU or
 //   requires-grad leaves) is refused with a message saying so.
 //
@@ -51,8 +50,9 @@
 // both ends announced the checked wire, so a C++ rank and a stock Python
 // rank talk with no options at all, and two C++ ranks keep the checks:
 // - `init_process_group` announces it: before joining Gloo, each C++ rank
-//   writes "tensordict_cpp/checked_wire/<rank>" in the group's store (under
-//   the group's prefix, "default_pg/0/"; no Python code uses these keys).
+//   writes "tensordict_cpp/checked_wire/<rank>" in the group's store (the
+//   store Python's `_get_default_store()` returns for that group; no Python
+//   code uses these keys).
 //   Gloo's full-mesh connect waits for every rank, so when
 //   `init_process_group` returns every C++ rank has announced; each side
 //   reads its peer's key once (one store round trip) and caches it. Both

@@ -154,6 +154,12 @@ def python_between_two_cpp_ranks(rank):
     # Rank 1 of three: C++ rank 0 sends to this rank, this rank sends to C++
     # rank 2, while the C++ ranks check each other (see py_mixed).
     assert rank == 1
+    # The C++ ranks announced the checked wire in the group's own store
+    # (before their Gloo connect, which this rank's connect waited for).
+    store = dist.distributed_c10d._get_default_store()
+    for cpp_rank in (0, 2):
+        assert store.get(f"tensordict_cpp/checked_wire/{cpp_rank}") == b"tdcheck1"
+    assert not store.check(["tensordict_cpp/checked_wire/1"])
     got = sample(0, with_values=False)
     got.recv(0)
     check_equal(got, sample(4), "recv from C++ rank 0")
