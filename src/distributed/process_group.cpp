@@ -150,14 +150,17 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
   }
   auto backend_store = c10::make_intrusive<c10d::PrefixStore>("cpu/", store);
 
+  // Eager devices: their full-mesh connect is what orders every C++ rank's
+  // announcement before any transfer (NOTE [Who speaks the checked wire]).
   auto gloo_options = c10d::ProcessGroupGloo::Options::create();
   gloo_options->timeout = timeout;
   if (const auto ifname = env("GLOO_SOCKET_IFNAME")) {
     gloo_options->devices.push_back(
-        c10d::ProcessGroupGloo::createDeviceForInterface(*ifname));
+        c10d::ProcessGroupGloo::createDeviceForInterface(
+            *ifname, /*lazyInit=*/false));
   } else {
     gloo_options->devices.push_back(
-        c10d::ProcessGroupGloo::createDefaultDevice());
+        c10d::ProcessGroupGloo::createDefaultDevice(/*lazyInit=*/false));
   }
   auto backend = c10::make_intrusive<c10d::ProcessGroupGloo>(
       backend_store, rank, world_size, gloo_options);
