@@ -245,8 +245,7 @@ class TENSORDICT_API EnvBase {
   /// new dict) with the observation keys and the flags, which are false for
   /// the sub-envs reset and taken from `td` (or false) for the others.
   /// Throws ValueError for a mask of the wrong shape or dtype.
-  [[nodiscard]] TensorDict reset(
-      const std::optional<TensorDict>& td = std::nullopt);
+  TensorDict reset(const std::optional<TensorDict>& td = std::nullopt);
   /// Steps every sub-env with td["action"], writes the ("next", ...) entries
   /// into `td` and returns it (TorchRL's `step`). Throws KeyError if
   /// "action" is missing and ValueError if it is not in `action_spec()`;

@@ -434,7 +434,8 @@ std::optional<TensorDict> Collector::next() {
     // The root of the next step: "next" moved up (copied, since `next` is
     // overwritten by the next step), then the done sub-envs reset.
     TensorDict root = step_mdp(td).clone();
-    const at::Tensor done = root.get("done").reshape({n}).contiguous();
+    // A copy: the flags below are cleared in place.
+    const at::Tensor done = root.get("done").reshape({n}).clone();
     if (done.any().item<bool>()) {
       const bool* mask = done.data_ptr<bool>();
       run_ranges([&](int64_t begin, int64_t end) {
