@@ -513,13 +513,20 @@ TEST(RlCollectorTest, WeightUpdatesShowInTheNextBatchWithTheirVersion) {
   EXPECT_EQ(collector.policy_version(), 1);
   EXPECT_TRUE(torch::equal(
       second.get("action"), torch::tensor({0, 1}).expand({3, 10, 2})));
+  // As TorchRL: the first root of the batch was made by the last step under
+  // the old weights; every step from then on runs with the new ones.
+  at::Tensor version = torch::ones({3, 10}, torch::kLong);
+  version.select(1, 0).zero_();
+  EXPECT_TRUE(torch::equal(second.get("policy_version"), version));
   EXPECT_TRUE(torch::equal(
-      second.get("policy_version"), torch::ones({3, 10}, torch::kLong)));
+      second.get({"next", "policy_version"}),
+      torch::ones({3, 10}, torch::kLong)));
   collector.update_policy_weights_(constant_weights(policy, 0));
   TensorDict third = *collector.next();
   EXPECT_TRUE(torch::equal(
       third.get("action"), torch::tensor({1, 0}).expand({3, 10, 2})));
-  EXPECT_EQ(third.get("policy_version")[0][0].item<int64_t>(), 2);
+  EXPECT_EQ(third.get("policy_version")[0][0].item<int64_t>(), 1);
+  EXPECT_EQ(third.get("policy_version")[0][1].item<int64_t>(), 2);
 }
 
 TEST(RlCollectorTest, WeightsThatDoNotFitAreRefusedAndTheOldOnesKept) {

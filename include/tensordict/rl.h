@@ -447,9 +447,11 @@ struct TENSORDICT_API CollectorOptions {
   /// actor usually sends or copies the batch before asking for the next;
   /// set it false for a fresh dict per batch.
   TENSORDICT_ARG(bool, return_same_td) = true;
-  /// Stamps "policy_version" (int64, at the root and in "next") with the
-  /// number of weight updates applied so far, as TorchRL's
-  /// `track_policy_version=True`.
+  /// Stamps "policy_version" (int64 [N, T], at the root and in "next")
+  /// with the number of weight updates applied, as TorchRL's
+  /// `track_policy_version=True`: "next" holds the version the step ran
+  /// with, the root the version of the step or reset that made it (so the
+  /// first root after an update still holds the old one).
   TENSORDICT_ARG(bool, track_policy_version) = false;
   /// Applies weights that `update_policy_weights_` staged before the next
   /// step, even mid-batch; by default they wait for the next batch.

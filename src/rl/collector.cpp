@@ -355,6 +355,7 @@ std::optional<TensorDict> Collector::next() {
         at::arange(
             s.next_traj_id, s.next_traj_id + n, at::TensorOptions(c10::kLong)));
     s.next_traj_id += n;
+    stamp_version(root);
     s.root = root;
     s.started = true;
     s.need_reset = false;
@@ -366,8 +367,9 @@ std::optional<TensorDict> Collector::next() {
     if (options_.update_weights_mid_batch() && t > 0) {
       apply_pending();
     }
+    // The root keeps the version of the step (or reset) that made it, as
+    // TorchRL's PolicyVersion transform stamps it.
     TensorDict td = s.root;
-    stamp_version(td);
     {
       torch::NoGradGuard no_grad;
       try {
