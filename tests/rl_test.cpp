@@ -560,6 +560,61 @@ TEST(RlCollectorTest, WeightsThatDoNotFitAreRefusedAndTheOldOnesKept) {
   EXPECT_EQ(collector.policy_version(), 1);
 }
 
+// A policy that calls `hook` with its call count before acting: a way to
+// stage weights while a batch is being collected.
+struct HookedPolicyImpl : tensordict::nn::TensorDictModuleBase {
+  HookedPolicyImpl()
+      : TensorDictModuleBase("HookedPolicy"),
+        linear(register_module("linear", torch::nn::Linear(4, 2))) {
+    set_keys({"observation"}, {"action"});
+  }
+  using TensorDictModuleBase::forward;
+  TensorDict forward(TensorDict td, TensorDict out) override {
+    if (hook) {
+      hook(++calls);
+    }
+    return out.set(
+        "action", torch::one_hot(linear(td.get("observation")).argmax(-1), 2));
+  }
+  torch::nn::Linear linear;
+  std::function<void(int)> hook;
+  int calls = 0;
+};
+
+TEST(RlCollectorTest, WeightsWaitForTheNextBatchUnlessAskedMidBatch) {
+  for (const bool mid_batch : {false, true}) {
+    auto policy = std::make_shared<HookedPolicyImpl>();
+    rl::Collector collector(
+        rl::make_env("CartPole-v1", 2),
+        policy,
+        rl::CollectorOptions(10)
+            .track_policy_version(true)
+            .update_weights_mid_batch(mid_batch));
+    TensorDict weights = TensorDict::from_module(*policy).clone();
+    weights.get({"linear", "weight"}).zero_();
+    weights.get({"linear", "bias"}).copy_(torch::tensor({1.0F, 0.0F}));
+    policy->hook = [&](int call) {
+      if (call == 2) {  // while the first batch's second step runs
+        collector.update_policy_weights_(weights);
+      }
+    };
+    TensorDict batch = *collector.next();
+    const at::Tensor version = batch.get({"next", "policy_version"})[0];
+    const at::Tensor left = batch.get("action").select(-1, 0).eq(1);
+    if (mid_batch) {
+      // Applied before step 3: steps 2.. ran with the new weights.
+      EXPECT_TRUE(torch::equal(version, torch::tensor({0, 0, 1, 1, 1})));
+      EXPECT_TRUE(left.narrow(1, 2, 3).all().item<bool>());
+    } else {
+      EXPECT_TRUE(torch::equal(version, torch::zeros({5}, torch::kLong)));
+      EXPECT_EQ(collector.policy_version(), 0);
+      TensorDict second = *collector.next();
+      EXPECT_TRUE(second.get("action").select(-1, 0).eq(1).all().item<bool>());
+      EXPECT_EQ(collector.policy_version(), 1);
+    }
+  }
+}
+
 int64_t resident_pages() {
   std::ifstream statm("/proc/self/statm");
   int64_t size = 0;
