@@ -175,6 +175,41 @@ TEST(RlEnvTest, StepRefusesAMissingOrMalformedAction) {
       torch::equal(env.elapsed_steps(), torch::zeros({2}, torch::kLong)));
 }
 
+TEST(RlEnvTest, RangeCallsRefuseBuffersOfTheWrongShape) {
+  rl::CartPoleEnv env(4);
+  TensorDict next = env.make_next();
+  TensorDict td({4});
+  td.set("action", torch::ones({4, 1}, torch::kLong));
+  EXPECT_THROWS_WITH(
+      env.step_range(0, 4, td, next),
+      c10::ValueError,
+      "step_range: key 'action' expected [4, 2] Long, got [4, 1] Long");
+  td.set("action", env.rand_action());
+  next.set("reward", torch::zeros({4}));
+  EXPECT_THROWS_WITH(
+      env.step_range(0, 4, td, next),
+      c10::ValueError,
+      "key 'reward' expected [4, 1] Float, got [4] Float");
+  EXPECT_THROWS_WITH(
+      env.step_range(2, 5, td, env.make_next()),
+      c10::IndexError,
+      "sub-env range [2, 5) is not inside [0, 4)");
+  TensorDict out({4});
+  out.set("observation", torch::zeros({4, 3}));
+  EXPECT_THROWS_WITH(
+      env.reset_range(0, 4, nullptr, out),
+      c10::ValueError,
+      "reset_range: key 'observation' expected [4, 4] Float, got [4, 3] "
+      "Float");
+  EXPECT_THROWS_WITH(
+      env.reset_range(0, 4, nullptr, TensorDict({4})),
+      KeyError,
+      "key 'observation' is missing");
+  env.step_range(1, 3, td, next.set("reward", torch::zeros({4, 1})));
+  EXPECT_TRUE(torch::equal(
+      env.elapsed_steps(), torch::tensor({0, 1, 1, 0}, torch::kLong)));
+}
+
 TEST(RlEnvTest, PartialResetResetsOnlyTheMaskedSubEnvs) {
   rl::CartPoleEnv env(4);
   TensorDict td = env.reset();
