@@ -470,7 +470,9 @@ struct TENSORDICT_API CollectorOptions {
 /// sub-env reset after a done step gets the next unused id (in sub-env
 /// order); done sub-envs are reset (partially) right after their done step,
 /// so the root of the next step is a reset one. split_trajs is not
-/// offered (TorchRL's default is off).
+/// offered (TorchRL's default is off). An env of one sub-env still gives
+/// [1, T], as TorchRL's `SerialEnv(1, ...)` does (a bare `GymEnv` has no
+/// batch dim and gives [T]: `batch.squeeze(0)` is that layout).
 ///
 /// The policy (a TensorDictModule, a TensorDictSequential, an AOTIModule
 /// or any TensorDictModuleBase) is called once per step on the [N] root
