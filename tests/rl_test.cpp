@@ -650,6 +650,69 @@ TEST(RlCollectorTest, WeightsWaitForTheNextBatchUnlessAskedMidBatch) {
   }
 }
 
+TEST(RlCollectorTest, APolicyErrorPropagatesAndTheCollectorGoesOn) {
+  auto policy = std::make_shared<HookedPolicyImpl>();
+  policy->hook = [](int call) {
+    TORCH_CHECK(call != 3, "policy failed at call 3");
+  };
+  rl::Collector collector(
+      rl::make_env("CartPole-v1", 2), policy, rl::CollectorOptions(8));
+  try {
+    collector.next();
+    ADD_FAILURE() << "the policy's error did not propagate";
+  } catch (const c10::Error& e) {
+    EXPECT_EQ(e.msg(), "policy failed at call 3");
+    // The context names the env and what the policy was given.
+    const std::string what = e.what();
+    EXPECT_NE(
+        what.find("while the collector called the policy on the root of env "
+                  "'CartPole-v1' (keys: "),
+        std::string::npos)
+        << what;
+  }
+  EXPECT_EQ(collector.frames(), 0);
+  TensorDict batch = *collector.next();
+  EXPECT_EQ(collector.frames(), 8);
+  // The failed step is retried: its root is the one the batch starts at.
+  EXPECT_EQ(batch.batch_size(), c10::IntArrayRef({2, 4}));
+  EXPECT_TRUE(torch::equal(
+      batch.get({"collector", "traj_ids"}).select(1, 0), torch::arange(2)));
+}
+
+TEST(RlCollectorTest, SetSeedAndResetAtEachIterStartFromAFreshReset) {
+  rl::Collector collector(
+      rl::make_env("CartPole-v1", 3),
+      make_policy(),
+      rl::CollectorOptions(6).seed(9).return_same_td(false));
+  const TensorDict first = *collector.next();
+  collector.next();
+  collector.set_seed(9);
+  const TensorDict again = *collector.next();
+  // The same resets (seed 9, first episodes) and policy: the same steps;
+  // the trajectories are new ones.
+  EXPECT_TRUE(torch::equal(first.get("observation"), again.get("observation")));
+  EXPECT_TRUE(torch::equal(
+      first.get({"next", "observation"}), again.get({"next", "observation"})));
+  EXPECT_GE(again.get({"collector", "traj_ids"}).min().item<int64_t>(), 3);
+
+  rl::Collector each(
+      rl::make_env("CartPole-v1", 3),
+      make_policy(),
+      rl::CollectorOptions(6).seed(9).reset_at_each_iter(true));
+  for (int i = 0; i < 3; ++i) {
+    const TensorDict batch = *each.next();
+    EXPECT_TRUE(batch.get("observation")
+                    .select(1, 0)
+                    .abs()
+                    .le(0.05)
+                    .all()
+                    .item<bool>());
+    EXPECT_TRUE(torch::equal(
+        batch.get({"collector", "traj_ids"}).select(1, 0),
+        torch::arange(3 * i, 3 * i + 3)));
+  }
+}
+
 int64_t resident_pages() {
   std::ifstream statm("/proc/self/statm");
   int64_t size = 0;
