@@ -7,10 +7,16 @@
 //                             batch, policy_version tracked, the weights
 //                             updated after the second batch) and the
 //                             policy's weights before and after
+//   rl_interop aoti DIR       collector batches with DIR/policy.pt2 (an
+//                             AOTInductor package of an argmax policy) as
+//                             the policy: weights DIR/weights_a, then
+//                             DIR/weights_b through update_policy_weights_
 
 #include <ATen/ops/one_hot.h>
 #include <ATen/ops/randint.h>
 #include <ATen/ops/stack.h>
+#include <ATen/ops/zeros.h>
+#include <tensordict/aoti.h>
 #include <tensordict/memmap.h>
 #include <tensordict/nn.h>
 #include <tensordict/rl.h>
@@ -123,11 +129,33 @@ void collector(const std::string& out) {
   }
 }
 
+void aoti(const std::string& dir) {
+  tensordict::nn::AOTIModule policy(dir + "/policy.pt2");
+  policy->load_weights(TensorDict::load_memmap(dir + "/weights_a"));
+  rl::Collector collector(
+      rl::make_env("CartPole-v1", 4),
+      policy,
+      rl::CollectorOptions(16).track_policy_version(true).seed(0));
+  collector.next()->clone().memmap_(MemmapOptions(dir + "/batch_0"));
+  // Weights that are not the package's are refused, naming the key.
+  TensorDict wrong = TensorDict::load_memmap(dir + "/weights_b").clone();
+  wrong.set({"module", "extra"}, at::zeros({1}));
+  try {
+    collector.update_policy_weights_(wrong);
+    std::cout << "refused: nothing\n";
+  } catch (const c10::Error& e) {
+    std::cout << "refused: " << e.msg() << "\n";
+  }
+  collector.update_policy_weights_(
+      TensorDict::load_memmap(dir + "/weights_b").clone());
+  collector.next()->clone().memmap_(MemmapOptions(dir + "/batch_1"));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::cerr << "usage: rl_interop cartpole|collector OUT\n";
+    std::cerr << "usage: rl_interop cartpole|collector|aoti OUT\n";
     return 2;
   }
   const std::string mode = argv[1];
@@ -136,6 +164,8 @@ int main(int argc, char** argv) {
       cartpole(argv[2]);
     } else if (mode == "collector") {
       collector(argv[2]);
+    } else if (mode == "aoti") {
+      aoti(argv[2]);
     } else {
       std::cerr << "unknown mode " << mode << "\n";
       return 2;
