@@ -515,7 +515,11 @@ class TENSORDICT_API Collector {
   /// `update_weights_mid_batch`): copied into the module's parameters and
   /// buffers, or `load_weights` for an AOTIModule. Throws ValueError or
   /// KeyError naming the key that does not fit; the staged and the current
-  /// weights are then unchanged.
+  /// weights are then unchanged. The keys are those of
+  /// `TensorDict::from_module(*policy)`; the weights of an AOTIModule
+  /// inside a TensorDictSequential are not module parameters, so such a
+  /// policy's package weights cannot be swapped here (give the AOTIModule
+  /// itself as the policy, or call its `load_weights`).
   void update_policy_weights_(const TensorDict& weights);
   /// Returns how many weight updates were applied (what "policy_version"
   /// holds in the batches collected since).
