@@ -428,6 +428,20 @@ TEST(ProbabilisticTest, ModuleMapsArgumentsToKeysAndEstimatesMissingMeans) {
               "[1")),
       c10::ValueError,
       "distribution_kwargs is not valid JSON");
+  // Argument names are checked when the module is built, not at its call.
+  EXPECT_THROWS_WITH(
+      ProbabilisticTensorDictModule(
+          {"loc"},
+          "action",
+          ProbabilisticTensorDictModuleOptions("TanhNormal")
+              .distribution_kwargs(R"({"scale": 1.0, "min": -1})")),
+      c10::ValueError,
+      "TanhNormal got an unexpected keyword argument 'min'");
+  EXPECT_THROWS_WITH(
+      ProbabilisticTensorDictModule(
+          {"mu"}, "action", ProbabilisticTensorDictModuleOptions("Normal")),
+      c10::ValueError,
+      "Normal got an unexpected keyword argument 'mu'");
 }
 
 TEST(ProbabilisticTest, SequentialRunsTheParameterModulesThenSamples) {

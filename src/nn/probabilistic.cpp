@@ -133,6 +133,47 @@ DistKind dist_kind(const std::string& class_name) {
       "or TorchRL's), TanhNormal or Delta (TorchRL's)");
 }
 
+// The arguments each distribution takes, as Python's constructor names them.
+const std::set<std::string>& argument_names(DistKind kind) {
+  static const std::set<std::string> categorical{
+      "logits", "probs", "validate_args"};
+  static const std::set<std::string> normal{"loc", "scale", "validate_args"};
+  static const std::set<std::string> tanh_normal{
+      "loc",
+      "scale",
+      "low",
+      "high",
+      "event_dims",
+      "tanh_loc",
+      "upscale",
+      "safe_tanh"};
+  static const std::set<std::string> delta{
+      "param", "atol", "rtol", "batch_shape", "event_shape"};
+  switch (kind) {
+    case DistKind::kCategorical:
+    case DistKind::kOneHotCategorical:
+    case DistKind::kTorchOneHotCategorical:
+      return categorical;
+    case DistKind::kNormal:
+      return normal;
+    case DistKind::kTanhNormal:
+      return tanh_normal;
+    case DistKind::kDelta:
+      return delta;
+  }
+  TORCH_INTERNAL_ASSERT(false, "unknown distribution kind");
+}
+
+void check_argument_name(
+    DistKind kind, const std::string& class_name, const std::string& name) {
+  TORCH_CHECK_VALUE(
+      argument_names(kind).count(name) != 0,
+      class_name,
+      " got an unexpected keyword argument '",
+      name,
+      "'");
+}
+
 // The arguments of one distribution, consumed by name so that whatever is
 // left over can be reported as unknown.
 class Arguments {
@@ -335,8 +376,10 @@ std::shared_ptr<Distribution> make_distribution(
     const DistributionTensors& tensors) {
   const DistKind kind = dist_kind(class_name);
   Arguments args(class_name, kwargs, tensors);
-  // Always validated here; accepted so Python's kwargs pass through.
-  args.boolean("validate_args");
+  if (argument_names(kind).count("validate_args") != 0) {
+    // Always validated here; accepted so Python's kwargs pass through.
+    args.boolean("validate_args");
+  }
   std::shared_ptr<Distribution> dist;
   switch (kind) {
     case DistKind::kCategorical: {
@@ -444,8 +487,9 @@ ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(
   TORCH_CHECK_VALUE(
       out_key.size() > 0,
       "ProbabilisticTensorDictModule: the out_key is empty");
-  // Fails early on an unknown class name.
-  (void)dist_kind(options_.distribution_class());
+  // Fails early, at construction (or when a package loads), on an unknown
+  // class or argument name, rather than at the first call.
+  const DistKind kind = dist_kind(options_.distribution_class());
   try {
     kwargs_ =
         std::make_unique<Json>(Json::parse(options_.distribution_kwargs()));
@@ -461,7 +505,14 @@ ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(
       "ProbabilisticTensorDictModule: distribution_kwargs must be a JSON "
       "object, got ",
       kwargs_->type_name());
+  for (const auto& [name, value] : kwargs_->items()) {
+    check_argument_name(kind, options_.distribution_class(), name);
+  }
+  for (const auto& [name, value] : options_.distribution_tensor_kwargs()) {
+    check_argument_name(kind, options_.distribution_class(), name);
+  }
   for (const auto& name : dist_keys_) {
+    check_argument_name(kind, options_.distribution_class(), name);
     TORCH_CHECK_VALUE(
         !kwargs_->contains(name) &&
             options_.distribution_tensor_kwargs().count(name) == 0,
