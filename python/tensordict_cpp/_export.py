@@ -209,6 +209,13 @@ def _split_probabilistic(module: nn.Module):
     else:
         return module, None
 
+    if getattr(head, "safe", False):
+        # TorchRL's SafeProbabilisticModule projects the sample onto its spec
+        # after drawing it; C++ does not, so the actions could differ.
+        raise ValueError(
+            "the probabilistic module has safe=True (its samples are projected onto "
+            "the action spec), which is not carried to C++; export it with safe=False"
+        )
     sample_keys = list(head.dist_sample_keys)
     if len(sample_keys) != 1:
         raise ValueError(f"a probabilistic module with one sample key is supported, got {sample_keys}")

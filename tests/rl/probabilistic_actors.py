@@ -169,7 +169,36 @@ def _check_actor(name, actor, in_features, exe, workdir, compare, check, tensor_
     print(f"{name}: max |diff| {worst}")
 
 
+def _refusals(workdir, check):
+    """TorchRL actors the exporter must refuse before compiling anything."""
+    import tensordict_cpp
+    from tensordict import TensorDict
+    from tensordict.nn import TensorDictModule
+    from torchrl.data import Bounded
+    from torchrl.modules import ProbabilisticActor, TanhNormal
+
+    example = TensorDict({"observation": torch.randn(4, 3)}, batch_size=[4])
+    path = os.path.join(workdir, "refused.pt2")
+
+    def expect(error, text, actor):
+        try:
+            tensordict_cpp.export(actor, example, path)
+        except error as e:
+            check(f"refusal {text!r}", text in str(e), f"message {str(e)!r}")
+            return
+        check(f"refusal {text!r}", False, "nothing raised")
+
+    loc = TensorDictModule(torch.nn.Linear(3, 2), ["observation"], ["loc"])
+    expect(ValueError, "has safe=True", ProbabilisticActor(
+        loc, in_keys=["loc"], distribution_class=TanhNormal,
+        distribution_kwargs={"scale": 1.0}, spec=Bounded(-1, 1, shape=(2,)), safe=True))
+    expect(TypeError, "cannot export the distribution keyword argument 'scale' of type", ProbabilisticActor(
+        loc, in_keys=["loc"], distribution_class=TanhNormal,
+        distribution_kwargs={"scale": torch.ones_like}))
+
+
 def run_actors(exe, workdir, compare, check, tensor_json, tensor_from):
+    _refusals(workdir, check)
     for name, make in [("cartpole_onehot", _cartpole_actor), ("tanh_normal", _tanh_actor)]:
         actor, in_features = make()
         _check_actor(name, actor, in_features, exe, workdir, compare, check, tensor_json, tensor_from)
