@@ -76,8 +76,11 @@ class TENSORDICT_API SetInteractionType {
  public:
   /// Sets `type` (nullopt unsets it) until the guard is destroyed.
   explicit SetInteractionType(std::optional<InteractionType> type) noexcept;
+  /// Restores the interaction type the guard replaced.
   ~SetInteractionType();
+  /// Not copyable: each guard restores once.
   SetInteractionType(const SetInteractionType&) = delete;
+  /// Not assignable.
   SetInteractionType& operator=(const SetInteractionType&) = delete;
 
  private:
@@ -94,6 +97,7 @@ class TENSORDICT_API SetInteractionType {
 /// Example: `Normal(loc, scale).log_prob(x)`
 class TENSORDICT_API Distribution {
  public:
+  /// Destroys the distribution (its tensors are shared, not owned alone).
   virtual ~Distribution();
 
   /// Returns the Python class name ("Categorical", "TanhNormal", ...).
@@ -171,18 +175,24 @@ class TENSORDICT_API Categorical : public Distribution {
   /// Builds from nonnegative weights; throws c10::ValueError as above.
   static std::shared_ptr<Categorical> from_probs(const at::Tensor& probs);
 
+  /// Returns "Categorical".
   std::string name() const override {
     return "Categorical";
   }
+  /// Draws int64 indices with torch.multinomial, as torch does.
   at::Tensor sample(
       c10::IntArrayRef sample_shape = {},
       std::optional<at::Generator> generator = std::nullopt) const override;
   /// Returns the log-probability of the int64 indices `value`; throws
   /// c10::ValueError for a non-integer value or an index out of [0, K).
   at::Tensor log_prob(const at::Tensor& value) const override;
+  /// Returns the most probable index (int64).
   at::Tensor mode() const override;
+  /// Returns NaN of the batch shape, as torch does.
   at::Tensor mean() const override;
+  /// Returns the entropy over the last dim.
   at::Tensor entropy() const override;
+  /// Returns true: the deterministic fallback is the mode.
   bool has_enumerate_support() const noexcept override {
     return true;
   }
@@ -228,17 +238,22 @@ class TENSORDICT_API OneHotCategorical : public Categorical {
   static std::shared_ptr<OneHotCategorical> from_probs(
       const at::Tensor& probs, bool torch_semantics = false);
 
+  /// Returns "OneHotCategorical".
   std::string name() const override {
     return "OneHotCategorical";
   }
+  /// Draws one-hot samples (int64, or the parameters' dtype for torch's).
   at::Tensor sample(
       c10::IntArrayRef sample_shape = {},
       std::optional<at::Generator> generator = std::nullopt) const override;
   /// Returns the log-probability of the one-hot `value` (its argmax along
   /// the last dim); throws c10::ValueError if its last dim is not K.
   at::Tensor log_prob(const at::Tensor& value) const override;
+  /// Returns the one-hot mode (TorchRL's: every maximal entry marked).
   at::Tensor mode() const override;
+  /// Returns NaN (TorchRL's, as Categorical) or probs (torch's).
   at::Tensor mean() const override;
+  /// Returns the mode.
   at::Tensor deterministic_sample() const override;
 
  private:
@@ -255,21 +270,30 @@ class TENSORDICT_API Normal : public Distribution {
   /// broadcast or are not floating point.
   Normal(const at::Tensor& loc, const at::Tensor& scale);
 
+  /// Returns "Normal".
   std::string name() const override {
     return "Normal";
   }
+  /// Draws with at::normal(loc, scale), without gradients.
   at::Tensor sample(
       c10::IntArrayRef sample_shape = {},
       std::optional<at::Generator> generator = std::nullopt) const override;
+  /// Returns true.
   bool has_rsample() const noexcept override {
     return true;
   }
+  /// Returns loc + eps * scale, eps standard normal.
   at::Tensor rsample(
       c10::IntArrayRef sample_shape = {},
       std::optional<at::Generator> generator = std::nullopt) const override;
+  /// Returns the log-density; throws c10::ValueError for a shape that does not
+  /// broadcast.
   at::Tensor log_prob(const at::Tensor& value) const override;
+  /// Returns loc.
   at::Tensor mode() const override;
+  /// Returns loc.
   at::Tensor mean() const override;
+  /// Returns 0.5 + 0.5 log(2 pi) + log(scale).
   at::Tensor entropy() const override;
   /// Returns the broadcast location.
   const at::Tensor& loc() const noexcept {
@@ -325,21 +349,30 @@ class TENSORDICT_API TanhNormal : public Distribution {
       const at::Tensor& scale,
       const TanhNormalOptions& options = {});
 
+  /// Returns "TanhNormal".
   std::string name() const override {
     return "TanhNormal";
   }
+  /// Draws from the base Normal and transforms, without gradients.
   at::Tensor sample(
       c10::IntArrayRef sample_shape = {},
       std::optional<at::Generator> generator = std::nullopt) const override;
+  /// Returns true.
   bool has_rsample() const noexcept override {
     return true;
   }
+  /// Draws a reparameterized base sample and transforms it.
   at::Tensor rsample(
       c10::IntArrayRef sample_shape = {},
       std::optional<at::Generator> generator = std::nullopt) const override;
+  /// Returns the log-density of `value` summed over the event dims; throws
+  /// c10::ValueError for NaN or a shape that does not fit.
   at::Tensor log_prob(const at::Tensor& value) const override;
+  /// Throws c10::Error: TanhNormal has no analytic mode (TorchRL's text).
   at::Tensor mode() const override;
+  /// Throws c10::NotImplementedError: no closed form (TorchRL's text).
   at::Tensor mean() const override;
+  /// Returns the transformed loc.
   at::Tensor deterministic_sample() const override;
 
  private:
@@ -369,21 +402,30 @@ class TENSORDICT_API Delta : public Distribution {
       std::vector<int64_t> batch_shape = {},
       std::vector<int64_t> event_shape = {});
 
+  /// Returns "Delta".
   std::string name() const override {
     return "Delta";
   }
+  /// Returns param expanded to `sample_shape + param.shape` (a view).
   at::Tensor sample(
       c10::IntArrayRef sample_shape = {},
       std::optional<at::Generator> generator = std::nullopt) const override;
+  /// Returns true.
   bool has_rsample() const noexcept override {
     return true;
   }
+  /// Returns param expanded, with its gradient.
   at::Tensor rsample(
       c10::IntArrayRef sample_shape = {},
       std::optional<at::Generator> generator = std::nullopt) const override;
+  /// Returns +inf where `value` matches param, -inf elsewhere; throws
+  /// c10::ValueError for a value that param does not expand to.
   at::Tensor log_prob(const at::Tensor& value) const override;
+  /// Returns param.
   at::Tensor mode() const override;
+  /// Returns param.
   at::Tensor mean() const override;
+  /// Returns param.
   at::Tensor deterministic_sample() const override;
 
  private:
