@@ -336,6 +336,9 @@ struct TENSORDICT_API TanhNormalOptions {
 /// throws (no analytic mode), `mean()` throws c10::NotImplementedError (a
 /// module averages samples instead), and `deterministic_sample()` is the
 /// transformed loc.
+/// Differs from TorchRL in gradients only: the safe tanh is a clamp here,
+/// so `rsample` gives a zero gradient where tanh saturates, where TorchRL's
+/// custom backward passes `1 - y^2`.
 ///
 /// Example:
 /// `TanhNormal(loc, scale, TanhNormalOptions().low(at::scalar_tensor(-2.)))`

@@ -8,6 +8,7 @@
 //   actor PACKAGE IN OUT  loads an exported actor with nn::AOTIModule and
 //                         runs it on the input dict under each interaction
 //                         type (random with a seed), writing every output.
+//   time PACKAGE IN N     prints the mean time of N calls (not a test).
 //
 // Tensors travel as {"dtype", "shape", "data"} with data flattened; doubles
 // print with round-trip precision, so float32 values cross exactly.
@@ -18,6 +19,7 @@
 #include <tensordict/probabilistic.h>
 #include <tensordict/tensor_dict.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -178,6 +180,36 @@ int run_actor(
   return 0;
 }
 
+// Prints the mean time of `iterations` calls per interaction type (for the
+// report; nothing is asserted on it).
+int run_time(
+    const std::string& package,
+    const std::string& in_path,
+    int64_t iterations) {
+  json in = json::parse(std::ifstream(in_path));
+  tdnn::AOTIModule actor(package);
+  TensorDict td(
+      {{in.at("key").get<std::string>(), from_json(in.at("input"))}},
+      {in.at("batch").get<int64_t>()});
+  for (const auto type :
+       {tdnn::InteractionType::kDeterministic,
+        tdnn::InteractionType::kRandom}) {
+    tdnn::SetInteractionType guard(type);
+    for (int i = 0; i < 100; ++i) {
+      actor(td);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < iterations; ++i) {
+      actor(td);
+    }
+    const std::chrono::duration<double, std::micro> took =
+        std::chrono::steady_clock::now() - start;
+    std::cout << tdnn::interaction_type_name(type) << ": "
+              << took.count() / static_cast<double>(iterations) << " us/call\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -185,6 +217,9 @@ int main(int argc, char** argv) {
     const std::string command = argc > 1 ? argv[1] : "";
     if (command == "dists" && argc == 4) {
       return run_dists(argv[2], argv[3]);
+    }
+    if (command == "time" && argc == 5) {
+      return run_time(argv[2], argv[3], std::stoll(argv[4]));
     }
     if (command == "actor" && argc == 5) {
       return run_actor(argv[2], argv[3], argv[4]);
