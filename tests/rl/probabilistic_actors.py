@@ -2,10 +2,12 @@
 exported with tensordict_cpp.export, run by nn::AOTIModule, compared with the
 Python actor.
 
-Two packages (each compiles for about a minute): a CartPole PPO actor (MLP ->
-logits -> TorchRL's OneHotCategorical, return_log_prob) and a continuous
-actor (MLP -> NormalParamExtractor -> loc, scale -> TanhNormal with tensor
-bounds, return_log_prob).
+Three small packages (each compiles in 10 to 60 s): a CartPole PPO actor
+(MLP -> logits -> TorchRL's OneHotCategorical, return_log_prob), a
+continuous actor (MLP -> NormalParamExtractor -> loc, scale -> TanhNormal
+with tensor bounds, return_log_prob) and a bare tensordict
+ProbabilisticTensorDictModule (Normal, dict in_keys mapping the arguments to
+other keys, default interaction type "random", a custom log-prob key).
 
 For each interaction type (unset, deterministic, mode, mean, random with a
 seed) C++ writes the parameters, the action and the log-prob. Checked:
@@ -49,7 +51,7 @@ def _cartpole_actor():
         spec=OneHot(2),
         distribution_class=OneHotCategorical,
         return_log_prob=True,
-    ), 4
+    ), {"observation": 4}
 
 
 def _tanh_actor():
@@ -67,14 +69,27 @@ def _tanh_actor():
         distribution_class=TanhNormal,
         distribution_kwargs={"low": torch.tensor([-2.0, -1.0]), "high": torch.tensor([2.0, 0.5])},
         return_log_prob=True,
-    ), 3
+    ), {"observation": 3}
 
 
-def _python_run(actor, obs, interaction):
+def _bare_module():
+    from tensordict.nn import ProbabilisticTensorDictModule
+
+    return ProbabilisticTensorDictModule(
+        in_keys={"loc": "mu", "scale": "sigma"},
+        out_keys=["sample"],
+        distribution_class=torch.distributions.Normal,
+        return_log_prob=True,
+        log_prob_key="lp",
+        default_interaction_type="random",
+    ), {"mu": 2, "sigma": 2}
+
+
+def _python_run(actor, inputs, interaction):
     from tensordict import TensorDict
     from tensordict.nn import set_interaction_type
 
-    td = TensorDict({"observation": obs}, batch_size=[obs.shape[0]])
+    td = TensorDict(dict(inputs), batch_size=[BATCH])
     ctx = contextlib.nullcontext() if interaction == "default" else set_interaction_type(interaction)
     try:
         with ctx, torch.no_grad():
@@ -97,29 +112,38 @@ def _head_sample(head, dist, interaction):
         return e
 
 
-def _check_actor(name, actor, in_features, exe, workdir, compare, check, tensor_json, tensor_from):
+def _check_actor(name, actor, features, exe, workdir, compare, check, tensor_json, tensor_from):
     import tensordict_cpp
     from tensordict import TensorDict
+    from tensordict.nn import ProbabilisticTensorDictModule
 
-    example = TensorDict({"observation": torch.randn(BATCH, in_features)}, batch_size=[BATCH])
+    example = TensorDict(
+        {key: torch.randn(BATCH, n) for key, n in features.items()}, batch_size=[BATCH]
+    )
     path = os.path.join(workdir, f"{name}.pt2")
     start = time.time()
     tensordict_cpp.export(actor, example, path)
     print(f"{name}: exported in {time.time() - start:.0f} s")
 
-    obs = torch.randn(BATCH, in_features, generator=torch.Generator().manual_seed(42))
+    gen = torch.Generator().manual_seed(42)
+    # Positive inputs: the bare Normal reads its scale from one.
+    inputs = {key: torch.rand(BATCH, n, generator=gen) + 0.1 for key, n in features.items()}
     in_path = os.path.join(workdir, f"{name}_in.json")
     out_path = os.path.join(workdir, f"{name}_out.json")
     with open(in_path, "w") as f:
-        json.dump({"key": "observation", "input": tensor_json(obs), "batch": BATCH, "seed": SEED}, f)
+        json.dump({"inputs": {k: tensor_json(v) for k, v in inputs.items()}, "batch": BATCH,
+                   "seed": SEED}, f)
     subprocess.run([exe, "actor", path, in_path, out_path], check=True, timeout=300)
     with open(out_path) as f:
         got = json.load(f)
 
-    head = actor.module[-1]
+    head = actor if isinstance(actor, ProbabilisticTensorDictModule) else actor.module[-1]
     expected_keys = [k if isinstance(k, str) else ".".join(k) for k in actor.out_keys]
+    if head is actor:
+        # The package returns the parameters it was given, then the head's keys.
+        expected_keys = list(actor.in_keys) + expected_keys
     check(f"{name}.out_keys", got["out_keys"] == expected_keys, f"{got['out_keys']} vs {expected_keys}")
-    check(f"{name}.in_keys", got["in_keys"] == ["observation"], f"{got['in_keys']}")
+    check(f"{name}.in_keys", got["in_keys"] == list(features), f"{got['in_keys']}")
     params = [k for k in head.in_keys]
     sample_key = head.dist_sample_keys[0]
     lp_key = head.log_prob_key
@@ -129,7 +153,7 @@ def _check_actor(name, actor, in_features, exe, workdir, compare, check, tensor_
     for interaction in ["default", "deterministic", "mode", "mean", "random"]:
         tag = f"{name}[{interaction}]"
         result = got[interaction]
-        eager = _python_run(actor, obs, interaction)
+        eager = _python_run(actor, inputs, interaction)
         if isinstance(eager, Exception):
             check(tag, "error" in result, f"Python raised {eager!r}, C++ returned {list(result)}")
             continue
@@ -163,7 +187,7 @@ def _check_actor(name, actor, in_features, exe, workdir, compare, check, tensor_
             compare(f"{tag}.{sample_key}", eager.get(sample_key), result[sample_key], atol=0.0)
         else:
             compare(f"{tag}.{sample_key}", eager.get(sample_key), result[sample_key], atol=1e-5)
-        eager_lp = actor.get_dist(eager.select("observation")).log_prob(action)
+        eager_lp = actor.get_dist(eager.select(*features)).log_prob(action)
         compare(f"{tag}.{lp_key}(actor log_prob)", eager_lp, result[lp_key], atol=1e-5)
         worst["lp_vs_actor"] = max(worst["lp_vs_actor"], (lp - eager_lp).abs().max().item())
     print(f"{name}: max |diff| {worst}")
@@ -199,6 +223,10 @@ def _refusals(workdir, check):
 
 def run_actors(exe, workdir, compare, check, tensor_json, tensor_from):
     _refusals(workdir, check)
-    for name, make in [("cartpole_onehot", _cartpole_actor), ("tanh_normal", _tanh_actor)]:
-        actor, in_features = make()
-        _check_actor(name, actor, in_features, exe, workdir, compare, check, tensor_json, tensor_from)
+    for name, make in [
+        ("cartpole_onehot", _cartpole_actor),
+        ("tanh_normal", _tanh_actor),
+        ("bare_normal", _bare_module),
+    ]:
+        actor, features = make()
+        _check_actor(name, actor, features, exe, workdir, compare, check, tensor_json, tensor_from)

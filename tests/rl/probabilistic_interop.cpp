@@ -139,6 +139,15 @@ int run_dists(const std::string& cases_path, const std::string& out_path) {
   return 0;
 }
 
+// The input dict: {"inputs": {key: tensor}, "batch": size}.
+TensorDict inputs_of(const json& in) {
+  TensorDict td({}, {in.at("batch").get<int64_t>()});
+  for (const auto& [key, spec] : in.at("inputs").items()) {
+    td.set(key, from_json(spec));
+  }
+  return td;
+}
+
 int run_actor(
     const std::string& package,
     const std::string& in_path,
@@ -156,9 +165,7 @@ int run_actor(
   }
   for (const std::string type :
        {"default", "deterministic", "mode", "mean", "random"}) {
-    TensorDict td(
-        {{in.at("key").get<std::string>(), from_json(in.at("input"))}},
-        {in.at("batch").get<int64_t>()});
+    TensorDict td = inputs_of(in);
     json result = json::object();
     try {
       std::optional<tdnn::InteractionType> chosen;
@@ -188,9 +195,7 @@ int run_time(
     int64_t iterations) {
   json in = json::parse(std::ifstream(in_path));
   tdnn::AOTIModule actor(package);
-  TensorDict td(
-      {{in.at("key").get<std::string>(), from_json(in.at("input"))}},
-      {in.at("batch").get<int64_t>()});
+  TensorDict td = inputs_of(in);
   for (const auto type :
        {tdnn::InteractionType::kDeterministic,
         tdnn::InteractionType::kRandom}) {

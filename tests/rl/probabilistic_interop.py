@@ -11,7 +11,8 @@ random draw in Python, has EXE compute the same with
 ``tensordict::nn::make_distribution`` and compares them (1e-6; the errors
 Python raises must be raised by C++ too).
 
-``actors``: exports TorchRL ``ProbabilisticActor``s with
+``actors``: exports TorchRL ``ProbabilisticActor``s (and a bare tensordict
+ProbabilisticTensorDictModule) with
 ``tensordict_cpp.export`` (a CartPole PPO actor with OneHotCategorical, one
 with Categorical and a TanhNormal actor), runs them in C++ under each
 interaction type and compares with the Python actor: deterministic actions
