@@ -10,6 +10,7 @@
 #include <tensordict/aoti.h>
 #include <tensordict/json.h>
 #include <tensordict/memmap.h>
+#include <tensordict/probabilistic.h>
 
 #include <atomic>
 #include <chrono>
@@ -423,7 +424,8 @@ TEST_F(AOTIModuleTest, MalformedMetadataIsRefused) {
   EXPECT_THROWS_WITH(
       AOTIModule(path("future_format.pt2")),
       c10::Error,
-      "has tensordict metadata format '9', but this build reads format '1'");
+      "has tensordict metadata format '9', but this build reads formats '1' "
+      "and '2'");
   EXPECT_THROWS_WITH(
       AOTIModule(path("bad_keys.pt2")),
       c10::Error,
@@ -431,6 +433,65 @@ TEST_F(AOTIModuleTest, MalformedMetadataIsRefused) {
       "list of strings, found 1");
   EXPECT_THROWS_WITH(
       AOTIModule(path("bad_spec.pt2")), c10::Error, "tensordict.spec");
+}
+
+// ---- Probabilistic packages ----
+
+TEST_F(AOTIModuleTest, ProbabilisticPackageSamplesAsThePythonActor) {
+  AOTIModule actor(path("probabilistic.pt2"));
+  ASSERT_EQ(actor->out_keys().size(), 3u);
+  EXPECT_EQ(actor->out_keys()[1], NestedKey("action"));
+  EXPECT_EQ(actor->out_keys()[2], NestedKey("action_log_prob"));
+  ASSERT_NE(actor->probabilistic_head(), nullptr);
+  EXPECT_EQ(
+      actor->probabilistic_head()->options().distribution_class(),
+      "torch.distributions.categorical.Categorical");
+  // Unset interaction type: the default, deterministic (the mode).
+  TensorDict td = load("probabilistic_inputs");
+  actor(td);
+  const TensorDict expected = load("probabilistic_expected");
+  for (const char* key : {"logits", "action_log_prob"}) {
+    expect_close(td.get(key), expected.get(key));
+  }
+  EXPECT_TRUE(torch::equal(td.get("action"), expected.get("action")));
+  // Random, seeded as Python was: the same draws.
+  TensorDict random = load("probabilistic_inputs");
+  {
+    nn::SetInteractionType guard(nn::InteractionType::kRandom);
+    torch::manual_seed(5);
+    actor(random);
+  }
+  const TensorDict expected_random = load("probabilistic_expected_random");
+  EXPECT_TRUE(
+      torch::equal(random.get("action"), expected_random.get("action")));
+  expect_close(
+      random.get("action_log_prob"), expected_random.get("action_log_prob"));
+}
+
+TEST_F(AOTIModuleTest, MalformedProbabilisticMetadataIsRefused) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"unknown_class",
+       "unknown distribution class 'torch.distributions.Beta'"},
+      {"list_kwarg",
+       "the distribution keyword argument 'x' must be a number, a boolean or "
+       "null, got array"},
+      {"unknown_kwarg", "got an unexpected keyword argument 'temperature'"},
+      {"unknown_key",
+       "the distribution reads 'nope', which is not an output of the package"},
+      {"median", "'median' is not a valid InteractionType"},
+      {"short_tensor",
+       "the tensor keyword argument 'probs' of shape [3] needs a list of 3 "
+       "numbers as data"},
+      {"format_1", "tensordict.probabilistic needs metadata format 2"},
+      {"no_head", "metadata format 2 needs tensordict.probabilistic"},
+  };
+  for (const auto& [name, message] : cases) {
+    SCOPED_TRACE(name);
+    EXPECT_THROWS_WITH(
+        AOTIModule(path("probabilistic_" + name + ".pt2")),
+        c10::Error,
+        message);
+  }
 }
 
 // ---- Weights from a TensorDict ----

@@ -30,6 +30,18 @@
 // metadata's types and values, the device and the torch version, each
 // before the library is opened.
 
+// NOTE [Probabilistic packages]
+// `tensordict_cpp.export` of a ProbabilisticTensorDictModule/Sequential
+// (TorchRL's ProbabilisticActor) compiles the deterministic part, which
+// writes the distribution's parameters, and records the distribution in the
+// metadata (`tensordict.probabilistic`, metadata format "2"): its class and
+// keyword arguments, which keys hold its parameters, the sample key,
+// return_log_prob, the log-prob key and the default interaction type. The
+// module rebuilds that head (tensordict/probabilistic.h), so a call writes
+// the parameters, the action and its log-prob as the Python actor does,
+// following the thread's interaction type (`SetInteractionType`). Its
+// out_keys are the package's outputs, then the sample and log-prob keys.
+
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
@@ -50,6 +62,8 @@
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace nn {
+
+class ProbabilisticTensorDictModuleImpl;
 
 /// The layout of a dict packed by `pack` (Python's `tensordict.PackLayout`):
 /// each leaf's columns in the packed tensor, and what `unpack` needs to
@@ -185,6 +199,10 @@ class TENSORDICT_API AOTIModuleImpl : public TensorDictModuleBase {
   std::optional<std::pair<int64_t, std::optional<int64_t>>> batch_range() const;
   /// Returns the package path.
   const std::string& path() const noexcept;
+  /// Returns the distribution head of a package exported from a
+  /// probabilistic module (see NOTE [Probabilistic packages]), or null.
+  std::shared_ptr<ProbabilisticTensorDictModuleImpl> probabilistic_head()
+      const noexcept;
 
  private:
   struct State;

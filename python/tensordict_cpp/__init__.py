@@ -14,6 +14,6 @@ and in C++::
     TensorDict out = policy(td);
 """
 
-from ._export import export, METADATA_FORMAT
+from ._export import export, METADATA_FORMAT, METADATA_FORMAT_PROBABILISTIC
 
-__all__ = ["export", "METADATA_FORMAT"]
+__all__ = ["export", "METADATA_FORMAT", "METADATA_FORMAT_PROBABILISTIC"]

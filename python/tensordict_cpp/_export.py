@@ -33,6 +33,18 @@ from torch import nn
 # Bumped when the meaning of the metadata changes; the C++ loader refuses a
 # format it does not know.
 METADATA_FORMAT = "1"
+# Format 1 plus ``tensordict.probabilistic``: the package of a probabilistic
+# module. A build that reads only format 1 refuses it, rather than running
+# the deterministic part alone and returning no action.
+METADATA_FORMAT_PROBABILISTIC = "2"
+
+# The distributions tensordict::nn::make_distribution rebuilds, by class
+# name; the module must be torch.distributions' (Categorical, Normal,
+# OneHotCategorical) or TorchRL's/tensordict's (the others, and TorchRL's
+# OneHotCategorical).
+_TORCH_DISTRIBUTIONS = {"Categorical", "OneHotCategorical", "Normal"}
+_OTHER_DISTRIBUTIONS = {"OneHotCategorical", "TanhNormal", "Delta"}
+_INTERACTION_TYPES = {"random", "mode", "mean", "deterministic"}
 
 # The wrapper's attribute holding the user's module: every constant's fully
 # qualified name in the package starts with it, and the C++ side strips it so
@@ -109,6 +121,132 @@ def _make_flat_wrapper(
     return _Flat()
 
 
+class _Identity(nn.Module):
+    """Returns copies of its inputs: the deterministic part of a bare
+    ProbabilisticTensorDictModule, whose parameters are the package's
+    inputs and outputs."""
+
+    def forward(self, *tensors):
+        out = tuple(t.clone() for t in tensors)
+        return out[0] if len(out) == 1 else out
+
+
+def _class_name(cls) -> str:
+    name = f"{cls.__module__}.{cls.__qualname__}"
+    module, _, bare = name.rpartition(".")
+    from_torch = module == "torch.distributions" or module.startswith("torch.distributions.")
+    ours = module.startswith(("torchrl.modules", "tensordict.nn"))
+    if not ((from_torch and bare in _TORCH_DISTRIBUTIONS) or (ours and bare in _OTHER_DISTRIBUTIONS)):
+        raise ValueError(
+            f"the distribution class {name} has no C++ counterpart; tensordict::nn "
+            "has torch.distributions' Categorical, OneHotCategorical and Normal and "
+            "TorchRL's OneHotCategorical, TanhNormal and Delta"
+        )
+    return name
+
+
+def _kwargs_json(kwargs) -> Tuple[dict, dict]:
+    """Splits distribution_kwargs into JSON values and tensors, refusing the
+    rest (callables, enums), which C++ could not rebuild."""
+    import math
+
+    plain, tensors = {}, {}
+    for name, value in dict(kwargs or {}).items():
+        if isinstance(value, torch.Tensor):
+            value = value.detach().cpu()
+            if value.is_floating_point() and not torch.isfinite(value).all():
+                raise ValueError(f"the distribution keyword argument {name!r} holds non-finite values")
+            tensors[name] = {
+                "dtype": _dtype_name(value.dtype),
+                "shape": list(value.shape),
+                "data": value.to(torch.float64).reshape(-1).tolist(),
+            }
+        elif value is None or isinstance(value, (bool, int, float)):
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"the distribution keyword argument {name!r} is {value}")
+            plain[name] = value
+        else:
+            raise TypeError(
+                f"cannot export the distribution keyword argument {name!r} of type "
+                f"{type(value).__name__}: only numbers, booleans, None and tensors are "
+                "carried to C++"
+            )
+    return plain, tensors
+
+
+def _split_probabilistic(module: nn.Module):
+    """Returns (deterministic part, tensordict.probabilistic metadata) for a
+    ProbabilisticTensorDictModule/Sequential (TorchRL's ProbabilisticActor),
+    or (module, None) for any other module."""
+    from tensordict.nn import (
+        ProbabilisticTensorDictModule,
+        ProbabilisticTensorDictSequential,
+        TensorDictModule,
+        TensorDictSequential,
+    )
+
+    if isinstance(module, ProbabilisticTensorDictSequential):
+        modules = list(module.module)
+        head = modules[-1]
+        if not isinstance(head, ProbabilisticTensorDictModule) or any(
+            isinstance(m, (ProbabilisticTensorDictModule, ProbabilisticTensorDictSequential))
+            for m in modules[:-1]
+        ):
+            raise TypeError(
+                "only a sequence ending in its one ProbabilisticTensorDictModule can be "
+                "exported (composite distributions are not supported)"
+            )
+        if not modules[:-1]:
+            raise ValueError("the probabilistic sequence has no module computing the parameters")
+        # Same child names as the actor's (module.0, module.1, ...): weights
+        # keep their TensorDict.from_module(actor) names.
+        deterministic = TensorDictSequential(*modules[:-1])
+    elif isinstance(module, ProbabilisticTensorDictModule):
+        head = module
+        deterministic = TensorDictModule(
+            _Identity(), in_keys=list(head.in_keys), out_keys=list(head.in_keys)
+        )
+    else:
+        return module, None
+
+    if getattr(head, "safe", False):
+        # TorchRL's SafeProbabilisticModule projects the sample onto its spec
+        # after drawing it; C++ does not, so the actions could differ.
+        raise ValueError(
+            "the probabilistic module has safe=True (its samples are projected onto "
+            "the action spec), which is not carried to C++; export it with safe=False"
+        )
+    sample_keys = list(head.dist_sample_keys)
+    if len(sample_keys) != 1:
+        raise ValueError(f"a probabilistic module with one sample key is supported, got {sample_keys}")
+    if getattr(head, "num_samples", None) is not None:
+        raise ValueError("num_samples is not supported by the C++ probabilistic module")
+    interaction = str(getattr(head.default_interaction_type, "value", head.default_interaction_type))
+    if interaction not in _INTERACTION_TYPES:
+        raise ValueError(f"the default interaction type {interaction!r} is not supported in C++")
+    kwargs, tensor_kwargs = _kwargs_json(head.distribution_kwargs)
+    dist_keys = [key[-1] if isinstance(key, tuple) else key for key in head.dist_keys]
+    return_log_prob = bool(head.return_log_prob)
+    meta = {
+        "distribution_class": _class_name(head.distribution_class),
+        "distribution_kwargs": kwargs,
+        "distribution_tensor_kwargs": tensor_kwargs,
+        "dist_keys": dist_keys,
+        "in_keys": [_as_json_key(_as_tuple(key)) for key in head.in_keys],
+        "out_key": _as_json_key(_as_tuple(sample_keys[0])),
+        "return_log_prob": return_log_prob,
+        "log_prob_key": _as_json_key(_as_tuple(head.log_prob_key)) if return_log_prob else None,
+        "default_interaction_type": interaction,
+    }
+    missing = [key for key in head.in_keys if _as_tuple(key) not in
+               {_as_tuple(k) for k in deterministic.out_keys}]
+    if missing:
+        raise ValueError(
+            f"the distribution reads {missing}, which the modules before it do not write"
+        )
+    return deterministic, meta
+
+
 def _batch_range(ep, name: str) -> Tuple[int, Optional[int]]:
     """Reads the range torch.export settled on for dim 0 of input `name`."""
     for node in ep.graph.nodes:
@@ -153,7 +291,12 @@ def export(
     """Exports `module` (TensorDict in, TensorDict out) to a ``.pt2`` package.
 
     Args:
-        module: a ``TensorDictModuleBase`` (keys are read from it) or any
+        module: a ``ProbabilisticTensorDictModule`` or
+            ``ProbabilisticTensorDictSequential`` (TorchRL's
+            ``ProbabilisticActor``): its deterministic part is compiled and
+            its distribution recorded in the metadata, so the C++ module
+            writes the action (and log-prob) as the actor does; a
+            ``TensorDictModuleBase`` (keys are read from it) or any
             ``nn.Module`` mapping a TensorDict to a TensorDict (then the keys
             are the example's tensor leaves and the leaves the call adds or
             replaces, unless given).
@@ -175,6 +318,10 @@ def export(
     """
     from tensordict import TensorDictBase
 
+    # A probabilistic module: its deterministic part is compiled, its
+    # distribution travels in the metadata (see NOTE [Probabilistic packages]
+    # in tensordict/aoti.h).
+    module, probabilistic = _split_probabilistic(module)
     if not isinstance(example, TensorDictBase):
         raise TypeError(f"example must be a TensorDict, got {type(example).__name__}")
     batch_dims = example.batch_dims
@@ -273,11 +420,13 @@ def export(
         "weights_in_package": bool(weights_in_package),
     }
     metadata = {
-        "tensordict.format": METADATA_FORMAT,
+        "tensordict.format": METADATA_FORMAT if probabilistic is None else METADATA_FORMAT_PROBABILISTIC,
         "tensordict.in_keys": json.dumps([_as_json_key(key) for key in in_keys]),
         "tensordict.out_keys": json.dumps([_as_json_key(key) for key in out_keys]),
         "tensordict.spec": json.dumps(spec),
     }
+    if probabilistic is not None:
+        metadata["tensordict.probabilistic"] = json.dumps(probabilistic)
     configs = {
         "aot_inductor.metadata": metadata,
         "aot_inductor.package_constants_in_so": bool(weights_in_package),

@@ -24,13 +24,20 @@
 #include "tensordict/aoti.h"
 #include "tensordict/errors.h"
 #include "tensordict/json.h"
+#include "tensordict/probabilistic.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace nn {
 namespace aoti_internal {
 
-// The metadata format this build reads (tensordict_cpp.METADATA_FORMAT).
+// The metadata formats this build reads: "1" (tensordict_cpp.METADATA_FORMAT)
+// and "2" (METADATA_FORMAT_PROBABILISTIC: format 1 plus
+// tensordict.probabilistic, which a build reading only format 1 must refuse
+// rather than run the package without its distribution).
 constexpr const char* kFormat = "1";
+constexpr const char* kFormatProbabilistic = "2";
+// The most entries of a tensor keyword argument (bounds are per action dim).
+constexpr int64_t kMaxKwargNumel = int64_t{1} << 16;
 // Metadata JSON is small and flat; deeper nesting is hostile.
 constexpr int64_t kMaxJsonDepth = 16;
 
@@ -236,6 +243,132 @@ void check_cpu_isa(const std::string& isa, const std::string& path) {
 #endif
 }
 
+// Rebuilds the probabilistic head of a format-2 package from its
+// tensordict.probabilistic metadata (see tensordict_cpp.export): every value
+// is checked before use. Its in_keys must be outputs of the package.
+std::shared_ptr<ProbabilisticTensorDictModuleImpl> parse_probabilistic(
+    const std::string& text,
+    const std::string& path,
+    const std::vector<NestedKey>& package_outputs) {
+  const std::string file =
+      c10::str("AOTI package '", path, "' (tensordict.probabilistic)");
+  const Json meta =
+      ::tensordict::detail::parse_meta_json(text, kMaxJsonDepth, file);
+  const ::tensordict::detail::MetadataReader reader(
+      file, ::tensordict::detail::KeyPath());
+  reader.expect_object(meta, "tensordict.probabilistic");
+  const std::string& cls = reader.string(
+      reader.member(meta, "distribution_class"), "distribution_class");
+  const Json& kwargs = reader.member(meta, "distribution_kwargs");
+  reader.expect_object(kwargs, "distribution_kwargs");
+  for (const auto& [name, value] : kwargs.items()) {
+    TORCH_CHECK_VALUE(
+        value.is_number() || value.is_boolean() || value.is_null(),
+        file,
+        ": the distribution keyword argument '",
+        name,
+        "' must be a number, a boolean or null, got ",
+        value.type_name());
+  }
+  DistributionTensors tensor_kwargs;
+  const Json& tensors = reader.member(meta, "distribution_tensor_kwargs");
+  reader.expect_object(tensors, "distribution_tensor_kwargs");
+  for (const auto& [name, item] : tensors.items()) {
+    reader.expect_object(item, "distribution_tensor_kwargs{}");
+    const c10::ScalarType dtype = reader.dtype(reader.member(item, "dtype"));
+    const std::vector<int64_t> shape =
+        reader.shape(reader.member(item, "shape"), "shape");
+    int64_t numel = 1;
+    for (int64_t size : shape) {
+      TORCH_CHECK_VALUE(
+          size <= kMaxKwargNumel && numel * size <= kMaxKwargNumel,
+          file,
+          ": the tensor keyword argument '",
+          name,
+          "' has shape ",
+          shape_string(shape),
+          ", more than ",
+          kMaxKwargNumel,
+          " entries");
+      numel *= size;
+    }
+    const Json& data = reader.member(item, "data");
+    TORCH_CHECK_VALUE(
+        data.is_array() && static_cast<int64_t>(data.size()) == numel,
+        file,
+        ": the tensor keyword argument '",
+        name,
+        "' of shape ",
+        shape_string(shape),
+        " needs a list of ",
+        numel,
+        " numbers as data");
+    std::vector<double> values;
+    values.reserve(data.size());
+    for (const Json& v : data) {
+      TORCH_CHECK_VALUE(
+          v.is_number(),
+          file,
+          ": the tensor keyword argument '",
+          name,
+          "' holds ",
+          v.dump(),
+          ", which is not a number");
+      values.push_back(v.get<double>());
+    }
+    tensor_kwargs[name] =
+        at::tensor(values, at::kDouble).reshape(shape).to(dtype);
+  }
+  const Json& dist_keys_json = reader.member(meta, "dist_keys");
+  TORCH_CHECK_VALUE(
+      dist_keys_json.is_array(), file, ": dist_keys must be a list of strings");
+  std::vector<std::string> dist_keys;
+  for (const Json& key : dist_keys_json) {
+    dist_keys.push_back(reader.string(key, "dist_keys[]"));
+  }
+  std::vector<NestedKey> in_keys = parse_keys(
+      reader.member(meta, "in_keys").dump(),
+      path,
+      "tensordict.probabilistic in_keys");
+  const NestedKey out_key = parse_keys(
+      c10::str("[", reader.member(meta, "out_key").dump(), "]"),
+      path,
+      "tensordict.probabilistic out_key")[0];
+  ProbabilisticTensorDictModuleOptions options(cls);
+  options.distribution_kwargs(kwargs.dump());
+  options.distribution_tensor_kwargs(std::move(tensor_kwargs));
+  options.return_log_prob(reader.boolean(
+      reader.member(meta, "return_log_prob"), "return_log_prob"));
+  const Json& log_prob_key = reader.member(meta, "log_prob_key");
+  if (!log_prob_key.is_null()) {
+    options.log_prob_key(parse_keys(
+        c10::str("[", log_prob_key.dump(), "]"),
+        path,
+        "tensordict.probabilistic log_prob_key")[0]);
+  }
+  const std::string& type = reader.string(
+      reader.member(meta, "default_interaction_type"),
+      "default_interaction_type");
+  for (const NestedKey& key : in_keys) {
+    TORCH_CHECK_VALUE(
+        std::find(package_outputs.begin(), package_outputs.end(), key) !=
+            package_outputs.end(),
+        file,
+        ": the distribution reads ",
+        key.to_string(),
+        ", which is not an output of the package (its outputs are ",
+        nn_module_internal::keys_to_string(package_outputs),
+        ")");
+  }
+  try {
+    options.default_interaction_type(interaction_type_from_string(type));
+    return std::make_shared<ProbabilisticTensorDictModuleImpl>(
+        std::move(dist_keys), std::move(in_keys), out_key, std::move(options));
+  } catch (c10::Error& e) {
+    TORCH_RETHROW(e, "while reading ", file);
+  }
+}
+
 }  // namespace aoti_internal
 
 using aoti_internal::InputSpec;
@@ -262,6 +395,11 @@ struct AOTIModuleImpl::State {
   std::map<std::string, WeightSpec> weights;
   std::atomic<bool> weights_ready{false};
   std::mutex swap_mutex;  // one load_weights at a time
+  // What the package returns, in order; the module's out_keys add the
+  // head's sample and log-prob keys.
+  std::vector<NestedKey> package_outputs;
+  // The distribution of a format-2 package; null otherwise.
+  std::shared_ptr<ProbabilisticTensorDictModuleImpl> head;
 };
 
 AOTIModuleImpl::AOTIModuleImpl(
@@ -344,17 +482,29 @@ void AOTIModuleImpl::init(
         "'; AOTIModule runs cpu and cuda packages");
   }
 
+  bool probabilistic = false;
   if (const std::string* format = get("tensordict.format")) {
+    probabilistic = *format == aoti_internal::kFormatProbabilistic;
     TORCH_CHECK(
-        *format == aoti_internal::kFormat,
+        *format == aoti_internal::kFormat || probabilistic,
         "AOTI package '",
         path,
         "' has tensordict metadata format '",
         *format,
-        "', but this build reads format '",
+        "', but this build reads formats '",
         aoti_internal::kFormat,
+        "' and '",
+        aoti_internal::kFormatProbabilistic,
         "'; export it again with this version's tensordict_cpp");
   }
+  const std::string* probabilistic_text = get("tensordict.probabilistic");
+  TORCH_CHECK(
+      probabilistic == (probabilistic_text != nullptr),
+      "AOTI package '",
+      path,
+      "': ",
+      probabilistic ? "metadata format 2 needs tensordict.probabilistic"
+                    : "tensordict.probabilistic needs metadata format 2");
 
   // Keys: the metadata's, which the caller's must then equal.
   std::optional<std::vector<NestedKey>> meta_in;
@@ -557,6 +707,20 @@ void AOTIModuleImpl::init(
       by_name.empty() ? std::string() : by_name.begin()->second.to_string(),
       " is not an input of the package, whose inputs are ",
       c10::Join(", ", s.input_names));
+  s.package_outputs = outs;
+  if (probabilistic_text != nullptr) {
+    s.head = aoti_internal::parse_probabilistic(
+        *probabilistic_text, path, s.package_outputs);
+    for (const NestedKey& key : s.head->out_keys()) {
+      TORCH_CHECK_VALUE(
+          std::find(outs.begin(), outs.end(), key) == outs.end(),
+          s.where,
+          ": the distribution writes ",
+          key.to_string(),
+          ", which the package returns too");
+      outs.push_back(key);
+    }
+  }
   set_keys(std::move(ins), std::move(outs));
 
   // Weights, named as TensorDict::from_module names them.
@@ -733,7 +897,7 @@ TensorDict AOTIModuleImpl::forward(TensorDict td, TensorDict out) {
     inputs.push_back(tensor.contiguous());
   }
   std::vector<at::Tensor> outputs = s.loader->run(inputs);
-  const std::vector<NestedKey>& keys = out_keys_source();
+  const std::vector<NestedKey>& keys = s.package_outputs;
   TORCH_CHECK(
       outputs.size() == keys.size(),
       s.where,
@@ -745,7 +909,16 @@ TensorDict AOTIModuleImpl::forward(TensorDict td, TensorDict out) {
   for (size_t i = 0; i < keys.size(); ++i) {
     out.set(keys[i], std::move(outputs[i]));
   }
+  if (s.head) {
+    // The head reads its parameters from what the package just wrote.
+    s.head->forward(out, out);
+  }
   return out;
+}
+
+std::shared_ptr<ProbabilisticTensorDictModuleImpl>
+AOTIModuleImpl::probabilistic_head() const noexcept {
+  return state_->head;
 }
 
 std::vector<at::Tensor> AOTIModuleImpl::run(

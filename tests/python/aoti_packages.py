@@ -13,8 +13,13 @@ Python's. Packages stay tiny: compilation dominates (seconds each).
   with an unbounded dynamic batch; two weight sets (a, b) and the eager
   outputs for each.
 - static.pt2: a TensorDictModule with a static batch size.
+- probabilistic.pt2: a ProbabilisticTensorDictSequential (linear -> logits
+  -> torch.distributions.Categorical, return_log_prob) of this Python's
+  tensordict, with its outputs under the default (deterministic) interaction
+  type and under "random" with a seed.
 - cuda_device.pt2, other_torch.pt2, ...: sequential.pt2 with its metadata
-  edited, to be refused.
+  edited, to be refused; probabilistic_*.pt2: probabilistic.pt2 with its
+  tensordict.probabilistic edited, to be refused.
 
 usage: aoti_packages.py PYTHON_PACKAGE_DIR OUT_DIR
 """
@@ -130,6 +135,39 @@ def weights_outside_package() -> None:
     save(inputs, "weights_outside_inputs")
 
 
+PROBABILISTIC_SEED = 5
+
+
+def probabilistic_package() -> None:
+    from tensordict.nn import (
+        ProbabilisticTensorDictModule,
+        ProbabilisticTensorDictSequential,
+        set_interaction_type,
+    )
+
+    torch.manual_seed(6)
+    actor = ProbabilisticTensorDictSequential(
+        TensorDictModule(nn.Linear(4, 3), in_keys=["observation"], out_keys=["logits"]),
+        ProbabilisticTensorDictModule(
+            in_keys=["logits"],
+            out_keys=["action"],
+            distribution_class=torch.distributions.Categorical,
+            return_log_prob=True,
+        ),
+    )
+    example = TensorDict({"observation": torch.randn(6, 4)}, batch_size=[6])
+    path = os.path.join(OUT, "probabilistic.pt2")
+    timed("probabilistic.pt2", lambda: tensordict_cpp.export(actor, example, path))
+    inputs = TensorDict({"observation": torch.randn(5, 4)}, batch_size=[5])
+    keys = ("logits", "action", "action_log_prob")
+    with torch.no_grad():
+        save(actor(inputs.clone()).select(*keys), "probabilistic_expected")
+        with set_interaction_type("random"):
+            torch.manual_seed(PROBABILISTIC_SEED)
+            save(actor(inputs.clone()).select(*keys), "probabilistic_expected_random")
+    save(inputs, "probabilistic_inputs")
+
+
 def rewrite(src: str, dst: str, edit=None, extra=None) -> None:
     """Copies package `src` to `dst`, editing the model's metadata files."""
     with zipfile.ZipFile(os.path.join(OUT, src)) as zin, zipfile.ZipFile(
@@ -228,6 +266,43 @@ def derived_packages() -> None:
     rewrite("sequential.pt2", "bad_spec.pt2", bad_spec)
     rewrite("sequential.pt2", "escaping_entry.pt2", extra={"a/../../escaped": b"x"})
 
+    def probabilistic(edit):
+        def apply(meta):
+            head = json.loads(meta["tensordict.probabilistic"])
+            edit(head)
+            meta["tensordict.probabilistic"] = json.dumps(head)
+
+        return apply
+
+    def format_1(meta):
+        meta["tensordict.format"] = "1"
+
+    def no_head(meta):
+        del meta["tensordict.probabilistic"]
+
+    edits = {
+        "unknown_class": probabilistic(
+            lambda h: h.update(distribution_class="torch.distributions.Beta")
+        ),
+        "list_kwarg": probabilistic(lambda h: h.update(distribution_kwargs={"x": [1]})),
+        "unknown_kwarg": probabilistic(
+            lambda h: h.update(distribution_kwargs={"temperature": 1.0})
+        ),
+        "unknown_key": probabilistic(lambda h: h.update(in_keys=["nope"])),
+        "median": probabilistic(lambda h: h.update(default_interaction_type="median")),
+        "short_tensor": probabilistic(
+            lambda h: h.update(
+                distribution_tensor_kwargs={
+                    "probs": {"dtype": "torch.float32", "shape": [3], "data": [1.0]}
+                }
+            )
+        ),
+        "format_1": format_1,
+        "no_head": no_head,
+    }
+    for name, edit in edits.items():
+        rewrite("probabilistic.pt2", f"probabilistic_{name}.pt2", edit)
+
 
 def main() -> None:
     shutil.rmtree(OUT, ignore_errors=True)
@@ -236,6 +311,7 @@ def main() -> None:
     sequential_package()
     weights_outside_package()
     static_package()
+    probabilistic_package()
     pack_golden()
     derived_packages()
     with open(os.path.join(OUT, "compile_times.json"), "w") as f:

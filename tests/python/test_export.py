@@ -24,7 +24,35 @@ def expect_raises(error, text, fn):
     raise AssertionError(f"no {error.__name__} raised (expected {text!r})")
 
 
+def probabilistic_refusals():
+    from tensordict.nn import ProbabilisticTensorDictModule, ProbabilisticTensorDictSequential
+
+    def actor(dist, **kwargs):
+        return ProbabilisticTensorDictSequential(
+            TensorDictModule(nn.Linear(3, 4), in_keys=["obs"], out_keys=["concentration1"]),
+            ProbabilisticTensorDictModule(
+                in_keys=["concentration1"], out_keys=["action"], distribution_class=dist,
+                **kwargs,
+            ),
+        )
+
+    td = TensorDict({"obs": torch.randn(4, 3)}, batch_size=[4])
+    expect_raises(
+        ValueError, "has no C++ counterpart",
+        lambda: tensordict_cpp.export(actor(torch.distributions.Beta), td, "x.pt2"),
+    )
+    expect_raises(
+        TypeError, "cannot export the distribution keyword argument 'concentration0'",
+        lambda: tensordict_cpp.export(
+            actor(torch.distributions.Normal,
+                  distribution_kwargs={"concentration0": torch.ones_like}),
+            td, "x.pt2",
+        ),
+    )
+
+
 def main():
+    probabilistic_refusals()
     module = TensorDictModule(nn.Linear(3, 4), in_keys=["obs"], out_keys=["action"])
     td = TensorDict({"obs": torch.randn(4, 3)}, batch_size=[4])
     expect_raises(

@@ -1,0 +1,684 @@
+// The distributions of tensordict/probabilistic.h. Each formula follows the
+// op order of torch.distributions (torch 2.13) or TorchRL 0.14.1, so that
+// results match Python's to rounding, and sampling calls the same at:: ops
+// in the same order, so that a seeded generator gives Python's samples.
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensordict/probabilistic.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace nn {
+namespace {
+
+std::string shape_string(c10::IntArrayRef shape) {
+  std::ostringstream out;
+  out << "torch.Size([";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    out << (i > 0 ? ", " : "") << shape[i];
+  }
+  out << "])";
+  return out.str();
+}
+
+void check_floating(const at::Tensor& t, const char* dist, const char* arg) {
+  TORCH_CHECK_VALUE(
+      t.defined(), dist, ": the parameter '", arg, "' is not defined");
+  TORCH_CHECK_VALUE(
+      at::isFloatingType(t.scalar_type()),
+      dist,
+      ": expected the parameter '",
+      arg,
+      "' to be a floating point tensor, got ",
+      t.scalar_type());
+}
+
+// torch.distributions validates its parameters (constraints.real rejects
+// NaN): without it a NaN would sample garbage silently.
+void check_not_nan(const at::Tensor& t, const char* dist, const char* arg) {
+  TORCH_CHECK_VALUE(
+      !at::isnan(t).any().item<bool>(),
+      "Expected parameter ",
+      arg,
+      " of distribution ",
+      dist,
+      " to satisfy the constraint Real(), but found NaN values");
+}
+
+// Python's `_sum_rightmost`: sums the last `dims` dims.
+at::Tensor sum_rightmost(const at::Tensor& value, int64_t dims) {
+  if (dims == 0) {
+    return value;
+  }
+  std::vector<int64_t> shape(value.sizes().begin(), value.sizes().end() - dims);
+  shape.push_back(-1);
+  return value.reshape(shape).sum(-1);
+}
+
+// Python's `torch.finfo(dtype).resolution`.
+double resolution(c10::ScalarType dtype) {
+  switch (dtype) {
+    case at::kDouble:
+      return 1e-15;
+    case at::kHalf:
+      return 1e-3;
+    case at::kBFloat16:
+      return 1e-2;
+    default:
+      return 1e-6;
+  }
+}
+
+at::Tensor safe_tanh(const at::Tensor& x) {
+  const double lim = 1.0 - resolution(x.scalar_type());
+  return x.tanh().clamp(-lim, lim);
+}
+
+at::Tensor safe_atanh(const at::Tensor& y) {
+  const double lim = 1.0 - resolution(y.scalar_type());
+  return y.clamp(-lim, lim).atanh();
+}
+
+// torch.distributions' TanhTransform.log_abs_det_jacobian.
+at::Tensor tanh_ladj(const at::Tensor& x) {
+  return 2. * (std::log(2.) - x - at::softplus(-2. * x));
+}
+
+}  // namespace
+
+// --- Distribution ----------------------------------------------------------
+
+Distribution::Distribution(
+    std::vector<int64_t> batch_shape, std::vector<int64_t> event_shape)
+    : batch_shape_(std::move(batch_shape)),
+      event_shape_(std::move(event_shape)) {}
+
+Distribution::~Distribution() = default;
+
+void Distribution::set_shapes(
+    std::vector<int64_t> batch_shape, std::vector<int64_t> event_shape) {
+  batch_shape_ = std::move(batch_shape);
+  event_shape_ = std::move(event_shape);
+}
+
+std::vector<int64_t> Distribution::extended_shape(
+    c10::IntArrayRef sample_shape) const {
+  std::vector<int64_t> shape(sample_shape.begin(), sample_shape.end());
+  shape.insert(shape.end(), batch_shape_.begin(), batch_shape_.end());
+  shape.insert(shape.end(), event_shape_.begin(), event_shape_.end());
+  return shape;
+}
+
+at::Tensor Distribution::rsample(
+    c10::IntArrayRef /*sample_shape*/,
+    std::optional<at::Generator> /*generator*/) const {
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      false, name(), " has no reparameterized sample (rsample)");
+}
+
+at::Tensor Distribution::mode() const {
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      false, "method ", name(), ".mode is not implemented");
+}
+
+at::Tensor Distribution::mean() const {
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      false, "method ", name(), ".mean is not implemented");
+}
+
+at::Tensor Distribution::entropy() const {
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      false, "method ", name(), ".entropy is not implemented");
+}
+
+at::Tensor Distribution::deterministic_sample() const {
+  // tensordict's fallback for torch's distributions, which have no
+  // deterministic_sample: the mode where the support can be enumerated,
+  // else the mean.
+  return has_enumerate_support() ? mode() : mean();
+}
+
+namespace {
+
+// torch.distributions' `_validate_sample` shape checks, with its messages.
+void validate_sample_shape(
+    const at::Tensor& value,
+    const std::vector<int64_t>& batch,
+    const std::vector<int64_t>& event) {
+  const auto size = value.sizes();
+  TORCH_CHECK_VALUE(
+      size.size() >= event.size() &&
+          std::equal(event.begin(), event.end(), size.end() - event.size()),
+      "The right-most size of value must match event_shape: ",
+      shape_string(size),
+      " vs ",
+      shape_string(event),
+      ".");
+  std::vector<int64_t> expected = batch;
+  expected.insert(expected.end(), event.begin(), event.end());
+  auto i = size.rbegin();
+  auto j = expected.rbegin();
+  for (; i != size.rend() && j != expected.rend(); ++i, ++j) {
+    TORCH_CHECK_VALUE(
+        *i == 1 || *j == 1 || *i == *j,
+        "Value is not broadcastable with batch_shape+event_shape: ",
+        shape_string(size),
+        " vs ",
+        shape_string(expected),
+        ".");
+  }
+}
+
+}  // namespace
+
+// --- Categorical -----------------------------------------------------------
+
+Categorical::Categorical(at::Tensor logits, at::Tensor probs)
+    : Distribution(
+          std::vector<int64_t>(
+              logits.sizes().begin(), logits.sizes().end() - 1),
+          {}),
+      logits_(std::move(logits)),
+      probs_(std::move(probs)),
+      num_events_(logits_.size(-1)) {}
+
+namespace {
+
+at::Tensor normalized_logits(const at::Tensor& logits, const char* dist) {
+  check_floating(logits, dist, "logits");
+  TORCH_CHECK_VALUE(
+      logits.dim() >= 1,
+      dist,
+      ": logits must be at least one-dimensional, got shape ",
+      shape_string(logits.sizes()));
+  check_not_nan(logits, dist, "logits");
+  return logits - logits.logsumexp(-1, /*keepdim=*/true);
+}
+
+at::Tensor normalized_probs(const at::Tensor& probs, const char* dist) {
+  check_floating(probs, dist, "probs");
+  TORCH_CHECK_VALUE(
+      probs.dim() >= 1,
+      dist,
+      ": probs must be at least one-dimensional, got shape ",
+      shape_string(probs.sizes()));
+  TORCH_CHECK_VALUE(
+      (probs >= 0).all().item<bool>(),
+      "Expected parameter probs of distribution ",
+      dist,
+      " to be nonnegative, found negative or NaN values");
+  return probs / probs.sum(-1, /*keepdim=*/true);
+}
+
+// torch's probs_to_logits for a categorical: log of the clamped probs.
+at::Tensor probs_to_logits(const at::Tensor& probs) {
+  const double eps =
+      probs.scalar_type() == at::kDouble
+          ? std::numeric_limits<double>::epsilon()
+      : probs.scalar_type() == at::kHalf ? 0.0009765625
+      : probs.scalar_type() == at::kBFloat16
+          ? 0.0078125
+          : static_cast<double>(std::numeric_limits<float>::epsilon());
+  return probs.clamp(eps, 1 - eps).log();
+}
+
+}  // namespace
+
+std::shared_ptr<Categorical> Categorical::from_logits(
+    const at::Tensor& logits) {
+  at::Tensor normalized = normalized_logits(logits, "Categorical");
+  at::Tensor probs = at::softmax(normalized, -1);
+  return std::shared_ptr<Categorical>(
+      new Categorical(std::move(normalized), std::move(probs)));
+}
+
+std::shared_ptr<Categorical> Categorical::from_probs(const at::Tensor& probs) {
+  at::Tensor normalized = normalized_probs(probs, "Categorical");
+  at::Tensor logits = probs_to_logits(normalized);
+  return std::shared_ptr<Categorical>(
+      new Categorical(std::move(logits), std::move(normalized)));
+}
+
+at::Tensor Categorical::sample(
+    c10::IntArrayRef sample_shape,
+    std::optional<at::Generator> generator) const {
+  at::NoGradGuard no_grad;
+  int64_t count = 1;
+  for (int64_t n : sample_shape) {
+    count *= n;
+  }
+  at::Tensor probs_2d = probs_.reshape({-1, num_events_});
+  at::Tensor samples_2d =
+      at::multinomial(probs_2d, count, /*replacement=*/true, generator).t();
+  std::vector<int64_t> shape(sample_shape.begin(), sample_shape.end());
+  shape.insert(shape.end(), batch_shape().begin(), batch_shape().end());
+  return samples_2d.reshape(shape);
+}
+
+at::Tensor Categorical::log_prob(const at::Tensor& value) const {
+  TORCH_CHECK_VALUE(
+      value.defined(), name(), ".log_prob: the value is not defined");
+  TORCH_CHECK_VALUE(
+      at::isIntegralType(value.scalar_type(), /*includeBool=*/false) ||
+          at::isFloatingType(value.scalar_type()),
+      name(),
+      ".log_prob expects category indices (int64), got ",
+      value.scalar_type());
+  // Indices have no event dims, also under torch's OneHotCategorical.
+  validate_sample_shape(value, batch_shape(), {});
+  at::Tensor in_support = (value >= 0) & (value <= num_events_ - 1);
+  if (at::isFloatingType(value.scalar_type())) {
+    in_support = in_support & (value == value.floor());
+  }
+  TORCH_CHECK_VALUE(
+      in_support.all().item<bool>(),
+      "Expected value argument of shape ",
+      shape_string(value.sizes()),
+      " to be within the support (IntegerInterval(lower_bound=0, upper_bound=",
+      num_events_ - 1,
+      ")) of the distribution ",
+      name(),
+      ", but found invalid values");
+  at::Tensor index = value.to(at::kLong).unsqueeze(-1);
+  auto both = at::broadcast_tensors({index, logits_});
+  index = both[0].narrow(-1, 0, 1);
+  return both[1].gather(-1, index).squeeze(-1);
+}
+
+at::Tensor Categorical::mode() const {
+  return probs_.argmax(-1);
+}
+
+at::Tensor Categorical::mean() const {
+  return at::full(
+      extended_shape({}),
+      std::numeric_limits<double>::quiet_NaN(),
+      probs_.options());
+}
+
+at::Tensor Categorical::entropy() const {
+  const double min_real =
+      logits_.scalar_type() == at::kDouble
+          ? std::numeric_limits<double>::lowest()
+      : logits_.scalar_type() == at::kHalf ? -65504.0
+      : logits_.scalar_type() == at::kBFloat16
+          ? -3.3895313892515355e+38
+          : static_cast<double>(std::numeric_limits<float>::lowest());
+  at::Tensor logits = at::clamp(logits_, min_real);
+  at::Tensor p_log_p = logits * probs_;
+  return -p_log_p.sum(-1);
+}
+
+// --- OneHotCategorical -----------------------------------------------------
+
+namespace {
+
+// TorchRL's `_treat_categorical_params`: a last dim of 1 is dropped.
+at::Tensor treat_params(const at::Tensor& params, bool torch_semantics) {
+  if (!torch_semantics && params.defined() && params.dim() >= 1 &&
+      params.size(-1) == 1) {
+    return params.select(-1, 0);
+  }
+  return params;
+}
+
+}  // namespace
+
+OneHotCategorical::OneHotCategorical(
+    at::Tensor logits, at::Tensor probs, bool torch_semantics)
+    : Categorical(std::move(logits), std::move(probs)),
+      torch_semantics_(torch_semantics) {
+  if (torch_semantics_) {
+    set_shapes(batch_shape(), {num_events()});
+  }
+}
+
+std::shared_ptr<OneHotCategorical> OneHotCategorical::from_logits(
+    const at::Tensor& logits, bool torch_semantics) {
+  at::Tensor normalized = normalized_logits(
+      treat_params(logits, torch_semantics), "OneHotCategorical");
+  at::Tensor probs = at::softmax(normalized, -1);
+  auto dist = std::shared_ptr<OneHotCategorical>(new OneHotCategorical(
+      std::move(normalized), std::move(probs), torch_semantics));
+  return dist;
+}
+
+std::shared_ptr<OneHotCategorical> OneHotCategorical::from_probs(
+    const at::Tensor& probs, bool torch_semantics) {
+  at::Tensor normalized = normalized_probs(
+      treat_params(probs, torch_semantics), "OneHotCategorical");
+  at::Tensor logits = probs_to_logits(normalized);
+  return std::shared_ptr<OneHotCategorical>(new OneHotCategorical(
+      std::move(logits), std::move(normalized), torch_semantics));
+}
+
+at::Tensor OneHotCategorical::sample(
+    c10::IntArrayRef sample_shape,
+    std::optional<at::Generator> generator) const {
+  at::Tensor index = Categorical::sample(sample_shape, std::move(generator));
+  at::Tensor one_hot = at::one_hot(index, num_events());
+  return torch_semantics_ ? one_hot.to(probs().scalar_type()) : one_hot;
+}
+
+at::Tensor OneHotCategorical::log_prob(const at::Tensor& value) const {
+  TORCH_CHECK_VALUE(
+      value.defined() && value.dim() >= 1 && value.size(-1) == num_events(),
+      "OneHotCategorical.log_prob expects one-hot values whose last dim is ",
+      num_events(),
+      ", got shape ",
+      value.defined() ? shape_string(value.sizes())
+                      : std::string("(undefined)"));
+  return Categorical::log_prob(value.argmax(-1));
+}
+
+at::Tensor OneHotCategorical::mode() const {
+  if (torch_semantics_) {
+    return at::one_hot(probs().argmax(-1), num_events())
+        .to(probs().scalar_type());
+  }
+  return (logits() == std::get<0>(logits().max(-1, /*keepdim=*/true)))
+      .to(at::kLong);
+}
+
+at::Tensor OneHotCategorical::mean() const {
+  if (torch_semantics_) {
+    return probs();
+  }
+  return Categorical::mean();
+}
+
+at::Tensor OneHotCategorical::deterministic_sample() const {
+  return mode();
+}
+
+// --- Normal ----------------------------------------------------------------
+
+Normal::Normal(const at::Tensor& loc, const at::Tensor& scale)
+    : Distribution({}, {}) {
+  check_floating(loc, "Normal", "loc");
+  check_floating(scale, "Normal", "scale");
+  TORCH_CHECK_VALUE(
+      at::is_expandable_to(
+          loc.sizes(), at::infer_size(loc.sizes(), scale.sizes())),
+      "Normal: loc and scale do not broadcast");
+  auto both = at::broadcast_tensors({loc, scale});
+  loc_ = both[0];
+  scale_ = both[1];
+  check_not_nan(loc_, "Normal", "loc");
+  TORCH_CHECK_VALUE(
+      (scale_ > 0).all().item<bool>(),
+      "Expected parameter scale (Tensor of shape ",
+      shape_string(scale_.sizes()),
+      ") of distribution Normal to satisfy the constraint "
+      "GreaterThan(lower_bound=0.0), but found invalid values");
+  set_shapes(loc_.sizes().vec(), {});
+}
+
+at::Tensor Normal::sample(
+    c10::IntArrayRef sample_shape,
+    std::optional<at::Generator> generator) const {
+  at::NoGradGuard no_grad;
+  auto shape = extended_shape(sample_shape);
+  return at::normal(loc_.expand(shape), scale_.expand(shape), generator);
+}
+
+at::Tensor Normal::rsample(
+    c10::IntArrayRef sample_shape,
+    std::optional<at::Generator> generator) const {
+  auto shape = extended_shape(sample_shape);
+  at::Tensor eps = at::empty(shape, loc_.options()).normal_(0, 1, generator);
+  return loc_ + eps * scale_;
+}
+
+at::Tensor Normal::log_prob(const at::Tensor& value) const {
+  TORCH_CHECK_VALUE(
+      value.defined(), "Normal.log_prob: the value is not defined");
+  validate_sample_shape(value, batch_shape(), event_shape());
+  at::Tensor var = scale_.pow(2);
+  at::Tensor log_scale = scale_.log();
+  return -((value - loc_).pow(2)) / (2 * var) - log_scale -
+         std::log(std::sqrt(2 * M_PI));
+}
+
+at::Tensor Normal::mode() const {
+  return loc_;
+}
+
+at::Tensor Normal::mean() const {
+  return loc_;
+}
+
+at::Tensor Normal::entropy() const {
+  return 0.5 + 0.5 * std::log(2 * M_PI) + at::log(scale_);
+}
+
+// --- TanhNormal ------------------------------------------------------------
+
+TanhNormalOptions::TanhNormalOptions()
+    : low_(at::scalar_tensor(-1.0, at::kFloat)),
+      high_(at::scalar_tensor(1.0, at::kFloat)) {}
+
+TanhNormal::TanhNormal(
+    const at::Tensor& loc,
+    const at::Tensor& scale,
+    const TanhNormalOptions& options)
+    : Distribution({}, {}), safe_tanh_(options.safe_tanh()) {
+  check_floating(loc, "TanhNormal", "loc");
+  check_floating(scale, "TanhNormal", "scale");
+  TORCH_CHECK_VALUE(
+      options.low().defined() && options.high().defined(),
+      "TanhNormal: low and high must be defined tensors");
+  low_ = options.low().to(loc.device());
+  high_ = options.high().to(loc.device());
+  TORCH_CHECK(
+      (high_ > low_).all().item<bool>(),
+      "TanhNormal high values must be strictly greater than low values");
+  const int64_t event_dims =
+      options.event_dims().value_or(std::min<int64_t>(1, loc.dim()));
+  affine_ =
+      (high_ != 1.0).any().item<bool>() || (low_ != -1.0).any().item<bool>();
+  at::Tensor base_loc = loc;
+  if (options.tanh_loc()) {
+    base_loc = (base_loc / options.upscale()).tanh() * options.upscale();
+    if (affine_) {
+      base_loc = base_loc + (high_ - low_) / 2 + low_;
+    }
+  }
+  TORCH_CHECK_VALUE(
+      at::is_expandable_to(
+          scale.sizes(), at::infer_size(base_loc.sizes(), scale.sizes())),
+      "TanhNormal: loc of shape ",
+      shape_string(loc.sizes()),
+      " and scale of shape ",
+      shape_string(scale.sizes()),
+      " do not broadcast");
+  check_not_nan(base_loc, "TanhNormal", "loc");
+  TORCH_CHECK_VALUE(
+      (scale > 1e-6).all().item<bool>(),
+      "Expected parameter scale (Tensor of shape ",
+      shape_string(scale.sizes()),
+      ") of distribution TanhNormal to satisfy the constraint "
+      "GreaterThan(lower_bound=1e-06), but found invalid values");
+  base_ = std::make_shared<Normal>(base_loc, scale);
+  std::vector<int64_t> shape = base_->loc().sizes().vec();
+  if (affine_) {
+    // The affine transform broadcasts the base to the bounds' shape.
+    shape = at::infer_size(shape, at::infer_size(low_.sizes(), high_.sizes()));
+    if (shape != base_->loc().sizes().vec()) {
+      base_ = std::make_shared<Normal>(
+          base_->loc().expand(shape), base_->scale().expand(shape));
+    }
+  }
+  TORCH_CHECK_VALUE(
+      event_dims >= 0 && event_dims <= static_cast<int64_t>(shape.size()),
+      "TanhNormal: event_dims=",
+      event_dims,
+      " is out of range for loc of shape ",
+      shape_string(shape));
+  event_dims_ = event_dims;
+  const auto cut =
+      shape.begin() + (static_cast<int64_t>(shape.size()) - event_dims);
+  set_shapes(
+      std::vector<int64_t>(shape.begin(), cut),
+      std::vector<int64_t>(cut, shape.end()));
+}
+
+at::Tensor TanhNormal::transform(const at::Tensor& x) const {
+  at::Tensor y = safe_tanh_ ? safe_tanh(x) : x.tanh();
+  if (affine_) {
+    y = (high_ + low_) / 2 + (high_ - low_) / 2 * y;
+  }
+  return y;
+}
+
+at::Tensor TanhNormal::sample(
+    c10::IntArrayRef sample_shape,
+    std::optional<at::Generator> generator) const {
+  at::NoGradGuard no_grad;
+  return transform(base_->sample(sample_shape, std::move(generator)));
+}
+
+at::Tensor TanhNormal::rsample(
+    c10::IntArrayRef sample_shape,
+    std::optional<at::Generator> generator) const {
+  return transform(base_->rsample(sample_shape, std::move(generator)));
+}
+
+at::Tensor TanhNormal::log_prob(const at::Tensor& value) const {
+  TORCH_CHECK_VALUE(
+      value.defined(), "TanhNormal.log_prob: the value is not defined");
+  validate_sample_shape(value, batch_shape(), event_shape());
+  TORCH_CHECK_VALUE(
+      !at::isnan(value).any().item<bool>(),
+      "Expected value argument of shape ",
+      shape_string(value.sizes()),
+      " to be within the support (Real()) of the distribution TanhNormal, "
+      "but found invalid values");
+  // torch's TransformedDistribution.log_prob: invert the transforms, subtract
+  // their log-Jacobians summed over the event dims, add the base log-prob.
+  at::Tensor x;
+  at::Tensor ladj;
+  if (affine_) {
+    const at::Tensor shift = (high_ + low_) / 2;
+    const at::Tensor factor = (high_ - low_) / 2;
+    at::Tensor t = (value - shift) / factor;
+    x = safe_tanh_ ? safe_atanh(t) : t.atanh();
+    // ComposeTransform recomputes the middle value from x.
+    at::Tensor middle = safe_tanh_ ? safe_tanh(x) : x.tanh();
+    ladj = tanh_ladj(x) + at::abs(factor).log().expand(middle.sizes());
+  } else {
+    x = safe_tanh_ ? safe_atanh(value) : value.atanh();
+    ladj = tanh_ladj(x);
+  }
+  at::Tensor log_prob = 0.0 - sum_rightmost(ladj, event_dims_);
+  return log_prob + sum_rightmost(base_->log_prob(x), event_dims_);
+}
+
+at::Tensor TanhNormal::mode() const {
+  TORCH_CHECK(
+      false,
+      "The distribution TanhNormal has not analytical mode. Use "
+      "ExplorationMode.DETERMINISTIC to get a deterministic sample from it.");
+}
+
+at::Tensor TanhNormal::mean() const {
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      false,
+      "TanhNormal does not have a closed form formula for the average. An "
+      "estimate of this value can be computed using "
+      "dist.sample((N,)).mean(dim=0), where N is a large number of samples.");
+}
+
+at::Tensor TanhNormal::deterministic_sample() const {
+  return transform(base_->mean());
+}
+
+// --- Delta -----------------------------------------------------------------
+
+Delta::Delta(
+    const at::Tensor& param,
+    double atol,
+    double rtol,
+    std::vector<int64_t> batch_shape,
+    std::vector<int64_t> event_shape)
+    : Distribution({}, {}), param_(param), atol_(atol), rtol_(rtol) {
+  TORCH_CHECK_VALUE(
+      param.defined(), "Delta: the parameter 'param' is not defined");
+  if (batch_shape.empty() && event_shape.empty()) {
+    const auto sizes = param.sizes();
+    if (!sizes.empty()) {
+      batch_shape.assign(sizes.begin(), sizes.end() - 1);
+      event_shape.assign(sizes.end() - 1, sizes.end());
+    }
+  } else {
+    std::vector<int64_t> full = batch_shape;
+    full.insert(full.end(), event_shape.begin(), event_shape.end());
+    TORCH_CHECK_VALUE(
+        full == param.sizes().vec(),
+        "Delta: batch_shape + event_shape ",
+        shape_string(full),
+        " differs from the parameter's shape ",
+        shape_string(param.sizes()));
+  }
+  set_shapes(std::move(batch_shape), std::move(event_shape));
+}
+
+at::Tensor Delta::sample(
+    c10::IntArrayRef sample_shape,
+    std::optional<at::Generator> /*generator*/) const {
+  std::vector<int64_t> shape(sample_shape.begin(), sample_shape.end());
+  shape.insert(shape.end(), param_.sizes().begin(), param_.sizes().end());
+  return param_.detach().expand(shape);
+}
+
+at::Tensor Delta::rsample(
+    c10::IntArrayRef sample_shape,
+    std::optional<at::Generator> /*generator*/) const {
+  std::vector<int64_t> shape(sample_shape.begin(), sample_shape.end());
+  shape.insert(shape.end(), param_.sizes().begin(), param_.sizes().end());
+  return param_.expand(shape);
+}
+
+at::Tensor Delta::log_prob(const at::Tensor& value) const {
+  TORCH_CHECK_VALUE(
+      value.defined() && at::is_expandable_to(param_.sizes(), value.sizes()),
+      "Delta.log_prob: the value of shape ",
+      value.defined() ? shape_string(value.sizes())
+                      : std::string("(undefined)"),
+      " does not fit the parameter of shape ",
+      shape_string(param_.sizes()));
+  at::Tensor param = param_.expand_as(value);
+  at::Tensor is_equal = at::abs(value - param) < atol_ + rtol_ * at::abs(param);
+  for (size_t i = 0; i < event_shape().size(); ++i) {
+    is_equal = is_equal.all(-1);
+  }
+  at::Tensor out = at::zeros_like(is_equal, value.options());
+  out.masked_fill_(is_equal, std::numeric_limits<double>::infinity());
+  out.masked_fill_(
+      is_equal.logical_not(), -std::numeric_limits<double>::infinity());
+  return out;
+}
+
+at::Tensor Delta::mode() const {
+  return param_;
+}
+
+at::Tensor Delta::mean() const {
+  return param_;
+}
+
+at::Tensor Delta::deterministic_sample() const {
+  return param_;
+}
+
+}  // namespace nn
+TENSORDICT_END_NAMESPACE

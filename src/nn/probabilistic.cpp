@@ -1,0 +1,648 @@
+// The interaction type, the distribution factory and the probabilistic
+// modules of tensordict/probabilistic.h.
+
+#include "tensordict/probabilistic.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nn/keys.h"
+#include "tensordict/errors.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace nn {
+
+// --- Interaction type ------------------------------------------------------
+
+namespace {
+thread_local std::optional<InteractionType> current_interaction_type;
+}  // namespace
+
+const char* interaction_type_name(InteractionType type) {
+  switch (type) {
+    case InteractionType::kRandom:
+      return "random";
+    case InteractionType::kMode:
+      return "mode";
+    case InteractionType::kMean:
+      return "mean";
+    case InteractionType::kDeterministic:
+      return "deterministic";
+  }
+  TORCH_INTERNAL_ASSERT(false, "unknown InteractionType");
+}
+
+InteractionType interaction_type_from_string(const std::string& name) {
+  std::string lower = name;
+  std::transform(
+      lower.begin(), lower.end(), lower.begin(), [](unsigned char c) {
+        return static_cast<char>(std::tolower(c));
+      });
+  for (InteractionType type :
+       {InteractionType::kRandom,
+        InteractionType::kMode,
+        InteractionType::kMean,
+        InteractionType::kDeterministic}) {
+    if (lower == interaction_type_name(type)) {
+      return type;
+    }
+  }
+  TORCH_CHECK_VALUE(
+      false,
+      "'",
+      name,
+      "' is not a valid InteractionType (expected one of 'random', 'mode', "
+      "'mean', 'deterministic'; 'median' is not supported)");
+}
+
+std::optional<InteractionType> interaction_type() noexcept {
+  return current_interaction_type;
+}
+
+SetInteractionType::SetInteractionType(
+    std::optional<InteractionType> type) noexcept
+    : previous_(current_interaction_type) {
+  current_interaction_type = type;
+}
+
+SetInteractionType::~SetInteractionType() {
+  current_interaction_type = previous_;
+}
+
+// --- Factory ---------------------------------------------------------------
+
+namespace {
+
+enum class DistKind {
+  kCategorical,
+  kOneHotCategorical,
+  kTorchOneHotCategorical,
+  kNormal,
+  kTanhNormal,
+  kDelta,
+};
+
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+DistKind dist_kind(const std::string& class_name) {
+  const auto dot = class_name.rfind('.');
+  const std::string bare =
+      dot == std::string::npos ? class_name : class_name.substr(dot + 1);
+  const std::string module =
+      dot == std::string::npos ? std::string() : class_name.substr(0, dot);
+  const bool from_torch = module == "torch.distributions" ||
+                          starts_with(module, "torch.distributions.");
+  const bool known_module =
+      module.empty() || from_torch || module == "torchrl.modules" ||
+      starts_with(module, "torchrl.modules.") || module == "tensordict.nn" ||
+      starts_with(module, "tensordict.nn.");
+  if (known_module) {
+    if (bare == "Categorical" && (module.empty() || from_torch)) {
+      return DistKind::kCategorical;
+    }
+    if (bare == "OneHotCategorical") {
+      return from_torch ? DistKind::kTorchOneHotCategorical
+                        : DistKind::kOneHotCategorical;
+    }
+    if (bare == "Normal" && (module.empty() || from_torch)) {
+      return DistKind::kNormal;
+    }
+    if (bare == "TanhNormal" && !from_torch) {
+      return DistKind::kTanhNormal;
+    }
+    if (bare == "Delta" && !from_torch) {
+      return DistKind::kDelta;
+    }
+  }
+  TORCH_CHECK_VALUE(
+      false,
+      "unknown distribution class '",
+      class_name,
+      "': expected Categorical, OneHotCategorical, Normal (torch.distributions "
+      "or TorchRL's), TanhNormal or Delta (TorchRL's)");
+}
+
+// The arguments each distribution takes, as Python's constructor names them.
+const std::set<std::string>& argument_names(DistKind kind) {
+  static const std::set<std::string> categorical{
+      "logits", "probs", "validate_args"};
+  static const std::set<std::string> normal{"loc", "scale", "validate_args"};
+  static const std::set<std::string> tanh_normal{
+      "loc",
+      "scale",
+      "low",
+      "high",
+      "event_dims",
+      "tanh_loc",
+      "upscale",
+      "safe_tanh"};
+  static const std::set<std::string> delta{
+      "param", "atol", "rtol", "batch_shape", "event_shape"};
+  switch (kind) {
+    case DistKind::kCategorical:
+    case DistKind::kOneHotCategorical:
+    case DistKind::kTorchOneHotCategorical:
+      return categorical;
+    case DistKind::kNormal:
+      return normal;
+    case DistKind::kTanhNormal:
+      return tanh_normal;
+    case DistKind::kDelta:
+      return delta;
+  }
+  TORCH_INTERNAL_ASSERT(false, "unknown distribution kind");
+}
+
+void check_argument_name(
+    DistKind kind, const std::string& class_name, const std::string& name) {
+  TORCH_CHECK_VALUE(
+      argument_names(kind).count(name) != 0,
+      class_name,
+      " got an unexpected keyword argument '",
+      name,
+      "'");
+}
+
+// The arguments of one distribution, consumed by name so that whatever is
+// left over can be reported as unknown.
+class Arguments {
+ public:
+  Arguments(
+      std::string dist, const Json& kwargs, const DistributionTensors& tensors)
+      : dist_(std::move(dist)), tensors_(tensors) {
+    TORCH_CHECK_VALUE(
+        kwargs.is_object() || kwargs.is_null(),
+        dist_,
+        ": the keyword arguments must be a JSON object, got ",
+        kwargs.type_name());
+    if (kwargs.is_object()) {
+      for (const auto& [name, value] : kwargs.items()) {
+        TORCH_CHECK_VALUE(
+            tensors_.count(name) == 0,
+            dist_,
+            ": the argument '",
+            name,
+            "' is given both as a tensor and as a keyword");
+        values_.emplace(name, value);
+      }
+    }
+  }
+
+  bool has(const std::string& name) const {
+    return tensors_.count(name) != 0 || values_.count(name) != 0;
+  }
+
+  // A tensor argument, or a number made into a tensor of `like`'s dtype
+  // and device (Python's `torch.as_tensor(number)`); undefined if absent.
+  at::Tensor tensor(
+      const std::string& name,
+      c10::ScalarType number_dtype,
+      c10::Device device) {
+    used_.insert(name);
+    if (auto it = tensors_.find(name); it != tensors_.end()) {
+      TORCH_CHECK_VALUE(
+          it->second.defined(),
+          dist_,
+          ": the tensor argument '",
+          name,
+          "' is not defined");
+      return it->second;
+    }
+    if (auto it = values_.find(name); it != values_.end()) {
+      TORCH_CHECK_VALUE(
+          it->second.is_number(),
+          dist_,
+          ": the argument '",
+          name,
+          "' must be a tensor or a number, got ",
+          it->second.type_name());
+      return at::scalar_tensor(
+          it->second.get<double>(),
+          at::TensorOptions(number_dtype).device(device));
+    }
+    return {};
+  }
+
+  at::Tensor required_tensor(
+      const std::string& name,
+      c10::ScalarType number_dtype,
+      c10::Device device) {
+    at::Tensor t = tensor(name, number_dtype, device);
+    TORCH_CHECK_VALUE(
+        t.defined(), dist_, ": the argument '", name, "' is missing");
+    return t;
+  }
+
+  std::optional<double> number(const std::string& name) {
+    const Json* value = json(name);
+    if (value == nullptr || value->is_null()) {
+      return std::nullopt;
+    }
+    TORCH_CHECK_VALUE(
+        value->is_number(),
+        dist_,
+        ": the argument '",
+        name,
+        "' must be a number, got ",
+        value->type_name());
+    return value->get<double>();
+  }
+
+  std::optional<int64_t> integer(const std::string& name) {
+    const Json* value = json(name);
+    if (value == nullptr || value->is_null()) {
+      return std::nullopt;
+    }
+    TORCH_CHECK_VALUE(
+        value->is_number_integer(),
+        dist_,
+        ": the argument '",
+        name,
+        "' must be an integer, got ",
+        value->dump());
+    return value->get<int64_t>();
+  }
+
+  std::optional<bool> boolean(const std::string& name) {
+    const Json* value = json(name);
+    if (value == nullptr || value->is_null()) {
+      return std::nullopt;
+    }
+    TORCH_CHECK_VALUE(
+        value->is_boolean(),
+        dist_,
+        ": the argument '",
+        name,
+        "' must be a boolean, got ",
+        value->dump());
+    return value->get<bool>();
+  }
+
+  std::vector<int64_t> shape(const std::string& name) {
+    const Json* value = json(name);
+    std::vector<int64_t> out;
+    if (value == nullptr || value->is_null()) {
+      return out;
+    }
+    TORCH_CHECK_VALUE(
+        value->is_array(),
+        dist_,
+        ": the argument '",
+        name,
+        "' must be a list of sizes, got ",
+        value->dump());
+    for (const auto& size : *value) {
+      TORCH_CHECK_VALUE(
+          size.is_number_integer() && size.get<int64_t>() >= 0,
+          dist_,
+          ": the argument '",
+          name,
+          "' must be a list of sizes, got ",
+          value->dump());
+      out.push_back(size.get<int64_t>());
+    }
+    return out;
+  }
+
+  // Throws for an argument no reader consumed.
+  void check_all_used() const {
+    for (const auto& [name, tensor] : tensors_) {
+      TORCH_CHECK_VALUE(
+          used_.count(name) != 0,
+          dist_,
+          " got an unexpected keyword argument '",
+          name,
+          "'");
+    }
+    for (const auto& [name, value] : values_) {
+      TORCH_CHECK_VALUE(
+          used_.count(name) != 0,
+          dist_,
+          " got an unexpected keyword argument '",
+          name,
+          "'");
+    }
+  }
+
+ private:
+  const Json* json(const std::string& name) {
+    used_.insert(name);
+    TORCH_CHECK_VALUE(
+        tensors_.count(name) == 0,
+        dist_,
+        ": the argument '",
+        name,
+        "' must not be a tensor");
+    auto it = values_.find(name);
+    return it == values_.end() ? nullptr : &it->second;
+  }
+
+  std::string dist_;
+  const DistributionTensors& tensors_;
+  std::map<std::string, Json> values_;
+  std::set<std::string> used_;
+};
+
+// Reads Categorical-like parameters: exactly one of logits and probs.
+std::pair<at::Tensor, bool> categorical_params(
+    Arguments& args, const std::string& dist) {
+  const bool has_logits = args.has("logits");
+  const bool has_probs = args.has("probs");
+  TORCH_CHECK_VALUE(
+      has_logits != has_probs,
+      dist,
+      ": either `probs` or `logits` must be specified, but not both");
+  at::Tensor t = has_logits ? args.tensor("logits", at::kFloat, at::kCPU)
+                            : args.tensor("probs", at::kFloat, at::kCPU);
+  return {t, has_logits};
+}
+
+}  // namespace
+
+std::shared_ptr<Distribution> make_distribution(
+    const std::string& class_name,
+    const Json& kwargs,
+    const DistributionTensors& tensors) {
+  const DistKind kind = dist_kind(class_name);
+  Arguments args(class_name, kwargs, tensors);
+  if (argument_names(kind).count("validate_args") != 0) {
+    // Always validated here; accepted so Python's kwargs pass through.
+    args.boolean("validate_args");
+  }
+  std::shared_ptr<Distribution> dist;
+  switch (kind) {
+    case DistKind::kCategorical: {
+      auto [param, is_logits] = categorical_params(args, class_name);
+      args.check_all_used();
+      dist = is_logits ? Categorical::from_logits(param)
+                       : Categorical::from_probs(param);
+      break;
+    }
+    case DistKind::kOneHotCategorical:
+    case DistKind::kTorchOneHotCategorical: {
+      auto [param, is_logits] = categorical_params(args, class_name);
+      args.check_all_used();
+      const bool torch_semantics = kind == DistKind::kTorchOneHotCategorical;
+      dist = is_logits ? OneHotCategorical::from_logits(param, torch_semantics)
+                       : OneHotCategorical::from_probs(param, torch_semantics);
+      break;
+    }
+    case DistKind::kNormal: {
+      at::Tensor loc = args.required_tensor("loc", at::kFloat, at::kCPU);
+      at::Tensor scale =
+          args.required_tensor("scale", loc.scalar_type(), loc.device());
+      args.check_all_used();
+      dist = std::make_shared<Normal>(loc, scale);
+      break;
+    }
+    case DistKind::kTanhNormal: {
+      at::Tensor loc = args.required_tensor("loc", at::kFloat, at::kCPU);
+      at::Tensor scale =
+          args.required_tensor("scale", loc.scalar_type(), loc.device());
+      TanhNormalOptions options;
+      // TorchRL makes number bounds tensors of the default dtype.
+      if (at::Tensor low = args.tensor("low", at::kFloat, loc.device());
+          low.defined()) {
+        options.low(low);
+      }
+      if (at::Tensor high = args.tensor("high", at::kFloat, loc.device());
+          high.defined()) {
+        options.high(high);
+      }
+      options.event_dims(args.integer("event_dims"));
+      if (auto v = args.boolean("tanh_loc")) {
+        options.tanh_loc(*v);
+      }
+      if (auto v = args.number("upscale")) {
+        options.upscale(*v);
+      }
+      if (auto v = args.boolean("safe_tanh")) {
+        options.safe_tanh(*v);
+      }
+      args.check_all_used();
+      dist = std::make_shared<TanhNormal>(loc, scale, options);
+      break;
+    }
+    case DistKind::kDelta: {
+      at::Tensor param = args.required_tensor("param", at::kFloat, at::kCPU);
+      const double atol = args.number("atol").value_or(1e-6);
+      const double rtol = args.number("rtol").value_or(1e-6);
+      auto batch_shape = args.shape("batch_shape");
+      auto event_shape = args.shape("event_shape");
+      args.check_all_used();
+      dist = std::make_shared<Delta>(
+          param, atol, rtol, std::move(batch_shape), std::move(event_shape));
+      break;
+    }
+  }
+  return dist;
+}
+
+// --- ProbabilisticTensorDictModule -----------------------------------------
+
+ProbabilisticTensorDictModuleOptions::ProbabilisticTensorDictModuleOptions(
+    std::string distribution_class)
+    : distribution_class_(std::move(distribution_class)) {}
+
+namespace {
+
+NestedKey log_prob_key_for(const NestedKey& out_key) {
+  // Python's `_add_suffix`: the suffix goes on the last part.
+  std::vector<std::string> parts = out_key.to_vector();
+  parts.back() += "_log_prob";
+  return NestedKey(parts);
+}
+
+}  // namespace
+
+ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(
+    std::vector<std::string> dist_keys,
+    std::vector<NestedKey> in_keys,
+    NestedKey out_key,
+    ProbabilisticTensorDictModuleOptions options)
+    : TensorDictModuleBase("ProbabilisticTensorDictModule"),
+      dist_keys_(std::move(dist_keys)),
+      log_prob_key_(options.log_prob_key().value_or(log_prob_key_for(out_key))),
+      options_(std::move(options)) {
+  TORCH_CHECK_VALUE(
+      dist_keys_.size() == in_keys.size(),
+      "ProbabilisticTensorDictModule: got ",
+      dist_keys_.size(),
+      " distribution argument names for ",
+      in_keys.size(),
+      " in_keys");
+  TORCH_CHECK_VALUE(
+      !in_keys.empty(), "ProbabilisticTensorDictModule: in_keys is empty");
+  TORCH_CHECK_VALUE(
+      out_key.size() > 0,
+      "ProbabilisticTensorDictModule: the out_key is empty");
+  // Fails early, at construction (or when a package loads), on an unknown
+  // class or argument name, rather than at the first call.
+  const DistKind kind = dist_kind(options_.distribution_class());
+  try {
+    kwargs_ =
+        std::make_unique<Json>(Json::parse(options_.distribution_kwargs()));
+  } catch (const nlohmann::json::exception& e) {
+    TORCH_CHECK_VALUE(
+        false,
+        "ProbabilisticTensorDictModule: distribution_kwargs is not valid "
+        "JSON: ",
+        e.what());
+  }
+  TORCH_CHECK_VALUE(
+      kwargs_->is_object(),
+      "ProbabilisticTensorDictModule: distribution_kwargs must be a JSON "
+      "object, got ",
+      kwargs_->type_name());
+  for (const auto& [name, value] : kwargs_->items()) {
+    check_argument_name(kind, options_.distribution_class(), name);
+  }
+  for (const auto& [name, value] : options_.distribution_tensor_kwargs()) {
+    check_argument_name(kind, options_.distribution_class(), name);
+  }
+  for (const auto& name : dist_keys_) {
+    check_argument_name(kind, options_.distribution_class(), name);
+    TORCH_CHECK_VALUE(
+        !kwargs_->contains(name) &&
+            options_.distribution_tensor_kwargs().count(name) == 0,
+        "ProbabilisticTensorDictModule: the distribution argument '",
+        name,
+        "' is both read from a key and given as a keyword argument");
+  }
+  std::vector<NestedKey> out_keys{out_key};
+  if (options_.return_log_prob()) {
+    out_keys.push_back(log_prob_key_);
+  }
+  set_keys(std::move(in_keys), std::move(out_keys));
+}
+
+ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(
+    const std::vector<std::string>& in_keys,
+    NestedKey out_key,
+    ProbabilisticTensorDictModuleOptions options)
+    : ProbabilisticTensorDictModuleImpl(
+          in_keys,
+          std::vector<NestedKey>(in_keys.begin(), in_keys.end()),
+          std::move(out_key),
+          std::move(options)) {}
+
+std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(
+    const TensorDict& td) const {
+  DistributionTensors tensors = options_.distribution_tensor_kwargs();
+  for (size_t i = 0; i < dist_keys_.size(); ++i) {
+    const NestedKey& key = in_keys()[i];
+    TENSORDICT_CHECK_KEY(
+        td.contains(key),
+        name(),
+        ": the distribution parameter '",
+        dist_keys_[i],
+        "' is read from the key ",
+        key.to_string(),
+        ", which the input does not have");
+    tensors[dist_keys_[i]] = td.get(key);
+  }
+  return make_distribution(options_.distribution_class(), *kwargs_, tensors);
+}
+
+at::Tensor ProbabilisticTensorDictModuleImpl::dist_sample(
+    const Distribution& dist,
+    std::optional<InteractionType> type,
+    std::optional<at::Generator> generator) const {
+  if (!type) {
+    type = interaction_type();
+  }
+  const InteractionType chosen =
+      type.value_or(options_.default_interaction_type());
+  switch (chosen) {
+    case InteractionType::kDeterministic:
+      return dist.deterministic_sample();
+    case InteractionType::kMode:
+      return dist.mode();
+    case InteractionType::kMean:
+      try {
+        return dist.mean();
+      } catch (const c10::NotImplementedError&) {
+        // Python estimates the mean from samples when there is no formula.
+        const std::vector<int64_t> shape{options_.n_empirical_estimate()};
+        at::Tensor samples = dist.has_rsample()
+                                 ? dist.rsample(shape, std::move(generator))
+                                 : dist.sample(shape, std::move(generator));
+        return samples.mean(0);
+      }
+    case InteractionType::kRandom:
+      return dist.has_rsample() ? dist.rsample({}, std::move(generator))
+                                : dist.sample({}, std::move(generator));
+  }
+  TORCH_INTERNAL_ASSERT(false, "unknown InteractionType");
+}
+
+TensorDict ProbabilisticTensorDictModuleImpl::forward(
+    TensorDict td, TensorDict out) {
+  std::shared_ptr<Distribution> dist = get_dist(td);
+  at::Tensor sample = dist_sample(*dist);
+  out.set(out_keys_source()[0], sample);
+  if (options_.return_log_prob()) {
+    out.set(log_prob_key_, dist->log_prob(sample));
+  }
+  return out;
+}
+
+void ProbabilisticTensorDictModuleImpl::pretty_print(
+    std::ostream& stream) const {
+  stream << "ProbabilisticTensorDictModule(in_keys="
+         << nn_module_internal::keys_to_string(in_keys())
+         << ", out_keys=" << nn_module_internal::keys_to_string(out_keys())
+         << ", distribution_class=" << options_.distribution_class()
+         << ", default_interaction_type="
+         << interaction_type_name(options_.default_interaction_type()) << ")";
+}
+
+// --- ProbabilisticTensorDictSequential -------------------------------------
+
+namespace {
+
+ProbabilisticTensorDictModuleImpl* last_probabilistic(
+    const std::vector<AnyTensorDictModule>& modules) {
+  TORCH_CHECK_VALUE(
+      !modules.empty(), "ProbabilisticTensorDictSequential: no modules");
+  auto* head = dynamic_cast<ProbabilisticTensorDictModuleImpl*>(
+      modules.back().ptr().get());
+  TORCH_CHECK_TYPE(
+      head != nullptr,
+      "The last module passed to ProbabilisticTensorDictSequential must be "
+      "an instance of ProbabilisticTensorDictModule, got ",
+      modules.back().is_empty() ? std::string("an empty holder")
+                                : modules.back()->name());
+  return head;
+}
+
+}  // namespace
+
+ProbabilisticTensorDictSequentialImpl::ProbabilisticTensorDictSequentialImpl(
+    std::vector<AnyTensorDictModule> modules,
+    TensorDictSequentialOptions options)
+    : TensorDictSequentialImpl(modules, std::move(options)),
+      head_(last_probabilistic(modules)) {}
+
+std::shared_ptr<Distribution> ProbabilisticTensorDictSequentialImpl::get_dist(
+    TensorDict td) {
+  for (size_t i = 0; i + 1 < size(); ++i) {
+    AnyTensorDictModule module = (*this)[static_cast<int64_t>(i)];
+    td = module(td);
+  }
+  return head_->get_dist(td);
+}
+
+}  // namespace nn
+TENSORDICT_END_NAMESPACE
