@@ -1,18 +1,589 @@
 #pragma once
 
-// C++ actors for TorchRL learners. Opt-in, not included by
-// <tensordict/tensordict.h>.
+// C++ actors for TorchRL learners: batched environments and a collector
+// whose batches have exactly the layout TorchRL 0.14.1's `Collector` gives,
+// so that a stock Python TorchRL learner trains on them. Opt-in, not
+// included by <tensordict/tensordict.h>.
+//
+// NOTE [TorchRL layout]
+// An env has batch size [num_envs]. `reset()` returns the root of a step:
+// the observation keys and "done", "terminated", "truncated" ([N, 1]
+// bool). `step(td)` reads "action" and writes ("next", ...): the
+// observation keys, "reward" ([N, 1] float32) and the three flags, with
+// done = terminated | truncated, as TorchRL's EnvBase does. `step_mdp`
+// moves "next" to the root. A collector batch of T steps has batch size
+// [N, T] (TorchRL's layout for a batched env), holds the root keys, the
+// policy's outputs, the "next" sub-dict and ("collector", "traj_ids")
+// (int64 [N, T]), and optionally "policy_version" at the root and in
+// "next" (int64, the value of TorchRL's `track_policy_version=True`).
+//
+// NOTE [Sub-env ranges]
+// Environments implement `reset_range_` and `step_range_`, which touch
+// only the sub-envs [begin, end): a collector steps disjoint ranges on
+// several threads at once. Every sub-env draws its random numbers from a
+// stream of its own (the env's seed, the sub-env's index and its episode
+// count), so the data do not depend on how the sub-envs are split among
+// threads.
 
-#include <chrono>
+#include <ATen/core/Tensor.h>
+#include <c10/core/ScalarType.h>
+
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tensordict/export.h"
+#include "tensordict/nested_key.h"
+#include "tensordict/nn.h"
 #include "tensordict/options.h"
 #include "tensordict/tensor_dict.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace rl {
+
+// --- specs ------------------------------------------------------------------
+
+/// The kinds of TorchRL's leaf specs (torchrl.data's class names).
+enum class SpecKind {
+  /// `Unbounded`: any value of the dtype.
+  kUnbounded,
+  /// `Bounded`: low <= value <= high, element-wise.
+  kBounded,
+  /// `Categorical`: an index in [0, n) (or a bool flag, n = 2).
+  kCategorical,
+  /// `OneHot`: the last dim has n entries, exactly one of them set.
+  kOneHot,
+};
+
+/// A leaf spec: what one entry of an env's dicts holds, without the env's
+/// batch dims (TorchRL's specs of a batched env include them; these do
+/// not, and `shape()` is the per-sub-env shape).
+///
+/// Example: `TensorSpec::one_hot(2)` is CartPole's action spec.
+class TENSORDICT_API TensorSpec {
+ public:
+  /// Returns an `Unbounded` spec.
+  static TensorSpec unbounded(
+      std::vector<int64_t> shape, c10::ScalarType dtype = c10::kFloat);
+  /// Returns a `Bounded` spec with element-wise bounds `low` and `high`
+  /// (of `shape`, broadcast if scalar). Throws ValueError if low > high.
+  static TensorSpec bounded(
+      std::vector<int64_t> shape,
+      c10::ScalarType dtype,
+      at::Tensor low,
+      at::Tensor high);
+  /// Returns a `Categorical` spec of `n` values.
+  static TensorSpec categorical(
+      int64_t n,
+      std::vector<int64_t> shape = {},
+      c10::ScalarType dtype = c10::kLong);
+  /// Returns a `OneHot` spec of `n` values: shape [n].
+  static TensorSpec one_hot(int64_t n, c10::ScalarType dtype = c10::kLong);
+
+  /// Returns the kind of spec.
+  SpecKind kind() const noexcept {
+    return kind_;
+  }
+  /// Returns the shape of one sub-env's value.
+  const std::vector<int64_t>& shape() const noexcept {
+    return shape_;
+  }
+  /// Returns the dtype.
+  c10::ScalarType dtype() const noexcept {
+    return dtype_;
+  }
+  /// Returns the lower bound (a `Bounded` spec's), or an undefined tensor.
+  const at::Tensor& low() const noexcept {
+    return low_;
+  }
+  /// Returns the upper bound (a `Bounded` spec's), or an undefined tensor.
+  const at::Tensor& high() const noexcept {
+    return high_;
+  }
+  /// Returns the number of values of a categorical or one-hot spec, or 0.
+  int64_t n() const noexcept {
+    return n_;
+  }
+
+  /// Returns zeros of shape `batch + shape()` (TorchRL's `spec.zero()`).
+  at::Tensor zero(const std::vector<int64_t>& batch) const;
+  /// Returns a uniform random value of shape `batch + shape()` (TorchRL's
+  /// `spec.rand()`); unbounded float specs draw from a standard normal.
+  at::Tensor rand(
+      const std::vector<int64_t>& batch,
+      std::optional<at::Generator> generator = std::nullopt) const;
+  /// Returns true if `value` has shape `batch + shape()`, the dtype, and
+  /// values the spec allows (TorchRL's `spec.is_in`).
+  bool is_in(const at::Tensor& value, const std::vector<int64_t>& batch) const;
+  /// Throws ValueError if `value` is not in the spec, saying what was
+  /// expected, what was found and naming `key`.
+  void check(
+      const at::Tensor& value,
+      const std::vector<int64_t>& batch,
+      const NestedKey& key) const;
+
+ private:
+  TensorSpec() = default;
+  SpecKind kind_ = SpecKind::kUnbounded;
+  std::vector<int64_t> shape_;
+  c10::ScalarType dtype_ = c10::kFloat;
+  at::Tensor low_;
+  at::Tensor high_;
+  int64_t n_ = 0;
+};
+
+/// A composite spec (TorchRL's `Composite`): leaf specs by key, in order.
+///
+/// Example: `Composite().set("observation", TensorSpec::unbounded({4}))`
+class TENSORDICT_API Composite {
+ public:
+  /// Makes an empty composite.
+  Composite() = default;
+  /// Adds or replaces the spec of `key`; returns this composite.
+  Composite& set(const NestedKey& key, TensorSpec spec);
+  /// Returns the spec of `key`, or throws KeyError naming it.
+  const TensorSpec& get(const NestedKey& key) const;
+  /// Returns the spec of `key`, or null.
+  const TensorSpec* find(const NestedKey& key) const noexcept;
+  /// Returns true if `key` has a spec.
+  bool contains(const NestedKey& key) const noexcept;
+  /// Returns the keys, in the order they were set.
+  std::vector<NestedKey> keys() const;
+  /// Returns the number of leaf specs.
+  size_t size() const noexcept {
+    return entries_.size();
+  }
+  /// Returns a dict of batch size `batch` with every leaf's `zero(batch)`.
+  [[nodiscard]] TensorDict zero(const std::vector<int64_t>& batch) const;
+  /// Throws ValueError (KeyError for a missing key) unless every leaf of
+  /// the spec is in `td` and in its spec, for batch size `batch`.
+  void check(const TensorDict& td, const std::vector<int64_t>& batch) const;
+
+ private:
+  std::vector<std::pair<NestedKey, TensorSpec>> entries_;
+};
+
+// --- environments ----------------------------------------------------------
+
+/// Options of `EnvBase::rollout` (TorchRL's keyword arguments).
+struct TENSORDICT_API RolloutOptions {
+  /// Stops after the first step at which any sub-env is done; otherwise
+  /// done sub-envs are reset (partially) and the rollout goes on.
+  TENSORDICT_ARG(bool, break_when_any_done) = true;
+  /// Stops after the first step at which all sub-envs are done.
+  TENSORDICT_ARG(bool, break_when_all_done) = false;
+  /// Resets the env first; otherwise `tensordict` is the starting root.
+  TENSORDICT_ARG(bool, auto_reset) = true;
+  /// The starting root when `auto_reset` is false.
+  TENSORDICT_ARG(std::optional<TensorDict>, tensordict);
+};
+
+/// A batched environment of `num_envs()` sub-envs in TorchRL's layout (see
+/// NOTE [TorchRL layout]). Subclasses set the specs in their constructor
+/// and implement `reset_range_`, `step_range_` and `set_seed_`.
+///
+/// Thread safety: `reset_range` and `step_range` may run concurrently on
+/// disjoint ranges (see NOTE [Sub-env ranges]); everything else needs
+/// external synchronization.
+///
+/// Example:
+/// ```
+///   rl::CartPoleEnv env(8);
+///   env.set_seed(0);
+///   TensorDict td = env.reset();
+///   td.set("action", env.action_spec().rand({8}));
+///   td = rl::step_mdp(env.step(td));
+/// ```
+class TENSORDICT_API EnvBase {
+ public:
+  /// Makes an env of `num_envs` sub-envs; throws ValueError if it is < 1.
+  explicit EnvBase(int64_t num_envs);
+  virtual ~EnvBase();
+  EnvBase(const EnvBase&) = delete;
+  EnvBase& operator=(const EnvBase&) = delete;
+
+  /// Returns the env's name ("CartPole-v1").
+  virtual std::string name() const = 0;
+  /// Returns the number of sub-envs.
+  int64_t num_envs() const noexcept {
+    return num_envs_;
+  }
+  /// Returns the batch size, [num_envs].
+  std::vector<int64_t> batch_size() const {
+    return {num_envs_};
+  }
+  /// Returns the specs of the observation keys (per sub-env).
+  const Composite& observation_spec() const noexcept {
+    return observation_spec_;
+  }
+  /// Returns the spec of "action".
+  const TensorSpec& action_spec() const {
+    return *action_spec_;
+  }
+  /// Returns the spec of "reward": float32 [1].
+  const TensorSpec& reward_spec() const noexcept {
+    return reward_spec_;
+  }
+  /// Returns the specs of "done", "terminated" and "truncated": bool [1].
+  const Composite& done_spec() const noexcept {
+    return done_spec_;
+  }
+
+  /// Reseeds the env: the same seed gives the same resets (TorchRL's
+  /// `set_seed`). Takes effect at the next reset of each sub-env.
+  void set_seed(uint64_t seed);
+  /// Returns the seed last set (0 by default).
+  uint64_t seed() const noexcept {
+    return seed_;
+  }
+
+  /// Resets every sub-env, or, if `td` holds a "_reset" mask ([N] or
+  /// [N, 1] bool), only those it marks; returns `td` without "_reset" (a
+  /// new dict) with the observation keys and the flags, which are false for
+  /// the sub-envs reset and taken from `td` (or false) for the others.
+  /// Throws ValueError for a mask of the wrong shape or dtype.
+  [[nodiscard]] TensorDict reset(
+      const std::optional<TensorDict>& td = std::nullopt);
+  /// Steps every sub-env with td["action"], writes the ("next", ...) entries
+  /// into `td` and returns it (TorchRL's `step`). Throws KeyError if
+  /// "action" is missing and ValueError if it is not in `action_spec()`;
+  /// the env is then unchanged.
+  TensorDict step(TensorDict td);
+  /// Returns a random action in `action_spec()` for every sub-env, drawn
+  /// from `generator` (or torch's default).
+  [[nodiscard]] at::Tensor rand_action(
+      std::optional<at::Generator> generator = std::nullopt) const;
+  /// Runs up to `max_steps` steps, the action from `policy` (or random if
+  /// it is empty), and returns the steps stacked along dim 1: batch size
+  /// [N, T] as TorchRL's `rollout` for a batched env.
+  [[nodiscard]] TensorDict rollout(
+      int64_t max_steps,
+      const nn::AnyTensorDictModule& policy = nullptr,
+      const RolloutOptions& options = {});
+
+  /// Resets the sub-envs [begin, end) that `mask` marks (all if null) and
+  /// writes the observations of every sub-env of the range into rows
+  /// [begin, end) of `out`'s observation keys, which must have batch size
+  /// [num_envs]. Does not touch the flags. See NOTE [Sub-env ranges].
+  void reset_range(
+      int64_t begin, int64_t end, const bool* mask, const TensorDict& out);
+  /// Steps the sub-envs [begin, end) with rows [begin, end) of
+  /// td["action"] (checked by the caller) and writes rows [begin, end) of
+  /// `next`'s observation keys, "reward", "terminated", "truncated" and
+  /// "done", which must exist with batch size [num_envs] (see
+  /// `make_next`). See NOTE [Sub-env ranges].
+  void step_range(
+      int64_t begin, int64_t end, const TensorDict& td, const TensorDict& next);
+  /// Returns a new "next" dict: zeros of every key `step_range` writes.
+  [[nodiscard]] TensorDict make_next() const;
+  /// Throws KeyError if `td` has no "action", ValueError if it is not in
+  /// `action_spec()` (naming the key and what was expected and found).
+  void check_action(const TensorDict& td) const;
+
+ protected:
+  /// Sets the specs; call from the subclass constructor.
+  void set_specs(Composite observation_spec, TensorSpec action_spec);
+  /// Resets the masked sub-envs of [begin, end) and writes the range's
+  /// observations into `out` (see `reset_range`).
+  virtual void reset_range_(
+      int64_t begin, int64_t end, const bool* mask, const TensorDict& out) = 0;
+  /// Steps [begin, end): writes observations, "reward", "terminated" and
+  /// "truncated" of the range into `next`; the base class writes "done".
+  virtual void step_range_(
+      int64_t begin,
+      int64_t end,
+      const TensorDict& td,
+      const TensorDict& next) = 0;
+  /// Reseeds the sub-envs (called by `set_seed`).
+  virtual void set_seed_(uint64_t seed) = 0;
+
+ private:
+  int64_t num_envs_;
+  uint64_t seed_ = 0;
+  Composite observation_spec_;
+  std::optional<TensorSpec> action_spec_;
+  TensorSpec reward_spec_;
+  Composite done_spec_;
+};
+
+/// gymnasium 1.4.0's CartPole-v1 as TorchRL's `GymEnv("CartPole-v1")`
+/// gives it, batched: observation float32 [4] (Bounded, gymnasium's
+/// bounds), action OneHot(2) int64 (index 1 pushes right), reward 1.0 per
+/// step (also on the terminating one), terminated when |x| > 2.4 or
+/// |theta| > 12 degrees, truncated at 500 steps. The state is float64, as
+/// gymnasium's numpy state, and stepped with gymnasium's Euler formulas in
+/// its operation order; a reset draws it uniform in [-0.05, 0.05) from the
+/// sub-env's own stream (see NOTE [Sub-env ranges]), so resets, not steps,
+/// differ from gymnasium's numpy RNG. An action that is not one-hot is
+/// refused (TorchRL would map it to an index silently).
+///
+/// Example: `auto env = std::make_shared<rl::CartPoleEnv>(16);`
+class TENSORDICT_API CartPoleEnv : public EnvBase {
+ public:
+  /// Makes `num_envs` cart-poles.
+  explicit CartPoleEnv(int64_t num_envs);
+  /// Returns "CartPole-v1".
+  std::string name() const override;
+  /// Returns the float64 state [N, 4] (x, x_dot, theta, theta_dot): a copy.
+  [[nodiscard]] at::Tensor state() const;
+  /// Sets the float64 state [N, 4] of every sub-env (tests drive gymnasium
+  /// from the same states); the step counts are kept. Throws ValueError
+  /// for another shape.
+  void set_state(const at::Tensor& state);
+  /// Returns each sub-env's steps in its episode, int64 [N]: a copy.
+  [[nodiscard]] at::Tensor elapsed_steps() const;
+
+ protected:
+  void reset_range_(
+      int64_t begin,
+      int64_t end,
+      const bool* mask,
+      const TensorDict& out) override;
+  void step_range_(
+      int64_t begin,
+      int64_t end,
+      const TensorDict& td,
+      const TensorDict& next) override;
+  void set_seed_(uint64_t seed) override;
+
+ private:
+  std::vector<double> state_;
+  std::vector<int64_t> steps_;
+  std::vector<uint64_t> episodes_;
+};
+
+/// N point masses on a plane pushed by a force (the env of
+/// examples/python_env; its reference.py holds the rules): observation
+/// float32 [4] (position, velocity), action float32 [2] Bounded in
+/// [-1, 1] (values outside are clamped, not refused, as the example
+/// always did), reward -|p|, terminated when |p| > 1.5 or |p| < 0.05,
+/// truncated after `max_steps`. Resets draw from splitmix64(seed, sub-env,
+/// episode).
+///
+/// Example: `rl::PointMassEnv env(16, /*seed=*/42, /*max_steps=*/50);`
+class TENSORDICT_API PointMassEnv : public EnvBase {
+ public:
+  /// Makes `num_envs` point masses; throws ValueError if max_steps < 1.
+  PointMassEnv(int64_t num_envs, uint64_t seed = 0, int64_t max_steps = 50);
+  /// Returns "PointMass".
+  std::string name() const override;
+
+ protected:
+  void reset_range_(
+      int64_t begin,
+      int64_t end,
+      const bool* mask,
+      const TensorDict& out) override;
+  void step_range_(
+      int64_t begin,
+      int64_t end,
+      const TensorDict& td,
+      const TensorDict& next) override;
+  void set_seed_(uint64_t seed) override;
+
+ private:
+  int64_t max_steps_;
+  at::Tensor position_;
+  at::Tensor velocity_;
+  at::Tensor steps_;
+  std::vector<int64_t> episodes_;
+};
+
+/// Makes the env `name` ("CartPole-v1" or "PointMass") with `num_envs`
+/// sub-envs. Throws ValueError naming the known envs for another name.
+TENSORDICT_API std::shared_ptr<EnvBase> make_env(
+    const std::string& name, int64_t num_envs);
+
+/// Options of `step_mdp` (TorchRL's keyword arguments).
+struct TENSORDICT_API StepMdpOptions {
+  /// Keeps the root keys that are not "next", the action, reward or done
+  /// keys (those excluded below).
+  TENSORDICT_ARG(bool, keep_other) = true;
+  /// Leaves the reward keys out.
+  TENSORDICT_ARG(bool, exclude_reward) = true;
+  /// Leaves the done keys ("done", "terminated", "truncated") out.
+  TENSORDICT_ARG(bool, exclude_done) = false;
+  /// Leaves the action keys out.
+  TENSORDICT_ARG(bool, exclude_action) = true;
+  /// The reward keys.
+  TENSORDICT_ARG(std::vector<NestedKey>, reward_keys) = {"reward"};
+  /// The done keys.
+  TENSORDICT_ARG(std::vector<NestedKey>, done_keys) = {
+      "done", "terminated", "truncated"};
+  /// The action keys.
+  TENSORDICT_ARG(std::vector<NestedKey>, action_keys) = {"action"};
+};
+
+/// Returns the root of the next step (TorchRL's `step_mdp`): a new dict
+/// whose leaves alias those of td["next"] (and of the root's other keys
+/// with `keep_other`). Throws KeyError if `td` has no "next".
+[[nodiscard]] TENSORDICT_API TensorDict
+step_mdp(const TensorDict& td, const StepMdpOptions& options = {});
+
+// --- collector -------------------------------------------------------------
+
+/// Options of `Collector`.
+///
+/// Example: `CollectorOptions(1000).total_frames(100000).num_threads(4)`
+struct TENSORDICT_API CollectorOptions {
+  /// Sets frames_per_batch, which is rounded up to a multiple of the number
+  /// of sub-envs, as TorchRL does.
+  explicit CollectorOptions(int64_t frames_per_batch = 0)
+      : frames_per_batch_(frames_per_batch) {}
+  /// Frames (sub-env steps) per batch: the batch holds
+  /// ceil(frames_per_batch / N) steps of every sub-env.
+  TENSORDICT_ARG(int64_t, frames_per_batch);
+  /// Frames after which iteration ends, rounded up to a whole batch; -1
+  /// never ends.
+  TENSORDICT_ARG(int64_t, total_frames) = -1;
+  /// Threads that step the sub-envs, each a contiguous range of them (the
+  /// calling thread is one of them); the policy is called once per step
+  /// over all sub-envs.
+  TENSORDICT_ARG(int64_t, num_threads) = 1;
+  /// Yields the same dict, overwritten by every batch (TorchRL's
+  /// `return_same_td`). Defaults to true, unlike TorchRL, since a C++
+  /// actor usually sends or copies the batch before asking for the next;
+  /// set it false for a fresh dict per batch.
+  TENSORDICT_ARG(bool, return_same_td) = true;
+  /// Stamps "policy_version" (int64, at the root and in "next") with the
+  /// number of weight updates applied so far, as TorchRL's
+  /// `track_policy_version=True`.
+  TENSORDICT_ARG(bool, track_policy_version) = false;
+  /// Applies weights that `update_policy_weights_` staged before the next
+  /// step, even mid-batch; by default they wait for the next batch.
+  TENSORDICT_ARG(bool, update_weights_mid_batch) = false;
+  /// Resets every sub-env at the start of each batch (TorchRL's
+  /// `reset_at_each_iter`).
+  TENSORDICT_ARG(bool, reset_at_each_iter) = false;
+  /// Seeds the env before the first reset, if set.
+  TENSORDICT_ARG(std::optional<uint64_t>, seed);
+};
+
+/// Runs a policy in a batched env and yields batches in exactly the layout
+/// of TorchRL 0.14.1's `Collector(env, policy, frames_per_batch=...)` on a
+/// batched env (see NOTE [TorchRL layout]): batch size [N, T], T =
+/// frames_per_batch / N; ("collector", "traj_ids") starts at 0..N-1 and a
+/// sub-env reset after a done step gets the next unused id (in sub-env
+/// order); done sub-envs are reset (partially) right after their done step,
+/// so the root of the next step is a reset one. split_trajs is not
+/// offered (TorchRL's default is off).
+///
+/// The policy (a TensorDictModule, a TensorDictSequential, an AOTIModule
+/// or any TensorDictModuleBase) is called once per step on the [N] root
+/// and must write "action" in the env's action spec; a missing or
+/// malformed action is an error naming the key. It runs under
+/// `torch::NoGradGuard`.
+///
+/// Thread safety: `next()`, `set_seed` and `shutdown` from one thread;
+/// `update_policy_weights_` and `policy_version` from any thread.
+///
+/// Example:
+/// ```
+///   rl::Collector collector(rl::make_env("CartPole-v1", 8), policy,
+///                           rl::CollectorOptions(256).total_frames(10240));
+///   while (auto batch = collector.next()) { learn(*batch); }
+/// ```
+class TENSORDICT_API Collector {
+ public:
+  /// Makes a collector; resets the env at the first batch. Throws
+  /// ValueError if frames_per_batch < 1, num_threads < 1 or the policy is
+  /// empty.
+  Collector(
+      std::shared_ptr<EnvBase> env,
+      nn::AnyTensorDictModule policy,
+      const CollectorOptions& options);
+  /// Stops the stepping threads.
+  ~Collector();
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
+
+  /// Collects and returns the next batch, or nullopt once total_frames were
+  /// collected (or after `shutdown`). With `return_same_td` every call
+  /// returns the same dict, overwritten. Errors from the policy or the env
+  /// propagate; the collector can go on after an error in the policy
+  /// (that step is retried) but not after one in the env.
+  std::optional<TensorDict> next();
+  /// Checks `weights` against the policy's (every key, shape and dtype;
+  /// for an AOTIModule the names `load_weights` expects) and stages a copy;
+  /// they are applied before the next batch (or the next step with
+  /// `update_weights_mid_batch`): copied into the module's parameters and
+  /// buffers, or `load_weights` for an AOTIModule. Throws ValueError or
+  /// KeyError naming the key that does not fit; the staged and the current
+  /// weights are then unchanged.
+  void update_policy_weights_(const TensorDict& weights);
+  /// Returns how many weight updates were applied (what "policy_version"
+  /// holds in the batches collected since).
+  int64_t policy_version() const noexcept;
+  /// Reseeds the env and resets every sub-env at the next batch.
+  void set_seed(uint64_t seed);
+  /// Returns total_frames (-1: unbounded).
+  int64_t total_frames() const noexcept {
+    return options_.total_frames();
+  }
+  /// Returns the frames collected so far.
+  int64_t frames() const noexcept {
+    return frames_;
+  }
+  /// Returns the frames per batch after rounding (N * T).
+  int64_t frames_per_batch() const noexcept;
+  /// Stops the threads; `next()` then returns nullopt. Idempotent.
+  void shutdown();
+  /// Returns the env.
+  const std::shared_ptr<EnvBase>& env() const noexcept {
+    return env_;
+  }
+  /// Returns the policy.
+  const nn::AnyTensorDictModule& policy() const noexcept {
+    return policy_;
+  }
+
+  /// An input iterator over the batches (`for (TensorDict& b : collector)`).
+  class Iterator {
+   public:
+    /// Returns the current batch.
+    TensorDict& operator*() {
+      return *batch_;
+    }
+    /// Collects the next batch.
+    Iterator& operator++() {
+      batch_ = collector_->next();
+      return *this;
+    }
+    /// True when both are past the end (or are the same position).
+    bool operator!=(const Iterator& other) const {
+      return batch_.has_value() != other.batch_.has_value();
+    }
+
+   private:
+    friend class Collector;
+    Iterator(Collector* collector, std::optional<TensorDict> batch)
+        : collector_(collector), batch_(std::move(batch)) {}
+    Collector* collector_;
+    std::optional<TensorDict> batch_;
+  };
+  /// Collects the first batch and returns an iterator on it.
+  Iterator begin() {
+    return Iterator(this, next());
+  }
+  /// Returns the end iterator.
+  Iterator end() {
+    return Iterator(this, std::nullopt);
+  }
+
+ private:
+  struct State;
+  std::shared_ptr<EnvBase> env_;
+  nn::AnyTensorDictModule policy_;
+  CollectorOptions options_;
+  int64_t frames_ = 0;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace rl
+TENSORDICT_END_NAMESPACE
 
 // --- TorchRL DistributedCollector worker -------------------------------------
 //
@@ -60,6 +631,11 @@
 // - An unknown instruction, a batch of the wrong size or a lost learner end
 //   the worker with an error (written to "NODE_R_out" as "error: ..." when
 //   the store is still there) instead of a hang.
+
+// The worker section includes what it alone needs, so that it merges
+// cleanly with the rest of this header.
+#include <chrono>
+#include <functional>
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace rl {
@@ -149,6 +725,20 @@ struct TENSORDICT_API TorchRLWorkerStats {
 /// not fit; the message names the step and the learner's address.
 TENSORDICT_API TorchRLWorkerStats run_torchrl_worker(
     const TorchRLWorkerHooks& hooks, const TorchRLWorkerOptions& options);
+
+/// Serves `collector` as the worker: its batches (one sub-env's [1, T]
+/// batch is sent as [T], the layout of TorchRL's learner on an unbatched
+/// env; N sub-envs as [N, T], that of a batched env), the weights to its
+/// `update_policy_weights_` (applied before the next batch; a refusal names
+/// the key), the seed to its `set_seed`. `weights` is the layout the learner
+/// sends (its `TensorDict.from_module(policy)`), with the names the
+/// collector's policy takes. The seed reported back is the one received
+/// (TorchRL's env reports `seed_generator(seed)`). Throws as the hooks
+/// overload, and ValueError if `collector` ends before the learner does.
+TENSORDICT_API TorchRLWorkerStats run_torchrl_worker(
+    Collector& collector,
+    const TensorDict& weights,
+    const TorchRLWorkerOptions& options);
 
 }  // namespace rl
 TENSORDICT_END_NAMESPACE
