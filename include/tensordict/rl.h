@@ -357,9 +357,9 @@ class TENSORDICT_API CartPoleEnv : public EnvBase {
 
 /// N point masses on a plane pushed by a force (the env of
 /// examples/python_env; its reference.py holds the rules): observation
-/// float32 [4] (position, velocity), action float32 [2] Bounded in
-/// [-1, 1] (values outside are clamped, not refused, as the example
-/// always did), reward -|p|, terminated when |p| > 1.5 or |p| < 0.05,
+/// float32 [4] (position, velocity), action float32 [2] Unbounded (the env
+/// clamps it to [-1, 1], as the example always did, so its spec does not
+/// bound it), reward -|p|, terminated when |p| > 1.5 or |p| < 0.05,
 /// truncated after `max_steps`. Resets draw from splitmix64(seed, sub-env,
 /// episode).
 ///

@@ -1,0 +1,462 @@
+// The collector: steps a batched env with one policy call per step,
+// sub-env ranges on a pool of threads, and writes TorchRL 0.14.1's batch
+// layout into reused buffers.
+
+#include <ATen/ops/arange.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "tensordict/aoti.h"
+#include "tensordict/errors.h"
+#include "tensordict/rl.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace rl {
+
+namespace {
+
+// Runs fn(0) .. fn(k - 1) at once: fn(0) on the calling thread, the others
+// on threads kept for the collector's lifetime (a step is tens of
+// microseconds; starting threads per step would cost more than it saves).
+class RangePool {
+ public:
+  explicit RangePool(int64_t num_threads) {
+    for (int64_t w = 1; w < num_threads; ++w) {
+      threads_.emplace_back([this, w] { work(w); });
+    }
+    errors_.resize(static_cast<size_t>(num_threads));
+  }
+  ~RangePool() {
+    stop();
+  }
+  RangePool(const RangePool&) = delete;
+  RangePool& operator=(const RangePool&) = delete;
+
+  int64_t size() const {
+    return static_cast<int64_t>(threads_.size()) + 1;
+  }
+
+  void run(const std::function<void(int64_t)>& fn) {
+    std::fill(errors_.begin(), errors_.end(), nullptr);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      fn_ = &fn;
+      pending_ = static_cast<int64_t>(threads_.size());
+      ++generation_;
+    }
+    start_.notify_all();
+    try {
+      fn(0);
+    } catch (...) {
+      errors_[0] = std::current_exception();
+    }
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait(lock, [this] { return pending_ == 0; });
+      fn_ = nullptr;
+    }
+    for (const std::exception_ptr& error : errors_) {
+      if (error) {
+        std::rethrow_exception(error);
+      }
+    }
+  }
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    start_.notify_all();
+    for (std::thread& thread : threads_) {
+      if (thread.joinable()) {
+        thread.join();
+      }
+    }
+    threads_.clear();
+  }
+
+ private:
+  void work(int64_t w) {
+    uint64_t seen = 0;
+    while (true) {
+      const std::function<void(int64_t)>* fn = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+        if (stopping_) {
+          return;
+        }
+        seen = generation_;
+        fn = fn_;
+      }
+      try {
+        (*fn)(w);
+      } catch (...) {
+        errors_[static_cast<size_t>(w)] = std::current_exception();
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        --pending_;
+      }
+      done_.notify_one();
+    }
+  }
+
+  std::vector<std::thread> threads_;
+  std::vector<std::exception_ptr> errors_;
+  std::mutex mutex_;
+  std::condition_variable start_;
+  std::condition_variable done_;
+  const std::function<void(int64_t)>* fn_ = nullptr;
+  int64_t pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+};
+
+std::string key_list(const TensorDict& td) {
+  std::string out;
+  for (const NestedKey& key : td.keys(true, true)) {
+    out += (out.empty() ? "" : ", ") + key.to_string();
+  }
+  return out;
+}
+
+}  // namespace
+
+struct Collector::State {
+  explicit State(int64_t num_threads) : pool(num_threads) {}
+  RangePool pool;
+  int64_t steps_per_batch = 0;
+  // [begin, end) of each worker.
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  // The root of the current step, with storage of its own.
+  TensorDict root;
+  // The "next" dict every step writes into (copied out before reuse).
+  TensorDict next;
+  // The batch [N, T] and its leaves, in the order of `keys`.
+  TensorDict batch;
+  std::vector<NestedKey> keys;
+  std::vector<at::Tensor> leaves;
+  int64_t next_traj_id = 0;
+  bool started = false;
+  bool need_reset = false;
+  bool broken = false;
+  bool shut_down = false;
+  // Weights staged by update_policy_weights_, applied between steps.
+  std::mutex weights_mutex;
+  std::optional<TensorDict> pending_weights;
+  std::atomic<int64_t> version{0};
+};
+
+Collector::Collector(
+    std::shared_ptr<EnvBase> env,
+    nn::AnyTensorDictModule policy,
+    const CollectorOptions& options)
+    : env_(std::move(env)), policy_(std::move(policy)), options_(options) {
+  TORCH_CHECK_VALUE(env_ != nullptr, "Collector needs an env, got null");
+  TORCH_CHECK_VALUE(!policy_.is_empty(), "Collector needs a policy, got none");
+  TORCH_CHECK_VALUE(
+      options_.frames_per_batch() >= 1,
+      "Collector needs frames_per_batch >= 1, got ",
+      options_.frames_per_batch());
+  TORCH_CHECK_VALUE(
+      options_.num_threads() >= 1,
+      "Collector needs num_threads >= 1, got ",
+      options_.num_threads());
+  TORCH_CHECK_VALUE(
+      options_.total_frames() == -1 || options_.total_frames() >= 1,
+      "Collector needs total_frames >= 1 or -1 (unbounded), got ",
+      options_.total_frames());
+  const int64_t n = env_->num_envs();
+  const int64_t threads = std::min(options_.num_threads(), n);
+  state_ = std::make_unique<State>(threads);
+  // ceil(frames_per_batch / N) steps, as TorchRL rounds.
+  state_->steps_per_batch = (options_.frames_per_batch() + n - 1) / n;
+  for (int64_t w = 0; w < threads; ++w) {
+    state_->ranges.emplace_back(w * n / threads, (w + 1) * n / threads);
+  }
+  state_->next = env_->make_next();
+  if (options_.seed()) {
+    env_->set_seed(*options_.seed());
+  }
+}
+
+Collector::~Collector() {
+  shutdown();
+}
+
+int64_t Collector::frames_per_batch() const noexcept {
+  return state_->steps_per_batch * env_->num_envs();
+}
+
+int64_t Collector::policy_version() const noexcept {
+  return state_->version.load();
+}
+
+void Collector::set_seed(uint64_t seed) {
+  env_->set_seed(seed);
+  state_->need_reset = true;
+}
+
+void Collector::shutdown() {
+  if (state_ && !state_->shut_down) {
+    state_->shut_down = true;
+    state_->pool.stop();
+  }
+}
+
+void Collector::update_policy_weights_(const TensorDict& weights) {
+  auto* aoti = dynamic_cast<nn::AOTIModuleImpl*>(policy_.ptr().get());
+  if (aoti != nullptr) {
+    const std::vector<std::string> names = aoti->weight_names();
+    std::vector<std::string> given;
+    for (const NestedKey& key : weights.keys(true, true)) {
+      const std::string name = key.join_parts(".");
+      TENSORDICT_CHECK_KEY(
+          std::find(names.begin(), names.end(), name) != names.end(),
+          "update_policy_weights_: key ",
+          key.to_string(),
+          " is not a weight of the policy's AOTI package");
+      given.push_back(name);
+    }
+    for (const std::string& name : names) {
+      TENSORDICT_CHECK_KEY(
+          std::find(given.begin(), given.end(), name) != given.end(),
+          "update_policy_weights_: weight '",
+          name,
+          "' of the policy's AOTI package is missing from the weights");
+    }
+  } else {
+    const TensorDict params = TensorDict::from_module(*policy_.ptr());
+    for (const NestedKey& key : params.keys(true, true)) {
+      TENSORDICT_CHECK_KEY(
+          weights.contains(key),
+          "update_policy_weights_: key ",
+          key.to_string(),
+          " of the policy is missing from the weights");
+      const at::Tensor want = params.get(key);
+      const at::Tensor got = weights.get(key);
+      TORCH_CHECK_VALUE(
+          got.sizes() == want.sizes() &&
+              got.scalar_type() == want.scalar_type(),
+          "update_policy_weights_: key ",
+          key.to_string(),
+          " expected ",
+          want.sizes(),
+          " ",
+          want.scalar_type(),
+          ", got ",
+          got.sizes(),
+          " ",
+          got.scalar_type());
+    }
+    for (const NestedKey& key : weights.keys(true, true)) {
+      TENSORDICT_CHECK_KEY(
+          params.contains(key),
+          "update_policy_weights_: key ",
+          key.to_string(),
+          " is not a parameter or buffer of the policy (it has: ",
+          key_list(params),
+          ")");
+    }
+  }
+  TensorDict staged = weights.detach().clone();
+  std::lock_guard<std::mutex> lock(state_->weights_mutex);
+  state_->pending_weights = std::move(staged);
+}
+
+namespace {
+
+void apply_weights(nn::AnyTensorDictModule& policy, const TensorDict& weights) {
+  auto* aoti = dynamic_cast<nn::AOTIModuleImpl*>(policy.ptr().get());
+  if (aoti != nullptr) {
+    aoti->load_weights(weights);
+    return;
+  }
+  torch::NoGradGuard no_grad;
+  const TensorDict params = TensorDict::from_module(*policy.ptr());
+  for (const NestedKey& key : params.keys(true, true)) {
+    params.get(key).copy_(weights.get(key));
+  }
+}
+
+}  // namespace
+
+std::optional<TensorDict> Collector::next() {
+  State& s = *state_;
+  if (s.shut_down) {
+    return std::nullopt;
+  }
+  TORCH_CHECK(
+      !s.broken,
+      "Collector: an earlier error in the env left it in an unknown state; "
+      "make a new env and collector");
+  if (options_.total_frames() >= 0 && frames_ >= options_.total_frames()) {
+    return std::nullopt;
+  }
+  const int64_t n = env_->num_envs();
+  const int64_t steps = s.steps_per_batch;
+  const auto apply_pending = [&] {
+    std::optional<TensorDict> weights;
+    {
+      std::lock_guard<std::mutex> lock(s.weights_mutex);
+      weights.swap(s.pending_weights);
+    }
+    if (weights) {
+      apply_weights(policy_, *weights);
+      ++s.version;
+    }
+  };
+  // Runs an env call over every worker's range; an error leaves the env
+  // in an unknown state.
+  const auto run_ranges = [&](const std::function<void(int64_t, int64_t)>& f) {
+    try {
+      s.pool.run([&](int64_t w) {
+        const auto& range = s.ranges[static_cast<size_t>(w)];
+        f(range.first, range.second);
+      });
+    } catch (...) {
+      s.broken = true;
+      throw;
+    }
+  };
+  const auto stamp_version = [&](TensorDict& td) {
+    if (options_.track_policy_version()) {
+      td.set(
+          "policy_version",
+          at::full({n}, s.version.load(), at::TensorOptions(c10::kLong)));
+    }
+  };
+
+  apply_pending();
+  if (!s.started || s.need_reset || options_.reset_at_each_iter()) {
+    TensorDict root = env_->make_next().exclude({"reward"});
+    run_ranges([&](int64_t begin, int64_t end) {
+      env_->reset_range(begin, end, nullptr, root);
+    });
+    // TorchRL numbers the first trajectories 0..N-1, and a full reset
+    // starts new ones.
+    root.set(
+        {"collector", "traj_ids"},
+        at::arange(
+            s.next_traj_id, s.next_traj_id + n, at::TensorOptions(c10::kLong)));
+    s.next_traj_id += n;
+    s.root = root;
+    s.started = true;
+    s.need_reset = false;
+  }
+  // Buffers are made at the first step, from the keys it gives.
+  const bool allocate = !options_.return_same_td() || s.leaves.empty();
+
+  for (int64_t t = 0; t < steps; ++t) {
+    if (options_.update_weights_mid_batch() && t > 0) {
+      apply_pending();
+    }
+    TensorDict td = s.root;
+    stamp_version(td);
+    {
+      torch::NoGradGuard no_grad;
+      try {
+        TensorDict out = policy_(td);
+        if (!out.is_same(td)) {
+          td.update(out);
+        }
+      } catch (c10::Error& e) {
+        TORCH_RETHROW(
+            e,
+            "while the collector called the policy on the root of env '",
+            env_->name(),
+            "' (keys: ",
+            key_list(td),
+            ")");
+      }
+    }
+    env_->check_action(td);
+    TensorDict next = s.next;
+    run_ranges([&](int64_t begin, int64_t end) {
+      env_->step_range(begin, end, td, next);
+    });
+    stamp_version(next);
+    td.set("next", next);
+
+    if (allocate && t == 0) {
+      // First step of a batch that needs buffers: one per leaf, [N, T, ...].
+      std::vector<NestedKey> keys =
+          td.keys(/*include_nested=*/true, /*leaves_only=*/true);
+      TensorDict batch({n, steps});
+      std::vector<at::Tensor> leaves;
+      for (const NestedKey& key : keys) {
+        TORCH_CHECK_TYPE(
+            !td.is_non_tensor(key),
+            "Collector: key ",
+            key.to_string(),
+            " holds non-tensor data, which a batch cannot hold");
+        const at::Tensor value = td.get(key);
+        std::vector<int64_t> shape = {n, steps};
+        shape.insert(
+            shape.end(), value.sizes().begin() + 1, value.sizes().end());
+        at::Tensor leaf = at::empty(shape, value.options());
+        batch.set(key, leaf);
+        leaves.push_back(leaf);
+      }
+      TORCH_CHECK(
+          s.keys.empty() || keys == s.keys,
+          "Collector: the step's keys changed between batches");
+      s.keys = std::move(keys);
+      s.leaves = std::move(leaves);
+      s.batch = batch;
+    }
+    TORCH_CHECK(
+        td.keys(/*include_nested=*/true, /*leaves_only=*/true) == s.keys,
+        "Collector: the policy's outputs changed between steps: expected "
+        "keys ",
+        key_list(s.batch),
+        ", got ",
+        key_list(td));
+    for (size_t i = 0; i < s.keys.size(); ++i) {
+      s.leaves[i].select(1, t).copy_(td.get(s.keys[i]));
+    }
+
+    // The root of the next step: "next" moved up (copied, since `next` is
+    // overwritten by the next step), then the done sub-envs reset.
+    TensorDict root = step_mdp(td).clone();
+    const at::Tensor done = root.get("done").reshape({n}).contiguous();
+    if (done.any().item<bool>()) {
+      const bool* mask = done.data_ptr<bool>();
+      run_ranges([&](int64_t begin, int64_t end) {
+        env_->reset_range(begin, end, mask, root);
+      });
+      const at::Tensor keep = done.logical_not().unsqueeze(-1);
+      for (const char* key : {"done", "terminated", "truncated"}) {
+        root.get(key).logical_and_(keep);
+      }
+      at::Tensor traj_ids = root.get({"collector", "traj_ids"});
+      auto ids = traj_ids.accessor<int64_t, 1>();
+      for (int64_t i = 0; i < n; ++i) {
+        if (mask[i]) {
+          ids[i] = s.next_traj_id++;
+        }
+      }
+    }
+    s.root = root;
+  }
+  frames_ += n * steps;
+  return s.batch;
+}
+
+}  // namespace rl
+TENSORDICT_END_NAMESPACE

@@ -1,0 +1,259 @@
+// The envs of make_env: gymnasium's CartPole-v1 and the point masses of
+// examples/python_env.
+//
+// Compiled with -ffp-contract=off (CMakeLists.txt): CartPole must round
+// after every operation as numpy does, never fuse a multiply-add.
+
+#include <ATen/ops/cat.h>
+#include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros.h>
+#include <c10/util/Exception.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tensordict/rl.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace rl {
+
+namespace {
+
+// splitmix64: small, fast, and the same integers in Python (the point-mass
+// example's reference.py), so resets are reproducible outside C++.
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+// The hash that starts episode `episode` of sub-env `env`.
+uint64_t episode_hash(uint64_t seed, int64_t env, int64_t episode) {
+  return splitmix64(
+      splitmix64(seed ^ (static_cast<uint64_t>(env) << 32)) +
+      static_cast<uint64_t>(episode));
+}
+
+// A float in [-1, 1) from the top 24 bits of a hash: exact in float32.
+float unit_float(uint64_t h) {
+  return static_cast<float>(h >> 40) / static_cast<float>(1 << 23) - 1.0F;
+}
+
+// A double in [0, 1) from the top 53 bits of a hash, as numpy's random().
+double unit_double(uint64_t h) {
+  return static_cast<double>(h >> 11) * 0x1.0p-53;
+}
+
+// gymnasium 1.4.0 CartPole-v1 constants, computed as its __init__ does.
+constexpr double kGravity = 9.8;
+constexpr double kMassCart = 1.0;
+constexpr double kMassPole = 0.1;
+constexpr double kTotalMass = kMassPole + kMassCart;
+constexpr double kLength = 0.5;  // half the pole's length
+constexpr double kPoleMassLength = kMassPole * kLength;
+constexpr double kForceMag = 10.0;
+constexpr double kTau = 0.02;
+const double kThetaThreshold = 12 * 2 * M_PI / 360;
+constexpr double kXThreshold = 2.4;
+constexpr int64_t kMaxEpisodeSteps = 500;  // TimeLimit of CartPole-v1
+constexpr double kResetLow = -0.05;
+constexpr double kResetHigh = 0.05;
+
+}  // namespace
+
+// --- CartPole ----------------------------------------------------------------
+
+CartPoleEnv::CartPoleEnv(int64_t num_envs)
+    : EnvBase(num_envs),
+      state_(static_cast<size_t>(num_envs) * 4, 0.0),
+      steps_(static_cast<size_t>(num_envs), 0),
+      episodes_(static_cast<size_t>(num_envs), 0) {
+  // gymnasium's observation_space: high = [2 x_threshold, inf,
+  // 2 theta_threshold, inf] in float32, low = -high.
+  const float inf = std::numeric_limits<float>::infinity();
+  const at::Tensor high = at::tensor(
+      {static_cast<float>(kXThreshold * 2),
+       inf,
+       static_cast<float>(kThetaThreshold * 2),
+       inf});
+  set_specs(
+      Composite().set(
+          "observation",
+          TensorSpec::bounded({4}, c10::kFloat, high.neg(), high)),
+      TensorSpec::one_hot(2));
+}
+
+std::string CartPoleEnv::name() const {
+  return "CartPole-v1";
+}
+
+void CartPoleEnv::set_seed_(uint64_t /*seed*/) {
+  std::fill(episodes_.begin(), episodes_.end(), 0);
+}
+
+at::Tensor CartPoleEnv::state() const {
+  return at::tensor(state_, at::TensorOptions(c10::kDouble))
+      .reshape({num_envs(), 4});
+}
+
+void CartPoleEnv::set_state(const at::Tensor& state) {
+  TORCH_CHECK_VALUE(
+      state.defined() && state.sizes() == c10::IntArrayRef({num_envs(), 4}),
+      "CartPoleEnv.set_state: expected a state of shape [",
+      num_envs(),
+      ", 4], got ",
+      state.defined() ? state.sizes() : c10::IntArrayRef{});
+  const at::Tensor s = state.to(c10::kDouble).contiguous();
+  const double* data = s.data_ptr<double>();
+  std::copy(data, data + state_.size(), state_.begin());
+}
+
+at::Tensor CartPoleEnv::elapsed_steps() const {
+  return at::tensor(steps_, at::TensorOptions(c10::kLong));
+}
+
+void CartPoleEnv::reset_range_(
+    int64_t begin, int64_t end, const bool* mask, const TensorDict& out) {
+  at::Tensor observation = out.get("observation");
+  auto obs = observation.accessor<float, 2>();
+  for (int64_t i = begin; i < end; ++i) {
+    double* s = &state_[static_cast<size_t>(i) * 4];
+    if (mask == nullptr || mask[i]) {
+      const uint64_t h =
+          episode_hash(seed(), i, static_cast<int64_t>(episodes_[i]++));
+      for (int k = 0; k < 4; ++k) {
+        const double u = unit_double(splitmix64(h + static_cast<uint64_t>(k)));
+        s[k] = kResetLow + (kResetHigh - kResetLow) * u;
+      }
+      steps_[i] = 0;
+    }
+    for (int k = 0; k < 4; ++k) {
+      obs[i][k] = static_cast<float>(s[k]);
+    }
+  }
+}
+
+void CartPoleEnv::step_range_(
+    int64_t begin, int64_t end, const TensorDict& td, const TensorDict& next) {
+  const at::Tensor action_tensor = td.get("action");
+  const auto action = action_tensor.accessor<int64_t, 2>();
+  at::Tensor observation = next.get("observation");
+  at::Tensor reward = next.get("reward");
+  at::Tensor terminated = next.get("terminated");
+  at::Tensor truncated = next.get("truncated");
+  auto obs = observation.accessor<float, 2>();
+  auto rew = reward.accessor<float, 2>();
+  auto term = terminated.accessor<bool, 2>();
+  auto trunc = truncated.accessor<bool, 2>();
+  for (int64_t i = begin; i < end; ++i) {
+    double* s = &state_[static_cast<size_t>(i) * 4];
+    double x = s[0];
+    double x_dot = s[1];
+    double theta = s[2];
+    double theta_dot = s[3];
+    // The one-hot action's index: OneHot's to_numpy in TorchRL's GymEnv.
+    const double force = action[i][1] != 0 ? kForceMag : -kForceMag;
+    const double costheta = std::cos(theta);
+    const double sintheta = std::sin(theta);
+    const double temp =
+        (force + kPoleMassLength * (theta_dot * theta_dot) * sintheta) /
+        kTotalMass;
+    const double thetaacc =
+        (kGravity * sintheta - costheta * temp) /
+        (kLength *
+         (4.0 / 3.0 - kMassPole * (costheta * costheta) / kTotalMass));
+    const double xacc =
+        temp - kPoleMassLength * thetaacc * costheta / kTotalMass;
+    x = x + kTau * x_dot;
+    x_dot = x_dot + kTau * xacc;
+    theta = theta + kTau * theta_dot;
+    theta_dot = theta_dot + kTau * thetaacc;
+    s[0] = x;
+    s[1] = x_dot;
+    s[2] = theta;
+    s[3] = theta_dot;
+    ++steps_[i];
+    for (int k = 0; k < 4; ++k) {
+      obs[i][k] = static_cast<float>(s[k]);
+    }
+    rew[i][0] = 1.0F;
+    term[i][0] = x < -kXThreshold || x > kXThreshold ||
+                 theta < -kThetaThreshold || theta > kThetaThreshold;
+    trunc[i][0] = steps_[i] >= kMaxEpisodeSteps;
+  }
+}
+
+// --- PointMass ---------------------------------------------------------------
+
+PointMassEnv::PointMassEnv(int64_t num_envs, uint64_t seed, int64_t max_steps)
+    : EnvBase(num_envs),
+      max_steps_(max_steps),
+      position_(at::zeros({num_envs, 2})),
+      velocity_(at::zeros({num_envs, 2})),
+      steps_(at::zeros({num_envs, 1}, at::TensorOptions(c10::kLong))),
+      episodes_(static_cast<size_t>(num_envs), 0) {
+  TORCH_CHECK_VALUE(
+      max_steps >= 1, "PointMassEnv needs max_steps >= 1, got ", max_steps);
+  set_specs(
+      Composite().set("observation", TensorSpec::unbounded({4})),
+      TensorSpec::unbounded({2}));
+  set_seed(seed);
+}
+
+std::string PointMassEnv::name() const {
+  return "PointMass";
+}
+
+void PointMassEnv::set_seed_(uint64_t /*seed*/) {
+  std::fill(episodes_.begin(), episodes_.end(), 0);
+}
+
+void PointMassEnv::reset_range_(
+    int64_t begin, int64_t end, const bool* mask, const TensorDict& out) {
+  auto position = position_.accessor<float, 2>();
+  auto velocity = velocity_.accessor<float, 2>();
+  auto steps = steps_.accessor<int64_t, 2>();
+  for (int64_t i = begin; i < end; ++i) {
+    if (mask != nullptr && !mask[i]) {
+      continue;
+    }
+    const uint64_t h = episode_hash(seed(), i, episodes_[i]++);
+    position[i][0] = unit_float(h);
+    position[i][1] = unit_float(splitmix64(h));
+    velocity[i][0] = 0.0F;
+    velocity[i][1] = 0.0F;
+    steps[i][0] = 0;
+  }
+  const int64_t n = end - begin;
+  out.get("observation")
+      .narrow(0, begin, n)
+      .copy_(at::cat(
+          {position_.narrow(0, begin, n), velocity_.narrow(0, begin, n)}, -1));
+}
+
+void PointMassEnv::step_range_(
+    int64_t begin, int64_t end, const TensorDict& td, const TensorDict& next) {
+  const int64_t n = end - begin;
+  const at::Tensor action = td.get("action").narrow(0, begin, n).clamp(-1, 1);
+  at::Tensor velocity = velocity_.narrow(0, begin, n);
+  at::Tensor position = position_.narrow(0, begin, n);
+  at::Tensor steps = steps_.narrow(0, begin, n);
+  velocity.copy_(velocity * 0.9 + action * 0.1);
+  position.copy_(position + velocity * 0.1);
+  steps.add_(1);
+  const at::Tensor distance = position.pow(2).sum(-1, /*keepdim=*/true).sqrt();
+  next.get("observation")
+      .narrow(0, begin, n)
+      .copy_(at::cat({position, velocity}, -1));
+  next.get("reward").narrow(0, begin, n).copy_(distance.neg());
+  next.get("terminated")
+      .narrow(0, begin, n)
+      .copy_(distance.gt(1.5).logical_or(distance.lt(0.05)));
+  next.get("truncated").narrow(0, begin, n).copy_(steps.ge(max_steps_));
+}
+
+}  // namespace rl
+TENSORDICT_END_NAMESPACE

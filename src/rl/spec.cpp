@@ -1,0 +1,284 @@
+// TorchRL's leaf and composite specs: shapes, dtypes, bounds, and the
+// checks that keep a malformed action or observation out of an env.
+
+#include <ATen/ops/all.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/one_hot.h>
+#include <ATen/ops/rand.h>
+#include <ATen/ops/randint.h>
+#include <ATen/ops/randn.h>
+#include <ATen/ops/zeros.h>
+#include <c10/util/Exception.h>
+#include <c10/util/irange.h>
+
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensordict/errors.h"
+#include "tensordict/rl.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace rl {
+
+namespace {
+
+std::vector<int64_t> full_shape(
+    const std::vector<int64_t>& batch, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> out = batch;
+  out.insert(out.end(), shape.begin(), shape.end());
+  return out;
+}
+
+std::string shape_string(c10::IntArrayRef shape) {
+  std::ostringstream out;
+  out << "[";
+  for (const auto i : c10::irange(shape.size())) {
+    out << (i == 0 ? "" : ", ") << shape[i];
+  }
+  out << "]";
+  return out.str();
+}
+
+const char* kind_name(SpecKind kind) {
+  switch (kind) {
+    case SpecKind::kUnbounded:
+      return "Unbounded";
+    case SpecKind::kBounded:
+      return "Bounded";
+    case SpecKind::kCategorical:
+      return "Categorical";
+    case SpecKind::kOneHot:
+      return "OneHot";
+  }
+  return "?";
+}
+
+// Why `value` is not in `spec`, or empty if it is.
+std::string mismatch(
+    const TensorSpec& spec,
+    const at::Tensor& value,
+    const std::vector<int64_t>& batch) {
+  if (!value.defined()) {
+    return "an undefined tensor";
+  }
+  const std::vector<int64_t> shape = full_shape(batch, spec.shape());
+  if (value.scalar_type() != spec.dtype() ||
+      value.sizes() != c10::IntArrayRef(shape)) {
+    return "expected " + shape_string(shape) + " " +
+           c10::toString(spec.dtype()) + ", got " +
+           shape_string(value.sizes()) + " " +
+           c10::toString(value.scalar_type());
+  }
+  switch (spec.kind()) {
+    case SpecKind::kUnbounded:
+      return {};
+    case SpecKind::kBounded:
+      if (!value.ge(spec.low())
+               .logical_and(value.le(spec.high()))
+               .all()
+               .item<bool>()) {
+        return "values outside the Bounded spec's [low, high]";
+      }
+      return {};
+    case SpecKind::kCategorical:
+      if (value.scalar_type() != c10::kBool &&
+          !value.ge(0).logical_and(value.lt(spec.n())).all().item<bool>()) {
+        return "values outside [0, " + std::to_string(spec.n()) +
+               ") of the Categorical spec";
+      }
+      return {};
+    case SpecKind::kOneHot: {
+      const at::Tensor ones = value.eq(1);
+      if (!ones.logical_or(value.eq(0)).all().item<bool>() ||
+          !ones.sum(-1).eq(1).all().item<bool>()) {
+        return "a value that is not one-hot (every row along the last dim "
+               "must hold exactly one 1, the rest 0)";
+      }
+      return {};
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+TensorSpec TensorSpec::unbounded(
+    std::vector<int64_t> shape, c10::ScalarType dtype) {
+  TensorSpec spec;
+  spec.kind_ = SpecKind::kUnbounded;
+  spec.shape_ = std::move(shape);
+  spec.dtype_ = dtype;
+  return spec;
+}
+
+TensorSpec TensorSpec::bounded(
+    std::vector<int64_t> shape,
+    c10::ScalarType dtype,
+    at::Tensor low,
+    at::Tensor high) {
+  TORCH_CHECK_VALUE(
+      low.defined() && high.defined(), "Bounded spec needs low and high");
+  TensorSpec spec;
+  spec.kind_ = SpecKind::kBounded;
+  spec.shape_ = std::move(shape);
+  spec.dtype_ = dtype;
+  spec.low_ = low.to(dtype).expand(spec.shape_).contiguous();
+  spec.high_ = high.to(dtype).expand(spec.shape_).contiguous();
+  TORCH_CHECK_VALUE(
+      spec.low_.le(spec.high_).all().item<bool>(),
+      "Bounded spec needs low <= high everywhere, got low ",
+      spec.low_,
+      " and high ",
+      spec.high_);
+  return spec;
+}
+
+TensorSpec TensorSpec::categorical(
+    int64_t n, std::vector<int64_t> shape, c10::ScalarType dtype) {
+  TORCH_CHECK_VALUE(n >= 1, "Categorical spec needs n >= 1, got ", n);
+  TensorSpec spec;
+  spec.kind_ = SpecKind::kCategorical;
+  spec.shape_ = std::move(shape);
+  spec.dtype_ = dtype;
+  spec.n_ = n;
+  return spec;
+}
+
+TensorSpec TensorSpec::one_hot(int64_t n, c10::ScalarType dtype) {
+  TORCH_CHECK_VALUE(n >= 1, "OneHot spec needs n >= 1, got ", n);
+  TensorSpec spec;
+  spec.kind_ = SpecKind::kOneHot;
+  spec.shape_ = {n};
+  spec.dtype_ = dtype;
+  spec.n_ = n;
+  return spec;
+}
+
+at::Tensor TensorSpec::zero(const std::vector<int64_t>& batch) const {
+  return at::zeros(full_shape(batch, shape_), at::TensorOptions(dtype_));
+}
+
+at::Tensor TensorSpec::rand(
+    const std::vector<int64_t>& batch,
+    std::optional<at::Generator> generator) const {
+  const std::vector<int64_t> shape = full_shape(batch, shape_);
+  switch (kind_) {
+    case SpecKind::kOneHot: {
+      std::vector<int64_t> index_shape = shape;
+      index_shape.pop_back();
+      const at::Tensor index = at::randint(n_, index_shape, generator);
+      return at::one_hot(index, n_).to(dtype_);
+    }
+    case SpecKind::kCategorical:
+      return at::randint(n_, shape, generator).to(dtype_);
+    case SpecKind::kBounded: {
+      if (c10::isFloatingType(dtype_)) {
+        const at::Tensor u =
+            at::rand(shape, generator, at::TensorOptions(c10::kDouble));
+        return (low_.to(c10::kDouble) +
+                u * (high_.to(c10::kDouble) - low_.to(c10::kDouble)))
+            .to(dtype_);
+      }
+      const at::Tensor u =
+          at::rand(shape, generator, at::TensorOptions(c10::kDouble));
+      const at::Tensor span = (high_ - low_ + 1).to(c10::kDouble);
+      return (low_.to(c10::kDouble) + (u * span).floor())
+          .to(dtype_)
+          .minimum(high_);
+    }
+    case SpecKind::kUnbounded:
+      if (c10::isFloatingType(dtype_)) {
+        return at::randn(shape, generator, at::TensorOptions(dtype_));
+      }
+      if (dtype_ == c10::kBool) {
+        return at::randint(2, shape, generator).to(dtype_);
+      }
+      return at::randint(-100, 100, shape, generator).to(dtype_);
+  }
+  return zero(batch);
+}
+
+bool TensorSpec::is_in(
+    const at::Tensor& value, const std::vector<int64_t>& batch) const {
+  return mismatch(*this, value, batch).empty();
+}
+
+void TensorSpec::check(
+    const at::Tensor& value,
+    const std::vector<int64_t>& batch,
+    const NestedKey& key) const {
+  const std::string why = mismatch(*this, value, batch);
+  TORCH_CHECK_VALUE(
+      why.empty(),
+      "value of key ",
+      key.to_string(),
+      " is not in its ",
+      kind_name(kind_),
+      " spec: ",
+      why);
+}
+
+Composite& Composite::set(const NestedKey& key, TensorSpec spec) {
+  for (auto& entry : entries_) {
+    if (entry.first == key) {
+      entry.second = std::move(spec);
+      return *this;
+    }
+  }
+  entries_.emplace_back(key, std::move(spec));
+  return *this;
+}
+
+const TensorSpec& Composite::get(const NestedKey& key) const {
+  const TensorSpec* spec = find(key);
+  TENSORDICT_CHECK_KEY(
+      spec != nullptr, "key ", key.to_string(), " not found in the Composite");
+  return *spec;
+}
+
+const TensorSpec* Composite::find(const NestedKey& key) const noexcept {
+  for (const auto& entry : entries_) {
+    if (entry.first == key) {
+      return &entry.second;
+    }
+  }
+  return nullptr;
+}
+
+bool Composite::contains(const NestedKey& key) const noexcept {
+  return find(key) != nullptr;
+}
+
+std::vector<NestedKey> Composite::keys() const {
+  std::vector<NestedKey> out;
+  out.reserve(entries_.size());
+  for (const auto& entry : entries_) {
+    out.push_back(entry.first);
+  }
+  return out;
+}
+
+TensorDict Composite::zero(const std::vector<int64_t>& batch) const {
+  TensorDict out{c10::IntArrayRef(batch)};
+  for (const auto& entry : entries_) {
+    out.set(entry.first, entry.second.zero(batch));
+  }
+  return out;
+}
+
+void Composite::check(
+    const TensorDict& td, const std::vector<int64_t>& batch) const {
+  for (const auto& entry : entries_) {
+    TENSORDICT_CHECK_KEY(
+        td.contains(entry.first),
+        "key ",
+        entry.first.to_string(),
+        " of the spec is missing from the dict");
+    entry.second.check(td.get(entry.first), batch, entry.first);
+  }
+}
+
+}  // namespace rl
+TENSORDICT_END_NAMESPACE
