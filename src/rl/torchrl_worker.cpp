@@ -65,9 +65,11 @@ std::string message_of(const std::exception& e) {
 struct LearnerStore {
   StorePtr store;
   std::string name;  // "the collector store at 127.0.0.1:10004"
+  mutable bool lost_connection = false;
 
   [[noreturn]] void lost(
       const std::exception& e, const std::string& doing) const {
+    lost_connection = true;
     TORCH_CHECK(
         false,
         "lost ",
@@ -472,7 +474,7 @@ class Worker {
 
   // Tells a learner that waits for this worker's answer why none will come.
   void report_error(const std::string& message) noexcept {
-    if (!collector_store_.store) {
+    if (!collector_store_.store || collector_store_.lost_connection) {
       return;
     }
     try {
