@@ -3,7 +3,7 @@
 //   torchrl_worker --master HOST:PORT --rank R --world-size W
 //                  --policy actor.pt2 --env CartPole-v1 --frames-per-batch N
 //                  [--num-envs E] [--threads T] [--timeout-s S]
-//                  [--idle-timeout-s S] [--verbose]
+//                  [--idle-timeout-s S] [--sync] [--verbose]
 //
 // The learner runs `DistributedCollector([env_fn], policy,
 // frames_per_batch=N * workers, launcher="submitit_delayed",
@@ -45,6 +45,7 @@ struct Args {
   int64_t threads = 1;
   int64_t timeout_s = 60;
   int64_t idle_timeout_s = 600;
+  bool sync = false;
   bool verbose = false;
 };
 
@@ -54,7 +55,7 @@ struct Args {
       << "usage: torchrl_worker --master HOST:PORT --rank R --world-size W "
          "--policy actor.pt2 --env CartPole-v1 --frames-per-batch N "
          "[--num-envs E] [--threads T] [--timeout-s S] [--idle-timeout-s S] "
-         "[--verbose]\n";
+         "[--sync] [--verbose]\n";
   std::exit(2);
 }
 
@@ -78,8 +79,8 @@ Args parse(int argc, char** argv) {
   Args args;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--verbose") {
-      args.verbose = true;
+    if (flag == "--verbose" || flag == "--sync") {
+      (flag == "--sync" ? args.sync : args.verbose) = true;
       continue;
     }
     if (i + 1 >= argc) {
@@ -236,6 +237,7 @@ int main(int argc, char** argv) {
         rl::TorchRLWorkerOptions(
             args.host, args.port, args.rank, args.world_size)
             .frames_per_batch(args.frames_per_batch)
+            .sync(args.sync)
             .timeout(std::chrono::seconds(args.timeout_s))
             .idle_timeout(std::chrono::seconds(args.idle_timeout_s))
             .verbose(args.verbose));

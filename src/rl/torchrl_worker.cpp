@@ -270,12 +270,25 @@ class Worker {
     const std::string& addr = options_.master_addr();
     log("joining the group at " + addr + ":" +
         std::to_string(options_.master_port()));
-    group_ = dist::init_process_group(dist::InitOptions()
-                                          .master_addr(addr)
-                                          .master_port(options_.master_port())
-                                          .rank(rank_)
-                                          .world_size(options_.world_size())
-                                          .timeout(options_.timeout()));
+    try {
+      group_ = dist::init_process_group(dist::InitOptions()
+                                            .master_addr(addr)
+                                            .master_port(options_.master_port())
+                                            .rank(rank_)
+                                            .world_size(options_.world_size())
+                                            .timeout(options_.timeout()));
+    } catch (const std::exception& e) {
+      TORCH_CHECK(
+          false,
+          "could not join the learner's group at ",
+          addr,
+          ":",
+          options_.master_port(),
+          " within ",
+          options_.timeout().count(),
+          " ms: ",
+          message_of(e));
+    }
     const int store_port = recv_store_port(group_);
     collector_store_ = connect_store(
         addr,

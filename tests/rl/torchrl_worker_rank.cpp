@@ -13,7 +13,7 @@
 // learner can tell it came from this hook.
 //
 // Usage: torchrl_worker_rank HOST:PORT RANK WORLD_SIZE FRAMES LAYOUT_FILE
-//        [IDLE_TIMEOUT_MS]
+//        [IDLE_TIMEOUT_MS [sync]]
 // Prints the stats on success; on an error prints "torchrl_worker_rank:
 // <message>" to stderr and exits with 1.
 
@@ -31,7 +31,7 @@ using tensordict::TensorDict;
 int main(int argc, char** argv) {
   if (argc < 6) {
     std::cerr << "usage: torchrl_worker_rank HOST:PORT RANK WORLD_SIZE FRAMES "
-                 "LAYOUT_FILE [IDLE_TIMEOUT_MS]\n";
+                 "LAYOUT_FILE [IDLE_TIMEOUT_MS [sync]]\n";
     return 2;
   }
   try {
@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
     if (argc > 6) {
       options.idle_timeout(std::chrono::milliseconds(std::stoll(argv[6])));
     }
+    options.sync(argc > 7 && std::string(argv[7]) == "sync");
     options.verbose(std::getenv("TORCHRL_WORKER_VERBOSE") != nullptr);
 
     at::Tensor weight = at::zeros({2, 4});

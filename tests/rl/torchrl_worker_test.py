@@ -67,7 +67,7 @@ def make_policy():
     )
 
 
-def make_collector(port, policy, total_frames):
+def make_collector(port, policy, total_frames, sync=False):
     return DistributedCollector(
         [functools.partial(GymEnv, "CartPole-v1")],
         policy,
@@ -76,13 +76,16 @@ def make_collector(port, policy, total_frames):
         launcher="submitit_delayed",
         backend="gloo",
         tcp_port=port,
+        sync=sync,
     )
 
 
-def start_worker(exe, port, layout_file, idle_timeout_ms=None):
+def start_worker(exe, port, layout_file, idle_timeout_ms=None, sync=False):
     args = [exe, f"127.0.0.1:{port}", "1", "2", str(FRAMES), layout_file]
-    if idle_timeout_ms is not None:
-        args.append(str(idle_timeout_ms))
+    if idle_timeout_ms is not None or sync:
+        args.append(str(idle_timeout_ms or 600_000))
+    if sync:
+        args.append("sync")
     return subprocess.Popen(
         args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -197,6 +200,38 @@ def test_protocol(exe, work_dir):
     print(f"protocol: {seen} batches checked, layout of {leaves} leaves equal, {out.strip()}")
 
 
+def test_sync(exe, work_dir):
+    """sync=True: the learner stacks the workers' batches ([1, FRAMES]) and
+    sends weights with a blocking send; the worker never reports "done"."""
+    port = free_base_port()
+    policy = make_policy()
+    worker = start_worker(
+        exe, port, os.path.join(work_dir, "layout_sync.txt"), sync=True
+    )
+    collector = make_collector(port, policy, FRAMES * 3, sync=True)
+    gen = torch.Generator().manual_seed(0)
+    try:
+        for i, data in enumerate(collector):
+            assert data.batch_size == torch.Size([1, FRAMES]), data.batch_size
+            obs = torch.randn(FRAMES, 4, generator=gen)
+            torch.randn(FRAMES, 4, generator=gen)
+            assert torch.equal(data["observation"][0], obs), f"sync batch {i}"
+            torch.testing.assert_close(
+                data["action"][0], expected_action(obs, policy), msg=f"sync {i}"
+            )
+            with torch.no_grad():
+                policy.module.bias.add_(1.0)
+            collector.update_policy_weights_()
+    finally:
+        collector.shutdown()
+    rc, out, err = finish(worker, "sync")
+    assert rc == 0, f"worker failed ({rc}):\n{err}"
+    assert out.strip() == (
+        f"batches=3 frames={3 * FRAMES} weight_updates=4 weights_refused=0 seeds=0"
+    ), out
+    print(f"sync: 3 batches checked, {out.strip()}")
+
+
 def learner_child(port, mode):
     """A learner process that goes away after one batch, or stays silent."""
     policy = make_policy()
@@ -249,6 +284,7 @@ def main():
     exe, work_dir = sys.argv[1], sys.argv[2]
     os.makedirs(work_dir, exist_ok=True)
     test_protocol(exe, work_dir)
+    test_sync(exe, work_dir)
     test_learner_goes_away(exe, work_dir)
     test_learner_silent(exe, work_dir)
     print("OK")
