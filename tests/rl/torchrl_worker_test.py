@@ -11,8 +11,10 @@ its header comment for the values its batches hold). Checks:
    the next batch, a refused (NaN) update that raises on the learner and
    keeps the old weights, set_seed visible in the next batch, then a clean
    shutdown with the worker's counts;
-3. a learner that goes away: the worker exits with a clear error, in time;
-4. a learner that stays silent: the worker ends at its idle timeout.
+3. sync=True with two C++ workers (world size 3): stacked batches and
+   blocking weight sends;
+4. a learner that goes away: the worker exits with a clear error, in time;
+5. a learner that stays silent: the worker ends at its idle timeout.
 Every wait is bounded; all traffic stays on 127.0.0.1.
 """
 
@@ -67,11 +69,11 @@ def make_policy():
     )
 
 
-def make_collector(port, policy, total_frames, sync=False):
+def make_collector(port, policy, total_frames, sync=False, workers=1):
     return DistributedCollector(
-        [functools.partial(GymEnv, "CartPole-v1")],
+        [functools.partial(GymEnv, "CartPole-v1")] * workers,
         policy,
-        frames_per_batch=FRAMES,
+        frames_per_batch=FRAMES * workers,
         total_frames=total_frames,
         launcher="submitit_delayed",
         backend="gloo",
@@ -80,8 +82,11 @@ def make_collector(port, policy, total_frames, sync=False):
     )
 
 
-def start_worker(exe, port, layout_file, idle_timeout_ms=None, sync=False):
-    args = [exe, f"127.0.0.1:{port}", "1", "2", str(FRAMES), layout_file]
+def start_worker(
+    exe, port, layout_file, idle_timeout_ms=None, sync=False, rank=1, world_size=2
+):
+    args = [exe, f"127.0.0.1:{port}", str(rank), str(world_size), str(FRAMES)]
+    args.append(layout_file)
     if idle_timeout_ms is not None or sync:
         args.append(str(idle_timeout_ms or 600_000))
     if sync:
@@ -201,35 +206,47 @@ def test_protocol(exe, work_dir):
 
 
 def test_sync(exe, work_dir):
-    """sync=True: the learner stacks the workers' batches ([1, FRAMES]) and
-    sends weights with a blocking send; the worker never reports "done"."""
+    """sync=True with two C++ workers: the learner stacks their batches
+    ([2, FRAMES]) and sends weights with blocking sends; no worker reports
+    "done"."""
     port = free_base_port()
     policy = make_policy()
-    worker = start_worker(
-        exe, port, os.path.join(work_dir, "layout_sync.txt"), sync=True
-    )
-    collector = make_collector(port, policy, FRAMES * 3, sync=True)
+    workers = [
+        start_worker(
+            exe,
+            port,
+            os.path.join(work_dir, f"layout_sync_{rank}.txt"),
+            sync=True,
+            rank=rank,
+            world_size=3,
+        )
+        for rank in (1, 2)
+    ]
+    collector = make_collector(port, policy, FRAMES * 2 * 3, sync=True, workers=2)
     gen = torch.Generator().manual_seed(0)
     try:
         for i, data in enumerate(collector):
-            assert data.batch_size == torch.Size([1, FRAMES]), data.batch_size
+            assert data.batch_size == torch.Size([2, FRAMES]), data.batch_size
             obs = torch.randn(FRAMES, 4, generator=gen)
             torch.randn(FRAMES, 4, generator=gen)
-            assert torch.equal(data["observation"][0], obs), f"sync batch {i}"
-            torch.testing.assert_close(
-                data["action"][0], expected_action(obs, policy), msg=f"sync {i}"
-            )
+            for w in range(2):  # both workers draw from seed 0
+                assert torch.equal(data["observation"][w], obs), f"sync {i}, {w}"
+                torch.testing.assert_close(
+                    data["action"][w], expected_action(obs, policy), msg=f"sync {i}"
+                )
             with torch.no_grad():
                 policy.module.bias.add_(1.0)
             collector.update_policy_weights_()
     finally:
         collector.shutdown()
-    rc, out, err = finish(worker, "sync")
-    assert rc == 0, f"worker failed ({rc}):\n{err}"
-    assert out.strip() == (
-        f"batches=3 frames={3 * FRAMES} weight_updates=4 weights_refused=0 seeds=0"
-    ), out
-    print(f"sync: 3 batches checked, {out.strip()}")
+    for rank, worker in zip((1, 2), workers):
+        rc, out, err = finish(worker, f"sync rank {rank}")
+        assert rc == 0, f"worker {rank} failed ({rc}):\n{err}"
+        assert out.strip() == (
+            f"batches=3 frames={3 * FRAMES} weight_updates=4 weights_refused=0 "
+            "seeds=0"
+        ), out
+    print(f"sync: 3 batches of 2 workers checked, {out.strip()} each")
 
 
 def learner_child(port, mode):
