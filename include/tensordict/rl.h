@@ -631,6 +631,13 @@ TENSORDICT_END_NAMESPACE
 // - An unknown instruction, a batch of the wrong size or a lost learner end
 //   the worker with an error (written to "NODE_R_out" as "error: ..." when
 //   the store is still there) instead of a hang.
+// - After a refusal the learner leaves its "refused" ack in the store; the
+//   worker deletes it when the next "update_weights" arrives, before it
+//   posts the receives, so the learner (which reads the ack after its send
+//   completes) reads the new ack, not the stale one.
+// - The weight store's port is not announced: the scheme tries tcp_port + 2
+//   and, if that port is taken, a random one that only the start-up pickle
+//   names. Give `weights_store_port` then, or free tcp_port + 2.
 
 // The worker section includes what it alone needs, so that it merges
 // cleanly with the rest of this header.
