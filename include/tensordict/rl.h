@@ -245,8 +245,7 @@ class TENSORDICT_API EnvBase {
   /// new dict) with the observation keys and the flags, which are false for
   /// the sub-envs reset and taken from `td` (or false) for the others.
   /// Throws ValueError for a mask of the wrong shape or dtype.
-  [[nodiscard]] TensorDict reset(
-      const std::optional<TensorDict>& td = std::nullopt);
+  TensorDict reset(const std::optional<TensorDict>& td = std::nullopt);
   /// Steps every sub-env with td["action"], writes the ("next", ...) entries
   /// into `td` and returns it (TorchRL's `step`). Throws KeyError if
   /// "action" is missing and ValueError if it is not in `action_spec()`;
@@ -448,9 +447,11 @@ struct TENSORDICT_API CollectorOptions {
   /// actor usually sends or copies the batch before asking for the next;
   /// set it false for a fresh dict per batch.
   TENSORDICT_ARG(bool, return_same_td) = true;
-  /// Stamps "policy_version" (int64, at the root and in "next") with the
-  /// number of weight updates applied so far, as TorchRL's
-  /// `track_policy_version=True`.
+  /// Stamps "policy_version" (int64 [N, T], at the root and in "next")
+  /// with the number of weight updates applied, as TorchRL's
+  /// `track_policy_version=True`: "next" holds the version the step ran
+  /// with, the root the version of the step or reset that made it (so the
+  /// first root after an update still holds the old one).
   TENSORDICT_ARG(bool, track_policy_version) = false;
   /// Applies weights that `update_policy_weights_` staged before the next
   /// step, even mid-batch; by default they wait for the next batch.
@@ -469,7 +470,9 @@ struct TENSORDICT_API CollectorOptions {
 /// sub-env reset after a done step gets the next unused id (in sub-env
 /// order); done sub-envs are reset (partially) right after their done step,
 /// so the root of the next step is a reset one. split_trajs is not
-/// offered (TorchRL's default is off).
+/// offered (TorchRL's default is off). An env of one sub-env still gives
+/// [1, T], as TorchRL's `SerialEnv(1, ...)` does (a bare `GymEnv` has no
+/// batch dim and gives [T]: `batch.squeeze(0)` is that layout).
 ///
 /// The policy (a TensorDictModule, a TensorDictSequential, an AOTIModule
 /// or any TensorDictModuleBase) is called once per step on the [N] root
@@ -512,7 +515,11 @@ class TENSORDICT_API Collector {
   /// `update_weights_mid_batch`): copied into the module's parameters and
   /// buffers, or `load_weights` for an AOTIModule. Throws ValueError or
   /// KeyError naming the key that does not fit; the staged and the current
-  /// weights are then unchanged.
+  /// weights are then unchanged. The keys are those of
+  /// `TensorDict::from_module(*policy)`; the weights of an AOTIModule
+  /// inside a TensorDictSequential are not module parameters, so such a
+  /// policy's package weights cannot be swapped here (give the AOTIModule
+  /// itself as the policy, or call its `load_weights`).
   void update_policy_weights_(const TensorDict& weights);
   /// Returns how many weight updates were applied (what "policy_version"
   /// holds in the batches collected since).

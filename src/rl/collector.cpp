@@ -145,13 +145,15 @@ struct Collector::State {
   std::vector<std::pair<int64_t, int64_t>> ranges;
   // The root of the current step, with storage of its own.
   TensorDict root;
-  // The "next" dict every step writes into (copied out before reuse).
-  TensorDict next;
+  // The "next" dicts steps write into, in turn: the root of a step aliases
+  // the previous step's, so that one must not be overwritten by the step.
+  TensorDict next[2];
   // The batch [N, T] and its leaves, in the order of `keys`.
   TensorDict batch;
   std::vector<NestedKey> keys;
   std::vector<at::Tensor> leaves;
   int64_t next_traj_id = 0;
+  uint64_t step_count = 0;
   bool started = false;
   bool need_reset = false;
   bool broken = false;
@@ -189,7 +191,8 @@ Collector::Collector(
   for (int64_t w = 0; w < threads; ++w) {
     state_->ranges.emplace_back(w * n / threads, (w + 1) * n / threads);
   }
-  state_->next = env_->make_next();
+  state_->next[0] = env_->make_next();
+  state_->next[1] = env_->make_next();
   if (options_.seed()) {
     env_->set_seed(*options_.seed());
   }
@@ -355,6 +358,7 @@ std::optional<TensorDict> Collector::next() {
         at::arange(
             s.next_traj_id, s.next_traj_id + n, at::TensorOptions(c10::kLong)));
     s.next_traj_id += n;
+    stamp_version(root);
     s.root = root;
     s.started = true;
     s.need_reset = false;
@@ -366,8 +370,9 @@ std::optional<TensorDict> Collector::next() {
     if (options_.update_weights_mid_batch() && t > 0) {
       apply_pending();
     }
+    // The root keeps the version of the step (or reset) that made it, as
+    // TorchRL's PolicyVersion transform stamps it.
     TensorDict td = s.root;
-    stamp_version(td);
     {
       torch::NoGradGuard no_grad;
       try {
@@ -386,7 +391,7 @@ std::optional<TensorDict> Collector::next() {
       }
     }
     env_->check_action(td);
-    TensorDict next = s.next;
+    TensorDict next = s.next[s.step_count++ % 2];
     run_ranges([&](int64_t begin, int64_t end) {
       env_->step_range(begin, end, td, next);
     });
@@ -431,10 +436,12 @@ std::optional<TensorDict> Collector::next() {
       s.leaves[i].select(1, t).copy_(td.get(s.keys[i]));
     }
 
-    // The root of the next step: "next" moved up (copied, since `next` is
-    // overwritten by the next step), then the done sub-envs reset.
-    TensorDict root = step_mdp(td).clone();
-    const at::Tensor done = root.get("done").reshape({n}).contiguous();
+    // The root of the next step: "next" moved up (its leaves alias `next`,
+    // which the step after next overwrites, once copied into the batch),
+    // then the done sub-envs reset in place.
+    TensorDict root = step_mdp(td);
+    // A copy: the flags below are cleared in place.
+    const at::Tensor done = root.get("done").reshape({n}).clone();
     if (done.any().item<bool>()) {
       const bool* mask = done.data_ptr<bool>();
       run_ranges([&](int64_t begin, int64_t end) {

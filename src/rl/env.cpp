@@ -32,6 +32,39 @@ void check_range(int64_t begin, int64_t end, int64_t num_envs) {
       ")");
 }
 
+// Checks that `td` holds `key` with the shape [N] + spec shape and the
+// dtype of `spec`: the range calls write rows through raw accessors.
+void check_leaf(
+    const TensorDict& td,
+    const NestedKey& key,
+    const TensorSpec& spec,
+    int64_t num_envs,
+    const char* what) {
+  TENSORDICT_CHECK_KEY(
+      td.contains(key),
+      what,
+      ": key ",
+      key.to_string(),
+      " is missing from the dict (make it with make_next)");
+  const at::Tensor value = td.get(key);
+  std::vector<int64_t> shape = {num_envs};
+  shape.insert(shape.end(), spec.shape().begin(), spec.shape().end());
+  TORCH_CHECK_VALUE(
+      value.sizes() == c10::IntArrayRef(shape) &&
+          value.scalar_type() == spec.dtype(),
+      what,
+      ": key ",
+      key.to_string(),
+      " expected ",
+      c10::IntArrayRef(shape),
+      " ",
+      spec.dtype(),
+      ", got ",
+      value.sizes(),
+      " ",
+      value.scalar_type());
+}
+
 bool is_excluded(const NestedKey& key, const std::vector<NestedKey>& keys) {
   for (const NestedKey& excluded : keys) {
     if (key == excluded) {
@@ -159,12 +192,23 @@ TensorDict EnvBase::step(TensorDict td) {
 void EnvBase::reset_range(
     int64_t begin, int64_t end, const bool* mask, const TensorDict& out) {
   check_range(begin, end, num_envs_);
+  for (const NestedKey& key : observation_spec_.keys()) {
+    check_leaf(out, key, observation_spec_.get(key), num_envs_, "reset_range");
+  }
   reset_range_(begin, end, mask, out);
 }
 
 void EnvBase::step_range(
     int64_t begin, int64_t end, const TensorDict& td, const TensorDict& next) {
   check_range(begin, end, num_envs_);
+  check_leaf(td, "action", *action_spec_, num_envs_, "step_range");
+  for (const NestedKey& key : observation_spec_.keys()) {
+    check_leaf(next, key, observation_spec_.get(key), num_envs_, "step_range");
+  }
+  check_leaf(next, "reward", reward_spec_, num_envs_, "step_range");
+  for (const NestedKey& key : kDoneKeys) {
+    check_leaf(next, key, done_spec_.get(key), num_envs_, "step_range");
+  }
   step_range_(begin, end, td, next);
   const int64_t n = end - begin;
   at::Tensor done = next.get("done").narrow(0, begin, n);

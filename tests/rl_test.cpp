@@ -1,0 +1,799 @@
+// Tests of include/tensordict/rl.h: specs, the envs' reset/step layout,
+// partial resets, step_mdp, rollout and the collector (layout, traj_ids,
+// threads, weight updates, buffer reuse, errors). The comparisons with
+// TorchRL and gymnasium themselves are in tests/rl.
+
+#include <tensordict/aoti.h>
+#include <tensordict/rl.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "support.h"
+
+namespace rl_test {
+
+using tensordict::KeyError;
+using tensordict::NestedKey;
+using tensordict::TensorDict;
+using tensordict::nn::TensorDictModule;
+namespace rl = tensordict::rl;
+
+// A deterministic policy: one-hot argmax of a linear layer of the
+// observation (CartPole's action spec).
+struct ArgmaxPolicyImpl : torch::nn::Module {
+  ArgmaxPolicyImpl()
+      : linear(register_module("linear", torch::nn::Linear(4, 2))) {}
+  torch::Tensor forward(const torch::Tensor& observation) {
+    return torch::one_hot(linear(observation).argmax(-1), 2);
+  }
+  torch::nn::Linear linear;
+};
+TORCH_MODULE(ArgmaxPolicy);
+
+TensorDictModule make_policy(uint64_t seed = 0) {
+  torch::manual_seed(seed);
+  return TensorDictModule(ArgmaxPolicy(), {"observation"}, {"action"});
+}
+
+// Weights that make the policy always pick `index`.
+TensorDict constant_weights(TensorDictModule& policy, int64_t index) {
+  TensorDict weights = TensorDict::from_module(*policy.ptr()).clone();
+  weights.get({"module", "linear", "weight"}).zero_();
+  at::Tensor bias = weights.get({"module", "linear", "bias"});
+  bias.zero_();
+  bias[index] = 1.0;
+  return weights;
+}
+
+TEST(RlSpecTest, CartPoleSpecsAreTorchRLGymEnvs) {
+  rl::CartPoleEnv env(3);
+  EXPECT_EQ(env.batch_size(), std::vector<int64_t>({3}));
+  const rl::TensorSpec& action = env.action_spec();
+  EXPECT_EQ(action.kind(), rl::SpecKind::kOneHot);
+  EXPECT_EQ(action.n(), 2);
+  EXPECT_EQ(action.dtype(), torch::kLong);
+  EXPECT_EQ(action.shape(), std::vector<int64_t>({2}));
+  const rl::TensorSpec& obs = env.observation_spec().get("observation");
+  EXPECT_EQ(obs.kind(), rl::SpecKind::kBounded);
+  EXPECT_EQ(obs.dtype(), torch::kFloat);
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto theta = static_cast<float>(2 * 12 * 2 * M_PI / 360);
+  EXPECT_TRUE(torch::equal(obs.high(), torch::tensor({4.8F, inf, theta, inf})));
+  EXPECT_TRUE(torch::equal(obs.low(), -obs.high()));
+  EXPECT_EQ(env.reward_spec().dtype(), torch::kFloat);
+  EXPECT_EQ(env.reward_spec().shape(), std::vector<int64_t>({1}));
+  for (const char* key : {"done", "terminated", "truncated"}) {
+    EXPECT_EQ(env.done_spec().get(key).dtype(), torch::kBool);
+    EXPECT_EQ(env.done_spec().get(key).shape(), std::vector<int64_t>({1}));
+  }
+  EXPECT_EQ(env.done_spec().size(), 3U);
+}
+
+TEST(RlSpecTest, CheckNamesTheKeyAndWhatWasExpected) {
+  const rl::TensorSpec one_hot = rl::TensorSpec::one_hot(2);
+  EXPECT_TRUE(one_hot.is_in(torch::tensor({{0, 1}, {1, 0}}), {2}));
+  EXPECT_FALSE(one_hot.is_in(torch::tensor({{1, 1}, {1, 0}}), {2}));
+  EXPECT_THROWS_WITH(
+      one_hot.check(torch::tensor({{0, 0}}), {1}, "action"),
+      c10::ValueError,
+      "value of key 'action' is not in its OneHot spec: a value that is not "
+      "one-hot");
+  EXPECT_THROWS_WITH(
+      one_hot.check(torch::zeros({3, 2}), {3}, {"next", "action"}),
+      c10::ValueError,
+      "('next', 'action') is not in its OneHot spec: expected [3, 2] Long, "
+      "got [3, 2] Float");
+  const rl::TensorSpec bounded = rl::TensorSpec::bounded(
+      {2}, torch::kFloat, torch::tensor(-1.0), torch::tensor(1.0));
+  EXPECT_TRUE(bounded.is_in(torch::tensor({{0.5F, -1.0F}}), {1}));
+  EXPECT_FALSE(bounded.is_in(torch::tensor({{1.5F, 0.0F}}), {1}));
+  const at::Tensor r = bounded.rand({100});
+  EXPECT_TRUE(bounded.is_in(r, {100}));
+  EXPECT_TRUE(one_hot.is_in(one_hot.rand({50}), {50}));
+  EXPECT_THROWS_WITH(
+      rl::TensorSpec::bounded(
+          {1}, torch::kFloat, torch::tensor(1.0), torch::tensor(0.0)),
+      c10::ValueError,
+      "low <= high");
+  rl::Composite composite;
+  composite.set("observation", rl::TensorSpec::unbounded({4}));
+  EXPECT_THROWS_WITH(
+      composite.check(TensorDict({2}), {2}),
+      KeyError,
+      "key 'observation' of the spec is missing");
+  EXPECT_THROWS_WITH(composite.get("pixels"), KeyError, "'pixels'");
+}
+
+TEST(RlEnvTest, ResetAndStepWriteTorchRLsLayout) {
+  rl::CartPoleEnv env(5);
+  env.set_seed(1);
+  TensorDict td = env.reset();
+  EXPECT_EQ(td.batch_size(), c10::IntArrayRef({5}));
+  EXPECT_EQ(td.keys().size(), 4U);
+  EXPECT_EQ(td.get("observation").sizes(), c10::IntArrayRef({5, 4}));
+  EXPECT_EQ(td.get("observation").scalar_type(), torch::kFloat);
+  EXPECT_TRUE(td.get("observation").abs().le(0.05).all().item<bool>());
+  EXPECT_TRUE(
+      torch::equal(td.get("observation"), env.state().to(torch::kFloat)));
+  for (const char* key : {"done", "terminated", "truncated"}) {
+    EXPECT_EQ(td.get(key).sizes(), c10::IntArrayRef({5, 1}));
+    EXPECT_EQ(td.get(key).scalar_type(), torch::kBool);
+    EXPECT_FALSE(td.get(key).any().item<bool>());
+  }
+  td.set("action", env.rand_action());
+  TensorDict out = env.step(td);
+  EXPECT_TRUE(out.is_same(td));
+  const TensorDict next = td.get_tensordict("next");
+  EXPECT_EQ(next.keys().size(), 5U);
+  EXPECT_EQ(next.get("reward").sizes(), c10::IntArrayRef({5, 1}));
+  EXPECT_EQ(next.get("reward").scalar_type(), torch::kFloat);
+  EXPECT_TRUE(torch::equal(next.get("reward"), torch::ones({5, 1})));
+  EXPECT_TRUE(
+      torch::equal(next.get("observation"), env.state().to(torch::kFloat)));
+  EXPECT_TRUE(torch::equal(
+      next.get("done"),
+      next.get("terminated").logical_or(next.get("truncated"))));
+  EXPECT_TRUE(
+      torch::equal(env.elapsed_steps(), torch::ones({5}, torch::kLong)));
+}
+
+TEST(RlEnvTest, StepFollowsTheActionsDirection) {
+  rl::CartPoleEnv env(2);
+  env.set_state(torch::zeros({2, 4}, torch::kDouble));
+  TensorDict td({2});
+  td.set("action", torch::tensor({{1, 0}, {0, 1}}));
+  env.step(td);
+  const at::Tensor state = env.state();
+  // Pushed left (index 0) the cart accelerates left, right to the right;
+  // x moves only at the next step (Euler uses the old velocity).
+  EXPECT_LT(state[0][1].item<double>(), 0.0);
+  EXPECT_GT(state[1][1].item<double>(), 0.0);
+  EXPECT_EQ(state[0][0].item<double>(), 0.0);
+  // The cart gains 0.02 * xacc: xacc = temp - 0.05 thetaacc / 1.1 with
+  // temp = 10 / 1.1 and thetaacc = -temp / (0.5 (4/3 - 0.1 / 1.1)).
+  const double temp = 10.0 / 1.1;
+  const double thetaacc = -temp / (0.5 * (4.0 / 3.0 - 0.1 / 1.1));
+  EXPECT_DOUBLE_EQ(
+      state[1][1].item<double>(), 0.02 * (temp - 0.05 * thetaacc / 1.1));
+  EXPECT_DOUBLE_EQ(state[1][3].item<double>(), 0.02 * thetaacc);
+}
+
+TEST(RlEnvTest, StepRefusesAMissingOrMalformedAction) {
+  rl::CartPoleEnv env(2);
+  TensorDict td = env.reset();
+  EXPECT_THROWS_WITH(
+      env.step(td), KeyError, "key 'action' the env needs is missing");
+  td.set("action", torch::tensor({{1, 1}, {0, 1}}));
+  EXPECT_THROWS_WITH(env.step(td), c10::ValueError, "not one-hot");
+  td.set("action", torch::tensor({{1}, {0}}));
+  EXPECT_THROWS_WITH(
+      env.step(td), c10::ValueError, "expected [2, 2] Long, got [2, 1] Long");
+  EXPECT_FALSE(td.contains("next"));
+  EXPECT_TRUE(
+      torch::equal(env.elapsed_steps(), torch::zeros({2}, torch::kLong)));
+}
+
+TEST(RlEnvTest, RangeCallsRefuseBuffersOfTheWrongShape) {
+  rl::CartPoleEnv env(4);
+  TensorDict next = env.make_next();
+  TensorDict td({4});
+  td.set("action", torch::ones({4, 1}, torch::kLong));
+  EXPECT_THROWS_WITH(
+      env.step_range(0, 4, td, next),
+      c10::ValueError,
+      "step_range: key 'action' expected [4, 2] Long, got [4, 1] Long");
+  td.set("action", env.rand_action());
+  next.set("reward", torch::zeros({4}));
+  EXPECT_THROWS_WITH(
+      env.step_range(0, 4, td, next),
+      c10::ValueError,
+      "key 'reward' expected [4, 1] Float, got [4] Float");
+  EXPECT_THROWS_WITH(
+      env.step_range(2, 5, td, env.make_next()),
+      c10::IndexError,
+      "sub-env range [2, 5) is not inside [0, 4)");
+  TensorDict out({4});
+  out.set("observation", torch::zeros({4, 3}));
+  EXPECT_THROWS_WITH(
+      env.reset_range(0, 4, nullptr, out),
+      c10::ValueError,
+      "reset_range: key 'observation' expected [4, 4] Float, got [4, 3] "
+      "Float");
+  EXPECT_THROWS_WITH(
+      env.reset_range(0, 4, nullptr, TensorDict({4})),
+      KeyError,
+      "key 'observation' is missing");
+  env.step_range(1, 3, td, next.set("reward", torch::zeros({4, 1})));
+  EXPECT_TRUE(torch::equal(
+      env.elapsed_steps(), torch::tensor({0, 1, 1, 0}, torch::kLong)));
+}
+
+TEST(RlEnvTest, PartialResetResetsOnlyTheMaskedSubEnvs) {
+  rl::CartPoleEnv env(4);
+  TensorDict td = env.reset();
+  for (int i = 0; i < 3; ++i) {
+    td.set("action", env.rand_action());
+    td = rl::step_mdp(env.step(td));
+  }
+  const at::Tensor before = env.state();
+  td.set("done", torch::tensor({true, false, true, false}).unsqueeze(-1));
+  td.set("terminated", td.get("done").clone());
+  td.set("_reset", torch::tensor({true, false, false, false}));
+  TensorDict out = env.reset(td);
+  EXPECT_FALSE(out.contains("_reset"));
+  EXPECT_TRUE(td.contains("_reset"));
+  const at::Tensor after = env.state();
+  EXPECT_FALSE(torch::equal(after[0], before[0]));
+  for (int i = 1; i < 4; ++i) {
+    EXPECT_TRUE(torch::equal(after[i], before[i]));
+  }
+  EXPECT_TRUE(torch::equal(
+      env.elapsed_steps(), torch::tensor({0, 3, 3, 3}, torch::kLong)));
+  // The sub-env reset is no longer done; the others keep their flags.
+  EXPECT_TRUE(torch::equal(
+      out.get("done").squeeze(-1), torch::tensor({false, false, true, false})));
+  EXPECT_TRUE(torch::equal(out.get("observation"), after.to(torch::kFloat)));
+}
+
+TEST(RlEnvTest, ResetRefusesAMaskOfTheWrongShapeOrDtype) {
+  rl::CartPoleEnv env(4);
+  TensorDict td({4});
+  td.set("_reset", torch::ones({4}, torch::kLong));
+  EXPECT_THROWS_WITH(
+      env.reset(td),
+      c10::ValueError,
+      "key '_reset' must be a bool mask of shape [4] or [4, 1], got [4] Long");
+  td.set("_reset", torch::ones({4, 2}, torch::kBool));
+  EXPECT_THROWS_WITH(env.reset(td), c10::ValueError, "got [4, 2] Bool");
+  EXPECT_THROWS_WITH(
+      env.reset(TensorDict({3})),
+      c10::ValueError,
+      "expected a dict of batch size [4], got [3]");
+}
+
+TEST(RlEnvTest, TheSameSeedGivesTheSameResets) {
+  rl::CartPoleEnv a(6);
+  rl::CartPoleEnv b(6);
+  a.set_seed(7);
+  b.set_seed(7);
+  EXPECT_TRUE(
+      torch::equal(a.reset().get("observation"), b.reset().get("observation")));
+  const at::Tensor first = a.state();
+  EXPECT_TRUE(
+      torch::equal(a.reset().get("observation"), b.reset().get("observation")));
+  EXPECT_FALSE(torch::equal(a.state(), first));  // a new episode, new draws
+  b.set_seed(8);
+  EXPECT_FALSE(
+      torch::equal(a.reset().get("observation"), b.reset().get("observation")));
+  a.set_seed(7);
+  a.reset();
+  EXPECT_TRUE(torch::equal(a.state(), first));
+  // Sub-envs draw different states.
+  EXPECT_FALSE(torch::equal(first[0], first[1]));
+}
+
+TEST(RlEnvTest, TruncatesAt500Steps) {
+  rl::CartPoleEnv env(1);
+  TensorDict td = env.reset();
+  for (int t = 1; t <= 500; ++t) {
+    // Upright and still: never terminates, so only the time limit ends it.
+    env.set_state(torch::zeros({1, 4}, torch::kDouble));
+    td.set("action", torch::tensor({{1, 0}}));
+    env.step(td);
+    EXPECT_FALSE(td.get({"next", "terminated"}).item<bool>());
+    EXPECT_EQ(td.get({"next", "truncated"}).item<bool>(), t == 500) << t;
+    EXPECT_EQ(td.get({"next", "done"}).item<bool>(), t == 500) << t;
+  }
+}
+
+TEST(RlEnvTest, TerminatesPastTheThresholds) {
+  rl::CartPoleEnv env(3);
+  env.set_state(torch::tensor(
+      {{2.41, 0.0, 0.0, 0.0}, {0.0, 0.0, -0.3, 0.0}, {2.3, 0.0, 0.1, 0.0}},
+      torch::kDouble));
+  TensorDict td({3});
+  td.set("action", torch::tensor({{1, 0}, {1, 0}, {1, 0}}));
+  env.step(td);
+  EXPECT_TRUE(torch::equal(
+      td.get({"next", "terminated"}).squeeze(-1),
+      torch::tensor({true, true, false})));
+  EXPECT_TRUE(torch::equal(td.get({"next", "reward"}), torch::ones({3, 1})));
+}
+
+TEST(RlEnvTest, StepMdpMovesNextToTheRoot) {
+  rl::CartPoleEnv env(2);
+  TensorDict td = env.reset();
+  td.set({"collector", "traj_ids"}, torch::arange(2));
+  td.set("action", env.rand_action());
+  env.step(td);
+  TensorDict root = rl::step_mdp(td);
+  EXPECT_EQ(
+      root.keys(true, true, /*sort=*/true),
+      std::vector<NestedKey>(
+          {{"collector", "traj_ids"},
+           "done",
+           "observation",
+           "terminated",
+           "truncated"}));
+  EXPECT_TRUE(root.get("observation").is_same(td.get({"next", "observation"})));
+  TensorDict all = rl::step_mdp(
+      td,
+      rl::StepMdpOptions()
+          .exclude_reward(false)
+          .exclude_action(false)
+          .keep_other(false));
+  EXPECT_EQ(
+      all.keys(true, true, /*sort=*/true),
+      std::vector<NestedKey>(
+          {"action",
+           "done",
+           "observation",
+           "reward",
+           "terminated",
+           "truncated"}));
+  TensorDict no_done =
+      rl::step_mdp(td, rl::StepMdpOptions().exclude_done(true));
+  EXPECT_FALSE(no_done.contains("done"));
+  EXPECT_FALSE(no_done.contains("truncated"));
+  EXPECT_THROWS_WITH(
+      rl::step_mdp(TensorDict({2})), KeyError, "key 'next' is missing");
+}
+
+TEST(RlEnvTest, RolloutStacksStepsAlongDimOne) {
+  rl::CartPoleEnv env(3);
+  env.set_seed(0);
+  TensorDictModule policy = make_policy();
+  TensorDict out =
+      env.rollout(600, policy, rl::RolloutOptions().break_when_any_done(false));
+  EXPECT_EQ(out.batch_size(), c10::IntArrayRef({3, 600}));
+  EXPECT_EQ(out.get("action").sizes(), c10::IntArrayRef({3, 600, 2}));
+  EXPECT_EQ(out.get({"next", "reward"}).sizes(), c10::IntArrayRef({3, 600, 1}));
+  const at::Tensor done = out.get({"next", "done"}).squeeze(-1);
+  EXPECT_TRUE(done.any().item<bool>());  // episodes ended and were reset
+  // After a done step the root is a reset one.
+  const at::Tensor root_done = out.get("done").squeeze(-1);
+  EXPECT_FALSE(root_done.any().item<bool>());
+  for (int64_t i = 0; i < 3; ++i) {
+    for (int64_t t = 0; t + 1 < 600; ++t) {
+      if (!done[i][t].item<bool>()) {
+        ASSERT_TRUE(torch::equal(
+            out.get("observation")[i][t + 1],
+            out.get({"next", "observation"})[i][t]));
+      }
+    }
+  }
+  // With break_when_any_done the rollout ends at the first done step.
+  env.set_seed(0);
+  TensorDict short_out = env.rollout(600, policy);
+  const int64_t steps = short_out.size(1);
+  EXPECT_LT(steps, 600);
+  const at::Tensor short_done = short_out.get({"next", "done"}).squeeze(-1);
+  EXPECT_TRUE(short_done.select(1, steps - 1).any().item<bool>());
+  EXPECT_FALSE(short_done.narrow(1, 0, steps - 1).any().item<bool>());
+  // No policy: random actions in the spec.
+  TensorDict random = env.rollout(5);
+  EXPECT_EQ(random.get("action").scalar_type(), torch::kLong);
+}
+
+TEST(RlEnvTest, MakeEnvKnowsCartPoleAndPointMass) {
+  auto cartpole = rl::make_env("CartPole-v1", 4);
+  EXPECT_EQ(cartpole->name(), "CartPole-v1");
+  EXPECT_EQ(cartpole->num_envs(), 4);
+  auto point_mass = rl::make_env("PointMass", 2);
+  EXPECT_EQ(point_mass->name(), "PointMass");
+  TensorDict td = point_mass->reset();
+  td.set("action", torch::full({2, 2}, 5.0F));  // clamped to 1
+  point_mass->step(td);
+  EXPECT_EQ(td.get({"next", "observation"}).sizes(), c10::IntArrayRef({2, 4}));
+  EXPECT_TRUE(torch::allclose(
+      td.get({"next", "observation"}).narrow(1, 2, 2),
+      torch::full({2, 2}, 0.1F)));
+  EXPECT_THROWS_WITH(
+      rl::make_env("Pendulum-v1", 4),
+      c10::ValueError,
+      "unknown env 'Pendulum-v1'; the known envs are 'CartPole-v1' and "
+      "'PointMass'");
+  EXPECT_THROWS_WITH(
+      rl::make_env("CartPole-v1", 0), c10::ValueError, "num_envs >= 1, got 0");
+}
+
+// --- collector ---------------------------------------------------------------
+
+TEST(RlCollectorTest, BatchHasTorchRLsLayout) {
+  auto env = rl::make_env("CartPole-v1", 4);
+  // 30 frames over 4 envs: rounded up to 8 steps, as TorchRL does.
+  rl::Collector collector(
+      env, make_policy(), rl::CollectorOptions(30).total_frames(64).seed(0));
+  EXPECT_EQ(collector.frames_per_batch(), 32);
+  std::optional<TensorDict> batch = collector.next();
+  ASSERT_TRUE(batch.has_value());
+  EXPECT_EQ(batch->batch_size(), c10::IntArrayRef({4, 8}));
+  EXPECT_EQ(
+      batch->keys(true, true, /*sort=*/true),
+      std::vector<NestedKey>(
+          {"action",
+           {"collector", "traj_ids"},
+           "done",
+           {"next", "done"},
+           {"next", "observation"},
+           {"next", "reward"},
+           {"next", "terminated"},
+           {"next", "truncated"},
+           "observation",
+           "terminated",
+           "truncated"}));
+  EXPECT_EQ(batch->get("action").sizes(), c10::IntArrayRef({4, 8, 2}));
+  EXPECT_EQ(batch->get("action").scalar_type(), torch::kLong);
+  EXPECT_EQ(
+      batch->get({"collector", "traj_ids"}).sizes(), c10::IntArrayRef({4, 8}));
+  EXPECT_EQ(batch->get({"collector", "traj_ids"}).scalar_type(), torch::kLong);
+  EXPECT_EQ(
+      batch->get_tensordict("next").batch_size(), c10::IntArrayRef({4, 8}));
+  EXPECT_EQ(
+      batch->get_tensordict("collector").batch_size(),
+      c10::IntArrayRef({4, 8}));
+  EXPECT_EQ(batch->get("observation").scalar_type(), torch::kFloat);
+  EXPECT_EQ(
+      batch->get({"next", "reward"}).sizes(), c10::IntArrayRef({4, 8, 1}));
+  EXPECT_EQ(batch->get({"next", "done"}).scalar_type(), torch::kBool);
+  EXPECT_TRUE(torch::equal(
+      batch->get({"collector", "traj_ids"}).select(1, 0), torch::arange(4)));
+  EXPECT_EQ(collector.frames(), 32);
+  EXPECT_TRUE(collector.next().has_value());
+  EXPECT_FALSE(collector.next().has_value());  // total_frames reached
+  EXPECT_EQ(collector.frames(), 64);
+}
+
+// Checks traj_ids as TorchRL numbers them: 0..N-1 first; after a done
+// step a sub-env gets the next unused id, in sub-env order per step, and
+// the ids go on across batches.
+void check_traj_ids(const std::vector<TensorDict>& batches, int64_t n) {
+  std::vector<int64_t> current(n);
+  for (int64_t i = 0; i < n; ++i) {
+    current[i] = i;
+  }
+  int64_t next_id = n;
+  int64_t resets = 0;
+  for (const TensorDict& batch : batches) {
+    const at::Tensor ids = batch.get({"collector", "traj_ids"});
+    const at::Tensor done = batch.get({"next", "done"}).squeeze(-1);
+    const at::Tensor obs = batch.get("observation");
+    const at::Tensor next_obs = batch.get({"next", "observation"});
+    for (int64_t t = 0; t < batch.size(1); ++t) {
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(ids[i][t].item<int64_t>(), current[i]) << i << " " << t;
+        ASSERT_FALSE(batch.get("done")[i][t].item<bool>());
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        if (done[i][t].item<bool>()) {
+          current[i] = next_id++;
+          ++resets;
+          if (t + 1 < batch.size(1)) {
+            ASSERT_TRUE(obs[i][t + 1].abs().le(0.05).all().item<bool>());
+          }
+        } else if (t + 1 < batch.size(1)) {
+          ASSERT_TRUE(torch::equal(obs[i][t + 1], next_obs[i][t]));
+        }
+      }
+    }
+  }
+  EXPECT_GT(resets, 3);
+}
+
+TEST(RlCollectorTest, TrajIdsFollowResetsAcrossBatches) {
+  auto env = rl::make_env("CartPole-v1", 5);
+  rl::Collector collector(
+      env,
+      make_policy(),
+      rl::CollectorOptions(100).seed(3).return_same_td(false));
+  std::vector<TensorDict> batches;
+  for (int i = 0; i < 6; ++i) {
+    batches.push_back(*collector.next());
+  }
+  check_traj_ids(batches, 5);
+}
+
+TEST(RlCollectorTest, OneOrManyThreadsGiveTheSameData) {
+  std::vector<TensorDict> results[2];
+  for (int k = 0; k < 2; ++k) {
+    auto env = rl::make_env("CartPole-v1", 7);
+    rl::Collector collector(
+        env,
+        make_policy(1),
+        rl::CollectorOptions(70)
+            .num_threads(k == 0 ? 1 : 3)
+            .seed(11)
+            .return_same_td(false));
+    for (int i = 0; i < 5; ++i) {
+      results[k].push_back(*collector.next());
+    }
+  }
+  for (size_t i = 0; i < results[0].size(); ++i) {
+    tensordict::testing::expect_td_equal(results[0][i], results[1][i]);
+  }
+  check_traj_ids(results[1], 7);
+}
+
+TEST(RlCollectorTest, RangeForIteratesUntilTotalFrames) {
+  rl::Collector collector(
+      rl::make_env("CartPole-v1", 2),
+      make_policy(),
+      rl::CollectorOptions(10).total_frames(45));
+  int batches = 0;
+  for (TensorDict& batch : collector) {
+    EXPECT_EQ(batch.batch_size(), c10::IntArrayRef({2, 5}));
+    ++batches;
+  }
+  EXPECT_EQ(batches, 5);  // 45 frames rounded up to 5 batches of 10
+  EXPECT_EQ(collector.total_frames(), 45);
+}
+
+TEST(RlCollectorTest, WeightUpdatesShowInTheNextBatchWithTheirVersion) {
+  TensorDictModule policy = make_policy();
+  rl::Collector collector(
+      rl::make_env("CartPole-v1", 3),
+      policy,
+      rl::CollectorOptions(30).track_policy_version(true));
+  TensorDict first = collector.next()->clone();
+  EXPECT_TRUE(torch::equal(
+      first.get("policy_version"), torch::zeros({3, 10}, torch::kLong)));
+  EXPECT_TRUE(torch::equal(
+      first.get({"next", "policy_version"}),
+      torch::zeros({3, 10}, torch::kLong)));
+  collector.update_policy_weights_(constant_weights(policy, 1));
+  EXPECT_EQ(collector.policy_version(), 0);  // staged, not applied yet
+  TensorDict second = *collector.next();
+  EXPECT_EQ(collector.policy_version(), 1);
+  EXPECT_TRUE(torch::equal(
+      second.get("action"), torch::tensor({0, 1}).expand({3, 10, 2})));
+  // As TorchRL: the first root of the batch was made by the last step under
+  // the old weights; every step from then on runs with the new ones.
+  at::Tensor version = torch::ones({3, 10}, torch::kLong);
+  version.select(1, 0).zero_();
+  EXPECT_TRUE(torch::equal(second.get("policy_version"), version));
+  EXPECT_TRUE(torch::equal(
+      second.get({"next", "policy_version"}),
+      torch::ones({3, 10}, torch::kLong)));
+  collector.update_policy_weights_(constant_weights(policy, 0));
+  TensorDict third = *collector.next();
+  EXPECT_TRUE(torch::equal(
+      third.get("action"), torch::tensor({1, 0}).expand({3, 10, 2})));
+  EXPECT_EQ(third.get("policy_version")[0][0].item<int64_t>(), 1);
+  EXPECT_EQ(third.get("policy_version")[0][1].item<int64_t>(), 2);
+}
+
+TEST(RlCollectorTest, WeightsThatDoNotFitAreRefusedAndTheOldOnesKept) {
+  TensorDictModule policy = make_policy();
+  rl::Collector collector(
+      rl::make_env("CartPole-v1", 2), policy, rl::CollectorOptions(4));
+  collector.update_policy_weights_(constant_weights(policy, 1));
+  TensorDict missing =
+      constant_weights(policy, 0).exclude({{"module", "linear", "bias"}});
+  EXPECT_THROWS_WITH(
+      collector.update_policy_weights_(missing),
+      KeyError,
+      "key ('module', 'linear', 'bias') of the policy is missing");
+  TensorDict extra = constant_weights(policy, 0);
+  extra.set({"module", "other"}, torch::zeros({1}));
+  EXPECT_THROWS_WITH(
+      collector.update_policy_weights_(extra),
+      KeyError,
+      "key ('module', 'other') is not a parameter or buffer");
+  TensorDict wrong = constant_weights(policy, 0);
+  wrong.set({"module", "linear", "weight"}, torch::zeros({3, 4}));
+  EXPECT_THROWS_WITH(
+      collector.update_policy_weights_(wrong),
+      c10::ValueError,
+      "key ('module', 'linear', 'weight') expected [2, 4] Float, got [3, 4] "
+      "Float");
+  // The weights staged before the refusals are the ones applied.
+  TensorDict batch = *collector.next();
+  EXPECT_TRUE(torch::equal(
+      batch.get("action"), torch::tensor({0, 1}).expand({2, 2, 2})));
+  EXPECT_EQ(collector.policy_version(), 1);
+}
+
+// A policy that calls `hook` with its call count before acting: a way to
+// stage weights while a batch is being collected.
+struct HookedPolicyImpl : tensordict::nn::TensorDictModuleBase {
+  HookedPolicyImpl()
+      : TensorDictModuleBase("HookedPolicy"),
+        linear(register_module("linear", torch::nn::Linear(4, 2))) {
+    set_keys({"observation"}, {"action"});
+  }
+  using TensorDictModuleBase::forward;
+  TensorDict forward(TensorDict td, TensorDict out) override {
+    if (hook) {
+      hook(++calls);
+    }
+    return out.set(
+        "action", torch::one_hot(linear(td.get("observation")).argmax(-1), 2));
+  }
+  torch::nn::Linear linear;
+  std::function<void(int)> hook;
+  int calls = 0;
+};
+
+TEST(RlCollectorTest, WeightsWaitForTheNextBatchUnlessAskedMidBatch) {
+  for (const bool mid_batch : {false, true}) {
+    auto policy = std::make_shared<HookedPolicyImpl>();
+    rl::Collector collector(
+        rl::make_env("CartPole-v1", 2),
+        policy,
+        rl::CollectorOptions(10)
+            .track_policy_version(true)
+            .update_weights_mid_batch(mid_batch));
+    TensorDict weights = TensorDict::from_module(*policy).clone();
+    weights.get({"linear", "weight"}).zero_();
+    weights.get({"linear", "bias"}).copy_(torch::tensor({1.0F, 0.0F}));
+    policy->hook = [&](int call) {
+      if (call == 2) {  // while the first batch's second step runs
+        collector.update_policy_weights_(weights);
+      }
+    };
+    TensorDict batch = *collector.next();
+    const at::Tensor version = batch.get({"next", "policy_version"})[0];
+    const at::Tensor left = batch.get("action").select(-1, 0).eq(1);
+    if (mid_batch) {
+      // Applied before step 3: steps 2.. ran with the new weights.
+      EXPECT_TRUE(torch::equal(version, torch::tensor({0, 0, 1, 1, 1})));
+      EXPECT_TRUE(left.narrow(1, 2, 3).all().item<bool>());
+    } else {
+      EXPECT_TRUE(torch::equal(version, torch::zeros({5}, torch::kLong)));
+      EXPECT_EQ(collector.policy_version(), 0);
+      TensorDict second = *collector.next();
+      EXPECT_TRUE(second.get("action").select(-1, 0).eq(1).all().item<bool>());
+      EXPECT_EQ(collector.policy_version(), 1);
+    }
+  }
+}
+
+TEST(RlCollectorTest, APolicyErrorPropagatesAndTheCollectorGoesOn) {
+  auto policy = std::make_shared<HookedPolicyImpl>();
+  policy->hook = [](int call) {
+    TORCH_CHECK(call != 3, "policy failed at call 3");
+  };
+  rl::Collector collector(
+      rl::make_env("CartPole-v1", 2), policy, rl::CollectorOptions(8));
+  try {
+    collector.next();
+    ADD_FAILURE() << "the policy's error did not propagate";
+  } catch (const c10::Error& e) {
+    EXPECT_EQ(e.msg(), "policy failed at call 3");
+    // The context names the env and what the policy was given.
+    const std::string what = e.what();
+    EXPECT_NE(
+        what.find("while the collector called the policy on the root of env "
+                  "'CartPole-v1' (keys: "),
+        std::string::npos)
+        << what;
+  }
+  EXPECT_EQ(collector.frames(), 0);
+  TensorDict batch = *collector.next();
+  EXPECT_EQ(collector.frames(), 8);
+  // The failed step is retried: its root is the one the batch starts at.
+  EXPECT_EQ(batch.batch_size(), c10::IntArrayRef({2, 4}));
+  EXPECT_TRUE(torch::equal(
+      batch.get({"collector", "traj_ids"}).select(1, 0), torch::arange(2)));
+}
+
+TEST(RlCollectorTest, SetSeedAndResetAtEachIterStartFromAFreshReset) {
+  rl::Collector collector(
+      rl::make_env("CartPole-v1", 3),
+      make_policy(),
+      rl::CollectorOptions(6).seed(9).return_same_td(false));
+  const TensorDict first = *collector.next();
+  collector.next();
+  collector.set_seed(9);
+  const TensorDict again = *collector.next();
+  // The same resets (seed 9, first episodes) and policy: the same steps;
+  // the trajectories are new ones.
+  EXPECT_TRUE(torch::equal(first.get("observation"), again.get("observation")));
+  EXPECT_TRUE(torch::equal(
+      first.get({"next", "observation"}), again.get({"next", "observation"})));
+  EXPECT_GE(again.get({"collector", "traj_ids"}).min().item<int64_t>(), 3);
+
+  rl::Collector each(
+      rl::make_env("CartPole-v1", 3),
+      make_policy(),
+      rl::CollectorOptions(6).seed(9).reset_at_each_iter(true));
+  for (int i = 0; i < 3; ++i) {
+    const TensorDict batch = *each.next();
+    EXPECT_TRUE(batch.get("observation")
+                    .select(1, 0)
+                    .abs()
+                    .le(0.05)
+                    .all()
+                    .item<bool>());
+    EXPECT_TRUE(torch::equal(
+        batch.get({"collector", "traj_ids"}).select(1, 0),
+        torch::arange(3 * i, 3 * i + 3)));
+  }
+}
+
+int64_t resident_pages() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0;
+  int64_t resident = 0;
+  statm >> size >> resident;
+  return resident;
+}
+
+TEST(RlCollectorTest, ReusedBuffersKeepMemoryFlatOver1000Batches) {
+  rl::Collector collector(
+      rl::make_env("CartPole-v1", 8),
+      make_policy(),
+      rl::CollectorOptions(64).num_threads(2));
+  const TensorDict first = *collector.next();
+  for (int i = 0; i < 50; ++i) {
+    collector.next();
+  }
+  const int64_t before = resident_pages();
+  for (int i = 0; i < 1000; ++i) {
+    TensorDict batch = *collector.next();
+    ASSERT_TRUE(batch.is_same(first));
+  }
+  const int64_t after = resident_pages();
+  // 1,000 fresh batches of this size would add ~1,000 * 9 KiB of leaves;
+  // allow a few pages of allocator noise.
+  EXPECT_LT(after - before, 256) << before << " -> " << after;
+}
+
+TEST(RlCollectorTest, FreshBatchesAreNotOverwritten) {
+  rl::Collector collector(
+      rl::make_env("CartPole-v1", 2),
+      make_policy(),
+      rl::CollectorOptions(8).return_same_td(false));
+  TensorDict a = *collector.next();
+  const TensorDict a_copy = a.clone();
+  TensorDict b = *collector.next();
+  EXPECT_FALSE(a.is_same(b));
+  tensordict::testing::expect_td_equal(a, a_copy);
+}
+
+TEST(RlCollectorTest, APolicyWithoutTheActionIsAnErrorNamingTheKey) {
+  auto env = rl::make_env("CartPole-v1", 2);
+  TensorDictModule no_action(
+      torch::nn::Linear(4, 2), {"observation"}, {"logits"});
+  rl::Collector collector(env, no_action, rl::CollectorOptions(4));
+  EXPECT_THROWS_WITH(
+      collector.next(), KeyError, "key 'action' the env needs is missing");
+  TensorDictModule wrong_input(torch::nn::Linear(4, 2), {"pixels"}, {"action"});
+  rl::Collector collector2(env, wrong_input, rl::CollectorOptions(4));
+  EXPECT_THROWS_WITH(collector2.next(), KeyError, "pixels");
+  TensorDictModule float_action(
+      torch::nn::Linear(4, 2), {"observation"}, {"action"});
+  rl::Collector collector3(env, float_action, rl::CollectorOptions(4));
+  EXPECT_THROWS_WITH(
+      collector3.next(),
+      c10::ValueError,
+      "key 'action' is not in its OneHot spec: expected [2, 2] Long, got [2, "
+      "2] Float");
+  EXPECT_THROWS_WITH(
+      rl::Collector(env, make_policy(), rl::CollectorOptions(0)),
+      c10::ValueError,
+      "frames_per_batch >= 1, got 0");
+  EXPECT_THROWS_WITH(
+      rl::Collector(env, nullptr, rl::CollectorOptions(4)),
+      c10::ValueError,
+      "needs a policy");
+}
+
+TEST(RlCollectorTest, ShutdownEndsIteration) {
+  rl::Collector collector(
+      rl::make_env("PointMass", 3),
+      TensorDictModule(
+          [](const torch::Tensor& obs) { return -obs.narrow(-1, 0, 2); },
+          {"observation"},
+          {"action"}),
+      rl::CollectorOptions(6).num_threads(3));
+  TensorDict batch = *collector.next();
+  EXPECT_EQ(batch.get("action").sizes(), c10::IntArrayRef({3, 2, 2}));
+  collector.shutdown();
+  collector.shutdown();
+  EXPECT_FALSE(collector.next().has_value());
+}
+
+}  // namespace rl_test
