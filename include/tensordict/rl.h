@@ -720,7 +720,7 @@ struct TENSORDICT_API TorchRLWorkerHooks {
 
 /// What a worker did, returned when the learner shut it down.
 struct TENSORDICT_API TorchRLWorkerStats {
-  /// Batches collected and sent.
+  /// Batches collected (each sent, unless the learner was shutting down).
   int64_t batches = 0;
   /// Frames in those batches.
   int64_t frames = 0;
