@@ -128,10 +128,14 @@ struct RawLoop {
       out_log_prob.select(1, step).copy_(
           log_probs.gather(-1, index).squeeze(-1));
       auto a = index.accessor<int64_t, 2>();
-      auto reward = out_reward.select(1, step).accessor<float, 2>();
-      auto done = out_done.select(1, step).accessor<bool, 2>();
-      auto terminated = out_terminated.select(1, step).accessor<bool, 2>();
-      auto truncated = out_truncated.select(1, step).accessor<bool, 2>();
+      at::Tensor reward_t = out_reward.select(1, step);
+      auto reward = reward_t.accessor<float, 2>();
+      at::Tensor done_t = out_done.select(1, step);
+      auto done = done_t.accessor<bool, 2>();
+      at::Tensor terminated_t = out_terminated.select(1, step);
+      auto terminated = terminated_t.accessor<bool, 2>();
+      at::Tensor truncated_t = out_truncated.select(1, step);
+      auto truncated = truncated_t.accessor<bool, 2>();
       std::vector<int64_t> finished;
       for (int64_t i = 0; i < n; ++i) {
         auto [term, trunc] = env.step(i, a[i][0] == 1);

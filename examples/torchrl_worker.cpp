@@ -3,7 +3,8 @@
 //   torchrl_worker --master HOST:PORT --rank R --world-size W
 //                  --policy actor.pt2 --env CartPole-v1 --frames-per-batch N
 //                  [--num-envs E] [--threads T] [--timeout-s S]
-//                  [--idle-timeout-s S] [--sync] [--verbose]
+//                  [--idle-timeout-s S] [--exploration-type TYPE] [--sync]
+//                  [--verbose]
 //
 // The learner runs `DistributedCollector([env_fn], policy,
 // frames_per_batch=N * workers, launcher="submitit_delayed",
@@ -45,6 +46,9 @@ struct Args {
   int64_t threads = 1;
   int64_t timeout_s = 60;
   int64_t idle_timeout_s = 600;
+  // TorchRL's collectors sample by default (ExplorationType.RANDOM).
+  tensordict::nn::InteractionType exploration_type =
+      tensordict::nn::InteractionType::kRandom;
   bool sync = false;
   bool verbose = false;
 };
@@ -55,6 +59,7 @@ struct Args {
       << "usage: torchrl_worker --master HOST:PORT --rank R --world-size W "
          "--policy actor.pt2 --env CartPole-v1 --frames-per-batch N "
          "[--num-envs E] [--threads T] [--timeout-s S] [--idle-timeout-s S] "
+         "[--exploration-type random|mode|mean|deterministic] "
          "[--sync] [--verbose]\n";
   std::exit(2);
 }
@@ -113,6 +118,16 @@ Args parse(int argc, char** argv) {
       args.timeout_s = integer(flag, value, 1);
     } else if (flag == "--idle-timeout-s") {
       args.idle_timeout_s = integer(flag, value, 1);
+    } else if (flag == "--exploration-type") {
+      try {
+        args.exploration_type =
+            tensordict::nn::interaction_type_from_string(value);
+      } catch (const c10::Error&) {
+        usage(
+            "--exploration-type expects random, mode, mean or "
+            "deterministic, got '" +
+            value + "'");
+      }
     } else {
       usage("unknown argument '" + flag + "'");
     }
@@ -224,7 +239,9 @@ int main(int argc, char** argv) {
     rl::Collector collector(
         rl::make_env(args.env, args.num_envs),
         policy,
-        rl::CollectorOptions(args.frames_per_batch).num_threads(args.threads));
+        rl::CollectorOptions(args.frames_per_batch)
+            .num_threads(args.threads)
+            .exploration_type(args.exploration_type));
     if (collector.frames_per_batch() != args.frames_per_batch) {
       usage(
           "--frames-per-batch " + std::to_string(args.frames_per_batch) +

@@ -32,6 +32,7 @@ import time
 from collections import deque
 
 import torch
+from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 from torch import nn
 from torchrl.collectors.distributed import DistributedCollector
@@ -88,7 +89,9 @@ def start_workers(args, world_size, tmp):
 
         actor, _ = make_actor_and_critic()
         package = os.path.join(tmp, "actor.pt2")
-        example = make_env().reset()
+        # A batch of 4 observations: the package's batch dim is dynamic, so
+        # the worker's collector runs it on its own batch of envs.
+        example = TensorDict(observation=torch.zeros(4, 4), batch_size=[4])
         tensordict_cpp.export(actor, example, package)
         for rank in range(1, world_size):
             cmd = [
@@ -99,7 +102,7 @@ def start_workers(args, world_size, tmp):
                 "--policy", package,
                 "--env", "CartPole-v1",
                 "--frames-per-batch", str(args.frames_per_batch // args.num_workers),
-                "--num-envs", str(args.num_envs),
+                "--sync",
             ]
             procs.append(subprocess.Popen(cmd))
     else:
@@ -116,8 +119,6 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", choices=["cpp", "python"], default="cpp")
     parser.add_argument("--num-workers", type=int, default=2)
-    parser.add_argument("--num-envs", type=int, default=1,
-                        help="envs per C++ worker (a Python worker runs one)")
     parser.add_argument("--frames-per-batch", type=int, default=2048)
     parser.add_argument("--max-frames", type=int, default=1_000_000)
     parser.add_argument("--target", type=float, default=475.0)

@@ -39,6 +39,7 @@
 #include "tensordict/nested_key.h"
 #include "tensordict/nn.h"
 #include "tensordict/options.h"
+#include "tensordict/probabilistic.h"
 #include "tensordict/tensor_dict.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -461,6 +462,11 @@ struct TENSORDICT_API CollectorOptions {
   TENSORDICT_ARG(bool, reset_at_each_iter) = false;
   /// Seeds the env before the first reset, if set.
   TENSORDICT_ARG(std::optional<uint64_t>, seed);
+  /// The interaction type the policy runs under (TorchRL's
+  /// `exploration_type`, random by default as there): a probabilistic
+  /// policy samples its action. Unset: the policy's own default.
+  TENSORDICT_ARG(std::optional<nn::InteractionType>, exploration_type) =
+      nn::InteractionType::kRandom;
 };
 
 /// Runs a policy in a batched env and yields batches in exactly the layout
