@@ -81,6 +81,25 @@ def learner_host():
     return address
 
 
+def free_port_triple(host):
+    """A port p with p, p + 1 and p + 2 free: the collector's process group,
+    its instruction store and its weight-sync store."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind((host, 0))
+            port = probe.getsockname()[1]
+        if port + 2 > 65535:
+            continue
+        try:
+            for offset in range(3):
+                with socket.socket() as s:
+                    s.bind((host, port + offset))
+        except OSError:
+            continue
+        return port
+    sys.exit("ppo_cartpole: found no three consecutive free ports")
+
+
 def start_workers(args, world_size, tmp):
     host = learner_host()
     procs = []
@@ -122,7 +141,8 @@ def main():
     parser.add_argument("--frames-per-batch", type=int, default=2048)
     parser.add_argument("--max-frames", type=int, default=1_000_000)
     parser.add_argument("--target", type=float, default=475.0)
-    parser.add_argument("--tcp-port", type=int, default=29650)
+    parser.add_argument("--tcp-port", type=int, default=0,
+                        help="the collector's TCP port (0: pick free ones)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--worker-binary",
                         default=os.path.join(ROOT, "build", "bin", "torchrl_worker"))
@@ -132,6 +152,8 @@ def main():
 
     actor, critic = make_actor_and_critic()
     world_size = args.num_workers + 1
+    if args.tcp_port == 0:
+        args.tcp_port = free_port_triple(learner_host())
     with tempfile.TemporaryDirectory() as tmp:
         workers = start_workers(args, world_size, tmp)
         try:
