@@ -144,6 +144,9 @@ def main():
     parser.add_argument("--tcp-port", type=int, default=0,
                         help="the collector's TCP port (0: pick free ones)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--collect-only", type=int, default=0, metavar="N",
+                        help="no training: time N batches through the learner "
+                             "(weights sent after each) and report frames/s")
     parser.add_argument("--worker-binary",
                         default=os.path.join(ROOT, "build", "bin", "torchrl_worker"))
     args = parser.parse_args()
@@ -192,6 +195,7 @@ def train(args, actor, critic):
     start = time.perf_counter()
     collect_time = 0.0
     reached = False
+    batches = 0
     tick = time.perf_counter()
     for batch in collector:
         collect_time += time.perf_counter() - tick
@@ -209,6 +213,18 @@ def train(args, actor, critic):
                 returns.append(running[i].item())
                 running[i] = 0.0
         mean_return = sum(returns) / len(returns) if returns else 0.0
+        if args.collect_only:
+            # Collection alone, weight updates included; the first batch
+            # (start-up) is not timed.
+            batches += 1
+            if batches == 1:
+                collect_time, frames = 0.0, 0
+            elif batches > args.collect_only:
+                reached = True
+                break
+            collector.update_policy_weights_()
+            tick = time.perf_counter()
+            continue
         if len(returns) == returns.maxlen and mean_return >= args.target:
             reached = True
             break
