@@ -4,6 +4,7 @@
 // TorchRL and gymnasium themselves are in tests/rl.
 
 #include <tensordict/aoti.h>
+#include <tensordict/probabilistic.h>
 #include <tensordict/rl.h>
 
 #include <algorithm>
@@ -835,6 +836,60 @@ TEST(RlCollectorTest, FreshBatchesAreNotOverwritten) {
   TensorDict b = *collector.next();
   EXPECT_FALSE(a.is_same(b));
   tensordict::testing::expect_td_equal(a, a_copy);
+}
+
+// TorchRL's CartPole PPO actor: logits, then a one-hot action sampled from
+// them and its log-prob. From the second step on, the root step_mdp made
+// still holds the previous "action_log_prob" (only the action is dropped),
+// so the policy writes the action after it: the batch must not care.
+TEST(RlCollectorTest, AProbabilisticActorWithItsLogProbFillsEveryBatch) {
+  namespace tdnn = tensordict::nn;
+  torch::manual_seed(0);
+  torch::nn::Linear linear(4, 2);
+  tdnn::ProbabilisticTensorDictSequential actor(
+      {TensorDictModule(linear, {"observation"}, {"logits"}),
+       tdnn::ProbabilisticTensorDictModule(
+           std::vector<std::string>{"logits"},
+           "action",
+           tdnn::ProbabilisticTensorDictModuleOptions("OneHotCategorical")
+               .return_log_prob(true)
+               .default_interaction_type(tdnn::InteractionType::kRandom))});
+  for (bool same_td : {true, false}) {
+    rl::Collector collector(
+        rl::make_env("CartPole-v1", 3),
+        actor,
+        rl::CollectorOptions(30).return_same_td(same_td).seed(1));
+    for (int round = 0; round < 3; ++round) {
+      TensorDict batch = *collector.next();
+      ASSERT_EQ(batch.batch_size(), std::vector<int64_t>({3, 10}));
+      const at::Tensor logits = batch.get("logits");
+      const at::Tensor action = batch.get("action");
+      EXPECT_EQ(action.scalar_type(), torch::kLong);
+      EXPECT_TRUE(
+          torch::equal(action.sum(-1), torch::ones({3, 10}, torch::kLong)));
+      const at::Tensor expected =
+          (logits.log_softmax(-1) * action.to(torch::kFloat)).sum(-1);
+      EXPECT_TRUE(torch::allclose(batch.get("action_log_prob"), expected))
+          << "same_td " << same_td << " round " << round;
+    }
+  }
+  // TorchRL's collectors sample (ExplorationType.RANDOM) unless told: with
+  // small logits, 30 draws that all pick the argmax would be a 1e-9 event.
+  // Under kMode every action is the argmax.
+  const auto argmax_share = [&](rl::CollectorOptions options) {
+    rl::Collector collector(rl::make_env("CartPole-v1", 3), actor, options);
+    TensorDict batch = *collector.next();
+    const at::Tensor argmax = torch::one_hot(batch.get("logits").argmax(-1), 2);
+    return torch::all(argmax == batch.get("action"), -1)
+        .to(torch::kDouble)
+        .mean()
+        .item<double>();
+  };
+  EXPECT_LT(argmax_share(rl::CollectorOptions(30).seed(2)), 1.0);
+  EXPECT_EQ(
+      argmax_share(rl::CollectorOptions(30).seed(2).exploration_type(
+          tdnn::InteractionType::kMode)),
+      1.0);
 }
 
 TEST(RlCollectorTest, APolicyWithoutTheActionIsAnErrorNamingTheKey) {

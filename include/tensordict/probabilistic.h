@@ -505,6 +505,9 @@ class TENSORDICT_API ProbabilisticTensorDictModuleImpl
       const std::vector<std::string>& in_keys,
       NestedKey out_key,
       ProbabilisticTensorDictModuleOptions options);
+  /// Out of line: the keyword arguments are held as JSON, which this header
+  /// leaves incomplete.
+  ~ProbabilisticTensorDictModuleImpl() override;
 
   using TensorDictModuleBase::forward;
   /// Builds the distribution from `td`, draws the sample the interaction

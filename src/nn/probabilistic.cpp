@@ -542,6 +542,9 @@ ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(
           std::move(out_key),
           std::move(options)) {}
 
+ProbabilisticTensorDictModuleImpl::~ProbabilisticTensorDictModuleImpl() =
+    default;
+
 std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(
     const TensorDict& td) const {
   DistributionTensors tensors = options_.distribution_tensor_kwargs();

@@ -22,6 +22,7 @@
 #include "tensordict/aoti.h"
 #include "tensordict/errors.h"
 #include "tensordict/rl.h"
+#include "tensordict/value.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace rl {
@@ -375,6 +376,7 @@ std::optional<TensorDict> Collector::next() {
     TensorDict td = s.root;
     {
       torch::NoGradGuard no_grad;
+      const nn::SetInteractionType interaction(options_.exploration_type());
       try {
         TensorDict out = policy_(td);
         if (!out.is_same(td)) {
@@ -399,18 +401,29 @@ std::optional<TensorDict> Collector::next() {
     td.set("next", next);
 
     if (allocate && t == 0) {
-      // First step of a batch that needs buffers: one per leaf, [N, T, ...].
+      // First step of a batch that needs buffers: one per leaf, [N, T, ...],
+      // in the first batch's key order (the check below compares the rest).
       std::vector<NestedKey> keys =
-          td.keys(/*include_nested=*/true, /*leaves_only=*/true);
+          s.keys.empty()
+              ? td.keys(/*include_nested=*/true, /*leaves_only=*/true)
+              : s.keys;
       TensorDict batch({n, steps});
       std::vector<at::Tensor> leaves;
       for (const NestedKey& key : keys) {
+        const Value* found = td.find(key);
+        TORCH_CHECK(
+            found != nullptr,
+            "Collector: the policy's outputs changed between batches: "
+            "expected keys ",
+            key_list(s.batch),
+            ", got ",
+            key_list(td));
         TORCH_CHECK_TYPE(
-            !td.is_non_tensor(key),
+            found->is_tensor(),
             "Collector: key ",
             key.to_string(),
             " holds non-tensor data, which a batch cannot hold");
-        const at::Tensor value = td.get(key);
+        const at::Tensor& value = found->tensor();
         std::vector<int64_t> shape = {n, steps};
         shape.insert(
             shape.end(), value.sizes().begin() + 1, value.sizes().end());
@@ -418,22 +431,29 @@ std::optional<TensorDict> Collector::next() {
         batch.set(key, leaf);
         leaves.push_back(leaf);
       }
-      TORCH_CHECK(
-          s.keys.empty() || keys == s.keys,
-          "Collector: the step's keys changed between batches");
       s.keys = std::move(keys);
       s.leaves = std::move(leaves);
       s.batch = batch;
     }
+    // The leaves of the first step, in any order: a key the policy writes
+    // that the previous root kept (step_mdp drops the action only, so a
+    // log-prob stays) comes before the action from the second step on.
+    const std::vector<NestedKey> step_keys =
+        td.keys(/*include_nested=*/true, /*leaves_only=*/true);
+    bool same_leaves = step_keys.size() == s.keys.size();
+    for (size_t i = 0; same_leaves && i < s.keys.size(); ++i) {
+      const Value* value = td.find(s.keys[i]);
+      same_leaves = value != nullptr && value->is_tensor();
+    }
     TORCH_CHECK(
-        td.keys(/*include_nested=*/true, /*leaves_only=*/true) == s.keys,
+        same_leaves,
         "Collector: the policy's outputs changed between steps: expected "
         "keys ",
         key_list(s.batch),
         ", got ",
         key_list(td));
     for (size_t i = 0; i < s.keys.size(); ++i) {
-      s.leaves[i].select(1, t).copy_(td.get(s.keys[i]));
+      s.leaves[i].select(1, t).copy_(td.find(s.keys[i])->tensor());
     }
 
     // The root of the next step: "next" moved up (its leaves alias `next`,
