@@ -78,14 +78,19 @@ $(SAN_DIR)/CMakeCache.txt: | deps
 	  -DCMAKE_BUILD_TYPE=Debug -DTENSORDICT_SANITIZE=ON \
 	  -DTENSORDICT_BUILD_EXAMPLES=OFF $(CMAKE_FLAGS)
 
-# The unit tests under AddressSanitizer + UndefinedBehaviorSanitizer, one
-# process per core (ctest's process per test would spend most of the run
-# starting the instrumented binary).
+# The gtest binaries (unit_tests, rl_tests) under AddressSanitizer +
+# UndefinedBehaviorSanitizer, one process per core (ctest's process per test
+# would spend most of the run starting the instrumented binary). Both run
+# even when the first fails, each ending with its own summary line; the
+# target fails if either does.
+SAN_TESTS = unit_tests rl_tests
 test-sanitize: deps $(SAN_DIR)/CMakeCache.txt
-	$(CMAKE) --build $(SAN_DIR) -j $(JOBS) --target unit_tests
-	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
-	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ./scripts/run-gtest-shards.sh $(SAN_DIR)/bin/unit_tests $(JOBS)
+	$(CMAKE) --build $(SAN_DIR) -j $(JOBS) --target $(SAN_TESTS)
+	status=0; for binary in $(SAN_TESTS); do \
+	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	    ./scripts/run-gtest-shards.sh $(SAN_DIR)/bin/$$binary $(JOBS) || status=1; \
+	done; exit $$status
 
 $(FUZZ_DIR)/CMakeCache.txt: | deps
 	CC=clang-14 CXX=clang++-14 $(CMAKE) -S . -B $(FUZZ_DIR) \
@@ -107,11 +112,12 @@ $(TSAN_DIR)/CMakeCache.txt: | deps
 	  -DTENSORDICT_BUILD_EXAMPLES=OFF -DTENSORDICT_BUILD_BENCHMARKS=OFF \
 	  $(CMAKE_FLAGS)
 
-# The unit tests (among them every test that starts threads of ours) and
-# distributed_test (ranks as processes and as threads) under
-# ThreadSanitizer; fails on any report (scripts/run-tsan.sh).
+# The unit tests and rl_tests (among them every test that starts threads
+# of ours, the collector's pool included) and distributed_test (ranks as
+# processes and as threads) under ThreadSanitizer; fails on any report
+# (scripts/run-tsan.sh).
 test-tsan: deps $(TSAN_DIR)/CMakeCache.txt
-	$(CMAKE) --build $(TSAN_DIR) -j $(JOBS) --target unit_tests distributed_test
+	$(CMAKE) --build $(TSAN_DIR) -j $(JOBS) --target unit_tests rl_tests distributed_test
 	./scripts/run-tsan.sh $(TSAN_DIR) $(JOBS)
 
 install: build

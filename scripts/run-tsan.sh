@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs the unit tests and distributed_test of a TENSORDICT_TSAN build under
-# ThreadSanitizer and fails on any report, even one from a forked child or
-# a distributed rank: each process writes its reports to a file of its own,
-# and the run fails if any such file exists.
+# Runs the unit tests, rl_tests and distributed_test of a TENSORDICT_TSAN
+# build under ThreadSanitizer and fails on any report, even one from a
+# forked child or a distributed rank: each process writes its reports to a
+# file of its own, and the run fails if any such file exists.
 # Usage: run-tsan.sh BUILD_DIR [SHARDS]
 set -uo pipefail
 build=$1
@@ -29,6 +29,11 @@ status=0
 # print options): the rest costs half a minute, and a new threaded test
 # needs no list.
 "$root/scripts/run-gtest-shards.sh" "$build/bin/unit_tests" "$shards" ||
+  status=1
+# The RL tests: the collector's range pool, its weight updates from another
+# thread, and the envs' range calls on those threads. Run like unit_tests,
+# with a summary line of its own.
+"$root/scripts/run-gtest-shards.sh" "$build/bin/rl_tests" "$shards" ||
   status=1
 # distributed_test's ranks are processes started with this environment,
 # and in one test threads of this process.
