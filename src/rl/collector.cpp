@@ -4,6 +4,7 @@
 
 #include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
 #include <ATen/ops/full.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/grad_mode.h>
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <mutex>
@@ -128,6 +130,30 @@ class RangePool {
   bool stopping_ = false;
 };
 
+// Copies step `t` of every sub-env, `src` [N, ...], into `dst` [N, T, ...]:
+// one memcpy per sub-env when both are contiguous CPU tensors of one dtype
+// (a step of a few sub-envs is otherwise dominated by the dispatcher calls
+// of select and copy_), else select + copy_.
+void copy_step(const at::Tensor& src, const at::Tensor& dst, int64_t t) {
+  if (src.device().is_cpu() && dst.device().is_cpu() &&
+      src.scalar_type() == dst.scalar_type() && src.is_contiguous() &&
+      dst.is_contiguous() && src.dim() + 1 == dst.dim() &&
+      src.size(0) == dst.size(0) &&
+      src.sizes().slice(1) == dst.sizes().slice(2)) {
+    const int64_t n = src.size(0);
+    const size_t row = static_cast<size_t>(dst.stride(1) * dst.element_size());
+    const size_t stride =
+        static_cast<size_t>(dst.stride(0) * dst.element_size());
+    const auto* from = static_cast<const char*>(src.const_data_ptr());
+    auto* to = static_cast<char*>(dst.data_ptr()) + t * row;
+    for (int64_t i = 0; i < n; ++i) {
+      std::memcpy(to + i * stride, from + i * row, row);
+    }
+    return;
+  }
+  dst.select(1, t).copy_(src);
+}
+
 std::string key_list(const TensorDict& td) {
   std::string out;
   for (const NestedKey& key : td.keys(true, true)) {
@@ -154,6 +180,8 @@ struct Collector::State {
   std::vector<NestedKey> keys;
   std::vector<at::Tensor> leaves;
   int64_t next_traj_id = 0;
+  // Which sub-envs the last step ended (reused from step to step).
+  std::vector<uint8_t> done_mask;
   uint64_t step_count = 0;
   bool started = false;
   bool need_reset = false;
@@ -453,17 +481,37 @@ std::optional<TensorDict> Collector::next() {
         ", got ",
         key_list(td));
     for (size_t i = 0; i < s.keys.size(); ++i) {
-      s.leaves[i].select(1, t).copy_(td.find(s.keys[i])->tensor());
+      copy_step(td.find(s.keys[i])->tensor(), s.leaves[i], t);
     }
 
     // The root of the next step: "next" moved up (its leaves alias `next`,
     // which the step after next overwrites, once copied into the batch),
     // then the done sub-envs reset in place.
     TensorDict root = step_mdp(td);
-    // A copy: the flags below are cleared in place.
-    const at::Tensor done = root.get("done").reshape({n}).clone();
-    if (done.any().item<bool>()) {
-      const bool* mask = done.data_ptr<bool>();
+    // A copy: the flags below are cleared in place. Read off the CPU flags
+    // directly, since a step of a few sub-envs rarely ends one.
+    const at::Tensor flags = root.get("done");
+    std::vector<uint8_t>& done_mask = s.done_mask;
+    done_mask.assign(static_cast<size_t>(n), 0);
+    bool any_done = false;
+    if (flags.device().is_cpu() && flags.is_contiguous() &&
+        flags.scalar_type() == c10::kBool && flags.numel() == n) {
+      const bool* values = flags.const_data_ptr<bool>();
+      for (int64_t i = 0; i < n; ++i) {
+        done_mask[static_cast<size_t>(i)] = values[i] ? 1 : 0;
+        any_done = any_done || values[i];
+      }
+    } else {
+      const at::Tensor values =
+          flags.reshape({n}).to(c10::kCPU, c10::kByte).contiguous();
+      std::memcpy(done_mask.data(), values.const_data_ptr<uint8_t>(), n);
+      any_done = std::any_of(
+          done_mask.begin(), done_mask.end(), [](uint8_t d) { return d; });
+    }
+    if (any_done) {
+      const at::Tensor done =
+          at::from_blob(done_mask.data(), {n}, c10::kByte).to(c10::kBool);
+      const bool* mask = done.const_data_ptr<bool>();
       run_ranges([&](int64_t begin, int64_t end) {
         env_->reset_range(begin, end, mask, root);
       });
