@@ -6,6 +6,8 @@
 #    packages) together with tensordict, matplotlib and safetensors (the
 #    Python safetensors readers of the interop tests and `make bench`), so pip
 #    never re-resolves torch.
+#  - TorchRL 0.14.1 and gymnasium in a virtual environment of the build tree
+#    (TORCHRL_VENV), for the torchrl-labelled tests and examples/torchrl.
 set -euo pipefail
 
 TORCH_VERSION=2.13.0
