@@ -48,8 +48,9 @@
 // a directory stream the dict's leaves, where Python packs that directory
 // as it is (the same entries unless the directory holds other files or
 // another meta.json style; a dict that no longer matches its directory
-// is saved as it is in memory). `MemmapOptions` has no `compression`:
-// compress with `pack_memmap`. bzip2 and lzma are not written or read.
+// is saved as it is in memory). `save`/`memmap` deflate the leaves with
+// `MemmapOptions::compression("deflate")`, as `pack_memmap` does. bzip2 and
+// lzma are not written or read.
 
 #include <string>
 

@@ -149,8 +149,9 @@ class LazyStackedTensorClass {
     return memmap(options);
   }
   /// Same as `memmap` (Python's `dumps`). The other members of the save
-  /// family (`memmap_`, `memmap_like`, `load_`, `memmap_refresh_`) have no
-  /// LazyStackedTensorDict counterpart yet, so no form here.
+  /// family (`memmap_`, `memmap_like`, `load_`, `memmap_refresh_`) are not
+  /// forwarded here yet: call them on a copy of `lazy_stacked_tensordict()`
+  /// (a handle to the same stack).
   LazyStackedTensorClass dumps(const MemmapOptions& options) const {
     return memmap(options);
   }

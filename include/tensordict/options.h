@@ -343,8 +343,8 @@ struct TENSORDICT_API TensorDictParamsOptions {
 
 /// Options of `TensorDict::state_dict`: Python's keyword arguments
 /// `prefix`, `keep_vars` and `flatten`, with Python's defaults. Python's
-/// `destination` (an OrderedDict to fill) is not ported: the result is
-/// always a new StateDict.
+/// `destination` (an OrderedDict to fill) is the overload
+/// `state_dict(destination, options)`.
 ///
 /// Example: `td.state_dict(StateDictOptions().prefix("p.").keep_vars(true))`
 struct TENSORDICT_API StateDictOptions {
