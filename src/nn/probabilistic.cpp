@@ -250,48 +250,38 @@ class Arguments {
   }
 
   std::optional<double> number(const std::string& name) {
-    const Json* value = json(name);
-    if (value == nullptr || value->is_null()) {
-      return std::nullopt;
-    }
-    TORCH_CHECK_VALUE(
-        value->is_number(),
-        dist_,
-        ": the argument '",
-        name,
-        "' must be a number, got ",
-        value->type_name());
-    return value->get<double>();
+    return scalar<double>(name, &Json::is_number, "a number");
   }
 
   std::optional<int64_t> integer(const std::string& name) {
-    const Json* value = json(name);
-    if (value == nullptr || value->is_null()) {
-      return std::nullopt;
-    }
-    TORCH_CHECK_VALUE(
-        value->is_number_integer(),
-        dist_,
-        ": the argument '",
-        name,
-        "' must be an integer, got ",
-        value->dump());
-    return value->get<int64_t>();
+    return scalar<int64_t>(name, &Json::is_number_integer, "an integer");
   }
 
   std::optional<bool> boolean(const std::string& name) {
+    return scalar<bool>(name, &Json::is_boolean, "a boolean");
+  }
+
+  // The keyword argument `name` as a T, checked with `is_kind` (a JSON
+  // type test); nullopt when it is missing or null.
+  template <class T>
+  std::optional<T> scalar(
+      const std::string& name,
+      bool (Json::*is_kind)() const noexcept,
+      const char* kind) {
     const Json* value = json(name);
     if (value == nullptr || value->is_null()) {
       return std::nullopt;
     }
     TORCH_CHECK_VALUE(
-        value->is_boolean(),
+        (value->*is_kind)(),
         dist_,
         ": the argument '",
         name,
-        "' must be a boolean, got ",
+        "' must be ",
+        kind,
+        ", got ",
         value->dump());
-    return value->get<bool>();
+    return value->get<T>();
   }
 
   std::vector<int64_t> shape(const std::string& name) {
