@@ -920,6 +920,39 @@ TEST(RlCollectorTest, APolicyWithoutTheActionIsAnErrorNamingTheKey) {
       "needs a policy");
 }
 
+// A policy that starts writing a key of its own at its third call.
+struct GrowingPolicyImpl : HookedPolicyImpl {
+  using TensorDictModuleBase::forward;
+  TensorDict forward(TensorDict td, TensorDict out) override {
+    out = HookedPolicyImpl::forward(td, out);
+    return ++calls > 2 ? out.set("extra", torch::zeros({2})) : out;
+  }
+};
+
+TEST(RlCollectorTest, APolicyWhoseOutputsChangeMidBatchIsAnError) {
+  rl::Collector collector(
+      rl::make_env("CartPole-v1", 2),
+      std::make_shared<GrowingPolicyImpl>(),
+      rl::CollectorOptions(8));
+  EXPECT_THROWS_WITH(
+      collector.next(),
+      c10::Error,
+      "Collector: the policy's outputs changed between steps: expected keys "
+      "'observation'");
+  try {
+    rl::Collector again(
+        rl::make_env("CartPole-v1", 2),
+        std::make_shared<GrowingPolicyImpl>(),
+        rl::CollectorOptions(8));
+    (void)again.next();
+    ADD_FAILURE() << "expected an error";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("got 'observation'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("'extra'"), std::string::npos);
+  }
+}
+
 TEST(RlCollectorTest, ShutdownEndsIteration) {
   rl::Collector collector(
       rl::make_env("PointMass", 3),

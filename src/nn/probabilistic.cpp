@@ -312,21 +312,19 @@ class Arguments {
 
   // Throws for an argument no reader consumed.
   void check_all_used() const {
-    for (const auto& [name, tensor] : tensors_) {
+    const auto check = [&](const std::string& name) {
       TORCH_CHECK_VALUE(
           used_.count(name) != 0,
           dist_,
           " got an unexpected keyword argument '",
           name,
           "'");
+    };
+    for (const auto& entry : tensors_) {
+      check(entry.first);
     }
-    for (const auto& [name, value] : values_) {
-      TORCH_CHECK_VALUE(
-          used_.count(name) != 0,
-          dist_,
-          " got an unexpected keyword argument '",
-          name,
-          "'");
+    for (const auto& entry : values_) {
+      check(entry.first);
     }
   }
 

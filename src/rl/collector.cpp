@@ -182,6 +182,8 @@ struct Collector::State {
   int64_t next_traj_id = 0;
   // Which sub-envs the last step ended (reused from step to step).
   std::vector<uint8_t> done_mask;
+  // The step's leaves in `keys` order (reused from step to step).
+  std::vector<const at::Tensor*> step_values;
   uint64_t step_count = 0;
   bool started = false;
   bool need_reset = false;
@@ -466,22 +468,27 @@ std::optional<TensorDict> Collector::next() {
     // The leaves of the first step, in any order: a key the policy writes
     // that the previous root kept (step_mdp drops the action only, so a
     // log-prob stays) comes before the action from the second step on.
-    const std::vector<NestedKey> step_keys =
-        td.keys(/*include_nested=*/true, /*leaves_only=*/true);
-    bool same_leaves = step_keys.size() == s.keys.size();
-    for (size_t i = 0; same_leaves && i < s.keys.size(); ++i) {
-      const Value* value = td.find(s.keys[i]);
-      same_leaves = value != nullptr && value->is_tensor();
+    // One lookup a leaf: the same count and every key of the first step.
+    std::vector<const at::Tensor*>& values = s.step_values;
+    values.clear();
+    for (const NestedKey& key : s.keys) {
+      const Value* value = td.find(key);
+      if (value == nullptr || !value->is_tensor()) {
+        break;
+      }
+      values.push_back(&value->tensor());
     }
     TORCH_CHECK(
-        same_leaves,
+        values.size() == s.keys.size() &&
+            td.keys(/*include_nested=*/true, /*leaves_only=*/true).size() ==
+                s.keys.size(),
         "Collector: the policy's outputs changed between steps: expected "
         "keys ",
         key_list(s.batch),
         ", got ",
         key_list(td));
-    for (size_t i = 0; i < s.keys.size(); ++i) {
-      copy_step(td.find(s.keys[i])->tensor(), s.leaves[i], t);
+    for (size_t i = 0; i < values.size(); ++i) {
+      copy_step(*values[i], s.leaves[i], t);
     }
 
     // The root of the next step: "next" moved up (its leaves alias `next`,
