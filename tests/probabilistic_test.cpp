@@ -125,6 +125,77 @@ TEST(ProbabilisticTest, CategoricalLogProbRejectsValuesOutsideTheSupport) {
       "to be nonnegative");
 }
 
+// NOTE [Loops for small CPU parameters] in distributions.cpp: without an
+// autograd graph to record, CPU parameters take loops instead of torch's
+// ops. Parameters that require grad take torch's ops; both must agree, draw
+// the same samples from the same seed and raise the same errors.
+TEST(ProbabilisticTest, LoopsForSmallCpuParametersAgreeWithTorchOps) {
+  for (auto dtype : {torch::kFloat, torch::kDouble}) {
+    for (std::vector<int64_t> shape :
+         {std::vector<int64_t>{5}, {4, 3}, {2, 3, 7}, {16, 2}}) {
+      SCOPED_TRACE(
+          ::testing::Message() << dtype << " " << c10::IntArrayRef(shape));
+      torch::manual_seed(3);
+      at::Tensor logits = torch::randn(shape, dtype) * 3;
+      for (bool one_hot : {false, true}) {
+        for (bool torch_semantics : {false, true}) {
+          if (!one_hot && torch_semantics) {
+            continue;
+          }
+          const auto make =
+              [&](const at::Tensor& l) -> std::shared_ptr<Categorical> {
+            if (one_hot) {
+              return OneHotCategorical::from_logits(l, torch_semantics);
+            }
+            return Categorical::from_logits(l);
+          };
+          auto ops = make(logits.clone().requires_grad_());
+          std::shared_ptr<Categorical> loops;
+          at::Tensor fast_sample;
+          at::Tensor fast_log_prob;
+          {
+            torch::NoGradGuard no_grad;
+            loops = make(logits);
+            auto gen = at::detail::createCPUGenerator(42);
+            fast_sample = loops->sample({}, gen);
+            fast_log_prob = loops->log_prob(fast_sample);
+          }
+          const double tol = dtype == torch::kFloat ? 1e-6 : 1e-12;
+          expect_close(loops->logits(), ops->logits().detach(), tol);
+          expect_close(loops->probs(), ops->probs().detach(), tol);
+          auto gen = at::detail::createCPUGenerator(42);
+          at::Tensor sample = ops->sample({}, gen);
+          EXPECT_TRUE(torch::equal(fast_sample, sample))
+              << fast_sample << "\nvs\n"
+              << sample;
+          EXPECT_EQ(fast_sample.scalar_type(), sample.scalar_type());
+          at::Tensor log_prob = ops->log_prob(sample);
+          EXPECT_TRUE(log_prob.requires_grad());
+          expect_close(fast_log_prob, log_prob.detach(), tol);
+        }
+      }
+    }
+  }
+  // The draw's checks: an infinite logit makes NaN probabilities.
+  at::Tensor bad = f32({0, INFINITY, 1});
+  for (bool grad : {false, true}) {
+    auto dist = OneHotCategorical::from_logits(
+        grad ? bad.clone().requires_grad_() : bad);
+    EXPECT_THROWS_WITH(
+        dist->sample(),
+        c10::Error,
+        "probability tensor contains either `inf`, `nan` or element < 0");
+  }
+  // An index out of range names the value's shape, as torch's ops do.
+  auto dist = Categorical::from_logits(torch::zeros({2, 3}));
+  EXPECT_THROWS_WITH(
+      dist->log_prob(torch::tensor({0, 3}, torch::kLong)),
+      c10::ValueError,
+      "Expected value argument of shape torch.Size([2]) to be within the "
+      "support (IntegerInterval(lower_bound=0, upper_bound=2)) of the "
+      "distribution Categorical");
+}
+
 TEST(ProbabilisticTest, OneHotCategoricalIsTorchRLs) {
   at::Tensor logits = torch::log(f32({1, 3, 1, 2, 2, 1})).reshape({2, 3});
   auto dist = OneHotCategorical::from_logits(logits);

@@ -216,6 +216,11 @@ class TENSORDICT_API Categorical : public Distribution {
  protected:
   /// Builds from normalized logits and probs.
   Categorical(at::Tensor logits, at::Tensor probs);
+  /// Returns the log-probabilities of `index`, one in-range index per batch
+  /// element, read off the logits by a loop; throws c10::ValueError naming
+  /// `shape` (the value's) for an index out of [0, K).
+  at::Tensor gather_log_prob(
+      const int64_t* index, c10::IntArrayRef shape) const;
 
  private:
   at::Tensor logits_;

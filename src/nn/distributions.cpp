@@ -2,6 +2,18 @@
 // op order of torch.distributions (torch 2.13) or TorchRL 0.14.1, so that
 // results match Python's to rounding, and sampling calls the same at:: ops
 // in the same order, so that a seeded generator gives Python's samples.
+//
+// NOTE [Loops for small CPU parameters]
+// A policy acting in an env evaluates a categorical head on a few rows a
+// step, where each at:: op costs a dispatcher round trip (the multinomial
+// alone runs a dozen ops to validate its input). Where the parameters are
+// contiguous CPU floats and no autograd graph is recorded, the
+// normalization, the draw's validation and arg-max, the one-hot and the
+// log-prob of an index are plain loops instead. The draw keeps torch's
+// algorithm and its one generator call (Exp(1) noise from `exponential_`,
+// then argmax p / q, the first maximum winning), so a seeded generator still
+// gives torch's samples; exp and log may round differently from torch's
+// vectorized kernels in the last bit.
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -91,6 +103,68 @@ at::Tensor safe_atanh(const at::Tensor& y) {
 // torch.distributions' TanhTransform.log_abs_det_jacobian.
 at::Tensor tanh_ladj(const at::Tensor& x) {
   return 2. * (std::log(2.) - x - at::softplus(-2. * x));
+}
+
+// NOTE [Loops for small CPU parameters]: whether loops may stand in for
+// torch's ops on `t`.
+bool loopable(const at::Tensor& t) {
+  return t.defined() && t.device().is_cpu() && t.layout() == at::kStrided &&
+         (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble) &&
+         t.is_contiguous() && t.dim() >= 1 && t.numel() > 0 &&
+         !(t.requires_grad() && at::GradMode::is_enabled());
+}
+
+// logits - logsumexp(logits) and their softmax, row by row, in T: torch's
+// formulas (an infinite maximum shifts by 0; softmax multiplies by the
+// inverse sum).
+template <typename T>
+void normalize_rows(const T* in, T* logits, T* probs, int64_t rows, int64_t k) {
+  const T inf = std::numeric_limits<T>::infinity();
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* x = in + r * k;
+    T* l = logits + r * k;
+    T* p = probs + r * k;
+    T max = -inf;
+    for (int64_t j = 0; j < k; ++j) {
+      max = x[j] > max ? x[j] : max;
+    }
+    const T shift = std::isinf(max) ? T(0) : max;
+    T sum = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      sum += std::exp(x[j] - shift);
+    }
+    const T lse = std::log(sum) + shift;
+    T lmax = -inf;
+    for (int64_t j = 0; j < k; ++j) {
+      l[j] = x[j] - lse;
+      lmax = l[j] > lmax ? l[j] : lmax;
+    }
+    T psum = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      p[j] = std::exp(l[j] - lmax);
+      psum += p[j];
+    }
+    const T scale = T(1) / psum;
+    for (int64_t j = 0; j < k; ++j) {
+      p[j] *= scale;
+    }
+  }
+}
+
+// The index of the first maximum of row[0, k), NaN counting as the
+// maximum: torch's argmax.
+template <typename T>
+int64_t first_argmax(const T* row, int64_t k) {
+  int64_t best = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    if (std::isnan(row[j])) {
+      return j;
+    }
+    if (row[j] > row[best]) {
+      best = j;
+    }
+  }
+  return best;
 }
 
 }  // namespace
@@ -204,6 +278,38 @@ at::Tensor normalized_logits(const at::Tensor& logits, const char* dist) {
   return logits - logits.logsumexp(-1, /*keepdim=*/true);
 }
 
+// Normalized logits and their softmax: loops where NOTE [Loops for small CPU
+// parameters] allows, else torch's ops.
+std::pair<at::Tensor, at::Tensor> logits_and_probs(
+    const at::Tensor& logits, const char* dist) {
+  if (!loopable(logits)) {
+    at::Tensor normalized = normalized_logits(logits, dist);
+    at::Tensor probs = at::softmax(normalized, -1);
+    return {std::move(normalized), std::move(probs)};
+  }
+  at::Tensor normalized = at::empty_like(logits);
+  at::Tensor probs = at::empty_like(logits);
+  const int64_t k = logits.size(-1);
+  const int64_t rows = logits.numel() / k;
+  AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "logits_and_probs", [&] {
+    const scalar_t* in = logits.const_data_ptr<scalar_t>();
+    for (int64_t i = 0; i < rows * k; ++i) {
+      TORCH_CHECK_VALUE(
+          !std::isnan(in[i]),
+          "Expected parameter logits of distribution ",
+          dist,
+          " to satisfy the constraint Real(), but found NaN values");
+    }
+    normalize_rows(
+        in,
+        normalized.mutable_data_ptr<scalar_t>(),
+        probs.mutable_data_ptr<scalar_t>(),
+        rows,
+        k);
+  });
+  return {std::move(normalized), std::move(probs)};
+}
+
 at::Tensor normalized_probs(const at::Tensor& probs, const char* dist) {
   check_floating(probs, dist, "probs");
   TORCH_CHECK_VALUE(
@@ -235,8 +341,7 @@ at::Tensor probs_to_logits(const at::Tensor& probs) {
 
 std::shared_ptr<Categorical> Categorical::from_logits(
     const at::Tensor& logits) {
-  at::Tensor normalized = normalized_logits(logits, "Categorical");
-  at::Tensor probs = at::softmax(normalized, -1);
+  auto [normalized, probs] = logits_and_probs(logits, "Categorical");
   return std::shared_ptr<Categorical>(
       new Categorical(std::move(normalized), std::move(probs)));
 }
@@ -257,6 +362,41 @@ at::Tensor Categorical::sample(
     count *= n;
   }
   at::Tensor probs_2d = probs_.reshape({-1, num_events_});
+  // torch.multinomial's path for one sample (NOTE [Loops for small CPU
+  // parameters]): its checks, Exp(1) noise, argmax p / q.
+  if (count == 1 && loopable(probs_2d) && probs_2d.dim() == 2 &&
+      num_events_ <= (int64_t{1} << 24)) {
+    const int64_t rows = probs_2d.size(0);
+    const int64_t k = num_events_;
+    at::Tensor index =
+        at::empty(batch_shape(), probs_.options().dtype(at::kLong));
+    AT_DISPATCH_FLOATING_TYPES(probs_2d.scalar_type(), "sample", [&] {
+      const scalar_t* p = probs_2d.const_data_ptr<scalar_t>();
+      for (int64_t r = 0; r < rows; ++r) {
+        scalar_t sum = 0;
+        for (int64_t j = 0; j < k; ++j) {
+          const scalar_t v = p[r * k + j];
+          TORCH_CHECK(
+              v >= 0 && v < std::numeric_limits<scalar_t>::infinity(),
+              "probability tensor contains either `inf`, `nan` or element < 0");
+          sum += v;
+        }
+        TORCH_CHECK(
+            sum != 0,
+            "invalid multinomial distribution (sum of probabilities <= 0)");
+      }
+      at::Tensor q = at::empty_like(probs_2d).exponential_(1, generator);
+      scalar_t* ratio = q.mutable_data_ptr<scalar_t>();
+      int64_t* out = index.mutable_data_ptr<int64_t>();
+      for (int64_t i = 0; i < rows * k; ++i) {
+        ratio[i] = p[i] / ratio[i];
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        out[r] = first_argmax(ratio + r * k, k);
+      }
+    });
+    return index;
+  }
   at::Tensor samples_2d =
       at::multinomial(probs_2d, count, /*replacement=*/true, generator).t();
   std::vector<int64_t> shape(sample_shape.begin(), sample_shape.end());
@@ -273,6 +413,11 @@ at::Tensor Categorical::log_prob(const at::Tensor& value) const {
       name(),
       ".log_prob expects category indices (int64), got ",
       value.scalar_type());
+  if (loopable(logits_) && value.device().is_cpu() &&
+      value.scalar_type() == at::kLong && value.is_contiguous() &&
+      value.sizes() == c10::IntArrayRef(batch_shape())) {
+    return gather_log_prob(value.const_data_ptr<int64_t>(), value.sizes());
+  }
   // Indices have no event dims, also under torch's OneHotCategorical.
   validate_sample_shape(value, batch_shape(), {});
   at::Tensor in_support = (value >= 0) & (value <= num_events_ - 1);
@@ -292,6 +437,33 @@ at::Tensor Categorical::log_prob(const at::Tensor& value) const {
   auto both = at::broadcast_tensors({index, logits_});
   index = both[0].narrow(-1, 0, 1);
   return both[1].gather(-1, index).squeeze(-1);
+}
+
+at::Tensor Categorical::gather_log_prob(
+    const int64_t* index, c10::IntArrayRef shape) const {
+  const int64_t k = num_events_;
+  const int64_t rows = logits_.numel() / k;
+  for (int64_t r = 0; r < rows; ++r) {
+    TORCH_CHECK_VALUE(
+        index[r] >= 0 && index[r] < k,
+        "Expected value argument of shape ",
+        shape_string(shape),
+        " to be within the support (IntegerInterval(lower_bound=0, "
+        "upper_bound=",
+        k - 1,
+        ")) of the distribution ",
+        name(),
+        ", but found invalid values");
+  }
+  at::Tensor out = at::empty(batch_shape(), logits_.options());
+  AT_DISPATCH_FLOATING_TYPES(logits_.scalar_type(), "log_prob", [&] {
+    const scalar_t* l = logits_.const_data_ptr<scalar_t>();
+    scalar_t* o = out.mutable_data_ptr<scalar_t>();
+    for (int64_t r = 0; r < rows; ++r) {
+      o[r] = l[r * k + index[r]];
+    }
+  });
+  return out;
 }
 
 at::Tensor Categorical::mode() const {
@@ -344,9 +516,8 @@ OneHotCategorical::OneHotCategorical(
 
 std::shared_ptr<OneHotCategorical> OneHotCategorical::from_logits(
     const at::Tensor& logits, bool torch_semantics) {
-  at::Tensor normalized = normalized_logits(
+  auto [normalized, probs] = logits_and_probs(
       treat_params(logits, torch_semantics), "OneHotCategorical");
-  at::Tensor probs = at::softmax(normalized, -1);
   auto dist = std::shared_ptr<OneHotCategorical>(new OneHotCategorical(
       std::move(normalized), std::move(probs), torch_semantics));
   return dist;
@@ -365,6 +536,25 @@ at::Tensor OneHotCategorical::sample(
     c10::IntArrayRef sample_shape,
     std::optional<at::Generator> generator) const {
   at::Tensor index = Categorical::sample(sample_shape, std::move(generator));
+  if (index.device().is_cpu() && index.is_contiguous()) {
+    // Indices drawn in range: at::one_hot's range checks would cost two
+    // reductions and two syncs.
+    std::vector<int64_t> shape(index.sizes().begin(), index.sizes().end());
+    shape.push_back(num_events());
+    at::Tensor one_hot = at::zeros(
+        shape,
+        index.options().dtype(
+            torch_semantics_ ? probs().scalar_type() : at::kLong));
+    const int64_t* drawn = index.const_data_ptr<int64_t>();
+    const int64_t k = num_events();
+    AT_DISPATCH_ALL_TYPES(one_hot.scalar_type(), "one_hot", [&] {
+      scalar_t* out = one_hot.mutable_data_ptr<scalar_t>();
+      for (int64_t i = 0; i < index.numel(); ++i) {
+        out[i * k + drawn[i]] = 1;
+      }
+    });
+    return one_hot;
+  }
   at::Tensor one_hot = at::one_hot(index, num_events());
   return torch_semantics_ ? one_hot.to(probs().scalar_type()) : one_hot;
 }
@@ -377,6 +567,29 @@ at::Tensor OneHotCategorical::log_prob(const at::Tensor& value) const {
       ", got shape ",
       value.defined() ? shape_string(value.sizes())
                       : std::string("(undefined)"));
+  std::vector<int64_t> rows_shape = batch_shape();
+  rows_shape.push_back(num_events());
+  if (loopable(logits()) && value.device().is_cpu() && value.is_contiguous() &&
+      value.sizes() == c10::IntArrayRef(rows_shape) &&
+      (value.scalar_type() == at::kLong || value.scalar_type() == at::kFloat ||
+       value.scalar_type() == at::kDouble)) {
+    const int64_t k = num_events();
+    const int64_t rows = value.numel() / k;
+    std::vector<int64_t> index(static_cast<size_t>(rows));
+    AT_DISPATCH_SWITCH(
+        value.scalar_type(), "log_prob", AT_DISPATCH_CASE(at::kLong, [&] {
+          const scalar_t* v = value.const_data_ptr<scalar_t>();
+          for (int64_t r = 0; r < rows; ++r) {
+            index[r] = std::max_element(v + r * k, v + r * k + k) - (v + r * k);
+          }
+        }) AT_DISPATCH_CASE_FLOATING_TYPES([&] {
+          const scalar_t* v = value.const_data_ptr<scalar_t>();
+          for (int64_t r = 0; r < rows; ++r) {
+            index[r] = first_argmax(v + r * k, k);
+          }
+        }));
+    return gather_log_prob(index.data(), c10::IntArrayRef(batch_shape()));
+  }
   return Categorical::log_prob(value.argmax(-1));
 }
 
