@@ -1,16 +1,17 @@
 // Benchmarks of tensordict::rl: the collector on CartPole-v1 with the PPO
-// actor of examples/torchrl (an MLP 4 -> 64 -> 64 -> 2 with Tanh, then a
-// OneHotCategorical head sampling the action and writing its log-prob), one
-// batch per iteration:
+// actor of examples/torchrl (TorchRL's MLP 4 -> 64 -> 64 -> 2 with Tanh, as
+// rl::MLP, then a OneHotCategorical head sampling the action and writing
+// its log-prob), one batch per iteration:
 //   collector_cartpole_1env     1 env, frames_per_batch 256
 //   collector_cartpole_16envs   16 envs, frames_per_batch 1024
 // <op>/cpp is rl::Collector::next(); <op>/raw the cheapest loop doing the
-// same work on plain tensors: the same MLP and the same sampling ops, the
-// CartPole step on doubles, the results copied into preallocated [N, T]
-// tensors, finished envs reset. The Python side, TorchRL 0.14.1's Collector
-// with the same actor on GymEnv("CartPole-v1") and on the 16-env vectorized
-// GymEnv, is python_torchrl.py. Without grad, on one intra-op thread
-// (main.cpp).
+// same work without dicts: the same MLP call, then the categorical head as
+// plain loops around torch's one exponential_ call (the draw of
+// torch.multinomial), the CartPole step on doubles, the results written by
+// pointer into preallocated [N, T] tensors, finished envs reset. The Python
+// side, TorchRL 0.14.1's Collector with the same actor on
+// GymEnv("CartPole-v1") and on the 16-env vectorized GymEnv, is
+// python_torchrl.py. Without grad, on one intra-op thread (main.cpp).
 
 #include <benchmark/benchmark.h>
 #include <tensordict/nn.h>
@@ -19,6 +20,7 @@
 #include <tensordict/tensordict.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -30,16 +32,11 @@ using tensordict::TensorDict;
 namespace nn = tensordict::nn;
 namespace rl = tensordict::rl;
 
-torch::nn::Sequential make_mlp() {
-  return torch::nn::Sequential(
-      torch::nn::Linear(4, 64),
-      torch::nn::Tanh(),
-      torch::nn::Linear(64, 64),
-      torch::nn::Tanh(),
-      torch::nn::Linear(64, 2));
+rl::MLP make_mlp() {
+  return rl::MLP(rl::MLPOptions(4, 2).num_cells({64, 64}));
 }
 
-nn::AnyTensorDictModule make_actor(const torch::nn::Sequential& mlp) {
+nn::AnyTensorDictModule make_actor(const rl::MLP& mlp) {
   return nn::ProbabilisticTensorDictSequential(
       {nn::TensorDictModule(mlp, {"observation"}, {"logits"}),
        nn::ProbabilisticTensorDictModule(
@@ -105,61 +102,73 @@ struct RawLoop {
         out_done(torch::empty({envs, t, 1}, torch::kBool)),
         out_terminated(torch::empty({envs, t, 1}, torch::kBool)),
         out_truncated(torch::empty({envs, t, 1}, torch::kBool)) {
-    write_obs();
+    write_obs(obs.data_ptr<float>(), 4);
   }
-  void write_obs() {
-    auto o = obs.accessor<float, 2>();
+  // Writes every env's observation at `out`, rows `stride` floats apart.
+  void write_obs(float* out, int64_t stride) {
     for (int64_t i = 0; i < n; ++i) {
       for (int k = 0; k < 4; ++k) {
-        o[i][k] = static_cast<float>(env.state[i * 4 + k]);
+        out[i * stride + k] = static_cast<float>(env.state[i * 4 + k]);
       }
     }
   }
   void batch() {
+    float* o_obs = out_obs.data_ptr<float>();
+    float* o_next = out_next_obs.data_ptr<float>();
+    int64_t* o_action = out_action.data_ptr<int64_t>();
+    float* o_log_prob = out_log_prob.data_ptr<float>();
+    float* o_logits = out_logits.data_ptr<float>();
+    float* o_reward = out_reward.data_ptr<float>();
+    bool* o_done = out_done.data_ptr<bool>();
+    bool* o_term = out_terminated.data_ptr<bool>();
+    bool* o_trunc = out_truncated.data_ptr<bool>();
     for (int64_t step = 0; step < t; ++step) {
-      const at::Tensor logits = mlp->forward(obs);
-      const at::Tensor log_probs = logits.log_softmax(-1);
-      const at::Tensor index = torch::multinomial(log_probs.exp(), 1);
-      const at::Tensor action =
-          torch::nn::functional::one_hot(index.squeeze(-1), 2);
-      out_obs.select(1, step).copy_(obs);
-      out_logits.select(1, step).copy_(logits);
-      out_action.select(1, step).copy_(action);
-      out_log_prob.select(1, step).copy_(
-          log_probs.gather(-1, index).squeeze(-1));
-      auto a = index.accessor<int64_t, 2>();
-      at::Tensor reward_t = out_reward.select(1, step);
-      auto reward = reward_t.accessor<float, 2>();
-      at::Tensor done_t = out_done.select(1, step);
-      auto done = done_t.accessor<bool, 2>();
-      at::Tensor terminated_t = out_terminated.select(1, step);
-      auto terminated = terminated_t.accessor<bool, 2>();
-      at::Tensor truncated_t = out_truncated.select(1, step);
-      auto truncated = truncated_t.accessor<bool, 2>();
-      std::vector<int64_t> finished;
+      const at::Tensor logits_t = mlp->forward(obs);
+      const at::Tensor noise_t = torch::empty({n, 2}).exponential_(1);
+      const float* logits = logits_t.const_data_ptr<float>();
+      const float* noise = noise_t.const_data_ptr<float>();
+      const float* ob = obs.const_data_ptr<float>();
       for (int64_t i = 0; i < n; ++i) {
-        auto [term, trunc] = env.step(i, a[i][0] == 1);
-        reward[i][0] = 1.0F;
-        terminated[i][0] = term;
-        truncated[i][0] = trunc;
-        done[i][0] = term || trunc;
-        if (term || trunc) {
-          finished.push_back(i);
+        const int64_t at = i * t + step;
+        const float* l = logits + i * 2;
+        // log-softmax and softmax of two logits; argmax p / q.
+        const float max = std::max(l[0], l[1]);
+        const float lse =
+            std::log(std::exp(l[0] - max) + std::exp(l[1] - max)) + max;
+        const float n0 = l[0] - lse;
+        const float n1 = l[1] - lse;
+        const float nmax = std::max(n0, n1);
+        const float e0 = std::exp(n0 - nmax);
+        const float e1 = std::exp(n1 - nmax);
+        const float inv = 1.0F / (e0 + e1);
+        const int64_t index =
+            (e1 * inv) / noise[i * 2 + 1] > (e0 * inv) / noise[i * 2] ? 1 : 0;
+        for (int k = 0; k < 4; ++k) {
+          o_obs[at * 4 + k] = ob[i * 4 + k];
+        }
+        o_logits[at * 2] = l[0];
+        o_logits[at * 2 + 1] = l[1];
+        o_action[at * 2] = index == 0 ? 1 : 0;
+        o_action[at * 2 + 1] = index;
+        o_log_prob[at] = index == 0 ? n0 : n1;
+        auto [term, trunc] = env.step(i, index == 1);
+        o_reward[at] = 1.0F;
+        o_term[at] = term;
+        o_trunc[at] = trunc;
+        o_done[at] = term || trunc;
+      }
+      write_obs(o_next + step * 4, t * 4);
+      for (int64_t i = 0; i < n; ++i) {
+        if (o_done[i * t + step]) {
+          env.reset(i);
         }
       }
-      write_obs();
-      out_next_obs.select(1, step).copy_(obs);
-      for (int64_t i : finished) {
-        env.reset(i);
-      }
-      if (!finished.empty()) {
-        write_obs();
-      }
+      write_obs(obs.data_ptr<float>(), 4);
     }
   }
   int64_t n;
   int64_t t;
-  torch::nn::Sequential mlp;
+  rl::MLP mlp;
   RawCartPole env;
   at::Tensor obs, out_obs, out_next_obs, out_action, out_log_prob, out_logits,
       out_reward, out_done, out_terminated, out_truncated;

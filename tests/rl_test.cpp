@@ -420,6 +420,102 @@ TEST(RlEnvTest, MakeEnvKnowsCartPoleAndPointMass) {
 
 // --- collector ---------------------------------------------------------------
 
+// --- MLP
+// -----------------------------------------------------------------------
+
+TEST(RlMlpTest, ParametersAreNamedAsTorchRLsMLP) {
+  rl::MLP mlp(rl::MLPOptions(4, 2).num_cells({64, 64}));
+  std::vector<std::string> names;
+  for (const auto& item : mlp->named_parameters()) {
+    names.push_back(item.key());
+  }
+  // torchrl.modules.MLP(in_features=4, out_features=2, num_cells=[64, 64])
+  // .state_dict().keys() in TorchRL 0.14.1.
+  EXPECT_EQ(
+      names,
+      (std::vector<std::string>{
+          "0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"}));
+  EXPECT_EQ(
+      mlp->named_parameters()["2.weight"].sizes(), (c10::IntArrayRef{64, 64}));
+  rl::MLP bare(rl::MLPOptions(3, 5).bias_last_layer(false));
+  EXPECT_EQ(bare->named_parameters().size(), 1U);
+  EXPECT_THROWS_WITH(
+      rl::MLP(rl::MLPOptions(4, 2).activation("GELU")),
+      c10::ValueError,
+      "MLP: unknown activation 'GELU'; the known ones are 'Tanh', 'ReLU' and "
+      "'ELU'");
+  EXPECT_THROWS_WITH(
+      mlp(torch::zeros({2, 3})),
+      c10::ValueError,
+      "MLP: expected an input whose last dim is 4, got [2, 3]");
+}
+
+// NOTE [Small-batch MLP]: the loops agree with torch's ops to rounding, and
+// torch's ops (gradients recorded, or many rows) are Python's.
+TEST(RlMlpTest, LoopsForFewRowsAgreeWithTorchsOps) {
+  for (const char* activation : {"Tanh", "ReLU", "ELU"}) {
+    for (bool activate_last : {false, true}) {
+      SCOPED_TRACE(std::string(activation) + (activate_last ? " last" : ""));
+      torch::manual_seed(1);
+      rl::MLP mlp(rl::MLPOptions(5, 3)
+                      .num_cells({17, 9})
+                      .activation(activation)
+                      .activate_last_layer(activate_last)
+                      .bias_last_layer(!activate_last));
+      // Python's MLP: its children's forwards in turn.
+      const auto reference = [&](at::Tensor h) {
+        for (const auto& child : mlp->children()) {
+          if (auto* linear = child->as<torch::nn::Linear>()) {
+            h = linear->forward(h);
+          } else if (auto* tanh = child->as<torch::nn::Tanh>()) {
+            h = tanh->forward(h);
+          } else if (auto* relu = child->as<torch::nn::ReLU>()) {
+            h = relu->forward(h);
+          } else {
+            h = child->as<torch::nn::ELU>()->forward(h);
+          }
+        }
+        return h;
+      };
+      for (std::vector<int64_t> shape :
+           {std::vector<int64_t>{5}, {1, 5}, {4, 5}, {2, 2, 5}, {64, 5}}) {
+        const at::Tensor x = torch::randn(shape) * 2;
+        const at::Tensor expected = reference(x).detach();
+        at::Tensor got;
+        {
+          torch::NoGradGuard no_grad;
+          got = mlp(x);
+        }
+        ASSERT_EQ(got.sizes(), expected.sizes());
+        EXPECT_TRUE(torch::allclose(got, expected, 1e-5, 1e-6))
+            << got << "\nvs\n"
+            << expected;
+        // Many rows, or gradients recorded: torch's ops, to the bit.
+        if (x.numel() / 5 > rl::MLPImpl::kLoopRows) {
+          torch::NoGradGuard no_grad;
+          EXPECT_TRUE(torch::equal(mlp(x), expected));
+        }
+        at::Tensor recorded = mlp(x);
+        EXPECT_TRUE(recorded.requires_grad());
+        EXPECT_TRUE(torch::equal(recorded.detach(), expected));
+      }
+    }
+  }
+}
+
+TEST(RlMlpTest, LoopsSeeWeightsChangedInPlace) {
+  torch::NoGradGuard no_grad;
+  rl::MLP mlp(rl::MLPOptions(2, 1).num_cells({3}).activation("ReLU"));
+  for (auto& p : mlp->parameters()) {
+    p.fill_(1.0);
+  }
+  // relu(1 + 2 + 1) * 3 + 1 per hidden unit.
+  EXPECT_FLOAT_EQ(mlp(torch::tensor({1.0F, 2.0F})).item<float>(), 13.0F);
+  TensorDict weights = TensorDict::from_module(*mlp.ptr());
+  weights.get({"2", "bias"}).fill_(-1.0);
+  EXPECT_FLOAT_EQ(mlp(torch::tensor({1.0F, 2.0F})).item<float>(), 11.0F);
+}
+
 TEST(RlCollectorTest, BatchHasTorchRLsLayout) {
   auto env = rl::make_env("CartPole-v1", 4);
   // 30 frames over 4 envs: rounded up to 8 steps, as TorchRL does.

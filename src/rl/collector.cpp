@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/walk.h"
 #include "tensordict/aoti.h"
 #include "tensordict/errors.h"
 #include "tensordict/rl.h"
@@ -152,6 +153,24 @@ void copy_step(const at::Tensor& src, const at::Tensor& dst, int64_t t) {
     return;
   }
   dst.select(1, t).copy_(src);
+}
+
+// The number of tensors `keys(true, true)` lists, counted without making
+// the keys.
+size_t count_leaves(const TensorDict& td) {
+  struct Counter : detail::WalkVisitor {
+    size_t count = 0;
+    void leaf(const detail::KeyPath& /*path*/, const at::Tensor& /*t*/) {
+      ++count;
+    }
+    bool enter_lazy_stack(
+        const detail::KeyPath& /*path*/, const LazyStackedTensorDict& stack) {
+      count += stack.keys(/*include_nested=*/true, /*leaves_only=*/true).size();
+      return false;
+    }
+  } counter;
+  detail::walk(td, counter);
+  return counter.count;
 }
 
 std::string key_list(const TensorDict& td) {
@@ -479,9 +498,7 @@ std::optional<TensorDict> Collector::next() {
       values.push_back(&value->tensor());
     }
     TORCH_CHECK(
-        values.size() == s.keys.size() &&
-            td.keys(/*include_nested=*/true, /*leaves_only=*/true).size() ==
-                s.keys.size(),
+        values.size() == s.keys.size() && count_leaves(td) == s.keys.size(),
         "Collector: the policy's outputs changed between steps: expected "
         "keys ",
         key_list(s.batch),

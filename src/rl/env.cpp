@@ -6,10 +6,12 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/walk.h"
 #include "tensordict/errors.h"
 #include "tensordict/rl.h"
 
@@ -63,15 +65,6 @@ void check_leaf(
       value.sizes(),
       " ",
       value.scalar_type());
-}
-
-bool is_excluded(const NestedKey& key, const std::vector<NestedKey>& keys) {
-  for (const NestedKey& excluded : keys) {
-    if (key == excluded) {
-      return true;
-    }
-  }
-  return false;
 }
 
 }  // namespace
@@ -266,6 +259,75 @@ TensorDict EnvBase::rollout(
   return stack(steps, /*dim=*/1);
 }
 
+namespace {
+
+// step_mdp's copy of one dict into the new root, a client of the walk
+// engine: leaves aliased, nested dicts made anew (the collector's resets
+// write into the new root's, which must not reach the stepped dict's),
+// merged with those already there, the excluded keys left out and a lazy
+// stack kept whole.
+struct StepMdpCopy : detail::WalkVisitor {
+  StepMdpCopy(
+      TensorDict root, const std::vector<NestedKey>& excluded, bool skip_next)
+      : excluded(excluded), skip_next(skip_next) {
+    dicts.push_back(std::move(root));
+  }
+
+  bool is_excluded(const detail::KeyPath& path) const {
+    for (const NestedKey& key : excluded) {
+      if (key.size() == path.size() &&
+          std::equal(key.begin(), key.end(), path.parts().begin())) {
+        return true;
+      }
+    }
+    return false;
+  }
+  std::string name(const detail::KeyPath& path) const {
+    return std::string(path.parts().back());
+  }
+  bool enter_dict(const detail::KeyPath& path, const TensorDict& dict) {
+    if ((skip_next && path.size() == 1 && path.parts()[0] == "next") ||
+        is_excluded(path)) {
+      return false;
+    }
+    const Value* there = dicts.back().find(name(path));
+    dicts.push_back(
+        there != nullptr && there->is_tensordict() ? there->tensordict()
+                                                   : dict.empty());
+    return true;
+  }
+  void leave_dict(const detail::KeyPath& path, const TensorDict& /*dict*/) {
+    TensorDict made = std::move(dicts.back());
+    dicts.pop_back();
+    if (!made.is_empty()) {
+      dicts.back().set(name(path), made);
+    }
+  }
+  void leaf(const detail::KeyPath& path, const at::Tensor& tensor) {
+    if (!is_excluded(path)) {
+      dicts.back().set(name(path), tensor);
+    }
+  }
+  void non_tensor(const detail::KeyPath& path, const Value& value) {
+    if (!is_excluded(path)) {
+      dicts.back().set(name(path), value);
+    }
+  }
+  bool enter_lazy_stack(
+      const detail::KeyPath& path, const LazyStackedTensorDict& stack) {
+    if (!is_excluded(path)) {
+      dicts.back().set(name(path), Value(stack));
+    }
+    return false;
+  }
+
+  const std::vector<NestedKey>& excluded;
+  bool skip_next;
+  std::vector<TensorDict> dicts;
+};
+
+}  // namespace
+
 TensorDict step_mdp(const TensorDict& td, const StepMdpOptions& options) {
   TENSORDICT_CHECK_KEY(
       td.contains("next"),
@@ -290,13 +352,8 @@ TensorDict step_mdp(const TensorDict& td, const StepMdpOptions& options) {
   }
   TensorDict out = next.empty();
   if (options.keep_other()) {
-    for (const NestedKey& key :
-         td.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
-      if (key[0] == "next" || is_excluded(key, excluded)) {
-        continue;
-      }
-      out.set(key, td[key]);
-    }
+    StepMdpCopy root(out, excluded, /*skip_next=*/true);
+    detail::walk(td, root);
   } else if (!options.exclude_action()) {
     for (const NestedKey& key : options.action_keys()) {
       if (td.contains(key)) {
@@ -304,12 +361,8 @@ TensorDict step_mdp(const TensorDict& td, const StepMdpOptions& options) {
       }
     }
   }
-  for (const NestedKey& key :
-       next.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
-    if (!is_excluded(key, excluded)) {
-      out.set(key, next[key]);
-    }
-  }
+  StepMdpCopy moved(out, excluded, /*skip_next=*/false);
+  detail::walk(next, moved);
   return out;
 }
 
