@@ -169,6 +169,17 @@ TEST(ProbabilisticTest, LoopsForSmallCpuParametersAgreeWithTorchOps) {
               << fast_sample << "\nvs\n"
               << sample;
           EXPECT_EQ(fast_sample.scalar_type(), sample.scalar_type());
+          // One sample asked for with a sample shape keeps that dim.
+          {
+            torch::NoGradGuard no_grad;
+            std::vector<int64_t> one = {1};
+            one.insert(one.end(), sample.sizes().begin(), sample.sizes().end());
+            auto g1 = at::detail::createCPUGenerator(42);
+            auto g2 = at::detail::createCPUGenerator(42);
+            at::Tensor loop_one = loops->sample({1}, g1);
+            EXPECT_EQ(loop_one.sizes(), c10::IntArrayRef(one));
+            EXPECT_TRUE(torch::equal(loop_one, ops->sample({1}, g2)));
+          }
           at::Tensor log_prob = ops->log_prob(sample);
           EXPECT_TRUE(log_prob.requires_grad());
           expect_close(fast_log_prob, log_prob.detach(), tol);

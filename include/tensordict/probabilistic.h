@@ -216,6 +216,11 @@ class TENSORDICT_API Categorical : public Distribution {
  protected:
   /// Builds from normalized logits and probs.
   Categorical(at::Tensor logits, at::Tensor probs);
+  /// Draws one index per batch element into `out` by loops (see
+  /// distributions.cpp) as torch.multinomial draws them; returns false,
+  /// drawing nothing, where the loops do not apply to the parameters.
+  bool draw_indices(
+      int64_t* out, const std::optional<at::Generator>& generator) const;
   /// Returns the log-probabilities of `index`, one in-range index per batch
   /// element, read off the logits by a loop; throws c10::ValueError naming
   /// `shape` (the value's) for an index out of [0, K).
@@ -548,6 +553,8 @@ class TENSORDICT_API ProbabilisticTensorDictModuleImpl
   NestedKey log_prob_key_;
   ProbabilisticTensorDictModuleOptions options_;
   std::unique_ptr<Json> kwargs_;
+  // The distribution class, as probabilistic.cpp's DistKind.
+  int kind_ = 0;
 };
 
 /// Samples a distribution whose parameters a dict holds (Python's

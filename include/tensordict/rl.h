@@ -459,8 +459,8 @@ struct TENSORDICT_API MLPOptions {
 /// `kLoopRows` rows is evaluated by plain loops (one pass, no
 /// allocation but the output); otherwise, and whenever gradients are
 /// recorded, by torch's `linear` and activation ops, as Python's MLP. The
-/// loops sum in another order than BLAS: the two agree to float rounding
-/// (1e-5 relative), not to the bit.
+/// loops sum in another order than BLAS and take tanh within a few ulps:
+/// the two agree to 1e-5 relative, not to the bit.
 ///
 /// Example: `rl::MLP actor(rl::MLPOptions(4, 2).num_cells({64, 64}));`
 class TENSORDICT_API MLPImpl : public torch::nn::Module {

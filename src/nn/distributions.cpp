@@ -287,8 +287,9 @@ std::pair<at::Tensor, at::Tensor> logits_and_probs(
     at::Tensor probs = at::softmax(normalized, -1);
     return {std::move(normalized), std::move(probs)};
   }
-  at::Tensor normalized = at::empty_like(logits);
-  at::Tensor probs = at::empty_like(logits);
+  // at::empty: empty_like would dispatch twice.
+  at::Tensor normalized = at::empty(logits.sizes(), logits.options());
+  at::Tensor probs = at::empty(logits.sizes(), logits.options());
   const int64_t k = logits.size(-1);
   const int64_t rows = logits.numel() / k;
   AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "logits_and_probs", [&] {
@@ -353,6 +354,44 @@ std::shared_ptr<Categorical> Categorical::from_probs(const at::Tensor& probs) {
       new Categorical(std::move(logits), std::move(normalized)));
 }
 
+bool Categorical::draw_indices(
+    int64_t* out, const std::optional<at::Generator>& generator) const {
+  // torch.multinomial's path for one sample (NOTE [Loops for small CPU
+  // parameters]): its checks, Exp(1) noise, argmax p / q.
+  const int64_t k = num_events_;
+  if (!loopable(probs_) || k > (int64_t{1} << 24)) {
+    return false;
+  }
+  const at::Tensor probs_2d = probs_.view({-1, k});
+  const int64_t rows = probs_2d.size(0);
+  AT_DISPATCH_FLOATING_TYPES(probs_2d.scalar_type(), "sample", [&] {
+    const scalar_t* p = probs_2d.const_data_ptr<scalar_t>();
+    for (int64_t r = 0; r < rows; ++r) {
+      scalar_t sum = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        const scalar_t v = p[r * k + j];
+        TORCH_CHECK(
+            v >= 0 && v < std::numeric_limits<scalar_t>::infinity(),
+            "probability tensor contains either `inf`, `nan` or element < 0");
+        sum += v;
+      }
+      TORCH_CHECK(
+          sum != 0,
+          "invalid multinomial distribution (sum of probabilities <= 0)");
+    }
+    at::Tensor q = at::empty(probs_2d.sizes(), probs_2d.options())
+                       .exponential_(1, generator);
+    scalar_t* ratio = q.mutable_data_ptr<scalar_t>();
+    for (int64_t i = 0; i < rows * k; ++i) {
+      ratio[i] = p[i] / ratio[i];
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      out[r] = first_argmax(ratio + r * k, k);
+    }
+  });
+  return true;
+}
+
 at::Tensor Categorical::sample(
     c10::IntArrayRef sample_shape,
     std::optional<at::Generator> generator) const {
@@ -361,46 +400,17 @@ at::Tensor Categorical::sample(
   for (int64_t n : sample_shape) {
     count *= n;
   }
-  at::Tensor probs_2d = probs_.reshape({-1, num_events_});
-  // torch.multinomial's path for one sample (NOTE [Loops for small CPU
-  // parameters]): its checks, Exp(1) noise, argmax p / q.
-  if (count == 1 && loopable(probs_2d) && probs_2d.dim() == 2 &&
-      num_events_ <= (int64_t{1} << 24)) {
-    const int64_t rows = probs_2d.size(0);
-    const int64_t k = num_events_;
-    at::Tensor index =
-        at::empty(batch_shape(), probs_.options().dtype(at::kLong));
-    AT_DISPATCH_FLOATING_TYPES(probs_2d.scalar_type(), "sample", [&] {
-      const scalar_t* p = probs_2d.const_data_ptr<scalar_t>();
-      for (int64_t r = 0; r < rows; ++r) {
-        scalar_t sum = 0;
-        for (int64_t j = 0; j < k; ++j) {
-          const scalar_t v = p[r * k + j];
-          TORCH_CHECK(
-              v >= 0 && v < std::numeric_limits<scalar_t>::infinity(),
-              "probability tensor contains either `inf`, `nan` or element < 0");
-          sum += v;
-        }
-        TORCH_CHECK(
-            sum != 0,
-            "invalid multinomial distribution (sum of probabilities <= 0)");
-      }
-      at::Tensor q = at::empty_like(probs_2d).exponential_(1, generator);
-      scalar_t* ratio = q.mutable_data_ptr<scalar_t>();
-      int64_t* out = index.mutable_data_ptr<int64_t>();
-      for (int64_t i = 0; i < rows * k; ++i) {
-        ratio[i] = p[i] / ratio[i];
-      }
-      for (int64_t r = 0; r < rows; ++r) {
-        out[r] = first_argmax(ratio + r * k, k);
-      }
-    });
-    return index;
-  }
-  at::Tensor samples_2d =
-      at::multinomial(probs_2d, count, /*replacement=*/true, generator).t();
   std::vector<int64_t> shape(sample_shape.begin(), sample_shape.end());
   shape.insert(shape.end(), batch_shape().begin(), batch_shape().end());
+  if (count == 1) {
+    at::Tensor index = at::empty(shape, probs_.options().dtype(at::kLong));
+    if (draw_indices(index.mutable_data_ptr<int64_t>(), generator)) {
+      return index;
+    }
+  }
+  at::Tensor probs_2d = probs_.reshape({-1, num_events_});
+  at::Tensor samples_2d =
+      at::multinomial(probs_2d, count, /*replacement=*/true, generator).t();
   return samples_2d.reshape(shape);
 }
 
@@ -535,26 +545,28 @@ std::shared_ptr<OneHotCategorical> OneHotCategorical::from_probs(
 at::Tensor OneHotCategorical::sample(
     c10::IntArrayRef sample_shape,
     std::optional<at::Generator> generator) const {
-  at::Tensor index = Categorical::sample(sample_shape, std::move(generator));
-  if (index.device().is_cpu() && index.is_contiguous()) {
-    // Indices drawn in range: at::one_hot's range checks would cost two
-    // reductions and two syncs.
-    std::vector<int64_t> shape(index.sizes().begin(), index.sizes().end());
-    shape.push_back(num_events());
-    at::Tensor one_hot = at::zeros(
-        shape,
-        index.options().dtype(
-            torch_semantics_ ? probs().scalar_type() : at::kLong));
-    const int64_t* drawn = index.const_data_ptr<int64_t>();
+  if (sample_shape.empty()) {
+    // Drawn by loops, the indices are in range: at::one_hot's range checks
+    // would cost two reductions and two syncs.
     const int64_t k = num_events();
-    AT_DISPATCH_ALL_TYPES(one_hot.scalar_type(), "one_hot", [&] {
-      scalar_t* out = one_hot.mutable_data_ptr<scalar_t>();
-      for (int64_t i = 0; i < index.numel(); ++i) {
-        out[i * k + drawn[i]] = 1;
-      }
-    });
-    return one_hot;
+    std::vector<int64_t> drawn(static_cast<size_t>(probs().numel() / k));
+    if (draw_indices(drawn.data(), generator)) {
+      std::vector<int64_t> shape = batch_shape();
+      shape.push_back(k);
+      at::Tensor one_hot = at::zeros(
+          shape,
+          probs().options().dtype(
+              torch_semantics_ ? probs().scalar_type() : at::kLong));
+      AT_DISPATCH_ALL_TYPES(one_hot.scalar_type(), "one_hot", [&] {
+        scalar_t* out = one_hot.mutable_data_ptr<scalar_t>();
+        for (size_t i = 0; i < drawn.size(); ++i) {
+          out[static_cast<int64_t>(i) * k + drawn[i]] = 1;
+        }
+      });
+      return one_hot;
+    }
   }
+  at::Tensor index = Categorical::sample(sample_shape, std::move(generator));
   at::Tensor one_hot = at::one_hot(index, num_events());
   return torch_semantics_ ? one_hot.to(probs().scalar_type()) : one_hot;
 }

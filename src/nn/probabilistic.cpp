@@ -483,6 +483,7 @@ ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(
   // Fails early, at construction (or when a package loads), on an unknown
   // class or argument name, rather than at the first call.
   const DistKind kind = dist_kind(options_.distribution_class());
+  kind_ = static_cast<int>(kind);
   try {
     kwargs_ =
         std::make_unique<Json>(Json::parse(options_.distribution_kwargs()));
@@ -535,6 +536,28 @@ ProbabilisticTensorDictModuleImpl::~ProbabilisticTensorDictModuleImpl() =
 
 std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(
     const TensorDict& td) const {
+  // A categorical head on one tensor and no keyword arguments, an actor's
+  // every step: what make_distribution would do, without building its
+  // argument tables.
+  if (dist_keys_.size() == 1 && kwargs_->empty() &&
+      options_.distribution_tensor_kwargs().empty() &&
+      (dist_keys_[0] == "logits" || dist_keys_[0] == "probs")) {
+    const auto kind = static_cast<DistKind>(kind_);
+    const Value* found = td.find(in_keys()[0]);
+    if (kind != DistKind::kNormal && kind != DistKind::kTanhNormal &&
+        kind != DistKind::kDelta && found != nullptr && found->is_tensor() &&
+        found->tensor().defined()) {
+      const at::Tensor& param = found->tensor();
+      const bool logits = dist_keys_[0] == "logits";
+      if (kind == DistKind::kCategorical) {
+        return logits ? Categorical::from_logits(param)
+                      : Categorical::from_probs(param);
+      }
+      const bool torch_semantics = kind == DistKind::kTorchOneHotCategorical;
+      return logits ? OneHotCategorical::from_logits(param, torch_semantics)
+                    : OneHotCategorical::from_probs(param, torch_semantics);
+    }
+  }
   DistributionTensors tensors = options_.distribution_tensor_kwargs();
   for (size_t i = 0; i < dist_keys_.size(); ++i) {
     const NestedKey& key = in_keys()[i];

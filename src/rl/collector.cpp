@@ -511,7 +511,8 @@ std::optional<TensorDict> Collector::next() {
     // The root of the next step: "next" moved up (its leaves alias `next`,
     // which the step after next overwrites, once copied into the batch),
     // then the done sub-envs reset in place.
-    TensorDict root = step_mdp(td);
+    static const StepMdpOptions kStepMdp;
+    TensorDict root = step_mdp(td, kStepMdp);
     // A copy: the flags below are cleared in place. Read off the CPU flags
     // directly, since a step of a few sub-envs rarely ends one.
     const at::Tensor flags = root.get("done");

@@ -268,16 +268,20 @@ namespace {
 // stack kept whole.
 struct StepMdpCopy : detail::WalkVisitor {
   StepMdpCopy(
-      TensorDict root, const std::vector<NestedKey>& excluded, bool skip_next)
+      TensorDict root,
+      const std::vector<const std::vector<NestedKey>*>& excluded,
+      bool skip_next)
       : excluded(excluded), skip_next(skip_next) {
     dicts.push_back(std::move(root));
   }
 
   bool is_excluded(const detail::KeyPath& path) const {
-    for (const NestedKey& key : excluded) {
-      if (key.size() == path.size() &&
-          std::equal(key.begin(), key.end(), path.parts().begin())) {
-        return true;
+    for (const std::vector<NestedKey>* keys : excluded) {
+      for (const NestedKey& key : *keys) {
+        if (key.size() == path.size() &&
+            std::equal(key.begin(), key.end(), path.parts().begin())) {
+          return true;
+        }
       }
     }
     return false;
@@ -321,7 +325,7 @@ struct StepMdpCopy : detail::WalkVisitor {
     return false;
   }
 
-  const std::vector<NestedKey>& excluded;
+  const std::vector<const std::vector<NestedKey>*>& excluded;
   bool skip_next;
   std::vector<TensorDict> dicts;
 };
@@ -333,22 +337,16 @@ TensorDict step_mdp(const TensorDict& td, const StepMdpOptions& options) {
       td.contains("next"),
       "step_mdp: key 'next' is missing: the dict was not stepped");
   const TensorDict next = td.get_tensordict("next");
-  std::vector<NestedKey> excluded;
+  // The excluded key lists, not copied: a collector calls this every step.
+  std::vector<const std::vector<NestedKey>*> excluded;
   if (options.exclude_reward()) {
-    excluded.insert(
-        excluded.end(),
-        options.reward_keys().begin(),
-        options.reward_keys().end());
+    excluded.push_back(&options.reward_keys());
   }
   if (options.exclude_done()) {
-    excluded.insert(
-        excluded.end(), options.done_keys().begin(), options.done_keys().end());
+    excluded.push_back(&options.done_keys());
   }
   if (options.exclude_action()) {
-    excluded.insert(
-        excluded.end(),
-        options.action_keys().begin(),
-        options.action_keys().end());
+    excluded.push_back(&options.action_keys());
   }
   TensorDict out = next.empty();
   if (options.keep_other()) {
