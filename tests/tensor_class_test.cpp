@@ -2693,6 +2693,12 @@ TEST(TensorClassTest, FieldDefaultsFillTheFieldsLeftOut) {
       {{"x", torch::zeros({2})}, {"s", "yo"}, {"o", std::nullopt}}, {2});
   EXPECT_EQ(given.s(), "yo");
   EXPECT_TRUE(given.is_none("o"));
+  // The positional constructor takes every field, the defaulted ones too.
+  const Defaults positional(
+      torch::zeros({2}), 5, "p", std::nullopt, torch::zeros({2}), {2});
+  EXPECT_EQ(positional.s(), "p");
+  EXPECT_EQ(positional.tensordict().get_non_tensor("n"), Json(5));
+  EXPECT_TRUE(positional.is_none("o"));
   // Only the fields without a default are required (Python's message).
   EXPECT_THROWS_EXACTLY(
       Defaults({}, {2}),
