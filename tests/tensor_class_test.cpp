@@ -1,3 +1,4 @@
+#include <tensordict/map.h>
 #include <tensordict/tensor_class.h>
 
 #include <filesystem>
@@ -1199,6 +1200,22 @@ TEST(TensorClassTest, LegacyStateDictsNameWhatDoesNotFit) {
       legacy_state_dict(missing, Json::object()), /*strict=*/false);
   EXPECT_TRUE(torch::equal(target.obs(), source.obs()));
   EXPECT_TRUE(torch::equal(target.action(), torch::zeros({4}, torch::kLong)));
+  // Python loads _tensordict as a TensorDict: with strict, an entry for an
+  // unset field breaks its key-set match (checked before any write); not
+  // strict, the entry sets the field.
+  StateDict with_mask = tensors;
+  with_mask.insert("mask", torch::ones({4}, torch::kBool));
+  ASSERT_TRUE(target.is_none("mask"));
+  EXPECT_THROWS_WITH(
+      target.load_state_dict(
+          legacy_state_dict(with_mask, Json{{"task", "changed"}})),
+      c10::Error,
+      "Cannot load the legacy state dict into Trajectory: its _tensordict has "
+      "entries for the unset fields {'mask'} (pass strict=false to set them)");
+  EXPECT_EQ(target.task(), "other");
+  target.load_state_dict(
+      legacy_state_dict(with_mask, Json::object()), /*strict=*/false);
+  EXPECT_TRUE(torch::equal(*target.mask(), torch::ones({4}, torch::kBool)));
 }
 
 TEST(TensorClassTest, RegistrationRejectsMalformedClassStrings) {
@@ -1360,17 +1377,60 @@ TEST(TensorClassTest, LoadStateDictWithAssignTakesTheTensors) {
   EXPECT_EQ(target.inner().x().data_ptr(), source.inner().x().data_ptr());
 }
 
-TEST(TensorClassTest, LoadStateDictSetsFieldsTheTargetLacks) {
+namespace {
+
+struct MaybeInner : TensorClass<MaybeInner> {
+  TENSORDICT_FIELDS(MaybeInner, a, (std::optional<Inner>, inner))
+};
+
+}  // namespace
+
+TEST(TensorClassTest, LoadStateDictLeavesTheFieldsTheTargetLacksUnset) {
   Trajectory source = make_trajectory();
   source.set_mask(torch::ones({4}, torch::kBool)).set_step(9);
+  const StateDict sd = source.state_dict();
+  // Python 0.15.3, the same class and values: `target.load_state_dict(sd)`
+  // raises KeyError("Key 'mask' wasn't expected in the state-dict."), mask
+  // being unset in the target (after it has set step: C++ checks first).
   Trajectory target = make_trajectory();
-  ASSERT_FALSE(target.mask().has_value());
-  target.load_state_dict(source.state_dict());
-  ASSERT_TRUE(target.mask().has_value());
-  EXPECT_TRUE(torch::equal(*target.mask(), torch::ones({4}, torch::kBool)));
+  target.obs().zero_();
+  EXPECT_THROWS_EXACTLY(
+      target.load_state_dict(sd),
+      KeyError,
+      "Key 'mask' wasn't expected in the state-dict: the field 'mask' of "
+      "Trajectory is unset (None) in the instance loaded into, and a strict "
+      "load sets no field (pass strict=false to skip the entry)");
+  EXPECT_TRUE(target.is_none("mask"));
+  EXPECT_TRUE(target.is_none("step"));
+  EXPECT_EQ(target.obs().sum().item<float>(), 0.0f);
+  // With strict=False Python skips the entry: mask stays None, while step
+  // (a non-tensor field of the metadata) is 9 and obs is loaded.
+  EXPECT_EQ(&target.load_state_dict(sd, /*strict=*/false), &target);
+  EXPECT_TRUE(target.is_none("mask"));
+  EXPECT_TRUE(torch::equal(target.obs(), source.obs()));
   // An int with batch dims is non-tensor data, as in Python.
   EXPECT_EQ(source.tensordict().get_non_tensor("step"), Json(9));
   EXPECT_EQ(target.tensordict().get_non_tensor("step"), Json(9));
+  // A target that holds the field takes it, strict or not.
+  Trajectory holding = make_trajectory();
+  holding.set_mask(torch::zeros({4}, torch::kBool));
+  holding.load_state_dict(sd);
+  EXPECT_TRUE(torch::equal(*holding.mask(), torch::ones({4}, torch::kBool)));
+  // A nested class field the target leaves unset: Python names the field
+  // ("Key 'inner' wasn't expected", the flat keys unflattened first).
+  const MaybeInner full(
+      {{"a", torch::ones({2})},
+       {"inner", Inner({{"x", torch::ones({2})}}, {2})}},
+      {2});
+  MaybeInner lacking({{"a", torch::zeros({2})}}, {2});
+  EXPECT_THROWS_WITH(
+      lacking.load_state_dict(full.state_dict()),
+      KeyError,
+      "Key 'inner' wasn't expected in the state-dict: the field 'inner' of "
+      "MaybeInner is unset");
+  lacking.load_state_dict(full.state_dict(), /*strict=*/false);
+  EXPECT_TRUE(lacking.is_none("inner"));
+  EXPECT_TRUE(torch::equal(lacking.a(), torch::ones({2})));
 }
 
 TEST(TensorClassTest, StrictLoadChecksTheFields) {
@@ -1386,16 +1446,20 @@ TEST(TensorClassTest, StrictLoadChecksTheFields) {
       "field");
   target.load_state_dict(extra, /*strict=*/false);  // skipped
 
+  // A set field the state dict lacks keeps its value, strict or not: Python
+  // 0.15.3 loads a state dict without 'a' (or without 'inner.x') into an
+  // instance holding them and returns it, 'a' unchanged.
   StateDict missing = source.state_dict();
   missing.erase("obs");
-  EXPECT_THROWS_WITH(
-      target.load_state_dict(missing),
-      c10::Error,
-      "Cannot load the state dict into Trajectory: it has no entry for the set "
-      "fields {'obs'}");
+  missing.erase("inner.x");
   target.obs().fill_(5);
-  target.load_state_dict(missing, /*strict=*/false);
-  EXPECT_EQ(target.obs()[0][0].item<float>(), 5.0f);  // kept
+  target.inner().x().fill_(6);
+  for (bool strict : {true, false}) {
+    target.load_state_dict(missing, strict);
+    EXPECT_EQ(target.obs()[0][0].item<float>(), 5.0f);  // kept
+    EXPECT_EQ(target.inner().x()[0][0].item<float>(), 6.0f);
+    EXPECT_TRUE(torch::equal(target.action(), source.action()));
+  }
 
   // A non-tensor field that is not a field is refused even when not strict.
   StateDict unknown = source.state_dict();
@@ -1453,7 +1517,7 @@ TEST(TensorClassTest, StateDictKeepsTypedNonTensorFields) {
   EXPECT_EQ(loaded.ratio().item<double>(), 0.5);
 }
 
-TEST(TensorClassTest, StateDictOfStackedStructsKeepsDifferingValues) {
+TEST(TensorClassTest, StateDictOfStackedStructsRaisesForDifferingValues) {
   auto make = [](const char* label, float value) {
     return Registered(
         {{"pos", torch::full({2}, value)},
@@ -1467,20 +1531,22 @@ TEST(TensorClassTest, StateDictOfStackedStructsKeepsDifferingValues) {
   EXPECT_EQ(
       metadata_at(same.state_dict(), "").non_tensor_fields->at("label"),
       Json("a"));
-  // Differing values (Python raises) stay a NonTensorStack at their prefix.
+  // Python 0.15.3: `torch.stack([C(s="a"), C(s="b")]).state_dict()` raises
+  // AttributeError('Cannot get the non-unique data of a NonTensorStack. Use
+  // .tolist() instead.').
   const Registered mixed =
       stack(std::vector<Registered>{make("a", 1), make("b", 2)});
-  const StateDict sd = mixed.state_dict();
-  EXPECT_FALSE(metadata_at(sd, "").non_tensor_fields->contains("label"));
-  ASSERT_TRUE(metadata_at(sd, "label").non_tensor.has_value());
   for (bool flatten : {true, false}) {
-    Registered target = same.clone();
-    target.load_state_dict(mixed.state_dict(flatten));
-    EXPECT_EQ(
-        target.get("label").non_tensor_stack().tolist(),
-        Json::parse(R"([["a","a"],["b","b"]])"));
-    EXPECT_TRUE(torch::equal(target.pos(), mixed.pos()));
+    EXPECT_THROWS_WITH(
+        (void)mixed.state_dict(flatten),
+        c10::Error,
+        "Cannot get the non-unique data of a NonTensorStack. Use .tolist() "
+        "instead. (the field 'label' of Registered holds a stack of differing "
+        "values");
   }
+  StateDict into;
+  EXPECT_THROW(mixed.state_dict(into), c10::Error);
+  EXPECT_TRUE(into.empty());
 }
 
 TEST(TensorClassTest, FrozenInstancesLoadStateDictsInPlace) {
@@ -2052,6 +2118,8 @@ namespace {
 #define TC_TEST_PROBE_KEYS(name)
 #define TC_TEST_PROBE_MUTATE(name)
 #define TC_TEST_PROBE_TAKE(name)
+#define TC_TEST_PROBE_CHECKED(name)
+#define TC_TEST_PROBE_FACTORY(name)
 
 // Every MEMBER entry of the list names a member of TensorClass (checked at
 // compile time, one static_assert per entry).
@@ -2066,6 +2134,7 @@ TC_TEST_DEFINE_MEMBER_PROBE(unsqueeze_)
 static_assert(!HasMember_cuda<Inner>::value);
 static_assert(HasMember_keys<Inner>::value);
 static_assert(!HasMember_unsqueeze_<Inner>::value);
+TC_TEST_DEFINE_MEMBER_PROBE(squeeze)
 static_assert(HasMember_squeeze<Inner>::value);
 
 constexpr bool reserved_names_are_unique() {
@@ -2368,6 +2437,286 @@ TEST(TensorClassTest, GenericCodeRunsOnADictAndOnAnInstance) {
   EXPECT_EQ(generic_edit(h, h_other), expected);
 }
 
+// --- the rest of TensorDict's API, generic over a dict and an instance -----
+
+namespace {
+
+std::string str(const at::Tensor& t) {
+  std::ostringstream out;
+  for (float v : std::vector<float>(
+           t.to(torch::kFloat).contiguous().data_ptr<float>(),
+           t.to(torch::kFloat).contiguous().data_ptr<float>() + t.numel())) {
+    out << v << ' ';
+  }
+  return out.str();
+}
+
+// Each member of the list, called as TensorDict spells it; the results are
+// written as text, so a dict and an instance can be compared.
+template <typename Dict>
+std::vector<std::string> generic_rest(Dict& dict, const Dict& other) {
+  std::vector<std::string> out;
+  for (const NestedKey& key : dict.flatten_keys().keys()) {
+    out.push_back(key.to_string());
+  }
+  out.push_back(dict.flatten_keys("/").keys()[1].to_string());
+  out.push_back(std::to_string(dict.unflatten_keys().keys(true).size()));
+  out.push_back(std::to_string(dict.size()));
+  out.push_back(
+      std::to_string(dict.size(0)) + "," + std::to_string(dict.size(-1)));
+  out.push_back(dict.is_empty() ? "empty" : "not empty");
+  for (const Item& item : dict.to_dict()) {
+    out.push_back(
+        item.key().to_string() +
+        (item.value() == nullptr
+             ? " nested"
+             : " " + std::to_string(static_cast<int>(item.value()->kind()))));
+  }
+  out.push_back(dict.get_non_tensor("s").dump());
+  dict.set_non_tensor("s", Json("yo"));
+  out.push_back(dict.get_non_tensor("s").dump());
+  out.push_back(dict.get_non_tensor("nope", Json(7)).dump());
+  // `a` aliases the field: the in-place writes show through it.
+  const at::Tensor a = dict.values()[0].tensor();
+  const std::string before = str(a);
+  dict.set_("a", torch::tensor({5.0f, 6.0f}));
+  dict.set_({"inner", "x"}, torch::tensor({7.0f, 8.0f}));
+  out.push_back(before + str(a) + str(dict.flatten_keys().get("inner.x")));
+  dict.update_(other);
+  out.push_back(str(a) + (a.is_same(dict.values()[0].tensor()) ? "same" : ""));
+  out.push_back(str(dict.setdefault("a", torch::zeros({2})).tensor()));
+  StateDict destination;
+  destination.insert("z", torch::zeros({1}));
+  StateDict& written =
+      dict.state_dict(destination, StateDictOptions().prefix("p."));
+  out.push_back(&written == &destination ? "destination" : "other");
+  for (const auto& key : destination.keys()) {
+    out.push_back(key);
+  }
+  const auto twice = [](const TensorDict& chunk) {
+    return chunk.select({"a"}).mul(2);
+  };
+  const TensorDict mapped =
+      dict.map(twice, MapOptions().num_workers(2).chunksize(1));
+  out.push_back(str(mapped.get("a")));
+  for (const TensorDict& piece :
+       dict.map_iter(twice, MapOptions().num_workers(2).chunksize(1))) {
+    out.push_back(str(piece.get("a")));
+  }
+  dict.clear();
+  out.push_back(dict.is_empty() ? "empty" : "not empty");
+  out.push_back(std::to_string(dict.size()));
+  return out;
+}
+
+}  // namespace
+
+TEST(TensorClassTest, TheRestOfTheDictApiRunsOnADictAndOnAnInstance) {
+  TensorDict td = make_holder().to_tensordict();
+  const TensorDict td_other = make_holder().to_tensordict() * 3;
+  Holder h = make_holder();
+  const Holder h_other = make_holder() * 3;
+  const std::string leaf =
+      std::to_string(static_cast<int>(Value(torch::zeros({})).kind()));
+  const std::string text =
+      std::to_string(static_cast<int>(Value(NonTensorData("x")).kind()));
+  // Each group ends with the members it comes from.
+  const std::vector<std::string> expected{
+      "'a'",
+      "'inner.x'",
+      "'s'",        // flatten_keys
+      "'inner/x'",  // flatten_keys("/")
+      "4",          // unflatten_keys
+      "3",
+      "2,2",
+      "not empty",  // size, size(dim), is_empty
+      "'a' " + leaf,
+      "'inner' nested",
+      "'s' " + text,  // to_dict
+      "\"hi\"",
+      "\"yo\"",
+      "7",             // get_non_tensor, set_non_tensor
+      "1 2 5 6 7 8 ",  // set_
+      "3 6 same",      // update_
+      "3 6 ",          // setdefault
+      "destination",
+      "z",
+      "p.a",
+      "p.inner.x",  // state_dict(destination)
+      "6 12 ",      // map
+      "6 ",
+      "12 ",  // map_iter
+      "empty",
+      "0"};  // clear
+  EXPECT_EQ(generic_rest(td, td_other), expected);
+  EXPECT_EQ(generic_rest(h, h_other), expected);
+}
+
+TEST(TensorClassTest, TheForwardedMembersKeepTheClassRules) {
+  Holder h = make_holder();
+  EXPECT_EQ(h.dim(), 1);
+  EXPECT_EQ(Holder().dim(), 0);
+  // size() is TensorDict's: the set fields; size(dim) is Python's.
+  h.set("s", nullptr);
+  EXPECT_EQ(h.size(), 2u);
+  EXPECT_THROW((void)h.size(1), c10::IndexError);
+  // flatten_keys gives the flat TensorDict (Python 0.15.3 raises
+  // ValueError: "Keys from the tensordict ({'a', 'inner.x', 's'}) must
+  // correspond to the class attributes"); unflatten_keys gives the class.
+  static_assert(std::is_same_v<decltype(h.flatten_keys()), TensorDict>);
+  static_assert(std::is_same_v<decltype(h.unflatten_keys()), Holder>);
+  EXPECT_TRUE(h.flatten_keys().get("inner.x").is_same(h.inner().x()));
+  // setdefault: a set field is returned, an unset one set by the class's
+  // rules (Python also adds a name that is not a field: KeyError here).
+  EXPECT_TRUE(h.setdefault("a", torch::zeros({2})).tensor().is_same(h.a()));
+  EXPECT_EQ(h.setdefault("s", "dflt").non_tensor_data().data(), Json("dflt"));
+  EXPECT_EQ(h.s(), std::optional<std::string>("dflt"));
+  EXPECT_THROWS_WITH(
+      h.setdefault("bogus", torch::zeros({2})),
+      KeyError,
+      "Holder has no field 'bogus'");
+  h.set("s", nullptr);
+  EXPECT_THROWS_WITH(
+      h.setdefault("s", nullptr),
+      c10::ValueError,
+      "setdefault: the field 's' of Holder is unset and the default is None");
+  // set_non_tensor keeps to the fields and their kinds (Python sets any
+  // name, and turns a tensor field into a string).
+  EXPECT_THROW(h.set_non_tensor("bogus", Json("x")), KeyError);
+  EXPECT_THROW(h.set_non_tensor("a", Json("x")), c10::TypeError);
+  EXPECT_TRUE(h.a().defined());
+  // set_ and update_ write in place; a missing entry is TensorDict's
+  // KeyError (Python: 'key "s" not found in TensorDict ...').
+  EXPECT_THROW(h.set_("s", torch::zeros({2})), KeyError);
+  // clear unsets every field, as Python's (which prints them as None).
+  h.clear();
+  EXPECT_TRUE(h.is_none("a"));
+  EXPECT_TRUE(h.is_none("inner"));
+  EXPECT_THROW((void)h.a(), c10::ValueError);
+  // A frozen instance is locked: clear refuses.
+  Frozen frozen({{"x", torch::zeros({2})}}, {2});
+  EXPECT_THROW(frozen.clear(), c10::Error);
+  EXPECT_FALSE(frozen.is_none("x"));
+}
+
+namespace {
+
+struct Linear : TensorClass<Linear> {
+  TENSORDICT_FIELDS(Linear, weight, bias)
+};
+
+// from_module / to_module, called as TensorDict spells them.
+template <typename Dict>
+std::vector<std::string> generic_module(torch::nn::Module& module) {
+  std::vector<std::string> out;
+  const Dict params = Dict::from_module(module);
+  out.push_back(std::to_string(params.keys().size()));
+  const Dict zeros =
+      params.apply([](const at::Tensor& t) { return torch::zeros_like(t); });
+  const Dict previous = zeros.to_module(module);
+  out.push_back(str(module.named_parameters()["bias"]));
+  out.push_back(str(previous.values()[1].tensor()));
+  (void)previous.to_module(module);
+  out.push_back(str(module.named_parameters()["bias"]));
+  return out;
+}
+
+}  // namespace
+
+TEST(TensorClassTest, FromModuleAndToModuleGoThroughTheClass) {
+  torch::nn::Linear linear(3, 2);
+  {
+    torch::NoGradGuard no_grad;
+    linear->bias.copy_(torch::tensor({1.0f, 2.0f}));
+  }
+  // Python 0.15.3: `Lin.from_module(nn.Linear(3, 2))` is a Lin (weight,
+  // bias), and `to_module` returns the previous values as a Lin.
+  static_assert(std::is_same_v<decltype(Linear::from_module(*linear)), Linear>);
+  const std::vector<std::string> expected{"2", "0 0 ", "1 2 ", "1 2 "};
+  EXPECT_EQ(generic_module<TensorDict>(*linear), expected);
+  EXPECT_EQ(generic_module<Linear>(*linear), expected);
+  // A class whose fields are not the module's: Python's ValueError.
+  EXPECT_THROW((void)Inner::from_module(*linear), c10::ValueError);
+}
+
+// --- field defaults ---------------------------------------------------------
+
+namespace {
+
+// Python 0.15.3's
+//   @tensorclass
+//   class D:
+//       x: torch.Tensor
+//       n: int = 3
+//       s: str = "hi"
+//       o: Optional[int] = 4
+struct Defaults : TensorClass<Defaults> {
+  TENSORDICT_FIELDS(
+      Defaults,
+      x,
+      (int64_t, n, 3),
+      (std::string, s, "hi"),
+      (std::optional<int64_t>, o, 4),
+      (at::Tensor, t, torch::ones({2})))
+};
+
+struct CastDefaults : TensorClass<CastDefaults, ClassFlags::kAutocast> {
+  TENSORDICT_FIELDS(
+      CastDefaults,
+      (double, ratio, 0.5),
+      (bool, done, true),
+      (std::optional<std::string>, label))
+};
+
+}  // namespace
+
+TEST(TensorClassTest, FieldDefaultsFillTheFieldsLeftOut) {
+  // Python: `D(x=torch.zeros(2), batch_size=[2]).state_dict()._metadata`
+  // is {'': {..., '_non_tensor': {'n': 3, 's': 'hi', 'o': 4}}}.
+  const Defaults d({{"x", torch::zeros({2})}}, {2});
+  EXPECT_EQ(
+      d.state_dict().find_metadata("")->non_tensor_fields->dump(),
+      R"({"n":3,"s":"hi","o":4})");
+  EXPECT_EQ(d.s(), "hi");
+  EXPECT_EQ(d.tensordict().get_non_tensor("o"), Json(4));
+  EXPECT_EQ(d.tensordict().get_non_tensor("n"), Json(3));
+  EXPECT_TRUE(torch::equal(d.t(), torch::ones({2})));
+  // Without batch dims a default number is a 0-dim tensor, as Python's
+  // `D(x=torch.zeros(()))` holds n as tensor(3).
+  const Defaults scalar({{"x", torch::zeros({})}, {"t", torch::zeros({})}});
+  EXPECT_TRUE(torch::equal(scalar.n(), torch::tensor(int64_t{3})));
+  // The default is made again for every instance: no shared tensor.
+  const Defaults again({{"x", torch::zeros({2})}}, {2});
+  EXPECT_FALSE(again.t().is_same(d.t()));
+  // A given value wins; an optional field given None is unset.
+  const Defaults given(
+      {{"x", torch::zeros({2})}, {"s", "yo"}, {"o", std::nullopt}}, {2});
+  EXPECT_EQ(given.s(), "yo");
+  EXPECT_TRUE(given.is_none("o"));
+  // The positional constructor takes every field, the defaulted ones too.
+  const Defaults positional(
+      torch::zeros({2}), 5, "p", std::nullopt, torch::zeros({2}), {2});
+  EXPECT_EQ(positional.s(), "p");
+  EXPECT_EQ(positional.tensordict().get_non_tensor("n"), Json(5));
+  EXPECT_TRUE(positional.is_none("o"));
+  // Only the fields without a default are required (Python's message).
+  EXPECT_THROWS_EXACTLY(
+      Defaults({}, {2}),
+      c10::TypeError,
+      "Defaults.__init__() missing 1 required positional argument: 'x'");
+  // from_tensordict takes the dict as it is, as Python's (n is None).
+  const Defaults wrapped =
+      Defaults::from_tensordict(TensorDict({{"x", torch::zeros({2})}}, {2}));
+  EXPECT_TRUE(wrapped.is_none("n"));
+  EXPECT_TRUE(wrapped.is_none("o"));
+  // Defaults are read back as the declared types with kAutocast.
+  const CastDefaults c({});
+  EXPECT_EQ(c.ratio(), 0.5);
+  EXPECT_TRUE(c.done());
+  EXPECT_FALSE(c.label().has_value());
+  EXPECT_EQ(CastDefaults({{"done", false}}).done(), false);
+}
+
 TEST(TensorClassTest, StateDictOptionsKeepTheClassMetadataUnderThePrefix) {
   const Holder h = make_holder();
   h.a().requires_grad_(true);
@@ -2420,6 +2769,51 @@ TEST(TensorClassTest, LoadStateDictOptionsReadTheFormAsAsked) {
   EXPECT_THROW(other.load_state_dict(extra), KeyError);
   EXPECT_NO_THROW(
       other.load_state_dict(extra, LoadStateDictOptions().strict(false)));
+
+  // from_flatten(false) reads the flat keys as they are. Python 0.15.3:
+  // `load_state_dict(flat_sd, from_flatten=False)` raises KeyError("Key
+  // 'inner.x' wasn't expected in the state-dict."); with strict=False it
+  // skips 'inner.x' and loads the rest.
+  auto fresh = [] {
+    return Holder(
+        {{"a", torch::zeros({2})},
+         {"inner", Inner({{"x", torch::zeros({2})}}, {2})}},
+        {2});
+  };
+  Holder as_nested = fresh();
+  EXPECT_THROWS_WITH(
+      as_nested.load_state_dict(
+          flat, LoadStateDictOptions().from_flatten(false)),
+      KeyError,
+      "Key 'inner.x' wasn't expected in the state-dict");
+  as_nested.load_state_dict(
+      flat, LoadStateDictOptions().from_flatten(false).strict(false));
+  EXPECT_TRUE(torch::equal(as_nested.a(), h.a()));
+  EXPECT_TRUE(torch::equal(as_nested.inner().x(), torch::zeros({2})));
+  // Without metadata Python reads a state dict as nested unless told:
+  // KeyError for 'inner.x' by default, loaded with from_flatten=True (and
+  // `s`, which only the metadata holds, left as it is).
+  StateDict bare;
+  for (const auto& [key, entry] : flat.items()) {
+    bare.insert(key, entry.tensor());
+  }
+  ASSERT_FALSE(bare.has_metadata());
+  Holder from_bare = fresh();
+  EXPECT_THROWS_WITH(
+      from_bare.load_state_dict(bare),
+      KeyError,
+      "Key 'inner.x' wasn't expected in the state-dict");
+  from_bare.load_state_dict(bare, LoadStateDictOptions().from_flatten(true));
+  EXPECT_TRUE(torch::equal(from_bare.a(), h.a()));
+  EXPECT_TRUE(torch::equal(from_bare.inner().x(), h.inner().x()));
+  EXPECT_TRUE(from_bare.is_none("s"));
+  // A nested state dict read as flat is the same state dict (no key holds
+  // a "."), as in Python.
+  Holder from_nested = fresh();
+  from_nested.load_state_dict(
+      h.state_dict(/*flatten=*/false),
+      LoadStateDictOptions().from_flatten(true));
+  EXPECT_TRUE(equal(from_nested, h));
 }
 
 TEST(TensorClassTest, GetWithANestedKeyChainsThroughTheFields) {

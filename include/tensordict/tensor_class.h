@@ -23,8 +23,11 @@
 //                          tensor; with kAutocast or kNocast, NonTensorData
 //                          read back as the declared C++ type
 //   std::optional<T>       T, or unset (Python's None): no entry at all
-// A field that is not optional must be given at construction; reading an
-// unset one throws ValueError naming it.
+// A field that is not optional must be given at construction unless it
+// declares a default, `(int64_t, n, 3)` (Python's `n: int = 3`), which the
+// named constructor stores when the field is left out (not
+// `from_tensordict`, nor the default constructor, as in Python); reading an
+// unset field throws ValueError naming it.
 //
 // `state_dict()` is keyed by field names, with the class name and the
 // non-tensor fields in the metadata, as Python's (`load_state_dict` also
@@ -60,6 +63,11 @@
 // - A string or number field that a stack turned into a NonTensorStack reads
 //   back as its value when all elements agree, else throws TypeError (Python
 //   returns the list); `get(name)` gives the stack.
+// - The forwarded TensorDict members keep TensorDict's C++ signatures:
+//   `size()` counts the set fields (Python's is the batch size, here
+//   `batch_size()`), `size(dim)` is Python's. `flatten_keys` returns the
+//   flat TensorDict (Python raises ValueError: flat keys are no fields);
+//   `unflatten_keys`, `from_module` and Python alike check the result.
 //
 // The TensorDict ops a TensorClass forwards, and so the names a field may
 // not take without kShadow, come from one list, TENSORDICT_TENSORCLASS_OPS
@@ -231,6 +239,10 @@ class TENSORDICT_API TensorClassBase : public TensorClassRoot {
   }
   /// Same as `batch_dims()`.
   int64_t ndim() const noexcept {
+    return td_.batch_dims();
+  }
+  /// Same as `batch_dims()` (Python's `dim()`; TensorDict has no `dim`).
+  int64_t dim() const noexcept {
     return td_.batch_dims();
   }
   /// Returns the number of batch elements.
@@ -565,6 +577,22 @@ class TensorClass : public std::conditional_t<
     return self();
   }
 
+  /// Returns the field named `name`, first setting it to `default_value`
+  /// by the class's rules when unset (Python's `setdefault`, which also
+  /// adds a name that is not a field: C++ throws KeyError instead).
+  Value setdefault(std::string_view name, const FieldArg& default_value) {
+    return detail::tc_setdefault(
+        this->td_, Derived::tensor_class_info(), name, default_value);
+  }
+  /// Sets the field named `name` to non-tensor data by the class's rules,
+  /// as `set`. Python's `set_non_tensor` also takes a name that is not a
+  /// field, and turns a tensor field into data; C++ throws KeyError and
+  /// TypeError.
+  template <typename V = void>
+  Derived& set_non_tensor(std::string_view name, const Json& value) {
+    return set<V>(name, FieldArg(value));
+  }
+
   // --- generated forwarders: TENSORDICT_TENSORCLASS_OPS lists them (shape
   // ops, reductions, copies and casts, arithmetic with its `_` forms, unary
   // math, `zero_`, `lock_`) and TENSORDICT_DETAIL_TC_OPERATORS the
@@ -597,55 +625,9 @@ class TensorClass : public std::conditional_t<
     this->td_.index_put_(indices, value);
     return self();
   }
-  /// Flattens batch dims `start_dim`..`end_dim` into one.
-  [[nodiscard]] Derived flatten(
-      int64_t start_dim = 0, int64_t end_dim = -1) const {
-    return wrap(this->td_.flatten(start_dim, end_dim));
-  }
   /// Splits batch dim `dim` into `sizes`.
   [[nodiscard]] Derived unflatten(int64_t dim, c10::IntArrayRef sizes) const {
     return wrap(this->td_.unflatten(dim, sizes));
-  }
-  /// Removes every batch dim of size 1.
-  [[nodiscard]] Derived squeeze() const {
-    return wrap(this->td_.squeeze());
-  }
-  /// Removes batch dim `dim` if its size is 1.
-  [[nodiscard]] Derived squeeze(int64_t dim) const {
-    return wrap(this->td_.squeeze(dim));
-  }
-  /// Inserts a batch dim of size 1 at `dim`.
-  [[nodiscard]] Derived unsqueeze(int64_t dim) const {
-    return wrap(this->td_.unsqueeze(dim));
-  }
-  /// Swaps two batch dims.
-  [[nodiscard]] Derived transpose(int64_t dim0, int64_t dim1) const {
-    return wrap(this->td_.transpose(dim0, dim1));
-  }
-  /// Returns the slice [start, start + length) of batch dim `dim`; a view.
-  [[nodiscard]] Derived narrow(
-      int64_t dim, int64_t start, int64_t length) const {
-    return wrap(this->td_.narrow(dim, start, length));
-  }
-  /// Picks elements where the batch-shaped `mask` is true, flattened.
-  [[nodiscard]] Derived masked_select(const at::Tensor& mask) const {
-    return wrap(this->td_.masked_select(mask));
-  }
-  /// Returns a copy with `value` where the batch-shaped `mask` is true.
-  [[nodiscard]] Derived masked_fill(
-      const at::Tensor& mask, const c10::Scalar& value) const {
-    return wrap(this->td_.masked_fill(mask, value));
-  }
-  /// Writes `value` into every tensor field where `mask` is true.
-  Derived& masked_fill_(const at::Tensor& mask, const c10::Scalar& value) {
-    this->td_.masked_fill_(mask, value);
-    return self();
-  }
-  /// Picks each field from this instance where `condition` is true, else
-  /// from `other`.
-  [[nodiscard]] Derived where(
-      const at::Tensor& condition, const Derived& other) const {
-    return wrap(this->td_.where(condition, other.tensordict()));
   }
   /// Splits along batch dim `dim` into its elements; views.
   [[nodiscard]] std::vector<Derived> unbind(int64_t dim = 0) const {
@@ -666,18 +648,10 @@ class TensorClass : public std::conditional_t<
       int64_t chunks, int64_t dim = 0) const {
     return wrap_all(this->td_.chunk(chunks, dim));
   }
-  /// Gathers along batch dim `dim` as torch.gather (see TensorDict::gather).
-  [[nodiscard]] Derived gather(int64_t dim, const at::Tensor& index) const {
-    return wrap(this->td_.gather(dim, index));
-  }
   /// Rolls along batch dims, as torch.roll.
   [[nodiscard]] Derived roll(
       c10::IntArrayRef shifts, c10::IntArrayRef dims) const {
     return wrap(this->td_.roll(shifts, dims));
-  }
-  /// Repeats each element `repeats` times along batch dim `dim`.
-  [[nodiscard]] Derived repeat_interleave(int64_t repeats, int64_t dim) const {
-    return wrap(this->td_.repeat_interleave(repeats, dim));
   }
   /// Pads the batch dims with `value` (see TensorDict::pad); non-tensor
   /// fields hold None in the padded slots.
@@ -766,10 +740,6 @@ class TensorClass : public std::conditional_t<
   Derived& copy_(const Derived& src, bool non_blocking = false) {
     this->td_.copy_(src.tensordict(), non_blocking);
     return self();
-  }
-  /// Returns the fields expanded to `other`'s batch size (views).
-  [[nodiscard]] Derived expand_as(const Derived& other) const {
-    return wrap(this->td_.expand_as(other.tensordict()));
   }
   /// Sets `requires_grad` on every tensor field in place.
   Derived& requires_grad_(bool requires_grad = true) {
@@ -945,9 +915,8 @@ class TensorClass : public std::conditional_t<
   /// `state_dict`: tensors are entries (nested dicts and classes below their
   /// field, "."-joined with `flatten`), and each class level's metadata
   /// holds the class name and the non-tensor fields, unset ones as null
-  /// (see tensordict/state_dict.h). Unlike Python, a non-tensor field whose
-  /// stacked values differ is kept (as a TensorDict keeps a NonTensorStack)
-  /// instead of raising.
+  /// (see tensordict/state_dict.h). A non-tensor field whose stacked values
+  /// differ has no one value there: an error, with Python's text.
   [[nodiscard]] StateDict state_dict(bool flatten = true) const {
     return state_dict(StateDictOptions().flatten(flatten));
   }
@@ -959,14 +928,25 @@ class TensorClass : public std::conditional_t<
     return detail::tc_state_dict(
         this->td_, Derived::tensor_class_info(), options);
   }
+  /// Writes the entries and metadata of `state_dict(options)` into
+  /// `destination` and returns it, Python's `state_dict(destination=...)`;
+  /// what is there under the same key is replaced.
+  StateDict& state_dict(
+      StateDict& destination, const StateDictOptions& options = {}) const {
+    return detail::tc_state_dict_into(
+        destination, this->td_, Derived::tensor_class_info(), options);
+  }
   /// Loads a state dict made by `state_dict` (flat or nested, detected as
-  /// `TensorDict::load_state_dict` does) into this instance and returns it.
-  /// Tensors are written in place unless `assign`; non-tensor fields are
-  /// set by the class's rules, and null unsets an optional field. With
-  /// `strict`, an entry that is not a field is a KeyError (Python's rule)
-  /// and a set field the state dict lacks is an error (C++ only: Python
-  /// keeps it silently). Unlike Python, an unset field the state dict holds
-  /// is set rather than skipped. Frozen instances load in place only.
+  /// `TensorDict::load_state_dict` does) into this instance and returns it,
+  /// by Python's rules: tensors are written in place unless `assign`, and
+  /// only into the fields the instance holds (an entry for an unset field
+  /// is a KeyError with `strict`, skipped without); a set field the state
+  /// dict lacks keeps its value. The metadata's non-tensor fields are set
+  /// by the class's rules, null unsetting an optional field (Python fails
+  /// on a null for a tensor field the instance holds); one that is not a
+  /// field is a KeyError even without `strict`. Unlike Python, a
+  /// level's keys are checked before anything is written into it. Frozen
+  /// instances load in place only.
   Derived& load_state_dict(
       const StateDict& state_dict, bool strict = true, bool assign = false) {
     return load_state_dict(
@@ -1060,14 +1040,16 @@ class TensorClass : public std::conditional_t<
   }
   template <typename T>
   static void add_field(
-      std::vector<detail::FieldInfo>& fields, const char* name) {
+      std::vector<detail::FieldInfo>& fields,
+      const char* name,
+      FieldArg (*make_default)() = nullptr) {
     using Traits = detail::FieldTraits<T>;
     const detail::ClassInfo* nested = nullptr;
     if constexpr (Traits::kind == detail::FieldKind::kTensorClass) {
       nested = &Traits::value_type::tensor_class_info();
     }
-    fields.push_back(
-        detail::FieldInfo{name, Traits::kind, Traits::optional, nested});
+    fields.push_back(detail::FieldInfo{
+        name, Traits::kind, Traits::optional, nested, make_default});
   }
 };
 
@@ -1136,17 +1118,19 @@ bool register_python_class(std::string type_string) {
 TENSORDICT_END_NAMESPACE
 
 /// Declares the fields of a TensorClass `Type`, in order: a bare name is an
-/// `at::Tensor` field, `(T, name)` a field of type T (see NOTE [TensorClass
-/// design]). Generates the constructors, a getter `name()` and a setter
-/// `set_name(value)` per field, and the class description. Up to 32 fields;
-/// a type with a comma needs an alias.
+/// `at::Tensor` field, `(T, name)` a field of type T, `(T, name, value)` one
+/// whose default is `T(value)` (see NOTE [TensorClass design]). Generates the
+/// constructors, a getter `name()` and a setter `set_name(value)` per field,
+/// and the class description. Up to 32 fields; a type with a comma needs an
+/// alias.
 ///
 /// The positional constructor, Python's generated `__init__` without
 /// keywords, takes every field in declaration order as its declared type
 /// (`const T&`), then the batch size, device and names:
 /// `Step(obs, action, "reach", {4})`. A missing or extra field, or a value
 /// of another type, does not compile; an optional field takes
-/// `std::nullopt` (C++ has no keyword defaults to skip it). Unlike
+/// `std::nullopt` and a defaulted one its value (C++ has no keyword
+/// defaults to skip them). Unlike
 /// Python, the C++ number and tensor types are not cast into each other
 /// here (use the named form, `Step({{"obs", 1.5}, ...})`). A class with a
 /// parent has only the named form, since its macro does not see the

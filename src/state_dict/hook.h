@@ -78,9 +78,10 @@ class StateDictHook {
   /// Loads the non-tensor field `name` of the level's metadata into `td`.
   virtual void load_field(
       TensorDict& td, const std::string& name, const Json& value) const = 0;
-  /// Returns false to skip entry `key`, which holds `what`; throws if the
-  /// level cannot hold that there.
-  virtual bool takes_entry(std::string_view key, LoadedEntry what) const = 0;
+  /// Returns false to skip entry `key` of the level loaded into `td`, which
+  /// holds `what`; throws if the level cannot hold that there.
+  virtual bool takes_entry(
+      const TensorDict& td, std::string_view key, LoadedEntry what) const = 0;
   /// Stores the tensor entry `key` if the level keeps it as something else
   /// and returns true; returns false to have it set as a tensor.
   virtual bool load_tensor(

@@ -710,7 +710,7 @@ void load_entry(
   } else if (entry.kind() != StateDict::Kind::kTensor) {
     return;  // a legacy sentinel
   }
-  if (hook != nullptr && !hook->takes_entry(key, what)) {
+  if (hook != nullptr && !hook->takes_entry(td, key, what)) {
     return;
   }
   if (what == detail::LoadedEntry::kTensor) {

@@ -32,25 +32,28 @@ bool is_tensor_field(FieldKind kind) {
 // in its metadata.
 class ClassStateDictHook final : public StateDictHook {
  public:
-  explicit ClassStateDictHook(const ClassInfo& cls) : cls_(cls) {}
+  // `loads_unset`: entries for unset fields are loaded too (the legacy
+  // form, which Python loads as a TensorDict, unset fields included).
+  explicit ClassStateDictHook(const ClassInfo& cls, bool loads_unset = false)
+      : cls_(cls), loads_unset_(loads_unset) {}
 
   StateDictHookPtr nested(std::string_view key) const override {
     const ClassInfo* nested = nested_class(cls_, key);
     if (nested == nullptr) {
       return nullptr;
     }
-    return std::make_unique<ClassStateDictHook>(*nested);
+    return std::make_unique<ClassStateDictHook>(*nested, loads_unset_);
   }
 
-  // A stack whose elements differ has no one value for `_non_tensor`,
-  // where Python cannot store it; C++ keeps it as a TensorDict level keeps
-  // a stack.
-  bool saves_in_metadata(const Value& value) const override {
-    return single_json(value).has_value();
+  // Every non-tensor field goes to `_non_tensor`, as in Python.
+  bool saves_in_metadata(const Value& /*value*/) const override {
+    return true;
   }
 
   // `_non_tensor` as Python builds it: first the unset fields (None), then
-  // the non-tensor entries in order.
+  // the non-tensor entries in order. A stack whose elements differ has no
+  // one value there: Python raises (AttributeError, from reading the
+  // stack's `data`), and so does C++, with Python's text.
   void add_metadata(
       const TensorDict& td, StateDictMetadata& metadata) const override {
     const TensorDictImpl& impl = *td.unsafeGetImpl();
@@ -62,9 +65,17 @@ class ClassStateDictHook final : public StateDictHook {
     }
     for (const auto& node : impl.nodes()) {
       if (node->value.is_non_tensor()) {
-        if (auto one = single_json(node->value)) {
-          fields[node->key] = std::move(*one);
-        }
+        auto one = single_json(node->value);
+        TORCH_CHECK(
+            one.has_value(),
+            "Cannot get the non-unique data of a NonTensorStack. Use "
+            ".tolist() instead. (the field '",
+            node->key,
+            "' of ",
+            cls_.name,
+            " holds a stack of differing values, which a state dict cannot "
+            "hold)");
+        fields[node->key] = std::move(*one);
       }
     }
     metadata.type = cls_.name;
@@ -77,8 +88,9 @@ class ClassStateDictHook final : public StateDictHook {
   }
 
   // Python refuses an unknown non-tensor field even when not strict. With
-  // `strict`, every entry names a field (Python's rule), and every set
-  // field has an entry or a non-tensor value.
+  // `strict`, every entry names a field the instance holds or the metadata
+  // lists (Python's expected keys); a set field the state dict lacks keeps
+  // its value, as in Python, strict or not.
   void check_keys(
       const TensorDict& td,
       const StateDict& state_dict,
@@ -95,27 +107,25 @@ class ClassStateDictHook final : public StateDictHook {
       return;
     }
     for (const auto& [key, entry] : state_dict.items()) {
-      if ((entry.kind() == StateDict::Kind::kTensor ||
-           entry.kind() == StateDict::Kind::kNested) &&
-          !find_field(cls_, key)) {
+      if (entry.kind() != StateDict::Kind::kTensor &&
+          entry.kind() != StateDict::Kind::kNested) {
+        continue;
+      }
+      if (!find_field(cls_, key)) {
         throw_unexpected_field(key);
       }
+      TENSORDICT_CHECK_KEY(
+          td.find(key) != nullptr ||
+              (fields != nullptr && fields->contains(key)),
+          "Key '",
+          key,
+          "' wasn't expected in the state-dict: the field '",
+          key,
+          "' of ",
+          cls_.name,
+          " is unset (None) in the instance loaded into, and a strict load "
+          "sets no field (pass strict=false to skip the entry)");
     }
-    std::set<std::string> missing;
-    for (const auto& key : td.keys()) {
-      const std::string name(key.back());
-      if (!state_dict.contains(name) &&
-          !(fields != nullptr && fields->contains(name))) {
-        missing.insert(name);
-      }
-    }
-    TORCH_CHECK(
-        missing.empty(),
-        "Cannot load the state dict into ",
-        cls_.name,
-        ": it has no entry for the set fields ",
-        key_set_repr(missing),
-        " (pass strict=false to keep their values)");
   }
 
   // Null unsets the field; equal values are left alone, so a frozen
@@ -140,11 +150,13 @@ class ClassStateDictHook final : public StateDictHook {
     }
   }
 
-  // An entry that is not a field is refused by check_keys when strict and
-  // skipped when not.
-  bool takes_entry(std::string_view key, LoadedEntry what) const override {
+  // An entry that is not a field, or is a field the instance leaves unset,
+  // is refused by check_keys when strict and skipped when not (Python loads
+  // only the fields the instance holds).
+  bool takes_entry(const TensorDict& td, std::string_view key, LoadedEntry what)
+      const override {
     const auto index = find_field(cls_, key);
-    if (!index) {
+    if (!index || (!loads_unset_ && td.find(std::string(key)) == nullptr)) {
       return false;
     }
     const FieldInfo& field = cls_.fields[*index];
@@ -212,6 +224,7 @@ class ClassStateDictHook final : public StateDictHook {
   }
 
   const ClassInfo& cls_;
+  bool loads_unset_;
 };
 
 }  // namespace
@@ -222,6 +235,26 @@ StateDict tc_state_dict(
     const StateDictOptions& options) {
   return make_state_dict(
       td, std::make_unique<ClassStateDictHook>(info), options);
+}
+
+StateDict& tc_state_dict_into(
+    StateDict& destination,
+    const TensorDict& td,
+    const ClassInfo& info,
+    const StateDictOptions& options) {
+  const StateDict part = tc_state_dict(td, info, options);
+  for (const auto& [key, entry] : part.items()) {
+    // A fresh state dict holds tensors and nested state dicts only.
+    if (entry.kind() == StateDict::Kind::kTensor) {
+      destination.insert(key, entry.tensor());
+    } else {
+      destination.insert(key, entry.nested());
+    }
+  }
+  for (const auto& [prefix, metadata] : part.metadata()) {
+    destination.set_metadata(prefix, metadata);
+  }
+  return destination;
 }
 
 namespace {
@@ -297,14 +330,12 @@ void load_legacy_state_dict(
   const Json values =
       legacy_non_tensor_values(state_dict.nested("_non_tensordict"));
   for (const auto& [name, value] : values.items()) {
-    const auto index = find_field(info, name);
-    if (!index) {
+    if (!find_field(info, name)) {
       throw_legacy_unexpected(name);
     }
-    if (!value.is_null()) {
-      tc_set_field(dest, info, *index, field_arg_from_json(value));
-    }
   }
+  // Python loads "_tensordict" as a TensorDict, whose strict load wants the
+  // key sets to match: both ways are checked here, before any write.
   if (strict) {
     std::set<std::string> missing;
     for (const auto& node : dest.unsafeGetImpl()->nodes()) {
@@ -326,6 +357,28 @@ void load_legacy_state_dict(
         ": its _tensordict has no entry for the fields ",
         key_set_repr(missing),
         " (pass strict=false to keep their values)");
+    std::set<std::string> unset;
+    for (const auto& [key, entry] : tensors.items()) {
+      const std::string field = key.substr(0, key.find('.'));
+      if ((entry.kind() == StateDict::Kind::kTensor ||
+           entry.kind() == StateDict::Kind::kNested) &&
+          dest.find(field) == nullptr) {
+        unset.insert(field);
+      }
+    }
+    TORCH_CHECK(
+        unset.empty(),
+        "Cannot load the legacy state dict into ",
+        info.name,
+        ": its _tensordict has entries for the unset fields ",
+        key_set_repr(unset),
+        " (pass strict=false to set them)");
+  }
+  for (const auto& [name, value] : values.items()) {
+    if (!value.is_null()) {
+      tc_set_field(
+          dest, info, *find_field(info, name), field_arg_from_json(value));
+    }
   }
   load_state_dict_into(dest, tensors, /*strict=*/false, assign, &hook);
 }
@@ -338,13 +391,14 @@ void tc_load_state_dict(
     const StateDict& state_dict,
     const LoadStateDictOptions& options) {
   TensorDict dest = td;
-  const ClassStateDictHook hook(info);
   // The legacy form is one nested shape, whatever `from_flatten` says.
   if (is_legacy_class_state_dict(state_dict)) {
+    const ClassStateDictHook legacy(info, /*loads_unset=*/true);
     load_legacy_state_dict(
-        dest, info, state_dict, options.strict(), options.assign(), hook);
+        dest, info, state_dict, options.strict(), options.assign(), legacy);
     return;
   }
+  const ClassStateDictHook hook(info);
   load_state_dict_into(
       dest,
       state_dict,

@@ -657,6 +657,27 @@ std::optional<Value> tc_get_or(
   return *value;
 }
 
+Value tc_setdefault(
+    const TensorDict& td,
+    const ClassInfo& info,
+    std::string_view name,
+    const FieldArg& default_value) {
+  const size_t index = tc_field_index(info, name);
+  if (const Value* value = tc_find(td, info, index)) {
+    return *value;
+  }
+  // Python stores None and returns it; a Value cannot be None.
+  TORCH_CHECK_VALUE(
+      !default_value.is_none(),
+      "setdefault: the field '",
+      name,
+      "' of ",
+      info.name,
+      " is unset and the default is None, so there is no entry to return");
+  tc_set_field(td, info, index, default_value);
+  return tc_get(td, info, index);
+}
+
 TensorDict tc_construct(
     const ClassInfo& info,
     c10::ArrayRef<FieldInit> fields,
@@ -679,7 +700,8 @@ TensorDict tc_construct(
   }
   std::vector<std::string> missing;
   for (size_t i = 0; i < info.fields.size(); ++i) {
-    if (given[i] == nullptr && !info.fields[i].optional) {
+    if (given[i] == nullptr && !info.fields[i].optional &&
+        info.fields[i].make_default == nullptr) {
       missing.push_back(python_repr(info.fields[i].name));
     }
   }
@@ -708,6 +730,8 @@ TensorDict tc_construct(
   for (size_t i = 0; i < info.fields.size(); ++i) {
     if (given[i] != nullptr) {
       tc_set_field(td, info, i, *given[i]);
+    } else if (info.fields[i].make_default != nullptr) {
+      tc_set_field(td, info, i, info.fields[i].make_default());
     }
   }
   if (has_flag(info.flags, ClassFlags::kFrozen)) {

@@ -246,6 +246,69 @@ void check_state_dicts(const std::string& work) {
   }
 }
 
+std::vector<double> values_of(const at::Tensor& t) {
+  const at::Tensor flat = t.flatten().to(torch::kDouble).contiguous();
+  return {flat.data_ptr<double>(), flat.data_ptr<double>() + flat.numel()};
+}
+
+// Each case of py_strict_loads.json on the instance Python loaded into
+// (strict_load_target): the same fields after the load, or a KeyError whose
+// message starts with Python's (C++ adds why).
+void check_strict_loads(const std::string& work) {
+  const Json cases = Json::parse(read_text(work + "/py_strict_loads.json"));
+  expect(cases.size() == 6, "py_strict_loads.json holds 6 cases");
+  for (const Json& c : cases) {
+    const std::string name = c["name"].get<std::string>();
+    TcTrajectory target(
+        {{"obs", torch::zeros({4, 3})},
+         {"action", torch::zeros({4}, torch::kLong)},
+         {"inner",
+          TcInner({{"x", torch::zeros({4, 2})}, {"tag", "none"}}, {4})},
+         {"task", "none"}},
+        {4});
+    if (c["target_mask"].get<bool>()) {
+      target.set_mask(torch::zeros({4}, torch::kLong));
+    }
+    LoadStateDictOptions options;
+    options.strict(c["strict"].get<bool>());
+    if (!c["from_flatten"].is_null()) {
+      options.from_flatten(c["from_flatten"].get<bool>());
+    }
+    const Json& outcome = c["outcome"];
+    try {
+      target.load_state_dict(rebuild(c["state_dict"]), options);
+    } catch (const KeyError& e) {
+      std::string python = outcome.value("KeyError", std::string("(none)"));
+      python.pop_back();  // Python ends with "."; C++ goes on after ":"
+      expect(
+          std::string(e.what_without_backtrace()).rfind(python, 0) == 0,
+          name + ": C++ raised KeyError(" + e.what_without_backtrace() +
+              "), Python " + outcome.dump());
+      continue;
+    }
+    expect(!outcome.contains("KeyError"), name + ": Python raised, not C++");
+    if (outcome.contains("KeyError")) {
+      continue;
+    }
+    expect(
+        values_of(target.obs()) == outcome["obs"].get<std::vector<double>>(),
+        name + ": obs");
+    expect(
+        values_of(target.inner().x()) ==
+            outcome["inner.x"].get<std::vector<double>>(),
+        name + ": inner.x");
+    expect(
+        target.task() == outcome["task"].get<std::string>(), name + ": task");
+    expect(
+        outcome["mask"].is_null()
+            ? !target.mask().has_value()
+            : target.mask().has_value() &&
+                  values_of(*target.mask()) ==
+                      outcome["mask"].get<std::vector<double>>(),
+        name + ": mask");
+  }
+}
+
 void write_cpp_trees(const std::string& work) {
   TcTrajectory traj(
       {{"obs", torch::tensor({{0.5, 1.5}, {2.5, 3.5}}, torch::kFloat)},
@@ -281,6 +344,7 @@ int main(int argc, char** argv) {
   try {
     check_python_trees(work);
     check_state_dicts(work);
+    check_strict_loads(work);
     write_cpp_trees(work);
   } catch (const std::exception& e) {
     std::cerr << "C++ side threw: " << e.what() << "\n";

@@ -17,7 +17,9 @@ Python must read as None entries.
 Python also writes its state dicts (flat and nested) of that TcTrajectory as
 JSON (py_state_dict.json): C++ must build the same keys, tensors and
 metadata (`_type`, `_non_tensor`) from its struct, and load Python's state
-dicts into a struct of its own.
+dicts into a struct of its own. And it records what its strict and
+non-strict loads do (py_strict_loads.json): C++ must load, or refuse with
+Python's KeyError, the same way.
 
 usage: tensorclass_interop.py TENSORCLASS_INTEROP_BINARY WORK_DIR
 """
@@ -60,6 +62,64 @@ def describe_state_dict(sd) -> dict:
     return out
 
 
+def strict_load_target(with_mask: bool) -> TcTrajectory:
+    """The instance each strict-load case loads into (tensorclass_interop.cpp
+    builds the same one)."""
+    return TcTrajectory(
+        obs=torch.zeros(4, 3),
+        action=torch.zeros(4, dtype=torch.int64),
+        inner=TcInner(x=torch.zeros(4, 2), tag="none", batch_size=[4]),
+        task="none",
+        mask=torch.zeros(4, dtype=torch.int64) if with_mask else None,
+        batch_size=[4],
+    )
+
+
+def write_strict_loads(work: str, traj: TcTrajectory) -> None:
+    """Python's load_state_dict outcomes (py_strict_loads.json): an entry
+    for a field the target leaves unset, a set field the state dict lacks,
+    and from_flatten=False on a flat state dict, strict or not."""
+    source = traj.clone()
+    source.mask = torch.ones(4, dtype=torch.int64)
+    with_mask = source.state_dict()
+    # From `source`: a state dict saying None for the mask the target holds
+    # makes Python fail (it writes NonTensorData(None) into the tensor in
+    # place), where C++ unsets the field.
+    without_obs = source.state_dict()
+    del without_obs["obs"]
+    cases = [
+        ("unset mask, strict", with_mask, False, True, None),
+        ("unset mask, not strict", with_mask, False, False, None),
+        ("held mask, strict", with_mask, True, True, None),
+        ("no obs, strict", without_obs, True, True, None),
+        ("flat as nested, strict", traj.state_dict(), False, True, False),
+        ("flat as nested, not strict", traj.state_dict(), False, False, False),
+    ]
+    out = []
+    for name, sd, target_mask, strict, from_flatten in cases:
+        target = strict_load_target(target_mask)
+        case = {
+            "name": name,
+            "state_dict": describe_state_dict(sd),
+            "target_mask": target_mask,
+            "strict": strict,
+            "from_flatten": from_flatten,
+        }
+        try:
+            target.load_state_dict(sd, strict=strict, from_flatten=from_flatten)
+            case["outcome"] = {
+                "obs": target.obs.flatten().tolist(),
+                "inner.x": target.inner.x.flatten().tolist(),
+                "task": target.task,
+                "mask": None if target.mask is None else target.mask.tolist(),
+            }
+        except KeyError as e:
+            case["outcome"] = {"KeyError": e.args[0]}
+        out.append(case)
+    with open(os.path.join(work, "py_strict_loads.json"), "w") as f:
+        json.dump(out, f)
+
+
 def write(work: str) -> None:
     traj = TcTrajectory(
         obs=torch.arange(12, dtype=torch.float32).reshape(4, 3),
@@ -77,6 +137,7 @@ def write(work: str) -> None:
             },
             f,
         )
+    write_strict_loads(work, traj)
     # A tensorclass over a lazy stack whose elements differ in shape.
     TcInner.lazy_stack(
         [

@@ -73,6 +73,13 @@ TENSORDICT_API std::optional<Value> tc_get_or(
     const ClassInfo& info,
     std::string_view name,
     std::optional<Value> default_value);
+/// Returns the field named `name`, first setting it to `default_value` when
+/// unset; throws KeyError for a name that is not a field.
+TENSORDICT_API Value tc_setdefault(
+    const TensorDict& td,
+    const ClassInfo& info,
+    std::string_view name,
+    const FieldArg& default_value);
 /// Returns a deep copy of the fields; with `retain_none`, unset fields (at
 /// every class level) hold NonTensorData(null), as Python's.
 TENSORDICT_API TensorDict
@@ -165,6 +172,13 @@ TENSORDICT_API TensorDict
 tc_entry(const TensorDict& td, const ClassInfo& info, const NestedKey& key);
 /// Returns the state dict of an instance (src/state_dict/tensor_class.cpp).
 TENSORDICT_API StateDict tc_state_dict(
+    const TensorDict& td,
+    const ClassInfo& info,
+    const StateDictOptions& options);
+/// Writes the state dict of an instance into `destination` and returns it
+/// (src/state_dict/tensor_class.cpp).
+TENSORDICT_API StateDict& tc_state_dict_into(
+    StateDict& destination,
     const TensorDict& td,
     const ClassInfo& info,
     const StateDictOptions& options);

@@ -16,9 +16,13 @@
 #define TENSORDICT_DETAIL_IS_PAREN(x) \
   TENSORDICT_DETAIL_SECOND_I(TENSORDICT_DETAIL_PAREN_PROBE x)
 
-// The type and the name of a field, bare or parenthesized.
-#define TENSORDICT_DETAIL_PAIR_TYPE(type, name) type
-#define TENSORDICT_DETAIL_PAIR_NAME(type, name) name
+// The type and the name of a field, bare or parenthesized as `(type, name)`
+// or `(type, name, default)`.
+#define TENSORDICT_DETAIL_PAIR_TYPE(type, ...) type
+#define TENSORDICT_DETAIL_PAIR_NAME(...) \
+  TENSORDICT_DETAIL_EXPAND(TENSORDICT_DETAIL_PAIR_NAME_I(__VA_ARGS__, ~))
+#define TENSORDICT_DETAIL_PAIR_NAME_I(type, name, ...) name
+#define TENSORDICT_DETAIL_PAIR_DEFAULT(type, name, value) value
 #define TENSORDICT_DETAIL_TYPE_0(x) ::at::Tensor
 #define TENSORDICT_DETAIL_TYPE_1(x) TENSORDICT_DETAIL_PAIR_TYPE x
 #define TENSORDICT_DETAIL_NAME_0(x) x
@@ -248,9 +252,33 @@
         kParentFieldCount + (FieldIndex), ::tensordict::FieldArg(value));    \
   }
 
-#define TENSORDICT_DETAIL_ADD_FIELD(i, field)     \
+// A field's parts: 1 (a bare name), 2 (`(type, name)`) or 3 (with a
+// default).
+#define TENSORDICT_DETAIL_ARITY_0(x) 1
+#define TENSORDICT_DETAIL_ARITY_1(x) TENSORDICT_DETAIL_COUNT x
+#define TENSORDICT_DETAIL_FIELD_ARITY(x)                       \
+  TENSORDICT_DETAIL_CAT(                                       \
+      TENSORDICT_DETAIL_ARITY_, TENSORDICT_DETAIL_IS_PAREN(x)) \
+  (x)
+
+#define TENSORDICT_DETAIL_ADD_FIELD(i, field)                             \
+  TENSORDICT_DETAIL_CAT(                                                  \
+      TENSORDICT_DETAIL_ADD_FIELD_, TENSORDICT_DETAIL_FIELD_ARITY(field)) \
+  (field)
+#define TENSORDICT_DETAIL_ADD_FIELD_1(field)      \
   add_field<TENSORDICT_DETAIL_FIELD_TYPE(field)>( \
       fields, TENSORDICT_DETAIL_STR(TENSORDICT_DETAIL_FIELD_NAME(field)));
+#define TENSORDICT_DETAIL_ADD_FIELD_2 TENSORDICT_DETAIL_ADD_FIELD_1
+// The default is evaluated at each construction that leaves the field out,
+// so a tensor default is a new tensor every time.
+#define TENSORDICT_DETAIL_ADD_FIELD_3(field)                               \
+  add_field<TENSORDICT_DETAIL_FIELD_TYPE(field)>(                          \
+      fields,                                                              \
+      TENSORDICT_DETAIL_STR(TENSORDICT_DETAIL_FIELD_NAME(field)),          \
+      []() -> ::tensordict::FieldArg {                                     \
+        return ::tensordict::FieldArg(TENSORDICT_DETAIL_FIELD_TYPE(field)( \
+            TENSORDICT_DETAIL_PAIR_DEFAULT field));                        \
+      });
 
 // One parameter of the positional constructor (a trailing comma: the batch
 // size follows) and the field it initializes.

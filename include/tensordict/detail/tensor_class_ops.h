@@ -26,6 +26,11 @@
 //                TensorDict's `name(args...)` returns (keys, values, ...)
 //   SUBSET       generated: `Derived name(args...) const`
 //   KEYS         SUBSET, and the same with a braced list of keys first
+//   CHECKED      generated: `Derived name(args...) const`, checked against
+//                the class as `from_tensordict` checks (the result of the
+//                op may not fit it)
+//   FACTORY      generated: `static Derived name(args...)`, TensorDict's
+//                static `name` checked as `from_tensordict` checks
 //   MUTATE       generated: `Derived& name(args...)`
 //   TAKE         generated: `name(key, args...)`, non-const, returning
 //                what TensorDict's `name(key, args...)` returns
@@ -55,24 +60,28 @@
   /* the handle and its batch (TensorClassBase) */                           \
   X(MEMBER, tensordict)       X(MEMBER, batch_size)     X(MEMBER, shape)      \
   X(MEMBER, batch_dims)       X(MEMBER, ndim)           X(MEMBER, numel)      \
+  X(MEMBER, dim)              X(QUERY, size)            X(QUERY, is_empty)    \
   X(MEMBER, device)           X(MEMBER, names)          X(MEMBER, is_locked)  \
   X(MEMBER, is_shared)        X(MEMBER, is_memmap)      X(MEMBER, saved_path) \
   X(MEMBER, all)              X(MEMBER, any)            X(MEMBER, is_same)    \
-  /* construction and fields by name */                                      \
+  /* construction, fields by name, entries, modules */                        \
   X(MEMBER, tensor_class_info) X(MEMBER, from_tensordict)                     \
   X(MEMBER, to_tensordict)    X(MEMBER, get)            X(MEMBER, is_none)    \
-  X(MEMBER, set)                                                              \
+  X(MEMBER, set)              X(MEMBER, setdefault)     X(MEMBER, set_non_tensor) \
+  X(QUERY, get_non_tensor)    X(MUTATE, set_)           X(MUTATE, update_)    \
+  X(INPLACE, clear)           X(QUERY, to_dict)         X(QUERY, flatten_keys) \
+  X(CHECKED, unflatten_keys)  X(SUBSET, to_module)      X(FACTORY, from_module) \
   /* indexing and shape */                                                   \
   X(MEMBER, index)            X(MEMBER, index_put_)     X(SIZES, view)        \
   X(SIZES, reshape)           X(SIZES, expand)          X(SIZES, repeat)      \
-  X(DIMS, permute)            X(DIMS, flip)             X(MEMBER, flatten)    \
-  X(SIZES, broadcast_to)      X(MEMBER, expand_as)                            \
-  X(MEMBER, unflatten)        X(MEMBER, squeeze)        X(MEMBER, unsqueeze)  \
-  X(MEMBER, transpose)        X(MEMBER, narrow)         X(MEMBER, unbind)     \
-  X(MEMBER, split)            X(MEMBER, chunk)          X(MEMBER, gather)     \
-  X(MEMBER, roll)             X(MEMBER, repeat_interleave) X(MEMBER, pad)     \
-  X(MEMBER, masked_select)    X(MEMBER, masked_fill)    X(MEMBER, masked_fill_) \
-  X(MEMBER, where)                                                            \
+  X(DIMS, permute)            X(DIMS, flip)             X(SUBSET, flatten)    \
+  X(SIZES, broadcast_to)      X(SUBSET, expand_as)                            \
+  X(MEMBER, unflatten)        X(SUBSET, squeeze)        X(SUBSET, unsqueeze)  \
+  X(SUBSET, transpose)        X(SUBSET, narrow)         X(MEMBER, unbind)     \
+  X(MEMBER, split)            X(MEMBER, chunk)          X(SUBSET, gather)     \
+  X(MEMBER, roll)             X(SUBSET, repeat_interleave) X(MEMBER, pad)     \
+  X(SUBSET, masked_select)    X(SUBSET, masked_fill)    X(MUTATE, masked_fill_) \
+  X(SUBSET, where)                                                            \
   /* dim names */                                                            \
   X(MEMBER, rename)           X(MEMBER, rename_)        X(MEMBER, rename_by_map) \
   X(MEMBER, refine_names)                                                     \
@@ -104,11 +113,9 @@
   X(MUTATE, update)           X(MUTATE, del_)           X(MUTATE, fill_)      \
   X(TAKE, pop)                                                                \
   /* Python's TensorDict members that TensorClass does not have */           \
-  X(PYTHON, cat)              X(PYTHON, cuda)                                 \
-  X(PYTHON, dim)              X(PYTHON, double)                               \
-  X(PYTHON, fields)                                                           \
-  X(PYTHON, float)            X(PYTHON, from_dict)      X(PYTHON, int)        \
-  X(PYTHON, size)             X(PYTHON, stack)          X(PYTHON, to_dict)
+  X(PYTHON, cat)              X(PYTHON, cuda)           X(PYTHON, double)     \
+  X(PYTHON, fields)           X(PYTHON, float)          X(PYTHON, from_dict)  \
+  X(PYTHON, int)              X(PYTHON, stack)
 
 // The operators TensorClass generates: CMP(op) for a comparison, leaf by
 // leaf, with a Derived or a scalar; ARITH(op, compound, name) for an
@@ -138,6 +145,8 @@
 #define TENSORDICT_DETAIL_TC_NAMES_SUBSET TENSORDICT_DETAIL_TC_NAMES_1
 #define TENSORDICT_DETAIL_TC_NAMES_KEYS TENSORDICT_DETAIL_TC_NAMES_1
 #define TENSORDICT_DETAIL_TC_NAMES_MUTATE TENSORDICT_DETAIL_TC_NAMES_1
+#define TENSORDICT_DETAIL_TC_NAMES_CHECKED TENSORDICT_DETAIL_TC_NAMES_1
+#define TENSORDICT_DETAIL_TC_NAMES_FACTORY TENSORDICT_DETAIL_TC_NAMES_1
 #define TENSORDICT_DETAIL_TC_NAMES_TAKE TENSORDICT_DETAIL_TC_NAMES_1
 #define TENSORDICT_DETAIL_TC_NAMES_UNARY_PAIR TENSORDICT_DETAIL_TC_NAMES_2
 #define TENSORDICT_DETAIL_TC_NAMES_ALPHA_PAIR TENSORDICT_DETAIL_TC_NAMES_2
@@ -215,6 +224,23 @@
   [[nodiscard]] Derived name(Args&&... args) const {                    \
     return wrap(this->td_.name(                                         \
         ::tensordict::detail::tc_unwrap(std::forward<Args>(args))...)); \
+  }
+
+#define TENSORDICT_DETAIL_TC_FORWARD_CHECKED(name)                      \
+  /** Returns TensorDict's `name(args...)` as this class; throws as     \
+   * `from_tensordict` if the result does not fit it. */                \
+  template <typename... Args>                                           \
+  [[nodiscard]] Derived name(Args&&... args) const {                    \
+    return checked(this->td_.name(                                      \
+        ::tensordict::detail::tc_unwrap(std::forward<Args>(args))...)); \
+  }
+
+#define TENSORDICT_DETAIL_TC_FORWARD_FACTORY(name)                      \
+  /** Returns TensorDict's static `name(args...)` as this class; throws \
+   * as `from_tensordict` if the result does not fit it. */             \
+  template <typename... Args>                                           \
+  [[nodiscard]] static Derived name(Args&&... args) {                   \
+    return checked(TensorDict::name(std::forward<Args>(args)...));      \
   }
 
 #define TENSORDICT_DETAIL_TC_FORWARD_KEYS(name)                         \

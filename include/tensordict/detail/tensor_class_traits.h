@@ -20,6 +20,8 @@
 
 TENSORDICT_BEGIN_NAMESPACE
 
+class FieldArg;  // tensordict/tensor_class.h
+
 /// The class flags of a TensorClass, Python's `@tensorclass(frozen=...,
 /// ...)`; combine them with `|`. `kInherit` (the default) takes the parent's.
 ///
@@ -79,6 +81,8 @@ struct FieldInfo {
   bool optional;
   // The class of a TensorClass field, else null.
   const ClassInfo* nested;
+  // Makes the declared default (`(type, name, default)`), else null.
+  FieldArg (*make_default)() = nullptr;
 };
 
 /// The run-time description of a TensorClass; not API.
