@@ -604,6 +604,41 @@ void register_save_rows(
   }
 }
 
+// NOTE [Deflated archive loads]: load_memmap of a `.tdz` whose 16 leaves
+// of 4 MiB (float32 [1024, 1024], values rounded to 1/16 so that deflate
+// has something to remove) are deflated, written once before timing, with
+// `LoadMemmapOptions::num_threads` 1 (each leaf inflated as it loads) and
+// kDeflateThreads (inflated on that many threads first, Python's
+// `load_memmap(num_threads=n)`). The gain is bounded by the cores the
+// machine lends.
+constexpr int64_t kDeflateThreads = 4;
+
+void register_load_tdz_deflated() {
+  for (const int64_t threads : {int64_t{1}, kDeflateThreads}) {
+    const std::string name =
+        "load_tdz_deflated/threads:" + std::to_string(threads);
+    benchmark::RegisterBenchmark(
+        name.c_str(),
+        [threads](benchmark::State& state) {
+          const fs::path path = bench_dir() / "load_tdz_deflated.tdz";
+          TensorDict td({1024});
+          for (int i = 0; i < 16; ++i) {
+            td.set(
+                "x" + std::to_string(i),
+                (torch::randn({1024, 1024}) * 16).round() / 16);
+          }
+          (void)td.save(MemmapOptions(path.string()).compression("deflate"));
+          for (auto _ : state) {
+            benchmark::DoNotOptimize(TensorDict::load_memmap(
+                path.string(), LoadMemmapOptions().num_threads(threads)));
+          }
+          fs::remove(path);
+        })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+}
+
 void register_all() {
   register_save("save_256MiB", workload_a, 0);
   register_save("save_256MiB_2threads", workload_a, kSaveThreads);
@@ -616,6 +651,7 @@ void register_all() {
   register_load("load_256MiB", workload_a);
   register_load("load_10k_1KiB", workload_b);
   register_load("load_512_leaves", workload_c);
+  register_load_tdz_deflated();
   register_gather();
 }
 

@@ -203,6 +203,90 @@ TEST(ArchiveTest, PackAndUnpackRoundTrip) {
       "unknown compression 'lzma'");
 }
 
+TEST(ArchiveTest, LoadMemmapInflatesDeflatedLeavesOnNumThreads) {
+  TempDir tmp;
+  TensorDict td({64});
+  for (int i = 0; i < 6; ++i) {
+    td.set(
+        {i % 2 == 0 ? "top" : "nested", "leaf" + std::to_string(i)},
+        torch::arange(64 * 100, torch::kFloat32).reshape({64, 100}) * i);
+  }
+  td.set("empty", torch::zeros({64, 0}));
+  td.set("text", NonTensorData("hello", {64}));
+  td.save(MemmapOptions(tmp / "d.tdz").compression("deflate"));
+  for (const int64_t threads : {0, 1, 2, 4, 16}) {
+    SCOPED_TRACE(threads);
+    const TensorDict loaded = TensorDict::load_memmap(
+        tmp / "d.tdz", LoadMemmapOptions().num_threads(threads));
+    expect_td_equal(loaded, td);
+    // A copy, as with one thread: the leaves own their memory.
+    EXPECT_TRUE(loaded.get({"top", "leaf0"}).is_contiguous());
+    expect_td_equal(
+        TensorDict::load_memmap(
+            tmp / "d.tdz",
+            LoadMemmapOptions().num_threads(threads).subpath({"nested"})),
+        td.get_tensordict("nested"));
+  }
+  // Shapes only: nothing is inflated.
+  const TensorDict meta = TensorDict::load_memmap(
+      tmp / "d.tdz", LoadMemmapOptions().num_threads(4).device(c10::kMeta));
+  EXPECT_TRUE(meta.get({"top", "leaf0"}).is_meta());
+
+  // The leaves are inflated before the first one loads: spoil the payloads
+  // after the prefetch, and every leaf still loads as written.
+  const std::string path = tmp / "d.tdz";
+  const std::string bytes = read_text(path);
+  auto files = detail::open_archive_files(path, MapMode::kAuto);
+  ASSERT_NE(files, nullptr);
+  files->prefetch_compressed(path, 4);
+  std::string spoiled = bytes;
+  for (const detail::ZipEntry& entry : parse(bytes)) {
+    if (entry.method == detail::kZipDeflated) {
+      spoiled[entry.data_offset] =
+          static_cast<char>(~spoiled[entry.data_offset]);
+    }
+  }
+  {
+    // Written in place: the archive's mapping sees the new bytes.
+    std::FILE* f = std::fopen(path.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(
+        std::fwrite(spoiled.data(), 1, spoiled.size(), f), spoiled.size());
+    std::fclose(f);
+  }
+  const detail::EntryName what("the leaf");
+  for (int i = 0; i < 6; ++i) {
+    const std::string file =
+        c10::str(path, i % 2 == 0 ? "/top/leaf" : "/nested/leaf", i, ".memmap");
+    const auto leaf =
+        files->map_leaf(file, at::kFloat, {64, 100}, MapMode::kAuto, what);
+    ASSERT_TRUE(leaf.has_value()) << file;
+    EXPECT_TRUE(torch::equal(
+        *leaf,
+        td.get({i % 2 == 0 ? "top" : "nested", "leaf" + std::to_string(i)})))
+        << file;
+  }
+  // Taken once: a second read inflates the spoiled bytes and says so.
+  EXPECT_THROWS_WITH(
+      (void)files->map_leaf(
+          path + "/top/leaf0.memmap",
+          at::kFloat,
+          {64, 100},
+          MapMode::kAuto,
+          what),
+      c10::Error,
+      "entry 'top/leaf0.memmap'");
+  // Loads with threads name the spoiled leaf as a load with one thread does.
+  for (const int64_t threads : {1, 4}) {
+    SCOPED_TRACE(threads);
+    EXPECT_THROWS_WITH(
+        (void)TensorDict::load_memmap(
+            path, LoadMemmapOptions().num_threads(threads)),
+        c10::Error,
+        "leaf");
+  }
+}
+
 TEST(ArchiveTest, PackRefusesAnArchiveInsideItsSource) {
   TempDir tmp;
   (void)sample().memmap(tmp / "dir");

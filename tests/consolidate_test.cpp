@@ -332,6 +332,80 @@ TEST(ConsolidateTest, ALazyStackEntryConsolidatesAndRoundTrips) {
       file["s"].lazy_stack().tensordicts()[0].get("a"), torch::arange(3.0)));
 }
 
+TEST(ConsolidateTest, ConsolidatedBytesOfALazyStackAreItsFileAndLoadBack) {
+  // Elements whose shapes differ: the stack cannot be made dense.
+  TensorDict a({{"x", torch::arange(6.0).reshape({2, 3})}}, {2});
+  a.set({"n", "y"}, torch::tensor({1, 2}, torch::kInt64));
+  TensorDict b({{"x", torch::arange(8.0).reshape({2, 4}) + 10}}, {2});
+  b.set({"n", "y"}, torch::tensor({4, 5}, torch::kInt64));
+  b.set("only_b", torch::ones({2}, torch::kBool));
+  const LazyStackedTensorDict stack = lazy_stack({a, b}, 0, "s");
+  ASSERT_FALSE(stack.is_consolidated());
+  const at::Tensor bytes = consolidated_bytes(stack);
+  EXPECT_EQ(bytes.scalar_type(), at::kByte);
+  EXPECT_TRUE(bytes.is_cpu());
+  // The bytes of `consolidate(filename)`, which Python writes too.
+  TempDir dir;
+  (void)stack.consolidate(ConsolidateOptions().filename(dir / "s.bin"));
+  const std::string file = read_text(dir / "s.bin");
+  ASSERT_EQ(static_cast<size_t>(bytes.numel()), file.size());
+  EXPECT_EQ(
+      std::string(
+          static_cast<const char*>(bytes.const_data_ptr()), file.size()),
+      file);
+  // Consolidated already (its elements locked, as the metadata says): the
+  // bytes of its file, in a buffer of their own.
+  const LazyStackedTensorDict packed = stack.consolidate();
+  const at::Tensor again = consolidated_bytes(packed);
+  (void)packed.consolidate(ConsolidateOptions().filename(dir / "p.bin"));
+  EXPECT_EQ(
+      std::string(
+          static_cast<const char*>(again.const_data_ptr()), again.numel()),
+      read_text(dir / "p.bin"));
+  EXPECT_NE(again.data_ptr(), packed.consolidated_storage().data_ptr());
+  EXPECT_TRUE(torch::equal(
+      again.narrow(0, 0, packed.consolidated_storage().numel()),
+      packed.consolidated_storage()));
+
+  const LazyStackedTensorDict back =
+      LazyStackedTensorDict::from_consolidated_bytes(bytes);
+  EXPECT_TRUE(back.is_consolidated());
+  EXPECT_EQ(back.stack_dim(), 0);
+  EXPECT_EQ(back.stack_dim_name(), "s");
+  ASSERT_EQ(back.tensordicts().size(), 2u);
+  EXPECT_TRUE(torch::equal(back.at(0).get("x"), a.get("x")));
+  EXPECT_TRUE(torch::equal(back.at(1).get({"n", "y"}), b.get({"n", "y"})));
+  EXPECT_TRUE(torch::equal(back.at(1).get("only_b"), b.get("only_b")));
+  EXPECT_FALSE(back.at(0).contains("only_b"));
+  // The leaves view the buffer: no copy.
+  const auto* buffer = bytes.storage().unsafeGetStorageImpl();
+  EXPECT_EQ(back.at(1).get("x").storage().unsafeGetStorageImpl(), buffer);
+
+  // Each reader names the other for the other's root.
+  EXPECT_THROWS_WITH(
+      (void)from_consolidated_bytes(bytes),
+      c10::Error,
+      "load a lazy stack at the root with "
+      "LazyStackedTensorDict::from_consolidated, or from_consolidated_bytes "
+      "for bytes");
+  EXPECT_THROWS_WITH(
+      (void)LazyStackedTensorDict::from_consolidated_bytes(
+          consolidated_bytes(a)),
+      c10::ValueError,
+      "the byte buffer holds a TensorDict, not a lazy stack: load it with "
+      "from_consolidated_bytes");
+  EXPECT_THROWS_WITH(
+      (void)LazyStackedTensorDict::from_consolidated_bytes(
+          torch::zeros({4}, torch::kFloat)),
+      c10::TypeError,
+      "from_consolidated_bytes expects a 1-dim uint8 tensor");
+  EXPECT_THROWS_WITH(
+      (void)LazyStackedTensorDict::from_consolidated_bytes(
+          bytes.narrow(0, 0, bytes.numel() - 3)),
+      c10::Error,
+      "invalid consolidated data in the byte buffer");
+}
+
 TEST(ConsolidateTest, NestedKeysNamedLikeMetadataMembersAreRefused) {
   TensorDict td({{"leaves", {{"x", torch::zeros({1})}}}});
   EXPECT_THROWS_WITH(

@@ -746,6 +746,84 @@ TEST(MemmapUntrustedTest, ShortLeafFileIsAnError) {
       "of torch.float64 needs 24");
 }
 
+// What tensordict 0.16 and 0.17 make the rule (allow_pickle=False by
+// default; a missing or short leaf file refused) holds here already: each
+// is refused by default, naming the key in the message, for a directory and
+// for an archive alike.
+TEST(
+    MemmapStorageRulesTest, PickleMissingAndShortLeavesAreRefusedNamingTheKey) {
+  TempDir dir;
+  (void)sample().memmap(dir / "td");
+  auto message_of = [](const std::string& prefix) {
+    try {
+      (void)TensorDict::load_memmap(prefix);
+    } catch (const c10::Error& e) {
+      return std::string(e.msg());
+    }
+    return std::string("no error");
+  };
+  // A missing leaf file (0.17): the nested key and what meta.json says.
+  fs::copy(dir / "td", dir / "missing", fs::copy_options::recursive);
+  fs::remove(dir / "missing/next/reward.memmap");
+  EXPECT_EQ(
+      message_of(dir / "missing"),
+      "key ('next', 'reward'): its memmap file " + dir / "missing" +
+          "/next/reward.memmap is missing (meta.json says shape [3] of "
+          "torch.float64)");
+  // A short one (0.17).
+  fs::copy(dir / "td", dir / "short", fs::copy_options::recursive);
+  fs::resize_file(dir / "short/obs.memmap", 40);
+  EXPECT_NE(
+      message_of(dir / "short")
+          .find("the memmap file of 'obs' has 40 bytes, but its shape [3, 4] "
+                "of torch.float32 needs 48"),
+      std::string::npos)
+      << message_of(dir / "short");
+  // The same two in archives packed from those directories.
+  pack_memmap(dir / "missing", dir / "missing.tdz");
+  EXPECT_NE(
+      message_of(dir / "missing.tdz")
+          .find("key ('next', 'reward'): its memmap file "),
+      std::string::npos)
+      << message_of(dir / "missing.tdz");
+  pack_memmap(dir / "short", dir / "short.tdz");
+  EXPECT_NE(
+      message_of(dir / "short.tdz")
+          .find("entry 'obs.memmap' of 'obs' has 40 bytes, but its shape "
+                "[3, 4] of torch.float32 needs 48"),
+      std::string::npos)
+      << message_of(dir / "short.tdz");
+  // Pickled values (0.16's allow_pickle=False): refused unless skipped, for
+  // a NonTensorData (other.pickle) and a NonTensorStack (pickle.pkl).
+  fs::copy(dir / "td", dir / "pickled", fs::copy_options::recursive);
+  write_text(
+      dir / "pickled/task/meta.json",
+      "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
+      "\"_metadata\": null}");
+  write_text(dir / "pickled/task/other.pickle", "\x80\x04");
+  EXPECT_EQ(
+      message_of(dir / "pickled"),
+      "key 'task' is stored in the Python pickle file " + dir / "pickled" +
+          "/task/other.pickle, which C++ cannot read (its value was not "
+          "JSON-serializable). Pass LoadMemmapOptions().skip_pickle(true) to "
+          "load the rest without it.");
+  fs::remove_all(dir / "pickled/task");
+  (void)TensorDict({{"labels", NonTensorStack({"a", "b", "c"})}}, {3})
+      .memmap(dir / "stack");
+  Json stack_meta = Json::parse(read_text(dir / "stack/labels/meta.json"));
+  stack_meta["data"] = "pickle.pkl";
+  write_text(dir / "stack/labels/meta.json", stack_meta.dump());
+  write_text(dir / "stack/labels/pickle.pkl", "\x80\x04");
+  EXPECT_NE(
+      message_of(dir / "stack")
+          .find("key 'labels' is stored in the Python pickle file"),
+      std::string::npos)
+      << message_of(dir / "stack");
+  EXPECT_FALSE(TensorDict::load_memmap(
+                   dir / "stack", LoadMemmapOptions().skip_pickle(true))
+                   .contains("labels"));
+}
+
 TEST(MemmapUntrustedTest, LongerLeafFileIsFine) {
   TempDir dir;
   (void)sample().memmap(dir / "td");
@@ -1420,6 +1498,65 @@ TEST(MemmapAppendTest, AKilledAppendLoadsAsTheOldRowsOrTheNewByPythonsRule) {
   write_text(prefix + "/next/.meta.json.append.tmp", old_next);
   (void)first.memmap(prefix);
   expect_td_equal(TensorDict::load_memmap(prefix), first);
+}
+
+TEST(
+    MemmapAppendTest,
+    AKilledAppendRollsForwardOnlyWhenEveryTemporaryHoldsTheTopRows) {
+  TempDir dir;
+  const std::string prefix = dir / "td";
+  const TensorDict first = append_sample(3, 0);
+  const TensorDict rows = append_sample(2, 100);
+  (void)first.memmap(prefix);
+  const std::string old_top = read_text(prefix + "/meta.json");
+  const std::string old_next = read_text(prefix + "/next/meta.json");
+  append_memmap(prefix, rows);
+  const std::string new_top = read_text(prefix + "/meta.json");
+  const std::string new_next = read_text(prefix + "/next/meta.json");
+
+  // No top temporary, but the nested one holds 5 rows where the top
+  // meta.json holds 3 (an append's leftover whose top temporary went): the
+  // temporary is removed, not renamed in. 0.15.3's rule renamed it.
+  write_text(prefix + "/meta.json", old_top);
+  write_text(prefix + "/next/meta.json", old_next);
+  write_text(prefix + "/next/.meta.json.append.tmp", new_next);
+  auto on_disk = files_of(prefix);
+  expect_td_equal(TensorDict::load_memmap(prefix), first);
+  EXPECT_EQ(files_of(prefix), on_disk);  // a load writes nothing
+  append_memmap(prefix, rows);
+  EXPECT_FALSE(fs::exists(prefix + "/next/.meta.json.append.tmp"));
+  expect_td_equal(TensorDict::load_memmap(prefix), cat({first, rows}));
+
+  // A temporary that cannot be read counts as another row count: all are
+  // removed, and the levels then disagree, which the load names.
+  write_text(prefix + "/meta.json", new_top);
+  write_text(prefix + "/next/meta.json", old_next);
+  write_text(prefix + "/next/.meta.json.append.tmp", new_next.substr(0, 12));
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(prefix), c10::Error, "'next'");
+  EXPECT_THROWS_WITH(append_memmap(prefix, rows), c10::Error, "'next'");
+  EXPECT_FALSE(fs::exists(prefix + "/next/.meta.json.append.tmp"));
+
+  // A tensorclass's top is `_tensordict/meta.json`: its rows decide.
+  TensorDict tc = append_sample(3, 0);
+  tc.set_python_class("<class 'envs.Step'>");
+  const std::string tc_prefix = dir / "tc";
+  (void)tc.memmap(tc_prefix);
+  const std::string tc_old_next =
+      read_text(tc_prefix + "/_tensordict/next/meta.json");
+  TensorDict tc_rows = rows.copy();
+  tc_rows.set_python_class("<class 'envs.Step'>");
+  append_memmap(tc_prefix, tc_rows);
+  const std::string tc_new_next =
+      read_text(tc_prefix + "/_tensordict/next/meta.json");
+  write_text(tc_prefix + "/_tensordict/next/meta.json", tc_old_next);
+  write_text(
+      tc_prefix + "/_tensordict/next/.meta.json.append.tmp", tc_new_next);
+  expect_td_equal(TensorDict::load_memmap(tc_prefix), cat({first, rows}));
+  append_memmap(tc_prefix, tc_rows);
+  EXPECT_FALSE(
+      fs::exists(tc_prefix + "/_tensordict/next/.meta.json.append.tmp"));
+  expect_td_equal(TensorDict::load_memmap(tc_prefix), cat({first, rows, rows}));
 }
 
 // --- load_memmap into `out` (Python's `out=`) and load_memmap_ -------------

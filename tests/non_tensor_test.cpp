@@ -3,6 +3,7 @@
 #include <tensordict/non_tensor.h>
 #include <tensordict/state_dict.h>
 #include <tensordict/tensor_dict.h>
+#include <tensordict/value.h>
 
 #include "support.h"
 
@@ -14,6 +15,7 @@ using tensordict::NonTensorData;
 using tensordict::NonTensorStack;
 using tensordict::testing::read_text;
 using tensordict::testing::TempDir;
+using tensordict::testing::write_text;
 
 TEST(NonTensorDataTest, HoldsAnyJsonValue) {
   NonTensorData text("hello", {3});
@@ -227,7 +229,7 @@ TEST(NonTensorMethodsTest, DataFollowsPython) {
   // Python: [['x', 'x', 'x'], ['x', 'x', 'x']].
   EXPECT_EQ(data.tolist(), Json::parse(R"([["x","x","x"],["x","x","x"]])"));
   EXPECT_EQ(NonTensorData(Json(5)).tolist(), Json(5));
-  const NonTensorStack stack = data.maybe_to_stack();
+  const NonTensorStack stack = data.maybe_to_stack().non_tensor_stack();
   EXPECT_EQ(stack.batch_size(), c10::IntArrayRef({2, 3}));
   EXPECT_EQ(stack.tolist(), data.tolist());
   const std::vector<NonTensorData> rows = data.unbind(0);
@@ -357,6 +359,148 @@ TEST(NonTensorMethodsTest, SetFromTensordictAndRefreshFollowPython) {
   (void)NonTensorStack({"c", "d", "e"}).save(dir / "s");
   stack.memmap_refresh_();
   EXPECT_EQ(stack.tolist(), Json::parse(R"(["c","d","e"])"));
+}
+
+// --- the rows of Python 0.15.3's NonTensorData that C++ lacked -------------
+
+TEST(NonTensorRowsTest, DimNamesFollowTheirDimsAsInPython) {
+  // Python: NonTensorData("a", batch_size=[2, 3], names=["x", "y"]).names
+  // is ['x', 'y'].
+  NonTensorData data("a", {2, 3}, std::nullopt, {"x", "y"});
+  EXPECT_EQ(data.names(), (tensordict::DimNames{"x", "y"}));
+  const NonTensorData from_json(Json(1), {2}, std::nullopt, {"b"});
+  EXPECT_EQ(from_json.names(), (tensordict::DimNames{"b"}));
+  // Python's `d[0].names` is ['y'] (its unbind keeps none: see the header).
+  EXPECT_EQ(data.unbind(0)[1].names(), (tensordict::DimNames{"y"}));
+  EXPECT_EQ(data.unbind(1)[0].names(), (tensordict::DimNames{"x"}));
+  // Python's maybe_to_stack() has no names: [None, None].
+  EXPECT_EQ(
+      data.maybe_to_stack().non_tensor_stack().names(),
+      tensordict::DimNames(2, std::nullopt));
+  // Python: `d.batch_size = [2]` leaves ['x']; back to [2, 3]: ['x', None].
+  data.set_batch_size({2});
+  EXPECT_EQ(data.names(), (tensordict::DimNames{"x"}));
+  data.set_batch_size({2, 3});
+  EXPECT_EQ(data.names(), (tensordict::DimNames{"x", std::nullopt}));
+  // Unnamed: one null per dim, as before.
+  EXPECT_EQ(NonTensorData("a", {4}).names(), tensordict::DimNames(1));
+  // TensorDict's checks and messages (Python's NonTensorData skips them).
+  EXPECT_THROWS_WITH(
+      NonTensorData("a", {2, 3}, std::nullopt, {"x"}),
+      c10::ValueError,
+      "the length of the dimension names must equate the tensordict "
+      "batch_dims attribute. Got ['x'] for batch_dims 2.");
+  EXPECT_THROWS_WITH(
+      NonTensorData("a", {2, 3}, std::nullopt, {"x", "x"}),
+      c10::ValueError,
+      "Some dimension names are non-unique: ['x', 'x'].");
+  // A saved directory holds no names (Python's meta.json neither).
+  TempDir dir;
+  const NonTensorData named("a", {2}, std::nullopt, {"t"});
+  EXPECT_EQ(named.memmap(dir / "n").names(), (tensordict::DimNames{"t"}));
+  (void)NonTensorData("a", {2}).memmap(dir / "plain");
+  EXPECT_EQ(read_text(dir / "n/meta.json"), read_text(dir / "plain/meta.json"));
+  EXPECT_TRUE(NonTensorData::load_memmap(dir / "n").names().empty());
+}
+
+TEST(NonTensorRowsTest, MaybeToStackKeepsANonTensorDataWithoutBatchDims) {
+  // Python: NonTensorData("a").maybe_to_stack() is the NonTensorData.
+  const NonTensorData scalar("a");
+  const tensordict::Value kept = scalar.maybe_to_stack();
+  ASSERT_TRUE(kept.is_non_tensor_data());
+  EXPECT_EQ(kept.non_tensor_data(), scalar);
+  // A batch dim of size 0 is a batch dim: an empty stack.
+  const tensordict::Value empty = NonTensorData("a", {0}).maybe_to_stack();
+  ASSERT_TRUE(empty.is_non_tensor_stack());
+  EXPECT_EQ(empty.non_tensor_stack().batch_size(), c10::IntArrayRef({0}));
+  EXPECT_TRUE(empty.non_tensor_stack().values().empty());
+}
+
+TEST(NonTensorRowsTest, GetWithADefaultAndSetWithOptionsFollowPython) {
+  NonTensorData data("a", {2});
+  // Python: d.get("data", default="zz") is 'a'; d.get("missing", "zz") 'zz'.
+  EXPECT_EQ(data.get("data", Json("zz")), Json("a"));
+  EXPECT_EQ(data.get("missing", Json("zz")), Json("zz"));
+  EXPECT_TRUE(data.get("missing", Json()).is_null());
+  EXPECT_THROWS_WITH(
+      (void)data.get("missing"), c10::Error, "there is no key 'missing'");
+  // Python: d.set("data", "b", inplace=True) then d.data is 'b'.
+  const NonTensorData copy = data;
+  data.set("data", Json("b"), tensordict::SetOptions().inplace(true));
+  EXPECT_EQ(data.data(), Json("b"));
+  EXPECT_EQ(copy.data(), Json("a"));  // copies keep their value
+  data.set("data", Json(5), tensordict::SetOptions().non_blocking(true));
+  EXPECT_EQ(data.data(), Json(5));
+  EXPECT_THROWS_WITH(
+      data.set("other", Json(1), tensordict::SetOptions().inplace(true)),
+      c10::Error,
+      "there is no key 'other'");
+  EXPECT_EQ(data.data(), Json(5));
+  // A saved value is replaced in memory only; refresh reads the file.
+  TempDir dir;
+  data.memmap_(dir / "d");
+  data.set("data", Json("new"), tensordict::SetOptions().inplace(true));
+  EXPECT_EQ(NonTensorData::load_memmap(dir / "d").data(), Json(5));
+  data.memmap_refresh_();
+  EXPECT_EQ(data.data(), Json(5));
+}
+
+TEST(NonTensorRowsTest, LoadMemmapIntoOutKeepsItsBatchSizeAsPython) {
+  TempDir dir;
+  (void)NonTensorData("saved", {2}).memmap(dir / "a");
+  // Python: NonTensorData.load_memmap(p, out=NonTensorData("old",
+  // batch_size=[3])) is `out`, now NonTensorData(data=saved,
+  // batch_size=torch.Size([3])).
+  NonTensorData out("old", {3}, std::nullopt, {"t"});
+  NonTensorData& result = NonTensorData::load_memmap(dir / "a", out);
+  EXPECT_EQ(&result, &out);
+  EXPECT_EQ(out.data(), Json("saved"));
+  EXPECT_EQ(out.batch_size(), c10::IntArrayRef({3}));
+  EXPECT_EQ(out.names(), (tensordict::DimNames{"t"}));
+  // Saved there: a refresh reads that directory.
+  (void)NonTensorData("again").memmap(dir / "a");
+  out.memmap_refresh_();
+  EXPECT_EQ(out.data(), Json("again"));
+  // A failed load leaves `out` as it was.
+  (void)NonTensorStack({"x", "y"}).memmap(dir / "stack");
+  EXPECT_THROWS_WITH(
+      NonTensorData::load_memmap(dir / "stack", out),
+      c10::Error,
+      "holds a NonTensorStack, not a NonTensorData");
+  EXPECT_THROWS_WITH(
+      NonTensorData::load_memmap(dir / "missing", out),
+      c10::Error,
+      dir / "missing");
+  EXPECT_EQ(out.data(), Json("again"));
+  // Python's load_memmap_ is load_memmap(out=self): the batch size stays.
+  NonTensorData target("old", {3});
+  EXPECT_EQ(&target.load_memmap_(dir / "a"), &target);
+  EXPECT_EQ(target.data(), Json("again"));
+  EXPECT_EQ(target.batch_size(), c10::IntArrayRef({3}));
+}
+
+TEST(NonTensorRowsTest, ReturnEarlySavesOnAnotherThread) {
+  TempDir dir;
+  const NonTensorData value("v", {2});
+  // Python: value.memmap(p, num_threads=2, return_early=True) is a future
+  // whose result is NonTensorData(data=v, ...); the files are memmap's.
+  std::future<NonTensorData> saved = value.memmap_async(dir / "m");
+  EXPECT_EQ(saved.get(), value);
+  (void)value.memmap(dir / "sync");
+  EXPECT_EQ(read_text(dir / "m/meta.json"), read_text(dir / "sync/meta.json"));
+  EXPECT_EQ(value.save_async(dir / "s").get().data(), Json("v"));
+  EXPECT_EQ(value.memmap_like_async(dir / "l").get().data(), Json("v"));
+  EXPECT_EQ(NonTensorData::load_memmap(dir / "s").data(), Json("v"));
+  EXPECT_EQ(NonTensorData::load_memmap(dir / "l").data(), Json("v"));
+  NonTensorData inplace("w", {2});
+  EXPECT_EQ(inplace.memmap_async_(dir / "i").get().data(), Json("w"));
+  (void)NonTensorData("other").memmap(dir / "i");
+  inplace.memmap_refresh_();  // saved there by the future
+  EXPECT_EQ(inplace.data(), Json("other"));
+  // The future carries the error.
+  write_text(dir / "file", "x");
+  std::future<NonTensorData> failed = value.memmap_async(dir / "file/sub");
+  EXPECT_THROW((void)failed.get(), c10::Error);
 }
 
 }  // namespace non_tensor_test

@@ -33,7 +33,9 @@
 //   `refresh_archive_checksums` rewrites them. It needs a writable file and
 //   stored, aligned payloads (as tensordict writes them).
 // - Deflated leaves (Python's `compression="deflate"`) load by inflating a
-//   copy; bzip2 and lzma entries are refused with a message.
+//   copy, on `LoadMemmapOptions::num_threads` threads ahead of the load when
+//   it is 2 or more (Python's `num_threads`); bzip2 and lzma entries are
+//   refused with a message.
 // - CRC-32s are checked for every entry `unpack_memmap` extracts, for every
 //   meta.json and for every compressed leaf; a mapped leaf is not read when
 //   it loads, so its CRC is not checked (as in Python). `tensordict verify

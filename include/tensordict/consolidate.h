@@ -66,6 +66,16 @@ TENSORDICT_BEGIN_NAMESPACE
 [[nodiscard]] TENSORDICT_API at::Tensor consolidated_bytes(
     const TensorDict& td);
 
+/// Returns a lazy stack's consolidated storage, metadata (the root level of
+/// class "LazyStackedTensorDict") and trailer as one CPU uint8 tensor: the
+/// bytes `stack.consolidate(filename)` writes, and Python's
+/// `lazy_td.consolidate(filename=...)` (a copy), consolidating first if
+/// needed. Read them back with `LazyStackedTensorDict::
+/// from_consolidated_bytes`. Throws like `LazyStackedTensorDict::
+/// consolidate`.
+[[nodiscard]] TENSORDICT_API at::Tensor consolidated_bytes(
+    const LazyStackedTensorDict& stack);
+
 /// Rebuilds a dict from the bytes of `consolidated_bytes` or of a file
 /// written by `consolidate(filename)`: the leaves are views of `bytes` (a
 /// 1-dim CPU uint8 tensor; copied first when its data is not 8-byte

@@ -297,6 +297,13 @@ class TENSORDICT_API LazyStackedTensorDict {
   /// `TensorDict::from_consolidated` when the root is a dict.
   [[nodiscard]] static LazyStackedTensorDict from_consolidated(
       const std::string& filename, const LoadConsolidatedOptions& options = {});
+  /// Rebuilds a stack from the bytes of `consolidated_bytes(stack)` (see
+  /// tensordict/consolidate.h) or of such a file: the leaves are views of
+  /// `bytes` (a 1-dim CPU uint8 tensor, copied first when its data is not
+  /// 8-byte aligned). Throws as `from_consolidated`, and naming
+  /// `from_consolidated_bytes` when the root is a dict.
+  [[nodiscard]] static LazyStackedTensorDict from_consolidated_bytes(
+      const at::Tensor& bytes, const LoadConsolidatedOptions& options = {});
 
   // --- printing -------------------------------------------------------------
 

@@ -36,9 +36,10 @@
 //   a writer thread's exception) removes what it wrote, and `existsok(false)`
 //   refuses existing files before writing or removing anything. See NOTE
 //   [Failed saves] in src/memmap/writer.cpp.
-// - `append_memmap` and its recovery follow Python's files and rule; loads
-//   apply the rule to a killed append's temporaries (Python's loads ignore
-//   them). See NOTE [Appending rows] in src/memmap/append.cpp.
+// - `append_memmap` follows Python's files, and its recovery tensordict
+//   main's rule (newer than 0.15.3's, which it refines); loads apply the
+//   rule to a killed append's temporaries (Python's loads ignore them). See
+//   NOTE [Appending rows] in src/memmap/append.cpp.
 //
 // Differences from Python, for C++'s sake:
 // - Loading keeps the order of meta.json (Python moves nested collections
@@ -255,7 +256,8 @@ memmap(const LazyStackedTensorDict& stack, const MemmapOptions& options);
 /// dim only; a non-tensor entry stays as saved and the rows must hold its
 /// value. Everything is checked before a file is written, and an error puts
 /// the files back. A killed append leaves the old rows or the new: loads
-/// finish or drop it by Python's rule. One writer at a time. Throws
+/// finish or drop it by tensordict main's rule (see the NOTE), and the next
+/// append does so on disk first. One writer at a time. Throws
 /// `c10::ValueError` for rows that do not fit, a lazy stack, a
 /// NonTensorStack or a prefix that is not a directory. See NOTE [Appending
 /// rows] in src/memmap/append.cpp.

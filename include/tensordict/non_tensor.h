@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,24 +63,32 @@ class TENSORDICT_API NonTensorData {
  public:
   /// Makes a null value (Python's None) with no batch dims.
   NonTensorData();
-  /// Makes a value with the given batch size (default: no batch dims).
+  /// Makes a value with the given batch size (default: no batch dims) and
+  /// dim names (Python's `names`; empty: none). Throws ValueError unless
+  /// `names` is empty or has one name per batch dim, none twice, as
+  /// TensorDict checks them (Python's NonTensorData keeps any list
+  /// unchecked).
   NonTensorData(
       Json data,
       c10::IntArrayRef batch_size = {},
-      std::optional<c10::Device> device = std::nullopt);
+      std::optional<c10::Device> device = std::nullopt,
+      DimNames names = {});
   /// Makes a string value from a literal, `const char*` or `std::string`, or
   /// null from `nullptr` or a null `const char*`; needs no JSON header.
   template <typename Text, std::enable_if_t<detail::is_text_v<Text>, int> = 0>
   NonTensorData(
       const Text& text,
       c10::IntArrayRef batch_size = {},
-      std::optional<c10::Device> device = std::nullopt)
-      : NonTensorData(detail::TextArg(text), batch_size, device) {}
+      std::optional<c10::Device> device = std::nullopt,
+      DimNames names = {})
+      : NonTensorData(
+            detail::TextArg(text), batch_size, device, std::move(names)) {}
   /// Makes a string (or null) value; what the template above calls.
   NonTensorData(
       detail::TextArg text,
       c10::IntArrayRef batch_size,
-      std::optional<c10::Device> device);
+      std::optional<c10::Device> device,
+      DimNames names = {});
 
   /// Copies (sharing the value).
   NonTensorData(const NonTensorData& other) = default;
@@ -104,7 +113,9 @@ class TENSORDICT_API NonTensorData {
   std::optional<c10::Device> device() const noexcept {
     return device_;
   }
-  /// Replaces the batch size; the value is the same for every element.
+  /// Replaces the batch size; the value is the same for every element. Dim
+  /// names follow the dims they name, as Python's: the names of dropped
+  /// trailing dims go, new trailing dims have none.
   void set_batch_size(c10::IntArrayRef batch_size);
   /// Replaces the device.
   void set_device(std::optional<c10::Device> device) noexcept {
@@ -114,24 +125,39 @@ class TENSORDICT_API NonTensorData {
   /// `NonTensorData(data=..., batch_size=torch.Size([...]), device=None)`.
   std::string repr() const;
 
-  /// Returns one null name per batch dim: non-tensor data has no dim names
-  /// (Python's `names`).
+  /// Returns the dim names given to the constructor (Python's `names`), or
+  /// one null name per batch dim. A saved directory holds no names, as
+  /// Python's: a loaded value has none.
   DimNames names() const;
   /// Returns the value repeated over the batch dims as nested lists, or the
   /// value itself with no batch dims (Python's `tolist()`).
   Json tolist() const;
-  /// Returns a NonTensorStack holding the value once per batch element
-  /// (Python's `maybe_to_stack()`).
-  NonTensorStack maybe_to_stack() const;
+  /// Returns a NonTensorStack holding the value once per batch element, or,
+  /// with no batch dims, this NonTensorData itself, as Python's
+  /// `maybe_to_stack()` (include <tensordict/value.h> to use the result).
+  /// The stack has no dim names, as Python's.
+  Value maybe_to_stack() const;
   /// Returns the slices along batch dim `dim`, each holding the same value
-  /// (Python's `unbind`); throws IndexError when `dim` is out of range.
+  /// (Python's `unbind`), with the names of the other dims (Python's keep
+  /// none); throws IndexError when `dim` is out of range.
   std::vector<NonTensorData> unbind(int64_t dim = 0) const;
   /// Returns the value for key "data", as Python's `get("data")`; throws
-  /// KeyError for any other key.
+  /// KeyError for any other key (Python returns None).
   Json get(std::string_view key) const;
+  /// Returns the value for key "data", else `default_value`, as Python's
+  /// `get(key, default)`.
+  Json get(std::string_view key, Json default_value) const;
   /// Replaces the value for key "data", as Python's `set("data", value)`;
   /// throws KeyError for any other key (NonTensorData has no other field).
   NonTensorData& set(std::string_view key, Json value);
+  /// Same, with Python's `inplace` and `non_blocking`: the value is
+  /// replaced either way (a value is never modified in place, and copies
+  /// keep theirs) and never moves between devices. Unlike Python, whose
+  /// memmapped NonTensorData is locked and refuses `set`, a value saved to a
+  /// directory is replaced in memory only: `memmap_refresh_` reads the
+  /// saved one back.
+  NonTensorData& set(
+      std::string_view key, Json value, const SetOptions& options);
   /// Makes a NonTensorData of `td`'s batch size and device holding
   /// `non_tensordict["data"]`, as Python's tensorclass
   /// `from_tensordict(td, non_tensordict={"data": ...})`; throws KeyError
@@ -159,14 +185,41 @@ class TENSORDICT_API NonTensorData {
   NonTensorData save(const MemmapOptions& options) const;
   /// Same as `memmap` (Python's `dumps`, an alias of `save`).
   NonTensorData dumps(const MemmapOptions& options) const;
+  /// Runs `memmap` on another thread: Python's `memmap(...,
+  /// return_early=True)`. The future throws what `memmap` throws.
+  [[nodiscard]] std::future<NonTensorData> memmap_async(
+      const MemmapOptions& options = {}) const;
+  /// `memmap_` on another thread: Python's `memmap_(...,
+  /// return_early=True)`. The future holds this value once it is saved;
+  /// the value must not be used until then.
+  [[nodiscard]] std::future<NonTensorData> memmap_async_(
+      const MemmapOptions& options = {});
+  /// `memmap_like` on another thread: Python's `memmap_like(...,
+  /// return_early=True)`.
+  [[nodiscard]] std::future<NonTensorData> memmap_like_async(
+      const MemmapOptions& options = {}) const;
+  /// `save` on another thread: Python's `save(..., return_early=True)`.
+  [[nodiscard]] std::future<NonTensorData> save_async(
+      const MemmapOptions& options) const;
   /// Loads a directory whose root is a NonTensorData (written by `memmap`
   /// or by Python); throws naming the directory if it holds anything else.
+  /// The directory holds no batch size (nor does Python's): the result has
+  /// none.
   static NonTensorData load_memmap(
       const std::string& prefix, const LoadMemmapOptions& options = {});
+  /// Python's `load_memmap(prefix, out=out)`: replaces `out`'s value by the
+  /// saved one and returns `out`, whose batch size, device and names stay
+  /// (the directory holds none). Throws as `load_memmap`, leaving `out` as
+  /// it was.
+  static NonTensorData& load_memmap(
+      const std::string& prefix,
+      NonTensorData& out,
+      const LoadMemmapOptions& options = {});
   /// Same as `load_memmap` (Python's `load`).
   static NonTensorData load(
       const std::string& prefix, const LoadMemmapOptions& options = {});
-  /// Replaces the value by the one saved at `prefix`.
+  /// Replaces the value by the one saved at `prefix`, keeping the batch
+  /// size, device and names (`load_memmap(prefix, *this)`, as Python's).
   NonTensorData& load_memmap_(
       const std::string& prefix, const LoadMemmapOptions& options = {});
   /// Same as `load_memmap_` (Python's `load_`).
@@ -189,6 +242,8 @@ class TENSORDICT_API NonTensorData {
   std::shared_ptr<const Json> data_;
   std::vector<int64_t> batch_size_;
   std::optional<c10::Device> device_;
+  // One per batch dim, or empty for none.
+  DimNames names_;
   // The directory of the last memmap or load; null when none.
   std::shared_ptr<const std::string> saved_path_;
 };

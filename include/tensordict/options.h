@@ -257,9 +257,10 @@ struct TENSORDICT_API LoadMemmapOptions {
   /// Move the leaves to `device` asynchronously where the device allows it
   /// (Python's `non_blocking`); the caller synchronises before reading.
   TENSORDICT_ARG(bool, non_blocking) = false;
-  /// Python's `num_threads` (the threads that decompress the leaves of a
-  /// compressed archive): accepted for the same spelling; a directory's
-  /// leaves are mapped, not read, so it changes nothing here.
+  /// Inflate the deflated leaves of a `.tdz` archive on this many threads
+  /// before they load, as Python's `num_threads` (0 or 1: one at a time, as
+  /// each loads). A directory's leaves, and an archive's stored ones, are
+  /// mapped, not read, so it changes nothing for them.
   TENSORDICT_ARG(int64_t, num_threads) = 0;
 };
 

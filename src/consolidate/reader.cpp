@@ -79,7 +79,8 @@ class Reader {
         "' is not supported; expected 'TensorDict'",
         cls == "LazyStackedTensorDict"
             ? " (load a lazy stack at the root with "
-              "LazyStackedTensorDict::from_consolidated)"
+              "LazyStackedTensorDict::from_consolidated, or "
+              "from_consolidated_bytes for bytes)"
             : "");
     const Json& cls_metadata = at.member(meta, "cls_metadata");
     at.expect_object(cls_metadata, "cls_metadata");
@@ -583,32 +584,40 @@ TensorDict TensorDict::from_consolidated(
       detail::map_consolidated_file(filename), filename, options);
 }
 
-LazyStackedTensorDict LazyStackedTensorDict::from_consolidated(
-    const std::string& filename, const LoadConsolidatedOptions& options) {
-  const detail::SplitConsolidated split = detail::split_consolidated(
-      detail::map_consolidated_file(filename), filename, options);
-  const detail::MetadataReader at(filename, detail::KeyPath());
+namespace detail {
+namespace {
+
+// Rebuilds the lazy stack at the root of a whole file or buffer.
+LazyStackedTensorDict read_consolidated_stack(
+    const at::Tensor& bytes,
+    const std::string& source,
+    const LoadConsolidatedOptions& options,
+    const char* dict_loader) {
+  const SplitConsolidated split = split_consolidated(bytes, source, options);
+  const MetadataReader at(source, KeyPath());
   TORCH_CHECK_VALUE(
       split.meta.is_object(),
       "invalid consolidated data in ",
-      filename,
+      source,
       ": the metadata is not an object");
   const auto cls = split.meta.find("cls");
   TORCH_CHECK_VALUE(
       cls != split.meta.end() && cls->is_string() &&
           cls->get_ref<const std::string&>() == "LazyStackedTensorDict",
-      filename,
+      source,
       " holds a ",
       cls != split.meta.end() && cls->is_string()
           ? cls->get<std::string>()
           : std::string("tree of no known class"),
-      ", not a lazy stack: load it with TensorDict::from_consolidated");
-  const detail::Reader reader(split.data, options.max_depth());
+      ", not a lazy stack: load it with ",
+      dict_loader);
+  const Reader reader(split.data, options.max_depth());
   return reader.read_lazy_stack(split.meta, at, /*parent_batch=*/{}, 0);
 }
 
-TensorDict from_consolidated_bytes(
-    const at::Tensor& bytes, const LoadConsolidatedOptions& options) {
+// `bytes` checked as from_consolidated_bytes takes them: a 1-dim CPU uint8
+// tensor, copied when its data is not aligned for every leaf dtype.
+at::Tensor checked_buffer(const at::Tensor& bytes) {
   TORCH_CHECK_TYPE(
       bytes.defined() && bytes.scalar_type() == c10::kByte && bytes.dim() == 1,
       "from_consolidated_bytes expects a 1-dim uint8 tensor, got ",
@@ -619,11 +628,37 @@ TensorDict from_consolidated_bytes(
       "from_consolidated_bytes expects CPU bytes, got device ",
       bytes.device().str());
   at::Tensor data = bytes.contiguous();
-  if (reinterpret_cast<uintptr_t>(data.const_data_ptr()) % detail::kAlignment !=
-      0) {
+  if (reinterpret_cast<uintptr_t>(data.const_data_ptr()) % kAlignment != 0) {
     data = data.clone();
   }
-  return detail::read_consolidated(data, "the byte buffer", options);
+  return data;
+}
+
+}  // namespace
+}  // namespace detail
+
+LazyStackedTensorDict LazyStackedTensorDict::from_consolidated(
+    const std::string& filename, const LoadConsolidatedOptions& options) {
+  return detail::read_consolidated_stack(
+      detail::map_consolidated_file(filename),
+      filename,
+      options,
+      "TensorDict::from_consolidated");
+}
+
+LazyStackedTensorDict LazyStackedTensorDict::from_consolidated_bytes(
+    const at::Tensor& bytes, const LoadConsolidatedOptions& options) {
+  return detail::read_consolidated_stack(
+      detail::checked_buffer(bytes),
+      "the byte buffer",
+      options,
+      "from_consolidated_bytes");
+}
+
+TensorDict from_consolidated_bytes(
+    const at::Tensor& bytes, const LoadConsolidatedOptions& options) {
+  return detail::read_consolidated(
+      detail::checked_buffer(bytes), "the byte buffer", options);
 }
 
 TensorDict from_consolidated_bytes(

@@ -590,22 +590,39 @@ ConsolidatedParts consolidated_parts(const TensorDict& td) {
 
 }  // namespace detail
 
-at::Tensor consolidated_bytes(const TensorDict& td) {
-  const TensorDict cons = td.is_consolidated() ? td : td.consolidate();
-  const detail::TensorDictImpl& impl = *cons.unsafeGetImpl();
-  // The metadata of the dict as it is now (batch sizes, names, lock).
-  const detail::MetadataBuilder built(impl);
+namespace detail {
+namespace {
+
+// The data region, metadata and trailer of what `built` describes, in a new
+// CPU buffer.
+at::Tensor bytes_of(const MetadataBuilder& built) {
   const int64_t total = built.total;
   const std::string json =
-      detail::dump_json(built.metadata(), /*spaced=*/true, /*ascii=*/true);
+      dump_json(built.metadata(), /*spaced=*/true, /*ascii=*/true);
   at::Tensor out = at::empty(
-      {total + static_cast<int64_t>(json.size()) + detail::kTrailerBytes},
+      {total + static_cast<int64_t>(json.size()) + kTrailerBytes},
       at::TensorOptions().dtype(c10::kByte));
   // A dict loaded from Python's file may list its leaves in another order
   // than their bytes, so each leaf is copied to its new offset.
-  detail::copy_leaves(built.leaves, out, 0, total);
-  detail::write_trailer(static_cast<uint8_t*>(out.data_ptr()) + total, json);
+  copy_leaves(built.leaves, out, 0, total);
+  write_trailer(static_cast<uint8_t*>(out.data_ptr()) + total, json);
   return out;
+}
+
+}  // namespace
+}  // namespace detail
+
+at::Tensor consolidated_bytes(const TensorDict& td) {
+  const TensorDict cons = td.is_consolidated() ? td : td.consolidate();
+  // The metadata of the dict as it is now (batch sizes, names, lock).
+  return detail::bytes_of(detail::MetadataBuilder(*cons.unsafeGetImpl()));
+}
+
+at::Tensor consolidated_bytes(const LazyStackedTensorDict& stack) {
+  // The metadata of the stack as it is now (its elements' locks included),
+  // as `consolidate(filename)` writes it; the leaves are copied straight
+  // into the buffer.
+  return detail::bytes_of(detail::MetadataBuilder(stack));
 }
 
 TENSORDICT_END_NAMESPACE

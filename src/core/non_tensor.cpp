@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <functional>
 #include <type_traits>
 
@@ -33,32 +34,61 @@ int64_t element_count(c10::IntArrayRef sizes) {
 NonTensorData::NonTensorData() : data_(std::make_shared<const Json>()) {}
 
 NonTensorData::NonTensorData(
-    Json data, c10::IntArrayRef batch_size, std::optional<c10::Device> device)
+    Json data,
+    c10::IntArrayRef batch_size,
+    std::optional<c10::Device> device,
+    DimNames names)
     : data_(std::make_shared<const Json>(std::move(data))), device_(device) {
   set_batch_size(batch_size);
+  if (names.empty()) {
+    return;
+  }
+  // TensorDict's checks and messages (Python's `td.names = names`).
+  TORCH_CHECK_VALUE(
+      names.size() == batch_size_.size(),
+      "the length of the dimension names must equate the tensordict "
+      "batch_dims attribute. Got ",
+      detail::names_repr(names),
+      " for batch_dims ",
+      batch_size_.size(),
+      ".");
+  for (size_t i = 0; i < names.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      TORCH_CHECK_VALUE(
+          !names[i] || names[i] != names[j],
+          "Some dimension names are non-unique: ",
+          detail::names_repr(names),
+          ".");
+    }
+  }
+  names_ = std::move(names);
 }
 
 NonTensorData::NonTensorData(
     detail::TextArg text,
     c10::IntArrayRef batch_size,
-    std::optional<c10::Device> device)
+    std::optional<c10::Device> device,
+    DimNames names)
     : NonTensorData(
           text.data == nullptr ? Json()
                                : Json(std::string(text.data, text.size)),
           batch_size,
-          device) {}
+          device,
+          std::move(names)) {}
 
 // The value pointer is copied, not moved, so it is never null.
 NonTensorData::NonTensorData(NonTensorData&& other) noexcept
     : data_(other.data_),
       batch_size_(std::move(other.batch_size_)),
       device_(other.device_),
+      names_(std::move(other.names_)),
       saved_path_(other.saved_path_) {}
 
 NonTensorData& NonTensorData::operator=(NonTensorData&& other) noexcept {
   data_ = other.data_;
   batch_size_ = std::move(other.batch_size_);
   device_ = other.device_;
+  names_ = std::move(other.names_);
   saved_path_ = other.saved_path_;
   return *this;
 }
@@ -66,6 +96,14 @@ NonTensorData& NonTensorData::operator=(NonTensorData&& other) noexcept {
 void NonTensorData::set_batch_size(c10::IntArrayRef batch_size) {
   element_count(batch_size);  // validates
   batch_size_ = batch_size.vec();
+  if (!names_.empty()) {
+    names_.resize(batch_size_.size());
+    if (std::all_of(names_.begin(), names_.end(), [](const auto& name) {
+          return !name.has_value();
+        })) {
+      names_.clear();
+    }
+  }
 }
 
 bool NonTensorData::operator==(const NonTensorData& other) const {
@@ -256,14 +294,17 @@ std::vector<int64_t> without_dim(c10::IntArrayRef sizes, int64_t dim) {
 }  // namespace
 
 DimNames NonTensorData::names() const {
-  return unnamed(batch_size_.size());
+  return names_.empty() ? unnamed(batch_size_.size()) : names_;
 }
 
 Json NonTensorData::tolist() const {
   return repeat_as_lists(*data_, batch_size_);
 }
 
-NonTensorStack NonTensorData::maybe_to_stack() const {
+Value NonTensorData::maybe_to_stack() const {
+  if (batch_size_.empty()) {
+    return *this;
+  }
   int64_t count = 1;
   for (const int64_t size : batch_size_) {
     count *= size;
@@ -278,6 +319,9 @@ std::vector<NonTensorData> NonTensorData::unbind(int64_t dim) const {
   dim = detail::wrap_dim(dim, static_cast<int64_t>(batch_size_.size()));
   NonTensorData piece = *this;
   piece.batch_size_ = without_dim(batch_size_, dim);
+  if (!piece.names_.empty()) {
+    piece.names_.erase(piece.names_.begin() + dim);
+  }
   return std::vector<NonTensorData>(
       static_cast<size_t>(batch_size_[dim]), piece);
 }
@@ -288,6 +332,16 @@ Json NonTensorData::get(std::string_view key) const {
       "NonTensorData has one entry, 'data'; there is no key ",
       detail::python_repr(std::string(key)));
   return *data_;
+}
+
+Json NonTensorData::get(std::string_view key, Json default_value) const {
+  return key == "data" ? *data_ : std::move(default_value);
+}
+
+NonTensorData& NonTensorData::set(
+    std::string_view key, Json value, const SetOptions& /*options*/) {
+  // Neither option changes anything: see the header.
+  return set(key, std::move(value));
 }
 
 NonTensorData& NonTensorData::set(std::string_view key, Json value) {

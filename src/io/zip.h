@@ -85,6 +85,21 @@ std::string crc_mismatch(
 std::vector<unsigned char> zip_entry_bytes(
     const unsigned char* data, const ZipEntry& entry, const std::string& label);
 
+/// Throws, naming `label` and the entry, unless `entry` can be read: stored,
+/// or deflated with a size that deflate can reach (a larger claim would
+/// allocate memory for nothing). Call it before sizing a buffer by
+/// `entry.size`.
+void check_zip_entry_readable(const ZipEntry& entry, const std::string& label);
+
+/// Writes the uncompressed bytes of `entry` (exactly `entry.size`) to `out`,
+/// as zip_entry_bytes does without allocating: for a caller that inflates
+/// straight into a tensor's storage, from any thread.
+void zip_entry_bytes_into(
+    const unsigned char* data,
+    const ZipEntry& entry,
+    const std::string& label,
+    unsigned char* out);
+
 /// Inflates the raw deflate stream `in` into exactly `out_size` bytes at
 /// `out`; throws unless the stream ends exactly there with no trailing
 /// input. `what` names the entry in errors.

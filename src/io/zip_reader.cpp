@@ -828,48 +828,60 @@ std::string crc_mismatch(
       entry.crc);
 }
 
+void check_zip_entry_readable(const ZipEntry& entry, const std::string& label) {
+  const std::string what = c10::str(label, ": entry '", entry.name, "'");
+  if (entry.method == kZipStored) {
+    TORCH_INTERNAL_ASSERT(entry.compressed_size == entry.size);  // parse_zip
+    return;
+  }
+  TORCH_CHECK(
+      entry.method == kZipDeflated,
+      what,
+      " uses compression method ",
+      entry.method,
+      entry.method == 12   ? " (bzip2)"
+      : entry.method == 14 ? " (lzma)"
+                           : "",
+      "; only stored (0) and deflate (8) entries can be read. Re-pack it "
+      "with compression='deflate' or uncompressed.");
+  // A deflate stream expands at most about 1032:1.
+  TORCH_CHECK(
+      entry.size / 1032 <= entry.compressed_size + 1,
+      what,
+      " claims ",
+      entry.size,
+      " bytes from ",
+      entry.compressed_size,
+      " compressed, more than deflate can expand to");
+}
+
+void zip_entry_bytes_into(
+    const unsigned char* data,
+    const ZipEntry& entry,
+    const std::string& label,
+    unsigned char* out) {
+  check_zip_entry_readable(entry, label);
+  const std::string what = c10::str(label, ": entry '", entry.name, "'");
+  if (entry.method == kZipStored) {
+    if (entry.size > 0) {
+      std::memcpy(out, data + entry.data_offset, entry.size);
+    }
+  } else {
+    inflate_raw(
+        data + entry.data_offset, entry.compressed_size, out, entry.size, what);
+  }
+  const std::string mismatch = crc_mismatch(
+      label, entry, crc32_update(0, out, static_cast<size_t>(entry.size)));
+  TORCH_CHECK(mismatch.empty(), mismatch);
+}
+
 std::vector<unsigned char> zip_entry_bytes(
     const unsigned char* data,
     const ZipEntry& entry,
     const std::string& label) {
-  const std::string what = c10::str(label, ": entry '", entry.name, "'");
-  std::vector<unsigned char> out;
-  if (entry.method == kZipStored) {
-    out.assign(
-        data + entry.data_offset,
-        data + entry.data_offset + entry.compressed_size);
-  } else {
-    TORCH_CHECK(
-        entry.method == kZipDeflated,
-        what,
-        " uses compression method ",
-        entry.method,
-        entry.method == 12   ? " (bzip2)"
-        : entry.method == 14 ? " (lzma)"
-                             : "",
-        "; only stored (0) and deflate (8) entries can be read. Re-pack it "
-        "with compression='deflate' or uncompressed.");
-    // A deflate stream expands at most about 1032:1; a larger claim is a
-    // lie that would allocate memory for nothing.
-    TORCH_CHECK(
-        entry.size / 1032 <= entry.compressed_size + 1,
-        what,
-        " claims ",
-        entry.size,
-        " bytes from ",
-        entry.compressed_size,
-        " compressed, more than deflate can expand to");
-    out.resize(static_cast<size_t>(entry.size));
-    inflate_raw(
-        data + entry.data_offset,
-        entry.compressed_size,
-        out.data(),
-        entry.size,
-        what);
-  }
-  const std::string mismatch =
-      crc_mismatch(label, entry, crc32_update(0, out.data(), out.size()));
-  TORCH_CHECK(mismatch.empty(), mismatch);
+  check_zip_entry_readable(entry, label);
+  std::vector<unsigned char> out(static_cast<size_t>(entry.size));
+  zip_entry_bytes_into(data, entry, label, out.data());
   return out;
 }
 

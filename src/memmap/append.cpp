@@ -39,13 +39,20 @@ namespace detail {
 // `.meta.json.append.tmp`. Only once all are written is each renamed over
 // its meta.json, the top one (`_tensordict/` for a tensorclass) first. An
 // error puts the old meta.json files and leaf sizes back. A killed append
-// is recovered by Python's rule: if the top directory still holds
-// `.meta.json.append.tmp`, no meta.json was replaced and every temporary is
-// dropped (the old rows); otherwise every temporary replaces the meta.json
-// beside it (the new rows). `append_memmap` applies the rule on disk before
-// it appends; loads apply it to what they read without writing (Python's
-// loads ignore the temporaries, so there a killed append can load as a mix
-// of old and new levels, or not at all).
+// is recovered by tensordict main's rule (`_finish_killed_append`): the
+// temporaries replace the meta.json beside them (the new rows) only when
+// the top directory no longer holds `.meta.json.append.tmp` (so the top
+// meta.json was replaced) and the top meta.json's first batch dim is the
+// row count of every temporary; otherwise every temporary is removed (the
+// old rows). The count guards against temporaries that another append left
+// behind, or a top temporary removed by hand: renaming those in would give
+// the nested levels another number of rows than the top. A temporary that
+// cannot be read counts as a mismatch. `append_memmap` applies the rule on
+// disk before it appends; loads apply it to what they read without writing
+// (Python's loads ignore the temporaries, so there a killed append can
+// load as a mix of old and new levels, or not at all). 0.15.3's rule
+// (roll forward whenever the top temporary is gone) gives the same result
+// for every state an append of ours or of Python's leaves behind.
 
 namespace {
 
@@ -319,18 +326,10 @@ void write_plain_file(const std::string& path, const std::string& content) {
       std::strerror(errno));
 }
 
-// True if the top directory, whose meta.json an append replaces first
-// (`_tensordict` for a tensorclass, else `prefix`), holds a temporary.
-bool top_temporary_exists(const std::string& prefix) {
-  if (path_kind(join_path(prefix, kAppendTemporary)) != PathKind::kMissing) {
-    return true;  // a dict's; a tensorclass's own meta.json is never replaced
-  }
-  const std::string fields = join_path(prefix, "_tensordict");
-  if (path_kind(join_path(fields, kAppendTemporary)) == PathKind::kMissing) {
-    return false;
-  }
-  // `_tensordict` is the top unless the root is a dict with a key of that
-  // name.
+// True if an append replaces `_tensordict/meta.json` first: the root is a
+// tensorclass (not a dict with a key of that name), or its meta.json cannot
+// be read.
+bool fields_are_top(const std::string& prefix) {
   try {
     const std::string meta_path = join_path(prefix, "meta.json");
     const Json meta = parse_meta_json(
@@ -342,6 +341,17 @@ bool top_temporary_exists(const std::string& prefix) {
   } catch (const c10::Error&) {
     return true;
   }
+}
+
+// True if the top directory, whose meta.json an append replaces first
+// (`_tensordict` for a tensorclass, else `prefix`), holds a temporary.
+bool top_temporary_exists(const std::string& prefix) {
+  if (path_kind(join_path(prefix, kAppendTemporary)) != PathKind::kMissing) {
+    return true;  // a dict's; a tensorclass's own meta.json is never replaced
+  }
+  const std::string fields = join_path(prefix, "_tensordict");
+  return path_kind(join_path(fields, kAppendTemporary)) != PathKind::kMissing &&
+         fields_are_top(prefix);
 }
 
 // The append temporaries below `dir` (not through symlinks).
@@ -359,10 +369,56 @@ void find_temporaries(
   }
 }
 
+// The first batch dim that the dict meta.json at `path` records, or none
+// when it cannot be read or records none.
+std::optional<int64_t> recorded_rows(const std::string& path) {
+  try {
+    const Json meta = parse_meta_json(
+        read_small_file(path, kMaxAppendMetaBytes), kMaxAppendDepth, path);
+    const auto shape = meta.find("shape");
+    if (shape == meta.end() || !shape->is_array() || shape->empty() ||
+        !shape->front().is_number_integer()) {
+      return std::nullopt;
+    }
+    return shape->front().get<int64_t>();
+  } catch (const c10::Error&) {
+    return std::nullopt;
+  }
+}
+
+// The meta.json an append replaces first: `_tensordict/meta.json` when the
+// root is a tensorclass, else the root's.
+std::string top_meta_json(const std::string& prefix) {
+  const std::string fields =
+      join_path(join_path(prefix, "_tensordict"), "meta.json");
+  return path_kind(fields) == PathKind::kFile && fields_are_top(prefix)
+             ? fields
+             : join_path(prefix, "meta.json");
+}
+
 }  // namespace
 
-bool append_rolls_forward(const std::string& prefix) {
-  return !top_temporary_exists(prefix);
+bool append_rolls_forward(
+    const std::string& prefix, const std::vector<std::string>& dirs) {
+  if (dirs.empty() || top_temporary_exists(prefix)) {
+    return false;
+  }
+  const std::optional<int64_t> rows = recorded_rows(top_meta_json(prefix));
+  if (!rows) {
+    return false;
+  }
+  for (const auto& dir : dirs) {
+    if (recorded_rows(join_path(dir, kAppendTemporary)) != rows) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<std::string> append_temporaries(const std::string& prefix) {
+  std::vector<std::string> dirs;
+  find_temporaries(prefix, 0, dirs);
+  return dirs;
 }
 
 std::string append_temporary(const std::string& dir) {
@@ -375,7 +431,7 @@ void recover_append(const std::string& prefix) {
   if (dirs.empty()) {
     return;
   }
-  const bool forward = append_rolls_forward(prefix);
+  const bool forward = append_rolls_forward(prefix, dirs);
   for (const auto& dir : dirs) {
     const std::string temporary = join_path(dir, kAppendTemporary);
     if (forward) {

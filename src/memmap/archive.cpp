@@ -24,13 +24,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -175,13 +179,16 @@ class ArchiveFiles final : public TreeFiles {
           entry.name,
           "' is compressed, so in-place writes cannot reach the file. "
           "Re-save the archive without compression to make it writable.");
-      const std::vector<unsigned char> bytes =
-          zip_entry_bytes(data(), entry, label_);
-      at::Tensor tensor = at::empty(shape, options);
-      if (nbytes > 0) {
-        std::memcpy(tensor.data_ptr(), bytes.data(), nbytes);
+      at::Tensor bytes = take_inflated(entry.name);
+      if (!bytes.defined()) {
+        bytes = inflate(entry);
       }
-      return tensor;
+      if (nbytes == 0) {
+        return at::empty(shape, options);
+      }
+      return bytes.narrow(0, 0, static_cast<int64_t>(nbytes))
+          .view(dtype)
+          .view(shape);
     }
     if (nbytes == 0) {
       return at::empty(shape, options);
@@ -215,7 +222,90 @@ class ArchiveFiles final : public TreeFiles {
     return true;
   }
 
+  void prefetch_compressed(
+      const std::string& dir, int64_t num_threads) const override {
+    if (num_threads < 2 || mode_ == MapMode::kReadWrite) {
+      return;
+    }
+    const std::optional<std::string> scope = entry_name(dir);
+    if (!scope) {
+      return;
+    }
+    const std::string prefix = scope->empty() ? "" : *scope + "/";
+    const std::string suffix = ".memmap";
+    std::vector<const ZipEntry*> entries;
+    for (const auto& [name, entry] : files_) {
+      if (entry.method == kZipDeflated && entry.size > 0 &&
+          name.size() > prefix.size() + suffix.size() &&
+          name.compare(0, prefix.size(), prefix) == 0 &&
+          name.compare(name.size() - suffix.size(), suffix.size(), suffix) ==
+              0) {
+        entries.push_back(&entry);
+      }
+    }
+    if (entries.size() < 2) {
+      return;
+    }
+    // Largest first, so that one large leaf does not start last.
+    std::sort(entries.begin(), entries.end(), [](auto* a, auto* b) {
+      return a->size > b->size;
+    });
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+      for (size_t i = next.fetch_add(1); i < entries.size();
+           i = next.fetch_add(1)) {
+        at::Tensor bytes;
+        try {
+          bytes = inflate(*entries[i]);
+        } catch (const std::exception&) {
+          continue;  // its map_leaf inflates it again and throws with its key
+        }
+        std::lock_guard<std::mutex> lock(inflated_mutex_);
+        inflated_[entries[i]->name] = std::move(bytes);
+      }
+    };
+    const size_t threads =
+        std::min(static_cast<size_t>(num_threads), entries.size());
+    std::vector<std::thread> pool;
+    pool.reserve(threads - 1);
+    try {
+      for (size_t t = 1; t < threads; ++t) {
+        pool.emplace_back(worker);
+      }
+    } catch (const std::system_error&) {
+      // Fewer threads than asked (a process limit): the others do the work.
+    }
+    worker();
+    for (auto& thread : pool) {
+      thread.join();
+    }
+  }
+
  private:
+  // The whole uncompressed payload of a deflated `entry`, CRC-checked.
+  at::Tensor inflate(const ZipEntry& entry) const {
+    check_zip_entry_readable(entry, label_);
+    at::Tensor bytes = at::empty(
+        {static_cast<int64_t>(entry.size)},
+        at::TensorOptions().dtype(at::kByte));
+    zip_entry_bytes_into(
+        data(), entry, label_, static_cast<unsigned char*>(bytes.data_ptr()));
+    return bytes;
+  }
+
+  // The payload `prefetch_compressed` inflated for `name`, given up so that
+  // its memory goes with the leaf; undefined if there is none.
+  at::Tensor take_inflated(const std::string& name) const {
+    std::lock_guard<std::mutex> lock(inflated_mutex_);
+    const auto it = inflated_.find(name);
+    if (it == inflated_.end()) {
+      return {};
+    }
+    at::Tensor bytes = std::move(it->second);
+    inflated_.erase(it);
+    return bytes;
+  }
+
   const unsigned char* data() const {
     return static_cast<const unsigned char*>(mapping_.data_ptr());
   }
@@ -258,6 +348,8 @@ class ArchiveFiles final : public TreeFiles {
   at::Tensor mapping_;
   std::map<std::string, ZipEntry> files_;
   std::set<std::string> dirs_;
+  mutable std::mutex inflated_mutex_;
+  mutable std::map<std::string, at::Tensor> inflated_;
 };
 
 // A read-only mapping of a whole file, for packing.

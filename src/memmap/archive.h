@@ -38,6 +38,13 @@ class TreeFiles {
       const EntryName& what) const = 0;
   /// True for an archive: the loaded dicts get no saved path.
   virtual bool is_archive() const = 0;
+  /// Inflates the deflated leaves below `dir` on `num_threads` threads
+  /// ahead of the `map_leaf` calls that take them, as Python's
+  /// `load_memmap(num_threads=n)` does; nothing for a directory, for fewer
+  /// than two threads or fewer than two such leaves. A leaf that fails here
+  /// is inflated again by its `map_leaf`, which throws naming its key.
+  virtual void prefetch_compressed(
+      const std::string& /*dir*/, int64_t /*num_threads*/) const {}
 };
 
 /// The file system.

@@ -6,6 +6,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <future>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -88,10 +89,47 @@ NonTensorData NonTensorData::dumps(const MemmapOptions& options) const {
   return memmap(options);
 }
 
+std::future<NonTensorData> NonTensorData::memmap_async(
+    const MemmapOptions& options) const {
+  return std::async(std::launch::async, [self = *this, options] {
+    return self.memmap(options);
+  });
+}
+
+std::future<NonTensorData> NonTensorData::memmap_async_(
+    const MemmapOptions& options) {
+  return std::async(std::launch::async, [this, options]() -> NonTensorData {
+    return memmap_(options);
+  });
+}
+
+std::future<NonTensorData> NonTensorData::memmap_like_async(
+    const MemmapOptions& options) const {
+  return std::async(std::launch::async, [self = *this, options] {
+    return self.memmap_like(options);
+  });
+}
+
+std::future<NonTensorData> NonTensorData::save_async(
+    const MemmapOptions& options) const {
+  return memmap_async(options);
+}
+
 NonTensorData NonTensorData::load_memmap(
     const std::string& prefix, const LoadMemmapOptions& options) {
   NonTensorData out = load_root<NonTensorData>(prefix, options);
   out.saved_path_ = loaded_directory(prefix, options);
+  return out;
+}
+
+NonTensorData& NonTensorData::load_memmap(
+    const std::string& prefix,
+    NonTensorData& out,
+    const LoadMemmapOptions& options) {
+  // Loaded whole first, so that an error leaves `out` as it was.
+  const NonTensorData loaded = load_memmap(prefix, options);
+  out.data_ = loaded.data_;
+  out.saved_path_ = loaded.saved_path_;
   return out;
 }
 
@@ -102,8 +140,7 @@ NonTensorData NonTensorData::load(
 
 NonTensorData& NonTensorData::load_memmap_(
     const std::string& prefix, const LoadMemmapOptions& options) {
-  *this = load_memmap(prefix, options);
-  return *this;
+  return load_memmap(prefix, *this, options);
 }
 
 NonTensorData& NonTensorData::load_(

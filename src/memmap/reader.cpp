@@ -47,15 +47,23 @@ class Loader {
   /// rule finishes it (see NOTE [Appending rows] in src/memmap/append.cpp);
   /// `prefix` is the root of the tree.
   void recover_appends(const std::string& prefix) {
-    append_forward_ = append_rolls_forward(prefix);
+    append_root_ = prefix;
   }
 
   Json read_meta(const std::string& dir) {
     std::string path = join_path(dir, "meta.json");
-    if (append_forward_) {
+    if (append_root_) {
       std::string temporary = append_temporary(dir);
       if (files_.kind(temporary) == PathKind::kFile) {
-        path = std::move(temporary);
+        // Decided once, at the first temporary: a tree without any (every
+        // tree but a killed append's) costs no walk.
+        if (!append_forward_) {
+          append_forward_ = append_rolls_forward(
+              *append_root_, append_temporaries(*append_root_));
+        }
+        if (*append_forward_) {
+          path = std::move(temporary);
+        }
       }
     }
     const PathKind kind = files_.kind(path);
@@ -306,7 +314,8 @@ class Loader {
     if (!mapped) {
       TORCH_CHECK(
           nbytes == 0,
-          "its memmap file ",
+          describe(path_),
+          ": its memmap file ",
           file,
           " is missing (meta.json says shape ",
           c10::IntArrayRef(shape),
@@ -494,7 +503,9 @@ class Loader {
   const TreeFiles& files_;
   KeyPath path_;  // the key being loaded; empty at the root
   bool meta_device_ = false;
-  bool append_forward_ = false;
+  // The root whose killed append loads recover; none for an archive.
+  std::optional<std::string> append_root_;
+  std::optional<bool> append_forward_;
   MappingBudget mappings_;
 };
 
@@ -543,6 +554,8 @@ class OpenedTree {
         loader_(options, problems, files_) {
     if (!archive_) {
       loader_.recover_appends(prefix);
+    } else if (!(options.device() && options.device()->is_meta())) {
+      archive_->prefetch_compressed(dir_, options.num_threads());
     }
   }
 

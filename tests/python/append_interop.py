@@ -12,6 +12,12 @@
    tree C++ wrote.
 4. C++ (memmap_interop append-check) loads WORK/cpp_tree and compares its
    dump with WORK/expected.json.
+5. Trees a killed append left (made by hand from Python's files): a nested
+   temporary holding more rows than the top meta.json (removed by the rule
+   of tensordict main), and one left after the top meta.json was replaced
+   (renamed in). C++ (memmap_interop append-to) recovers each and appends
+   the rows; each must then be byte for byte what Python's own append
+   writes to the tree the rule gives, and load in Python as those rows.
 
 usage: append_interop.py MEMMAP_INTEROP_BINARY WORK_DIR
 """
@@ -96,6 +102,44 @@ def main() -> int:
         problems += 1
         print("Python loads the C++ tree it appended to as", td_dump.to_json(loaded))
     run([binary, "append-check", p("cpp_tree"), p("expected.json")])
+
+    # 5. A stale nested temporary (5 rows) beside a top meta.json of 3 rows:
+    # removed, so the append starts from the 3 saved rows.
+    tensordict.save(base, p("killed_stale"))
+    shutil.copy(
+        os.path.join(p("py_tree_py"), "next", "meta.json"),
+        os.path.join(p("killed_stale"), "next", ".meta.json.append.tmp"),
+    )
+    tensordict.save(base, p("killed_stale_py"))
+    # Killed after the top meta.json was replaced: the nested temporary
+    # finishes the first append, then the second one goes on top of it.
+    shutil.copytree(p("py_tree_py"), p("killed_forward"))
+    shutil.copytree(p("py_tree_py"), p("killed_forward_py"))
+    shutil.copy(
+        os.path.join(p("py_tree_py"), "next", "meta.json"),
+        os.path.join(p("killed_forward"), "next", ".meta.json.append.tmp"),
+    )
+    shutil.copy(
+        os.path.join(p("py_base"), "next", "meta.json"),
+        os.path.join(p("killed_forward"), "next", "meta.json"),
+    )
+    for name, want in (
+        ("killed_stale", torch.cat([base, new])),
+        ("killed_forward", torch.cat([base, new, new])),
+    ):
+        run([binary, "append-to", p(name), p("py_rows")])
+        tensordict.append_memmap(p(name + "_py"), new)
+        by_cpp, by_python = files(p(name)), files(p(name + "_py"))
+        if by_cpp != by_python:
+            problems += 1
+            print(f"{name}: C++ recovered and appended unlike Python's append:",
+                  sorted(n for n in set(by_cpp) | set(by_python)
+                         if by_cpp.get(n) != by_python.get(n)))
+        loaded = td_dump.dump(td_dump.load_tree(p(name)))
+        if loaded != td_dump.dump(want):
+            problems += 1
+            print(f"Python loads {name} after the C++ recovery as",
+                  td_dump.to_json(loaded))
     print(f"append interop: {problems} problems")
     return 1 if problems else 0
 

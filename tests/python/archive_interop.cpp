@@ -95,6 +95,13 @@ int main(int argc, char** argv) {
       }
       problems += compare(name, TensorDict::load_memmap(path));
     }
+    // Python's load_memmap(num_threads=4): the deflated leaves inflated on
+    // four threads first load as they do one at a time.
+    problems += compare(
+        "py_deflate.tdz with num_threads(4)",
+        TensorDict::load_memmap(
+            work + "/py_deflate.tdz",
+            tensordict::LoadMemmapOptions().num_threads(4)));
     const TensorDict mapped = TensorDict::load_memmap(work + "/py.tdz");
     const at::Tensor a = mapped.get("a");
     const auto* base = static_cast<const char*>(a.storage().data());

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -153,6 +154,29 @@ int main(int argc, char** argv) {
           << interop::dump_stack(loaded, /*with_name=*/true).dump();
       (void)stack.consolidate(
           ConsolidateOptions().filename(cpp_dir + "/" + name + ".bin"));
+      // The same bytes from memory, and Python's file read back from them.
+      const at::Tensor bytes = consolidated_bytes(stack);
+      std::ofstream(cpp_dir + "/" + name + ".bytes.bin", std::ios::binary)
+          .write(
+              static_cast<const char*>(bytes.const_data_ptr()), bytes.numel());
+      std::ifstream py_file(py_dir + "/" + name + ".bin", std::ios::binary);
+      const std::string py_bytes(
+          (std::istreambuf_iterator<char>(py_file)),
+          std::istreambuf_iterator<char>());
+      const LazyStackedTensorDict from_bytes =
+          LazyStackedTensorDict::from_consolidated_bytes(
+              torch::from_blob(
+                  const_cast<char*>(py_bytes.data()),
+                  {static_cast<int64_t>(py_bytes.size())},
+                  torch::kUInt8)
+                  .clone());
+      if (interop::dump_stack(from_bytes, /*with_name=*/true) !=
+          interop::dump_stack(loaded, /*with_name=*/true)) {
+        std::cerr << "FAIL " << name
+                  << ": from_consolidated_bytes reads Python's file unlike "
+                     "from_consolidated\n";
+        ++failures;
+      }
       std::cout << "ok " << name
                 << ": C++ read Python's lazy stack and wrote its own\n";
     } catch (const std::exception& e) {

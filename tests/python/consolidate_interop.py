@@ -13,7 +13,9 @@
    `stack_cases()`, lazy stacks at the root, go the same way through
    `LazyStackedTensorDict::from_consolidated` and `consolidate(filename)`
    in C++: Python loads the C++ files as LazyStackedTensorDict with the same
-   stack dim and values, byte-identical to its own.
+   stack dim and values, byte-identical to its own, and so are the bytes
+   `consolidated_bytes(stack)` builds in memory (WORK/cpp/<case>.bytes.bin);
+   C++ reads Python's file back through `from_consolidated_bytes` too.
 4. The command-line tool reads every Python file of `cases()`: `dump` gives the canonical
    dump of tests/python/td_dump.py, `verify` passes; a truncated copy fails
    `verify` with the file's name.
@@ -184,6 +186,14 @@ def check_stacks(binary, py_dir, cpp_dir):
             failures += 1
             continue
         if not same_bytes(name, path, os.path.join(py_dir, name + ".bin")):
+            failures += 1
+            continue
+        # consolidated_bytes(stack): the same bytes, built in memory.
+        if not same_bytes(
+            name + " (consolidated_bytes)",
+            os.path.join(cpp_dir, name + ".bytes.bin"),
+            os.path.join(py_dir, name + ".bin"),
+        ):
             failures += 1
             continue
         print(f"ok {name}: Python reads the C++ lazy stack, byte-identical")

@@ -131,6 +131,12 @@ int append_main(int argc, char** argv) {
           tensordict::MemmapOptions(argv[5]).copy_existing(true));
       return 0;
     }
+    if (mode == "append-to" && argc == 4) {
+      // A tree a killed append left: recovered, then appended to.
+      tensordict::append_memmap(
+          argv[2], tensordict::TensorDict::load_memmap(argv[3]));
+      return 0;
+    }
     if (mode == "append-check" && argc == 4) {
       const int problems = compare_dumps(
           argv[2],
@@ -145,7 +151,8 @@ int append_main(int argc, char** argv) {
     return 1;
   }
   std::cerr << "usage: memmap_interop append PY_BASE PY_TREE PY_ROWS "
-               "CPP_TREE | append-check CPP_TREE EXPECTED_DUMP\n";
+               "CPP_TREE | append-to TREE ROWS | append-check CPP_TREE "
+               "EXPECTED_DUMP\n";
   return 2;
 }
 
