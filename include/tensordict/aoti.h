@@ -15,12 +15,18 @@
 // `tensordict.out_keys`: JSON lists of strings or lists of strings) or else
 // from the caller. `tensordict_cpp.export` also writes `tensordict.spec`:
 // the batch size (with its dynamic range), each input's dtype, trailing
-// shape and device, and where the weights are; with it every call is
-// checked before the package runs, since a package reads its inputs with
-// the strides and sizes it was compiled for and does not check them
-// itself. Without it, only the keys and the device are checked, and weights
-// can be loaded only into a package that holds some (their shapes are then
-// known).
+// shape and device, and where the weights are. A package reads its inputs
+// with the sizes and strides it was compiled for and, unless the process
+// sets AOTI_RUNTIME_CHECK_INPUTS, does not check them: a wrong one fails
+// inside generated code or reads out of bounds. So every call is checked
+// before the package runs, against tensordict.spec and against the input
+// checks AOTInductor compiles into every package (`check_input_<i>`, read
+// from the wrapper source the package carries): dtype, rank, each size or
+// its range, and the device, with errors that name the nested key; an
+// input is laid out with the strides the package reads. A package with
+// neither is refused. Without tensordict.spec, the dynamic dims take
+// torch.export's range (which starts at 2), and weights can be loaded only
+// into a package that holds some (their shapes are then known).
 //
 // NOTE [Untrusted packages]
 // A package holds a shared library that loading runs: only load packages
@@ -149,7 +155,8 @@ class TENSORDICT_API AOTIModuleImpl : public TensorDictModuleBase {
  public:
   /// Loads the package at `path`, with keys from its metadata. Throws
   /// c10::Error if the file is not an intact package, if its metadata is
-  /// malformed or has no keys, or if it was built for a device this
+  /// malformed or has no keys, if neither tensordict.spec nor compiled
+  /// input checks say what it takes, or if it was built for a device this
   /// process lacks or by another torch version.
   explicit AOTIModuleImpl(
       const std::string& path,
@@ -168,8 +175,9 @@ class TENSORDICT_API AOTIModuleImpl : public TensorDictModuleBase {
   /// Runs the package on the in_keys of `td` and writes the out_keys into
   /// `out`; returns `out`. The outputs are new tensors. Throws KeyError for
   /// a missing input, c10::TypeError for a dtype, c10::ValueError for a
-  /// trailing shape, device or batch size the package does not take (each
-  /// before the package runs), c10::Error if the weights are not loaded.
+  /// shape, device or batch size the package does not take, or strides it
+  /// reads that the input cannot be laid out in (each before the package
+  /// runs), c10::Error if the weights are not loaded.
   TensorDict forward(TensorDict td, TensorDict out) override;
 
   /// Runs the package on its flat inputs, in `input_names()` order, without
