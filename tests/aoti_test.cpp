@@ -10,6 +10,7 @@
 #include <tensordict/aoti.h>
 #include <tensordict/json.h>
 #include <tensordict/memmap.h>
+#include <tensordict/pack.h>
 #include <tensordict/probabilistic.h>
 
 #include <atomic>
@@ -926,6 +927,61 @@ TEST_F(AOTIModuleTest, HotSwapNeverMixesOldAndNewWeights) {
   EXPECT_GT(saw_b.load(), 0);
 }
 
+// ---- clone() ----
+
+TEST_F(AOTIModuleTest, CloneIsAnIndependentCopyWithTheWeightsInUse) {
+  AOTIModule module(path("weights_outside.pt2"));
+  module->load_weights(TensorDict::load_memmap(path("weights_b")));
+  auto copy = std::dynamic_pointer_cast<tensordict::nn::AOTIModuleImpl>(
+      module->clone());
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(copy->in_keys(), module->in_keys());
+  EXPECT_EQ(copy->out_keys(), module->out_keys());
+  const at::Tensor expected_a = load("weights_outside_expected_a").get("value");
+  const at::Tensor expected_b = load("weights_outside_expected_b").get("value");
+  TensorDict td = load("weights_outside_inputs");
+  (*copy)(td);
+  expect_close(td.get("value"), expected_b);
+  // New weights in the original leave the clone's alone, and back.
+  module->load_weights(TensorDict::load_memmap(path("weights_a")));
+  (*copy)(td);
+  expect_close(td.get("value"), expected_b);
+  module(td);
+  expect_close(td.get("value"), expected_a);
+  // A package without weights clones into one without weights.
+  AOTIModule empty(path("weights_outside.pt2"));
+  auto empty_copy = empty->clone();
+  EXPECT_THROWS_WITH(
+      (*std::dynamic_pointer_cast<tensordict::nn::AOTIModuleImpl>(empty_copy))(
+          td),
+      c10::Error,
+      "call load_weights first");
+}
+
+TEST_F(AOTIModuleTest, CloneKeepsTheCallersKeysAndTheSelection) {
+  AOTIModule module(
+      path("sequential_no_spec.pt2"),
+      {{"obs", "x"}, {"obs", "y"}},
+      {{"out", "action"}, {"hidden", "h"}});
+  module->select_out_keys({{"out", "action"}});
+  tensordict::nn::AnyTensorDictModule copy(
+      std::dynamic_pointer_cast<tensordict::nn::TensorDictModuleBase>(
+          module->clone()));
+  EXPECT_EQ(
+      copy->out_keys(), std::vector<NestedKey>{NestedKey({"out", "action"})});
+  TensorDict td = load("sequential_inputs_5");
+  copy(td);
+  EXPECT_FALSE(td.contains({"hidden", "h"}));
+  expect_close(
+      td.get({"out", "action"}),
+      load("sequential_expected_5").get({"out", "action"}));
+  EXPECT_THROWS_WITH(
+      module->clone(c10::Device(c10::kMeta)),
+      c10::Error,
+      "cannot clone it to meta: a package runs on the device it was "
+      "compiled for, cpu");
+}
+
 // ---- pack() and PackLayout ----
 
 std::vector<NestedKey> json_keys(const Json& list) {
@@ -941,8 +997,10 @@ TEST_F(AOTIModuleTest, PackGivesPythonsColumnsBitForBit) {
   const TensorDict expected = load("pack_expected");
   const Json golden =
       Json::parse(tensordict::testing::read_text(path("pack_layout.json")));
-  auto [flat, layout] = tensordict::nn::pack(td);
+  auto [flat, layout] = tensordict::pack(td);
   EXPECT_TRUE(torch::equal(flat, expected.get("flat")));
+  // The old spelling, tensordict::nn::pack, is the same function.
+  EXPECT_TRUE(torch::equal(tensordict::nn::pack(td).first, flat));
   EXPECT_TRUE(flat.is_contiguous());
   EXPECT_EQ(layout.keys, json_keys(golden["keys"]));
   EXPECT_EQ(
@@ -956,14 +1014,14 @@ TEST_F(AOTIModuleTest, PackGivesPythonsColumnsBitForBit) {
         layout.nested[i].first,
         NestedKey(golden["nested"][i][0].get<std::vector<std::string>>()));
   }
-  auto [flat0, layout0] = tensordict::nn::pack(td, 0);
+  auto [flat0, layout0] = tensordict::pack(td, 0);
   EXPECT_TRUE(torch::equal(flat0, expected.get("flat0")));
   EXPECT_EQ(layout0.dim, golden["dim0"].get<int64_t>());
 }
 
 TEST_F(AOTIModuleTest, UnpackInvertsPackWithViews) {
   const TensorDict td = load("pack_input");
-  auto [flat, layout] = tensordict::nn::pack(td);
+  auto [flat, layout] = tensordict::pack(td);
   const TensorDict back = layout.unpack(flat);
   for (const NestedKey& key : td.keys(true, true)) {
     EXPECT_TRUE(torch::equal(back.get(key), td.get(key))) << key.to_string();
@@ -976,37 +1034,37 @@ TEST_F(AOTIModuleTest, UnpackInvertsPackWithViews) {
       rows.get({"nested", "stress"}),
       td.get({"nested", "stress"}).narrow(0, 1, 2)));
   // Packing into a layout follows its order.
-  auto [again, same] = tensordict::nn::pack(back, -1, &layout);
+  auto [again, same] = tensordict::pack(back, -1, &layout);
   EXPECT_TRUE(torch::equal(again, flat));
   EXPECT_EQ(same, layout);
 }
 
 TEST_F(AOTIModuleTest, PackRefusesWhatItCannotPack) {
   TensorDict td({{"a", torch::zeros({2, 3})}, {"b", torch::zeros({2})}}, {2});
-  auto [flat, layout] = tensordict::nn::pack(td);
+  auto [flat, layout] = tensordict::pack(td);
   EXPECT_THROWS_WITH(
-      tensordict::nn::pack(td, 2), c10::IndexError, "dim 2 is out of range");
+      tensordict::pack(td, 2), c10::IndexError, "dim 2 is out of range");
   TensorDict mixed = td.clone();
   mixed.set("c", torch::zeros({2}, torch::kInt64));
   EXPECT_THROWS_WITH(
-      tensordict::nn::pack(mixed),
+      tensordict::pack(mixed),
       c10::TypeError,
       "Cannot pack leaves of different dtypes: Float and Long at 'c'");
   TensorDict other_keys = td.exclude({"b"});
   other_keys.set("d", torch::zeros({2}));
   EXPECT_THROWS_WITH(
-      tensordict::nn::pack(other_keys, -1, &layout),
+      tensordict::pack(other_keys, -1, &layout),
       tensordict::KeyError,
       "The leaves of the tensordict differ from the keys of the layout");
   TensorDict reshaped(
       {{"a", torch::zeros({2, 4})}, {"b", torch::zeros({2})}}, {2});
   EXPECT_THROWS_WITH(
-      tensordict::nn::pack(reshaped, -1, &layout),
+      tensordict::pack(reshaped, -1, &layout),
       c10::ValueError,
       "The feature shapes of the leaves differ from those of the layout");
   TensorDict text({{"a", torch::zeros({2})}, {"note", "hi"}}, {2});
   EXPECT_THROWS_WITH(
-      tensordict::nn::pack(text),
+      tensordict::pack(text),
       c10::TypeError,
       "Cannot pack the non-tensor entry 'note'");
   EXPECT_THROWS_WITH(

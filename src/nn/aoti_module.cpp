@@ -133,6 +133,9 @@ struct AOTIModuleImpl::State {
   std::string path;
   std::string where;  // "AOTIModule 'path'": the start of every message
   AOTIModuleOptions options;
+  // The keys the caller gave, which a clone gives again.
+  std::optional<std::vector<NestedKey>> given_in_keys;
+  std::optional<std::vector<NestedKey>> given_out_keys;
   std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
   std::unordered_map<std::string, std::string> metadata;
   std::vector<AotiInput> inputs;  // in the package's order
@@ -182,6 +185,8 @@ void AOTIModuleImpl::init(
   const std::string& path = s.path;
   s.where = c10::str("AOTIModule '", path, "'");
   s.options = options;
+  s.given_in_keys = in_keys;
+  s.given_out_keys = out_keys;
 
   // Everything is checked before libtorch extracts the archive and opens
   // the library inside (see NOTE [Untrusted packages]).
@@ -548,6 +553,57 @@ TensorDict AOTIModuleImpl::forward(TensorDict td, TensorDict out) {
 std::shared_ptr<ProbabilisticTensorDictModuleImpl>
 AOTIModuleImpl::probabilistic_head() const noexcept {
   return state_->head;
+}
+
+std::shared_ptr<torch::nn::Module> AOTIModuleImpl::clone(
+    const std::optional<c10::Device>& device) const {
+  State& s = *state_;
+  TORCH_CHECK(
+      !device || *device == s.device,
+      s.where,
+      ": cannot clone it to ",
+      device.value_or(s.device),
+      ": a package runs on the device it was compiled for, ",
+      s.device,
+      "; export the model again for that device");
+  auto copy = s.given_in_keys
+                  ? std::make_shared<AOTIModuleImpl>(
+                        s.path, *s.given_in_keys, *s.given_out_keys, s.options)
+                  : std::make_shared<AOTIModuleImpl>(s.path, s.options);
+  TORCH_CHECK(
+      copy->state_->metadata == s.metadata,
+      s.where,
+      ": the package file changed since it was loaded; a clone would run "
+      "another model");
+  // The weights in use, read under the lock that load_weights swaps them
+  // under, so the copy gets one set, not a mix.
+  std::lock_guard<std::mutex> lock(s.swap_mutex);
+  if (s.weights_ready.load(std::memory_order_acquire) &&
+      !s.weight_fqns.empty()) {
+    const auto* runner = s.loader->get_runner();
+    const auto internal = runner->getConstantNamesToOriginalFQNs();
+    std::unordered_map<std::string, at::Tensor> constants;
+    for (const auto& [constant, tensor] :
+         runner->extract_constants_map(/*use_inactive=*/false)) {
+      // Keyed by the original name; internal names are mapped just in case.
+      const auto fqn = internal.find(constant);
+      constants.emplace(fqn == internal.end() ? constant : fqn->second, tensor);
+    }
+    TensorDict weights;
+    for (const auto& [name, fqn] : s.weight_fqns) {
+      const auto it = constants.find(fqn);
+      TORCH_CHECK(
+          it != constants.end() && it->second.defined(),
+          s.where,
+          ": the weight '",
+          name,
+          "' in use cannot be read back to clone it");
+      weights.set(name, it->second);
+    }
+    copy->load_weights(weights);
+  }
+  copy->copy_keys_from(*this);
+  return copy;
 }
 
 std::vector<at::Tensor> AOTIModuleImpl::run(
