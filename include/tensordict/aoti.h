@@ -183,6 +183,8 @@ class TENSORDICT_API AOTIModuleImpl : public TensorDictModuleBase {
       std::optional<std::vector<NestedKey>> in_keys,
       std::optional<std::vector<NestedKey>> out_keys,
       const AOTIModuleOptions& options);
+  void check_inputs_agree();
+  void init_weights(bool weights_in_package);
   std::unique_ptr<State> state_;
 };
 

@@ -260,6 +260,17 @@ void AOTIModuleImpl::init(
       " out_keys ",
       keys_to_string(s.package_outputs));
   s.inputs = aoti::match_inputs(spec, s.input_names, s.where);
+  check_inputs_agree();
+  std::vector<NestedKey> outs = spec.out_keys;
+  set_keys(std::move(spec.in_keys), std::move(outs));
+
+  init_weights(spec.weights_in_package);
+}
+
+// The compiled input checks against the package's device and its
+// tensordict.spec, for what both state.
+void AOTIModuleImpl::check_inputs_agree() {
+  State& s = *state_;
   const size_t batch_dims = s.batch_size.size();
   for (AotiInput& input : s.inputs) {
     if (!s.has_spec) {
@@ -299,9 +310,11 @@ void AOTIModuleImpl::init(
           checked_shape_string(check));
     }
   }
-  std::vector<NestedKey> outs = spec.out_keys;
-  set_keys(std::move(spec.in_keys), std::move(outs));
+}
 
+// The weights' names, shapes and whether the package holds them.
+void AOTIModuleImpl::init_weights(bool weights_in_package) {
+  State& s = *state_;
   // Weights, named as TensorDict::from_module names them.
   for (const std::string& fqn : s.loader->get_constant_fqns()) {
     std::string name = fqn;
@@ -311,7 +324,6 @@ void AOTIModuleImpl::init(
     }
     s.weight_fqns.emplace(name, fqn);
   }
-  bool weights_in_package = spec.weights_in_package;
   // The weights in use: none when the package was compiled without them
   // (package_constants_in_so=False), whatever its metadata says, since a
   // call would then read null constants. Their shapes check load_weights.
