@@ -982,7 +982,8 @@ TEST_F(AOTIModuleTest, CloneKeepsTheCallersKeysAndTheSelection) {
       "compiled for, cpu");
 }
 
-// ---- pack() and PackLayout ----
+// ---- pack() and PackLayout against Python (tests/pack_test.cpp has the
+// rest) ----
 
 std::vector<NestedKey> json_keys(const Json& list) {
   std::vector<NestedKey> keys;
@@ -1037,40 +1038,6 @@ TEST_F(AOTIModuleTest, UnpackInvertsPackWithViews) {
   auto [again, same] = tensordict::pack(back, -1, &layout);
   EXPECT_TRUE(torch::equal(again, flat));
   EXPECT_EQ(same, layout);
-}
-
-TEST_F(AOTIModuleTest, PackRefusesWhatItCannotPack) {
-  TensorDict td({{"a", torch::zeros({2, 3})}, {"b", torch::zeros({2})}}, {2});
-  auto [flat, layout] = tensordict::pack(td);
-  EXPECT_THROWS_WITH(
-      tensordict::pack(td, 2), c10::IndexError, "dim 2 is out of range");
-  TensorDict mixed = td.clone();
-  mixed.set("c", torch::zeros({2}, torch::kInt64));
-  EXPECT_THROWS_WITH(
-      tensordict::pack(mixed),
-      c10::TypeError,
-      "Cannot pack leaves of different dtypes: Float and Long at 'c'");
-  TensorDict other_keys = td.exclude({"b"});
-  other_keys.set("d", torch::zeros({2}));
-  EXPECT_THROWS_WITH(
-      tensordict::pack(other_keys, -1, &layout),
-      tensordict::KeyError,
-      "The leaves of the tensordict differ from the keys of the layout");
-  TensorDict reshaped(
-      {{"a", torch::zeros({2, 4})}, {"b", torch::zeros({2})}}, {2});
-  EXPECT_THROWS_WITH(
-      tensordict::pack(reshaped, -1, &layout),
-      c10::ValueError,
-      "The feature shapes of the leaves differ from those of the layout");
-  TensorDict text({{"a", torch::zeros({2})}, {"note", "hi"}}, {2});
-  EXPECT_THROWS_WITH(
-      tensordict::pack(text),
-      c10::TypeError,
-      "Cannot pack the non-tensor entry 'note'");
-  EXPECT_THROWS_WITH(
-      layout.unpack(torch::zeros({2, 5})),
-      c10::ValueError,
-      "Expected 4 entries along dim -1 of the packed tensor, got 5.");
 }
 
 }  // namespace
