@@ -21,6 +21,11 @@ fuzzer grew survives):
   deflated ``pack_memmap``, a ``memmap_like`` archive written into without
   ``refresh_archive_checksums`` (stale CRCs), and a zip written by
   ``zipfile`` to an unseekable stream, whose entries have data descriptors).
+- fuzz_aoti_spec: AOTI package specs in the target's two forms (see
+  fuzz/fuzz_aoti_spec.cpp): the metadata of a tutorial package, of a
+  ``tensordict_cpp.export`` package and of a probabilistic one, with input
+  checks in the form AOTInductor generates them and the call specs torch's
+  pytree writes; and the same as small zip packages.
 
 Files larger than the fuzzers' -max_len are left out.
 """
@@ -221,6 +226,128 @@ def tdz_archives(scratch: str) -> list[str]:
     return out
 
 
+def _input_check(index: int, dtype: str, sizes, strides) -> str:
+    """One check_input_<index> in the form torch 2.13's AOTInductor writes:
+    sizes are ints or (low, high) ranges, strides ints or None."""
+    v = f"arg{index}_1"
+    lines = [
+        f"AOTI_NOINLINE static void check_input_{index}(",
+        "    AtenTensorHandle* input_handles",
+        ") {",
+        f"    ConstantHandle {v} = ConstantHandle(input_handles[{index}]);",
+        f"    int32_t {v}_dtype;",
+        f"    int32_t {v}_expected_dtype = aoti_torch_dtype_{dtype}();",
+        f"    if ({v}_expected_dtype != {v}_dtype) {{",
+        "        throw std::runtime_error(std::move(ss).str());",
+        "    }",
+        f"    auto {v}_size = {v}.sizes();",
+    ]
+    for dim, size in enumerate(sizes):
+        if isinstance(size, int):
+            lines += [f"    if ({size} != {v}_size[{dim}]) {{", "    }"]
+        else:
+            lines += [f"    if ({v}_size[{dim}] < {size[0]}) {{", "    }"]
+            lines += [f"    if ({v}_size[{dim}] > {size[1]}) {{", "    }"]
+    lines.append(f"    auto {v}_stride = {v}.strides();")
+    for dim, stride in enumerate(strides):
+        if stride is not None:
+            lines += [f"    if ({stride} != {v}_stride[{dim}]) {{", "    }"]
+    lines += [
+        f"    int32_t {v}_expected_device_type = 0;",
+        f"    if ({v}_expected_device_type != {v}_device_type) {{",
+        "    }",
+        "}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def aoti_specs() -> list[bytes]:
+    """Spec inputs for fuzz_aoti_spec, in its parts form and as zips."""
+    import io
+    import json
+    import zipfile
+
+    import torch
+    from torch.utils import _pytree as pytree
+
+    t = torch.zeros(1)
+    cpu = {"AOTI_DEVICE_KEY": "cpu", "AOTI_PLATFORM": "linux", "AOTI_CPU_ISA": "AVX2"}
+    version = torch.__version__
+    spec = {
+        "format": "1", "torch": version, "batch_size": [-1], "batch_min": 1,
+        "batch_max": 64,
+        "inputs": [
+            {"key": ["obs", "x"], "name": "obs_x", "dtype": "torch.float32",
+             "shape": [5], "device": "cpu"},
+            {"key": ["obs", "y"], "name": "obs_y", "dtype": "torch.float32",
+             "shape": [2], "device": "cpu"},
+        ],
+        "weights_prefix": "module.",
+        "weights": {"module.0.weight": {"dtype": "torch.float32", "shape": [6, 5]}},
+        "weights_in_package": True,
+    }
+    exported = dict(cpu)
+    exported.update({
+        "tensordict.format": "1",
+        "tensordict.in_keys": json.dumps([["obs", "x"], ["obs", "y"]]),
+        "tensordict.out_keys": json.dumps([["out", "action"]]),
+        "tensordict.spec": json.dumps(spec),
+    })
+    head = {
+        "distribution_class": "torch.distributions.categorical.Categorical",
+        "distribution_kwargs": {"validate_args": None},
+        "distribution_tensor_kwargs": {
+            "probs": {"dtype": "torch.float32", "shape": [3], "data": [0.2, 0.3, 0.5]}
+        },
+        "dist_keys": ["logits"], "in_keys": ["logits"], "out_key": "action",
+        "return_log_prob": True, "log_prob_key": None,
+        "default_interaction_type": "deterministic",
+    }
+    probabilistic = dict(cpu)
+    probabilistic.update({
+        "tensordict.format": "2",
+        "tensordict.in_keys": json.dumps(["observation"]),
+        "tensordict.out_keys": json.dumps(["logits"]),
+        "tensordict.probabilistic": json.dumps(head),
+    })
+    tutorial = dict(cpu)
+    tutorial.update({
+        "tensordict.in_keys": json.dumps(["obs"]),
+        "tensordict.out_keys": json.dumps(["action"]),
+    })
+    two = _input_check(0, "float32", [(2, 64), 5], [5, 1]) + _input_check(
+        1, "float32", [(2, 64), 2], [2, 1]
+    )
+    one = _input_check(0, "float32", [4, 3], [1, 4])
+
+    def call_spec(names, outputs):
+        inputs = pytree.treespec_dumps(
+            pytree.tree_flatten(((), {name: t for name in names}))[1]
+        )
+        outs = pytree.treespec_dumps(pytree.tree_flatten(tuple([t] * outputs))[1])
+        return inputs, outs
+
+    cases = [
+        (exported, two, ["obs_x", "obs_y"], 1),
+        (probabilistic, _input_check(0, "float32", [(2, 64), 4], [4, 1]),
+         ["observation"], 1),
+        (tutorial, one, ["obs"], 1),
+    ]
+    out = []
+    for meta, wrapper, names, outputs in cases:
+        ins, outs = call_spec(names, outputs)
+        parts = [json.dumps(meta), wrapper, ins, outs]
+        out.append(b"\x00" + "\x00".join(parts).encode())
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as zf:
+            zf.writestr("m/data/aotinductor/model/x.wrapper_metadata.json", json.dumps(meta))
+            zf.writestr("m/data/aotinductor/model/x.wrapper.cpp", wrapper)
+            zf.writestr("m/archive_format", "pt2")
+        out.append(b"\x01" + buffer.getvalue())
+    return out
+
+
 def main() -> int:
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -252,6 +379,8 @@ def main() -> int:
         for path in tdz_archives(scratch):
             with open(path, "rb") as f:
                 save(os.path.join(corpus, "fuzz_tdz"), f.read())
+        for data in aoti_specs():
+            save(os.path.join(corpus, "fuzz_aoti_spec"), data)
         for target in sorted(os.listdir(corpus)):
             count = len(os.listdir(os.path.join(corpus, target)))
             print(f"make_corpus: {target}: {count} inputs")

@@ -10,6 +10,7 @@
 #include <tensordict/aoti.h>
 #include <tensordict/json.h>
 #include <tensordict/memmap.h>
+#include <tensordict/pack.h>
 #include <tensordict/probabilistic.h>
 
 #include <atomic>
@@ -334,6 +335,246 @@ TEST_F(AOTIModuleTest, InputsWithDifferentBatchSizesAreAValueError) {
       "has [5]");
 }
 
+// ---- Packages without tensordict.spec: their compiled input checks ----
+
+TEST_F(AOTIModuleTest, TutorialPackageRefusesAWrongShapeBeforeItRuns) {
+  AOTIModule module(path("module.pt2"), {"obs"}, {"action"});
+  TensorDict wide({{"obs", torch::randn({4, 5})}}, {4});
+  EXPECT_THROWS_WITH(
+      module(wide),
+      c10::ValueError,
+      "AOTIModule '" + path("module.pt2") +
+          "': the input 'obs' has shape [4, 5], but the package takes [4, 3] "
+          "(the input checks compiled into it)");
+  TensorDict rows({{"obs", torch::randn({5, 3})}}, {5});
+  EXPECT_THROWS_WITH(
+      module(rows),
+      c10::ValueError,
+      "the input 'obs' has shape [5, 3], but the package takes [4, 3]");
+  TensorDict flat({{"obs", torch::randn({12})}}, {12});
+  EXPECT_THROWS_WITH(
+      module(flat),
+      c10::ValueError,
+      "the input 'obs' has shape [12], but the package takes [4, 3]");
+  TensorDict doubles({{"obs", torch::randn({4, 3}, torch::kFloat64)}}, {4});
+  EXPECT_THROWS_WITH(
+      module(doubles),
+      c10::TypeError,
+      "the input 'obs' has dtype Double, but the package takes Float");
+  // The right input still runs.
+  TensorDict td = load("module_inputs");
+  module(td);
+  expect_close(td.get("action"), load("module_expected").get("action"));
+}
+
+TEST_F(AOTIModuleTest, PackageWithoutSpecNamesTheNestedKeyOfAWrongInput) {
+  // sequential.pt2 without its tensordict metadata: a dynamic batch of
+  // [2, 64] (torch.export's range; the exporter's spec says [1, 64]).
+  const std::vector<NestedKey> in = {{"obs", "x"}, {"obs", "y"}};
+  const std::vector<NestedKey> out = {{"out", "action"}, {"hidden", "h"}};
+  AOTIModule module(path("sequential_no_spec.pt2"), in, out);
+  EXPECT_FALSE(module->batch_range().has_value());
+  TensorDict td = load("sequential_inputs_5");
+  module(td);
+  expect_close(
+      td.get({"out", "action"}),
+      load("sequential_expected_5").get({"out", "action"}));
+  TensorDict narrow(
+      {{"obs", {{"x", torch::randn({5, 5})}, {"y", torch::randn({5, 3})}}}},
+      {5});
+  EXPECT_THROWS_WITH(
+      module(narrow),
+      c10::ValueError,
+      "the input ('obs', 'y') has shape [5, 3], but the package takes "
+      "[2..64, 2] (the input checks compiled into it)");
+  TensorDict big(
+      {{"obs", {{"x", torch::randn({65, 5})}, {"y", torch::randn({65, 2})}}}},
+      {65});
+  EXPECT_THROWS_WITH(
+      module(big),
+      c10::ValueError,
+      "the input ('obs', 'x') has shape [65, 5], but the package takes "
+      "[2..64, 5]");
+  // torch.export traced it for sizes >= 2, and so its checks refuse 1.
+  TensorDict one = load("sequential_inputs_1");
+  EXPECT_THROWS_WITH(
+      module(one),
+      c10::ValueError,
+      "the input ('obs', 'x') has shape [1, 5], but the package takes "
+      "[2..64, 5]");
+  TensorDict ints(
+      {{"obs",
+        {{"x", torch::ones({5, 5}, torch::kInt64)},
+         {"y", torch::randn({5, 2})}}}},
+      {5});
+  EXPECT_THROWS_WITH(
+      module(ints),
+      c10::TypeError,
+      "the input ('obs', 'x') has dtype Long, but the package takes Float");
+}
+
+TEST_F(AOTIModuleTest, InputsAreLaidOutWithTheStridesThePackageReads) {
+  // Compiled from a transposed example: its kernel indexes the input with
+  // strides (1, 5). A contiguous input passed as is gives wrong values.
+  AOTIModule module(path("strided.pt2"), {"obs"}, {"action"});
+  const TensorDict inputs = load("strided_inputs");
+  const at::Tensor expected = load("strided_expected").get("action");
+  ASSERT_TRUE(inputs.get("obs").is_contiguous());
+  TensorDict td = inputs.clone();
+  module(td);
+  expect_close(td.get("action"), expected);
+  // Already in the package's layout, and in a third one.
+  TensorDict transposed = inputs.clone();
+  transposed.set("obs", inputs.get("obs").t().contiguous().t());
+  module(transposed);
+  expect_close(transposed.get("action"), expected);
+  TensorDict sliced = inputs.clone();
+  sliced.set(
+      "obs",
+      torch::cat({inputs.get("obs"), inputs.get("obs")}, 1).narrow(1, 3, 3));
+  module(sliced);
+  expect_close(sliced.get("action"), expected);
+  // The raw call, for comparison: the same tensor read with the wrong
+  // strides.
+  const at::Tensor raw = module->run({inputs.get("obs")})[0];
+  EXPECT_FALSE(torch::allclose(raw, expected, kTolerance, kTolerance));
+}
+
+TEST_F(AOTIModuleTest, PackageThatCannotBeCheckedIsRefused) {
+  EXPECT_THROWS_WITH(
+      AOTIModule(path("module_no_checks.pt2"), {"obs"}, {"action"}),
+      c10::Error,
+      "has neither tensordict.spec nor a wrapper source with the input "
+      "checks");
+  EXPECT_THROWS_WITH(
+      AOTIModule(path("spec_disagrees.pt2")),
+      c10::Error,
+      "tensordict.spec and the input checks of its wrapper source disagree "
+      "on the input ('obs', 'x'): [*batch, 6] with 1 batch dims against "
+      "[2..64, 5]");
+  EXPECT_THROWS_WITH(
+      AOTIModule(path("two_metadata.pt2")), c10::Error, "' differ");
+}
+
+// ---- The spec reader (nn/aoti_spec.h), on its own ----
+
+using tensordict::detail::AotiInputCheck;
+using tensordict::detail::parse_input_checks;
+
+TEST_F(AOTIModuleTest, InputChecksAreReadFromTheWrapperSource) {
+  const auto files =
+      tensordict::detail::read_package_file(path("module.pt2"), "model");
+  ASSERT_TRUE(files.wrapper_source.has_value());
+  const std::vector<AotiInputCheck> checks =
+      parse_input_checks(*files.wrapper_source, "module.pt2");
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_EQ(checks[0].dtype, c10::kFloat);
+  EXPECT_EQ(checks[0].device_type, c10::kCPU);
+  ASSERT_EQ(checks[0].sizes.size(), 2u);
+  EXPECT_EQ(checks[0].sizes[0].size, 4);
+  EXPECT_EQ(checks[0].sizes[1].size, 3);
+  EXPECT_EQ(
+      checks[0].strides,
+      (std::vector<std::optional<int64_t>>{int64_t{3}, int64_t{1}}));
+
+  const auto seq =
+      tensordict::detail::read_package_file(path("sequential.pt2"), "model");
+  const std::vector<AotiInputCheck> two =
+      parse_input_checks(*seq.wrapper_source, "sequential.pt2");
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_FALSE(two[1].sizes[0].size.has_value());
+  EXPECT_EQ(two[1].sizes[0].min, 2);
+  EXPECT_EQ(two[1].sizes[0].max, 64);
+  EXPECT_EQ(two[1].sizes[1].size, 2);
+  EXPECT_THROWS_WITH(
+      tensordict::detail::read_package_file(path("module.pt2"), "other"),
+      c10::Error,
+      "no metadata for model 'other'");
+}
+
+std::string check_source(const std::string& index, const std::string& body) {
+  return "AOTI_NOINLINE static void check_input_" + index +
+         "(\n    AtenTensorHandle* input_handles\n) {\n"
+         "    ConstantHandle arg0 = ConstantHandle(input_handles[" +
+         index + "]);\n" + body + "}\n";
+}
+
+TEST_F(AOTIModuleTest, MalformedInputChecksAreRefused) {
+  const std::string dtype =
+      "    int32_t arg0_expected_dtype = aoti_torch_dtype_float32();\n";
+  EXPECT_EQ(
+      parse_input_checks(
+          check_source(
+              "0",
+              dtype + "    if (arg0_size[0] < 2) {\n"
+                      "    if (3 != arg0_size[1]) {\n"
+                      "    if (1 != arg0_stride[1]) {\n"),
+          "p")[0]
+          .sizes[0]
+          .min,
+      2);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {check_source(
+           "0", "    int32_t arg0_expected_dtype = aoti_torch_dtype_f99();\n"),
+       "a dtype this build does not know: 'int32_t arg0_expected_dtype = "
+       "aoti_torch_dtype_f99();'"},
+      {check_source("0", "    if (3 != arg0_size[1] + 1) {\n"),
+       "an unknown form: 'if (3 != arg0_size[1] + 1) {'"},
+      {check_source("0", "    if (arg0.dim() != 2) {\n"), "an unknown form"},
+      {check_source("0", "    if (99999999999999999999 != arg0_size[0]) {\n"),
+       "a number out of range"},
+      {check_source("0", "    if (3 != arg0_size[64]) {\n"),
+       "a dim beyond torch's limit"},
+      {check_source("0", "    if (3 != arg0_size[0]) {\n") +
+           check_source("0", ""),
+       "its wrapper source checks input 0 twice"},
+      {check_source("1", ""), "checks input 1 of 1 inputs"},
+      {check_source(
+           "0", "    if (arg0_size[0] < 9) {\n    if (arg0_size[0] > 4) {\n"),
+       "an empty range"},
+      {"static void check_input_x(", "a malformed check_input_ function"},
+  };
+  for (const auto& [source, message] : cases) {
+    SCOPED_TRACE(message);
+    EXPECT_THROWS_WITH(parse_input_checks(source, "p"), c10::Error, message);
+  }
+  // A source without checks describes no input.
+  EXPECT_TRUE(parse_input_checks("int main() {}", "p").empty());
+}
+
+TEST_F(AOTIModuleTest, SpecReaderRefusesMalformedMetadata) {
+  using tensordict::detail::AotiPackageFiles;
+  using tensordict::detail::read_package_spec;
+  const auto read = [](const std::string& json) {
+    AotiPackageFiles files;
+    files.metadata_json = json;
+    files.wrapper_source = check_source("0", "");
+    return read_package_spec(files, "p.pt2", std::nullopt, std::nullopt);
+  };
+  EXPECT_THROWS_WITH(read("[1]"), c10::Error, "p.pt2");
+  EXPECT_THROWS_WITH(
+      read(R"({"AOTI_DEVICE_KEY": 1})"),
+      c10::Error,
+      "the metadata entry 'AOTI_DEVICE_KEY' must be a string, found number");
+  EXPECT_THROWS_WITH(read("{}"), c10::Error, "no AOTI_DEVICE_KEY");
+  EXPECT_THROWS_WITH(
+      read(R"({"AOTI_DEVICE_KEY": "xpu"})"),
+      c10::Error,
+      "was compiled for device 'xpu'");
+  EXPECT_THROWS_WITH(
+      read(R"({"AOTI_DEVICE_KEY": "cpu"})"),
+      c10::ValueError,
+      "has no tensordict.in_keys metadata");
+  const auto spec = read(
+      R"({"AOTI_DEVICE_KEY": "cpu", "tensordict.in_keys": "[[\"a\", \"b\"]]",)"
+      R"( "tensordict.out_keys": "[\"c\"]"})");
+  EXPECT_EQ(spec.in_keys, (std::vector<NestedKey>{{"a", "b"}}));
+  EXPECT_EQ(spec.out_keys, std::vector<NestedKey>{"c"});
+  ASSERT_TRUE(spec.input_checks.has_value());
+  EXPECT_EQ(spec.input_checks->size(), 1u);
+  EXPECT_FALSE(spec.has_spec);
+}
+
 // ---- Packages that must be refused ----
 
 TEST_F(AOTIModuleTest, TruncatedPackageIsAnError) {
@@ -387,7 +628,7 @@ TEST_F(AOTIModuleTest, DamagedDirectoryBytesAreRefusedNeverFollowed) {
     damaged[i] = static_cast<char>(damaged[i] ^ 0xff);
     tensordict::testing::write_text(tmp / "damaged.pt2", damaged);
     try {
-      tensordict::nn::aoti_internal::check_zip_integrity(tmp / "damaged.pt2");
+      (void)tensordict::detail::read_package_file(tmp / "damaged.pt2", "model");
     } catch (const c10::Error&) {
       ++refused;
     }
@@ -686,7 +927,63 @@ TEST_F(AOTIModuleTest, HotSwapNeverMixesOldAndNewWeights) {
   EXPECT_GT(saw_b.load(), 0);
 }
 
-// ---- pack() and PackLayout ----
+// ---- clone() ----
+
+TEST_F(AOTIModuleTest, CloneIsAnIndependentCopyWithTheWeightsInUse) {
+  AOTIModule module(path("weights_outside.pt2"));
+  module->load_weights(TensorDict::load_memmap(path("weights_b")));
+  auto copy = std::dynamic_pointer_cast<tensordict::nn::AOTIModuleImpl>(
+      module->clone());
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(copy->in_keys(), module->in_keys());
+  EXPECT_EQ(copy->out_keys(), module->out_keys());
+  const at::Tensor expected_a = load("weights_outside_expected_a").get("value");
+  const at::Tensor expected_b = load("weights_outside_expected_b").get("value");
+  TensorDict td = load("weights_outside_inputs");
+  (*copy)(td);
+  expect_close(td.get("value"), expected_b);
+  // New weights in the original leave the clone's alone, and back.
+  module->load_weights(TensorDict::load_memmap(path("weights_a")));
+  (*copy)(td);
+  expect_close(td.get("value"), expected_b);
+  module(td);
+  expect_close(td.get("value"), expected_a);
+  // A package without weights clones into one without weights.
+  AOTIModule empty(path("weights_outside.pt2"));
+  auto empty_copy = empty->clone();
+  EXPECT_THROWS_WITH(
+      (*std::dynamic_pointer_cast<tensordict::nn::AOTIModuleImpl>(empty_copy))(
+          td),
+      c10::Error,
+      "call load_weights first");
+}
+
+TEST_F(AOTIModuleTest, CloneKeepsTheCallersKeysAndTheSelection) {
+  AOTIModule module(
+      path("sequential_no_spec.pt2"),
+      {{"obs", "x"}, {"obs", "y"}},
+      {{"out", "action"}, {"hidden", "h"}});
+  module->select_out_keys({{"out", "action"}});
+  tensordict::nn::AnyTensorDictModule copy(
+      std::dynamic_pointer_cast<tensordict::nn::TensorDictModuleBase>(
+          module->clone()));
+  EXPECT_EQ(
+      copy->out_keys(), std::vector<NestedKey>{NestedKey({"out", "action"})});
+  TensorDict td = load("sequential_inputs_5");
+  copy(td);
+  EXPECT_FALSE(td.contains({"hidden", "h"}));
+  expect_close(
+      td.get({"out", "action"}),
+      load("sequential_expected_5").get({"out", "action"}));
+  EXPECT_THROWS_WITH(
+      module->clone(c10::Device(c10::kMeta)),
+      c10::Error,
+      "cannot clone it to meta: a package runs on the device it was "
+      "compiled for, cpu");
+}
+
+// ---- pack() and PackLayout against Python (tests/pack_test.cpp has the
+// rest) ----
 
 std::vector<NestedKey> json_keys(const Json& list) {
   std::vector<NestedKey> keys;
@@ -701,8 +998,10 @@ TEST_F(AOTIModuleTest, PackGivesPythonsColumnsBitForBit) {
   const TensorDict expected = load("pack_expected");
   const Json golden =
       Json::parse(tensordict::testing::read_text(path("pack_layout.json")));
-  auto [flat, layout] = tensordict::nn::pack(td);
+  auto [flat, layout] = tensordict::pack(td);
   EXPECT_TRUE(torch::equal(flat, expected.get("flat")));
+  // The old spelling, tensordict::nn::pack, is the same function.
+  EXPECT_TRUE(torch::equal(tensordict::nn::pack(td).first, flat));
   EXPECT_TRUE(flat.is_contiguous());
   EXPECT_EQ(layout.keys, json_keys(golden["keys"]));
   EXPECT_EQ(
@@ -716,14 +1015,14 @@ TEST_F(AOTIModuleTest, PackGivesPythonsColumnsBitForBit) {
         layout.nested[i].first,
         NestedKey(golden["nested"][i][0].get<std::vector<std::string>>()));
   }
-  auto [flat0, layout0] = tensordict::nn::pack(td, 0);
+  auto [flat0, layout0] = tensordict::pack(td, 0);
   EXPECT_TRUE(torch::equal(flat0, expected.get("flat0")));
   EXPECT_EQ(layout0.dim, golden["dim0"].get<int64_t>());
 }
 
 TEST_F(AOTIModuleTest, UnpackInvertsPackWithViews) {
   const TensorDict td = load("pack_input");
-  auto [flat, layout] = tensordict::nn::pack(td);
+  auto [flat, layout] = tensordict::pack(td);
   const TensorDict back = layout.unpack(flat);
   for (const NestedKey& key : td.keys(true, true)) {
     EXPECT_TRUE(torch::equal(back.get(key), td.get(key))) << key.to_string();
@@ -736,43 +1035,9 @@ TEST_F(AOTIModuleTest, UnpackInvertsPackWithViews) {
       rows.get({"nested", "stress"}),
       td.get({"nested", "stress"}).narrow(0, 1, 2)));
   // Packing into a layout follows its order.
-  auto [again, same] = tensordict::nn::pack(back, -1, &layout);
+  auto [again, same] = tensordict::pack(back, -1, &layout);
   EXPECT_TRUE(torch::equal(again, flat));
   EXPECT_EQ(same, layout);
-}
-
-TEST_F(AOTIModuleTest, PackRefusesWhatItCannotPack) {
-  TensorDict td({{"a", torch::zeros({2, 3})}, {"b", torch::zeros({2})}}, {2});
-  auto [flat, layout] = tensordict::nn::pack(td);
-  EXPECT_THROWS_WITH(
-      tensordict::nn::pack(td, 2), c10::IndexError, "dim 2 is out of range");
-  TensorDict mixed = td.clone();
-  mixed.set("c", torch::zeros({2}, torch::kInt64));
-  EXPECT_THROWS_WITH(
-      tensordict::nn::pack(mixed),
-      c10::TypeError,
-      "Cannot pack leaves of different dtypes: Float and Long at 'c'");
-  TensorDict other_keys = td.exclude({"b"});
-  other_keys.set("d", torch::zeros({2}));
-  EXPECT_THROWS_WITH(
-      tensordict::nn::pack(other_keys, -1, &layout),
-      tensordict::KeyError,
-      "The leaves of the tensordict differ from the keys of the layout");
-  TensorDict reshaped(
-      {{"a", torch::zeros({2, 4})}, {"b", torch::zeros({2})}}, {2});
-  EXPECT_THROWS_WITH(
-      tensordict::nn::pack(reshaped, -1, &layout),
-      c10::ValueError,
-      "The feature shapes of the leaves differ from those of the layout");
-  TensorDict text({{"a", torch::zeros({2})}, {"note", "hi"}}, {2});
-  EXPECT_THROWS_WITH(
-      tensordict::nn::pack(text),
-      c10::TypeError,
-      "Cannot pack the non-tensor entry 'note'");
-  EXPECT_THROWS_WITH(
-      layout.unpack(torch::zeros({2, 5})),
-      c10::ValueError,
-      "Expected 4 entries along dim -1 of the packed tensor, got 5.");
 }
 
 }  // namespace

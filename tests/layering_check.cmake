@@ -25,7 +25,7 @@ set(floors
 # The folder whose sources define each public header's declarations.
 set(public_util export fwd errors json options print_options)
 set(public_core nested_key value non_tensor lazy_stack tensor_dict indexing detail/ops)
-set(public_tensor_dict map data_loader)
+set(public_tensor_dict map data_loader pack)
 set(public_tensor_class tensor_class lazy_stacked_tensor_class
     detail/tensor_class_impl detail/tensor_class_traits detail/tensor_class_ops
     detail/tensor_class_macros)

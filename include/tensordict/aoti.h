@@ -15,12 +15,18 @@
 // `tensordict.out_keys`: JSON lists of strings or lists of strings) or else
 // from the caller. `tensordict_cpp.export` also writes `tensordict.spec`:
 // the batch size (with its dynamic range), each input's dtype, trailing
-// shape and device, and where the weights are; with it every call is
-// checked before the package runs, since a package reads its inputs with
-// the strides and sizes it was compiled for and does not check them
-// itself. Without it, only the keys and the device are checked, and weights
-// can be loaded only into a package that holds some (their shapes are then
-// known).
+// shape and device, and where the weights are. A package reads its inputs
+// with the sizes and strides it was compiled for and, unless the process
+// sets AOTI_RUNTIME_CHECK_INPUTS, does not check them: a wrong one fails
+// inside generated code or reads out of bounds. So every call is checked
+// before the package runs, against tensordict.spec and against the input
+// checks AOTInductor compiles into every package (`check_input_<i>`, read
+// from the wrapper source the package carries): dtype, rank, each size or
+// its range, and the device, with errors that name the nested key; an
+// input is laid out with the strides the package reads. A package with
+// neither is refused. Without tensordict.spec, the dynamic dims take
+// torch.export's range (which starts at 2), and weights can be loaded only
+// into a package that holds some (their shapes are then known).
 //
 // NOTE [Untrusted packages]
 // A package holds a shared library that loading runs: only load packages
@@ -58,6 +64,7 @@
 #include "tensordict/nested_key.h"
 #include "tensordict/nn.h"
 #include "tensordict/options.h"
+#include "tensordict/pack.h"
 #include "tensordict/tensor_dict.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -65,55 +72,10 @@ namespace nn {
 
 class ProbabilisticTensorDictModuleImpl;
 
-/// The layout of a dict packed by `pack` (Python's `tensordict.PackLayout`):
-/// each leaf's columns in the packed tensor, and what `unpack` needs to
-/// rebuild the dict. Compares by value.
-///
-/// Example:
-/// ```
-///   auto [flat, layout] = pack(td);      // [*batch, F]
-///   TensorDict back = layout.unpack(flat.index({Slice(0, 2)}));
-/// ```
-struct TENSORDICT_API PackLayout {
-  /// The leaf keys, in column order.
-  std::vector<NestedKey> keys;
-  /// Each leaf's feature shape (after the dict's batch dims).
-  std::vector<std::vector<int64_t>> shapes;
-  /// The packed dim of the packed tensor, counted from the end.
-  int64_t dim = -1;
-  /// Each nested dict's key and batch shape after the root's batch dims;
-  /// parents come before their children.
-  std::vector<std::pair<NestedKey, std::vector<int64_t>>> nested;
-  /// The packed dict's device, if it had one.
-  std::optional<c10::Device> device;
-  /// The first column of each leaf.
-  std::vector<int64_t> offsets;
-  /// The number of columns.
-  int64_t numel = 0;
-
-  /// Rebuilds a dict whose leaves are views of `flat`; its batch size is
-  /// `flat`'s shape without the packed dim. Throws c10::IndexError if `dim`
-  /// is out of range for `flat`, c10::ValueError if `flat` has not `numel`
-  /// entries along it.
-  [[nodiscard]] TensorDict unpack(const at::Tensor& flat) const;
-  /// Returns true if both layouts are the same.
-  bool operator==(const PackLayout& other) const;
-  /// Returns true if the layouts differ.
-  bool operator!=(const PackLayout& other) const {
-    return !(*this == other);
-  }
-};
-
-/// Packs every leaf of `td` into one contiguous tensor (Python's
-/// `td.pack(dim, layout=layout)`): each leaf is flattened after the batch
-/// dims and the leaves are concatenated in `keys(true, true, sort=true)`
-/// order (or `layout`'s), along `dim` (in [-(batch_dims + 1), batch_dims]);
-/// the columns are those Python gives. Returns a copy and its layout. Throws
-/// c10::IndexError for `dim`, c10::TypeError for a non-tensor entry or
-/// mixed dtypes, c10::Error for mixed devices or a lazy stack, KeyError or
-/// c10::ValueError if the leaves differ from `layout`'s.
-TENSORDICT_API std::pair<at::Tensor, PackLayout> pack(
-    const TensorDict& td, int64_t dim = -1, const PackLayout* layout = nullptr);
+// pack and PackLayout moved to tensordict/pack.h (namespace tensordict),
+// next to the dict they pack; these keep the old spelling working.
+using ::tensordict::pack;
+using ::tensordict::PackLayout;
 
 /// How an AOTIModule loads its package.
 ///
@@ -149,7 +111,8 @@ class TENSORDICT_API AOTIModuleImpl : public TensorDictModuleBase {
  public:
   /// Loads the package at `path`, with keys from its metadata. Throws
   /// c10::Error if the file is not an intact package, if its metadata is
-  /// malformed or has no keys, or if it was built for a device this
+  /// malformed or has no keys, if neither tensordict.spec nor compiled
+  /// input checks say what it takes, or if it was built for a device this
   /// process lacks or by another torch version.
   explicit AOTIModuleImpl(
       const std::string& path,
@@ -168,8 +131,9 @@ class TENSORDICT_API AOTIModuleImpl : public TensorDictModuleBase {
   /// Runs the package on the in_keys of `td` and writes the out_keys into
   /// `out`; returns `out`. The outputs are new tensors. Throws KeyError for
   /// a missing input, c10::TypeError for a dtype, c10::ValueError for a
-  /// trailing shape, device or batch size the package does not take (each
-  /// before the package runs), c10::Error if the weights are not loaded.
+  /// shape, device or batch size the package does not take, or strides it
+  /// reads that the input cannot be laid out in (each before the package
+  /// runs), c10::Error if the weights are not loaded.
   TensorDict forward(TensorDict td, TensorDict out) override;
 
   /// Runs the package on its flat inputs, in `input_names()` order, without
@@ -203,6 +167,15 @@ class TENSORDICT_API AOTIModuleImpl : public TensorDictModuleBase {
   /// probabilistic module (see NOTE [Probabilistic packages]), or null.
   std::shared_ptr<ProbabilisticTensorDictModuleImpl> probabilistic_head()
       const noexcept;
+  /// Returns an independent copy: the package loaded again from `path()`,
+  /// with its own runners and weights, holding a copy of the weights in use
+  /// (those of the last `load_weights`), the same keys and selection. A
+  /// shared loader would let `load_weights` on one change the other, which
+  /// a clone (a target network) must not. Throws c10::Error if `device` is
+  /// not the package's (a package runs where it was compiled for), or if
+  /// the file changed since it was loaded.
+  std::shared_ptr<torch::nn::Module> clone(
+      const std::optional<c10::Device>& device = std::nullopt) const override;
 
  private:
   struct State;
@@ -210,6 +183,8 @@ class TENSORDICT_API AOTIModuleImpl : public TensorDictModuleBase {
       std::optional<std::vector<NestedKey>> in_keys,
       std::optional<std::vector<NestedKey>> out_keys,
       const AOTIModuleOptions& options);
+  void check_inputs_agree();
+  void init_weights(bool weights_in_package);
   std::unique_ptr<State> state_;
 };
 

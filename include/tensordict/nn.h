@@ -125,6 +125,9 @@ class TENSORDICT_API TensorDictModuleBase : public torch::nn::Module {
   bool has_selected_out_keys() const noexcept {
     return selected_;
   }
+  /// Takes the keys, the selection and the training mode of `other`: what
+  /// a `clone()` keeps besides the module's own state.
+  void copy_keys_from(const TensorDictModuleBase& other);
 
  private:
   TensorDict drop_unselected(TensorDict out) const;
@@ -312,6 +315,21 @@ std::shared_ptr<torch::nn::Module> module_pointer(const M& module) {
   }
 }
 
+// Returns a handle of type `M` to `module` (a clone of what an `M` held),
+// or throws if the clone is of another type.
+template <class M>
+M module_handle_from(const std::shared_ptr<torch::nn::Module>& module) {
+  if constexpr (torch::detail::is_module_holder<M>::value) {
+    auto impl = std::dynamic_pointer_cast<typename M::ContainedType>(module);
+    TORCH_CHECK(impl != nullptr, "clone() returned a module of another type");
+    return M(std::move(impl));
+  } else {
+    auto impl = std::dynamic_pointer_cast<typename M::element_type>(module);
+    TORCH_CHECK(impl != nullptr, "clone() returned a module of another type");
+    return impl;
+  }
+}
+
 // Calls a module handle's forward; a functor so calls it cannot take fail
 // substitution (and are not counted as accepted) instead of compiling.
 template <class Holder>
@@ -373,6 +391,9 @@ class TENSORDICT_API TensorDictModuleImpl : public TensorDictModuleBase {
           "tensors");
       wrapped_ = detail::module_pointer(module);
       register_module("module", wrapped_);
+      rebind_ = [](const std::shared_ptr<torch::nn::Module>& clone) {
+        return make_function(Forward{detail::module_handle_from<M>(clone)});
+      };
       init(
           make_function(Forward{std::move(module)}),
           detail::accepted_input_counts<Forward>(counts),
@@ -413,8 +434,20 @@ class TENSORDICT_API TensorDictModuleImpl : public TensorDictModuleBase {
   }
   /// Prints `TensorDictModule(in_keys=[...], out_keys=[...])`.
   void pretty_print(std::ostream& stream) const override;
+  /// Returns a deep copy (Python's `copy.deepcopy`): the wrapped module is
+  /// cloned with its `clone(device)` (its parameters copied, moved to
+  /// `device` if given), the keys, selection and options kept. A callable
+  /// is copied as a value, so what it captures is shared. Throws libtorch's
+  /// error, naming this module, if the wrapped module cannot be cloned.
+  std::shared_ptr<torch::nn::Module> clone(
+      const std::optional<c10::Device>& device = std::nullopt) const override;
 
  private:
+  struct CloneTag {};
+  TensorDictModuleImpl(
+      CloneTag /*unused*/,
+      const TensorDictModuleImpl& other,
+      const std::optional<c10::Device>& device);
   template <class F>
   static detail::TensorFunction make_function(F function) {
     return [function = std::move(function)](
@@ -432,16 +465,20 @@ class TENSORDICT_API TensorDictModuleImpl : public TensorDictModuleBase {
 
   detail::TensorFunction function_;
   std::shared_ptr<torch::nn::Module> wrapped_;
+  // Makes the call of a clone of `wrapped_`, which must be of its type.
+  std::function<detail::TensorFunction(
+      const std::shared_ptr<torch::nn::Module>&)>
+      rebind_;
   TensorDictModuleOptions options_;
 };
 
 /// Wraps a libtorch module, or a callable taking tensors, so that it reads
 /// its inputs from a TensorDict and writes its outputs into one (Python's
 /// `tensordict.nn.TensorDictModule`). A holder, like `torch::nn::Linear`:
-/// copies share the module. The wrapped module is the child `module`, so
-/// `parameters()`, `to()`, `train()`/`eval()`, optimizers and
-/// `TensorDict::from_module` see it. A forward returning a tuple or a
-/// vector of tensors fills several out_keys; the out_key "_" discards an
+/// copies share the module; `module->clone()` copies it deeply. The wrapped
+/// module is the child `module`, so `parameters()`, `to()`, `train()`/`eval()`,
+/// optimizers and `TensorDict::from_module` see it. A forward returning a tuple
+/// or a vector of tensors fills several out_keys; the out_key "_" discards an
 /// output. Not ported: Python's dict `in_keys` (keyword arguments),
 /// `method` and `strict=False` (a missing input is always a KeyError).
 ///
@@ -547,6 +584,19 @@ class TENSORDICT_API TensorDictSequentialImpl : public TensorDictModuleBase {
   }
   /// Prints `TensorDictSequential(in_keys=[...], out_keys=[...])`.
   void pretty_print(std::ostream& stream) const override;
+  /// Returns a deep copy: a sequence of each module's `clone(device)`, with
+  /// the same options and selected out_keys (torch's
+  /// `Sequential::clone`). Throws what a module's clone throws, noting
+  /// which module it was.
+  std::shared_ptr<torch::nn::Module> clone(
+      const std::optional<c10::Device>& device = std::nullopt) const override;
+
+ protected:
+  /// Returns each module's `clone(device)`, in order.
+  std::vector<AnyTensorDictModule> clone_modules(
+      const std::optional<c10::Device>& device) const;
+  /// Returns the options that rebuild this sequence as it is now.
+  TensorDictSequentialOptions current_options() const;
 
  private:
   TensorDict run(TensorDict td);

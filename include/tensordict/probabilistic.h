@@ -547,6 +547,10 @@ class TENSORDICT_API ProbabilisticTensorDictModuleImpl
   }
   /// Prints `ProbabilisticTensorDictModule(in_keys=..., out_keys=...)`.
   void pretty_print(std::ostream& stream) const override;
+  /// Returns a deep copy: the same distribution, keys and selection, its
+  /// tensor keyword arguments copied (to `device` if given).
+  std::shared_ptr<torch::nn::Module> clone(
+      const std::optional<c10::Device>& device = std::nullopt) const override;
 
  private:
   std::vector<std::string> dist_keys_;
@@ -613,6 +617,10 @@ class TENSORDICT_API ProbabilisticTensorDictSequentialImpl
   ProbabilisticTensorDictModuleImpl& head() const noexcept {
     return *head_;
   }
+  /// Returns a deep copy, a ProbabilisticTensorDictSequential of each
+  /// module's `clone(device)`; see TensorDictSequentialImpl::clone.
+  std::shared_ptr<torch::nn::Module> clone(
+      const std::optional<c10::Device>& device = std::nullopt) const override;
 
  private:
   ProbabilisticTensorDictModuleImpl* head_;

@@ -1,14 +1,18 @@
 // AOTIModule: an AOTInductor package run as a TensorDict module. See NOTE
 // [Package contract] and NOTE [Untrusted packages] in tensordict/aoti.h.
+// What a package says about itself is read by nn/aoti_spec.h; this file
+// opens the loader, matches the package's inputs and runs the calls.
 
+#include <ATen/ops/empty_strided.h>
 #include <c10/util/Exception.h>
+#include <c10/util/StringUtil.h>
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
-#include <torch/version.h>
 
 #include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <string>
@@ -16,205 +20,85 @@
 #include <utility>
 #include <vector>
 
-#include "core/walk.h"
-#include "io/format.h"
-#include "io/metadata_reader.h"
+#include "nn/aoti_spec.h"
 #include "nn/aoti_zip.h"
 #include "nn/keys.h"
 #include "tensordict/aoti.h"
 #include "tensordict/errors.h"
-#include "tensordict/json.h"
 #include "tensordict/probabilistic.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace nn {
-namespace aoti_internal {
+namespace {
 
-// The metadata formats this build reads: "1" (tensordict_cpp.METADATA_FORMAT)
-// and "2" (METADATA_FORMAT_PROBABILISTIC: format 1 plus
-// tensordict.probabilistic, which a build reading only format 1 must refuse
-// rather than run the package without its distribution).
-constexpr const char* kFormat = "1";
-constexpr const char* kFormatProbabilistic = "2";
-// The most entries of a tensor keyword argument (bounds are per action dim).
-constexpr int64_t kMaxKwargNumel = int64_t{1} << 16;
-// Metadata JSON is small and flat; deeper nesting is hostile.
-constexpr int64_t kMaxJsonDepth = 16;
+// The package's spec, read by nn/aoti_spec.h (nn.h has an nn::detail too).
+namespace aoti = ::tensordict::detail;
 
-struct InputSpec {
-  explicit InputSpec(NestedKey key_) : key(std::move(key_)) {}
-  NestedKey key;
-  std::string name;
-  // From tensordict.spec; unset for packages without it.
-  std::optional<c10::ScalarType> dtype;
-  std::optional<std::vector<int64_t>> shape;
-  std::optional<c10::Device> device;
-};
-
-struct WeightSpec {
-  std::optional<c10::ScalarType> dtype;
-  std::optional<std::vector<int64_t>> shape;
-};
-
-std::string join_key(const NestedKey& key) {
-  std::string name;
-  for (size_t i = 0; i < key.size(); ++i) {
-    if (i > 0) {
-      name += '_';
-    }
-    name += key[i];
-  }
-  return name;
-}
+using aoti::AotiDimCheck;
+using aoti::AotiInput;
+using aoti::AotiInputCheck;
+using aoti::AotiWeightSpec;
+using nn_module_internal::keys_to_string;
 
 std::string shape_string(c10::IntArrayRef shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) {
-      text += ", ";
-    }
-    text += std::to_string(shape[i]);
-  }
-  return text + "]";
+  return c10::str(shape);
 }
 
-// Parses one metadata value, which may be any JSON (the reader only takes
-// objects, so the value is wrapped in one).
-Json parse_value(const std::string& text, const std::string& what) {
-  return ::tensordict::detail::parse_meta_json(
-             "{\"v\": " + text + "\n}", kMaxJsonDepth, what)
-      .at("v");
+// The sizes an input check takes, as "[2..64, 5]".
+std::string checked_shape_string(const AotiInputCheck& check) {
+  std::vector<std::string> dims;
+  for (const AotiDimCheck& dim : check.sizes) {
+    if (dim.size) {
+      dims.push_back(std::to_string(*dim.size));
+    } else {
+      dims.push_back(c10::str(
+          dim.min.value_or(0),
+          "..",
+          dim.max ? std::to_string(*dim.max) : std::string("inf")));
+    }
+  }
+  return "[" + c10::Join(", ", dims) + "]";
 }
 
-// A key list: items are strings or non-empty lists of strings.
-std::vector<NestedKey> parse_keys(
-    const std::string& text, const std::string& path, const char* entry) {
-  const std::string what =
-      c10::str("AOTI package '", path, "' metadata '", entry, "'");
-  const Json value = parse_value(text, what);
-  TORCH_CHECK(
-      value.is_array() && !value.empty(),
-      what,
-      " must be a non-empty JSON list of keys, found ",
-      text);
-  std::vector<NestedKey> keys;
-  for (const Json& item : value) {
-    if (item.is_string()) {
-      keys.emplace_back(item.get<std::string>());
-      continue;
-    }
-    TORCH_CHECK(
-        item.is_array() && !item.empty(),
-        what,
-        ": a key must be a string or a non-empty list of strings, found ",
-        item.dump());
-    std::vector<std::string> parts;
-    for (const Json& part : item) {
-      TORCH_CHECK(
-          part.is_string() && !part.get<std::string>().empty(),
-          what,
-          ": a key must be a string or a non-empty list of strings, found ",
-          item.dump());
-      parts.push_back(part.get<std::string>());
-    }
-    keys.emplace_back(parts);
+// Static strides, "?" for a symbolic one.
+std::string strides_string(const std::vector<std::optional<int64_t>>& strides) {
+  std::vector<std::string> parts;
+  for (const auto& stride : strides) {
+    parts.push_back(stride ? std::to_string(*stride) : std::string("?"));
   }
-  return keys;
+  return "[" + c10::Join(", ", parts) + "]";
 }
 
-// The keyword names of a call spec's inputs: `[1, {tuple: [(), {dict}]}]`,
-// the form torch.export gives `f(**kwargs)`.
-std::vector<std::string> parse_input_names(
-    const std::string& text, const std::string& path) {
-  const std::string what = c10::str("AOTI package '", path, "' call spec");
-  const Json spec = parse_value(text, what);
-  const auto fail = [&](const char* problem) {
-    TORCH_CHECK(
-        false,
-        what,
-        ": ",
-        problem,
-        "; AOTIModule runs packages whose inputs are keyword tensors, one per "
-        "in_key (found ",
-        text.substr(0, 400),
-        ")");
-  };
-  if (!spec.is_array() || spec.size() != 2 || !spec[1].is_object()) {
-    fail("not a [version, tree] pair");
-  }
-  const Json& root = spec[1];
-  const auto children = [&](const Json& node) -> const Json& {
-    const auto it = node.find("children_spec");
-    if (it == node.end() || !it->is_array()) {
-      fail("a node has no children list");
-    }
-    return *it;
-  };
-  const auto type_is = [](const Json& node, const char* type) {
-    const auto it = node.find("type");
-    return it != node.end() && it->is_string() && *it == type;
-  };
-  if (!type_is(root, "builtins.tuple") || children(root).size() != 2) {
-    fail("the inputs are not an (args, kwargs) pair");
-  }
-  const Json& args = children(root)[0];
-  const Json& kwargs = children(root)[1];
-  if (!args.is_object() || !children(args).empty()) {
-    fail("the package takes positional inputs");
-  }
-  if (!kwargs.is_object() || !type_is(kwargs, "builtins.dict")) {
-    fail("the keyword inputs are not a dict");
-  }
-  const auto context = kwargs.find("context");
-  if (context == kwargs.end() || !context->is_string()) {
-    fail("the keyword inputs have no names");
-  }
-  const Json names = parse_value(context->get<std::string>(), what);
-  if (!names.is_array() || names.size() != children(kwargs).size()) {
-    fail("the keyword names do not match the inputs");
-  }
-  std::vector<std::string> out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    const Json& child = children(kwargs)[i];
-    if (!names[i].is_string() || !child.is_object() ||
-        !(child.contains("type") && child["type"].is_null())) {
-      fail("an input is not a single tensor");
-    }
-    out.push_back(names[i].get<std::string>());
-  }
-  return out;
+bool size_fits(const AotiDimCheck& dim, int64_t size) {
+  return (!dim.size || size == *dim.size) && (!dim.min || size >= *dim.min) &&
+         (!dim.max || size <= *dim.max);
 }
 
-// How many tensors the package returns: one leaf, or a tuple of leaves.
-size_t parse_output_count(const std::string& text, const std::string& path) {
-  const std::string what = c10::str("AOTI package '", path, "' call spec");
-  const Json spec = parse_value(text, what);
-  const auto is_leaf = [](const Json& node) {
-    return node.is_object() && node.contains("type") && node["type"].is_null();
-  };
-  TORCH_CHECK(
-      spec.is_array() && spec.size() == 2 && spec[1].is_object(),
-      what,
-      ": the outputs are not a [version, tree] pair");
-  const Json& root = spec[1];
-  if (is_leaf(root)) {
-    return 1;
+// True if `strides` lay out `sizes` densely, without overlap: a
+// permutation of a contiguous layout (size-1 dims aside).
+bool dense_strides(
+    c10::IntArrayRef sizes,
+    const std::vector<std::optional<int64_t>>& strides) {
+  std::vector<size_t> order;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (!strides[d] || *strides[d] < 0) {
+      return false;
+    }
+    if (sizes[d] != 1) {
+      order.push_back(d);
+    }
   }
-  const auto children = root.find("children_spec");
-  TORCH_CHECK(
-      root.contains("type") && root["type"] == "builtins.tuple" &&
-          children != root.end() && children->is_array() &&
-          std::all_of(children->begin(), children->end(), is_leaf),
-      what,
-      ": the outputs are not a tensor or a tuple of tensors (found ",
-      text.substr(0, 400),
-      ")");
-  return children->size();
-}
-
-std::string this_torch_version() {
-  return c10::str(
-      TORCH_VERSION_MAJOR, ".", TORCH_VERSION_MINOR, ".", TORCH_VERSION_PATCH);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return *strides[a] < *strides[b];
+  });
+  int64_t expected = 1;
+  for (size_t d : order) {
+    if (*strides[d] != expected) {
+      return false;
+    }
+    expected *= sizes[d];
+  }
+  return true;
 }
 
 // The instruction sets a CPU package was compiled for, which this CPU must
@@ -243,146 +127,18 @@ void check_cpu_isa(const std::string& isa, const std::string& path) {
 #endif
 }
 
-// Rebuilds the probabilistic head of a format-2 package from its
-// tensordict.probabilistic metadata (see tensordict_cpp.export): every value
-// is checked before use. Its in_keys must be outputs of the package.
-std::shared_ptr<ProbabilisticTensorDictModuleImpl> parse_probabilistic(
-    const std::string& text,
-    const std::string& path,
-    const std::vector<NestedKey>& package_outputs) {
-  const std::string file =
-      c10::str("AOTI package '", path, "' (tensordict.probabilistic)");
-  const Json meta =
-      ::tensordict::detail::parse_meta_json(text, kMaxJsonDepth, file);
-  const ::tensordict::detail::MetadataReader reader(
-      file, ::tensordict::detail::KeyPath());
-  reader.expect_object(meta, "tensordict.probabilistic");
-  const std::string& cls = reader.string(
-      reader.member(meta, "distribution_class"), "distribution_class");
-  const Json& kwargs = reader.member(meta, "distribution_kwargs");
-  reader.expect_object(kwargs, "distribution_kwargs");
-  for (const auto& [name, value] : kwargs.items()) {
-    TORCH_CHECK_VALUE(
-        value.is_number() || value.is_boolean() || value.is_null(),
-        file,
-        ": the distribution keyword argument '",
-        name,
-        "' must be a number, a boolean or null, got ",
-        value.type_name());
-  }
-  DistributionTensors tensor_kwargs;
-  const Json& tensors = reader.member(meta, "distribution_tensor_kwargs");
-  reader.expect_object(tensors, "distribution_tensor_kwargs");
-  for (const auto& [name, item] : tensors.items()) {
-    reader.expect_object(item, "distribution_tensor_kwargs{}");
-    const c10::ScalarType dtype = reader.dtype(reader.member(item, "dtype"));
-    const std::vector<int64_t> shape =
-        reader.shape(reader.member(item, "shape"), "shape");
-    int64_t numel = 1;
-    for (int64_t size : shape) {
-      TORCH_CHECK_VALUE(
-          size <= kMaxKwargNumel && numel * size <= kMaxKwargNumel,
-          file,
-          ": the tensor keyword argument '",
-          name,
-          "' has shape ",
-          shape_string(shape),
-          ", more than ",
-          kMaxKwargNumel,
-          " entries");
-      numel *= size;
-    }
-    const Json& data = reader.member(item, "data");
-    TORCH_CHECK_VALUE(
-        data.is_array() && static_cast<int64_t>(data.size()) == numel,
-        file,
-        ": the tensor keyword argument '",
-        name,
-        "' of shape ",
-        shape_string(shape),
-        " needs a list of ",
-        numel,
-        " numbers as data");
-    std::vector<double> values;
-    values.reserve(data.size());
-    for (const Json& v : data) {
-      TORCH_CHECK_VALUE(
-          v.is_number(),
-          file,
-          ": the tensor keyword argument '",
-          name,
-          "' holds ",
-          v.dump(),
-          ", which is not a number");
-      values.push_back(v.get<double>());
-    }
-    tensor_kwargs[name] =
-        at::tensor(values, at::kDouble).reshape(shape).to(dtype);
-  }
-  const Json& dist_keys_json = reader.member(meta, "dist_keys");
-  TORCH_CHECK_VALUE(
-      dist_keys_json.is_array(), file, ": dist_keys must be a list of strings");
-  std::vector<std::string> dist_keys;
-  for (const Json& key : dist_keys_json) {
-    dist_keys.push_back(reader.string(key, "dist_keys[]"));
-  }
-  std::vector<NestedKey> in_keys = parse_keys(
-      reader.member(meta, "in_keys").dump(),
-      path,
-      "tensordict.probabilistic in_keys");
-  const NestedKey out_key = parse_keys(
-      c10::str("[", reader.member(meta, "out_key").dump(), "]"),
-      path,
-      "tensordict.probabilistic out_key")[0];
-  ProbabilisticTensorDictModuleOptions options(cls);
-  options.distribution_kwargs(kwargs.dump());
-  options.distribution_tensor_kwargs(std::move(tensor_kwargs));
-  options.return_log_prob(reader.boolean(
-      reader.member(meta, "return_log_prob"), "return_log_prob"));
-  const Json& log_prob_key = reader.member(meta, "log_prob_key");
-  if (!log_prob_key.is_null()) {
-    options.log_prob_key(parse_keys(
-        c10::str("[", log_prob_key.dump(), "]"),
-        path,
-        "tensordict.probabilistic log_prob_key")[0]);
-  }
-  const std::string& type = reader.string(
-      reader.member(meta, "default_interaction_type"),
-      "default_interaction_type");
-  for (const NestedKey& key : in_keys) {
-    TORCH_CHECK_VALUE(
-        std::find(package_outputs.begin(), package_outputs.end(), key) !=
-            package_outputs.end(),
-        file,
-        ": the distribution reads ",
-        key.to_string(),
-        ", which is not an output of the package (its outputs are ",
-        nn_module_internal::keys_to_string(package_outputs),
-        ")");
-  }
-  try {
-    options.default_interaction_type(interaction_type_from_string(type));
-    return std::make_shared<ProbabilisticTensorDictModuleImpl>(
-        std::move(dist_keys), std::move(in_keys), out_key, std::move(options));
-  } catch (c10::Error& e) {
-    TORCH_RETHROW(e, "while reading ", file);
-  }
-}
-
-}  // namespace aoti_internal
-
-using aoti_internal::InputSpec;
-using aoti_internal::join_key;
-using aoti_internal::shape_string;
-using aoti_internal::WeightSpec;
-using nn_module_internal::keys_to_string;
+}  // namespace
 
 struct AOTIModuleImpl::State {
   std::string path;
   std::string where;  // "AOTIModule 'path'": the start of every message
+  AOTIModuleOptions options;
+  // The keys the caller gave, which a clone gives again.
+  std::optional<std::vector<NestedKey>> given_in_keys;
+  std::optional<std::vector<NestedKey>> given_out_keys;
   std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
   std::unordered_map<std::string, std::string> metadata;
-  std::vector<InputSpec> inputs;  // in the package's order
+  std::vector<AotiInput> inputs;  // in the package's order
   std::vector<std::string> input_names;
   c10::Device device = c10::kCPU;
   // From tensordict.spec: batch sizes with -1 for the dynamic dim.
@@ -392,7 +148,7 @@ struct AOTIModuleImpl::State {
   std::optional<int64_t> batch_max;
   std::string weights_prefix;
   std::map<std::string, std::string> weight_fqns;  // name -> package fqn
-  std::map<std::string, WeightSpec> weights;
+  std::map<std::string, AotiWeightSpec> weights;
   std::atomic<bool> weights_ready{false};
   std::mutex swap_mutex;  // one load_weights at a time
   // What the package returns, in order; the module's out_keys add the
@@ -428,41 +184,21 @@ void AOTIModuleImpl::init(
   State& s = *state_;
   const std::string& path = s.path;
   s.where = c10::str("AOTIModule '", path, "'");
+  s.options = options;
+  s.given_in_keys = in_keys;
+  s.given_out_keys = out_keys;
 
   // Everything is checked before libtorch extracts the archive and opens
   // the library inside (see NOTE [Untrusted packages]).
-  aoti_internal::check_zip_integrity(path);
-  std::unordered_map<std::string, std::string> meta;
-  try {
-    meta = torch::inductor::AOTIModelPackageLoader::load_metadata_from_package(
-        path, options.model_name());
-  } catch (const std::exception& e) {
-    TORCH_CHECK(
-        false,
-        "AOTI package '",
-        path,
-        "': cannot read the metadata of model '",
-        options.model_name(),
-        "': ",
-        e.what());
-  }
-  const auto get = [&](const char* name) -> const std::string* {
-    const auto it = meta.find(name);
-    return it == meta.end() ? nullptr : &it->second;
-  };
-
-  const std::string* device_key = get("AOTI_DEVICE_KEY");
-  TORCH_CHECK(
-      device_key != nullptr,
-      "AOTI package '",
+  aoti::AotiPackageSpec spec = aoti::read_package_spec(
+      aoti::read_package_file(path, options.model_name()),
       path,
-      "': no AOTI_DEVICE_KEY in its metadata; is it an AOTInductor package?");
-  if (*device_key == "cpu") {
+      std::move(in_keys),
+      std::move(out_keys));
+  if (spec.device_type == c10::kCPU) {
     s.device = c10::Device(c10::kCPU);
-    if (const std::string* isa = get("AOTI_CPU_ISA")) {
-      aoti_internal::check_cpu_isa(*isa, path);
-    }
-  } else if (*device_key == "cuda") {
+    check_cpu_isa(spec.cpu_isa, path);
+  } else {
     TORCH_CHECK(
         at::hasCUDA(),
         "AOTI package '",
@@ -472,161 +208,15 @@ void AOTIModuleImpl::init(
         c10::kCUDA,
         options.device_index() < 0 ? c10::DeviceIndex(0)
                                    : options.device_index());
-  } else {
-    TORCH_CHECK(
-        false,
-        "AOTI package '",
-        path,
-        "' was compiled for device '",
-        *device_key,
-        "'; AOTIModule runs cpu and cuda packages");
   }
-
-  bool probabilistic = false;
-  if (const std::string* format = get("tensordict.format")) {
-    probabilistic = *format == aoti_internal::kFormatProbabilistic;
-    TORCH_CHECK(
-        *format == aoti_internal::kFormat || probabilistic,
-        "AOTI package '",
-        path,
-        "' has tensordict metadata format '",
-        *format,
-        "', but this build reads formats '",
-        aoti_internal::kFormat,
-        "' and '",
-        aoti_internal::kFormatProbabilistic,
-        "'; export it again with this version's tensordict_cpp");
-  }
-  const std::string* probabilistic_text = get("tensordict.probabilistic");
-  TORCH_CHECK(
-      probabilistic == (probabilistic_text != nullptr),
-      "AOTI package '",
-      path,
-      "': ",
-      probabilistic ? "metadata format 2 needs tensordict.probabilistic"
-                    : "tensordict.probabilistic needs metadata format 2");
-
-  // Keys: the metadata's, which the caller's must then equal.
-  std::optional<std::vector<NestedKey>> meta_in;
-  std::optional<std::vector<NestedKey>> meta_out;
-  if (const std::string* text = get("tensordict.in_keys")) {
-    meta_in = aoti_internal::parse_keys(*text, path, "tensordict.in_keys");
-  }
-  if (const std::string* text = get("tensordict.out_keys")) {
-    meta_out = aoti_internal::parse_keys(*text, path, "tensordict.out_keys");
-  }
-  const auto pick = [&](std::optional<std::vector<NestedKey>>& given,
-                        std::optional<std::vector<NestedKey>>& from_meta,
-                        const char* what) {
-    if (given && from_meta) {
-      TORCH_CHECK_VALUE(
-          *given == *from_meta,
-          s.where,
-          ": the ",
-          what,
-          " given, ",
-          keys_to_string(*given),
-          ", differ from the package's metadata, ",
-          keys_to_string(*from_meta));
-    }
-    if (!given) {
-      TORCH_CHECK_VALUE(
-          from_meta.has_value(),
-          s.where,
-          ": the package has no tensordict.",
-          what,
-          " metadata; pass the keys: AOTIModule(path, in_keys, out_keys)");
-      given = std::move(from_meta);
-    }
-    TORCH_CHECK_VALUE(
-        !given->empty(), s.where, ": the ", what, " must not be empty");
-    return std::move(*given);
-  };
-  std::vector<NestedKey> ins = pick(in_keys, meta_in, "in_keys");
-  std::vector<NestedKey> outs = pick(out_keys, meta_out, "out_keys");
-
-  // The spec: everything the calls are checked against.
-  std::map<std::string, InputSpec> spec_inputs;
-  bool weights_in_package = true;
-  if (const std::string* text = get("tensordict.spec")) {
-    const std::string file =
-        c10::str("AOTI package '", path, "' (tensordict.spec)");
-    const Json spec = ::tensordict::detail::parse_meta_json(
-        *text, aoti_internal::kMaxJsonDepth, file);
-    const ::tensordict::detail::MetadataReader reader(
-        file, ::tensordict::detail::KeyPath());
-    const std::string& torch_version =
-        reader.string(reader.member(spec, "torch"), "torch");
-    const std::string ours = aoti_internal::this_torch_version();
-    TORCH_CHECK(
-        torch_version.compare(0, ours.size(), ours) == 0 &&
-            (torch_version.size() == ours.size() ||
-             torch_version[ours.size()] == '+'),
-        "AOTI package '",
-        path,
-        "' was built by torch ",
-        torch_version,
-        ", but this program runs torch ",
-        ours,
-        "; export it again with torch ",
-        ours);
-    // Sizes, or -1 for the dynamic dim (which shape() would refuse).
-    const Json& batch = reader.member(spec, "batch_size");
-    TORCH_CHECK(
-        batch.is_array() &&
-            batch.size() <= ::tensordict::detail::MetadataReader::kMaxDims,
-        file,
-        ": batch_size must be a list of at most ",
-        ::tensordict::detail::MetadataReader::kMaxDims,
-        " sizes");
-    for (const Json& dim : batch) {
-      const int64_t size = reader.integer(dim, "batch_size");
-      TORCH_CHECK(
-          size >= -1,
-          file,
-          ": batch_size entries are sizes or -1, found ",
-          size);
-      s.batch_size.push_back(size);
-    }
-    const Json& low = reader.member(spec, "batch_min");
-    const Json& high = reader.member(spec, "batch_max");
-    if (!low.is_null()) {
-      s.batch_min = reader.integer(low, "batch_min");
-    }
-    if (!high.is_null()) {
-      s.batch_max = reader.integer(high, "batch_max");
-    }
-    const Json& inputs = reader.member(spec, "inputs");
-    TORCH_CHECK(inputs.is_array(), file, ": inputs must be a list");
-    for (const Json& item : inputs) {
-      reader.expect_object(item, "inputs[]");
-      const Json& key = reader.member(item, "key");
-      InputSpec input(aoti_internal::parse_keys(
-          c10::str("[", key.dump(), "]"), path, "tensordict.spec inputs")[0]);
-      input.name = reader.string(reader.member(item, "name"), "name");
-      input.dtype = reader.dtype(reader.member(item, "dtype"));
-      input.shape = reader.shape(reader.member(item, "shape"), "shape");
-      input.device = reader.device(reader.member(item, "device"));
-      const std::string name = input.name;
-      spec_inputs.emplace(name, std::move(input));
-    }
-    s.weights_prefix =
-        reader.string(reader.member(spec, "weights_prefix"), "weights_prefix");
-    weights_in_package = reader.boolean(
-        reader.member(spec, "weights_in_package"), "weights_in_package");
-    if (spec.contains("weights")) {
-      const Json& weights = spec["weights"];
-      reader.expect_object(weights, "weights");
-      for (const auto& [name, item] : weights.items()) {
-        reader.expect_object(item, "weights{}");
-        WeightSpec w;
-        w.dtype = reader.dtype(reader.member(item, "dtype"));
-        w.shape = reader.shape(reader.member(item, "shape"), "shape");
-        s.weights.emplace(name, std::move(w));
-      }
-    }
-    s.has_spec = true;
-  }
+  s.has_spec = spec.has_spec;
+  s.batch_size = spec.batch_size;
+  s.batch_min = spec.batch_min;
+  s.batch_max = spec.batch_max;
+  s.weights_prefix = spec.weights_prefix;
+  s.weights = spec.weights;
+  s.package_outputs = spec.package_outputs;
+  s.head = spec.head;
 
   try {
     s.loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
@@ -639,6 +229,17 @@ void AOTIModuleImpl::init(
     TORCH_CHECK(false, s.where, ": libtorch cannot load it: ", e.what());
   }
   s.metadata = s.loader->get_metadata();
+  // What was checked must be what libtorch read (the file may have been
+  // replaced in between).
+  for (const auto& [name, value] : spec.metadata) {
+    const auto it = s.metadata.find(name);
+    TORCH_CHECK(
+        it != s.metadata.end() && it->second == value,
+        s.where,
+        ": libtorch read other metadata than was checked (entry '",
+        name,
+        "'); was the file replaced while it loaded?");
+  }
 
   const std::vector<std::string> call_spec = s.loader->get_call_spec();
   TORCH_CHECK(
@@ -647,82 +248,73 @@ void AOTIModuleImpl::init(
       ": the call spec has ",
       call_spec.size(),
       " parts, expected 2 (inputs and outputs)");
-  s.input_names = aoti_internal::parse_input_names(call_spec[0], path);
-  const size_t outputs = aoti_internal::parse_output_count(call_spec[1], path);
+  s.input_names = aoti::parse_input_names(call_spec[0], path);
+  const size_t outputs = aoti::parse_output_count(call_spec[1], path);
   TORCH_CHECK_VALUE(
-      outputs == outs.size(),
+      outputs == s.package_outputs.size(),
       s.where,
       ": the package returns ",
       outputs,
       " tensors, but there are ",
-      outs.size(),
+      s.package_outputs.size(),
       " out_keys ",
-      keys_to_string(outs));
+      keys_to_string(s.package_outputs));
+  s.inputs = aoti::match_inputs(spec, s.input_names, s.where);
+  check_inputs_agree();
+  std::vector<NestedKey> outs = spec.out_keys;
+  set_keys(std::move(spec.in_keys), std::move(outs));
 
-  // Match the in_keys to the keyword names, in the package's order.
-  std::map<std::string, NestedKey> by_name;
-  for (const NestedKey& key : ins) {
-    const std::string name = join_key(key);
-    TORCH_CHECK_VALUE(
-        by_name.emplace(name, key).second,
-        s.where,
-        ": in_keys ",
-        keys_to_string(ins),
-        " give the input name '",
-        name,
-        "' twice");
-  }
-  for (const std::string& name : s.input_names) {
-    const auto it = by_name.find(name);
-    TORCH_CHECK_VALUE(
-        it != by_name.end(),
-        s.where,
-        ": the package's input '",
-        name,
-        "' matches none of the in_keys ",
-        keys_to_string(ins),
-        " (nested keys are joined with '_')");
-    InputSpec input(it->second);
-    if (s.has_spec) {
-      const auto found = spec_inputs.find(name);
-      TORCH_CHECK(
-          found != spec_inputs.end() && found->second.key == it->second,
-          s.where,
-          ": tensordict.spec does not describe the input '",
-          name,
-          "' as the key ",
-          it->second.to_string());
-      input = found->second;
-    } else {
-      input.name = name;
+  init_weights(spec.weights_in_package);
+}
+
+// The compiled input checks against the package's device and its
+// tensordict.spec, for what both state.
+void AOTIModuleImpl::check_inputs_agree() {
+  State& s = *state_;
+  const size_t batch_dims = s.batch_size.size();
+  for (AotiInput& input : s.inputs) {
+    if (!s.has_spec) {
       input.device = s.device;
     }
-    s.inputs.push_back(std::move(input));
-    by_name.erase(it);
-  }
-  TORCH_CHECK_VALUE(
-      by_name.empty(),
-      s.where,
-      ": the in_key ",
-      by_name.empty() ? std::string() : by_name.begin()->second.to_string(),
-      " is not an input of the package, whose inputs are ",
-      c10::Join(", ", s.input_names));
-  s.package_outputs = outs;
-  if (probabilistic_text != nullptr) {
-    s.head = aoti_internal::parse_probabilistic(
-        *probabilistic_text, path, s.package_outputs);
-    for (const NestedKey& key : s.head->out_keys()) {
-      TORCH_CHECK_VALUE(
-          std::find(outs.begin(), outs.end(), key) == outs.end(),
+    if (!input.check) {
+      continue;
+    }
+    const AotiInputCheck& check = *input.check;
+    TORCH_CHECK(
+        !check.device_type || *check.device_type == s.device.type(),
+        s.where,
+        ": the input checks of its wrapper source take the input ",
+        input.key.to_string(),
+        " on ",
+        c10::DeviceTypeName(check.device_type.value_or(c10::kCPU)),
+        ", but the package runs on ",
+        s.device.type());
+    if (s.has_spec) {
+      // Both describe the input: they must agree on what they both state.
+      bool agree = check.sizes.size() == batch_dims + input.shape->size() &&
+                   (!check.dtype || *check.dtype == *input.dtype);
+      for (size_t d = 0; agree && d < input.shape->size(); ++d) {
+        agree = size_fits(check.sizes[batch_dims + d], (*input.shape)[d]);
+      }
+      TORCH_CHECK(
+          agree,
           s.where,
-          ": the distribution writes ",
-          key.to_string(),
-          ", which the package returns too");
-      outs.push_back(key);
+          ": tensordict.spec and the input checks of its wrapper source "
+          "disagree on the input ",
+          input.key.to_string(),
+          ": [*batch, ",
+          shape_string(*input.shape).substr(1),
+          " with ",
+          batch_dims,
+          " batch dims against ",
+          checked_shape_string(check));
     }
   }
-  set_keys(std::move(ins), std::move(outs));
+}
 
+// The weights' names, shapes and whether the package holds them.
+void AOTIModuleImpl::init_weights(bool weights_in_package) {
+  State& s = *state_;
   // Weights, named as TensorDict::from_module names them.
   for (const std::string& fqn : s.loader->get_constant_fqns()) {
     std::string name = fqn;
@@ -751,7 +343,7 @@ void AOTIModuleImpl::init(
       present.insert(fqn);
       for (const auto& [name, full] : s.weight_fqns) {
         if (full == fqn && s.weights.count(name) == 0) {
-          s.weights[name] = WeightSpec{
+          s.weights[name] = AotiWeightSpec{
               tensor.scalar_type(),
               std::vector<int64_t>(
                   tensor.sizes().begin(), tensor.sizes().end())};
@@ -776,7 +368,7 @@ void AOTIModuleImpl::init(
       if (full == fqn->second && s.weights.count(name) == 0 && dtype >= 0 &&
           dtype < static_cast<int32_t>(c10::ScalarType::NumOptions)) {
         s.weights[name] =
-            WeightSpec{static_cast<c10::ScalarType>(dtype), std::nullopt};
+            AotiWeightSpec{static_cast<c10::ScalarType>(dtype), std::nullopt};
       }
     }
   }
@@ -795,7 +387,7 @@ TensorDict AOTIModuleImpl::forward(TensorDict td, TensorDict out) {
   inputs.reserve(s.inputs.size());
   std::vector<int64_t> batch;  // the first input's batch dims
   const NestedKey* batch_key = nullptr;
-  for (const InputSpec& spec : s.inputs) {
+  for (const AotiInput& spec : s.inputs) {
     const Value* value = td.find(spec.key);
     TENSORDICT_CHECK_KEY(
         value != nullptr,
@@ -811,15 +403,19 @@ TensorDict AOTIModuleImpl::forward(TensorDict td, TensorDict out) {
         spec.key.to_string(),
         " must be a tensor");
     const at::Tensor& tensor = value->tensor();
+    std::optional<c10::ScalarType> dtype = spec.dtype;
+    if (!dtype && spec.check) {
+      dtype = spec.check->dtype;
+    }
     TORCH_CHECK_TYPE(
-        !spec.dtype || tensor.scalar_type() == *spec.dtype,
+        !dtype || tensor.scalar_type() == *dtype,
         s.where,
         ": the input ",
         spec.key.to_string(),
         " has dtype ",
         tensor.scalar_type(),
         ", but the package takes ",
-        spec.dtype.value_or(tensor.scalar_type()));
+        dtype.value_or(tensor.scalar_type()));
     TORCH_CHECK_VALUE(
         !spec.device || tensor.device() == *spec.device,
         s.where,
@@ -892,9 +488,59 @@ TensorDict AOTIModuleImpl::forward(TensorDict td, TensorDict out) {
             " has ",
             shape_string(batch));
       }
+    } else if (spec.check) {
+      // No tensordict.spec: the sizes the package's own checks take.
+      const AotiInputCheck& check = *spec.check;
+      const c10::IntArrayRef sizes = tensor.sizes();
+      bool fits = sizes.size() == check.sizes.size();
+      for (size_t d = 0; fits && d < sizes.size(); ++d) {
+        fits = size_fits(check.sizes[d], sizes[d]);
+      }
+      TORCH_CHECK_VALUE(
+          fits,
+          s.where,
+          ": the input ",
+          spec.key.to_string(),
+          " has shape ",
+          shape_string(sizes),
+          ", but the package takes ",
+          checked_shape_string(check),
+          " (the input checks compiled into it)");
     }
-    // The package reads its inputs with the strides it was compiled for.
-    inputs.push_back(tensor.contiguous());
+    // The package reads its inputs with the strides it was compiled for:
+    // contiguous ones, unless its checks say otherwise.
+    at::Tensor input = tensor.contiguous();
+    if (spec.check) {
+      const std::vector<std::optional<int64_t>>& strides = spec.check->strides;
+      bool match = true;
+      for (size_t d = 0; match && d < strides.size(); ++d) {
+        match =
+            !strides[d] || input.stride(static_cast<int64_t>(d)) == *strides[d];
+      }
+      if (!match) {
+        TORCH_CHECK_VALUE(
+            dense_strides(input.sizes(), strides),
+            s.where,
+            ": the input ",
+            spec.key.to_string(),
+            " of shape ",
+            shape_string(input.sizes()),
+            " has strides ",
+            shape_string(input.strides()),
+            " once contiguous, but the package reads it with strides ",
+            strides_string(strides),
+            ", which this module cannot lay it out in");
+        std::vector<int64_t> layout;
+        for (const auto& stride : strides) {
+          layout.push_back(*stride);
+        }
+        at::Tensor laid_out =
+            at::empty_strided(input.sizes(), layout, input.options());
+        laid_out.copy_(input);
+        input = std::move(laid_out);
+      }
+    }
+    inputs.push_back(std::move(input));
   }
   std::vector<at::Tensor> outputs = s.loader->run(inputs);
   const std::vector<NestedKey>& keys = s.package_outputs;
@@ -919,6 +565,57 @@ TensorDict AOTIModuleImpl::forward(TensorDict td, TensorDict out) {
 std::shared_ptr<ProbabilisticTensorDictModuleImpl>
 AOTIModuleImpl::probabilistic_head() const noexcept {
   return state_->head;
+}
+
+std::shared_ptr<torch::nn::Module> AOTIModuleImpl::clone(
+    const std::optional<c10::Device>& device) const {
+  State& s = *state_;
+  TORCH_CHECK(
+      !device || *device == s.device,
+      s.where,
+      ": cannot clone it to ",
+      device.value_or(s.device),
+      ": a package runs on the device it was compiled for, ",
+      s.device,
+      "; export the model again for that device");
+  auto copy = s.given_in_keys
+                  ? std::make_shared<AOTIModuleImpl>(
+                        s.path, *s.given_in_keys, *s.given_out_keys, s.options)
+                  : std::make_shared<AOTIModuleImpl>(s.path, s.options);
+  TORCH_CHECK(
+      copy->state_->metadata == s.metadata,
+      s.where,
+      ": the package file changed since it was loaded; a clone would run "
+      "another model");
+  // The weights in use, read under the lock that load_weights swaps them
+  // under, so the copy gets one set, not a mix.
+  std::lock_guard<std::mutex> lock(s.swap_mutex);
+  if (s.weights_ready.load(std::memory_order_acquire) &&
+      !s.weight_fqns.empty()) {
+    const auto* runner = s.loader->get_runner();
+    const auto internal = runner->getConstantNamesToOriginalFQNs();
+    std::unordered_map<std::string, at::Tensor> constants;
+    for (const auto& [constant, tensor] :
+         runner->extract_constants_map(/*use_inactive=*/false)) {
+      // Keyed by the original name; internal names are mapped just in case.
+      const auto fqn = internal.find(constant);
+      constants.emplace(fqn == internal.end() ? constant : fqn->second, tensor);
+    }
+    TensorDict weights;
+    for (const auto& [name, fqn] : s.weight_fqns) {
+      const auto it = constants.find(fqn);
+      TORCH_CHECK(
+          it != constants.end() && it->second.defined(),
+          s.where,
+          ": the weight '",
+          name,
+          "' in use cannot be read back to clone it");
+      weights.set(name, it->second);
+    }
+    copy->load_weights(weights);
+  }
+  copy->copy_keys_from(*this);
+  return copy;
 }
 
 std::vector<at::Tensor> AOTIModuleImpl::run(

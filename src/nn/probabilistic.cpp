@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <string>
@@ -534,6 +536,24 @@ ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(
 ProbabilisticTensorDictModuleImpl::~ProbabilisticTensorDictModuleImpl() =
     default;
 
+std::shared_ptr<torch::nn::Module> ProbabilisticTensorDictModuleImpl::clone(
+    const std::optional<c10::Device>& device) const {
+  ProbabilisticTensorDictModuleOptions options = options_;
+  DistributionTensors tensors;
+  for (const auto& [name, tensor] : options_.distribution_tensor_kwargs()) {
+    tensors[name] =
+        device ? tensor.to(*device, /*non_blocking=*/false, /*copy=*/true)
+               : tensor.clone();
+  }
+  options.distribution_tensor_kwargs(std::move(tensors));
+  // The sample key comes first in out_keys_source (the log-prob key, if
+  // any, after it).
+  auto copy = std::make_shared<ProbabilisticTensorDictModuleImpl>(
+      dist_keys_, in_keys(), out_keys_source().front(), std::move(options));
+  copy->copy_keys_from(*this);
+  return copy;
+}
+
 std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(
     const TensorDict& td) const {
   // A categorical head on one tensor and no keyword arguments, an actor's
@@ -653,6 +673,14 @@ ProbabilisticTensorDictSequentialImpl::ProbabilisticTensorDictSequentialImpl(
     TensorDictSequentialOptions options)
     : TensorDictSequentialImpl(modules, std::move(options)),
       head_(last_probabilistic(modules)) {}
+
+std::shared_ptr<torch::nn::Module> ProbabilisticTensorDictSequentialImpl::clone(
+    const std::optional<c10::Device>& device) const {
+  auto copy = std::make_shared<ProbabilisticTensorDictSequentialImpl>(
+      clone_modules(device), current_options());
+  copy->train(is_training());
+  return copy;
+}
 
 std::shared_ptr<Distribution> ProbabilisticTensorDictSequentialImpl::get_dist(
     TensorDict td) {

@@ -4,6 +4,8 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <memory>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -145,6 +147,15 @@ void TensorDictModuleBase::set_selected_out_keys(std::vector<NestedKey> keys) {
   filter_in_call_ = false;
 }
 
+void TensorDictModuleBase::copy_keys_from(const TensorDictModuleBase& other) {
+  in_keys_ = other.in_keys_;
+  out_keys_source_ = other.out_keys_source_;
+  out_keys_ = other.out_keys_;
+  selected_ = other.selected_;
+  filter_in_call_ = other.filter_in_call_;
+  train(other.is_training());
+}
+
 // The outputs that were computed but not selected leave the dict, and so
 // do the nested dicts that only held them; entries that are also inputs
 // stay, since `out` may be the input dict.
@@ -216,6 +227,34 @@ void TensorDictModuleImpl::init(
       keys_to_string(this->in_keys()),
       ", but the module's forward takes ",
       nn_module_internal::input_counts_to_string(accepted_input_counts));
+}
+
+TensorDictModuleImpl::TensorDictModuleImpl(
+    CloneTag /*unused*/,
+    const TensorDictModuleImpl& other,
+    const std::optional<c10::Device>& device)
+    : TensorDictModuleBase("TensorDictModule"),
+      rebind_(other.rebind_),
+      options_(other.options_) {
+  if (other.wrapped_ != nullptr) {
+    try {
+      wrapped_ = other.wrapped_->clone(device);
+      function_ = rebind_(wrapped_);
+    } catch (c10::Error& e) {
+      TORCH_RETHROW(e, "while cloning ", other.describe());
+    }
+    register_module("module", wrapped_);
+  } else {
+    function_ = other.function_;
+  }
+  copy_keys_from(other);
+}
+
+std::shared_ptr<torch::nn::Module> TensorDictModuleImpl::clone(
+    const std::optional<c10::Device>& device) const {
+  // Not make_shared: the constructor is private.
+  return std::shared_ptr<TensorDictModuleImpl>(
+      new TensorDictModuleImpl(CloneTag{}, *this, device));
 }
 
 std::string TensorDictModuleImpl::describe() const {

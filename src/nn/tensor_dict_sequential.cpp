@@ -4,6 +4,7 @@
 #include <c10/util/Exception.h>
 #include <torch/nn/modules/container/modulelist.h>
 
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -77,6 +78,43 @@ TensorDictSequentialImpl::TensorDictSequentialImpl(
   if (!options.selected_out_keys().empty()) {
     select_out_keys(options.selected_out_keys());
   }
+}
+
+std::vector<AnyTensorDictModule> TensorDictSequentialImpl::clone_modules(
+    const std::optional<c10::Device>& device) const {
+  std::vector<AnyTensorDictModule> modules;
+  modules.reserve(modules_.size());
+  for (size_t i = 0; i < modules_.size(); ++i) {
+    try {
+      auto copy = std::dynamic_pointer_cast<TensorDictModuleBase>(
+          modules_[i]->clone(device));
+      TORCH_CHECK(
+          copy != nullptr,
+          "clone() of a TensorDictModuleBase returned another kind of module");
+      modules.emplace_back(std::move(copy));
+    } catch (c10::Error& e) {
+      e.add_context(c10::str("Failed while cloning module '", i, "'."));
+      throw;
+    }
+  }
+  return modules;
+}
+
+TensorDictSequentialOptions TensorDictSequentialImpl::current_options() const {
+  TensorDictSequentialOptions options;
+  options.partial_tolerant(partial_tolerant_);
+  if (has_selected_out_keys()) {
+    options.selected_out_keys(out_keys());
+  }
+  return options;
+}
+
+std::shared_ptr<torch::nn::Module> TensorDictSequentialImpl::clone(
+    const std::optional<c10::Device>& device) const {
+  auto copy = std::make_shared<TensorDictSequentialImpl>(
+      clone_modules(device), current_options());
+  copy->train(is_training());
+  return copy;
 }
 
 TensorDict TensorDictSequentialImpl::run(TensorDict td) {

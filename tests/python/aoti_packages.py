@@ -13,12 +13,16 @@ Python's. Packages stay tiny: compilation dominates (seconds each).
   with an unbounded dynamic batch; two weight sets (a, b) and the eager
   outputs for each.
 - static.pt2: a TensorDictModule with a static batch size.
+- strided.pt2: a pointwise TensorDictModule exported the tutorials' way from
+  a transposed example input: its kernels index the input with the
+  example's strides, so a contiguous input must be laid out as those.
 - probabilistic.pt2: a ProbabilisticTensorDictSequential (linear -> logits
   -> torch.distributions.Categorical, return_log_prob) of this Python's
   tensordict, with its outputs under the default (deterministic) interaction
   type and under "random" with a seed.
 - cuda_device.pt2, other_torch.pt2, ...: sequential.pt2 with its metadata
-  edited, to be refused; probabilistic_*.pt2: probabilistic.pt2 with its
+  edited, to be refused; sequential_no_spec.pt2: sequential.pt2 without
+  its tensordict metadata (what a hand export of it gives); probabilistic_*.pt2: probabilistic.pt2 with its
   tensordict.probabilistic edited, to be refused.
 
 usage: aoti_packages.py PYTHON_PACKAGE_DIR OUT_DIR
@@ -168,14 +172,18 @@ def probabilistic_package() -> None:
     save(inputs, "probabilistic_inputs")
 
 
-def rewrite(src: str, dst: str, edit=None, extra=None) -> None:
-    """Copies package `src` to `dst`, editing the model's metadata files."""
+def rewrite(src: str, dst: str, edit=None, extra=None, only="", drop="") -> None:
+    """Copies package `src` to `dst`, editing the model's metadata files
+    (those whose name ends with `only` + "_metadata.json"), leaving out the
+    entries whose name ends with `drop`."""
     with zipfile.ZipFile(os.path.join(OUT, src)) as zin, zipfile.ZipFile(
         os.path.join(OUT, dst), "w", zipfile.ZIP_STORED
     ) as zout:
         for info in zin.infolist():
+            if drop and info.filename.endswith(drop):
+                continue
             data = zin.read(info.filename)
-            if edit is not None and info.filename.endswith("_metadata.json"):
+            if edit is not None and info.filename.endswith(only + "_metadata.json"):
                 meta = json.loads(data)
                 edit(meta)
                 data = json.dumps(meta).encode()
@@ -197,6 +205,26 @@ def static_package() -> None:
         expected = module(example.clone())
     save(example, "static_inputs")
     save(expected.select("out"), "static_expected")
+
+
+def strided_package() -> None:
+    def pointwise(obs):
+        return torch.tanh(obs) * 2 + obs.cumsum(-1)
+
+    module = TensorDictModule(pointwise, in_keys=["obs"], out_keys=["action"])
+    torch.manual_seed(7)
+    example = torch.randn(3, 5).t()  # [5, 3] with strides (1, 5)
+    ep = torch.export.export(module, args=(), kwargs={"obs": example})
+    path = os.path.join(OUT, "strided.pt2")
+    timed(
+        "strided.pt2",
+        lambda: torch._inductor.aoti_compile_and_package(ep, package_path=path),
+    )
+    inputs = TensorDict({"obs": torch.randn(5, 3)}, batch_size=[5])
+    with torch.no_grad():
+        expected = module(inputs.clone())
+    save(inputs, "strided_inputs")
+    save(expected.select("action"), "strided_expected")
 
 
 def pack_golden() -> None:
@@ -259,6 +287,16 @@ def derived_packages() -> None:
             del meta[key]
 
     rewrite("weights_outside.pt2", "weights_outside_no_spec.pt2", no_tensordict_metadata)
+    rewrite("sequential.pt2", "sequential_no_spec.pt2", no_tensordict_metadata)
+    rewrite("module.pt2", "module_no_checks.pt2", drop=".wrapper.cpp")
+    rewrite("sequential.pt2", "two_metadata.pt2", bad_keys, only="wrapper")
+
+    def spec_disagrees(meta):
+        spec = json.loads(meta["tensordict.spec"])
+        spec["inputs"][0]["shape"] = [6]
+        meta["tensordict.spec"] = json.dumps(spec)
+
+    rewrite("sequential.pt2", "spec_disagrees.pt2", spec_disagrees)
     rewrite("sequential.pt2", "cuda_device.pt2", device)
     rewrite("sequential.pt2", "other_torch.pt2", torch_version)
     rewrite("sequential.pt2", "future_format.pt2", format_version)
@@ -311,6 +349,7 @@ def main() -> None:
     sequential_package()
     weights_outside_package()
     static_package()
+    strided_package()
     probabilistic_package()
     pack_golden()
     derived_packages()

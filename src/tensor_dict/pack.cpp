@@ -2,9 +2,12 @@
 // and back, with Python tensordict's column order (the one-tensor contract
 // of deployment stacks).
 
+#include "tensordict/pack.h"
+
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
+#include <c10/util/StringUtil.h>
 
 #include <algorithm>
 #include <optional>
@@ -12,14 +15,13 @@
 #include <utility>
 #include <vector>
 
-#include "nn/keys.h"
-#include "tensordict/aoti.h"
 #include "tensordict/errors.h"
 #include "tensordict/value.h"
 
 TENSORDICT_BEGIN_NAMESPACE
-namespace nn {
-namespace pack_internal {
+namespace detail {
+// Named, not anonymous: the library is compiled in unity batches.
+namespace pack_impl {
 
 int64_t product(const std::vector<int64_t>& shape) {
   int64_t n = 1;
@@ -46,7 +48,18 @@ void set_offsets(PackLayout& layout) {
   }
 }
 
-}  // namespace pack_internal
+// Renders `keys` as Python prints a list of keys: ['a', ('b', 'c')].
+std::string pack_keys_string(const std::vector<NestedKey>& keys) {
+  std::vector<std::string> parts;
+  parts.reserve(keys.size());
+  for (const NestedKey& key : keys) {
+    parts.push_back(key.to_string());
+  }
+  return "[" + c10::Join(", ", parts) + "]";
+}
+
+}  // namespace pack_impl
+}  // namespace detail
 
 bool PackLayout::operator==(const PackLayout& other) const {
   return keys == other.keys && shapes == other.shapes && dim == other.dim &&
@@ -84,7 +97,7 @@ TensorDict PackLayout::unpack(const at::Tensor& flat) const {
   }
   for (size_t i = 0; i < keys.size(); ++i) {
     at::Tensor value =
-        moved.narrow(-1, offsets[i], pack_internal::product(shapes[i]));
+        moved.narrow(-1, offsets[i], detail::pack_impl::product(shapes[i]));
     value =
         shapes[i].empty() ? value.squeeze(-1) : value.unflatten(-1, shapes[i]);
     out.set(keys[i], value);
@@ -150,9 +163,9 @@ std::pair<at::Tensor, PackLayout> pack(
     TENSORDICT_CHECK_KEY(
         have == want,
         "The leaves of the tensordict differ from the keys of the layout: ",
-        nn_module_internal::keys_to_string(have),
+        detail::pack_impl::pack_keys_string(have),
         " vs ",
-        nn_module_internal::keys_to_string(want),
+        detail::pack_impl::pack_keys_string(want),
         ".");
     std::vector<at::Tensor> ordered;
     for (const NestedKey& key : layout->keys) {
@@ -203,12 +216,12 @@ std::pair<at::Tensor, PackLayout> pack(
     TORCH_CHECK_VALUE(
         out.shapes == layout->shapes,
         "The feature shapes of the leaves differ from those of the layout: ",
-        pack_internal::shapes_string(out.shapes),
+        detail::pack_impl::shapes_string(out.shapes),
         " vs ",
-        pack_internal::shapes_string(layout->shapes),
+        detail::pack_impl::shapes_string(layout->shapes),
         ".");
   }
-  pack_internal::set_offsets(out);
+  detail::pack_impl::set_offsets(out);
   at::Tensor flat;
   if (!columns.empty()) {
     // cat keeps its inputs' memory format, which movedim can make
@@ -223,5 +236,4 @@ std::pair<at::Tensor, PackLayout> pack(
   return {std::move(flat), std::move(out)};
 }
 
-}  // namespace nn
 TENSORDICT_END_NAMESPACE
