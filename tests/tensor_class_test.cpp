@@ -2463,7 +2463,8 @@ std::vector<std::string> generic_rest(Dict& dict, const Dict& other) {
   out.push_back(std::to_string(dict.unflatten_keys().keys(true).size()));
   out.push_back(std::to_string(dict.size()));
   out.push_back(
-      std::to_string(dict.size(0)) + "," + std::to_string(dict.size(-1)));
+      std::to_string(dict.size(0)) + "," + std::to_string(dict.size(-1)) +
+      " dim " + std::to_string(dict.dim()));
   out.push_back(dict.is_empty() ? "empty" : "not empty");
   for (const Item& item : dict.to_dict()) {
     out.push_back(
@@ -2528,8 +2529,8 @@ TEST(TensorClassTest, TheRestOfTheDictApiRunsOnADictAndOnAnInstance) {
       "'inner/x'",  // flatten_keys("/")
       "4",          // unflatten_keys
       "3",
-      "2,2",
-      "not empty",  // size, size(dim), is_empty
+      "2,2 dim 1",
+      "not empty",  // size, size(dim), dim, is_empty
       "'a' " + leaf,
       "'inner' nested",
       "'s' " + text,  // to_dict

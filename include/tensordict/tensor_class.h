@@ -241,7 +241,7 @@ class TENSORDICT_API TensorClassBase : public TensorClassRoot {
   int64_t ndim() const noexcept {
     return td_.batch_dims();
   }
-  /// Same as `batch_dims()` (Python's `dim()`; TensorDict has no `dim`).
+  /// Same as `batch_dims()` (Python's `dim()`).
   int64_t dim() const noexcept {
     return td_.batch_dims();
   }

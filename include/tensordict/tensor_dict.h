@@ -185,6 +185,10 @@ class TENSORDICT_API TensorDict {
   int64_t ndim() const noexcept {
     return batch_dims();
   }
+  /// Same as `batch_dims()` (Python's `dim()`).
+  int64_t dim() const noexcept {
+    return batch_dims();
+  }
   /// Returns the number of batch elements (1 with no batch dims).
   int64_t numel() const noexcept;
   /// Returns the size of batch dim `dim` (negative counts from the end);
