@@ -110,6 +110,11 @@ void load_state_dict_into(
     const StateDictHook* hook,
     std::optional<bool> from_flatten = std::nullopt);
 
+/// Adds the entries and metadata of `part`, a fresh state dict (tensors and
+/// nested state dicts only), to `destination` (Python's
+/// `state_dict(destination=...)`); returns `destination`.
+StateDict& add_to_destination(StateDict& destination, const StateDict& part);
+
 /// Returns Python's repr of a set of str, sorted: {'a', 'b'}, or set().
 std::string key_set_repr(const std::set<std::string>& keys);
 

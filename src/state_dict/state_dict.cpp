@@ -860,9 +860,8 @@ StateDict TensorDict::state_dict(const StateDictOptions& options) const {
   return detail::make_state_dict(*this, nullptr, options);
 }
 
-StateDict& TensorDict::state_dict(
-    StateDict& destination, const StateDictOptions& options) const {
-  const StateDict part = state_dict(options);
+StateDict& detail::add_to_destination(
+    StateDict& destination, const StateDict& part) {
   for (const auto& [key, entry] : part.items()) {
     // A fresh state dict holds tensors and nested state dicts only.
     if (entry.kind() == StateDict::Kind::kTensor) {
@@ -875,6 +874,11 @@ StateDict& TensorDict::state_dict(
     destination.set_metadata(prefix, metadata);
   }
   return destination;
+}
+
+StateDict& TensorDict::state_dict(
+    StateDict& destination, const StateDictOptions& options) const {
+  return detail::add_to_destination(destination, state_dict(options));
 }
 
 TensorDict& TensorDict::load_state_dict(

@@ -242,19 +242,8 @@ StateDict& tc_state_dict_into(
     const TensorDict& td,
     const ClassInfo& info,
     const StateDictOptions& options) {
-  const StateDict part = tc_state_dict(td, info, options);
-  for (const auto& [key, entry] : part.items()) {
-    // A fresh state dict holds tensors and nested state dicts only.
-    if (entry.kind() == StateDict::Kind::kTensor) {
-      destination.insert(key, entry.tensor());
-    } else {
-      destination.insert(key, entry.nested());
-    }
-  }
-  for (const auto& [prefix, metadata] : part.metadata()) {
-    destination.set_metadata(prefix, metadata);
-  }
-  return destination;
+  return detail::add_to_destination(
+      destination, tc_state_dict(td, info, options));
 }
 
 namespace {
