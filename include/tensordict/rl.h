@@ -419,7 +419,9 @@ struct TENSORDICT_API StepMdpOptions {
 
 /// Returns the root of the next step (TorchRL's `step_mdp`): a new dict
 /// whose leaves alias those of td["next"] (and of the root's other keys
-/// with `keep_other`). Throws KeyError if `td` has no "next".
+/// with `keep_other`); its nested dicts are new, non-tensor entries are
+/// kept and a lazy stack is kept whole. Throws KeyError if `td` has no
+/// "next".
 [[nodiscard]] TENSORDICT_API TensorDict
 step_mdp(const TensorDict& td, const StepMdpOptions& options = {});
 
