@@ -337,6 +337,23 @@ TEST(RlEnvTest, StepMdpMovesNextToTheRoot) {
            "terminated",
            "truncated"}));
   EXPECT_TRUE(root.get("observation").is_same(td.get({"next", "observation"})));
+  // Nested dicts are new (the collector's resets write into them), their
+  // leaves aliased; a non-tensor entry is kept, as Python's step_mdp keeps
+  // it; an excluded key nested in "next" is left out.
+  EXPECT_FALSE(
+      root.get_tensordict("collector").is_same(td.get_tensordict("collector")));
+  EXPECT_TRUE(root.get({"collector", "traj_ids"})
+                  .is_same(td.get({"collector", "traj_ids"})));
+  td.set("task", tensordict::NonTensorData("balance", {2}));
+  td.set({"next", "stats", "reward"}, torch::ones({2, 1}));
+  td.set({"next", "stats", "length"}, torch::ones({2, 1}));
+  TensorDict kept = rl::step_mdp(
+      td, rl::StepMdpOptions().reward_keys({"reward", {"stats", "reward"}}));
+  EXPECT_TRUE(kept.contains("task"));
+  EXPECT_TRUE(kept.contains({"stats", "length"}));
+  EXPECT_FALSE(kept.contains({"stats", "reward"}));
+  EXPECT_FALSE(kept.contains("reward"));
+  td = td.exclude({"task", {"next", "stats"}});
   TensorDict all = rl::step_mdp(
       td,
       rl::StepMdpOptions()
