@@ -462,6 +462,14 @@ TEST(RlMlpTest, ParametersAreNamedAsTorchRLsMLP) {
       "MLP: unknown activation 'GELU'; the known ones are 'Tanh', 'ReLU' and "
       "'ELU'");
   EXPECT_THROWS_WITH(
+      rl::MLP(rl::MLPOptions(0, 2)),
+      c10::ValueError,
+      "MLP: in_features and out_features must be >= 1, got 0 and 2");
+  EXPECT_THROWS_WITH(
+      rl::MLP(rl::MLPOptions(4, 2).num_cells({64, 0})),
+      c10::ValueError,
+      "MLP: num_cells must be >= 1, got 0");
+  EXPECT_THROWS_WITH(
       mlp(torch::zeros({2, 3})),
       c10::ValueError,
       "MLP: expected an input whose last dim is 4, got [2, 3]");

@@ -402,7 +402,7 @@ at::Tensor Categorical::sample(
   }
   std::vector<int64_t> shape(sample_shape.begin(), sample_shape.end());
   shape.insert(shape.end(), batch_shape().begin(), batch_shape().end());
-  if (count == 1) {
+  if (count == 1 && loopable(probs_)) {
     at::Tensor index = at::empty(shape, probs_.options().dtype(at::kLong));
     if (draw_indices(index.mutable_data_ptr<int64_t>(), generator)) {
       return index;
@@ -588,18 +588,13 @@ at::Tensor OneHotCategorical::log_prob(const at::Tensor& value) const {
     const int64_t k = num_events();
     const int64_t rows = value.numel() / k;
     std::vector<int64_t> index(static_cast<size_t>(rows));
-    AT_DISPATCH_SWITCH(
-        value.scalar_type(), "log_prob", AT_DISPATCH_CASE(at::kLong, [&] {
-          const scalar_t* v = value.const_data_ptr<scalar_t>();
-          for (int64_t r = 0; r < rows; ++r) {
-            index[r] = std::max_element(v + r * k, v + r * k + k) - (v + r * k);
-          }
-        }) AT_DISPATCH_CASE_FLOATING_TYPES([&] {
+    AT_DISPATCH_FLOATING_TYPES_AND(
+        at::kLong, value.scalar_type(), "log_prob", [&] {
           const scalar_t* v = value.const_data_ptr<scalar_t>();
           for (int64_t r = 0; r < rows; ++r) {
             index[r] = first_argmax(v + r * k, k);
           }
-        }));
+        });
     return gather_log_prob(index.data(), c10::IntArrayRef(batch_shape()));
   }
   return Categorical::log_prob(value.argmax(-1));
