@@ -153,6 +153,12 @@ class TENSORDICT_API Composite {
   bool contains(const NestedKey& key) const noexcept;
   /// Returns the keys, in the order they were set.
   std::vector<NestedKey> keys() const;
+  /// Returns the (key, spec) entries, in the order they were set: what
+  /// per-step checks iterate without copying the keys.
+  const std::vector<std::pair<NestedKey, TensorSpec>>& entries()
+      const noexcept {
+    return entries_;
+  }
   /// Returns the number of leaf specs.
   size_t size() const noexcept {
     return entries_.size();

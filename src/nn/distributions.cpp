@@ -362,10 +362,10 @@ bool Categorical::draw_indices(
   if (!loopable(probs_) || k > (int64_t{1} << 24)) {
     return false;
   }
-  const at::Tensor probs_2d = probs_.view({-1, k});
-  const int64_t rows = probs_2d.size(0);
-  AT_DISPATCH_FLOATING_TYPES(probs_2d.scalar_type(), "sample", [&] {
-    const scalar_t* p = probs_2d.const_data_ptr<scalar_t>();
+  // Contiguous (loopable): rows of k by pointer, no view to dispatch.
+  const int64_t rows = probs_.numel() / k;
+  AT_DISPATCH_FLOATING_TYPES(probs_.scalar_type(), "sample", [&] {
+    const scalar_t* p = probs_.const_data_ptr<scalar_t>();
     for (int64_t r = 0; r < rows; ++r) {
       scalar_t sum = 0;
       for (int64_t j = 0; j < k; ++j) {
@@ -379,8 +379,8 @@ bool Categorical::draw_indices(
           sum != 0,
           "invalid multinomial distribution (sum of probabilities <= 0)");
     }
-    at::Tensor q = at::empty(probs_2d.sizes(), probs_2d.options())
-                       .exponential_(1, generator);
+    at::Tensor q =
+        at::empty({rows, k}, probs_.options()).exponential_(1, generator);
     scalar_t* ratio = q.mutable_data_ptr<scalar_t>();
     for (int64_t i = 0; i < rows * k; ++i) {
       ratio[i] = p[i] / ratio[i];
@@ -549,18 +549,23 @@ at::Tensor OneHotCategorical::sample(
     // Drawn by loops, the indices are in range: at::one_hot's range checks
     // would cost two reductions and two syncs.
     const int64_t k = num_events();
-    std::vector<int64_t> drawn(static_cast<size_t>(probs().numel() / k));
+    const int64_t rows = probs().numel() / k;
+    c10::SmallVector<int64_t, 16> drawn(static_cast<size_t>(rows));
     if (draw_indices(drawn.data(), generator)) {
-      std::vector<int64_t> shape = batch_shape();
+      c10::SmallVector<int64_t, 4> shape(
+          batch_shape().begin(), batch_shape().end());
       shape.push_back(k);
-      at::Tensor one_hot = at::zeros(
+      // at::empty and every element written: at::zeros dispatches a fill.
+      at::Tensor one_hot = at::empty(
           shape,
           probs().options().dtype(
               torch_semantics_ ? probs().scalar_type() : at::kLong));
       AT_DISPATCH_ALL_TYPES(one_hot.scalar_type(), "one_hot", [&] {
         scalar_t* out = one_hot.mutable_data_ptr<scalar_t>();
-        for (size_t i = 0; i < drawn.size(); ++i) {
-          out[static_cast<int64_t>(i) * k + drawn[i]] = 1;
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t j = 0; j < k; ++j) {
+            out[r * k + j] = j == drawn[r] ? scalar_t(1) : scalar_t(0);
+          }
         }
       });
       return one_hot;
@@ -579,7 +584,8 @@ at::Tensor OneHotCategorical::log_prob(const at::Tensor& value) const {
       ", got shape ",
       value.defined() ? shape_string(value.sizes())
                       : std::string("(undefined)"));
-  std::vector<int64_t> rows_shape = batch_shape();
+  c10::SmallVector<int64_t, 4> rows_shape(
+      batch_shape().begin(), batch_shape().end());
   rows_shape.push_back(num_events());
   if (loopable(logits()) && value.device().is_cpu() && value.is_contiguous() &&
       value.sizes() == c10::IntArrayRef(rows_shape) &&
@@ -587,7 +593,7 @@ at::Tensor OneHotCategorical::log_prob(const at::Tensor& value) const {
        value.scalar_type() == at::kDouble)) {
     const int64_t k = num_events();
     const int64_t rows = value.numel() / k;
-    std::vector<int64_t> index(static_cast<size_t>(rows));
+    c10::SmallVector<int64_t, 16> index(static_cast<size_t>(rows));
     AT_DISPATCH_FLOATING_TYPES_AND(
         at::kLong, value.scalar_type(), "log_prob", [&] {
           const scalar_t* v = value.const_data_ptr<scalar_t>();

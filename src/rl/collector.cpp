@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/tensor_dict_impl.h"
 #include "core/walk.h"
 #include "tensordict/aoti.h"
 #include "tensordict/errors.h"
@@ -136,19 +137,20 @@ class RangePool {
 // (a step of a few sub-envs is otherwise dominated by the dispatcher calls
 // of select and copy_), else select + copy_.
 void copy_step(const at::Tensor& src, const at::Tensor& dst, int64_t t) {
+  const c10::IntArrayRef from = src.sizes();
+  const c10::IntArrayRef to = dst.sizes();
   if (src.device().is_cpu() && dst.device().is_cpu() &&
       src.scalar_type() == dst.scalar_type() && src.is_contiguous() &&
-      dst.is_contiguous() && src.dim() + 1 == dst.dim() &&
-      src.size(0) == dst.size(0) &&
-      src.sizes().slice(1) == dst.sizes().slice(2)) {
-    const int64_t n = src.size(0);
-    const size_t row = static_cast<size_t>(dst.stride(1) * dst.element_size());
-    const size_t stride =
-        static_cast<size_t>(dst.stride(0) * dst.element_size());
-    const auto* from = static_cast<const char*>(src.const_data_ptr());
-    auto* to = static_cast<char*>(dst.data_ptr()) + t * row;
-    for (int64_t i = 0; i < n; ++i) {
-      std::memcpy(to + i * stride, from + i * row, row);
+      dst.is_contiguous() && !from.empty() && from.size() + 1 == to.size() &&
+      from[0] == to[0] && from.slice(1) == to.slice(2)) {
+    const c10::IntArrayRef strides = dst.strides();
+    const auto item = static_cast<int64_t>(dst.itemsize());
+    const auto row = static_cast<size_t>(strides[1] * item);
+    const auto stride = static_cast<size_t>(strides[0] * item);
+    const auto* in = static_cast<const char*>(src.const_data_ptr());
+    auto* out = static_cast<char*>(dst.data_ptr()) + t * row;
+    for (int64_t i = 0; i < from[0]; ++i) {
+      std::memcpy(out + i * stride, in + i * row, row);
     }
     return;
   }
@@ -172,6 +174,84 @@ size_t count_leaves(const TensorDict& td) {
   detail::walk(td, counter);
   return counter.count;
 }
+
+// NOTE [Step leaves in walk order]
+// Every step has the same leaves, in an order that settles after the first
+// steps (step_mdp moves "next" up, the policy appends its outputs). One
+// pass over the nodes, compared with the last step's order, finds each
+// leaf's buffer slot without a lookup per key; any other order (or a lazy
+// stack) is looked up key by key, as the first step is, and remembered.
+class StepLeaves {
+ public:
+  // Fills `values` in `keys` order; false when the tensors of `td` are not
+  // exactly `keys` (non-tensor entries are not batched and do not count).
+  bool gather(
+      const TensorDict& td,
+      const std::vector<NestedKey>& keys,
+      std::vector<const at::Tensor*>& values) {
+    values.assign(keys.size(), nullptr);
+    pos_ = 0;
+    path_.clear();
+    if (!order_.empty() && matches(*td.unsafeGetImpl(), values) &&
+        pos_ == order_.size()) {
+      return true;
+    }
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const Value* value = td.find(keys[i]);
+      if (value == nullptr || !value->is_tensor()) {
+        return false;
+      }
+      values[i] = &value->tensor();
+    }
+    if (count_leaves(td) != keys.size()) {
+      return false;
+    }
+    order_ = td.keys(/*include_nested=*/true, /*leaves_only=*/true);
+    slot_.clear();
+    for (const NestedKey& key : order_) {
+      slot_.push_back(static_cast<size_t>(
+          std::find(keys.begin(), keys.end(), key) - keys.begin()));
+    }
+    return true;
+  }
+
+ private:
+  bool matches(
+      const detail::TensorDictImpl& impl,
+      std::vector<const at::Tensor*>& values) {
+    for (const detail::Node* node : impl.nodes()) {
+      if (node->value.is_tensordict()) {
+        path_.push_back(node->key);
+        const bool ok =
+            matches(*node->value.tensordict().unsafeGetImpl(), values);
+        path_.pop_back();
+        if (!ok) {
+          return false;
+        }
+      } else if (node->value.is_tensor()) {
+        if (pos_ >= order_.size()) {
+          return false;
+        }
+        const NestedKey& key = order_[pos_];
+        if (key.size() != path_.size() + 1 ||
+            !std::equal(path_.begin(), path_.end(), key.begin()) ||
+            key.back() != node->key) {
+          return false;
+        }
+        values[slot_[pos_]] = &node->value.tensor();
+        ++pos_;
+      } else if (node->value.is_lazy_stack()) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  std::vector<NestedKey> order_;  // the last step's leaves, in walk order
+  std::vector<size_t> slot_;      // order_[i] is keys[slot_[i]]
+  std::vector<std::string_view> path_;
+  size_t pos_ = 0;
+};
 
 std::string key_list(const TensorDict& td) {
   std::string out;
@@ -203,6 +283,7 @@ struct Collector::State {
   std::vector<uint8_t> done_mask;
   // The step's leaves in `keys` order (reused from step to step).
   std::vector<const at::Tensor*> step_values;
+  StepLeaves step_leaves;
   uint64_t step_count = 0;
   bool started = false;
   bool need_reset = false;
@@ -489,16 +570,8 @@ std::optional<TensorDict> Collector::next() {
     // log-prob stays) comes before the action from the second step on.
     // One lookup a leaf: the same count and every key of the first step.
     std::vector<const at::Tensor*>& values = s.step_values;
-    values.clear();
-    for (const NestedKey& key : s.keys) {
-      const Value* value = td.find(key);
-      if (value == nullptr || !value->is_tensor()) {
-        break;
-      }
-      values.push_back(&value->tensor());
-    }
     TORCH_CHECK(
-        values.size() == s.keys.size() && count_leaves(td) == s.keys.size(),
+        s.step_leaves.gather(td, s.keys, values),
         "Collector: the policy's outputs changed between steps: expected "
         "keys ",
         key_list(s.batch),

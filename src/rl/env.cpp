@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/tensor_dict_impl.h"
 #include "core/walk.h"
 #include "tensordict/errors.h"
 #include "tensordict/rl.h"
@@ -42,18 +43,34 @@ void check_leaf(
     const TensorSpec& spec,
     int64_t num_envs,
     const char* what) {
+  // One lookup and no shape built unless it fails: every step checks
+  // every leaf it writes.
+  const Value* found = td.find(key);
   TENSORDICT_CHECK_KEY(
-      td.contains(key),
+      found != nullptr,
       what,
       ": key ",
       key.to_string(),
       " is missing from the dict (make it with make_next)");
-  const at::Tensor value = td.get(key);
+  TORCH_CHECK_TYPE(
+      found->is_tensor(),
+      what,
+      ": key ",
+      key.to_string(),
+      " holds ",
+      found->is_tensordict() ? "a dict" : "non-tensor data",
+      ", expected a tensor");
+  const at::Tensor& value = found->tensor();
+  const c10::IntArrayRef trailing(spec.shape());
+  if (value.dim() == static_cast<int64_t>(trailing.size()) + 1 &&
+      value.size(0) == num_envs && value.sizes().slice(1) == trailing &&
+      value.scalar_type() == spec.dtype()) {
+    return;
+  }
   std::vector<int64_t> shape = {num_envs};
   shape.insert(shape.end(), spec.shape().begin(), spec.shape().end());
   TORCH_CHECK_VALUE(
-      value.sizes() == c10::IntArrayRef(shape) &&
-          value.scalar_type() == spec.dtype(),
+      false,
       what,
       ": key ",
       key.to_string(),
@@ -142,8 +159,9 @@ TensorDict EnvBase::reset(const std::optional<TensorDict>& td) {
 }
 
 void EnvBase::check_action(const TensorDict& td) const {
+  const Value* action = td.find("action");
   TENSORDICT_CHECK_KEY(
-      td.contains("action"),
+      action != nullptr,
       name(),
       ": key 'action' the env needs is missing from the dict (expected ",
       "the policy to write it); keys present: ",
@@ -154,7 +172,13 @@ void EnvBase::check_action(const TensorDict& td) const {
         }
         return names;
       }()));
-  action_spec_->check(td.get("action"), batch_size(), "action");
+  TORCH_CHECK_TYPE(
+      action->is_tensor(),
+      name(),
+      ": key 'action' holds ",
+      action->is_tensordict() ? "a dict" : "non-tensor data",
+      ", expected a tensor");
+  action_spec_->check(action->tensor(), batch_size(), "action");
 }
 
 TensorDict EnvBase::make_next() const {
@@ -185,8 +209,8 @@ TensorDict EnvBase::step(TensorDict td) {
 void EnvBase::reset_range(
     int64_t begin, int64_t end, const bool* mask, const TensorDict& out) {
   check_range(begin, end, num_envs_);
-  for (const NestedKey& key : observation_spec_.keys()) {
-    check_leaf(out, key, observation_spec_.get(key), num_envs_, "reset_range");
+  for (const auto& [key, spec] : observation_spec_.entries()) {
+    check_leaf(out, key, spec, num_envs_, "reset_range");
   }
   reset_range_(begin, end, mask, out);
 }
@@ -195,8 +219,8 @@ void EnvBase::step_range(
     int64_t begin, int64_t end, const TensorDict& td, const TensorDict& next) {
   check_range(begin, end, num_envs_);
   check_leaf(td, "action", *action_spec_, num_envs_, "step_range");
-  for (const NestedKey& key : observation_spec_.keys()) {
-    check_leaf(next, key, observation_spec_.get(key), num_envs_, "step_range");
+  for (const auto& [key, spec] : observation_spec_.entries()) {
+    check_leaf(next, key, spec, num_envs_, "step_range");
   }
   check_leaf(next, "reward", reward_spec_, num_envs_, "step_range");
   for (const NestedKey& key : kDoneKeys) {
@@ -330,6 +354,91 @@ struct StepMdpCopy : detail::WalkVisitor {
   std::vector<TensorDict> dicts;
 };
 
+// NOTE [step_mdp by node]
+// A collector calls step_mdp every step, and TensorDict::set checks each
+// value again against the new root: its key, batch prefix, device and dim
+// names. When the root and its "next" share batch size and device and have
+// no dim names (what every env here writes), each value has passed those
+// checks already in a dict of the same batch size and device, so the new
+// root takes the nodes as they are: keys hashed once, room reserved, no
+// checks repeated. It builds what StepMdpCopy builds (nested dicts made
+// anew and merged, empty ones left out, excluded keys left out, non-tensor
+// values and lazy stacks kept whole); anything else goes through set.
+class StepMdpByNode {
+ public:
+  explicit StepMdpByNode(
+      const std::vector<const std::vector<NestedKey>*>& excluded)
+      : excluded_(excluded) {}
+
+  static bool applies(const TensorDict& td, const TensorDict& next) {
+    const detail::TensorDictImpl& a = *td.unsafeGetImpl();
+    const detail::TensorDictImpl& b = *next.unsafeGetImpl();
+    return a.batch_size == b.batch_size && a.device == b.device &&
+           a.names.empty() && b.names.empty();
+  }
+
+  // Copies the nodes of `from` into `to` (a dict this call made), leaving
+  // out the excluded keys and, at the root, "next" when `skip_next`.
+  void copy(
+      const detail::TensorDictImpl& from,
+      detail::TensorDictImpl& to,
+      bool skip_next) {
+    to.reserve(to.nodes().size() + from.nodes().size());
+    for (const detail::Node* node : from.nodes()) {
+      if (skip_next && path_.empty() && node->key == "next") {
+        continue;
+      }
+      path_.push_back(node->key);
+      if (!is_excluded()) {
+        detail::Node* there = to.find(node->key);
+        if (node->value.is_tensordict()) {
+          copy_dict(*node, there, to);
+        } else if (there != nullptr) {
+          there->value = node->value;
+        } else {
+          to.append_like(*node, Value(node->value));
+        }
+      }
+      path_.pop_back();
+    }
+  }
+
+ private:
+  bool is_excluded() const {
+    for (const std::vector<NestedKey>* keys : excluded_) {
+      for (const NestedKey& key : *keys) {
+        if (key.size() == path_.size() &&
+            std::equal(key.begin(), key.end(), path_.begin())) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  void copy_dict(
+      const detail::Node& node,
+      detail::Node* there,
+      detail::TensorDictImpl& to) {
+    const TensorDict& source = node.value.tensordict();
+    const bool merge = there != nullptr && there->value.is_tensordict();
+    TensorDict made =
+        merge ? there->value.tensordict() : detail::empty_like(source);
+    copy(*source.unsafeGetImpl(), *made.unsafeGetImpl(), false);
+    if (merge || made.is_empty()) {
+      return;
+    }
+    if (there != nullptr) {
+      there->value = Value(std::move(made));
+    } else {
+      to.append_like(node, Value(std::move(made)));
+    }
+  }
+
+  const std::vector<const std::vector<NestedKey>*>& excluded_;
+  std::vector<std::string_view> path_;
+};
+
 }  // namespace
 
 TensorDict step_mdp(const TensorDict& td, const StepMdpOptions& options) {
@@ -347,6 +456,13 @@ TensorDict step_mdp(const TensorDict& td, const StepMdpOptions& options) {
   }
   if (options.exclude_action()) {
     excluded.push_back(&options.action_keys());
+  }
+  if (options.keep_other() && StepMdpByNode::applies(td, next)) {
+    TensorDict out = detail::empty_like(next);
+    StepMdpByNode copy(excluded);
+    copy.copy(*td.unsafeGetImpl(), *out.unsafeGetImpl(), /*skip_next=*/true);
+    copy.copy(*next.unsafeGetImpl(), *out.unsafeGetImpl(), false);
+    return out;
   }
   TensorDict out = next.empty();
   if (options.keep_other()) {

@@ -67,9 +67,15 @@ std::string mismatch(
   if (!value.defined()) {
     return "an undefined tensor";
   }
-  const std::vector<int64_t> shape = full_shape(batch, spec.shape());
-  if (value.scalar_type() != spec.dtype() ||
-      value.sizes() != c10::IntArrayRef(shape)) {
+  // Compared in place: a collector checks every step's action.
+  const c10::IntArrayRef sizes = value.sizes();
+  const c10::IntArrayRef trailing(spec.shape());
+  const bool shape_fits =
+      sizes.size() == batch.size() + trailing.size() &&
+      sizes.slice(0, batch.size()) == c10::IntArrayRef(batch) &&
+      sizes.slice(batch.size()) == trailing;
+  if (value.scalar_type() != spec.dtype() || !shape_fits) {
+    const std::vector<int64_t> shape = full_shape(batch, spec.shape());
     return "expected " + shape_string(shape) + " " +
            c10::toString(spec.dtype()) + ", got " +
            shape_string(value.sizes()) + " " +
