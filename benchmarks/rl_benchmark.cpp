@@ -124,7 +124,11 @@ struct RawLoop {
     bool* o_trunc = out_truncated.data_ptr<bool>();
     for (int64_t step = 0; step < t; ++step) {
       const at::Tensor logits_t = mlp->forward(obs);
-      const at::Tensor noise_t = torch::empty({n, 2}).exponential_(1);
+      // Allocated as the collector's loops allocate: without the dispatcher.
+      const at::Tensor noise_t =
+          at::Tensor(
+              at::detail::empty_cpu({n, 2}, at::kFloat, false, std::nullopt))
+              .exponential_(1);
       const float* logits = logits_t.const_data_ptr<float>();
       const float* noise = noise_t.const_data_ptr<float>();
       const float* ob = obs.const_data_ptr<float>();

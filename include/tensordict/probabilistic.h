@@ -204,10 +204,11 @@ class TENSORDICT_API Categorical : public Distribution {
   const at::Tensor& logits() const noexcept {
     return logits_;
   }
-  /// Returns the normalized probabilities.
-  const at::Tensor& probs() const noexcept {
-    return probs_;
-  }
+  /// Returns the normalized probabilities. Differs from Python in cost
+  /// only: where loops made the logits (small CPU parameters without
+  /// autograd) they are computed at each call, as Python computes them
+  /// lazily, rather than stored.
+  at::Tensor probs() const;
   /// Returns the number of categories.
   int64_t num_events() const noexcept {
     return num_events_;
@@ -229,7 +230,7 @@ class TENSORDICT_API Categorical : public Distribution {
 
  private:
   at::Tensor logits_;
-  at::Tensor probs_;
+  at::Tensor probs_;  // undefined where probs() computes them
   int64_t num_events_;
 };
 

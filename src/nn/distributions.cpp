@@ -16,6 +16,7 @@
 // vectorized kernels in the last bit.
 
 #include <ATen/ATen.h>
+#include <ATen/EmptyTensor.h>
 #include <c10/util/Exception.h>
 
 #include <cmath>
@@ -114,16 +115,23 @@ bool loopable(const at::Tensor& t) {
          !(t.requires_grad() && at::GradMode::is_enabled());
 }
 
-// logits - logsumexp(logits) and their softmax, row by row, in T: torch's
-// formulas (an infinite maximum shifts by 0; softmax multiplies by the
-// inverse sum).
+// A new CPU tensor for the loops to write, made without the dispatcher:
+// the tensor at::empty makes for CPU options (TensorImpl's constructor sets
+// the autograd and inference keys) at two thirds of its instructions, and
+// allocation dominates a step of a few rows.
+at::Tensor empty_cpu(c10::IntArrayRef shape, c10::ScalarType dtype) {
+  return at::detail::empty_cpu(
+      shape, dtype, /*pin_memory=*/false, /*memory_format_opt=*/std::nullopt);
+}
+
+// logits - logsumexp(logits), row by row, in T: torch's formula (an
+// infinite maximum shifts by 0).
 template <typename T>
-void normalize_rows(const T* in, T* logits, T* probs, int64_t rows, int64_t k) {
+void normalize_rows(const T* in, T* logits, int64_t rows, int64_t k) {
   const T inf = std::numeric_limits<T>::infinity();
   for (int64_t r = 0; r < rows; ++r) {
     const T* x = in + r * k;
     T* l = logits + r * k;
-    T* p = probs + r * k;
     T max = -inf;
     for (int64_t j = 0; j < k; ++j) {
       max = x[j] > max ? x[j] : max;
@@ -134,9 +142,22 @@ void normalize_rows(const T* in, T* logits, T* probs, int64_t rows, int64_t k) {
       sum += std::exp(x[j] - shift);
     }
     const T lse = std::log(sum) + shift;
-    T lmax = -inf;
     for (int64_t j = 0; j < k; ++j) {
       l[j] = x[j] - lse;
+    }
+  }
+}
+
+// The softmax of normalized logits, row by row, in T: torch's formula
+// (softmax multiplies by the inverse sum).
+template <typename T>
+void softmax_rows(const T* logits, T* probs, int64_t rows, int64_t k) {
+  const T inf = std::numeric_limits<T>::infinity();
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* l = logits + r * k;
+    T* p = probs + r * k;
+    T lmax = -inf;
+    for (int64_t j = 0; j < k; ++j) {
       lmax = l[j] > lmax ? l[j] : lmax;
     }
     T psum = 0;
@@ -279,7 +300,9 @@ at::Tensor normalized_logits(const at::Tensor& logits, const char* dist) {
 }
 
 // Normalized logits and their softmax: loops where NOTE [Loops for small CPU
-// parameters] allows, else torch's ops.
+// parameters] allows, and then no probs (undefined): Categorical computes
+// them when asked, and its draw row by row, so a step of a collector makes
+// one tensor fewer. Else torch's ops.
 std::pair<at::Tensor, at::Tensor> logits_and_probs(
     const at::Tensor& logits, const char* dist) {
   if (!loopable(logits)) {
@@ -287,9 +310,7 @@ std::pair<at::Tensor, at::Tensor> logits_and_probs(
     at::Tensor probs = at::softmax(normalized, -1);
     return {std::move(normalized), std::move(probs)};
   }
-  // at::empty: empty_like would dispatch twice.
-  at::Tensor normalized = at::empty(logits.sizes(), logits.options());
-  at::Tensor probs = at::empty(logits.sizes(), logits.options());
+  at::Tensor normalized = empty_cpu(logits.sizes(), logits.scalar_type());
   const int64_t k = logits.size(-1);
   const int64_t rows = logits.numel() / k;
   AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "logits_and_probs", [&] {
@@ -301,14 +322,9 @@ std::pair<at::Tensor, at::Tensor> logits_and_probs(
           dist,
           " to satisfy the constraint Real(), but found NaN values");
     }
-    normalize_rows(
-        in,
-        normalized.mutable_data_ptr<scalar_t>(),
-        probs.mutable_data_ptr<scalar_t>(),
-        rows,
-        k);
+    normalize_rows(in, normalized.mutable_data_ptr<scalar_t>(), rows, k);
   });
-  return {std::move(normalized), std::move(probs)};
+  return {std::move(normalized), at::Tensor()};
 }
 
 at::Tensor normalized_probs(const at::Tensor& probs, const char* dist) {
@@ -354,18 +370,45 @@ std::shared_ptr<Categorical> Categorical::from_probs(const at::Tensor& probs) {
       new Categorical(std::move(logits), std::move(normalized)));
 }
 
+at::Tensor Categorical::probs() const {
+  if (probs_.defined()) {
+    return probs_;
+  }
+  // Loops made the logits (logits_and_probs): their softmax, by loops.
+  at::Tensor probs = empty_cpu(logits_.sizes(), logits_.scalar_type());
+  AT_DISPATCH_FLOATING_TYPES(logits_.scalar_type(), "probs", [&] {
+    softmax_rows(
+        logits_.const_data_ptr<scalar_t>(),
+        probs.mutable_data_ptr<scalar_t>(),
+        logits_.numel() / num_events_,
+        num_events_);
+  });
+  return probs;
+}
+
 bool Categorical::draw_indices(
     int64_t* out, const std::optional<at::Generator>& generator) const {
   // torch.multinomial's path for one sample (NOTE [Loops for small CPU
   // parameters]): its checks, Exp(1) noise, argmax p / q.
   const int64_t k = num_events_;
-  if (!loopable(probs_) || k > (int64_t{1} << 24)) {
+  const at::Tensor& source = probs_.defined() ? probs_ : logits_;
+  if (!loopable(source) || k > (int64_t{1} << 24)) {
     return false;
   }
   // Contiguous (loopable): rows of k by pointer, no view to dispatch.
-  const int64_t rows = probs_.numel() / k;
-  AT_DISPATCH_FLOATING_TYPES(probs_.scalar_type(), "sample", [&] {
-    const scalar_t* p = probs_.const_data_ptr<scalar_t>();
+  const int64_t rows = source.numel() / k;
+  AT_DISPATCH_FLOATING_TYPES(source.scalar_type(), "sample", [&] {
+    // The probs, or computed here as probs() computes them.
+    c10::SmallVector<scalar_t, 16> computed;
+    const scalar_t* p = nullptr;
+    if (probs_.defined()) {
+      p = probs_.const_data_ptr<scalar_t>();
+    } else {
+      computed.resize(static_cast<size_t>(rows * k));
+      softmax_rows(
+          logits_.const_data_ptr<scalar_t>(), computed.data(), rows, k);
+      p = computed.data();
+    }
     for (int64_t r = 0; r < rows; ++r) {
       scalar_t sum = 0;
       for (int64_t j = 0; j < k; ++j) {
@@ -380,7 +423,7 @@ bool Categorical::draw_indices(
           "invalid multinomial distribution (sum of probabilities <= 0)");
     }
     at::Tensor q =
-        at::empty({rows, k}, probs_.options()).exponential_(1, generator);
+        empty_cpu({rows, k}, source.scalar_type()).exponential_(1, generator);
     scalar_t* ratio = q.mutable_data_ptr<scalar_t>();
     for (int64_t i = 0; i < rows * k; ++i) {
       ratio[i] = p[i] / ratio[i];
@@ -402,13 +445,13 @@ at::Tensor Categorical::sample(
   }
   std::vector<int64_t> shape(sample_shape.begin(), sample_shape.end());
   shape.insert(shape.end(), batch_shape().begin(), batch_shape().end());
-  if (count == 1 && loopable(probs_)) {
-    at::Tensor index = at::empty(shape, probs_.options().dtype(at::kLong));
+  if (count == 1 && loopable(probs_.defined() ? probs_ : logits_)) {
+    at::Tensor index = empty_cpu(shape, at::kLong);
     if (draw_indices(index.mutable_data_ptr<int64_t>(), generator)) {
       return index;
     }
   }
-  at::Tensor probs_2d = probs_.reshape({-1, num_events_});
+  at::Tensor probs_2d = probs().reshape({-1, num_events_});
   at::Tensor samples_2d =
       at::multinomial(probs_2d, count, /*replacement=*/true, generator).t();
   return samples_2d.reshape(shape);
@@ -465,7 +508,7 @@ at::Tensor Categorical::gather_log_prob(
         name(),
         ", but found invalid values");
   }
-  at::Tensor out = at::empty(batch_shape(), logits_.options());
+  at::Tensor out = empty_cpu(batch_shape(), logits_.scalar_type());
   AT_DISPATCH_FLOATING_TYPES(logits_.scalar_type(), "log_prob", [&] {
     const scalar_t* l = logits_.const_data_ptr<scalar_t>();
     scalar_t* o = out.mutable_data_ptr<scalar_t>();
@@ -477,14 +520,14 @@ at::Tensor Categorical::gather_log_prob(
 }
 
 at::Tensor Categorical::mode() const {
-  return probs_.argmax(-1);
+  return probs().argmax(-1);
 }
 
 at::Tensor Categorical::mean() const {
   return at::full(
       extended_shape({}),
       std::numeric_limits<double>::quiet_NaN(),
-      probs_.options());
+      logits_.options());
 }
 
 at::Tensor Categorical::entropy() const {
@@ -496,7 +539,7 @@ at::Tensor Categorical::entropy() const {
           ? -3.3895313892515355e+38
           : static_cast<double>(std::numeric_limits<float>::lowest());
   at::Tensor logits = at::clamp(logits_, min_real);
-  at::Tensor p_log_p = logits * probs_;
+  at::Tensor p_log_p = logits * probs();
   return -p_log_p.sum(-1);
 }
 
@@ -549,17 +592,15 @@ at::Tensor OneHotCategorical::sample(
     // Drawn by loops, the indices are in range: at::one_hot's range checks
     // would cost two reductions and two syncs.
     const int64_t k = num_events();
-    const int64_t rows = probs().numel() / k;
+    const int64_t rows = logits().numel() / k;
     c10::SmallVector<int64_t, 16> drawn(static_cast<size_t>(rows));
     if (draw_indices(drawn.data(), generator)) {
       c10::SmallVector<int64_t, 4> shape(
           batch_shape().begin(), batch_shape().end());
       shape.push_back(k);
-      // at::empty and every element written: at::zeros dispatches a fill.
-      at::Tensor one_hot = at::empty(
-          shape,
-          probs().options().dtype(
-              torch_semantics_ ? probs().scalar_type() : at::kLong));
+      // Every element written: at::zeros would dispatch a fill.
+      at::Tensor one_hot = empty_cpu(
+          shape, torch_semantics_ ? logits().scalar_type() : at::kLong);
       AT_DISPATCH_ALL_TYPES(one_hot.scalar_type(), "one_hot", [&] {
         scalar_t* out = one_hot.mutable_data_ptr<scalar_t>();
         for (int64_t r = 0; r < rows; ++r) {
@@ -573,7 +614,7 @@ at::Tensor OneHotCategorical::sample(
   }
   at::Tensor index = Categorical::sample(sample_shape, std::move(generator));
   at::Tensor one_hot = at::one_hot(index, num_events());
-  return torch_semantics_ ? one_hot.to(probs().scalar_type()) : one_hot;
+  return torch_semantics_ ? one_hot.to(logits().scalar_type()) : one_hot;
 }
 
 at::Tensor OneHotCategorical::log_prob(const at::Tensor& value) const {

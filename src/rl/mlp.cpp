@@ -1,8 +1,8 @@
 // rl::MLP, TorchRL's MLP, with the loops of NOTE [Small-batch MLP] (rl.h).
 
+#include <ATen/EmptyTensor.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/elu.h>
-#include <ATen/ops/empty.h>
 #include <ATen/ops/linear.h>
 #include <ATen/ops/relu.h>
 #include <ATen/ops/tanh.h>
@@ -172,7 +172,10 @@ at::Tensor MLPImpl::forward_loops(const at::Tensor& input) const {
   const at::Tensor x = input.contiguous();
   std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
   shape.back() = options_.out_features();
-  at::Tensor out = at::empty(shape, x.options());
+  // Without the dispatcher, as the distributions' loops allocate (NOTE
+  // [Loops for small CPU parameters]): x is a CPU float tensor here.
+  at::Tensor out = at::detail::empty_cpu(
+      shape, at::kFloat, /*pin_memory=*/false, std::nullopt);
   const int64_t rows = x.numel() / options_.in_features();
   int64_t widest = 0;
   for (const at::Tensor& w : weights_) {
