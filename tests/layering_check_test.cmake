@@ -1,6 +1,7 @@
-# Tests of tests/layering_check.cmake: small src/ trees that keep to the
-# floors pass, and each kind of climb fails with a message that names the
-# file and the header.
+# Tests of tests/layering_check.cmake: small src/ and include/ trees that
+# keep to the floors pass, and each kind of climb fails with a message that
+# names the file and the header. The floors are the project's own
+# (cmake/Floors.cmake).
 #
 #   cmake -DCHECK=<layering_check.cmake> -DWORK_DIR=<scratch dir> -P this file
 
@@ -12,7 +13,8 @@ set(failures "")
 set(case_count 0)
 
 # Writes `files` ("path|line" items, one #include line each, or "path|" for
-# a file with no include) under a fresh tree, runs the check on it, and
+# a file with no include; paths under src/ unless they start with
+# "include/") under a fresh tree, runs the check on it, and
 # expects success (`expected` empty) or a failure whose output contains
 # `expected`.
 function(check_case name expected)
@@ -23,7 +25,10 @@ function(check_case name expected)
     string(SUBSTRING "${item}" 0 ${bar} path)
     math(EXPR start "${bar} + 1")
     string(SUBSTRING "${item}" ${start} -1 line)
-    file(APPEND "${root}/src/${path}" "${line}\n")
+    if(NOT path MATCHES "^include/")
+      set(path "src/${path}")
+    endif()
+    file(APPEND "${root}/${path}" "${line}\n")
   endforeach()
   execute_process(
     COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${root} -P ${CHECK}
@@ -56,8 +61,34 @@ check_case(climb
   "src/core/walk.cpp includes memmap/writer.h: memmap/ is a higher floor than core/"
   "core/walk.cpp|#include \"memmap/writer.h\"")
 check_case(climb_through_public_header
-  "src/core/non_tensor.cpp includes tensordict/state_dict.h: state_dict/ is a higher floor"
-  "core/non_tensor.cpp|#include \"tensordict/state_dict.h\"")
+  "src/core/non_tensor.cpp includes tensordict/consolidate.h: consolidate/ is a higher floor"
+  "core/non_tensor.cpp|#include \"tensordict/consolidate.h\"")
+# Public headers stand on the floor cmake/Floors.cmake lists them on.
+check_case(public_headers_keep_floors ""
+  "include/tensordict/options.h|#include \"tensordict/nested_key.h\""
+  "include/tensordict/tensor_class.h|#include \"tensordict/state_dict.h\""
+  "include/tensordict/detail/tensor_class_impl.h|#include \"tensordict/tensor_dict.h\""
+  "include/tensordict/rl.h|#include \"tensordict/nn.h\""
+  "include/tensordict/tensordict.h|#include \"tensordict/rl.h\""
+  "core/value.cpp|#include \"tensordict/state_dict.h\"")
+check_case(public_header_climb
+  "include/tensordict/tensor_dict.h includes tensordict/memmap.h: memmap/ is a higher floor than core/"
+  "include/tensordict/tensor_dict.h|#include \"tensordict/memmap.h\"")
+check_case(public_detail_header_climb
+  "include/tensordict/detail/tensor_class_impl.h includes tensordict/consolidate.h: consolidate/ is a higher floor than tensor_class/"
+  "include/tensordict/detail/tensor_class_impl.h|#include \"tensordict/consolidate.h\"")
+check_case(public_header_sibling
+  "include/tensordict/nn.h includes tensordict/tensor_class.h: tensor_class/ is a sibling on the same floor as nn/"
+  "include/tensordict/nn.h|#include \"tensordict/tensor_class.h\"")
+check_case(public_header_below_its_user
+  "include/tensordict/options.h includes tensordict/print_options.h: repr/ is a higher floor than core/"
+  "include/tensordict/options.h|#include \"tensordict/print_options.h\"")
+check_case(public_header_includes_src
+  "include/tensordict/value.h includes \"core/walk.h\": a public header includes public headers only"
+  "include/tensordict/value.h|#include \"core/walk.h\"")
+check_case(public_header_without_floor
+  "include/tensordict/brand_new.h has no floor"
+  "include/tensordict/brand_new.h|")
 check_case(sibling
   "src/memmap/reader.cpp includes consolidate/layout.h: consolidate/ is a sibling on the same floor"
   "memmap/reader.cpp|#include \"consolidate/layout.h\"")
@@ -87,7 +118,7 @@ foreach(present IN ITEMS yes no)
   endif()
   file(WRITE "${WORK_DIR}/known_${present}/src/core/value.cpp" "${line}\n")
   execute_process(
-    COMMAND ${CMAKE_COMMAND} "-DKNOWN_CLIMBS=core/value.cpp -> repr/value_repr.h"
+    COMMAND ${CMAKE_COMMAND} "-DKNOWN_CLIMBS=src/core/value.cpp -> repr/value_repr.h"
             -DSOURCE_DIR=${WORK_DIR}/known_${present} -P ${CHECK}
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   string(FIND "${out}${err}" "no longer occurs: remove it from known_climbs" at)

@@ -84,6 +84,7 @@
 #include <initializer_list>
 #include <iosfwd>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -92,12 +93,12 @@
 #include <variant>
 #include <vector>
 
+#include "tensordict/detail/tensor_class_base.h"
 #include "tensordict/detail/tensor_class_impl.h"
 #include "tensordict/detail/tensor_class_macros.h"
 #include "tensordict/detail/tensor_class_ops.h"
 #include "tensordict/detail/tensor_class_traits.h"
 #include "tensordict/errors.h"
-#include "tensordict/json.h"
 #include "tensordict/lazy_stacked_tensor_class.h"
 #include "tensordict/options.h"
 #include "tensordict/state_dict.h"
@@ -115,12 +116,14 @@ TENSORDICT_BEGIN_NAMESPACE
 /// None, from `nullptr` or an empty `std::optional`).
 class TENSORDICT_API FieldArg {
  public:
-  /// The alternatives, in order; `std::monostate` is None.
+  /// The alternatives, in order; `std::monostate` is None. A string or JSON
+  /// value is held shared and never null (as NonTensorData holds its
+  /// value), so this header needs no complete Json.
   using Variant = std::variant<
       std::monostate,
       at::Tensor,
       TensorDict,
-      Json,
+      std::shared_ptr<const Json>,
       int64_t,
       double,
       bool>;
@@ -137,8 +140,8 @@ class TENSORDICT_API FieldArg {
   FieldArg(const char* text);  // NOLINT(google-explicit-constructor)
   /// Holds a string.
   FieldArg(std::string text);  // NOLINT(google-explicit-constructor)
-  /// Holds a JSON value.
-  FieldArg(Json value);  // NOLINT(google-explicit-constructor)
+  /// Holds a JSON value (None if null).
+  FieldArg(const Json& value);  // NOLINT(google-explicit-constructor)
   /// Holds a number as given (bool, int64_t or double).
   template <typename T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
   FieldArg(T number) {  // NOLINT(google-explicit-constructor)
@@ -202,109 +205,6 @@ class TENSORDICT_API FieldInit {
   std::string name_;
   FieldArg value_;
 };
-
-namespace detail {
-
-/// The root of every TensorClass: the TensorDict handle.
-class TENSORDICT_API TensorClassBase : public TensorClassRoot {
- public:
-  /// Returns the dict that holds the fields (aliased: Python's
-  /// `_tensordict`).
-  const TensorDict& tensordict() const& noexcept {
-    return td_;
-  }
-  /// Returns the dict of a temporary.
-  TensorDict tensordict() && noexcept {
-    return std::move(td_);
-  }
-  /// Returns the batch size (a view into the dict).
-  c10::IntArrayRef batch_size() const& noexcept {
-    return td_.batch_size();
-  }
-  /// Returns the batch size of a temporary by value.
-  std::vector<int64_t> batch_size() const&& {
-    return td_.batch_size().vec();
-  }
-  /// Same as `batch_size()`.
-  c10::IntArrayRef shape() const& noexcept {
-    return td_.batch_size();
-  }
-  /// Same as `batch_size()`, by value.
-  std::vector<int64_t> shape() const&& {
-    return td_.batch_size().vec();
-  }
-  /// Returns the number of batch dims.
-  int64_t batch_dims() const noexcept {
-    return td_.batch_dims();
-  }
-  /// Same as `batch_dims()`.
-  int64_t ndim() const noexcept {
-    return td_.batch_dims();
-  }
-  /// Same as `batch_dims()` (Python's `dim()`).
-  int64_t dim() const noexcept {
-    return td_.batch_dims();
-  }
-  /// Returns the number of batch elements.
-  int64_t numel() const noexcept {
-    return td_.numel();
-  }
-  /// Returns the device, or nullopt.
-  std::optional<c10::Device> device() const noexcept {
-    return td_.device();
-  }
-  /// Returns the dim names (empty when none).
-  DimNames names() const {
-    return td_.names();
-  }
-  /// Returns true if the dict is locked (always for frozen classes).
-  bool is_locked() const noexcept {
-    return td_.is_locked();
-  }
-  /// Returns true if the dict is marked shared.
-  bool is_shared() const noexcept {
-    return td_.is_shared();
-  }
-  /// Returns true if the dict is memory-mapped.
-  bool is_memmap() const noexcept {
-    return td_.is_memmap();
-  }
-  /// Returns the directory the instance was saved to or loaded from.
-  std::optional<std::string> saved_path() const {
-    return td_.saved_path();
-  }
-  /// Returns true if every element of every tensor is true.
-  bool all() const {
-    return td_.all();
-  }
-  /// Returns true if any element of any tensor is true.
-  bool any() const {
-    return td_.any();
-  }
-  /// Returns true if both instances share one dict.
-  bool is_same(const TensorClassBase& other) const noexcept {
-    return td_.is_same(other.td_);
-  }
-
- protected:
-  TensorClassBase() = default;
-  TensorClassBase(TensorDict td, WrapTag) : td_(std::move(td)) {}
-
-  TensorDict td_;
-};
-
-/// Passes an instance given to a generated forwarder as its dict, anything
-/// else as it is; not API.
-template <typename T>
-decltype(auto) tc_unwrap(T&& value) {
-  if constexpr (std::is_base_of_v<TensorClassBase, std::decay_t<T>>) {
-    return std::forward<T>(value).tensordict();
-  } else {
-    return std::forward<T>(value);
-  }
-}
-
-}  // namespace detail
 
 /// The base of a typed, dataclass-like struct whose fields live in a
 /// TensorDict: Python's `TensorClass`. `Derived` is the struct itself
@@ -1014,21 +914,8 @@ class TensorClass : public std::conditional_t<
   }
   template <typename T>
   detail::read_type_t<T, kFlags> read_field(size_t index) const {
-    const detail::ClassInfo& info = Derived::tensor_class_info();
-    using Traits = detail::FieldTraits<T>;
-    if constexpr (Traits::optional) {
-      const Value* value = detail::tc_find(this->td_, info, index);
-      if (value == nullptr) {
-        return std::nullopt;
-      }
-      return detail::tc_convert<typename Traits::value_type, kFlags>(
-          *value, info, index);
-    } else if constexpr (Traits::kind == detail::FieldKind::kTensor) {
-      return detail::tc_read_tensor(this->td_, info, index);
-    } else {
-      return detail::tc_convert<T, kFlags>(
-          detail::tc_get(this->td_, info, index), info, index);
-    }
+    return detail::tc_read_field<T, kFlags>(
+        this->td_, Derived::tensor_class_info(), index);
   }
   template <typename T>
   Derived& write_field(size_t index, const FieldArg& value) {

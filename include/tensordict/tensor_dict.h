@@ -153,9 +153,7 @@ class TENSORDICT_API TensorDict {
   // --- identity -------------------------------------------------------------
 
   /// Returns true if both handles point at the same dict.
-  bool is_same(const TensorDict& other) const noexcept {
-    return impl_ == other.impl_;
-  }
+  bool is_same(const TensorDict& other) const noexcept;
   /// Returns a deep copy: new dicts and new tensor storage all the way down.
   [[nodiscard]] TensorDict clone() const;
   /// Returns a shallow copy: new dicts (nested ones too), same tensors.
@@ -168,13 +166,9 @@ class TENSORDICT_API TensorDict {
   /// Returns the batch size of a temporary dict by value.
   std::vector<int64_t> batch_size() const&&;
   /// Same as `batch_size()`.
-  c10::IntArrayRef shape() const& noexcept {
-    return batch_size();
-  }
+  c10::IntArrayRef shape() const& noexcept;
   /// Same as `batch_size()`, by value.
-  std::vector<int64_t> shape() const&& {
-    return std::move(*this).batch_size();
-  }
+  std::vector<int64_t> shape() const&&;
   /// Sets the batch size: shrinking always fits; growing is checked against
   /// every entry, and nested dicts with fewer dims grow along. Names are cut
   /// or padded with unnamed dims. Throws if an entry does not fit.
@@ -182,13 +176,9 @@ class TENSORDICT_API TensorDict {
   /// Returns the number of batch dims.
   int64_t batch_dims() const noexcept;
   /// Same as `batch_dims()`.
-  int64_t ndim() const noexcept {
-    return batch_dims();
-  }
+  int64_t ndim() const noexcept;
   /// Same as `batch_dims()` (Python's `dim()`).
-  int64_t dim() const noexcept {
-    return batch_dims();
-  }
+  int64_t dim() const noexcept;
   /// Returns the number of batch elements (1 with no batch dims).
   int64_t numel() const noexcept;
   /// Returns the size of batch dim `dim` (negative counts from the end);
@@ -364,15 +354,11 @@ class TENSORDICT_API TensorDict {
   /// Same as `to(c10::Device(type))`. Without it, `td.to(torch::kCPU)`
   /// would be ambiguous: a DeviceType converts to Device and to TensorOptions.
   [[nodiscard]] TensorDict to(
-      c10::DeviceType type, bool non_blocking = false) const {
-    return to(c10::Device(type), non_blocking);
-  }
+      c10::DeviceType type, bool non_blocking = false) const;
   /// Same as `to(c10::Device(device))` for a device string ("cpu",
   /// "cuda:1"), as Python's `td.to("cpu")`.
   [[nodiscard]] TensorDict to(
-      const char* device, bool non_blocking = false) const {
-    return to(c10::Device(std::string(device)), non_blocking);
-  }
+      const char* device, bool non_blocking = false) const;
 
   // --- indexing (src/tensor_dict/indexing.cpp) -----------------------------
   // Include <tensordict/indexing.h> to build indices; it has the table of
@@ -505,25 +491,8 @@ class TENSORDICT_API TensorDict {
   //   nested dicts (Python's `call_on_nested=True`). `std::nullopt` drops the
   //   entry. Results are checked against the result's batch size like `set`.
   // A callback taking `const Value&` but returning `at::Tensor` is a tensor
-  // callback.
-
-  /// The compiled form of `apply` and `named_apply` over tensors:
-  /// `fn(key, leaves)` gets the nested key and one leaf from this dict then
-  /// each of `others`. Throws ValueError with `options.call_on_nested()`.
-  [[nodiscard]] TensorDict apply_impl(
-      c10::function_ref<at::Tensor(const NestedKey&, c10::ArrayRef<at::Tensor>)>
-          fn,
-      c10::ArrayRef<TensorDict> others,
-      const ApplyOptions& options) const;
-  /// The compiled form of `apply` and `named_apply` over entries:
-  /// `fn(key, values)` gets the nested key and one entry from this dict then
-  /// each of `others` (a missing key gives `options.default_value()` or
-  /// throws KeyError).
-  [[nodiscard]] TensorDict apply_entries_impl(
-      c10::function_ref<
-          std::optional<Value>(const NestedKey&, c10::ArrayRef<Value>)> fn,
-      c10::ArrayRef<TensorDict> others,
-      const ApplyOptions& options) const;
+  // callback. The templates call compiled forms in
+  // tensordict/detail/tensor_dict_inl.h.
 
   /// Returns a dict of `fn(leaf)` for every tensor, or of `fn(entry)` for a
   /// callback over `Value` (see above); an undefined tensor or `std::nullopt`
@@ -533,88 +502,21 @@ class TENSORDICT_API TensorDict {
   /// Example: `td.apply([](const at::Tensor& t) { return t * 2; })`
   template <typename Fn>
   [[nodiscard]] TensorDict apply(
-      Fn&& fn, const ApplyOptions& options = {}) const {
-    if constexpr (std::is_convertible_v<
-                      std::invoke_result_t<Fn&, const at::Tensor&>,
-                      at::Tensor>) {
-      return apply_impl(
-          [&](const NestedKey&, c10::ArrayRef<at::Tensor> leaves) {
-            return fn(leaves[0]);
-          },
-          {},
-          options);
-    } else {
-      return apply_entries_impl(
-          [&](const NestedKey&, const auto& values) {
-            return std::optional<Value>(fn(values[0]));
-          },
-          {},
-          options);
-    }
-  }
+      Fn&& fn, const ApplyOptions& options = {}) const;
   /// Returns a dict of `fn(leaf, other_leaf)` (or `fn(entry, other_entry)`),
   /// matched by key. A key missing from `other` uses
   /// `options.default_value()` or throws KeyError.
   template <typename Fn>
   [[nodiscard]] TensorDict apply(
-      Fn&& fn,
-      const TensorDict& other,
-      const ApplyOptions& options = {}) const {
-    if constexpr (
-        std::is_convertible_v<
-            std::invoke_result_t<Fn&, const at::Tensor&, const at::Tensor&>,
-            at::Tensor>) {
-      return apply_impl(
-          [&](const NestedKey&, c10::ArrayRef<at::Tensor> leaves) {
-            return fn(leaves[0], leaves[1]);
-          },
-          other,
-          options);
-    } else {
-      return apply_entries_impl(
-          [&](const NestedKey&, const auto& values) {
-            return std::optional<Value>(fn(values[0], values[1]));
-          },
-          other,
-          options);
-    }
-  }
+      Fn&& fn, const TensorDict& other, const ApplyOptions& options = {}) const;
   /// Like `apply`, but `fn(key, leaf)` (or `fn(key, entry)`) also sees the
   /// nested key.
   template <typename Fn>
   [[nodiscard]] TensorDict named_apply(
-      Fn&& fn, const ApplyOptions& options = {}) const {
-    if constexpr (
-        std::is_convertible_v<
-            std::invoke_result_t<Fn&, const NestedKey&, const at::Tensor&>,
-            at::Tensor>) {
-      return apply_impl(
-          [&](const NestedKey& key, c10::ArrayRef<at::Tensor> leaves) {
-            return fn(key, leaves[0]);
-          },
-          {},
-          options);
-    } else {
-      return apply_entries_impl(
-          [&](const NestedKey& key, const auto& values) {
-            return std::optional<Value>(fn(key, values[0]));
-          },
-          {},
-          options);
-    }
-  }
+      Fn&& fn, const ApplyOptions& options = {}) const;
   /// Writes `fn(leaf)` into every tensor in place (results must fit).
   template <typename Fn>
-  TensorDict& apply_(Fn&& fn) {
-    apply_inplace_impl([&](const NestedKey&, c10::ArrayRef<at::Tensor> leaves) {
-      return fn(leaves[0]);
-    });
-    return *this;
-  }
-  /// The compiled form of `apply_`.
-  void apply_inplace_impl(
-      c10::function_ref<at::Tensor(const NestedKey&, c10::ArrayRef<at::Tensor>)>
-          fn);
+  TensorDict& apply_(Fn&& fn);
 
   // --- map (src/tensor_dict/map.cpp; include <tensordict/map.h>) -----------
 
@@ -1175,3 +1077,5 @@ TENSORDICT_END_NAMESPACE
 // three headers gives every class.
 #include "tensordict/lazy_stack.h"
 #include "tensordict/value.h"
+// The bodies of TensorDict's inline and template members.
+#include "tensordict/detail/tensor_dict_inl.h"

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string_view>
 
+#include "tensordict/json.h"
 #include "tensordict/tensor_class.h"
 
 TENSORDICT_BEGIN_NAMESPACE

@@ -9,12 +9,14 @@
 #include "tensordict/tensor_class.h"
 
 #include <algorithm>
+#include <memory>
 #include <ostream>
 
 #include "core/tensor_dict_impl.h"
 #include "core/walk.h"
 #include "repr/class_repr.h"
 #include "tensor_class/fields.h"
+#include "tensordict/json.h"
 #include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -25,16 +27,24 @@ FieldArg::FieldArg(at::Tensor tensor) {
   }
 }
 FieldArg::FieldArg(TensorDict td) : value_(std::move(td)) {}
-FieldArg::FieldArg(const char* text) : value_(Json(text)) {}
-FieldArg::FieldArg(std::string text) : value_(Json(std::move(text))) {}
-FieldArg::FieldArg(Json value) {
+FieldArg::FieldArg(const char* text)
+    : value_(std::make_shared<const Json>(text)) {}
+FieldArg::FieldArg(std::string text)
+    : value_(std::make_shared<const Json>(std::move(text))) {}
+FieldArg::FieldArg(const Json& value) {
   if (!value.is_null()) {
-    value_ = std::move(value);
+    value_ = std::make_shared<const Json>(value);
   }
 }
 
 namespace detail {
 namespace {
+
+// The string or JSON value a FieldArg holds, or null.
+const Json* json_of(const FieldArg::Variant& v) {
+  const auto* held = std::get_if<std::shared_ptr<const Json>>(&v);
+  return held != nullptr ? held->get() : nullptr;
+}
 
 const char* kind_name(FieldKind kind) {
   switch (kind) {
@@ -67,8 +77,7 @@ const char* arg_name(const FieldArg& arg) {
     case 2:
       return arg.class_info() ? "a TensorClass" : "a TensorDict";
     case 3:
-      return std::get<Json>(arg.value()).is_string() ? "a string"
-                                                     : "a JSON value";
+      return json_of(arg.value())->is_string() ? "a string" : "a JSON value";
     case 4:
       return "an integer";
     case 5:
@@ -497,8 +506,7 @@ void tc_set_field(
     }
     case FieldKind::kString:
       refuse_in_place();
-      if (const auto* j = std::get_if<Json>(&v);
-          j != nullptr && j->is_string()) {
+      if (const auto* j = json_of(v); j != nullptr && j->is_string()) {
         td.set_non_tensor(key, *j);
       } else if (autocast && is_number(v)) {
         td.set_non_tensor(key, number_json(v, field.kind, false).dump());
@@ -508,7 +516,7 @@ void tc_set_field(
       return;
     case FieldKind::kJson:
       refuse_in_place();
-      if (const auto* j = std::get_if<Json>(&v)) {
+      if (const auto* j = json_of(v)) {
         td.set_non_tensor(key, *j);
       } else if (is_number(v)) {
         td.set_non_tensor(key, number_json(v, field.kind, false));
@@ -626,7 +634,7 @@ void tc_set_nested(
     dest.set(NestedKey(rest), *t, options);
   } else if (const auto* d = std::get_if<TensorDict>(&v)) {
     dest.set(NestedKey(rest), *d, options);
-  } else if (const auto* j = std::get_if<Json>(&v)) {
+  } else if (const auto* j = json_of(v)) {
     dest.set_non_tensor(NestedKey(rest), *j);
   } else if (is_number(v)) {
     dest.set(NestedKey(rest), number_tensor(v), options);

@@ -258,29 +258,33 @@ TensorDict run_apply(
 
 }  // namespace
 
-TensorDict TensorDict::apply_impl(
+namespace detail {
+
+TensorDict apply_impl(
+    const TensorDict& td,
     LeafFn fn,
     c10::ArrayRef<TensorDict> others,
-    const ApplyOptions& options) const {
+    const ApplyOptions& options) {
   TORCH_CHECK_VALUE(
       !options.call_on_nested(),
       "apply: call_on_nested=true passes nested TensorDicts to the callback, "
       "so it must take a const Value& and return a std::optional<Value> (or "
       "a Value), not an at::Tensor");
   LeafVisitor visit(fn, others.size(), options.default_value());
-  return run_apply(*this, visit, others, options);
+  return run_apply(td, visit, others, options);
 }
 
-TensorDict TensorDict::apply_entries_impl(
+TensorDict apply_entries_impl(
+    const TensorDict& td,
     EntryFn fn,
     c10::ArrayRef<TensorDict> others,
-    const ApplyOptions& options) const {
+    const ApplyOptions& options) {
   EntryVisitor visit(fn, options, others.size());
-  return run_apply(*this, visit, others, options);
+  return run_apply(td, visit, others, options);
 }
 
-void TensorDict::apply_inplace_impl(LeafFn fn) {
-  detail::for_each_nested(*this, [&](const NestedKey& key, const Value& value) {
+void apply_inplace_impl(TensorDict& td, LeafFn fn) {
+  detail::for_each_nested(td, [&](const NestedKey& key, const Value& value) {
     if (!value.is_tensor()) {
       return;
     }
@@ -291,5 +295,7 @@ void TensorDict::apply_inplace_impl(LeafFn fn) {
     }
   });
 }
+
+}  // namespace detail
 
 TENSORDICT_END_NAMESPACE

@@ -276,7 +276,7 @@ std::string indent_lines(std::string_view text, std::string_view prefix) {
   return out;
 }
 
-std::string names_repr(const DimNames& names) {
+std::string names_repr(const std::vector<std::optional<std::string>>& names) {
   std::string out = "[";
   for (size_t i = 0; i < names.size(); ++i) {
     if (i > 0) {

@@ -9,9 +9,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tensordict/export.h"
-#include "tensordict/options.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
@@ -32,8 +32,10 @@ std::string float_repr(double value);
 /// Prefixes every line holding more than whitespace, as Python's
 /// `textwrap.indent` does.
 std::string indent_lines(std::string_view text, std::string_view prefix);
-/// Returns Python's repr of a list of names: ['x', None].
-std::string names_repr(const DimNames& names);
+/// Returns Python's repr of a list of names: ['x', None]. Takes what
+/// DimNames (tensordict/options.h, on core) names, spelled out: util/ is
+/// below core/.
+std::string names_repr(const std::vector<std::optional<std::string>>& names);
 /// Returns Python's repr of a bool: "True" or "False".
 const char* python_bool(bool b);
 /// Returns a device as Python prints it ("cpu", "cuda:0"), or "None".

@@ -237,5 +237,25 @@ read_type_t<T, Flags> tc_convert(
   }
 }
 
+/// Reads field `index` of `td` as the getter of a field declared `T`
+/// returns under `Flags`: nullopt for an unset optional field; throws
+/// ValueError for an unset required one, else like `tc_convert`.
+template <typename T, ClassFlags Flags>
+read_type_t<T, Flags> tc_read_field(
+    const TensorDict& td, const ClassInfo& info, size_t index) {
+  using Traits = FieldTraits<T>;
+  if constexpr (Traits::optional) {
+    const Value* value = tc_find(td, info, index);
+    if (value == nullptr) {
+      return std::nullopt;
+    }
+    return tc_convert<typename Traits::value_type, Flags>(*value, info, index);
+  } else if constexpr (Traits::kind == FieldKind::kTensor) {
+    return tc_read_tensor(td, info, index);
+  } else {
+    return tc_convert<T, Flags>(tc_get(td, info, index), info, index);
+  }
+}
+
 }  // namespace detail
 TENSORDICT_END_NAMESPACE

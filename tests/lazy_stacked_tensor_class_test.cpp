@@ -1,0 +1,173 @@
+// lazy_stacked_tensor_class.h: lazy stacks of instances, their checks and their
+// saved layout.
+#include <tensordict/lazy_stacked_tensor_class.h>
+#include <tensordict/tensor_class.h>
+
+#include "support.h"
+#include "tensor_class_support.h"
+
+// Its own namespace, so that test files can share a unity batch.
+namespace lazy_stacked_tensor_class_test {
+
+using namespace tensordict;
+using namespace tensordict::indexing;
+using tensor_class_testing::Inner;
+using tensor_class_testing::Registered;
+using tensordict::testing::expect_td_equal;
+using tensordict::testing::metadata_keys;
+using tensordict::testing::read_text;
+using tensordict::testing::TempDir;
+
+TEST(TensorClassTest, LazyStackHasTheSaveAliases) {
+  TempDir tmp;
+  const std::string dir = tmp / "lazy_dumps";
+  auto stack = lazy_stack(std::vector<Inner>{
+      Inner({{"x", torch::ones({2, 3})}}, {2}),
+      Inner({{"x", torch::zeros({2, 4})}}, {2})});
+  (void)stack.dumps(MemmapOptions(dir));
+  auto loaded = LazyStackedTensorClass<Inner>::load(dir);
+  EXPECT_TRUE(torch::equal(loaded.at(1).x(), torch::zeros({2, 4})));
+  (void)stack.save(MemmapOptions(dir));
+}
+
+// --- lazy stacks
+// ----------------------------------------------------------------
+
+namespace {
+
+Registered registered(int64_t width, const char* label) {
+  return Registered(
+      {{"pos", torch::arange(2 * width, torch::kFloat).reshape({2, width})},
+       {"inner",
+        Inner({{"x", torch::full({2}, static_cast<double>(width))}}, {2})},
+       {"label", label}},
+      {2});
+}
+
+}  // namespace
+
+TEST(TensorClassTest, LazyStackKeepsElementShapesAndReturnsTheStruct) {
+  const Registered a = registered(3, "a");
+  const Registered b = registered(4, "b");
+  LazyStackedTensorClass<Registered> lazy =
+      lazy_stack(std::vector<Registered>{a, b});
+  EXPECT_EQ(lazy.batch_size(), c10::IntArrayRef({2, 2}));
+  EXPECT_EQ(lazy.num_elements(), 2u);
+  Registered second = lazy.at(1);
+  EXPECT_EQ(second.pos().sizes(), c10::IntArrayRef({2, 4}));
+  EXPECT_EQ(second.pos().data_ptr(), b.pos().data_ptr());  // aliased
+  EXPECT_EQ(lazy.elements()[0].label(), "a");
+  // A field whose shapes differ cannot be stacked.
+  EXPECT_THROWS_WITH(lazy.get("pos"), c10::Error, "pos");
+  EXPECT_THROWS_WITH(
+      lazy.get("nope"), KeyError, "Registered has no field 'nope'");
+  EXPECT_THROWS_WITH(lazy.contiguous(), c10::Error, "pos");
+
+  auto first = lazy.index({0});
+  ASSERT_TRUE(std::holds_alternative<Registered>(first));
+  EXPECT_EQ(std::get<Registered>(first).label(), "a");
+  auto rows = lazy.index({Slice(), 1});
+  ASSERT_TRUE(std::holds_alternative<LazyStackedTensorClass<Registered>>(rows));
+  const auto& lazy_rows = std::get<LazyStackedTensorClass<Registered>>(rows);
+  EXPECT_EQ(lazy_rows.batch_size(), c10::IntArrayRef({2}));
+  EXPECT_TRUE(torch::equal(lazy_rows.at(1).pos(), b.pos()[1]));
+
+  // With equal shapes, contiguous() is the dense stack.
+  const auto same =
+      lazy_stack(std::vector<Registered>{a, registered(3, "c")}, 1);
+  EXPECT_EQ(same.stack_dim(), 1);
+  EXPECT_TRUE(
+      torch::equal(same.get("pos"), torch::stack({a.pos(), a.pos()}, 1)));
+  expect_td_equal(
+      same.contiguous().tensordict(),
+      stack(std::vector<Registered>{a, registered(3, "c")}, 1).tensordict());
+}
+
+TEST(TensorClassTest, LazyStackChecksUntypedStacks) {
+  LazyStackedTensorDict untyped = lazy_stack(
+      {registered(3, "a").tensordict(),
+       TensorDict({{"other", torch::zeros({2})}}, {2})});
+  try {
+    (void)LazyStackedTensorClass<Registered>::from_lazy_stack(untyped);
+    ADD_FAILURE() << "an element that does not fit was accepted";
+  } catch (const c10::ValueError& e) {
+    EXPECT_NE(std::string(e.msg()).find("{'other'}"), std::string::npos)
+        << e.msg();
+    EXPECT_NE(
+        std::string(e.what()).find("(element 1 of the lazy stack)"),
+        std::string::npos)
+        << e.what();
+  }
+  const auto typed =
+      LazyStackedTensorClass<Registered>::from_lazy_stack(lazy_stack(
+          {registered(3, "a").tensordict(), registered(5, "b").tensordict()}));
+  EXPECT_EQ(typed.at(1).pos().size(1), 5);
+}
+
+TEST(TensorClassTest, LazyStackSavesPythonsLayout) {
+  TempDir tmp;
+  const std::string dir = tmp / "lazy";
+  const auto lazy = lazy_stack(
+      std::vector<Registered>{registered(3, "a"), registered(4, "b")});
+  const auto saved = lazy.memmap(MemmapOptions(dir));
+  EXPECT_TRUE(saved.at(0).is_memmap());
+  EXPECT_EQ(
+      read_text(dir + "/meta.json"),
+      "{\"_type\":\"<class 'tests.Registered'>\"}");
+  EXPECT_NE(
+      read_text(dir + "/_tensordict/meta.json").find("LazyStackedTensorDict"),
+      std::string::npos);
+  EXPECT_NE(
+      read_text(dir + "/_tensordict/1/meta.json").find("TensorDict"),
+      std::string::npos);
+  EXPECT_EQ(
+      read_text(dir + "/_tensordict/1/inner/meta.json"),
+      "{\"_type\":\"<class 'tests.Inner'>\"}");
+  // The elements of the original are not marked.
+  EXPECT_EQ(lazy.at(0).tensordict().python_class(), "");
+
+  const auto loaded = LazyStackedTensorClass<Registered>::load_memmap(dir);
+  EXPECT_EQ(
+      loaded.lazy_stacked_tensordict().python_class(),
+      "<class 'tests.Registered'>");
+  EXPECT_EQ(loaded.at(1).pos().sizes(), c10::IntArrayRef({2, 4}));
+  EXPECT_EQ(loaded.at(1).label(), "b");
+  EXPECT_TRUE(torch::equal(loaded.at(0).inner().x(), torch::full({2}, 3.0)));
+  EXPECT_THROWS_WITH(
+      LazyStackedTensorClass<Inner>::load_memmap(dir),
+      c10::ValueError,
+      "holds the Python class <class 'tests.Registered'>, but Inner is "
+      "registered");
+  // A dense load needs equal shapes, and says where to go otherwise.
+  EXPECT_THROWS_WITH(
+      Registered::load_memmap(dir), c10::Error, "load_memmap_any");
+
+  const std::string same_dir = tmp / "same";
+  (void)lazy_stack(
+      std::vector<Registered>{registered(3, "a"), registered(3, "b")})
+      .memmap(MemmapOptions(same_dir));
+  // Even with equal shapes: a dense load would be a copy, never made
+  // silently; the lazy stack loads mapped, and contiguous() copies it.
+  EXPECT_THROWS_WITH(
+      Registered::load_memmap(same_dir), c10::Error, "load_memmap_any");
+  const auto same = LazyStackedTensorClass<Registered>::load_memmap(same_dir);
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(same.at(1).pos()));
+  EXPECT_EQ(
+      same.lazy_stacked_tensordict().python_class(),
+      "<class 'tests.Registered'>");
+  Registered dense = same.contiguous();
+  EXPECT_EQ(dense.batch_size(), c10::IntArrayRef({2, 2}));
+  EXPECT_EQ(
+      dense.get("label").non_tensor_stack().tolist(),
+      Json::parse(R"([["a","a"],["b","b"]])"));
+
+  const std::string dense_dir = tmp / "dense";
+  (void)registered(3, "a").memmap(MemmapOptions(dense_dir));
+  EXPECT_THROWS_WITH(
+      LazyStackedTensorClass<Registered>::load_memmap(dense_dir),
+      c10::ValueError,
+      "holds a dense Registered, not a lazy stack: load it with "
+      "Registered::load_memmap");
+}
+
+}  // namespace lazy_stacked_tensor_class_test
