@@ -17,8 +17,12 @@ and in C++::
 An installed package (``pip install --no-build-isolation --no-deps
 ./python``) also carries the compiled engine:
 
-- ``tensordict_cpp._C``, the C++ functions on Python's own
-  ``tensordict.TensorDict`` (``tensordict_cpp._C.load_memmap(path)``);
+- the C++ storage functions on Python's own ``tensordict.TensorDict``, from
+  the extension ``tensordict_cpp._C``: ``load_memmap(prefix)``,
+  ``memmap(td, prefix)``, ``consolidate(td, filename)``,
+  ``from_consolidated(filename)``, ``to_safetensors(td, path)`` and
+  ``from_safetensors(path)``, reading and writing Python tensordict's own
+  formats;
 - ``tensordict_cpp.cmake_prefix_path``, for
   ``find_package(TensorDict)`` (with ``torch.utils.cmake_prefix_path``);
 - the ``tensordict-cpp`` console script (``info``, ``verify``, ``dump``,
@@ -52,10 +56,37 @@ cmake_prefix_path = _os.path.dirname(_os.path.abspath(__file__)) if _build_info 
 #: The torch version the engine was compiled against (None in the source tree).
 torch_version = _build_info.TORCH_VERSION if _build_info else None
 
+# The C++ storage functions, from the extension (loaded on first use, so
+# that the exporter alone never loads the engine).
+_STORAGE_FUNCTIONS = (
+    "load_memmap",
+    "memmap",
+    "consolidate",
+    "from_consolidated",
+    "to_safetensors",
+    "from_safetensors",
+)
+
+
+def __getattr__(name):
+    if name in _STORAGE_FUNCTIONS:
+        if _build_info is None:
+            raise AttributeError(
+                f"tensordict_cpp.{name} needs the compiled engine, which the source "
+                f"tree lacks: install the package (pip install --no-build-isolation "
+                f"--no-deps ./python)"
+            )
+        from . import _C
+
+        return getattr(_C, name)
+    raise AttributeError(f"module 'tensordict_cpp' has no attribute {name!r}")
+
+
 __all__ = [
     "export",
     "METADATA_FORMAT",
     "METADATA_FORMAT_PROBABILISTIC",
     "cmake_prefix_path",
     "torch_version",
+    *_STORAGE_FUNCTIONS,
 ]
