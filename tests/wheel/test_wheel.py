@@ -292,6 +292,17 @@ recorded = must([py, "-c", "import tensordict_cpp; print(tensordict_cpp.torch_ve
 check(result.returncode == 0 and "2.99.1+cu999" in result.stdout and recorded in result.stdout,
       f"a mismatched torch is an ImportError naming both versions, nothing loaded "
       f"({result.stdout.strip()!r})")
+# The console script checks before it starts the binary (linked against
+# one torch): a sitecustomize simulates the other torch in its process.
+fake = os.path.join(WORK, "other_torch")
+os.makedirs(fake, exist_ok=True)
+with open(os.path.join(fake, "sitecustomize.py"), "w") as f:
+    f.write("import torch\ntorch.__version__ = '2.99.1+cu999'\n")
+result = run([script, "info", tree], env=dict(os.environ, PYTHONPATH=fake))
+check(result.returncode != 0 and "2.99.1+cu999" in result.stderr
+      and recorded in result.stderr and "TensorDict batch_size" not in result.stdout,
+      f"tensordict-cpp refuses a mismatched torch before running the CLI "
+      f"({result.stderr.strip().splitlines()[-1:]!r})")
 
 print(f"{passed} passed, {len(failures)} failed")
 sys.exit(1 if failures else 0)
