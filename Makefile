@@ -24,9 +24,12 @@ TORCH_PREFIX = $(shell $(PYTHON) -c 'import torch;print(torch.utils.cmake_prefix
 
 all: build
 
-# Cheap when everything is present: the script only checks dpkg and pip metadata.
+# Cheap when everything is present: the script only checks dpkg and pip
+# metadata, and hashes the sources of the Python package (python/, built with
+# the engine in $(BUILD_DIR)/wheel).
 deps:
-	@TORCHRL_VENV=$(abspath $(BUILD_DIR))/torchrl-venv ./scripts/install-deps.sh
+	@TORCHRL_VENV=$(abspath $(BUILD_DIR))/torchrl-venv \
+	  WHEEL_BUILD_DIR=$(abspath $(BUILD_DIR))/wheel JOBS=$(JOBS) ./scripts/install-deps.sh
 
 $(BUILD_DIR)/CMakeCache.txt: | deps
 	$(CMAKE) -S . -B $(BUILD_DIR) -DCMAKE_PREFIX_PATH="$(TORCH_PREFIX)" \

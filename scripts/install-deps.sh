@@ -6,6 +6,8 @@
 #    packages) together with tensordict, matplotlib and safetensors (the
 #    Python safetensors readers of the interop tests and `make bench`), so pip
 #    never re-resolves torch.
+#  - the project's package python/ (tensordict_cpp, with the C++ engine),
+#    built with scikit-build-core into the same Python.
 #  - TorchRL 0.14.1 and gymnasium in a virtual environment of the build tree
 #    (TORCHRL_VENV), for the torchrl-labelled tests and examples/torchrl.
 set -euo pipefail
@@ -51,24 +53,63 @@ then
     torch==2.13.0 tensordict matplotlib safetensors
 fi
 
-# The project's own exporter (python/tensordict_cpp), reinstalled only when
-# the installed copy differs from the source tree. --no-deps: pip must not
-# resolve torch.
+# The project's Python package (python/: the exporter, and the C++ engine
+# built by scikit-build-core: libtensordict.so, headers, CMake config, the
+# extension tensordict_cpp._C and the CLI), rebuilt and reinstalled only when
+# its sources or torch changed: the installed package records a hash of
+# the sources it was built from and the torch it was built against
+# (tensordict_cpp/_build_info.py). The build tree (WHEEL_BUILD_DIR) persists,
+# so a reinstall recompiles only what changed (ccache serves the rest).
+# --no-build-isolation --no-deps: pip must not resolve torch, and the engine
+# must be compiled against the torch installed here.
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-if ! "$PYTHON" - "$ROOT/python/tensordict_cpp" <<'PY' 2>/dev/null
-import filecmp, os, sys, importlib.util
+WHEEL_BUILD_DIR=${WHEEL_BUILD_DIR:-$ROOT/build/wheel}
+SCIKIT_BUILD_CORE_VERSION=1.1.0
+if ! "$PYTHON" - <<PY 2>/dev/null
+import importlib.metadata as m, sys
+sys.exit(0 if m.version("scikit-build-core") == "$SCIKIT_BUILD_CORE_VERSION" else 1)
+PY
+then
+  echo "install-deps: pip install scikit-build-core==$SCIKIT_BUILD_CORE_VERSION"
+  "$PYTHON" -m pip install --quiet --disable-pip-version-check \
+    "scikit-build-core==$SCIKIT_BUILD_CORE_VERSION"
+fi
+SOURCE_HASH=$("$PYTHON" - "$ROOT" <<'PY'
+import hashlib, os, sys
+root = sys.argv[1]
+digest = hashlib.sha256()
+paths = ["CMakeLists.txt"]
+for top in ("cmake", "include", "src", "tools", "python"):
+    for folder, dirs, files in os.walk(os.path.join(root, top)):
+        dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", "build")
+                         and not d.endswith(".egg-info"))
+        paths += [os.path.relpath(os.path.join(folder, f), root) for f in sorted(files)
+                  if not f.endswith(".pyc")]
+for path in paths:
+    digest.update(path.encode() + b"\0")
+    with open(os.path.join(root, path), "rb") as f:
+        digest.update(hashlib.sha256(f.read()).digest())
+print(digest.hexdigest())
+PY
+)
+if ! "$PYTHON" - "$SOURCE_HASH" <<'PY' 2>/dev/null
+import importlib.metadata as m, importlib.util, os, sys
+# The package's location only: importing it would import torch.
 spec = importlib.util.find_spec("tensordict_cpp")
-src = sys.argv[1]
-names = sorted(n for n in os.listdir(src) if n.endswith(".py"))
-ok = spec is not None and spec.origin is not None and all(
-    filecmp.cmp(os.path.join(src, n), os.path.join(os.path.dirname(spec.origin), n), shallow=False)
-    for n in names)
+info = {}
+with open(os.path.join(os.path.dirname(spec.origin), "_build_info.py")) as f:
+    exec(f.read(), info)
+ok = (info["SOURCE_HASH"] == sys.argv[1]
+      and info["TORCH_VERSION"].split("+")[0] == m.version("torch").split("+")[0])
 sys.exit(0 if ok else 1)
 PY
 then
-  echo "install-deps: pip install --no-build-isolation --no-deps ./python"
-  "$PYTHON" -m pip install --quiet --disable-pip-version-check \
-    --no-build-isolation --no-deps "$ROOT/python"
+  echo "install-deps: pip install --no-build-isolation --no-deps ./python" \
+       "(compiles the engine in $WHEEL_BUILD_DIR)"
+  CMAKE_BUILD_PARALLEL_LEVEL=${JOBS:-2} "$PYTHON" -m pip install --quiet \
+    --disable-pip-version-check --no-build-isolation --no-deps \
+    -C build-dir="$WHEEL_BUILD_DIR" \
+    -C cmake.define.TENSORDICT_SOURCE_HASH="$SOURCE_HASH" "$ROOT/python"
 fi
 
 # TorchRL 0.14.1 and gymnasium for the torchrl-labelled tests and the

@@ -1,4 +1,5 @@
-"""Export TensorDict modules to AOTInductor packages for TensorDict for C++.
+"""TensorDict for C++ from Python: the engine, its CMake package, its CLI and
+the AOTInductor exporter.
 
 ``tensordict_cpp.export(module, example, path)`` writes a ``.pt2`` package
 that ``tensordict::nn::AOTIModule`` runs from C++ with a TensorDict in and a
@@ -12,8 +13,80 @@ and in C++::
 
     tensordict::nn::AOTIModule policy("policy.pt2");
     TensorDict out = policy(td);
+
+An installed package (``pip install --no-build-isolation --no-deps
+./python``) also carries the compiled engine:
+
+- the C++ storage functions on Python's own ``tensordict.TensorDict``, from
+  the extension ``tensordict_cpp._C``: ``load_memmap(prefix)``,
+  ``memmap(td, prefix)``, ``consolidate(td, filename)``,
+  ``from_consolidated(filename)``, ``to_safetensors(td, path)`` and
+  ``from_safetensors(path)``, reading and writing Python tensordict's own
+  formats;
+- ``tensordict_cpp.cmake_prefix_path``, for
+  ``find_package(TensorDict)`` (with ``torch.utils.cmake_prefix_path``);
+- the ``tensordict-cpp`` console script (``info``, ``verify``, ``dump``,
+  ``copy``).
+
+Importing the package checks that torch is the version the engine was
+built against and raises ImportError naming both otherwise, before any
+compiled code is loaded. The source tree (python/ on sys.path, as the
+interop tests use it) has the exporter only.
 """
 
-from ._export import export, METADATA_FORMAT, METADATA_FORMAT_PROBABILISTIC
+import os as _os
 
-__all__ = ["export", "METADATA_FORMAT", "METADATA_FORMAT_PROBABILISTIC"]
+try:
+    from . import _build_info
+except ImportError:  # the source tree: no compiled engine
+    _build_info = None
+
+if _build_info is not None:
+    from ._torch_check import check_torch as _check_torch
+
+    _check_torch(_build_info.TORCH_VERSION)
+
+from ._export import export, METADATA_FORMAT, METADATA_FORMAT_PROBABILISTIC  # noqa: E402
+
+#: A CMake prefix holding lib/cmake/TensorDict: pass it in CMAKE_PREFIX_PATH
+#: (with torch.utils.cmake_prefix_path) so that find_package(TensorDict) finds
+#: the library inside this package. None in the source tree.
+cmake_prefix_path = _os.path.dirname(_os.path.abspath(__file__)) if _build_info else None
+
+#: The torch version the engine was compiled against (None in the source tree).
+torch_version = _build_info.TORCH_VERSION if _build_info else None
+
+# The C++ storage functions, from the extension (loaded on first use, so
+# that the exporter alone never loads the engine).
+_STORAGE_FUNCTIONS = (
+    "load_memmap",
+    "memmap",
+    "consolidate",
+    "from_consolidated",
+    "to_safetensors",
+    "from_safetensors",
+)
+
+
+def __getattr__(name):
+    if name in _STORAGE_FUNCTIONS:
+        if _build_info is None:
+            raise AttributeError(
+                f"tensordict_cpp.{name} needs the compiled engine, which the source "
+                f"tree lacks: install the package (pip install --no-build-isolation "
+                f"--no-deps ./python)"
+            )
+        from . import _C
+
+        return getattr(_C, name)
+    raise AttributeError(f"module 'tensordict_cpp' has no attribute {name!r}")
+
+
+__all__ = [
+    "export",
+    "METADATA_FORMAT",
+    "METADATA_FORMAT_PROBABILISTIC",
+    "cmake_prefix_path",
+    "torch_version",
+    *_STORAGE_FUNCTIONS,
+]
