@@ -377,6 +377,71 @@ TEST(RlEnvTest, StepMdpMovesNextToTheRoot) {
       rl::step_mdp(TensorDict({2})), KeyError, "key 'next' is missing");
 }
 
+// NOTE [step_mdp by node] in env.cpp: dim names send step_mdp through
+// TensorDict::set, none through the node copy; both give the same root.
+TEST(RlEnvTest, StepMdpGivesTheSameRootWithOrWithoutDimNames) {
+  const auto stepped = [](bool named) {
+    TensorDict td({2});
+    td.set("observation", torch::zeros({2, 3}));
+    td.set("action", torch::ones({2, 1}));
+    td.set("logits", torch::full({2, 2}, 0.5));
+    td.set({"stats", "episode"}, torch::arange(2));
+    td.set({"stats", "reward"}, torch::full({2, 1}, 7.0));
+    td.set("task", tensordict::NonTensorData("balance", {2}));
+    td.set(
+        "stack",
+        tensordict::LazyStackedTensorDict(
+            {TensorDict({{"x", torch::zeros({3})}}),
+             TensorDict({{"x", torch::ones({3})}})}));
+    td.set({"next", "observation"}, torch::ones({2, 3}));
+    td.set({"next", "reward"}, torch::ones({2, 1}));
+    td.set({"next", "done"}, torch::zeros({2, 1}, torch::kBool));
+    td.set({"next", "stats", "length"}, torch::full({2, 1}, 3.0));
+    td.set({"next", "stats", "reward"}, torch::full({2, 1}, 9.0));
+    td.set({"next", "empty"}, TensorDict({2}));
+    if (named) {
+      td.refine_names({"env"});
+    }
+    return std::make_pair(
+        td,
+        rl::step_mdp(
+            td,
+            rl::StepMdpOptions().reward_keys({"reward", {"stats", "reward"}})));
+  };
+  const auto [plain_td, plain] = stepped(false);
+  const auto [named_td, named] = stepped(true);
+  const std::vector<NestedKey> keys = plain.keys(true, false, /*sort=*/true);
+  EXPECT_EQ(keys, named.keys(true, false, /*sort=*/true));
+  EXPECT_EQ(
+      keys,
+      std::vector<NestedKey>(
+          {"done",
+           "logits",
+           "observation",
+           "stack",
+           {"stack", "x"},
+           "stats",
+           {"stats", "episode"},
+           {"stats", "length"},
+           "task"}));
+  for (const auto& [td, root] :
+       {std::make_pair(plain_td, plain), std::make_pair(named_td, named)}) {
+    EXPECT_TRUE(
+        root.get("observation").is_same(td.get({"next", "observation"})));
+    EXPECT_TRUE(root.get("logits").is_same(td.get("logits")));
+    EXPECT_TRUE(
+        root.get({"stats", "episode"}).is_same(td.get({"stats", "episode"})));
+    EXPECT_TRUE(root.get({"stats", "length"})
+                    .is_same(td.get({"next", "stats", "length"})));
+    // A new nested dict, merged from the root's and next's.
+    EXPECT_FALSE(
+        root.get_tensordict("stats").is_same(td.get_tensordict("stats")));
+    EXPECT_EQ(root.get_non_tensor("task"), "balance");
+    EXPECT_TRUE(
+        root.get_lazy_stack("stack").at(1).get("x").equal(torch::ones({3})));
+  }
+}
+
 TEST(RlEnvTest, RolloutStacksStepsAlongDimOne) {
   rl::CartPoleEnv env(3);
   env.set_seed(0);
@@ -1071,6 +1136,44 @@ TEST(RlCollectorTest, APolicyWhoseOutputsChangeMidBatchIsAnError) {
     EXPECT_NE(
         std::string(e.what()).find("got 'observation'"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("'extra'"), std::string::npos);
+  }
+}
+
+// Re-adds "extra" on odd calls, so the leaves' walk order changes from
+// step to step (NOTE [Step leaves in walk order] in collector.cpp).
+struct ReorderingPolicyImpl : HookedPolicyImpl {
+  using TensorDictModuleBase::forward;
+  TensorDict forward(TensorDict td, TensorDict out) override {
+    out = HookedPolicyImpl::forward(td, out);
+    ++steps;
+    if (steps % 2 == 1 && out.contains("extra")) {
+      out.del_("extra");
+    }
+    return out.set("extra", torch::full({2, 1}, static_cast<double>(steps)));
+  }
+  int steps = 0;
+};
+
+TEST(RlCollectorTest, LeavesWhoseOrderChangesBetweenStepsLandInTheirBuffers) {
+  rl::Collector collector(
+      rl::make_env("CartPole-v1", 2),
+      std::make_shared<ReorderingPolicyImpl>(),
+      rl::CollectorOptions(12));
+  for (int batch = 0; batch < 2; ++batch) {
+    TensorDict out = *collector.next();
+    const at::Tensor extra = out.get("extra");
+    ASSERT_EQ(extra.sizes(), c10::IntArrayRef({2, 6, 1}));
+    for (int64_t t = 0; t < 6; ++t) {
+      EXPECT_EQ(extra[0][t][0].item<double>(), 6 * batch + t + 1) << t;
+      EXPECT_EQ(extra[1][t][0].item<double>(), 6 * batch + t + 1) << t;
+    }
+    for (int64_t t = 0; t + 1 < 6; ++t) {
+      if (!out.get({"next", "done"})[0][t].item<bool>()) {
+        EXPECT_TRUE(torch::equal(
+            out.get("observation")[0][t + 1],
+            out.get({"next", "observation"})[0][t]));
+      }
+    }
   }
 }
 
