@@ -1388,8 +1388,9 @@ TEST(TensorDictTest, LookupSaysWhatTheOneWalkFound) {
   td.set(
       {"a", "st"},
       tensordict::lazy_stack(
-          {TensorDict({{"v", torch::zeros({3})}}, {}),
-           TensorDict({{"v", torch::ones({3})}}, {})}));
+          {TensorDict({{"v", torch::zeros({4, 3})}}, {4}),
+           TensorDict({{"v", torch::ones({4, 3})}}, {4})},
+          1));
   const NestedKey through_stack({"a", "st", "v"});
   found = lookup(td, through_stack);
   EXPECT_EQ(found.kind, Kind::kThroughLazyStack);
