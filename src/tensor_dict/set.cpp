@@ -449,6 +449,8 @@ TensorDict& TensorDict::set(
     const NestedKey& key, const Value& value, const SetOptions& options) {
   // One walk (NOTE [Key paths]).
   const detail::Lookup found = detail::lookup(*this, key);
+  TensorDictImpl& parent = *found.dict;
+  Node* const node = found.node;
   switch (found.kind) {
     case Found::kThroughLazyStack:
       set_through_lazy_stack(detail::lazy_hop(found, key), key, value, options);
@@ -458,7 +460,7 @@ TensorDict& TensorDict::set(
     case Found::kFound:
       if (options.inplace() &&
           detail::write_in_place(
-              *found.dict, *found.node, value, key, options.non_blocking())) {
+              parent, *node, value, key, options.non_blocking())) {
         return *this;
       }
       break;
@@ -467,18 +469,18 @@ TensorDict& TensorDict::set(
   }
   // Missing levels are made like the deepest existing dict, so validate
   // against that one first: a rejected value must not leave new levels.
-  detail::check_unlocked(*found.dict);
+  detail::check_unlocked(parent);
   Value stored =
-      detail::validate_value(*found.dict, value, key, options.non_blocking());
-  if (found.node != nullptr) {
-    found.node->value = std::move(stored);
+      detail::validate_value(parent, value, key, options.non_blocking());
+  if (node != nullptr) {
+    node->value = std::move(stored);
     return *this;
   }
-  TensorDictImpl* parent = found.dict;
+  TensorDictImpl* holder = &parent;
   if (found.depth + 1 < key.size()) {
-    parent = detail::resolve(found.end(), key, detail::PathMode::kCreate).dict;
+    holder = detail::resolve(found.end(), key, detail::PathMode::kCreate).dict;
   }
-  parent->append(std::string(key.back()), std::move(stored));
+  holder->append(std::string(key.back()), std::move(stored));
   return *this;
 }
 
