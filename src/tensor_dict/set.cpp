@@ -1,7 +1,7 @@
 // Reading and writing entries: find/get and their typed forms, set and set_,
-// and the validation every stored value goes through. Paths are walked by
-// `resolve` (see NOTE [Key paths] in path.cpp); renaming and removing
-// entries live in keys.cpp.
+// and the validation every stored value goes through. Each of them walks a
+// key once, with `lookup`, and switches over what it found (see NOTE [Key
+// paths] in path.cpp); renaming and removing entries live in keys.cpp.
 
 #include <algorithm>
 #include <string>
