@@ -936,6 +936,116 @@ TEST(LazyStackEntryTest, StackAndCatOfDictsHoldingStacks) {
   EXPECT_EQ(joined.batch_size(), c10::IntArrayRef({3, 4}));
 }
 
+namespace {
+
+// A lazy stack one level down, at ("outer", "stack"), batch [3, 2] stacked
+// at dim 1, whose elements hold a nested dict: a: {y: [3, 2], n: {q: [3]}},
+// b: the same plus z: [3, 1].
+TensorDict make_deep_holder() {
+  TensorDict a(
+      {{"y", torch::arange(6, torch::kFloat).view({3, 2})},
+       {"n", {{"q", torch::arange(3)}}}},
+      {3});
+  TensorDict b(
+      {{"y", torch::arange(6, 12, torch::kFloat).view({3, 2})},
+       {"n", {{"q", torch::arange(3, 6)}}},
+       {"z", torch::ones({3, 1})}},
+      {3});
+  TensorDict td({}, {3, 2});
+  td.set({"outer", "stack"}, lazy_stack({a, b}, 1));
+  return td;
+}
+
+}  // namespace
+
+TEST(LazyStackEntryTest, EveryReaderGoesThroughAStackOneLevelDownAlike) {
+  const TensorDict td = make_deep_holder();
+  const LazyStackedTensorDict stack = td.get_lazy_stack({"outer", "stack"});
+  const at::Tensor fallback = torch::full({1}, 7);
+
+  // A leaf every element holds: stacked at the stack dim.
+  const NestedKey y({"outer", "stack", "y"});
+  EXPECT_TRUE(td.contains(y));
+  EXPECT_EQ(td.find(y), nullptr);  // nothing is stored at that key
+  EXPECT_EQ(td.get(y).sizes(), c10::IntArrayRef({3, 2, 2}));
+  EXPECT_TRUE(at::equal(td.get(y), stack.get("y")));
+  EXPECT_TRUE(at::equal(td.get(y, fallback), stack.get("y")));
+  EXPECT_TRUE(td[y].is_tensor());
+  EXPECT_TRUE(at::equal(td[y].tensor(), stack.get("y")));
+
+  // Two levels inside the elements.
+  const NestedKey q({"outer", "stack", "n", "q"});
+  EXPECT_TRUE(td.contains(q));
+  EXPECT_EQ(td.get(q).sizes(), c10::IntArrayRef({3, 2}));
+  EXPECT_TRUE(at::equal(td.get(q).select(1, 1), torch::arange(3, 6)));
+  EXPECT_TRUE(at::equal(td.get(q, fallback), td.get(q)));
+
+  // A nested dict inside the elements: a lazy stack of them.
+  const NestedKey n({"outer", "stack", "n"});
+  EXPECT_TRUE(td.contains(n));
+  const LazyStackedTensorDict inner = td.get_lazy_stack(n);
+  EXPECT_EQ(inner.stack_dim(), 1);
+  EXPECT_EQ(inner.batch_size(), c10::IntArrayRef({3, 2}));
+  EXPECT_TRUE(inner.tensordicts()[1].get("q").is_same(
+      stack.tensordicts()[1].get({"n", "q"})));
+  ASSERT_TRUE(td[n].is_lazy_stack());
+  EXPECT_TRUE(td[n].lazy_stack().tensordicts()[0].is_same(
+      stack.tensordicts()[0].get_tensordict("n")));
+  EXPECT_THROWS_EXACTLY(
+      td.get(n), c10::TypeError, "the entry 'n' is a TensorDict, not a Tensor");
+
+  // One element lacks it, none has it, or a leaf stands in the way inside
+  // the elements: contains is false, get with a default gives the default,
+  // and get throws what the stack's own get throws.
+  const NestedKey z({"outer", "stack", "z"});
+  const NestedKey nope({"outer", "stack", "nope"});
+  const NestedKey under_leaf({"outer", "stack", "y", "deeper"});
+  for (const NestedKey& key : {z, nope, under_leaf}) {
+    EXPECT_FALSE(td.contains(key)) << key;
+    EXPECT_TRUE(td.get(key, fallback).is_same(fallback)) << key;
+    EXPECT_EQ(td.find(key), nullptr) << key;
+  }
+  EXPECT_THROWS_EXACTLY(
+      td.get(z),
+      tensordict::KeyError,
+      "key \"z\" not found in LazyStackedTensorDict with keys ['n', 'y']");
+  EXPECT_THROWS_EXACTLY(
+      td[nope],
+      tensordict::KeyError,
+      "key \"nope\" not found in LazyStackedTensorDict with keys ['n', 'y']");
+  EXPECT_THROWS_EXACTLY(
+      td.get(under_leaf),
+      tensordict::KeyError,
+      "'y' is a Tensor, not a tensordict, so it has no entry 'deeper'.");
+  EXPECT_THROWS_WITH(
+      td.select({y}),
+      c10::NotImplementedError,
+      "select: ('outer', 'stack', 'y') is inside a lazy stack");
+}
+
+TEST(LazyStackEntryTest, SetThroughAStackOneLevelDownWritesEachElement) {
+  TensorDict td = make_deep_holder();
+  const LazyStackedTensorDict stack = td.get_lazy_stack({"outer", "stack"});
+  td.set({"outer", "stack", "w"}, torch::arange(24).view({3, 2, 4}));
+  EXPECT_TRUE(td.contains({"outer", "stack", "w"}));
+  EXPECT_TRUE(at::equal(
+      stack.tensordicts()[1].get("w"),
+      torch::arange(24).view({3, 2, 4}).select(1, 1)));
+  // Into the elements' nested dicts, and into new levels there.
+  td.set({"outer", "stack", "n", "r"}, torch::ones({3, 2}));
+  td.set({"outer", "stack", "m", "s"}, torch::zeros({3, 2, 5}));
+  EXPECT_TRUE(
+      at::equal(stack.tensordicts()[0].get({"n", "r"}), torch::ones({3})));
+  EXPECT_EQ(
+      stack.tensordicts()[1].get({"m", "s"}).sizes(), c10::IntArrayRef({3, 5}));
+  EXPECT_TRUE(td.contains({"outer", "stack", "m", "s"}));
+  EXPECT_THROWS_WITH(
+      td.set({"outer", "stack", "v"}, torch::zeros({3, 3})),
+      c10::Error,
+      "does not have 2 items at that dim");
+  EXPECT_FALSE(td.contains({"outer", "stack", "v"}));
+}
+
 TEST(LazyStackEntryTest, MemmapRoundTripKeepsTheStackAndPythonsLayout) {
   TempDir dir;
   const TensorDict td = make_holder();

@@ -1317,4 +1317,160 @@ TEST(TensorDictTest, ToDictGivesNestedItemsAsPythonsToDict) {
   EXPECT_EQ(back.get_non_tensor({"n", "s"}), Json("hi"));
 }
 
+// --- one lookup walk (src/tensor_dict/path.cpp) -----------------------------
+
+namespace {
+
+// make_td() with a third level: a: {n: {w: [4, 5]}} besides x and y.
+TensorDict make_deep_td() {
+  TensorDict td = make_td();
+  td.set({"a", "n", "w"}, torch::zeros({4, 5}));
+  return td;
+}
+
+}  // namespace
+
+TEST(TensorDictTest, LookupSaysWhatTheOneWalkFound) {
+  using tensordict::detail::lookup;
+  using Kind = tensordict::detail::Lookup::Kind;
+  TensorDict td = make_deep_td();
+  TensorDictImpl* root = td.unsafeGetImpl();
+  TensorDictImpl* a = td.get_tensordict("a").unsafeGetImpl();
+  TensorDictImpl* n = td.get_tensordict({"a", "n"}).unsafeGetImpl();
+
+  auto found = lookup(td, NestedKey({"a", "n", "w"}));
+  EXPECT_EQ(found.kind, Kind::kFound);
+  EXPECT_EQ(found.dict, n);
+  EXPECT_EQ(found.depth, 2u);
+  ASSERT_NE(found.node, nullptr);
+  EXPECT_TRUE(found.node->value.tensor().is_same(td.get({"a", "n", "w"})));
+
+  found = lookup(td, "b");
+  EXPECT_EQ(found.kind, Kind::kFound);
+  EXPECT_EQ(found.dict, root);
+  EXPECT_EQ(found.depth, 0u);
+
+  // Missing: `depth` is the part that is missing, `dict` the one lacking it.
+  found = lookup(td, "zz");
+  EXPECT_EQ(found.kind, Kind::kMissing);
+  EXPECT_EQ(found.dict, root);
+  EXPECT_EQ(found.node, nullptr);
+  found = lookup(td, NestedKey({"a", "n", "zz", "q"}));
+  EXPECT_EQ(found.kind, Kind::kMissing);
+  EXPECT_EQ(found.dict, n);
+  EXPECT_EQ(found.depth, 2u);
+  found = lookup(td, NestedKey({"a", "n", "zz"}));
+  EXPECT_EQ(found.kind, Kind::kMissing);
+  EXPECT_EQ(found.dict, n);
+  EXPECT_EQ(found.depth, 2u);
+
+  // A leaf in the way is reported with the entry that blocked the walk,
+  // and so is a lazy stack, which the key may go through.
+  const NestedKey through_leaf({"a", "x", "deeper", "y"});
+  found = lookup(td, through_leaf);
+  EXPECT_EQ(found.kind, Kind::kThroughLeaf);
+  EXPECT_EQ(found.dict, a);
+  EXPECT_EQ(found.depth, 1u);
+  ASSERT_NE(found.node, nullptr);
+  EXPECT_EQ(found.node->key, "x");
+  const PathEnd end = resolve(td, through_leaf, PathMode::kFind);
+  EXPECT_EQ(end.blocker, found.node);
+  EXPECT_EQ(
+      resolve(td, NestedKey({"a", "zz", "q"}), PathMode::kFind).blocker,
+      nullptr);
+  EXPECT_EQ(
+      resolve(td, NestedKey({"a", "x"}), PathMode::kFind).blocker, nullptr);
+  EXPECT_THROWS_EXACTLY(
+      tensordict::detail::throw_key_error(found, through_leaf),
+      KeyError,
+      "('a', 'x') is a Tensor, not a tensordict, so it has no entry 'deeper'.");
+
+  td.set(
+      {"a", "st"},
+      tensordict::lazy_stack(
+          {TensorDict({{"v", torch::zeros({4, 3})}}, {4}),
+           TensorDict({{"v", torch::ones({4, 3})}}, {4})},
+          1));
+  const NestedKey through_stack({"a", "st", "v"});
+  found = lookup(td, through_stack);
+  EXPECT_EQ(found.kind, Kind::kThroughLazyStack);
+  EXPECT_EQ(found.dict, a);
+  EXPECT_EQ(found.depth, 1u);
+  EXPECT_TRUE(tensordict::detail::lazy_hop_contains(found, through_stack));
+  EXPECT_FALSE(tensordict::detail::lazy_hop_contains(
+      found, NestedKey({"a", "st", "zz"})));
+  const tensordict::detail::LazyHop hop =
+      tensordict::detail::lazy_hop(found, through_stack);
+  EXPECT_TRUE(hop.stack.is_same(td.get_lazy_stack({"a", "st"})));
+  EXPECT_EQ(hop.rest, NestedKey("v"));
+  EXPECT_THROWS_EXACTLY(
+      tensordict::detail::throw_key_error(found, through_stack),
+      KeyError,
+      "('a', 'st') is a LazyStackedTensorDict, not a tensordict, so it has no "
+      "entry 'v'.");
+}
+
+TEST(TensorDictTest, EveryReaderAgreesOnAKeyThroughALeaf) {
+  TensorDict td = make_deep_td();
+  const NestedKey key({"a", "x", "deeper"});
+  const char* const message =
+      "('a', 'x') is a Tensor, not a tensordict, so it has no entry 'deeper'.";
+  EXPECT_THROWS_EXACTLY(td.get(key), KeyError, message);
+  EXPECT_THROWS_EXACTLY(td[key], KeyError, message);
+  EXPECT_THROWS_EXACTLY(td.get_tensordict(key), KeyError, message);
+  EXPECT_THROWS_EXACTLY(td.get_lazy_stack(key), KeyError, message);
+  EXPECT_THROWS_EXACTLY(td.get_non_tensor(key), KeyError, message);
+  EXPECT_THROWS_EXACTLY(td.is_non_tensor(key), KeyError, message);
+  EXPECT_THROWS_EXACTLY(td.set_(key, torch::zeros({4})), KeyError, message);
+  EXPECT_THROWS_EXACTLY(td.set(key, torch::zeros({4})), KeyError, message);
+  EXPECT_THROWS_EXACTLY(td.select({key}, /*strict=*/true), KeyError, message);
+  EXPECT_EQ(
+      td.select({key}, /*strict=*/false).keys(), std::vector<NestedKey>{});
+  EXPECT_FALSE(td.contains(key));
+  EXPECT_EQ(td.find(key), nullptr);
+  const at::Tensor fallback = torch::full({1}, 7);
+  EXPECT_TRUE(td.get(key, fallback).is_same(fallback));
+  EXPECT_EQ(td.get_non_tensor(key, "dflt"), "dflt");
+  // Nothing was written on the way.
+  EXPECT_EQ(td.get({"a", "x"}).sizes(), c10::IntArrayRef({4}));
+  EXPECT_EQ(td.keys(/*include_nested=*/true).size(), 7u);
+}
+
+TEST(TensorDictTest, EveryReaderAgreesOnAKeyMissingAtDepthTwo) {
+  TensorDict td = make_deep_td();
+  const NestedKey key({"a", "n", "zz", "q"});
+  const char* const message =
+      "key \"zz\" not found in TensorDict with keys ['w'] (while looking up "
+      "('a', 'n', 'zz', 'q'))";
+  EXPECT_THROWS_EXACTLY(td.get(key), KeyError, message);
+  EXPECT_THROWS_EXACTLY(td[key], KeyError, message);
+  EXPECT_THROWS_EXACTLY(td.get_tensordict(key), KeyError, message);
+  EXPECT_THROWS_EXACTLY(td.get_lazy_stack(key), KeyError, message);
+  EXPECT_THROWS_EXACTLY(td.get_non_tensor(key), KeyError, message);
+  EXPECT_THROWS_EXACTLY(td.is_non_tensor(key), KeyError, message);
+  EXPECT_THROWS_EXACTLY(td.set_(key, torch::zeros({4})), KeyError, message);
+  EXPECT_THROWS_EXACTLY(td.select({key}, /*strict=*/true), KeyError, message);
+  EXPECT_FALSE(td.contains(key));
+  EXPECT_EQ(td.find(key), nullptr);
+  const at::Tensor fallback = torch::full({1}, 7);
+  EXPECT_TRUE(td.get(key, fallback).is_same(fallback));
+  // The last part missing at depth 2 names the dict that lacks it.
+  EXPECT_THROWS_EXACTLY(
+      td.get({"a", "n", "zz"}),
+      KeyError,
+      "key \"zz\" not found in TensorDict with keys ['w'] (while looking up "
+      "('a', 'n', 'zz'))");
+  EXPECT_FALSE(td.contains({"a", "n", "zz"}));
+
+  // set makes the missing levels like the dict at ('a', 'n').
+  td.get_tensordict({"a", "n"}).set_batch_size({4, 5});
+  td.set(key, torch::ones({4, 5, 2}));
+  EXPECT_TRUE(td.contains(key));
+  EXPECT_EQ(
+      td.get_tensordict({"a", "n", "zz"}).batch_size(),
+      c10::IntArrayRef({4, 5}));
+  EXPECT_TRUE(torch::equal(td.get(key), torch::ones({4, 5, 2})));
+  EXPECT_TRUE(td.find(key)->tensor().is_same(td.get(key)));
+}
+
 }  // namespace tensor_dict_test

@@ -134,6 +134,9 @@ enum class PathMode {
 struct PathEnd {
   TensorDictImpl* dict;
   size_t depth;
+  /// The entry `key[depth]` of `dict` when it is not a dict and so blocked
+  /// a kFind walk; null when the walk reached the end or a missing level.
+  Node* blocker = nullptr;
   /// Returns whether `dict` is the one holding `key.back()`.
   bool reached(const NestedKey& key) const noexcept {
     return depth + 1 == key.size();
@@ -175,7 +178,10 @@ inline TensorDictImpl* find_parent(
   return end.reached(key) ? end.dict : nullptr;
 }
 
-// --- stored values (src/tensor_dict/set.cpp) ---------------------------------
+/// Throws the KeyError for a walk that cannot go past `blocker`, the entry
+/// at `key[depth]`, because it is not a dict.
+[[noreturn]] void throw_through_leaf(
+    const Node& blocker, const NestedKey& key, size_t depth);
 
 /// A key that goes through a lazy stack entry: the stack and the part of
 /// the key inside its elements.
@@ -184,9 +190,64 @@ struct LazyHop {
   NestedKey rest;
 };
 
-/// Returns the lazy stack `key` goes through before its last part, if any.
-std::optional<LazyHop> find_lazy_hop(
-    const TensorDict& root, const NestedKey& key);
+/// What one walk found at a key. In every case `key[depth]` is the part it
+/// is about, held (or not) by `dict`: the entry itself, the first missing
+/// level, or the entry that is not a dict and stands in the path. See NOTE
+/// [Key paths] in src/tensor_dict/path.cpp.
+struct Lookup {
+  enum class Kind {
+    kFound,             ///< `node` is the entry (depth = key.size() - 1)
+    kMissing,           ///< `dict` has no `key[depth]`; `node` is null
+    kThroughLazyStack,  ///< `node` is a lazy stack before the last part
+    kThroughLeaf,       ///< `node` is another non-dict before the last part
+  };
+  Kind kind;
+  TensorDictImpl* dict;
+  Node* node;
+  size_t depth;
+
+  /// Returns where the walk stopped, for `resolve` to continue from.
+  PathEnd end() const noexcept {
+    return {dict, depth, nullptr};
+  }
+};
+
+// The helpers below take the result by value, not as members: a Lookup
+// whose address never escapes stays in registers on the hot paths of `get`
+// and `set`, which these cold paths would otherwise spill to the stack.
+
+/// Returns the stack and the rest of `key` inside its elements; `found`
+/// must be kThroughLazyStack. Built on demand: it copies the key's rest.
+LazyHop lazy_hop(Lookup found, const NestedKey& key);
+
+/// Returns whether every element of the lazy stack holds the rest of
+/// `key`; `found` must be kThroughLazyStack. Copies nothing.
+bool lazy_hop_contains(Lookup found, const NestedKey& key) noexcept;
+
+/// Throws the KeyError `get` raises for `found`: the missing part with the
+/// keys present, or the non-dict in the way. `found` must not be kFound.
+[[noreturn]] void throw_key_error(Lookup found, const NestedKey& key);
+
+/// Continues a lookup of `key` from where an earlier walk stopped (`from`
+/// holds `key[from.depth]`).
+Lookup lookup(PathEnd from, const NestedKey& key) noexcept;
+
+/// Finds what `key` names in `root` with one walk, for the readers and
+/// `set` to switch over. A one-part key costs one table probe.
+inline Lookup lookup(const TensorDict& root, const NestedKey& key) noexcept {
+  TensorDictImpl* dict = root.unsafeGetImpl();
+  if (key.size() == 1) {
+    Node* node = dict->find(key[0]);
+    return {
+        node != nullptr ? Lookup::Kind::kFound : Lookup::Kind::kMissing,
+        dict,
+        node,
+        0};
+  }
+  return lookup(PathEnd{dict, 0, nullptr}, key);
+}
+
+// --- stored values (src/tensor_dict/set.cpp) ---------------------------------
 
 /// Checks that `value` fits in `impl` as entry `key` and returns it ready to
 /// store: tensors moved to the dict's device, non-tensors broadcast to the

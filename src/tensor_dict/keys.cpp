@@ -171,18 +171,19 @@ TensorDict TensorDict::select(
     const std::vector<NestedKey>& keys, bool strict) const {
   TensorDict result = detail::empty_like(*this);
   for (const NestedKey& key : keys) {
-    const Value* value = find(key);
-    if (value == nullptr) {
+    const detail::Lookup found = detail::lookup(*this, key);
+    if (found.kind != detail::Lookup::Kind::kFound) {
       TORCH_CHECK_NOT_IMPLEMENTED(
-          key.size() == 1 || !detail::find_lazy_hop(*this, key),
+          found.kind != detail::Lookup::Kind::kThroughLazyStack,
           "select: ",
           key.to_string(),
           " is inside a lazy stack; select the stack itself");
       if (strict) {
-        (void)(*this)[key];  // throws the KeyError naming the missing part
+        detail::throw_key_error(found, key);
       }
       continue;
     }
+    const Value* value = &found.node->value;
     // Intermediate dicts keep the source's own batch size and names.
     TensorDict src = *this;
     TensorDict dst = result;

@@ -1,7 +1,7 @@
 // Reading and writing entries: find/get and their typed forms, set and set_,
-// and the validation every stored value goes through. Paths are walked by
-// `resolve` (see NOTE [Key paths] in path.cpp); renaming and removing
-// entries live in keys.cpp.
+// and the validation every stored value goes through. Each of them walks a
+// key once, with `lookup`, and switches over what it found (see NOTE [Key
+// paths] in path.cpp); renaming and removing entries live in keys.cpp.
 
 #include <algorithm>
 #include <string>
@@ -144,14 +144,14 @@ Value validate_value(
 
 namespace {
 
-// Returns the entry at `key`; throws KeyError if it is missing.
-const Value& lookup_entry(const TensorDict& td, const NestedKey& key) {
-  TensorDictImpl& parent = resolve_parent(td, key);
-  Node* node = parent.find(key.back());
-  if (node == nullptr) {
-    throw_missing_key(parent, key.back(), key);
+// Returns the entry stored at `key`; throws KeyError if there is none (a
+// key through a lazy stack included: nothing is stored there).
+Node& lookup_entry(const TensorDict& td, const NestedKey& key) {
+  const Lookup found = lookup(td, key);
+  if (found.kind != Lookup::Kind::kFound) {
+    detail::throw_key_error(found, key);
   }
-  return node->value;
+  return *found.node;
 }
 
 // Python's `set_` checks for one tensor entry: shape, then dtype.
@@ -223,21 +223,6 @@ using detail::TensorDictImpl;
 // --- reading -----------------------------------------------------------------
 
 namespace detail {
-
-std::optional<LazyHop> find_lazy_hop(
-    const TensorDict& root, const NestedKey& key) {
-  const PathEnd end = resolve(root, key, PathMode::kFind);
-  if (end.reached(key)) {
-    return std::nullopt;
-  }
-  const Node* node = end.dict->find(key[end.depth]);
-  if (node == nullptr || !node->value.is_lazy_stack()) {
-    return std::nullopt;
-  }
-  std::vector<std::string_view> rest(key.begin() + end.depth + 1, key.end());
-  return LazyHop{node->value.lazy_stack(), NestedKey::from_parts(rest)};
-}
-
 namespace {
 
 // The entry at `hop.rest` of a lazy stack, as Python's `stack.get(rest)`
@@ -256,65 +241,74 @@ Value lazy_hop_entry(const LazyHop& hop, const NestedKey& key) {
 }  // namespace
 }  // namespace detail
 
+using Found = detail::Lookup::Kind;
+
 const Value* TensorDict::find(const NestedKey& key) const& noexcept {
-  TensorDictImpl* parent = detail::find_parent(*this, key);
-  if (parent == nullptr) {
-    return nullptr;
-  }
-  Node* node = parent->find(key.back());
-  return node == nullptr ? nullptr : &node->value;
+  const detail::Lookup found = detail::lookup(*this, key);
+  return found.kind == Found::kFound ? &found.node->value : nullptr;
 }
 
 bool TensorDict::contains(const NestedKey& key) const noexcept {
-  if (find(key) != nullptr) {
-    return true;
+  const detail::Lookup found = detail::lookup(*this, key);
+  switch (found.kind) {
+    case Found::kFound:
+      return true;
+    case Found::kThroughLazyStack:
+      return detail::lazy_hop_contains(found, key);
+    case Found::kMissing:
+    case Found::kThroughLeaf:
+      return false;
   }
-  if (key.size() == 1) {
-    return false;
-  }
-  try {
-    const auto hop = detail::find_lazy_hop(*this, key);
-    return hop && hop->stack.contains(hop->rest);
-  } catch (const std::exception&) {
-    return false;
-  }
+  return false;
 }
 
 at::Tensor TensorDict::get(const NestedKey& key) const {
-  const Value* found = find(key);
-  if (found == nullptr && key.size() > 1) {
-    if (const auto hop = detail::find_lazy_hop(*this, key)) {
-      return hop->stack.get(hop->rest);
+  const detail::Lookup found = detail::lookup(*this, key);
+  switch (found.kind) {
+    case Found::kFound: {
+      const Value& value = found.node->value;
+      if (!value.is_tensor()) {
+        detail::throw_wrong_kind(value, key, "Tensor");
+      }
+      return value.tensor();
     }
+    case Found::kThroughLazyStack: {
+      const detail::LazyHop hop = detail::lazy_hop(found, key);
+      return hop.stack.get(hop.rest);
+    }
+    case Found::kMissing:
+    case Found::kThroughLeaf:
+      break;
   }
-  const Value& value =
-      found != nullptr ? *found : detail::lookup_entry(*this, key);
-  if (!value.is_tensor()) {
-    detail::throw_wrong_kind(value, key, "Tensor");
-  }
-  return value.tensor();
+  detail::throw_key_error(found, key);
 }
 
 at::Tensor TensorDict::get(
     const NestedKey& key, const at::Tensor& default_value) const {
-  const Value* value = find(key);
-  if (value == nullptr) {
-    if (key.size() > 1) {
-      const auto hop = detail::find_lazy_hop(*this, key);
-      if (hop && hop->stack.contains(hop->rest)) {
-        return hop->stack.get(hop->rest);
+  const detail::Lookup found = detail::lookup(*this, key);
+  switch (found.kind) {
+    case Found::kFound: {
+      const Value& value = found.node->value;
+      if (!value.is_tensor()) {
+        detail::throw_wrong_kind(value, key, "Tensor");
       }
+      return value.tensor();
     }
-    return default_value;
+    case Found::kThroughLazyStack:
+      if (detail::lazy_hop_contains(found, key)) {
+        const detail::LazyHop hop = detail::lazy_hop(found, key);
+        return hop.stack.get(hop.rest);
+      }
+      break;
+    case Found::kMissing:
+    case Found::kThroughLeaf:
+      break;
   }
-  if (!value->is_tensor()) {
-    detail::throw_wrong_kind(*value, key, "Tensor");
-  }
-  return value->tensor();
+  return default_value;
 }
 
 TensorDict TensorDict::get_tensordict(const NestedKey& key) const {
-  const Value& value = detail::lookup_entry(*this, key);
+  const Value& value = detail::lookup_entry(*this, key).value;
   if (!value.is_tensordict()) {
     detail::throw_wrong_kind(value, key, "TensorDict");
   }
@@ -322,28 +316,38 @@ TensorDict TensorDict::get_tensordict(const NestedKey& key) const {
 }
 
 LazyStackedTensorDict TensorDict::get_lazy_stack(const NestedKey& key) const {
-  if (find(key) == nullptr && key.size() > 1) {
-    if (const auto hop = detail::find_lazy_hop(*this, key)) {
-      return hop->stack.get_tensordict(hop->rest);
+  const detail::Lookup found = detail::lookup(*this, key);
+  switch (found.kind) {
+    case Found::kFound: {
+      const Value& value = found.node->value;
+      if (!value.is_lazy_stack()) {
+        detail::throw_wrong_kind(value, key, "LazyStackedTensorDict");
+      }
+      return value.lazy_stack();
     }
+    case Found::kThroughLazyStack: {
+      const detail::LazyHop hop = detail::lazy_hop(found, key);
+      return hop.stack.get_tensordict(hop.rest);
+    }
+    case Found::kMissing:
+    case Found::kThroughLeaf:
+      break;
   }
-  const Value& value = detail::lookup_entry(*this, key);
-  if (!value.is_lazy_stack()) {
-    detail::throw_wrong_kind(value, key, "LazyStackedTensorDict");
-  }
-  return value.lazy_stack();
+  detail::throw_key_error(found, key);
 }
 
 Value TensorDict::operator[](const NestedKey& key) const {
-  if (const Value* value = find(key)) {
-    return *value;
+  const detail::Lookup found = detail::lookup(*this, key);
+  switch (found.kind) {
+    case Found::kFound:
+      return found.node->value;
+    case Found::kThroughLazyStack:
+      return detail::lazy_hop_entry(detail::lazy_hop(found, key), key);
+    case Found::kMissing:
+    case Found::kThroughLeaf:
+      break;
   }
-  if (key.size() > 1) {
-    if (const auto hop = detail::find_lazy_hop(*this, key)) {
-      return detail::lazy_hop_entry(*hop, key);
-    }
-  }
-  return detail::lookup_entry(*this, key);
+  detail::throw_key_error(found, key);
 }
 
 Value TensorDict::setdefault(const NestedKey& key, const Value& default_value) {
@@ -351,11 +355,11 @@ Value TensorDict::setdefault(const NestedKey& key, const Value& default_value) {
     return *value;
   }
   set(key, default_value);
-  return detail::lookup_entry(*this, key);
+  return detail::lookup_entry(*this, key).value;
 }
 
 Json TensorDict::get_non_tensor(const NestedKey& key) const {
-  const Value& value = detail::lookup_entry(*this, key);
+  const Value& value = detail::lookup_entry(*this, key).value;
   if (!value.is_non_tensor()) {
     detail::throw_wrong_kind(value, key, "NonTensorData or NonTensorStack");
   }
@@ -375,7 +379,7 @@ Json TensorDict::get_non_tensor(
 }
 
 bool TensorDict::is_non_tensor(const NestedKey& key) const {
-  return detail::lookup_entry(*this, key).is_non_tensor();
+  return detail::lookup_entry(*this, key).value.is_non_tensor();
 }
 
 // --- writing -----------------------------------------------------------------
@@ -383,8 +387,9 @@ bool TensorDict::is_non_tensor(const NestedKey& key) const {
 namespace {
 
 // Python's lazy stack `set`: the value is cut along the stack dim and each
-// piece set into its element.
-void set_through_lazy_stack(
+// piece set into its element. Kept out of `set`, whose hot path it would
+// otherwise weigh down.
+C10_NOINLINE void set_through_lazy_stack(
     const detail::LazyHop& hop,
     const NestedKey& key,
     const Value& value,
@@ -442,40 +447,40 @@ void set_through_lazy_stack(
 
 TensorDict& TensorDict::set(
     const NestedKey& key, const Value& value, const SetOptions& options) {
-  using detail::PathMode;
-  if (key.size() > 1) {
-    if (const auto hop = detail::find_lazy_hop(*this, key)) {
-      set_through_lazy_stack(*hop, key, value, options);
+  // One walk (NOTE [Key paths]).
+  const detail::Lookup found = detail::lookup(*this, key);
+  TensorDictImpl& parent = *found.dict;
+  Node* const node = found.node;
+  switch (found.kind) {
+    case Found::kThroughLazyStack:
+      set_through_lazy_stack(detail::lazy_hop(found, key), key, value, options);
       return *this;
-    }
+    case Found::kThroughLeaf:
+      detail::throw_key_error(found, key);
+    case Found::kFound:
+      if (options.inplace() &&
+          detail::write_in_place(
+              parent, *node, value, key, options.non_blocking())) {
+        return *this;
+      }
+      break;
+    case Found::kMissing:
+      break;
   }
-  // One walk: stop at the first missing level, if any (NOTE [Key paths]).
-  detail::PathEnd end = detail::resolve(*this, key, PathMode::kExisting);
-  if (!end.reached(key)) {
-    // Missing levels are made like the deepest existing dict, so validate
-    // against that one first: a rejected value must not leave new levels.
-    detail::check_unlocked(*end.dict);
-    Value stored =
-        detail::validate_value(*end.dict, value, key, options.non_blocking());
-    end = detail::resolve(end, key, PathMode::kCreate);
-    end.dict->append(std::string(key.back()), std::move(stored));
-    return *this;
-  }
-  TensorDictImpl& parent = *end.dict;
-  Node* node = parent.find(key.back());
-  if (node != nullptr && options.inplace() &&
-      detail::write_in_place(
-          parent, *node, value, key, options.non_blocking())) {
-    return *this;
-  }
+  // Missing levels are made like the deepest existing dict, so validate
+  // against that one first: a rejected value must not leave new levels.
   detail::check_unlocked(parent);
   Value stored =
       detail::validate_value(parent, value, key, options.non_blocking());
   if (node != nullptr) {
     node->value = std::move(stored);
-  } else {
-    parent.append(std::string(key.back()), std::move(stored));
+    return *this;
   }
+  TensorDictImpl* holder = &parent;
+  if (found.depth + 1 < key.size()) {
+    holder = detail::resolve(found.end(), key, detail::PathMode::kCreate).dict;
+  }
+  holder->append(std::string(key.back()), std::move(stored));
   return *this;
 }
 
@@ -496,16 +501,16 @@ TensorDict& TensorDict::set_non_tensor(
 
 TensorDict& TensorDict::set_(const NestedKey& key, const at::Tensor& value) {
   TORCH_CHECK_VALUE(value.defined(), "cannot set_ an undefined tensor");
-  TensorDictImpl& parent = detail::resolve_parent(*this, key);
-  Node* node = parent.find(key.back());
-  if (node == nullptr) {
-    detail::throw_missing_key(parent, key.back(), key);
+  const detail::Lookup found = detail::lookup(*this, key);
+  if (found.kind != Found::kFound) {
+    detail::throw_key_error(found, key);
   }
-  if (!node->value.is_tensor()) {
-    detail::throw_wrong_kind(node->value, key, "Tensor");
+  const Value& entry = found.node->value;
+  if (!entry.is_tensor()) {
+    detail::throw_wrong_kind(entry, key, "Tensor");
   }
-  detail::check_batch_prefix(parent, value.sizes(), key);
-  detail::copy_into(node->value.tensor(), value, key, /*non_blocking=*/false);
+  detail::check_batch_prefix(*found.dict, value.sizes(), key);
+  detail::copy_into(entry.tensor(), value, key, /*non_blocking=*/false);
   return *this;
 }
 
