@@ -21,6 +21,7 @@
 
 #include "core/key_path.h"
 #include "core/tensor_dict_impl.h"
+#include "io/atomic_file.h"
 #include "io/file_io.h"
 #include "io/format.h"
 #include "memmap/writer.h"

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "core/tensor_dict_impl.h"
+#include "io/atomic_file.h"
 #include "io/format.h"
 #include "io/zip.h"
 #include "memmap/writer.h"
@@ -521,50 +522,15 @@ void write_archive(
     const ArchiveTarget& target,
     bool durable,
     c10::function_ref<void(ZipWriter&)> fill) {
-  remove_stale_siblings(target.file);
-  const std::string temp = temporary_sibling(target.file, "tmp");
-  const int fd = ::open(
-      temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
-  TORCH_CHECK(
-      fd >= 0,
-      "cannot create the archive ",
-      target.path,
-      " (temporary file ",
-      temp,
-      "): ",
-      std::strerror(errno));
-  bool closed = false;
-  try {
-    if (target.exists) {
-      (void)::fchmod(fd, target.old.st_mode & 07777);
-    }
-    ZipWriter writer(fd, temp);
-    fill(writer);
-    writer.finish();
-    TORCH_CHECK(
-        !durable || ::fsync(fd) == 0,
-        "could not fsync the archive ",
-        temp,
-        ": ",
-        std::strerror(errno));
-    closed = true;  // even when close fails, the descriptor is released
-    TORCH_CHECK(
-        ::close(fd) == 0,
-        "could not close the archive ",
-        temp,
-        ": ",
-        std::strerror(errno));
-    rename_path(temp, target.file);
-  } catch (...) {
-    if (!closed) {
-      (void)::close(fd);
-    }
-    (void)::unlink(temp.c_str());
-    throw;
+  AtomicFile file =
+      AtomicFile::beside(target.file, 0666, "the archive " + target.path);
+  if (target.exists) {
+    (void)::fchmod(file.fd(), target.old.st_mode & 07777);
   }
-  if (durable) {
-    fsync_parent_directory(target.file);
-  }
+  ZipWriter writer(file.fd(), file.temp_path());
+  fill(writer);
+  writer.finish();
+  file.commit(durable);
 }
 
 // Writes the files of `prefix` into the archive `archive_path` through a

@@ -29,6 +29,7 @@
 
 #include "core/python_class.h"
 #include "core/tensor_dict_impl.h"
+#include "io/atomic_file.h"
 #include "io/file_io.h"
 #include "io/format.h"
 #include "memmap/archive.h"
