@@ -18,7 +18,7 @@ set(floors
   "io repr"
   "tensor_dict"
   "tensor_class nn"
-  "memmap consolidate state_dict"
+  "memmap consolidate state_dict safetensors"
   "distributed"
   "rl")
 
@@ -30,7 +30,8 @@ set(public_tensor_class tensor_class lazy_stacked_tensor_class
     detail/tensor_class_impl detail/tensor_class_traits detail/tensor_class_ops
     detail/tensor_class_macros)
 set(public_nn module tensor_dict_params vmap nn aoti probabilistic)
-set(public_memmap memmap safetensors archive)
+set(public_memmap memmap archive)
+set(public_safetensors safetensors)
 set(public_consolidate consolidate)
 set(public_state_dict state_dict)
 set(public_distributed distributed)
