@@ -266,20 +266,6 @@ void pack_directory(
   });
 }
 
-// The bytes of a leaf as Python's `_tensor_chunks` streams them: on the
-// CPU, contiguous, conjugation and negation resolved.
-at::Tensor streamed_leaf_bytes(const at::Tensor& tensor) {
-  if (tensor.is_cpu() && !tensor.is_conj() && !tensor.is_neg() &&
-      tensor.is_contiguous()) {
-    return tensor;
-  }
-  at::Tensor t = tensor.detach();
-  if (!t.device().is_cpu()) {
-    t = t.cpu();
-  }
-  return t.resolve_conj().resolve_neg().contiguous();
-}
-
 // One entry of an archive written from a dict: a meta.json or a leaf.
 struct PlannedEntry {
   const std::string* meta = nullptr;
@@ -460,7 +446,7 @@ void write_tree_archive(
             // memmap_like: a zero-filled leaf, written without a buffer.
             writer.add(name, nullptr, nbytes, kZipStored, -1, /*align=*/true);
           } else {
-            const at::Tensor bytes = streamed_leaf_bytes(entry->leaf);
+            const at::Tensor bytes = leaf_bytes(entry->leaf);
             writer.add(
                 name,
                 static_cast<const unsigned char*>(bytes.const_data_ptr()),

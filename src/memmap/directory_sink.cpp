@@ -97,19 +97,6 @@ bool holds_only_a_save(const std::string& dir, int depth) {
   }
 }
 
-// Prepares a leaf's bytes: on the CPU, contiguous, conj/neg resolved.
-at::Tensor leaf_bytes(const at::Tensor& tensor) {
-  if (tensor.is_cpu() && !tensor.is_conj() && !tensor.is_neg() &&
-      tensor.is_contiguous()) {
-    return tensor;  // its bytes as they are, without a dispatched op
-  }
-  at::Tensor t = tensor.detach();
-  if (!t.device().is_cpu()) {
-    t = t.cpu();
-  }
-  return t.resolve_conj().resolve_neg().contiguous();
-}
-
 // Writes one plan into one tree; keeps what it created in place, to
 // remove it if the save fails.
 class DirectorySink {

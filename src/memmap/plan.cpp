@@ -400,6 +400,18 @@ void SavePlan::for_each_planned_file(
   }
 }
 
+at::Tensor leaf_bytes(const at::Tensor& tensor) {
+  if (tensor.is_cpu() && !tensor.is_conj() && !tensor.is_neg() &&
+      tensor.is_contiguous()) {
+    return tensor;  // its bytes as they are, without a dispatched op
+  }
+  at::Tensor t = tensor.detach();
+  if (!t.device().is_cpu()) {
+    t = t.cpu();
+  }
+  return t.resolve_conj().resolve_neg().contiguous();
+}
+
 void SavePlan::mark_memmapped() {
   for (auto& [impl, dir] : memmapped_) {
     impl->memmap.is_memmap = true;

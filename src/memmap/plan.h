@@ -153,6 +153,11 @@ class SavePlan : public WalkVisitor {
   std::vector<std::pair<ImplPtr, std::string>> memmapped_;
 };
 
+/// Returns the bytes that a sink writes for the leaf `tensor`, as Python's
+/// `_tensor_chunks` gives them: on the CPU, contiguous, conjugation and
+/// negation resolved; `tensor` itself (no copy) when it already is.
+at::Tensor leaf_bytes(const at::Tensor& tensor);
+
 /// Plans `stack` as the root `root` of a save into `plan`: element i in
 /// `<root>/<i>` (in `<root>/_tensordict/<i>` for a Python tensorclass,
 /// whose class goes into the root's meta.json), and the stack's meta.json;
