@@ -125,11 +125,13 @@ tensordict_floor(core
 # class names only.
 tensordict_floor(io
   SOURCES
+    src/io/atomic_file.cpp
     src/io/file_io.cpp
     src/io/format.cpp
     src/io/json_reader.cpp
     src/io/metadata_reader.cpp
     src/io/safetensors_format.cpp
+    src/io/staged_tree.cpp
     src/io/zip_reader.cpp
     src/io/zip_writer.cpp
   FORBIDDEN
@@ -208,17 +210,27 @@ tensordict_floor(nn SIBLING_OF tensor_class
 tensordict_floor(memmap
   SOURCES
     src/memmap/append.cpp
-    src/memmap/archive.cpp
+    src/memmap/archive_files.cpp
+    src/memmap/archive_sink.cpp
+    src/memmap/directory_sink.cpp
     src/memmap/directory_tree.cpp
     src/memmap/lazy_stack.cpp
     src/memmap/load_into.cpp
     src/memmap/memory_mapped_tensor.cpp
+    src/memmap/meta.cpp
     src/memmap/non_tensor.cpp
+    src/memmap/plan.cpp
     src/memmap/reader.cpp
-    src/memmap/safetensors.cpp
+    src/memmap/save.cpp
     src/memmap/tensor_class.cpp
-    src/memmap/writer.cpp
-  PUBLIC_HEADERS memmap safetensors archive)
+  PUBLIC_HEADERS memmap archive)
+
+# Safetensors files of a tree: a sibling of memmap/, over io/'s format and
+# atomic file.
+tensordict_floor(safetensors SIBLING_OF memmap
+  SOURCES
+    src/safetensors/safetensors.cpp
+  PUBLIC_HEADERS safetensors)
 
 # One buffer for every leaf.
 tensordict_floor(consolidate SIBLING_OF memmap

@@ -1,5 +1,5 @@
 // Tests of crash safety: a save over a complete save is written beside it
-// and swapped in (NOTE [Crash-safe overwrite] in src/memmap/writer.cpp),
+// and swapped in (NOTE [Crash-safe overwrite] in src/io/staged_tree.cpp),
 // consolidate(filename) renames a complete file over the old one, a save
 // that fails midway removes what it wrote (NOTE [Failed saves]), and a
 // process killed at random points of every writing operation (append_memmap
@@ -108,7 +108,7 @@ std::vector<std::string> hidden_entries(const std::string& dir) {
 }
 
 // Checks that the hidden entries of `dir` are spare trees (NOTE [Spare
-// trees] in src/memmap/writer.cpp), `.<name>.tmp-<pid>-<n>`, at most one per
+// trees] in src/io/staged_tree.cpp), `.<name>.tmp-<pid>-<n>`, at most one per
 // name: what a successful overwrite leaves. The pid is this process's
 // unless `any_process` (a child that overwrote and exited without running
 // its atexit handlers leaves its spare to the next save at that prefix).
@@ -297,7 +297,7 @@ namespace {
 
 // True if a write lease on a file is refused while another descriptor has
 // it open read-only: then the writer sees read-only mappings of a spare
-// (NOTE [Spare trees] in src/memmap/writer.cpp).
+// (NOTE [Spare trees] in src/io/staged_tree.cpp).
 bool kernel_counts_read_opens(const std::string& dir) {
   const std::string path = dir + "/probe";
   write_text(path, "x");

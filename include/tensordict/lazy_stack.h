@@ -197,7 +197,7 @@ class TENSORDICT_API LazyStackedTensorDict {
   /// if the shapes of a leaf differ, TypeError if its kinds differ.
   [[nodiscard]] TensorDict contiguous() const;
 
-  // --- memory-mapped storage (src/memmap/lazy_stack.cpp) --------------------
+  // --- memory-mapped storage (src/memmap/save.cpp) --------------------------
   // The same members as TensorDict's, for a stack at the root: the directory
   // holds a meta.json with the stack dim and one sub-directory per element,
   // as Python writes it, and every guarantee of NOTE [Memmap layout] holds

@@ -31,11 +31,11 @@
 //   written beside it and swapped in atomically: a kill leaves the old save
 //   or the new one (Python writes in place; so do we when other files are
 //   there). A fresh save is written beside its prefix and renamed in. See
-//   NOTE [Crash-safe overwrite] in src/memmap/writer.cpp.
+//   NOTE [Crash-safe overwrite] in src/io/staged_tree.cpp.
 // - A save that throws midway (disk full, a file size limit, an I/O error,
 //   a writer thread's exception) removes what it wrote, and `existsok(false)`
 //   refuses existing files before writing or removing anything. See NOTE
-//   [Failed saves] in src/memmap/writer.cpp.
+//   [Failed saves] in src/io/staged_tree.cpp.
 // - `append_memmap` follows Python's files, and its recovery tensordict
 //   main's rule (newer than 0.15.3's, which it refines); loads apply the
 //   rule to a killed append's temporaries (Python's loads ignore them). See

@@ -18,6 +18,7 @@
 #include "consolidate/layout.h"
 #include "core/tensor_dict_impl.h"
 #include "core/walk.h"
+#include "io/atomic_file.h"
 #include "io/file_io.h"
 #include "io/format.h"
 #include "tensordict/consolidate.h"
@@ -387,7 +388,7 @@ at::Tensor write_storage(
   }
 
   at::Tensor storage;
-  std::string temp_path;  // the file being written, until renamed
+  std::optional<AtomicFile> file;  // the file being written, until renamed
   if (to_file) {
     const std::string json =
         dump_json(built.metadata(), /*spaced=*/true, /*ascii=*/true);
@@ -403,23 +404,20 @@ at::Tensor write_storage(
     // a kill leaves the old file or the new one, never a truncated one; the
     // old file also stays intact for the dicts that map it. A killed
     // write's sibling is removed here once its process is gone.
-    remove_stale_siblings(path);
-    temp_path = temporary_sibling(path, "tmp");
-    try {
-      const at::Tensor whole = write_leaf_file(
-          temp_path,
-          /*data=*/nullptr,
-          c10::kByte,
-          {file_bytes},
-          "the consolidated file",
-          LeafFileOptions().existsok(true).preallocate(true));
-      forget_mapped_filename(whole);
-      write_trailer(static_cast<uint8_t*>(whole.data_ptr()) + total, json);
-      storage = whole.narrow(0, 0, total);
-    } catch (...) {
-      remove_file(temp_path);  // a file too large for the disk
-      throw;
-    }
+    file.emplace(AtomicFile::beside(path, 0666, "the consolidated file"));
+    // Mapped through its name (write_leaf_file takes the file the
+    // AtomicFile created); a file too large for the disk throws here and
+    // the AtomicFile removes it.
+    const at::Tensor whole = write_leaf_file(
+        file->temp_path(),
+        /*data=*/nullptr,
+        c10::kByte,
+        {file_bytes},
+        "the consolidated file",
+        LeafFileOptions().existsok(true).preallocate(true));
+    forget_mapped_filename(whole);
+    write_trailer(static_cast<uint8_t*>(whole.data_ptr()) + total, json);
+    storage = whole.narrow(0, 0, total);
   } else if (options.share_memory() && device.is_cpu()) {
     storage = shared_memory_tensor({total}, c10::kByte);
   } else if (device.is_cpu() && !options.pin_memory()) {
@@ -432,22 +430,12 @@ at::Tensor write_storage(
             .device(device)
             .pinned_memory(options.pin_memory()));
   }
-  if (temp_path.empty()) {
-    copy_leaves(built.leaves, storage, options.num_threads(), total);
-  } else {
-    try {
-      copy_leaves(built.leaves, storage, options.num_threads(), total);
-      if (options.durable()) {
-        sync_mapping(storage);
-      }
-      rename_path(temp_path, options.filename());
-    } catch (...) {
-      remove_file(temp_path);
-      throw;
-    }
+  copy_leaves(built.leaves, storage, options.num_threads(), total);
+  if (file) {
     if (options.durable()) {
-      fsync_parent_directory(options.filename());
+      sync_mapping(storage);
     }
+    file->commit(options.durable());
   }
 
   return storage;

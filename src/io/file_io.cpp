@@ -539,42 +539,6 @@ void remove_file(const std::string& path) {
       errno_text(errno));
 }
 
-void write_file_atomically(
-    const std::string& path, std::string_view content, bool durable) {
-  const std::string temp = path + ".tmp-" + std::to_string(::getpid()) + "-" +
-                           std::to_string(temp_counter.fetch_add(1));
-  const int fd_raw = ::open(
-      temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
-  TORCH_CHECK(fd_raw >= 0, "could not create ", temp, ": ", errno_text(errno));
-  try {
-    FileDescriptor fd(fd_raw);
-    write_all(fd.get(), content.data(), content.size(), temp);
-    if (durable) {
-      TORCH_CHECK(
-          ::fsync(fd.get()) == 0,
-          "could not sync ",
-          temp,
-          ": ",
-          errno_text(errno));
-    }
-    fd.close(temp);
-    TORCH_CHECK(
-        ::rename(temp.c_str(), path.c_str()) == 0,
-        "could not rename ",
-        temp,
-        " to ",
-        path,
-        ": ",
-        errno_text(errno));
-  } catch (...) {
-    ::unlink(temp.c_str());
-    throw;
-  }
-  if (durable) {
-    fsync_parent_directory(path);
-  }
-}
-
 void write_whole_file(const std::string& path, std::string_view content) {
   const int fd_raw = ::open(
       path.c_str(),

@@ -122,11 +122,6 @@ void ensure_directory(
 /// Removes the file `path` if it exists.
 void remove_file(const std::string& path);
 
-/// Replaces `path` with `content` atomically: a temporary file in the same
-/// directory, renamed over it. `durable` fsyncs the file and the directory.
-void write_file_atomically(
-    const std::string& path, std::string_view content, bool durable);
-
 /// Writes `content` as the whole file `path`, created or truncated in place
 /// (not through a symlink): for files no reader looks at yet.
 void write_whole_file(const std::string& path, std::string_view content);

@@ -13,7 +13,7 @@
 // agree with the 32-bit field it stands for unless that field holds its
 // sentinel. Names must stay inside the extraction directory. CRC-32 policy
 // is the caller's: `zip_entry_bytes` checks it, mapped views do not (see
-// NOTE [Archive CRCs] in src/memmap/archive.cpp).
+// NOTE [Archive CRCs] in src/memmap/archive_files.cpp).
 //
 // Deflate comes from the miniz that libtorch_cpu.so bundles and exports
 // (mz_inflateInit2, mz_inflate, mz_inflateEnd and the deflate family):

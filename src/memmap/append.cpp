@@ -2,6 +2,8 @@
 // the files and order of Python tensordict 0.15's `append_memmap`, and the
 // recovery of an append that was killed. See NOTE [Appending rows].
 
+#include "memmap/append.h"
+
 #include <c10/util/Exception.h>
 #include <c10/util/accumulate.h>
 #include <fcntl.h>
@@ -21,9 +23,9 @@
 
 #include "core/key_path.h"
 #include "core/tensor_dict_impl.h"
+#include "io/atomic_file.h"
 #include "io/file_io.h"
 #include "io/format.h"
-#include "memmap/writer.h"
 #include "tensordict/memmap.h"
 #include "tensordict/non_tensor.h"
 #include "util/python_spelling.h"

@@ -1,8 +1,8 @@
 #pragma once
 
-// Where a memmap load reads its files (a directory, or a `.tdz` archive),
-// and the archive side of TensorDict::memmap. See NOTE [Memmap archives] in
-// tensordict/archive.h.
+// Where a memmap load reads its files (a directory, or a `.tdz` archive).
+// Writing an archive is memmap/archive_sink.h. See NOTE [Memmap archives]
+// in tensordict/archive.h.
 
 #include <ATen/core/Tensor.h>
 
@@ -58,30 +58,6 @@ std::unique_ptr<TreeFiles> open_archive_files(
 
 /// True if `prefix` names an archive to write: it ends with ".tdz".
 TENSORDICT_API bool is_archive_path(const std::string& prefix);
-
-/// Which save reads `MemmapOptions::archive` and `compression`.
-enum class SaveKind { kMemmap, kMemmapLike, kMemmapInPlace };
-
-/// True if the `kind` save with `options` writes an archive: `archive()`
-/// when set, else a ".tdz" prefix (never for `memmap_`). Throws
-/// (ValueError), before anything is written, for an archive without a
-/// prefix, a compression without an archive or for `memmap_like`, an
-/// unknown compression, and `archive(true)` for `memmap_`.
-bool writes_archive(const MemmapOptions& options, SaveKind kind);
-
-/// `td.memmap(options)` (`like`: `td.memmap_like(options)`) for an archive
-/// prefix: streams the tree into the archive (zeros for `like`) and returns
-/// it loaded, its leaves views into the archive's mapping (shared for
-/// `like`, so that writes reach the file).
-TensorDict save_archive(
-    const TensorDict& td, const MemmapOptions& options, bool like);
-
-/// `memmap(stack, options)` (`like`: `memmap_like`) for an archive prefix:
-/// the same for a lazy stack root, returned loaded.
-LazyStackedTensorDict save_archive(
-    const LazyStackedTensorDict& stack,
-    const MemmapOptions& options,
-    bool like);
 
 /// Checks the CRC-32 of every entry of the archive `path` (the structure
 /// too, see NOTE [Zip reader]) without stopping at the first bad entry, as

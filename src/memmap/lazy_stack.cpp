@@ -1,7 +1,7 @@
-// The memmap members of LazyStackedTensorDict (declared in the public
-// include/tensordict/lazy_stack.h): a lazy stack at the root saved and
-// loaded in Python's layout by the engines of writer.cpp and reader.cpp.
-// See NOTE [Memmap layout].
+// The load members of LazyStackedTensorDict (declared in the public
+// include/tensordict/lazy_stack.h): a lazy stack at the root loaded in
+// Python's layout by the engine of reader.cpp. Its save members are
+// memmap/save.cpp's. See NOTE [Memmap layout].
 
 #include <c10/util/Exception.h>
 
@@ -15,8 +15,6 @@
 #include "core/tensor_dict_impl.h"
 #include "io/file_io.h"
 #include "io/format.h"
-#include "memmap/archive.h"
-#include "memmap/writer.h"
 #include "tensordict/memmap.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -27,170 +25,9 @@ namespace {
 // directory itself, or in its "_tensordict" for a Python tensorclass.
 constexpr const char* kFieldsDir = "_tensordict";
 
-// Saves `stack` as the root of a tree (the body of memmap, memmap_ and
-// memmap_like): one SavePlan, so a lazy stack gets the crash safety of any
-// save (planned first, staged beside the prefix, swapped in, removed on an
-// error). Returns the new stack, or `stack` itself in place.
-LazyStackedTensorDict save_lazy_stack(
-    const LazyStackedTensorDict& stack,
-    const MemmapOptions& options,
-    bool like,
-    bool inplace) {
-  const std::vector<TensorDict>& elements = stack.tensordicts();
-  if (inplace) {
-    for (const TensorDict& element : elements) {
-      TORCH_CHECK(
-          !element.unsafeGetImpl()->shared,
-          "memmap and shared memory are mutually exclusive features.");
-    }
-  }
-  SavePlan plan(options, like, inplace);
-  const std::string root = plan.begin(options.prefix());
-  std::vector<TensorDict> dests =
-      plan_lazy_stack_root(plan, stack, root, options, inplace);
-  plan.run();
-  for (TensorDict& dest : dests) {
-    dest.lock_();
-  }
-  plan.mark_memmapped();
-  if (inplace) {
-    stack.unsafeGetImpl()->device = c10::Device(c10::kCPU);
-    return stack;
-  }
-  LazyStackedTensorDict out =
-      lazy_stack(dests, stack.stack_dim(), stack.stack_dim_name());
-  out.set_python_class(stack.python_class());
-  return out;
-}
-
 }  // namespace
 
-std::vector<TensorDict> plan_lazy_stack_root(
-    SavePlan& plan,
-    const LazyStackedTensorDict& stack,
-    const std::string& root,
-    const MemmapOptions& options,
-    bool inplace) {
-  const bool tensorclass = !stack.python_class().empty();
-  std::string dir = root;
-  if (!root.empty()) {
-    plan.prepare_directory(root, /*is_root=*/true);
-    if (tensorclass) {
-      dir = join_path(root, kFieldsDir);
-      plan.prepare_directory(dir, /*is_root=*/false);
-    }
-  }
-  const std::vector<TensorDict>& elements = stack.tensordicts();
-  std::vector<TensorDict> dests;
-  dests.reserve(elements.size());
-  for (size_t i = 0; i < elements.size(); ++i) {
-    const TensorDictImpl& impl = *elements[i].unsafeGetImpl();
-    TensorDict dest = elements[i];
-    if (!inplace) {
-      dest =
-          make_tensordict(impl.batch_size, c10::Device(c10::kCPU), impl.names);
-      dest.unsafeGetImpl()->python_class = impl.python_class;
-    }
-    const std::string index = std::to_string(i);
-    KeyPath path;
-    path.push(index);
-    plan.plan_dict(
-        elements[i],
-        dest,
-        dir.empty() ? "" : join_path(dir, index),
-        path,
-        /*is_root=*/false);
-    dests.push_back(std::move(dest));
-  }
-  if (!dir.empty()) {
-    const bool spaced = options.json_style() == JsonStyle::kSpaced;
-    plan.add_meta(
-        join_path(dir, "meta.json"),
-        dump_json(lazy_stack_meta(stack), spaced, spaced));
-    if (tensorclass) {
-      Json class_meta = Json::object();
-      class_meta["_type"] = stack.python_class();
-      plan.add_meta(
-          join_path(root, "meta.json"), dump_json(class_meta, spaced, spaced));
-    }
-  }
-  return dests;
-}
-
 }  // namespace detail
-
-LazyStackedTensorDict memmap(
-    const LazyStackedTensorDict& stack, const MemmapOptions& options) {
-  return stack.memmap(options);
-}
-
-LazyStackedTensorDict LazyStackedTensorDict::memmap(
-    const MemmapOptions& options) const {
-  if (detail::writes_archive(options, detail::SaveKind::kMemmap)) {
-    return detail::save_archive(  // NOTE [Memmap archives]
-        *this,
-        options,
-        /*like=*/false);
-  }
-  return detail::save_lazy_stack(
-      *this, options, /*like=*/false, /*inplace=*/false);
-}
-
-std::future<LazyStackedTensorDict> LazyStackedTensorDict::memmap_async(
-    const MemmapOptions& options) const {
-  LazyStackedTensorDict self = *this;
-  return std::async(
-      std::launch::async, [self, options] { return self.memmap(options); });
-}
-
-LazyStackedTensorDict& LazyStackedTensorDict::memmap_(
-    const MemmapOptions& options) {
-  (void)detail::writes_archive(options, detail::SaveKind::kMemmapInPlace);
-  (void)detail::save_lazy_stack(
-      *this, options, /*like=*/false, /*inplace=*/true);
-  return *this;
-}
-
-std::future<LazyStackedTensorDict> LazyStackedTensorDict::memmap_async_(
-    const MemmapOptions& options) {
-  LazyStackedTensorDict self = *this;
-  return std::async(std::launch::async, [self, options]() mutable {
-    self.memmap_(options);
-    return self;
-  });
-}
-
-LazyStackedTensorDict LazyStackedTensorDict::memmap_like(
-    const MemmapOptions& options) const {
-  if (detail::writes_archive(options, detail::SaveKind::kMemmapLike)) {
-    return detail::save_archive(*this, options, /*like=*/true);
-  }
-  return detail::save_lazy_stack(
-      *this, options, /*like=*/true, /*inplace=*/false);
-}
-
-std::future<LazyStackedTensorDict> LazyStackedTensorDict::memmap_like_async(
-    const MemmapOptions& options) const {
-  LazyStackedTensorDict self = *this;
-  return std::async(std::launch::async, [self, options] {
-    return self.memmap_like(options);
-  });
-}
-
-LazyStackedTensorDict LazyStackedTensorDict::save(
-    const MemmapOptions& options) const {
-  return memmap(options);
-}
-
-LazyStackedTensorDict LazyStackedTensorDict::dumps(
-    const MemmapOptions& options) const {
-  return memmap(options);
-}
-
-std::future<LazyStackedTensorDict> LazyStackedTensorDict::save_async(
-    const MemmapOptions& options) const {
-  return memmap_async(options);
-}
 
 LazyStackedTensorDict LazyStackedTensorDict::load_memmap(
     const std::string& prefix, const LoadMemmapOptions& options) {

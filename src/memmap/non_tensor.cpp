@@ -1,6 +1,7 @@
-// The memmap members of NonTensorData and NonTensorStack: a non-tensor value
-// saved or loaded on its own, as the root of a directory (Python's
-// NonTensorData.memmap / load_memmap). One body serves both classes.
+// The load members of NonTensorData and NonTensorStack: a non-tensor value
+// loaded on its own, as the root of a directory (Python's
+// NonTensorData.load_memmap). One body serves both classes; their save
+// members are memmap/save.cpp's.
 
 #include "tensordict/non_tensor.h"
 
@@ -11,22 +12,11 @@
 #include <string>
 #include <type_traits>
 
-#include "memmap/writer.h"
+#include "memmap/reader.h"
 #include "tensordict/memmap.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace {
-
-// Saves `value` as the root of `options.prefix()`; returns the directory it
-// is now mapped from, or null when the options name none.
-std::shared_ptr<const std::string> save_root(
-    const Value& value, const MemmapOptions& options) {
-  detail::save_non_tensor_root(value, options);
-  if (options.prefix().empty()) {
-    return nullptr;
-  }
-  return std::make_shared<const std::string>(options.prefix());
-}
 
 // The directory `load_memmap(prefix, options)` reads.
 std::shared_ptr<const std::string> loaded_directory(
@@ -64,56 +54,6 @@ T load_root(const std::string& prefix, const LoadMemmapOptions& options) {
 }  // namespace
 
 // --- NonTensorData
-
-NonTensorData NonTensorData::memmap(const MemmapOptions& options) const {
-  NonTensorData out = *this;
-  return out.memmap_(options);
-}
-
-NonTensorData& NonTensorData::memmap_(const MemmapOptions& options) {
-  if (auto dir = save_root(Value(*this), options)) {
-    saved_path_ = std::move(dir);
-  }
-  return *this;
-}
-
-NonTensorData NonTensorData::memmap_like(const MemmapOptions& options) const {
-  return memmap(options);
-}
-
-NonTensorData NonTensorData::save(const MemmapOptions& options) const {
-  return memmap(options);
-}
-
-NonTensorData NonTensorData::dumps(const MemmapOptions& options) const {
-  return memmap(options);
-}
-
-std::future<NonTensorData> NonTensorData::memmap_async(
-    const MemmapOptions& options) const {
-  return std::async(std::launch::async, [self = *this, options] {
-    return self.memmap(options);
-  });
-}
-
-std::future<NonTensorData> NonTensorData::memmap_async_(
-    const MemmapOptions& options) {
-  return std::async(std::launch::async, [this, options]() -> NonTensorData {
-    return memmap_(options);
-  });
-}
-
-std::future<NonTensorData> NonTensorData::memmap_like_async(
-    const MemmapOptions& options) const {
-  return std::async(std::launch::async, [self = *this, options] {
-    return self.memmap_like(options);
-  });
-}
-
-std::future<NonTensorData> NonTensorData::save_async(
-    const MemmapOptions& options) const {
-  return memmap_async(options);
-}
 
 NonTensorData NonTensorData::load_memmap(
     const std::string& prefix, const LoadMemmapOptions& options) {
@@ -159,30 +99,6 @@ NonTensorData& NonTensorData::memmap_refresh_() {
 }
 
 // --- NonTensorStack
-
-NonTensorStack NonTensorStack::memmap(const MemmapOptions& options) const {
-  NonTensorStack out = *this;
-  return out.memmap_(options);
-}
-
-NonTensorStack& NonTensorStack::memmap_(const MemmapOptions& options) {
-  if (auto dir = save_root(Value(*this), options)) {
-    saved_path_ = std::move(dir);
-  }
-  return *this;
-}
-
-NonTensorStack NonTensorStack::memmap_like(const MemmapOptions& options) const {
-  return memmap(options);
-}
-
-NonTensorStack NonTensorStack::save(const MemmapOptions& options) const {
-  return memmap(options);
-}
-
-NonTensorStack NonTensorStack::dumps(const MemmapOptions& options) const {
-  return memmap(options);
-}
 
 NonTensorStack NonTensorStack::load_memmap(
     const std::string& prefix, const LoadMemmapOptions& options) {

@@ -1,6 +1,8 @@
 // Loading: TensorDict::load_memmap and friends. Every member of every
 // meta.json is checked before it is used; see NOTE [Memmap layout].
 
+#include "memmap/reader.h"
+
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
@@ -17,8 +19,8 @@
 #include "io/file_io.h"
 #include "io/format.h"
 #include "io/metadata_reader.h"
+#include "memmap/append.h"
 #include "memmap/archive.h"
-#include "memmap/writer.h"
 #include "tensordict/errors.h"
 #include "tensordict/memmap.h"
 #include "util/python_spelling.h"

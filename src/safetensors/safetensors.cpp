@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/key_path.h"
+#include "io/atomic_file.h"
 #include "io/file_io.h"
 #include "io/format.h"
 #include "io/metadata_reader.h"
@@ -237,57 +238,21 @@ class Encoder {
   std::unordered_map<std::string, at::Tensor> data_;
 };
 
-void write_bytes(
-    int fd, const char* data, size_t nbytes, const std::string& path) {
-  constexpr size_t kChunk = size_t{1} << 30;
-  size_t done = 0;
-  while (done < nbytes) {
-    const ssize_t wrote =
-        ::write(fd, data + done, std::min(kChunk, nbytes - done));
-    if (wrote < 0 && errno == EINTR) {
-      continue;
-    }
-    TORCH_CHECK(
-        wrote > 0, "could not write ", path, ": ", std::strerror(errno));
-    done += static_cast<size_t>(wrote);
-  }
-}
-
+// Writes the file through an AtomicFile, so that a failure or a kill
+// leaves the old file (or none) at `path`.
 void write_file(
     const std::string& path,
     const std::string& header,
     const std::vector<SafetensorsTensor>& tensors,
     const Encoder& encoder) {
-  const std::string temp = temporary_sibling(path, "tmp");
-  const int fd = ::open(
-      temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-  TORCH_CHECK(
-      fd >= 0,
-      "could not create ",
-      temp,
-      " to write ",
-      path,
-      ": ",
-      std::strerror(errno));
-  try {
-    write_bytes(fd, header.data(), header.size(), temp);
-    for (const SafetensorsTensor& tensor : tensors) {
-      const at::Tensor& data = encoder.data(tensor.name);
-      write_bytes(
-          fd,
-          static_cast<const char*>(data.const_data_ptr()),
-          static_cast<size_t>(tensor.end - tensor.begin),
-          temp);
-    }
-    const int closed = ::close(fd);
-    TORCH_CHECK(
-        closed == 0, "could not close ", temp, ": ", std::strerror(errno));
-    rename_path(temp, path);
-  } catch (...) {
-    ::close(fd);  // already closed when close() itself failed: EBADF
-    ::unlink(temp.c_str());
-    throw;
+  AtomicFile file = AtomicFile::beside(path, 0644, path);
+  file.write(header.data(), header.size());
+  for (const SafetensorsTensor& tensor : tensors) {
+    const at::Tensor& data = encoder.data(tensor.name);
+    file.write(
+        data.const_data_ptr(), static_cast<size_t>(tensor.end - tensor.begin));
   }
+  file.commit(/*durable=*/false);
 }
 
 template <typename Dict>
