@@ -124,18 +124,24 @@ at::Tensor empty_cpu(c10::IntArrayRef shape, c10::ScalarType dtype) {
       shape, dtype, /*pin_memory=*/false, /*memory_format_opt=*/std::nullopt);
 }
 
+// The maximum of row[0, k), -inf for no element above it.
+template <typename T>
+T row_max(const T* row, int64_t k) {
+  T max = -std::numeric_limits<T>::infinity();
+  for (int64_t j = 0; j < k; ++j) {
+    max = row[j] > max ? row[j] : max;
+  }
+  return max;
+}
+
 // logits - logsumexp(logits), row by row, in T: torch's formula (an
 // infinite maximum shifts by 0).
 template <typename T>
 void normalize_rows(const T* in, T* logits, int64_t rows, int64_t k) {
-  const T inf = std::numeric_limits<T>::infinity();
   for (int64_t r = 0; r < rows; ++r) {
     const T* x = in + r * k;
     T* l = logits + r * k;
-    T max = -inf;
-    for (int64_t j = 0; j < k; ++j) {
-      max = x[j] > max ? x[j] : max;
-    }
+    const T max = row_max(x, k);
     const T shift = std::isinf(max) ? T(0) : max;
     T sum = 0;
     for (int64_t j = 0; j < k; ++j) {
@@ -152,14 +158,10 @@ void normalize_rows(const T* in, T* logits, int64_t rows, int64_t k) {
 // (softmax multiplies by the inverse sum).
 template <typename T>
 void softmax_rows(const T* logits, T* probs, int64_t rows, int64_t k) {
-  const T inf = std::numeric_limits<T>::infinity();
   for (int64_t r = 0; r < rows; ++r) {
     const T* l = logits + r * k;
     T* p = probs + r * k;
-    T lmax = -inf;
-    for (int64_t j = 0; j < k; ++j) {
-      lmax = l[j] > lmax ? l[j] : lmax;
-    }
+    const T lmax = row_max(l, k);
     T psum = 0;
     for (int64_t j = 0; j < k; ++j) {
       p[j] = std::exp(l[j] - lmax);
