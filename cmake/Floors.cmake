@@ -92,7 +92,7 @@ function(tensordict_floor folder)
 endfunction()
 
 # Helpers that know no dict: hashing, huge pages, shared memory, recycled
-# arrays, the Python spellings of torch types.
+# arrays, the Python spellings of torch types, the UTF-8 validator.
 tensordict_floor(util
   SOURCES
     src/util/array_cache.cpp
@@ -100,6 +100,7 @@ tensordict_floor(util
     src/util/python_spelling.cpp
     src/util/sha256.cpp
     src/util/shared_memory.cpp
+    src/util/utf8.cpp
   PUBLIC_HEADERS export fwd errors json)
 
 # The dict itself: storage, key paths, the walk engine, values, non-tensor

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "io/zip.h"
+#include "util/utf8.h"
 
 extern "C" {
 // miniz.h: `typedef unsigned long mz_ulong;` and `struct mz_stream_s`.
@@ -119,49 +120,6 @@ uint64_t read_le(const unsigned char* p, size_t bytes) {
   return value;
 }
 
-// True when `name` is valid UTF-8 (no overlong forms or surrogates).
-bool valid_utf8(const std::string& name) {
-  size_t i = 0;
-  while (i < name.size()) {
-    const auto c = static_cast<unsigned char>(name[i]);
-    size_t n = 0;
-    uint32_t code = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    if ((c & 0xe0) == 0xc0) {
-      n = 1;
-      code = c & 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-      n = 2;
-      code = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-      n = 3;
-      code = c & 0x07;
-    } else {
-      return false;
-    }
-    if (name.size() - i <= n) {
-      return false;
-    }
-    for (size_t k = 1; k <= n; ++k) {
-      const auto next = static_cast<unsigned char>(name[i + k]);
-      if ((next & 0xc0) != 0x80) {
-        return false;
-      }
-      code = (code << 6) | (next & 0x3f);
-    }
-    constexpr std::array<uint32_t, 4> kMin{0, 0x80, 0x800, 0x10000};
-    if (code < kMin[n] || code > 0x10ffff ||
-        (code >= 0xd800 && code <= 0xdfff)) {
-      return false;
-    }
-    i += n + 1;
-  }
-  return true;
-}
-
 // Refuses names that would leave the extraction directory or that two
 // systems could read differently.
 void check_entry_name(
@@ -177,7 +135,7 @@ void check_entry_name(
     problem = "holds a NUL byte";
   } else if (
       (flags & kZipFlagUtf8) != 0
-          ? !valid_utf8(name)
+          ? !detail::utf8_valid(name)
           : !std::all_of(name.begin(), name.end(), [](char c) {
               return static_cast<unsigned char>(c) < 0x80;
             })) {
