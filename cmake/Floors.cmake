@@ -130,6 +130,7 @@ tensordict_floor(io
     src/io/file_io.cpp
     src/io/format.cpp
     src/io/json_reader.cpp
+    src/io/mapped_zip.cpp
     src/io/metadata_reader.cpp
     src/io/safetensors_format.cpp
     src/io/staged_tree.cpp
@@ -196,7 +197,6 @@ tensordict_floor(nn SIBLING_OF tensor_class
   SOURCES
     src/nn/aoti_module.cpp
     src/nn/aoti_spec.cpp
-    src/nn/aoti_zip.cpp
     src/nn/module.cpp
     src/nn/tensor_dict_module.cpp
     src/nn/tensor_dict_params.cpp
