@@ -92,7 +92,7 @@ function(tensordict_floor folder)
 endfunction()
 
 # Helpers that know no dict: hashing, huge pages, shared memory, recycled
-# arrays, the Python spellings of torch types.
+# arrays, the Python spellings of torch types, the UTF-8 validator.
 tensordict_floor(util
   SOURCES
     src/util/array_cache.cpp
@@ -100,6 +100,7 @@ tensordict_floor(util
     src/util/python_spelling.cpp
     src/util/sha256.cpp
     src/util/shared_memory.cpp
+    src/util/utf8.cpp
   PUBLIC_HEADERS export fwd errors json)
 
 # The dict itself: storage, key paths, the walk engine, values, non-tensor
@@ -129,6 +130,7 @@ tensordict_floor(io
     src/io/file_io.cpp
     src/io/format.cpp
     src/io/json_reader.cpp
+    src/io/mapped_zip.cpp
     src/io/metadata_reader.cpp
     src/io/safetensors_format.cpp
     src/io/staged_tree.cpp
@@ -195,7 +197,6 @@ tensordict_floor(nn SIBLING_OF tensor_class
   SOURCES
     src/nn/aoti_module.cpp
     src/nn/aoti_spec.cpp
-    src/nn/aoti_zip.cpp
     src/nn/module.cpp
     src/nn/tensor_dict_module.cpp
     src/nn/tensor_dict_params.cpp

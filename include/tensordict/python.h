@@ -797,156 +797,64 @@ TENSORDICT_END_NAMESPACE
 
 namespace pybind11::detail {
 
-/// `tensordict::TensorDict` <-> `tensordict.TensorDict` (or a tensorclass
-/// instance, as its dict), sharing tensors. See tensordict/python.h.
-template <>
-struct type_caster<tensordict::TensorDict> {
-  PYBIND11_TYPE_CASTER(
-      tensordict::TensorDict, const_name("tensordict.TensorDict"));
+/// How the caster of one tensordict type converts: the Python type it
+/// names, the kinds of Python object it loads (anything else makes `load`
+/// return false, so that pybind11 tries the next overload), and the two
+/// conversions. One specialization per type, below.
+template <typename T, typename Enable = void>
+struct tensordict_cast_traits;
 
-  /// Converts a Python TensorDict; false for other types (so overloads are
-  /// tried), TypeError naming the key for an entry C++ cannot hold.
-  bool load(handle src, bool /*convert*/) {
-    const auto kind = tensordict::python::detail::kind_of(src);
-    if (kind != tensordict::python::detail::PyKind::kTensorDict &&
-        kind != tensordict::python::detail::PyKind::kTensorClass) {
-      return false;
-    }
-    value = tensordict::python::tensordict_from_python(src);
-    return true;
-  }
-  /// Returns a new Python TensorDict sharing the tensors.
-  static handle cast(
-      const tensordict::TensorDict& src,
-      return_value_policy /*policy*/,
-      handle /*parent*/) {
-    return tensordict::python::to_python(src).release();
-  }
-};
-
-/// `tensordict::LazyStackedTensorDict` <-> `tensordict.LazyStackedTensorDict`.
-template <>
-struct type_caster<tensordict::LazyStackedTensorDict> {
-  static constexpr auto name = const_name("tensordict.LazyStackedTensorDict");
-  template <typename T>
-  using cast_op_type = movable_cast_op_type<T>;
-
-  /// Converts a Python lazy stack; false for other types.
-  bool load(handle src, bool /*convert*/) {
-    if (tensordict::python::detail::kind_of(src) !=
-        tensordict::python::detail::PyKind::kLazyStack) {
-      return false;
-    }
-    value = tensordict::python::lazy_stack_from_python(src);
-    return true;
-  }
-  /// Returns a new Python lazy stack over new Python dicts.
-  static handle cast(
-      const tensordict::LazyStackedTensorDict& src,
-      return_value_policy /*policy*/,
-      handle /*parent*/) {
-    return tensordict::python::to_python(src).release();
-  }
-  /// Returns the converted stack (pybind11's cast_op).
-  operator tensordict::LazyStackedTensorDict*() {
-    return &*value;
-  }
-  /// Returns the converted stack (pybind11's cast_op).
-  operator tensordict::LazyStackedTensorDict&() {
-    return *value;
-  }
-  /// Moves the converted stack out (pybind11's cast_op).
-  operator tensordict::LazyStackedTensorDict&&() && {
-    return std::move(*value);
-  }
-
- private:
-  std::optional<tensordict::LazyStackedTensorDict> value;
-};
-
-/// `tensordict::NonTensorData` <-> `tensordict.NonTensorData`.
-template <>
-struct type_caster<tensordict::NonTensorData> {
-  PYBIND11_TYPE_CASTER(
-      tensordict::NonTensorData, const_name("tensordict.NonTensorData"));
-
-  /// Converts a Python NonTensorData; false for other types.
-  bool load(handle src, bool /*convert*/) {
-    if (tensordict::python::detail::kind_of(src) !=
-        tensordict::python::detail::PyKind::kNonTensorData) {
-      return false;
-    }
-    tensordict::python::detail::KeyPath path;
-    value = tensordict::python::detail::non_tensor_data_from_python(src, path);
-    return true;
-  }
-  /// Returns a new Python NonTensorData.
-  static handle cast(
-      const tensordict::NonTensorData& src,
-      return_value_policy /*policy*/,
-      handle /*parent*/) {
-    return tensordict::python::to_python(src).release();
-  }
-};
-
-/// `tensordict::NonTensorStack` <-> `tensordict.NonTensorStack`.
-template <>
-struct type_caster<tensordict::NonTensorStack> {
-  PYBIND11_TYPE_CASTER(
-      tensordict::NonTensorStack, const_name("tensordict.NonTensorStack"));
-
-  /// Converts a Python NonTensorStack; false for other types.
-  bool load(handle src, bool /*convert*/) {
-    if (tensordict::python::detail::kind_of(src) !=
-        tensordict::python::detail::PyKind::kNonTensorStack) {
-      return false;
-    }
-    tensordict::python::detail::KeyPath path;
-    value = tensordict::python::detail::non_tensor_stack_from_python(src, path);
-    return true;
-  }
-  /// Returns a new Python NonTensorStack.
-  static handle cast(
-      const tensordict::NonTensorStack& src,
-      return_value_policy /*policy*/,
-      handle /*parent*/) {
-    return tensordict::python::to_python(src).release();
-  }
-};
-
-/// A C++ TensorClass <-> its dict: a Python TensorDict out; a tensorclass
-/// instance or a TensorDict in, checked by `T::from_tensordict`.
+/// The one caster of the tensordict types, as pybind11's `list_caster` is of
+/// the sequences: it holds the loaded value in an optional (the types need
+/// no default constructor) and gives the cast operators and the pointer
+/// `cast` that `PYBIND11_TYPE_CASTER` would.
 template <typename T>
-struct type_caster<T, std::enable_if_t<tensordict::is_tensor_class_v<T>>> {
-  static constexpr auto name = const_name("tensordict.TensorDict");
+struct tensordict_caster {
+  using Traits = tensordict_cast_traits<T>;
+  static constexpr auto name = Traits::name;
   template <typename U>
   using cast_op_type = movable_cast_op_type<U>;
 
-  /// Converts a Python TensorDict or tensorclass; false for other types,
-  /// and `from_tensordict`'s error when the fields do not fit.
+  /// Converts a Python object of one of the kinds the type takes; false for
+  /// other types, and the conversion's error (naming the key) for an entry
+  /// C++ cannot hold.
   bool load(handle src, bool /*convert*/) {
-    const auto kind = tensordict::python::detail::kind_of(src);
-    if (kind != tensordict::python::detail::PyKind::kTensorDict &&
-        kind != tensordict::python::detail::PyKind::kTensorClass) {
+    if (!Traits::accepts(tensordict::python::detail::kind_of(src))) {
       return false;
     }
-    value = T::from_tensordict(tensordict::python::tensordict_from_python(src));
+    value = Traits::from_python(src);
     return true;
   }
-  /// Returns its dict as a new Python TensorDict sharing the tensors.
+  /// Returns a new Python object sharing the tensors.
   static handle cast(
       const T& src, return_value_policy /*policy*/, handle /*parent*/) {
-    return tensordict::python::to_python(src.tensordict()).release();
+    return Traits::to_python(src).release();
   }
-  /// Returns the converted instance (pybind11's cast_op).
+  /// A pointer: None for null, else the pointee (deleted after the cast
+  /// under `take_ownership`), as `PYBIND11_TYPE_CASTER` does.
+  template <
+      typename U,
+      enable_if_t<std::is_same<T, remove_cv_t<U>>::value, int> = 0>
+  static handle cast(U* src, return_value_policy policy, handle parent) {
+    if (src == nullptr) {
+      return none().release();
+    }
+    if (policy == return_value_policy::take_ownership) {
+      handle out = cast(*src, policy, parent);
+      delete src;
+      return out;
+    }
+    return cast(*src, policy, parent);
+  }
+  /// Returns the converted value (pybind11's cast_op).
   operator T*() {
     return &*value;
   }
-  /// Returns the converted instance (pybind11's cast_op).
+  /// Returns the converted value (pybind11's cast_op).
   operator T&() {
     return *value;
   }
-  /// Moves the converted instance out (pybind11's cast_op).
+  /// Moves the converted value out (pybind11's cast_op).
   operator T&&() && {
     return std::move(*value);
   }
@@ -954,5 +862,117 @@ struct type_caster<T, std::enable_if_t<tensordict::is_tensor_class_v<T>>> {
  private:
   std::optional<T> value;
 };
+
+/// True for the dict kinds: a TensorDict, or a tensorclass instance (as its
+/// dict).
+inline bool tensordict_cast_accepts_dict(
+    tensordict::python::detail::PyKind kind) {
+  return kind == tensordict::python::detail::PyKind::kTensorDict ||
+         kind == tensordict::python::detail::PyKind::kTensorClass;
+}
+
+/// `tensordict::TensorDict` <-> `tensordict.TensorDict` (or a tensorclass
+/// instance, as its dict), sharing tensors. See tensordict/python.h.
+template <>
+struct tensordict_cast_traits<tensordict::TensorDict> {
+  static constexpr auto name = const_name("tensordict.TensorDict");
+  static bool accepts(tensordict::python::detail::PyKind kind) {
+    return tensordict_cast_accepts_dict(kind);
+  }
+  static tensordict::TensorDict from_python(handle src) {
+    return tensordict::python::tensordict_from_python(src);
+  }
+  static object to_python(const tensordict::TensorDict& src) {
+    return tensordict::python::to_python(src);
+  }
+};
+
+/// `tensordict::LazyStackedTensorDict` <-> `tensordict.LazyStackedTensorDict`
+/// (out: a new Python lazy stack over new Python dicts).
+template <>
+struct tensordict_cast_traits<tensordict::LazyStackedTensorDict> {
+  static constexpr auto name = const_name("tensordict.LazyStackedTensorDict");
+  static bool accepts(tensordict::python::detail::PyKind kind) {
+    return kind == tensordict::python::detail::PyKind::kLazyStack;
+  }
+  static tensordict::LazyStackedTensorDict from_python(handle src) {
+    return tensordict::python::lazy_stack_from_python(src);
+  }
+  static object to_python(const tensordict::LazyStackedTensorDict& src) {
+    return tensordict::python::to_python(src);
+  }
+};
+
+/// `tensordict::NonTensorData` <-> `tensordict.NonTensorData`.
+template <>
+struct tensordict_cast_traits<tensordict::NonTensorData> {
+  static constexpr auto name = const_name("tensordict.NonTensorData");
+  static bool accepts(tensordict::python::detail::PyKind kind) {
+    return kind == tensordict::python::detail::PyKind::kNonTensorData;
+  }
+  static tensordict::NonTensorData from_python(handle src) {
+    tensordict::python::detail::KeyPath path;
+    return tensordict::python::detail::non_tensor_data_from_python(src, path);
+  }
+  static object to_python(const tensordict::NonTensorData& src) {
+    return tensordict::python::to_python(src);
+  }
+};
+
+/// `tensordict::NonTensorStack` <-> `tensordict.NonTensorStack`.
+template <>
+struct tensordict_cast_traits<tensordict::NonTensorStack> {
+  static constexpr auto name = const_name("tensordict.NonTensorStack");
+  static bool accepts(tensordict::python::detail::PyKind kind) {
+    return kind == tensordict::python::detail::PyKind::kNonTensorStack;
+  }
+  static tensordict::NonTensorStack from_python(handle src) {
+    tensordict::python::detail::KeyPath path;
+    return tensordict::python::detail::non_tensor_stack_from_python(src, path);
+  }
+  static object to_python(const tensordict::NonTensorStack& src) {
+    return tensordict::python::to_python(src);
+  }
+};
+
+/// A C++ TensorClass <-> its dict: a Python TensorDict out; a tensorclass
+/// instance or a TensorDict in, checked by `T::from_tensordict` (whose
+/// error says which fields do not fit).
+template <typename T>
+struct tensordict_cast_traits<
+    T,
+    std::enable_if_t<tensordict::is_tensor_class_v<T>>> {
+  static constexpr auto name = const_name("tensordict.TensorDict");
+  static bool accepts(tensordict::python::detail::PyKind kind) {
+    return tensordict_cast_accepts_dict(kind);
+  }
+  static T from_python(handle src) {
+    return T::from_tensordict(tensordict::python::tensordict_from_python(src));
+  }
+  static object to_python(const T& src) {
+    return tensordict::python::to_python(src.tensordict());
+  }
+};
+
+/// The caster of `tensordict::TensorDict`.
+template <>
+struct type_caster<tensordict::TensorDict>
+    : tensordict_caster<tensordict::TensorDict> {};
+/// The caster of `tensordict::LazyStackedTensorDict`.
+template <>
+struct type_caster<tensordict::LazyStackedTensorDict>
+    : tensordict_caster<tensordict::LazyStackedTensorDict> {};
+/// The caster of `tensordict::NonTensorData`.
+template <>
+struct type_caster<tensordict::NonTensorData>
+    : tensordict_caster<tensordict::NonTensorData> {};
+/// The caster of `tensordict::NonTensorStack`.
+template <>
+struct type_caster<tensordict::NonTensorStack>
+    : tensordict_caster<tensordict::NonTensorStack> {};
+/// The caster of every C++ TensorClass.
+template <typename T>
+struct type_caster<T, std::enable_if_t<tensordict::is_tensor_class_v<T>>>
+    : tensordict_caster<T> {};
 
 }  // namespace pybind11::detail

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "util/python_spelling.h"
+#include "util/utf8.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
@@ -80,45 +81,17 @@ void append_hex4(std::string& out, uint32_t unit) {
   out += buffer;
 }
 
-// Decodes one UTF-8 sequence at `i`; returns the code point, or throws.
+// Decodes one UTF-8 sequence at `i` and steps past it; returns the code
+// point, or throws.
 uint32_t decode_utf8(std::string_view s, size_t& i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char lead = byte(i);
-  int extra = 0;
   uint32_t cp = 0;
-  if (lead < 0x80) {
-    ++i;
-    return lead;
-  }
-  if ((lead & 0xE0) == 0xC0) {
-    extra = 1;
-    cp = lead & 0x1F;
-  } else if ((lead & 0xF0) == 0xE0) {
-    extra = 2;
-    cp = lead & 0x0F;
-  } else if ((lead & 0xF8) == 0xF0) {
-    extra = 3;
-    cp = lead & 0x07;
-  } else {
-    extra = -1;
-  }
-  bool ok = extra > 0;
-  for (int k = 1; ok && k <= extra; ++k) {
-    if (i + k >= s.size() || (byte(i + k) & 0xC0) != 0x80) {
-      ok = false;
-    } else {
-      cp = (cp << 6) | (byte(i + k) & 0x3F);
-    }
-  }
-  constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-  ok = ok && cp >= kMin[std::max(extra, 0)] && cp <= 0x10FFFF &&
-       !(cp >= 0xD800 && cp <= 0xDFFF);
+  const size_t length = detail::utf8_decode(s, i, cp);
   TORCH_CHECK(
-      ok,
+      length != 0,
       "cannot write invalid UTF-8 to meta.json (byte ",
       i,
       " of a string); keys and non-tensor strings must be UTF-8");
-  i += static_cast<size_t>(extra) + 1;
+  i += length;
   return cp;
 }
 

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "io/format.h"
+#include "util/utf8.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
@@ -267,40 +268,14 @@ class MetaJsonParser {
 
   // --- strings ---------------------------------------------------------
 
-  static bool is_continuation(
-      unsigned char c, unsigned char low = 0x80, unsigned char high = 0xBF) {
-    return c >= low && c <= high;
-  }
-
   // Checks the UTF-8 sequence at p_ (its lead byte >= 0x80) and returns its
-  // length; the byte ranges are RFC 3629's.
+  // length.
   size_t utf8_length() const {
-    const auto* s = reinterpret_cast<const unsigned char*>(p_);
-    const size_t left = static_cast<size_t>(end_ - p_);
-    const unsigned char lead = s[0];
-    size_t length = 0;
-    unsigned char low = 0x80;
-    unsigned char high = 0xBF;
-    if (lead >= 0xC2 && lead <= 0xDF) {
-      length = 2;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-      length = 3;
-      low = lead == 0xE0 ? 0xA0 : 0x80;
-      high = lead == 0xED ? 0x9F : 0xBF;
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-      length = 4;
-      low = lead == 0xF0 ? 0x90 : 0x80;
-      high = lead == 0xF4 ? 0x8F : 0xBF;
-    } else {
+    uint32_t cp = 0;
+    const size_t length = utf8_decode(
+        std::string_view(p_, static_cast<size_t>(end_ - p_)), 0, cp);
+    if (length == 0) {
       fail("invalid UTF-8 byte in a string");
-    }
-    if (left < length || !is_continuation(s[1], low, high)) {
-      fail("invalid UTF-8 byte in a string");
-    }
-    for (size_t i = 2; i < length; ++i) {
-      if (!is_continuation(s[i])) {
-        fail("invalid UTF-8 byte in a string");
-      }
     }
     return length;
   }

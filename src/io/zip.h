@@ -25,8 +25,76 @@ constexpr uint64_t kZipMax32 = 0xffffffff;
 constexpr uint64_t kZipMax16 = 0xffff;
 /// The general-purpose flag of names encoded as UTF-8.
 constexpr uint16_t kZipFlagUtf8 = 0x800;
+/// The general-purpose flag of an entry whose CRC and sizes follow its
+/// payload in a data descriptor.
+constexpr uint16_t kZipFlagDataDescriptor = 0x8;
 /// The fixed part of a local file header, in bytes.
 constexpr uint64_t kZipLocalHeaderSize = 30;
+
+// Byte offsets of the fields of zip's fixed-size records (APPNOTE.TXT
+// 4.3.7, 4.3.12, 4.3.14 to 4.3.16), from the record's 4-byte signature.
+// Each enum sits in a struct of its record, so that one field name can
+// serve several records and reads as `ZipCentralRecord::kCrc`.
+
+/// Field offsets of the end of central directory record.
+struct ZipEndRecord {
+  enum Field : size_t {
+    kDisk = 4,
+    kDirectoryDisk = 6,
+    kDiskEntries = 8,
+    kEntries = 10,
+    kDirectorySize = 12,
+    kDirectoryOffset = 16,
+    kCommentLength = 20,
+  };
+};
+/// Field offsets of the zip64 end of central directory locator.
+struct Zip64Locator {
+  enum Field : size_t {
+    kEndRecordDisk = 4,
+    kEndRecordOffset = 8,
+    kDisks = 16,
+  };
+};
+/// Field offsets of the zip64 end of central directory record.
+struct Zip64EndRecord {
+  enum Field : size_t {
+    kRecordSize = 4,
+    kDisk = 16,
+    kDirectoryDisk = 20,
+    kDiskEntries = 24,
+    kEntries = 32,
+    kDirectorySize = 40,
+    kDirectoryOffset = 48,
+  };
+};
+/// Field offsets of a central directory file header.
+struct ZipCentralRecord {
+  enum Field : size_t {
+    kFlags = 8,
+    kMethod = 10,
+    kCrc = 16,
+    kCompressedSize = 20,
+    kSize = 24,
+    kNameLength = 28,
+    kExtraLength = 30,
+    kCommentLength = 32,
+    kDisk = 34,
+    kHeaderOffset = 42,
+  };
+};
+/// Field offsets of a local file header.
+struct ZipLocalHeader {
+  enum Field : size_t {
+    kFlags = 6,
+    kMethod = 8,
+    kCrc = 14,
+    kCompressedSize = 18,
+    kSize = 22,
+    kNameLength = 26,
+    kExtraLength = 28,
+  };
+};
 
 /// One entry of a parsed archive; offsets are from the archive's start.
 struct ZipEntry {

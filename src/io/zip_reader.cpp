@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "io/zip.h"
+#include "util/utf8.h"
 
 extern "C" {
 // miniz.h: `typedef unsigned long mz_ulong;` and `struct mz_stream_s`.
@@ -94,7 +95,6 @@ constexpr uint64_t kZip64EndSize = 56;
 constexpr uint64_t kCentralSize = 46;
 constexpr uint64_t kMaxComment = 0xffff;
 constexpr uint16_t kFlagEncrypted = 0x1;
-constexpr uint16_t kFlagDataDescriptor = 0x8;
 constexpr uint16_t kFlagStrongEncryption = 0x40;
 
 constexpr std::array<uint32_t, 256> make_crc_table() {
@@ -119,49 +119,6 @@ uint64_t read_le(const unsigned char* p, size_t bytes) {
   return value;
 }
 
-// True when `name` is valid UTF-8 (no overlong forms or surrogates).
-bool valid_utf8(const std::string& name) {
-  size_t i = 0;
-  while (i < name.size()) {
-    const auto c = static_cast<unsigned char>(name[i]);
-    size_t n = 0;
-    uint32_t code = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    if ((c & 0xe0) == 0xc0) {
-      n = 1;
-      code = c & 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-      n = 2;
-      code = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-      n = 3;
-      code = c & 0x07;
-    } else {
-      return false;
-    }
-    if (name.size() - i <= n) {
-      return false;
-    }
-    for (size_t k = 1; k <= n; ++k) {
-      const auto next = static_cast<unsigned char>(name[i + k]);
-      if ((next & 0xc0) != 0x80) {
-        return false;
-      }
-      code = (code << 6) | (next & 0x3f);
-    }
-    constexpr std::array<uint32_t, 4> kMin{0, 0x80, 0x800, 0x10000};
-    if (code < kMin[n] || code > 0x10ffff ||
-        (code >= 0xd800 && code <= 0xdfff)) {
-      return false;
-    }
-    i += n + 1;
-  }
-  return true;
-}
-
 // Refuses names that would leave the extraction directory or that two
 // systems could read differently.
 void check_entry_name(
@@ -177,7 +134,7 @@ void check_entry_name(
     problem = "holds a NUL byte";
   } else if (
       (flags & kZipFlagUtf8) != 0
-          ? !valid_utf8(name)
+          ? !detail::utf8_valid(name)
           : !std::all_of(name.begin(), name.end(), [](char c) {
               return static_cast<unsigned char>(c) < 0x80;
             })) {
@@ -235,30 +192,32 @@ ZipDirectory find_directory(
   for (uint64_t i = tail - kEndSize + 1; i-- > 0;) {
     const unsigned char* p = data + tail_start + i;
     if (read_le(p, 4) != kEndSignature ||
-        i + kEndSize + read_le(p + 20, 2) != tail) {
+        i + kEndSize + read_le(p + ZipEndRecord::kCommentLength, 2) != tail) {
       continue;
     }
     const uint64_t end_offset = tail_start + i;
     TORCH_CHECK(
-        read_le(p + 4, 2) == 0 && read_le(p + 6, 2) == 0,
+        read_le(p + ZipEndRecord::kDisk, 2) == 0 &&
+            read_le(p + ZipEndRecord::kDirectoryDisk, 2) == 0,
         label,
         ": the end record names disk ",
-        read_le(p + 4, 2),
+        read_le(p + ZipEndRecord::kDisk, 2),
         " (directory on disk ",
-        read_le(p + 6, 2),
+        read_le(p + ZipEndRecord::kDirectoryDisk, 2),
         "); multi-disk archives are not supported, expected disk 0");
     TORCH_CHECK(
-        read_le(p + 8, 2) == read_le(p + 10, 2),
+        read_le(p + ZipEndRecord::kDiskEntries, 2) ==
+            read_le(p + ZipEndRecord::kEntries, 2),
         label,
         ": the end record counts ",
-        read_le(p + 8, 2),
+        read_le(p + ZipEndRecord::kDiskEntries, 2),
         " entries on this disk but ",
-        read_le(p + 10, 2),
+        read_le(p + ZipEndRecord::kEntries, 2),
         " in all; expected the same number");
     ZipDirectory dir;
-    dir.entries = read_le(p + 10, 2);
-    dir.size = read_le(p + 12, 4);
-    dir.offset = read_le(p + 16, 4);
+    dir.entries = read_le(p + ZipEndRecord::kEntries, 2);
+    dir.size = read_le(p + ZipEndRecord::kDirectorySize, 4);
+    dir.offset = read_le(p + ZipEndRecord::kDirectoryOffset, 4);
     dir.end = end_offset;
     const bool has_locator =
         end_offset >= kZip64LocatorSize &&
@@ -267,14 +226,16 @@ ZipDirectory find_directory(
     if (has_locator) {
       const unsigned char* locator = data + end_offset - kZip64LocatorSize;
       TORCH_CHECK(
-          read_le(locator + 4, 4) == 0 && read_le(locator + 16, 4) == 1,
+          read_le(locator + Zip64Locator::kEndRecordDisk, 4) == 0 &&
+              read_le(locator + Zip64Locator::kDisks, 4) == 1,
           label,
           ": the zip64 locator names disk ",
-          read_le(locator + 4, 4),
+          read_le(locator + Zip64Locator::kEndRecordDisk, 4),
           " of ",
-          read_le(locator + 16, 4),
+          read_le(locator + Zip64Locator::kDisks, 4),
           "; expected disk 0 of 1");
-      const uint64_t record = read_le(locator + 8, 8);
+      const uint64_t record =
+          read_le(locator + Zip64Locator::kEndRecordOffset, 8);
       const uint64_t locator_offset = end_offset - kZip64LocatorSize;
       TORCH_CHECK(
           record <= locator_offset &&
@@ -287,7 +248,7 @@ ZipDirectory find_directory(
           locator_offset,
           ")");
       const unsigned char* z = data + record;
-      const uint64_t record_size = read_le(z + 4, 8);
+      const uint64_t record_size = read_le(z + Zip64EndRecord::kRecordSize, 8);
       TORCH_CHECK(
           record_size >= kZip64EndSize - 12 &&
               record_size == locator_offset - record - 12,
@@ -300,13 +261,15 @@ ZipDirectory find_directory(
           locator_offset - record - 12,
           " lie before the locator");
       TORCH_CHECK(
-          read_le(z + 16, 4) == 0 && read_le(z + 20, 4) == 0,
+          read_le(z + Zip64EndRecord::kDisk, 4) == 0 &&
+              read_le(z + Zip64EndRecord::kDirectoryDisk, 4) == 0,
           label,
           ": the zip64 end record names another disk; expected disk 0");
-      const uint64_t on_disk = read_le(z + 24, 8);
-      const uint64_t entries = read_le(z + 32, 8);
-      const uint64_t cd_size = read_le(z + 40, 8);
-      const uint64_t cd_offset = read_le(z + 48, 8);
+      const uint64_t on_disk = read_le(z + Zip64EndRecord::kDiskEntries, 8);
+      const uint64_t entries = read_le(z + Zip64EndRecord::kEntries, 8);
+      const uint64_t cd_size = read_le(z + Zip64EndRecord::kDirectorySize, 8);
+      const uint64_t cd_offset =
+          read_le(z + Zip64EndRecord::kDirectoryOffset, 8);
       TORCH_CHECK(
           on_disk == entries,
           label,
@@ -484,16 +447,19 @@ std::vector<ZipEntry> parse_zip(
     const unsigned char* p = central + pos;
     ZipEntry entry;
     entry.central_offset = dir.offset + pos;
-    entry.flags = static_cast<uint16_t>(read_le(p + 8, 2));
-    entry.method = static_cast<uint16_t>(read_le(p + 10, 2));
-    entry.crc = static_cast<uint32_t>(read_le(p + 16, 4));
-    entry.compressed_size = read_le(p + 20, 4);
-    entry.size = read_le(p + 24, 4);
-    const uint64_t name_len = read_le(p + 28, 2);
-    const uint64_t extra_len = read_le(p + 30, 2);
-    const uint64_t comment_len = read_le(p + 32, 2);
-    uint64_t disk = read_le(p + 34, 2);
-    entry.header_offset = read_le(p + 42, 4);
+    entry.flags =
+        static_cast<uint16_t>(read_le(p + ZipCentralRecord::kFlags, 2));
+    entry.method =
+        static_cast<uint16_t>(read_le(p + ZipCentralRecord::kMethod, 2));
+    entry.crc = static_cast<uint32_t>(read_le(p + ZipCentralRecord::kCrc, 4));
+    entry.compressed_size = read_le(p + ZipCentralRecord::kCompressedSize, 4);
+    entry.size = read_le(p + ZipCentralRecord::kSize, 4);
+    const uint64_t name_len = read_le(p + ZipCentralRecord::kNameLength, 2);
+    const uint64_t extra_len = read_le(p + ZipCentralRecord::kExtraLength, 2);
+    const uint64_t comment_len =
+        read_le(p + ZipCentralRecord::kCommentLength, 2);
+    uint64_t disk = read_le(p + ZipCentralRecord::kDisk, 2);
+    entry.header_offset = read_le(p + ZipCentralRecord::kHeaderOffset, 4);
     TORCH_CHECK(
         dir.size - pos - kCentralSize >= name_len + extra_len + comment_len,
         label,
@@ -566,10 +532,13 @@ std::vector<ZipEntry> parse_zip(
         "' has no local header (PK\\3\\4) at offset ",
         entry.header_offset,
         "; is the file corrupted?");
-    const uint16_t local_flags = static_cast<uint16_t>(read_le(local + 6, 2));
-    const uint64_t local_method = read_le(local + 8, 2);
-    const uint64_t local_name_len = read_le(local + 26, 2);
-    const uint64_t local_extra_len = read_le(local + 28, 2);
+    const uint16_t local_flags =
+        static_cast<uint16_t>(read_le(local + ZipLocalHeader::kFlags, 2));
+    const uint64_t local_method = read_le(local + ZipLocalHeader::kMethod, 2);
+    const uint64_t local_name_len =
+        read_le(local + ZipLocalHeader::kNameLength, 2);
+    const uint64_t local_extra_len =
+        read_le(local + ZipLocalHeader::kExtraLength, 2);
     const uint64_t room =
         dir.offset - entry.header_offset - kZipLocalHeaderSize;
     TORCH_CHECK(
@@ -586,8 +555,8 @@ std::vector<ZipEntry> parse_zip(
         "); expected the central directory's");
     TORCH_CHECK(
         local_method == entry.method && (local_flags & kFlagEncrypted) == 0 &&
-            (local_flags & kFlagDataDescriptor) ==
-                (entry.flags & kFlagDataDescriptor),
+            (local_flags & kZipFlagDataDescriptor) ==
+                (entry.flags & kZipFlagDataDescriptor),
         label,
         ": entry '",
         entry.name,
@@ -614,10 +583,12 @@ std::vector<ZipEntry> parse_zip(
         " bytes running past the data area");
     entry.data_offset = entry.header_offset + kZipLocalHeaderSize +
                         local_name_len + local_extra_len;
-    if ((local_flags & kFlagDataDescriptor) == 0) {
-      uint64_t local_size = read_le(local + 22, 4);
-      uint64_t local_compressed = read_le(local + 18, 4);
-      const auto local_crc = static_cast<uint32_t>(read_le(local + 14, 4));
+    if ((local_flags & kZipFlagDataDescriptor) == 0) {
+      uint64_t local_size = read_le(local + ZipLocalHeader::kSize, 4);
+      uint64_t local_compressed =
+          read_le(local + ZipLocalHeader::kCompressedSize, 4);
+      const auto local_crc =
+          static_cast<uint32_t>(read_le(local + ZipLocalHeader::kCrc, 4));
       read_zip64_extra(
           local + kZipLocalHeaderSize + local_name_len,
           local_extra_len,

@@ -36,6 +36,7 @@
 
 #include "io/atomic_file.h"
 #include "io/format.h"
+#include "io/mapped_zip.h"
 #include "io/zip.h"
 #include "memmap/archive.h"
 #include "tensordict/archive.h"
@@ -368,52 +369,22 @@ bool is_archive_path(const std::string& prefix) {
 }
 
 std::vector<std::string> archive_crc_problems(const std::string& path) {
-  const std::string label = archive_label(path);
-  const at::Tensor mapping = map_whole_file(path, /*writable=*/false, label);
-  const auto* data = static_cast<const unsigned char*>(mapping.data_ptr());
-  std::vector<std::string> problems;
-  for (const ZipEntry& entry :
-       parse_zip(data, static_cast<uint64_t>(mapping.numel()), label)) {
-    if (entry.is_directory()) {
-      continue;
-    }
-    if (entry.method == kZipStored) {
-      const std::string mismatch = crc_mismatch(
-          label,
-          entry,
-          crc32_update(0, data + entry.data_offset, entry.compressed_size));
-      if (!mismatch.empty()) {
-        problems.push_back(
-            mismatch +
-            " (after writes through a shared mapping, "
-            "refresh_archive_checksums updates the CRCs)");
-      }
-      continue;
-    }
-    try {
-      (void)zip_entry_bytes(data, entry, label);
-    } catch (const c10::Error& e) {
-      problems.push_back(e.msg());
-    }
-  }
-  return problems;
+  ZipVerifyPolicy policy;
+  policy.stored_mismatch_hint =
+      " (after writes through a shared mapping, "
+      "refresh_archive_checksums updates the CRCs)";
+  return MappedZip(path, archive_label(path)).verify(policy);
 }
 
 }  // namespace detail
 
 std::string unpack_memmap(
     const std::string& archive_path, const std::string& prefix) {
-  const std::string label = detail::archive_label(archive_path);
-  const at::Tensor mapping =
-      detail::map_whole_file(archive_path, /*writable=*/false, label);
-  const auto* data = static_cast<const unsigned char*>(mapping.data_ptr());
-  const std::vector<detail::ZipEntry> entries =
-      detail::parse_zip(data, static_cast<uint64_t>(mapping.numel()), label);
+  const detail::MappedZip zip(
+      archive_path, detail::archive_label(archive_path));
+  const std::vector<detail::ZipEntry>& entries = zip.entries();
   TORCH_CHECK(
-      std::any_of(
-          entries.begin(),
-          entries.end(),
-          [](const detail::ZipEntry& e) { return e.name == "meta.json"; }),
+      zip.has_entry("meta.json"),
       archive_path,
       " is not a memory-mapped tensordict archive (no top-level meta.json).");
   detail::ensure_directory(
@@ -438,17 +409,12 @@ std::string unpack_memmap(
     }
     const std::string path = detail::join_path(prefix, entry.name);
     if (entry.method == detail::kZipStored) {
-      const unsigned char* bytes = data + entry.data_offset;
-      const std::string mismatch = detail::crc_mismatch(
-          label, entry, detail::crc32_update(0, bytes, entry.size));
+      const std::string mismatch = zip.stored_crc_problem(entry);
       TORCH_CHECK(mismatch.empty(), mismatch);
       detail::write_file_atomically(
-          path,
-          std::string_view(reinterpret_cast<const char*>(bytes), entry.size),
-          /*durable=*/false);
+          path, zip.payload(entry), /*durable=*/false);
     } else {
-      const std::vector<unsigned char> bytes =
-          detail::zip_entry_bytes(data, entry, label);
+      const std::vector<unsigned char> bytes = zip.bytes(entry);
       detail::write_file_atomically(
           path,
           std::string_view(
@@ -466,17 +432,12 @@ std::string refresh_archive_checksums(const std::string& archive_path) {
       ::stat(archive_path.c_str(), &st) == 0 && S_ISREG(st.st_mode),
       archive_path,
       " is not a memory-mapped tensordict archive.");
-  const at::Tensor mapping =
-      detail::map_whole_file(archive_path, /*writable=*/false, label);
-  const auto* data = static_cast<const unsigned char*>(mapping.data_ptr());
-  const auto size = static_cast<uint64_t>(mapping.numel());
-  const std::vector<detail::ZipEntry> entries =
-      detail::parse_zip(data, size, label);
+  const detail::MappedZip zip(archive_path, label);
+  const unsigned char* data = zip.data();
+  const uint64_t size = zip.size();
+  const std::vector<detail::ZipEntry>& entries = zip.entries();
   TORCH_CHECK_VALUE(
-      std::any_of(
-          entries.begin(),
-          entries.end(),
-          [](const detail::ZipEntry& e) { return e.name == "meta.json"; }),
+      zip.has_entry("meta.json"),
       archive_path,
       " is not a memory-mapped tensordict archive.");
   // Where the bytes after each entry's payload end (the next local header
@@ -520,8 +481,8 @@ std::string refresh_archive_checksums(const std::string& archive_path) {
               ? detail::crc32_update(
                     0, data + entry.data_offset, entry.compressed_size)
               : entry.crc;
-      if ((entry.flags & 0x8) == 0) {
-        put_crc(entry.header_offset + 14, crc);
+      if ((entry.flags & detail::kZipFlagDataDescriptor) == 0) {
+        put_crc(entry.header_offset + detail::ZipLocalHeader::kCrc, crc);
       } else {
         // The CRC is in the data descriptor after the payload, after its
         // optional signature.
@@ -542,7 +503,7 @@ std::string refresh_archive_checksums(const std::string& archive_path) {
             " bytes before the next record, expected at least 4)");
         put_crc(at, crc);
       }
-      put_crc(entry.central_offset + 16, crc);
+      put_crc(entry.central_offset + detail::ZipCentralRecord::kCrc, crc);
     }
   } catch (...) {
     ::close(fd);
@@ -558,16 +519,8 @@ bool is_memmap_archive(const std::string& path) {
     if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
       return false;
     }
-    const at::Tensor mapping = detail::map_whole_file(
-        path, /*writable=*/false, detail::archive_label(path));
-    const std::vector<detail::ZipEntry> entries = detail::parse_zip(
-        static_cast<const unsigned char*>(mapping.data_ptr()),
-        static_cast<uint64_t>(mapping.numel()),
-        detail::archive_label(path));
-    return std::any_of(
-        entries.begin(), entries.end(), [](const detail::ZipEntry& e) {
-          return e.name == "meta.json";
-        });
+    return detail::MappedZip(path, detail::archive_label(path))
+        .has_entry("meta.json");
   } catch (const c10::Error&) {
     return false;
   }

@@ -6,9 +6,12 @@
 #include <c10/util/Exception.h>
 #include <c10/util/StringUtil.h>
 #include <torch/version.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <limits>
 #include <set>
 #include <string>
@@ -18,8 +21,10 @@
 
 #include "core/key_path.h"
 #include "io/format.h"
+#include "io/mapped_zip.h"
 #include "io/metadata_reader.h"
 #include "io/zip.h"
+#include "nn/aoti_zip.h"
 #include "nn/keys.h"
 #include "tensordict/json.h"
 #include "tensordict/probabilistic.h"
@@ -607,30 +612,28 @@ std::string aoti_input_name(const NestedKey& key) {
   return c10::Join("_", std::vector<std::string>(key.begin(), key.end()));
 }
 
-AotiPackageFiles read_package_files(
-    const unsigned char* data,
-    uint64_t size,
-    const std::string& label,
-    const std::string& model_name) {
+namespace {
+
+// What torch writes: at most aoti_spec::kMaxEntries entries, all stored.
+ZipParseOptions package_parse_options() {
   ZipParseOptions options;
   options.max_entries = aoti_spec::kMaxEntries;
-  const std::vector<ZipEntry> entries = parse_zip(data, size, label, options);
+  return options;
+}
+
+AotiPackageFiles read_package_entries(
+    const MappedZip& zip, const std::string& model_name) {
+  const std::string& label = zip.label();
+  const std::vector<ZipEntry>& entries = zip.entries();
   // Every entry, the library included: libtorch's reader skips CRCs, so a
   // flipped byte in the library would otherwise be loaded and run.
-  for (const ZipEntry& entry : entries) {
-    TORCH_CHECK(
-        entry.method == kZipStored,
-        label,
-        ": entry '",
-        entry.name,
-        "' is compressed (method ",
-        entry.method,
-        "); torch writes packages uncompressed, so it was repacked or is "
-        "corrupted");
-    const std::string problem = crc_mismatch(
-        label, entry, crc32_update(0, data + entry.data_offset, entry.size));
-    TORCH_CHECK(problem.empty(), problem);
-  }
+  ZipVerifyPolicy policy;
+  policy.skip_directories = false;
+  policy.stored_only_reason =
+      "torch writes packages uncompressed, so it was repacked or is "
+      "corrupted";
+  const std::vector<std::string> problems = zip.verify(policy);
+  TORCH_CHECK(problems.empty(), problems.empty() ? "" : problems.front());
   const std::string model_dir = "/data/aotinductor/" + model_name + "/";
   AotiPackageFiles files;
   const ZipEntry* metadata = nullptr;
@@ -652,9 +655,7 @@ AotiPackageFiles read_package_files(
           entry.size,
           " bytes, more than ",
           aoti_spec::kMaxMetadataBytes);
-      std::string text(
-          reinterpret_cast<const char*>(data + entry.data_offset),
-          static_cast<size_t>(entry.size));
+      std::string text(zip.payload(entry));
       if (metadata == nullptr) {
         files.metadata_json = std::move(text);
         metadata = &entry;
@@ -689,9 +690,7 @@ AotiPackageFiles read_package_files(
           entry.size,
           " bytes, more than ",
           aoti_spec::kMaxWrapperBytes);
-      files.wrapper_source = std::string(
-          reinterpret_cast<const char*>(data + entry.data_offset),
-          static_cast<size_t>(entry.size));
+      files.wrapper_source = std::string(zip.payload(entry));
       wrapper = &entry;
     }
   }
@@ -705,6 +704,29 @@ AotiPackageFiles read_package_files(
       "*_metadata.json'); is it an AOTInductor package, and is the model "
       "name right?");
   return files;
+}
+
+}  // namespace
+
+AotiPackageFiles read_package_files(
+    const unsigned char* data,
+    uint64_t size,
+    const std::string& label,
+    const std::string& model_name) {
+  return read_package_entries(
+      MappedZip(data, size, label, package_parse_options()), model_name);
+}
+
+AotiPackageFiles read_package_file(
+    const std::string& path, const std::string& model_name) {
+  const std::string label = c10::str("AOTI package '", path, "'");
+  TORCH_CHECK(
+      ::access(path.c_str(), R_OK) == 0,
+      label,
+      ": cannot open the file: ",
+      std::strerror(errno));
+  return read_package_entries(
+      MappedZip(path, label, package_parse_options()), model_name);
 }
 
 std::vector<AotiInputCheck> parse_input_checks(

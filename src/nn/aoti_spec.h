@@ -42,7 +42,8 @@ struct AotiPackageFiles {
 // The entries the spec is read from in the zip archive of `size` bytes at
 // `data`, for the model `model_name` (`<top>/data/aotinductor/<model>/`).
 // Checks the archive's structure and every entry's CRC-32 first, and that
-// each entry is stored (torch writes packages uncompressed). Throws
+// each entry is stored (torch writes packages uncompressed), as
+// read_package_file (nn/aoti_zip.h) does for a file. Throws
 // c10::Error naming `label` and the entry otherwise, if the model has no
 // metadata, or if it has two metadata files that differ.
 AotiPackageFiles read_package_files(

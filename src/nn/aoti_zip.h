@@ -2,7 +2,9 @@
 
 // The package file of an AOTIModule: its integrity checked and the entries
 // its spec is read from, before libtorch extracts it and opens the shared
-// library inside. See NOTE [Untrusted packages] in tensordict/aoti.h.
+// library inside. See NOTE [Untrusted packages] in tensordict/aoti.h. The
+// mapping and the CRC checks are io/mapped_zip.h's; read_package_file is
+// defined in aoti_spec.cpp, next to the reading of the spec entries.
 
 #include <string>
 
@@ -12,12 +14,13 @@
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
 
-// Returns the spec entries of model `model_name` of the package at `path`
-// (see read_package_files). Throws c10::Error, naming the file and the
-// entry, unless `path` is a zip archive whose central directory, local
-// headers and entry bounds are consistent with the file's size, whose
-// entries are stored uncompressed (what torch writes), and whose every
-// entry matches its CRC-32.
+// Returns the spec entries of model `model_name`
+// (`<top>/data/aotinductor/<model>/`) of the package at `path`. Throws
+// c10::Error, naming the file and the entry, unless `path` is a zip archive
+// whose central directory, local headers and entry bounds are consistent
+// with the file's size, whose entries are stored uncompressed (what torch
+// writes), and whose every entry matches its CRC-32; also if the model has
+// no metadata, or two metadata files that differ.
 AotiPackageFiles read_package_file(
     const std::string& path, const std::string& model_name);
 

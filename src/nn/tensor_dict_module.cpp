@@ -2,6 +2,7 @@
 // by every module of tensordict/nn.h.
 
 #include <c10/util/Exception.h>
+#include <c10/util/StringUtil.h>
 
 #include <algorithm>
 #include <memory>
@@ -29,15 +30,7 @@ bool is_discard(const NestedKey& key) {
 }
 
 std::string keys_to_string(const std::vector<NestedKey>& keys) {
-  std::string text = "[";
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (i > 0) {
-      text += ", ";
-    }
-    text += keys[i].to_string();
-  }
-  text += "]";
-  return text;
+  return "[" + c10::Join(", ", keys) + "]";
 }
 
 }  // namespace nn_module_internal

@@ -8,6 +8,7 @@
 #include <c10/core/TensorImpl.h>
 #include <c10/util/Exception.h>
 #include <c10/util/SmallVector.h>
+#include <c10/util/StringUtil.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -47,14 +48,7 @@ constexpr int64_t kSafetensorsFormatVersion = 1;
 constexpr int64_t kMinStackLimit = 65536;
 
 std::string join_dots(const std::vector<std::string>& parts) {
-  std::string out;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (i > 0) {
-      out += '.';
-    }
-    out += parts[i];
-  }
-  return out;
+  return c10::Join(".", parts);
 }
 
 // Python's repr of a key tuple: ('a', 'b'), ('a',) for one part, or "the
