@@ -1177,6 +1177,37 @@ TEST(RlCollectorTest, LeavesWhoseOrderChangesBetweenStepsLandInTheirBuffers) {
   }
 }
 
+// Non-tensor data a policy writes from the third step on is not batched
+// and does not count as a changed output.
+struct TaggingPolicyImpl : HookedPolicyImpl {
+  using TensorDictModuleBase::forward;
+  TensorDict forward(TensorDict td, TensorDict out) override {
+    out = HookedPolicyImpl::forward(td, out);
+    return ++steps > 2 ? out.set("task", tensordict::NonTensorData("go", {2}))
+                       : out;
+  }
+  int steps = 0;
+};
+
+TEST(RlCollectorTest, NonTensorDataAPolicyAddsMidBatchIsNotBatched) {
+  rl::Collector collector(
+      rl::make_env("CartPole-v1", 2),
+      std::make_shared<TaggingPolicyImpl>(),
+      rl::CollectorOptions(12));
+  for (int batch = 0; batch < 2; ++batch) {
+    TensorDict out = *collector.next();
+    EXPECT_FALSE(out.contains("task"));
+    EXPECT_EQ(out.get("action").sizes(), c10::IntArrayRef({2, 6, 2}));
+    for (int64_t t = 0; t + 1 < 6; ++t) {
+      if (!out.get({"next", "done"})[0][t].item<bool>()) {
+        EXPECT_TRUE(torch::equal(
+            out.get("observation")[0][t + 1],
+            out.get({"next", "observation"})[0][t]));
+      }
+    }
+  }
+}
+
 TEST(RlCollectorTest, ShutdownEndsIteration) {
   rl::Collector collector(
       rl::make_env("PointMass", 3),

@@ -209,8 +209,14 @@ class StepLeaves {
     order_ = td.keys(/*include_nested=*/true, /*leaves_only=*/true);
     slot_.clear();
     for (const NestedKey& key : order_) {
-      slot_.push_back(static_cast<size_t>(
-          std::find(keys.begin(), keys.end(), key) - keys.begin()));
+      const auto slot = static_cast<size_t>(
+          std::find(keys.begin(), keys.end(), key) - keys.begin());
+      if (slot == keys.size()) {
+        // A leaf that is not batched (non-tensor data): no order to keep.
+        order_.clear();
+        break;
+      }
+      slot_.push_back(slot);
     }
     return true;
   }
