@@ -442,6 +442,23 @@ TEST(RlEnvTest, StepMdpGivesTheSameRootWithOrWithoutDimNames) {
   }
 }
 
+TEST(RlEnvTest, AnActionOrLeafThatIsNoTensorIsATypeErrorNamingTheKey) {
+  rl::CartPoleEnv env(2);
+  TensorDict td = env.reset();
+  td.set("action", tensordict::NonTensorData("left", {2}));
+  EXPECT_THROWS_WITH(
+      env.step(td),
+      c10::TypeError,
+      "CartPole-v1: key 'action' holds non-tensor data, expected a tensor");
+  td.set("action", env.rand_action());
+  TensorDict next = env.make_next();
+  next.set("reward", TensorDict({2}));
+  EXPECT_THROWS_WITH(
+      env.step_range(0, 2, td, next),
+      c10::TypeError,
+      "step_range: key 'reward' holds a dict, expected a tensor");
+}
+
 TEST(RlEnvTest, RolloutStacksStepsAlongDimOne) {
   rl::CartPoleEnv env(3);
   env.set_seed(0);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -35,6 +36,23 @@ void check_range(int64_t begin, int64_t end, int64_t num_envs) {
       ")");
 }
 
+// The tensor `value` holds, or TypeError naming `key`: the range calls read
+// rows through raw accessors.
+const at::Tensor& tensor_of(
+    const Value& value, std::string_view who, const NestedKey& key) {
+  TORCH_CHECK_TYPE(
+      value.is_tensor(),
+      who,
+      ": key ",
+      key.to_string(),
+      " holds ",
+      value.is_tensordict()   ? "a dict"
+      : value.is_lazy_stack() ? "a lazy stack"
+                              : "non-tensor data",
+      ", expected a tensor");
+  return value.tensor();
+}
+
 // Checks that `td` holds `key` with the shape [N] + spec shape and the
 // dtype of `spec`: the range calls write rows through raw accessors.
 void check_leaf(
@@ -52,15 +70,7 @@ void check_leaf(
       ": key ",
       key.to_string(),
       " is missing from the dict (make it with make_next)");
-  TORCH_CHECK_TYPE(
-      found->is_tensor(),
-      what,
-      ": key ",
-      key.to_string(),
-      " holds ",
-      found->is_tensordict() ? "a dict" : "non-tensor data",
-      ", expected a tensor");
-  const at::Tensor& value = found->tensor();
+  const at::Tensor& value = tensor_of(*found, what, key);
   const c10::IntArrayRef trailing(spec.shape());
   if (value.dim() == static_cast<int64_t>(trailing.size()) + 1 &&
       value.size(0) == num_envs && value.sizes().slice(1) == trailing &&
@@ -172,13 +182,8 @@ void EnvBase::check_action(const TensorDict& td) const {
         }
         return names;
       }()));
-  TORCH_CHECK_TYPE(
-      action->is_tensor(),
-      name(),
-      ": key 'action' holds ",
-      action->is_tensordict() ? "a dict" : "non-tensor data",
-      ", expected a tensor");
-  action_spec_->check(action->tensor(), batch_size(), "action");
+  action_spec_->check(
+      tensor_of(*action, name(), "action"), batch_size(), "action");
 }
 
 TensorDict EnvBase::make_next() const {
