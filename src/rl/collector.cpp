@@ -4,7 +4,6 @@
 
 #include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/from_blob.h>
 #include <ATen/ops/full.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/grad_mode.h>
@@ -157,6 +156,29 @@ void copy_step(const at::Tensor& src, const at::Tensor& dst, int64_t t) {
   dst.select(1, t).copy_(src);
 }
 
+// Whether `flags` is a CPU bool tensor of `n` contiguous elements, whose
+// bytes the collector reads and writes directly (a step of a few sub-envs
+// is otherwise dominated by the dispatcher calls of the tensor ops).
+bool is_cpu_flags(const at::Tensor& flags, int64_t n) {
+  return flags.device().is_cpu() && flags.scalar_type() == c10::kBool &&
+         flags.is_contiguous() && flags.numel() == n;
+}
+
+// Clears the flags of the sub-envs `mask` [N] marks: they start anew.
+void clear_flags(const at::Tensor& flags, const at::Tensor& mask) {
+  const int64_t n = mask.numel();
+  if (is_cpu_flags(flags, n)) {
+    bool* out = flags.data_ptr<bool>();
+    const bool* done = mask.const_data_ptr<bool>();
+    for (int64_t i = 0; i < n; ++i) {
+      out[i] = out[i] && !done[i];
+    }
+    return;
+  }
+  flags.logical_and_(
+      mask.to(flags.device()).logical_not().reshape(flags.sizes()));
+}
+
 // The number of tensors `keys(true, true)` lists, counted without making
 // the keys.
 size_t count_leaves(const TensorDict& td) {
@@ -285,8 +307,9 @@ struct Collector::State {
   std::vector<NestedKey> keys;
   std::vector<at::Tensor> leaves;
   int64_t next_traj_id = 0;
-  // Which sub-envs the last step ended (reused from step to step).
-  std::vector<uint8_t> done_mask;
+  // Which sub-envs the last step ended: [N] bool on the CPU, reused from
+  // step to step.
+  at::Tensor done_mask;
   // The step's leaves in `keys` order (reused from step to step).
   std::vector<const at::Tensor*> step_values;
   StepLeaves step_leaves;
@@ -592,36 +615,29 @@ std::optional<TensorDict> Collector::next() {
     // then the done sub-envs reset in place.
     static const StepMdpOptions kStepMdp;
     TensorDict root = step_mdp(td, kStepMdp);
-    // A copy: the flags below are cleared in place. Read off the CPU flags
-    // directly, since a step of a few sub-envs rarely ends one.
+    // The mask is a copy of "done": the flags are cleared in place below.
     const at::Tensor flags = root.get("done");
-    std::vector<uint8_t>& done_mask = s.done_mask;
-    done_mask.assign(static_cast<size_t>(n), 0);
+    if (!s.done_mask.defined() || s.done_mask.numel() != n) {
+      s.done_mask = at::empty({n}, at::TensorOptions(c10::kBool));
+    }
+    bool* mask = s.done_mask.data_ptr<bool>();
     bool any_done = false;
-    if (flags.device().is_cpu() && flags.is_contiguous() &&
-        flags.scalar_type() == c10::kBool && flags.numel() == n) {
+    if (is_cpu_flags(flags, n)) {
       const bool* values = flags.const_data_ptr<bool>();
       for (int64_t i = 0; i < n; ++i) {
-        done_mask[static_cast<size_t>(i)] = values[i] ? 1 : 0;
+        mask[i] = values[i];
         any_done = any_done || values[i];
       }
     } else {
-      const at::Tensor values =
-          flags.reshape({n}).to(c10::kCPU, c10::kByte).contiguous();
-      std::memcpy(done_mask.data(), values.const_data_ptr<uint8_t>(), n);
-      any_done = std::any_of(
-          done_mask.begin(), done_mask.end(), [](uint8_t d) { return d; });
+      s.done_mask.copy_(flags.reshape({n}));
+      any_done = s.done_mask.any().item<bool>();
     }
     if (any_done) {
-      const at::Tensor done =
-          at::from_blob(done_mask.data(), {n}, c10::kByte).to(c10::kBool);
-      const bool* mask = done.const_data_ptr<bool>();
       run_ranges([&](int64_t begin, int64_t end) {
         env_->reset_range(begin, end, mask, root);
       });
-      const at::Tensor keep = done.logical_not().unsqueeze(-1);
       for (const char* key : {"done", "terminated", "truncated"}) {
-        root.get(key).logical_and_(keep);
+        clear_flags(root.get(key), s.done_mask);
       }
       at::Tensor traj_ids = root.get({"collector", "traj_ids"});
       auto ids = traj_ids.accessor<int64_t, 1>();
