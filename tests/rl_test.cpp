@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/tensor_dict_impl.h"
+#include "rl/step_mdp.h"
 #include "support.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -375,6 +377,87 @@ TEST(RlEnvTest, StepMdpMovesNextToTheRoot) {
   EXPECT_FALSE(no_done.contains("truncated"));
   EXPECT_THROWS_WITH(
       rl::step_mdp(TensorDict({2})), KeyError, "key 'next' is missing");
+}
+
+// NOTE [step_mdp into a spare root] in env.cpp: the collector's roots take
+// turns; filled in place, a spare is the root step_mdp makes, else refused.
+TEST(RlEnvTest, StepMdpIntoFillsASpareRootAsStepMdpMakesIt) {
+  const rl::StepMdpOptions options =
+      rl::StepMdpOptions().reward_keys({"reward", {"stats", "reward"}});
+  const auto stepped = [](double shift) {
+    TensorDict td({2});
+    td.set("observation", torch::full({2, 3}, shift));
+    td.set("action", torch::ones({2, 1}));
+    td.set("logits", torch::full({2, 2}, shift + 0.5));
+    td.set({"stats", "episode"}, torch::arange(2) + shift);
+    td.set({"stats", "reward"}, torch::full({2, 1}, 7.0));
+    td.set("task", tensordict::NonTensorData("balance", {2}));
+    td.set({"next", "observation"}, torch::full({2, 3}, shift + 1));
+    td.set({"next", "reward"}, torch::ones({2, 1}));
+    td.set({"next", "done"}, torch::zeros({2, 1}, torch::kBool));
+    td.set({"next", "stats", "length"}, torch::full({2, 1}, shift + 3));
+    return td;
+  };
+  // A root as the collector leaves it: step_mdp's, then stepped (an action
+  // and "next" added).
+  const auto used_root = [&](double shift) {
+    TensorDict root = rl::step_mdp(stepped(shift), options);
+    root.set("action", torch::zeros({2, 1}));
+    root.set({"next", "observation"}, torch::zeros({2, 3}));
+    return root;
+  };
+  const TensorDict td = stepped(10);
+  const TensorDict expected = rl::step_mdp(td, options);
+
+  TensorDict spare = used_root(0);
+  const tensordict::detail::TensorDictImpl* spare_impl = spare.unsafeGetImpl();
+  ASSERT_TRUE(rl::step_mdp_into(td, options, spare));
+  EXPECT_EQ(spare.unsafeGetImpl(), spare_impl);
+  EXPECT_EQ(spare.keys(true, false), expected.keys(true, false));
+  for (const NestedKey& key : expected.keys(true, true)) {
+    const tensordict::Value* want = expected.find(key);
+    if (want->is_tensor()) {
+      EXPECT_TRUE(spare.get(key).is_same(want->tensor())) << key.to_string();
+    }
+  }
+  EXPECT_EQ(spare.get_non_tensor("task"), "balance");
+  EXPECT_FALSE(spare.contains("action"));
+  EXPECT_FALSE(spare.contains("next"));
+  // Its own nested dict, not the stepped one's (resets write into it).
+  EXPECT_FALSE(
+      spare.get_tensordict("stats").is_same(td.get_tensordict("stats")));
+  // Filled again from the next step, the same dict takes the new values.
+  spare.set("action", torch::zeros({2, 1}));
+  spare.set({"next", "observation"}, torch::zeros({2, 3}));
+  const TensorDict later = stepped(20);
+  ASSERT_TRUE(rl::step_mdp_into(later, options, spare));
+  EXPECT_TRUE(
+      spare.get("observation").is_same(later.get({"next", "observation"})));
+  EXPECT_TRUE(spare.get({"stats", "length"})
+                  .is_same(later.get({"next", "stats", "length"})));
+
+  // Refused: held elsewhere (the root, or one of its dicts), locked, keys in
+  // another order, a key missing.
+  TensorDict held = used_root(0);
+  const TensorDict other_handle = held;
+  EXPECT_FALSE(rl::step_mdp_into(td, options, held));
+  TensorDict nested_held = used_root(0);
+  const TensorDict stats = nested_held.get_tensordict("stats");
+  EXPECT_FALSE(rl::step_mdp_into(td, options, nested_held));
+  TensorDict locked = used_root(0);
+  locked.lock_();
+  EXPECT_FALSE(rl::step_mdp_into(td, options, locked));
+  TensorDict reordered({2});
+  reordered.set("logits", torch::zeros({2, 2}));
+  reordered.set("observation", torch::zeros({2, 3}));
+  reordered.set({"stats", "episode"}, torch::zeros({2}));
+  reordered.set("task", tensordict::NonTensorData("balance", {2}));
+  reordered.set("done", torch::zeros({2, 1}, torch::kBool));
+  reordered.set({"stats", "length"}, torch::zeros({2, 1}));
+  EXPECT_FALSE(rl::step_mdp_into(td, options, reordered));
+  TensorDict missing = used_root(0);
+  missing.del_("logits");
+  EXPECT_FALSE(rl::step_mdp_into(td, options, missing));
 }
 
 // NOTE [step_mdp by node] in env.cpp: dim names send step_mdp through

@@ -15,6 +15,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -22,6 +23,7 @@
 
 #include "core/tensor_dict_impl.h"
 #include "core/walk.h"
+#include "rl/step_mdp.h"
 #include "tensordict/aoti.h"
 #include "tensordict/errors.h"
 #include "tensordict/rl.h"
@@ -313,6 +315,9 @@ struct Collector::State {
   // The step's leaves in `keys` order (reused from step to step).
   std::vector<const at::Tensor*> step_values;
   StepLeaves step_leaves;
+  // The root of the step before, which the next step_mdp fills in place
+  // when no one else holds it (NOTE [step_mdp into a spare root]).
+  std::optional<TensorDict> spare_root;
   uint64_t step_count = 0;
   bool started = false;
   bool need_reset = false;
@@ -614,7 +619,12 @@ std::optional<TensorDict> Collector::next() {
     // which the step after next overwrites, once copied into the batch),
     // then the done sub-envs reset in place.
     static const StepMdpOptions kStepMdp;
-    TensorDict root = step_mdp(td, kStepMdp);
+    std::optional<TensorDict> spare = std::move(s.spare_root);
+    s.spare_root.reset();
+    TensorDict root = spare && step_mdp_into(td, kStepMdp, *spare)
+                          ? std::move(*spare)
+                          : step_mdp(td, kStepMdp);
+    spare.reset();
     // The mask is a copy of "done": the flags are cleared in place below.
     const at::Tensor flags = root.get("done");
     if (!s.done_mask.defined() || s.done_mask.numel() != n) {
@@ -647,7 +657,8 @@ std::optional<TensorDict> Collector::next() {
         }
       }
     }
-    s.root = root;
+    s.root = std::move(root);
+    s.spare_root = std::move(td);
   }
   frames_ += n * steps;
   return s.batch;

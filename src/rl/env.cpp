@@ -4,6 +4,7 @@
 #include <ATen/ops/logical_or.h>
 #include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
+#include <c10/util/SmallVector.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include "core/tensor_dict_impl.h"
 #include "core/walk.h"
+#include "rl/step_mdp.h"
 #include "tensordict/errors.h"
 #include "tensordict/rl.h"
 
@@ -290,16 +292,17 @@ TensorDict EnvBase::rollout(
 
 namespace {
 
+// The key lists step_mdp leaves out (pointers into its options: a
+// collector calls it every step).
+using ExcludedKeys = c10::SmallVector<const std::vector<NestedKey>*, 3>;
+
 // step_mdp's copy of one dict into the new root, a client of the walk
 // engine: leaves aliased, nested dicts made anew (the collector's resets
 // write into the new root's, which must not reach the stepped dict's),
 // merged with those already there, the excluded keys left out and a lazy
 // stack kept whole.
 struct StepMdpCopy : detail::WalkVisitor {
-  StepMdpCopy(
-      TensorDict root,
-      const std::vector<const std::vector<NestedKey>*>& excluded,
-      bool skip_next)
+  StepMdpCopy(TensorDict root, const ExcludedKeys& excluded, bool skip_next)
       : excluded(excluded), skip_next(skip_next) {
     dicts.push_back(std::move(root));
   }
@@ -354,7 +357,7 @@ struct StepMdpCopy : detail::WalkVisitor {
     return false;
   }
 
-  const std::vector<const std::vector<NestedKey>*>& excluded;
+  const ExcludedKeys& excluded;
   bool skip_next;
   std::vector<TensorDict> dicts;
 };
@@ -371,9 +374,7 @@ struct StepMdpCopy : detail::WalkVisitor {
 // values and lazy stacks kept whole); anything else goes through set.
 class StepMdpByNode {
  public:
-  explicit StepMdpByNode(
-      const std::vector<const std::vector<NestedKey>*>& excluded)
-      : excluded_(excluded) {}
+  explicit StepMdpByNode(const ExcludedKeys& excluded) : excluded_(excluded) {}
 
   static bool applies(const TensorDict& td, const TensorDict& next) {
     const detail::TensorDictImpl& a = *td.unsafeGetImpl();
@@ -440,19 +441,146 @@ class StepMdpByNode {
     }
   }
 
-  const std::vector<const std::vector<NestedKey>*>& excluded_;
+  const ExcludedKeys& excluded_;
   std::vector<std::string_view> path_;
 };
 
-}  // namespace
+// NOTE [step_mdp into a spare root]
+// The collector's roots take turns: once a step is copied into the batch
+// and no one else holds its root, that root is the dict the step after
+// next fills. Its keys then come in the order a new root would have them,
+// so each node takes its new value in place: no dict, node or key is made
+// and nothing is hashed again (StepMdpByNode makes them all, every step).
+// The fill walks what StepMdpByNode walks, in the same order; a node is
+// either the next one of its dict (a key placed first) or one placed
+// before it in this fill (a key of "next" merged over the root's); the
+// nodes left over at the end of a dict (the action and "next" the step
+// added) are dropped. Any other shape gives up: a key missing or in another
+// order, a dict where a tensor was or the reverse, a dict that would be
+// left empty, a dict held elsewhere or not plain (locked, shared,
+// memmapped, consolidated, named).
+class StepMdpRefill {
+ public:
+  explicit StepMdpRefill(const ExcludedKeys& excluded) : excluded_(excluded) {}
 
-TensorDict step_mdp(const TensorDict& td, const StepMdpOptions& options) {
-  TENSORDICT_CHECK_KEY(
-      td.contains("next"),
-      "step_mdp: key 'next' is missing: the dict was not stepped");
-  const TensorDict next = td.get_tensordict("next");
-  // The excluded key lists, not copied: a collector calls this every step.
-  std::vector<const std::vector<NestedKey>*> excluded;
+  // Whether `impl` may be written in place as a dict like `like`.
+  static bool reusable(
+      detail::TensorDictImpl& impl, const detail::TensorDictImpl& like) {
+    return c10::raw::intrusive_ptr::use_count(&impl) == 1 && !impl.locked &&
+           !impl.shared && impl.lock_parents.empty() &&
+           impl.python_class.empty() && !impl.memmap.is_memmap &&
+           impl.memmap.prefix.empty() && !impl.consolidated.storage.defined() &&
+           impl.names.empty() && like.names.empty() &&
+           impl.batch_size == like.batch_size && impl.device == like.device;
+  }
+
+  // Puts the nodes of `from` into `to`, as StepMdpByNode::copy would.
+  bool fill(
+      const detail::TensorDictImpl& from,
+      detail::TensorDictImpl& to,
+      bool skip_next) {
+    const size_t level = level_of(to);
+    for (const detail::Node* node : from.nodes()) {
+      if (skip_next && path_.empty() && node->key == "next") {
+        continue;
+      }
+      path_.push_back(node->key);
+      const bool ok = is_excluded() || put(*node, to, level);
+      path_.pop_back();
+      if (!ok) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Drops the nodes of every dict filled past those the fill put there:
+  // what the step added to the root it was (the action, "next").
+  void trim() {
+    for (const Level& level : levels_) {
+      while (level.dict->nodes().size() > level.placed) {
+        const detail::NodeRange nodes = level.dict->nodes();
+        const std::string key = (*nodes.begin())[nodes.size() - 1].key;
+        level.dict->erase(key);
+      }
+    }
+  }
+
+ private:
+  struct Level {
+    detail::TensorDictImpl* dict;
+    size_t placed;  // nodes [0, placed) hold their new values
+  };
+
+  size_t level_of(detail::TensorDictImpl& dict) {
+    for (size_t i = 0; i < levels_.size(); ++i) {
+      if (levels_[i].dict == &dict) {
+        return i;
+      }
+    }
+    levels_.push_back({&dict, 0});
+    return levels_.size() - 1;
+  }
+
+  bool put(const detail::Node& node, detail::TensorDictImpl& to, size_t level) {
+    const detail::NodeRange nodes = to.nodes();
+    detail::Node* const first = *nodes.begin();
+    const size_t placed = levels_[level].placed;
+    detail::Node* there = nullptr;
+    bool merged = false;
+    if (placed < nodes.size() && first[placed].key == node.key) {
+      there = first + placed;
+      ++levels_[level].placed;
+    } else {
+      there = to.find(node.key);
+      if (there == nullptr || static_cast<size_t>(there - first) >= placed) {
+        return false;
+      }
+      merged = true;
+    }
+    if (node.value.is_tensor() && there->value.is_tensor()) {
+      // The tensor handle alone (the node is not const, its accessor is):
+      // the variant's assignment costs a visit.
+      const_cast<at::Tensor&>(there->value.tensor()) = node.value.tensor();
+      return true;
+    }
+    if (!node.value.is_tensordict()) {
+      there->value = node.value;
+      return true;
+    }
+    if (!there->value.is_tensordict()) {
+      return false;
+    }
+    const detail::TensorDictImpl& source =
+        *node.value.tensordict().unsafeGetImpl();
+    detail::TensorDictImpl& target = *there->value.tensordict().unsafeGetImpl();
+    if (!merged && !reusable(target, source)) {
+      return false;
+    }
+    const size_t child = level_of(target);
+    return fill(source, target, false) && levels_[child].placed > 0;
+  }
+
+  bool is_excluded() const {
+    for (const std::vector<NestedKey>* keys : excluded_) {
+      for (const NestedKey& key : *keys) {
+        if (key.size() == path_.size() &&
+            std::equal(key.begin(), key.end(), path_.begin())) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  const ExcludedKeys& excluded_;
+  c10::SmallVector<std::string_view, 8> path_;
+  c10::SmallVector<Level, 4> levels_;
+};
+
+// The key lists `options` leaves out.
+ExcludedKeys excluded_keys(const StepMdpOptions& options) {
+  ExcludedKeys excluded;
   if (options.exclude_reward()) {
     excluded.push_back(&options.reward_keys());
   }
@@ -462,6 +590,39 @@ TensorDict step_mdp(const TensorDict& td, const StepMdpOptions& options) {
   if (options.exclude_action()) {
     excluded.push_back(&options.action_keys());
   }
+  return excluded;
+}
+
+}  // namespace
+
+bool step_mdp_into(
+    const TensorDict& td, const StepMdpOptions& options, TensorDict& spare) {
+  const Value* found = td.find("next");
+  if (!options.keep_other() || found == nullptr || !found->is_tensordict()) {
+    return false;
+  }
+  const TensorDict& next = found->tensordict();
+  detail::TensorDictImpl& out = *spare.unsafeGetImpl();
+  if (!StepMdpByNode::applies(td, next) ||
+      !StepMdpRefill::reusable(out, *next.unsafeGetImpl())) {
+    return false;
+  }
+  const ExcludedKeys excluded = excluded_keys(options);
+  StepMdpRefill refill(excluded);
+  if (!refill.fill(*td.unsafeGetImpl(), out, /*skip_next=*/true) ||
+      !refill.fill(*next.unsafeGetImpl(), out, false)) {
+    return false;
+  }
+  refill.trim();
+  return true;
+}
+
+TensorDict step_mdp(const TensorDict& td, const StepMdpOptions& options) {
+  TENSORDICT_CHECK_KEY(
+      td.contains("next"),
+      "step_mdp: key 'next' is missing: the dict was not stepped");
+  const TensorDict next = td.get_tensordict("next");
+  const ExcludedKeys excluded = excluded_keys(options);
   if (options.keep_other() && StepMdpByNode::applies(td, next)) {
     TensorDict out = detail::empty_like(next);
     StepMdpByNode copy(excluded);
