@@ -231,6 +231,52 @@ TEST(RlEnvTest, RangeCallsRefuseBuffersOfTheWrongShape) {
       env.elapsed_steps(), torch::tensor({0, 1, 1, 0}, torch::kLong)));
 }
 
+// done = terminated | truncated over the range only, on the flags
+// make_next makes (by pointer) and on strided ones (by tensor ops).
+TEST(RlEnvTest, StepRangeWritesDoneOverItsRangeOnAnyFlagLayout) {
+  for (const bool strided : {false, true}) {
+    rl::CartPoleEnv env(4);
+    TensorDict next = env.make_next();
+    if (strided) {
+      // [4, 1] views of every other column: the same shape, not contiguous.
+      next.set("done", torch::ones({4, 2}, torch::kBool).narrow(1, 0, 1));
+    } else {
+      next.get("done").fill_(true);
+    }
+    TensorDict td({4});
+    td.set("action", env.rand_action());
+    // Pole far past the threshold in sub-env 1 only.
+    env.set_state(torch::tensor(
+        {{0.0, 0.0, 0.0, 0.0},
+         {0.0, 0.0, 1.0, 0.0},
+         {0.0, 0.0, 1.0, 0.0},
+         {0.0, 0.0, 0.0, 0.0}},
+        torch::kDouble));
+    env.step_range(1, 3, td, next);
+    EXPECT_EQ(next.get("done").is_contiguous(), !strided);
+    EXPECT_TRUE(torch::equal(
+        next.get("done").reshape({4}), torch::tensor({true, true, true, true})))
+        << "rows outside [1, 3) keep what they held; strided " << strided;
+    env.set_state(torch::zeros({4, 4}, torch::kDouble));
+    env.step_range(0, 4, td, next);
+    EXPECT_TRUE(torch::equal(
+        next.get("done").reshape({4}), torch::zeros({4}, torch::kBool)))
+        << "strided " << strided;
+    env.set_state(torch::tensor(
+        {{0.0, 0.0, 1.0, 0.0},
+         {0.0, 0.0, 0.0, 0.0},
+         {0.0, 0.0, 0.0, 0.0},
+         {3.0, 0.0, 0.0, 0.0}},
+        torch::kDouble));
+    env.step_range(0, 4, td, next);
+    EXPECT_TRUE(torch::equal(
+        next.get("done").reshape({4}),
+        torch::tensor({true, false, false, true})))
+        << "strided " << strided;
+    EXPECT_TRUE(torch::equal(next.get("done"), next.get("terminated")));
+  }
+}
+
 TEST(RlEnvTest, PartialResetResetsOnlyTheMaskedSubEnvs) {
   rl::CartPoleEnv env(4);
   TensorDict td = env.reset();

@@ -96,6 +96,34 @@ void check_leaf(
       value.scalar_type());
 }
 
+// done = terminated | truncated over the sub-envs [begin, end), as TorchRL's
+// EnvBase computes it. By pointer on the flags make_next makes (CPU bool,
+// [N, 1], contiguous): a step of a few sub-envs is otherwise dominated by
+// the dispatcher calls of three narrows and logical_or.
+void write_done(int64_t begin, int64_t end, const TensorDict& next) {
+  const at::Tensor& done = next.find("done")->tensor();
+  const at::Tensor& terminated = next.find("terminated")->tensor();
+  const at::Tensor& truncated = next.find("truncated")->tensor();
+  const auto is_flat_flags = [](const at::Tensor& flags) {
+    return flags.device().is_cpu() && flags.scalar_type() == c10::kBool &&
+           flags.is_contiguous() && flags.dim() == 2 && flags.size(1) == 1;
+  };
+  if (is_flat_flags(done) && is_flat_flags(terminated) &&
+      is_flat_flags(truncated)) {
+    bool* out = done.data_ptr<bool>();
+    const bool* term = terminated.const_data_ptr<bool>();
+    const bool* trunc = truncated.const_data_ptr<bool>();
+    for (int64_t i = begin; i < end; ++i) {
+      out[i] = term[i] || trunc[i];
+    }
+    return;
+  }
+  const int64_t n = end - begin;
+  at::Tensor range = done.narrow(0, begin, n);
+  at::logical_or_out(
+      range, terminated.narrow(0, begin, n), truncated.narrow(0, begin, n));
+}
+
 }  // namespace
 
 EnvBase::EnvBase(int64_t num_envs)
@@ -234,12 +262,7 @@ void EnvBase::step_range(
     check_leaf(next, key, done_spec_.get(key), num_envs_, "step_range");
   }
   step_range_(begin, end, td, next);
-  const int64_t n = end - begin;
-  at::Tensor done = next.get("done").narrow(0, begin, n);
-  at::logical_or_out(
-      done,
-      next.get("terminated").narrow(0, begin, n),
-      next.get("truncated").narrow(0, begin, n));
+  write_done(begin, end, next);
 }
 
 at::Tensor EnvBase::rand_action(std::optional<at::Generator> generator) const {
