@@ -1,5 +1,9 @@
 #pragma once
 
+/// @file
+/// Forward declarations of the public classes and the Json type, for
+/// headers that only name them.
+
 #include <nlohmann/json_fwd.hpp>
 
 #include "tensordict/export.h"

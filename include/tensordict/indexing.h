@@ -1,7 +1,8 @@
 #pragma once
 
-// Indexing a TensorDict over its batch dims. This header pulls in
-// ATen/TensorIndexing.h (so tensor_dict.h does not have to).
+/// @file
+/// Indexing a TensorDict over its batch dims. This header pulls in
+/// ATen/TensorIndexing.h (so tensor_dict.h does not have to).
 //
 // Python                      C++
 // --------------------------  ------------------------------------------
