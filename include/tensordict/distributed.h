@@ -88,6 +88,7 @@
 #include "tensordict/tensor_dict.h"
 
 TENSORDICT_BEGIN_NAMESPACE
+/// TensorDicts over torch.distributed, wire-compatible with Python.
 namespace dist {
 
 /// A c10d process group: one created by `init_process_group`, or any other.

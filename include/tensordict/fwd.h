@@ -8,6 +8,7 @@
 
 #include "tensordict/export.h"
 
+/// The library: TensorDict, its entries, options and free functions.
 TENSORDICT_BEGIN_NAMESPACE
 
 class NestedKey;

@@ -25,6 +25,7 @@
 #include "tensordict/tensor_dict.h"
 
 TENSORDICT_BEGIN_NAMESPACE
+/// Slice, None and Ellipsis for `index()`: `using namespace` it.
 namespace indexing {
 using at::indexing::Ellipsis;
 using at::indexing::None;

@@ -39,6 +39,7 @@
 #include "tensordict/tensor_dict.h"
 
 TENSORDICT_BEGIN_NAMESPACE
+/// Modules that read and write TensorDicts (Python's `tensordict.nn`).
 namespace nn {
 
 /// Input tensors of a dispatch call, keyed by in_key: `{{"obs", t}}`.

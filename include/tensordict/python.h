@@ -92,6 +92,7 @@
 #endif
 
 TENSORDICT_BEGIN_NAMESPACE
+/// Conversions to and from the Python package, for extension modules.
 namespace TENSORDICT_PYTHON_HIDDEN python {
 
 namespace detail {

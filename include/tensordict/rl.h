@@ -44,6 +44,7 @@
 #include "tensordict/tensor_dict.h"
 
 TENSORDICT_BEGIN_NAMESPACE
+/// C++ actors for TorchRL: specs, batched environments, the collector.
 namespace rl {
 
 // --- specs ------------------------------------------------------------------
