@@ -20,7 +20,7 @@ AOTI_ENV = TENSORDICT_AOTI_PACKAGES=$(abspath $(BUILD_DIR))/tests/python/aoti_pa
 TORCH_PREFIX = $(shell $(PYTHON) -c 'import torch;print(torch.utils.cmake_prefix_path)')
 
 .PHONY: all deps configure build demo test test-sanitize bench install clean \
-        format format-check stress fuzz test-tsan
+        format format-check stress fuzz test-tsan docs
 
 all: build
 
@@ -136,6 +136,16 @@ format-check: deps
 	clang-format --dry-run --Werror $(FORMAT_FILES)
 	@! git grep -nwE 'issue [0-9]+' -- $(FORMAT_FILES) || \
 	  { echo "format-check: issue numbers in code comments (above)"; exit 1; }
+
+# The API reference: doxygen over the public headers with the README as its
+# main page (docs/Doxyfile). Any warning fails it, an undocumented public
+# declaration among them. It reads headers only, so it installs only the
+# Debian packages (APT_ONLY) and builds nothing.
+docs:
+	@APT_ONLY=1 ./scripts/install-deps.sh
+	mkdir -p $(BUILD_DIR)/docs
+	{ cat docs/Doxyfile; echo 'OUTPUT_DIRECTORY = $(BUILD_DIR)/docs'; } | doxygen -
+	@echo "docs: open $(BUILD_DIR)/docs/html/index.html"
 
 clean:
 	rm -rf $(BUILD_DIR) $(SAN_DIR) $(TSAN_DIR)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing TensorDict needs, and nothing twice.
 #  - Debian packages: gtest, Google Benchmark, nlohmann-json, ccache, clang-format,
-#    gloo's headers.
+#    gloo's headers, doxygen. With APT_ONLY=1 (what `make docs` uses) the
+#    script stops after them.
 #  - Python: torch==2.13.0 (the CPU wheel; always pinned, or pip pulls GBs of CUDA
 #    packages) together with tensordict, matplotlib and safetensors (the
 #    Python safetensors readers of the interop tests and `make bench`), so pip
@@ -23,8 +24,10 @@ TORCH_VERSION=2.13.0
 # pybind11 itself comes from torch's wheel (torch/include/pybind11).
 # clang-14 + libclang-rt-14-dev: `-fsanitize=fuzzer` (libclang_rt.fuzzer) for
 # the fuzz targets; Debian's gcc has no libFuzzer.
+# doxygen: the API reference (make docs, docs/Doxyfile); no graphviz, the
+# reference draws no graphs.
 APT_PACKAGES=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev ccache clang-format
-              libgloo-dev valgrind clang-14 libclang-rt-14-dev python3-dev)
+              libgloo-dev valgrind clang-14 libclang-rt-14-dev python3-dev doxygen)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -37,6 +40,11 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The API reference reads the headers only: no Python, no build.
+if [ "${APT_ONLY:-0}" = 1 ]; then
+  exit 0
 fi
 
 PYTHON=${PYTHON:-python3}

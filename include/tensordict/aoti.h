@@ -1,10 +1,11 @@
 #pragma once
 
-// Running AOTInductor packages (`.pt2`, made by torch.export and
-// `torch._inductor.aoti_compile_and_package`) as TensorDict modules: a
-// TensorDict in, a TensorDict out. Opt-in, not included by
-// <tensordict/tensordict.h>; libtorch's package loader stays out of this
-// header (it is held through a pointer to an incomplete type).
+/// @file
+/// Running AOTInductor packages (`.pt2`, made by torch.export and
+/// `torch._inductor.aoti_compile_and_package`) as TensorDict modules: a
+/// TensorDict in, a TensorDict out. Opt-in, not included by
+/// <tensordict/tensordict.h>; libtorch's package loader stays out of this
+/// header (it is held through a pointer to an incomplete type).
 //
 // NOTE [Package contract]
 // A package's inputs are keyword tensors, one per in_key, named by joining a

@@ -1,9 +1,10 @@
 #pragma once
 
-// Memmap archives (`.tdz`): a memmap directory packed into one zip file, as
-// Python tensordict 0.15's `pack_memmap`, `unpack_memmap`,
-// `refresh_archive_checksums`, `save("x.tdz")` and `memmap_like("x.tdz")`
-// write it.
+/// @file
+/// Memmap archives (`.tdz`): a memmap directory packed into one zip file, as
+/// Python tensordict 0.15's `pack_memmap`, `unpack_memmap`,
+/// `refresh_archive_checksums`, `save("x.tdz")` and `memmap_like("x.tdz")`
+/// write it.
 //
 // NOTE [Memmap archives]
 // The entries of an archive are the files of a memmap directory (see NOTE

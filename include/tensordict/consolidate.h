@@ -1,7 +1,8 @@
 #pragma once
 
-// Consolidated TensorDicts: every leaf in one uint8 storage, in memory, in a
-// file, or in a byte buffer sent over a network or a queue.
+/// @file
+/// Consolidated TensorDicts: every leaf in one uint8 storage, in memory, in a
+/// file, or in a byte buffer sent over a network or a queue.
 //
 // NOTE [Consolidated layout]
 // `td.consolidate()` visits the leaves depth first in insertion order (a

@@ -1,9 +1,10 @@
 #pragma once
 
-// A TensorDict as a torch::data dataset, so that libtorch's
-// `torch::data::make_data_loader` serves batches of a (memory-mapped)
-// TensorDict. Not included by <tensordict/tensordict.h>: it includes
-// torch/data, which is heavy.
+/// @file
+/// A TensorDict as a torch::data dataset, so that libtorch's
+/// `torch::data::make_data_loader` serves batches of a (memory-mapped)
+/// TensorDict. Not included by <tensordict/tensordict.h>: it includes
+/// torch/data, which is heavy.
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>

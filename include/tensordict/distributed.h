@@ -1,8 +1,9 @@
 #pragma once
-// TensorDicts over torch.distributed (c10d), wire-compatible with Python
-// tensordict 0.15's `send`, `recv`, `isend`, `irecv`, `init_remote`,
-// `from_remote_init`, `broadcast`, `reduce`, `all_reduce`, `all_gather` and
-// `gather_and_stack`.
+/// @file
+/// TensorDicts over torch.distributed (c10d), wire-compatible with Python
+/// tensordict 0.15's `send`, `recv`, `isend`, `irecv`, `init_remote`,
+/// `from_remote_init`, `broadcast`, `reduce`, `all_reduce`, `all_gather` and
+/// `gather_and_stack`.
 //
 // Not included by <tensordict/tensordict.h>: this header brings c10d's
 // ProcessGroup. Link TensorDict::distributed.
@@ -87,6 +88,7 @@
 #include "tensordict/tensor_dict.h"
 
 TENSORDICT_BEGIN_NAMESPACE
+/// TensorDicts over torch.distributed, wire-compatible with Python.
 namespace dist {
 
 /// A c10d process group: one created by `init_process_group`, or any other.

@@ -1,5 +1,8 @@
 #pragma once
 
+/// @file
+/// The error types: tensordict::KeyError and TENSORDICT_CHECK_KEY.
+
 #include <c10/util/Exception.h>
 
 #include "tensordict/export.h"
@@ -18,7 +21,8 @@ struct TENSORDICT_API KeyError : public c10::Error {
 TENSORDICT_END_NAMESPACE
 
 /// Throws `tensordict::KeyError` with the streamed message unless `cond`
-/// holds. `TORCH_CHECK` cannot do this: `C10_THROW_ERROR` names `::c10::`.
+/// holds. `TORCH_CHECK` cannot do this: `C10_THROW_ERROR` hard-codes the
+/// c10 namespace.
 #define TENSORDICT_CHECK_KEY(cond, ...)                        \
   if (C10_UNLIKELY_OR_CONST(!(cond))) {                        \
     throw ::tensordict::KeyError(                              \

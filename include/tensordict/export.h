@@ -1,5 +1,8 @@
 #pragma once
 
+/// @file
+/// The export and namespace macros that every public header uses.
+
 /// Marks a declaration as part of the library's exported ABI. The library is
 /// built with hidden visibility, so everything public carries this.
 #if defined(_WIN32)
@@ -14,7 +17,8 @@
 #define TENSORDICT_API __attribute__((visibility("default")))
 #endif
 
-/// Opens and closes the library namespace; a macro so an inline ABI namespace
-/// can be added later without touching every file.
+/// Opens the library namespace; a macro so an inline ABI namespace can be
+/// added later without touching every file.
 #define TENSORDICT_BEGIN_NAMESPACE namespace tensordict {
+/// Closes the namespace that TENSORDICT_BEGIN_NAMESPACE opens.
 #define TENSORDICT_END_NAMESPACE }

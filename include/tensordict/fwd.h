@@ -1,9 +1,14 @@
 #pragma once
 
+/// @file
+/// Forward declarations of the public classes and the Json type, for
+/// headers that only name them.
+
 #include <nlohmann/json_fwd.hpp>
 
 #include "tensordict/export.h"
 
+/// The library: TensorDict, its entries, options and free functions.
 TENSORDICT_BEGIN_NAMESPACE
 
 class NestedKey;

@@ -1,7 +1,8 @@
 #pragma once
 
-// Indexing a TensorDict over its batch dims. This header pulls in
-// ATen/TensorIndexing.h (so tensor_dict.h does not have to).
+/// @file
+/// Indexing a TensorDict over its batch dims. This header pulls in
+/// ATen/TensorIndexing.h (so tensor_dict.h does not have to).
 //
 // Python                      C++
 // --------------------------  ------------------------------------------
@@ -24,6 +25,7 @@
 #include "tensordict/tensor_dict.h"
 
 TENSORDICT_BEGIN_NAMESPACE
+/// Slice, None and Ellipsis for `index()`: `using namespace` it.
 namespace indexing {
 using at::indexing::Ellipsis;
 using at::indexing::None;

@@ -1,7 +1,8 @@
 #pragma once
 
-// LazyStackedTensorDict: a stack of TensorDicts kept as its elements, so the
-// elements may hold leaves of different shapes or different keys.
+/// @file
+/// LazyStackedTensorDict: a stack of TensorDicts kept as its elements, so the
+/// elements may hold leaves of different shapes or different keys.
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
@@ -80,9 +81,13 @@ class TENSORDICT_API LazyStackedTensorDict {
       int64_t stack_dim = 0,
       std::optional<std::string> stack_dim_name = std::nullopt);
 
+  /// Aliases `other`'s stack (a handle copy); nothing is copied.
   LazyStackedTensorDict(const LazyStackedTensorDict& other);
+  /// Takes `other`'s handle; `other` may then only be assigned or destroyed.
   LazyStackedTensorDict(LazyStackedTensorDict&& other) noexcept;
+  /// Makes this handle alias `other`'s stack; nothing is copied.
   LazyStackedTensorDict& operator=(const LazyStackedTensorDict& other) &;
+  /// Takes `other`'s handle; `other` may then only be assigned or destroyed.
   LazyStackedTensorDict& operator=(LazyStackedTensorDict&& other) & noexcept;
   // `stack.index(...) = x` would silently assign to a temporary.
   LazyStackedTensorDict& operator=(const LazyStackedTensorDict& other) && =

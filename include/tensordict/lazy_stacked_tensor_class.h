@@ -1,8 +1,9 @@
 #pragma once
 
-// LazyStackedTensorClass: a lazy stack of TensorClass instances, Python's
-// `Cls.lazy_stack(...)`. tensordict/tensor_class.h includes this header, so
-// code that includes that one has it too.
+/// @file
+/// LazyStackedTensorClass: a lazy stack of TensorClass instances, Python's
+/// `Cls.lazy_stack(...)`. tensordict/tensor_class.h includes this header, so
+/// code that includes that one has it too.
 
 #include <c10/core/Device.h>
 #include <c10/util/ArrayRef.h>

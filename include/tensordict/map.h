@@ -1,7 +1,8 @@
 #pragma once
 
-// Parallel map over the chunks of a TensorDict: `TensorDict::map` and
-// `TensorDict::map_iter`, Python's `td.map` / `td.map_iter` on threads.
+/// @file
+/// Parallel map over the chunks of a TensorDict: `TensorDict::map` and
+/// `TensorDict::map_iter`, Python's `td.map` / `td.map_iter` on threads.
 //
 // NOTE [Parallel map]
 // The dict is split along `dim` into chunks: one element at a time with
@@ -183,7 +184,9 @@ class TENSORDICT_API MapIterator {
  public:
   /// Starts the workers; use `TensorDict::map_iter`.
   MapIterator(TensorDict td, detail::MapFunction fn, MapOptions options);
+  /// Takes over `other`'s workers and pending results.
   MapIterator(MapIterator&& other) noexcept;
+  /// Takes over `other`'s workers and pending results.
   MapIterator& operator=(MapIterator&& other) noexcept;
   MapIterator(const MapIterator&) = delete;
   MapIterator& operator=(const MapIterator&) = delete;
@@ -198,10 +201,15 @@ class TENSORDICT_API MapIterator {
   /// An input iterator over the results; `++` calls `next()`.
   class iterator {
    public:
+    /// Single pass: each result is produced once.
     using iterator_category = std::input_iterator_tag;
+    /// A result: a TensorDict.
     using value_type = TensorDict;
+    /// Required by std::iterator_traits; not meaningful for one pass.
     using difference_type = std::ptrdiff_t;
+    /// Points to the current result.
     using pointer = const TensorDict*;
+    /// Refers to the current result.
     using reference = const TensorDict&;
 
     /// Makes the end iterator.

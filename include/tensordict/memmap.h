@@ -1,7 +1,8 @@
 #pragma once
 
-// Memory-mapped storage: MemoryMappedTensor, the options of the memmap family
-// of TensorDict methods, and loaders for whatever a directory holds.
+/// @file
+/// Memory-mapped storage: MemoryMappedTensor, the options of the memmap family
+/// of TensorDict methods, and loaders for whatever a directory holds.
 //
 // NOTE [Memmap layout]
 // `td.memmap(prefix)` writes the directory layout of Python tensordict 0.15

@@ -1,8 +1,9 @@
 #pragma once
 
-// torch::nn::Module interop: `TensorDict::from_module`, `to_module` (both
-// declared in tensordict/tensor_dict.h) and a scoped guard, the C++ form of
-// Python's `with params.to_module(model): ...`.
+/// @file
+/// torch::nn::Module interop: `TensorDict::from_module`, `to_module` (both
+/// declared in tensordict/tensor_dict.h) and a scoped guard, the C++ form of
+/// Python's `with params.to_module(model): ...`.
 //
 // NOTE [Swapping module tensors]
 // A libtorch module keeps each parameter twice: in its registry

@@ -1,5 +1,9 @@
 #pragma once
 
+/// @file
+/// NestedKey, the key of every lookup: a string or a path of strings into
+/// nested dicts.
+
 #include <c10/util/ArrayRef.h>
 #include <c10/util/SmallVector.h>
 
@@ -135,7 +139,9 @@ TENSORDICT_API std::ostream& operator<<(
 
 TENSORDICT_END_NAMESPACE
 
+/// Hashes a NestedKey, so that keys can index std::unordered_map.
 template <>
 struct std::hash<tensordict::NestedKey> {
+  /// Returns a hash consistent with NestedKey's `==`.
   size_t operator()(const tensordict::NestedKey& key) const noexcept;
 };

@@ -1,8 +1,9 @@
 #pragma once
 
-// Modules that read and write TensorDicts: the C++ form of Python's
-// `tensordict.nn`. Not included by <tensordict/tensordict.h>: it includes
-// libtorch's module headers, which a user of dicts alone does not need.
+/// @file
+/// Modules that read and write TensorDicts: the C++ form of Python's
+/// `tensordict.nn`. Not included by <tensordict/tensordict.h>: it includes
+/// libtorch's module headers, which a user of dicts alone does not need.
 //
 // NOTE [Module names as in Python]
 // Python registers the module a TensorDictModule wraps as its child
@@ -38,6 +39,7 @@
 #include "tensordict/tensor_dict.h"
 
 TENSORDICT_BEGIN_NAMESPACE
+/// Modules that read and write TensorDicts (Python's `tensordict.nn`).
 namespace nn {
 
 /// Input tensors of a dispatch call, keyed by in_key: `{{"obs", t}}`.

@@ -1,5 +1,9 @@
 #pragma once
 
+/// @file
+/// NonTensorData and NonTensorStack: JSON values held by a TensorDict,
+/// one for the whole batch or one per element.
+
 #include <c10/core/Device.h>
 #include <c10/util/ArrayRef.h>
 

@@ -1,5 +1,9 @@
 #pragma once
 
+/// @file
+/// The options of TensorDict's methods, structs whose setters chain
+/// (TENSORDICT_ARG).
+
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
@@ -220,7 +224,7 @@ struct TENSORDICT_API MemmapOptions {
   /// whose archive is written into.
   TENSORDICT_ARG(std::string, compression);
   /// Keep the tree an overwrite swaps out as the prefix's hidden spare
-  /// (`.<name>.tmp-<pid>-<n>`), so that the next overwrite by this process
+  /// (`.NAME.tmp-PID-N`), so that the next overwrite by this process
   /// writes into its files rather than removing them and creating new ones,
   /// which on some file systems (ext4 without a journal) costs several
   /// times the write itself. The spare takes the disk (on tmpfs, the

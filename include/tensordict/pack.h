@@ -1,10 +1,11 @@
 #pragma once
 
-// All the leaves of a dict in one tensor of features, and back (Python
-// tensordict 0.15's `td.pack()` and `PackLayout.unpack`): the one-tensor
-// contract of deployment stacks, with Python's column order. A free
-// function rather than a TensorDict member, so that tensor_dict.h stays as
-// it is; tensordict::nn::pack (tensordict/aoti.h) is the same function.
+/// @file
+/// All the leaves of a dict in one tensor of features, and back (Python
+/// tensordict 0.15's `td.pack()` and `PackLayout.unpack`): the one-tensor
+/// contract of deployment stacks, with Python's column order. A free
+/// function rather than a TensorDict member, so that tensor_dict.h stays as
+/// it is; tensordict::nn::pack (tensordict/aoti.h) is the same function.
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>

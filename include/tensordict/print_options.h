@@ -1,7 +1,8 @@
 #pragma once
 
-// What the repr of a TensorDict or a LazyStackedTensorDict shows: the C++
-// form of Python's `tensordict.set_printoptions` and `get_printoptions`.
+/// @file
+/// What the repr of a TensorDict or a LazyStackedTensorDict shows: the C++
+/// form of Python's `tensordict.set_printoptions` and `get_printoptions`.
 
 #include <cstdint>
 

@@ -1,14 +1,15 @@
 #pragma once
 
-// Probabilistic modules: the few distributions a TorchRL actor samples from
-// (torch.distributions' Categorical and Normal, TorchRL's OneHotCategorical,
-// TanhNormal and Delta), the interaction type that picks how a sample is
-// drawn, and Python's ProbabilisticTensorDictModule/Sequential. libtorch's
-// C++ API has no distributions; these follow the Python formulas op for op,
-// so that log-probs, modes and deterministic samples equal Python's, and
-// draw from the at:: generators with the same ops as Python, so that
-// `torch::manual_seed` reproduces Python's samples. Opt-in: not included by
-// <tensordict/tensordict.h>.
+/// @file
+/// Probabilistic modules: the few distributions a TorchRL actor samples from
+/// (torch.distributions' Categorical and Normal, TorchRL's OneHotCategorical,
+/// TanhNormal and Delta), the interaction type that picks how a sample is
+/// drawn, and Python's ProbabilisticTensorDictModule/Sequential. libtorch's
+/// C++ API has no distributions; these follow the Python formulas op for op,
+/// so that log-probs, modes and deterministic samples equal Python's, and
+/// draw from the at:: generators with the same ops as Python, so that
+/// `torch::manual_seed` reproduces Python's samples. Opt-in: not included by
+/// <tensordict/tensordict.h>.
 //
 // NOTE [Interaction type]
 // As tensordict.nn's `interaction_type()`: a thread-local value set by the

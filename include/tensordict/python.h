@@ -1,13 +1,14 @@
 #pragma once
 
-// pybind11 type casters between the C++ TensorDict and the installed Python
-// package's own classes: a bound function taking or returning a
-// `tensordict::TensorDict` takes or returns a real `tensordict.TensorDict`,
-// not a wrapper. Opt-in and header-only: <tensordict/tensordict.h> does not
-// include it, and only an extension module (which links torch_python and
-// Python, see `tensordict_add_python_module` in TensorDictPython.cmake)
-// should. Build extensions with that CMake helper; the README has a section
-// "Using TensorDicts from Python extensions".
+/// @file
+/// pybind11 type casters between the C++ TensorDict and the installed Python
+/// package's own classes: a bound function taking or returning a
+/// `tensordict::TensorDict` takes or returns a real `tensordict.TensorDict`,
+/// not a wrapper. Opt-in and header-only: <tensordict/tensordict.h> does not
+/// include it, and only an extension module (which links torch_python and
+/// Python, see `tensordict_add_python_module` in TensorDictPython.cmake)
+/// should. Build extensions with that CMake helper; the README has a section
+/// "Using TensorDicts from Python extensions".
 //
 // What crosses, both ways, with no copy of any tensor (the Python tensors are
 // the C++ tensors' own Python objects, torch's THPVariable_Wrap / Unpack):
@@ -91,6 +92,7 @@
 #endif
 
 TENSORDICT_BEGIN_NAMESPACE
+/// Conversions to and from the Python package, for extension modules.
 namespace TENSORDICT_PYTHON_HIDDEN python {
 
 namespace detail {

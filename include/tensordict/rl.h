@@ -1,9 +1,10 @@
 #pragma once
 
-// C++ actors for TorchRL learners: batched environments and a collector
-// whose batches have exactly the layout TorchRL 0.14.1's `Collector` gives,
-// so that a stock Python TorchRL learner trains on them. Opt-in, not
-// included by <tensordict/tensordict.h>.
+/// @file
+/// C++ actors for TorchRL learners: batched environments and a collector
+/// whose batches have exactly the layout TorchRL 0.14.1's `Collector` gives,
+/// so that a stock Python TorchRL learner trains on them. Opt-in, not
+/// included by <tensordict/tensordict.h>.
 //
 // NOTE [TorchRL layout]
 // An env has batch size [num_envs]. `reset()` returns the root of a step:
@@ -43,6 +44,7 @@
 #include "tensordict/tensor_dict.h"
 
 TENSORDICT_BEGIN_NAMESPACE
+/// C++ actors for TorchRL: specs, batched environments, the collector.
 namespace rl {
 
 // --- specs ------------------------------------------------------------------

@@ -1,8 +1,9 @@
 #pragma once
 
-// Safetensors files: `to_safetensors` and `from_safetensors`, byte-compatible
-// with Python tensordict 0.15's functions of the same names and with the
-// `safetensors` package.
+/// @file
+/// Safetensors files: `to_safetensors` and `from_safetensors`, byte-compatible
+/// with Python tensordict 0.15's functions of the same names and with the
+/// `safetensors` package.
 //
 // NOTE [Safetensors and tensordict]
 // Each tensor is saved under its nested key joined with ".", the names a

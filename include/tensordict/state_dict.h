@@ -1,7 +1,8 @@
 #pragma once
 
-// StateDict: what `TensorDict::state_dict` returns and `load_state_dict`
-// reads, in Python tensordict's three forms.
+/// @file
+/// StateDict: what `TensorDict::state_dict` returns and `load_state_dict`
+/// reads, in Python tensordict's three forms.
 //
 // - Flat (`state_dict()`, the default): one tensor per leaf under its
 //   "."-joined key ("b.c"), and `metadata()` holding the batch size and

@@ -1,7 +1,8 @@
 #pragma once
 
-// TensorClass: typed, dataclass-like structs over a TensorDict handle, the
-// C++ form of Python's `@tensorclass` / `TensorClass`.
+/// @file
+/// TensorClass: typed, dataclass-like structs over a TensorDict handle, the
+/// C++ form of Python's `@tensorclass` / `TensorClass`.
 //
 // NOTE [TensorClass design]
 // A TensorClass is a typed view: its only state is a TensorDict handle that
@@ -897,10 +898,13 @@ class TensorClass : public std::conditional_t<
     }
     return Derived(std::move(td), detail::WrapTag{});
   }
+  /// Wraps a dict as Derived after checking it: throws for a key that is
+  /// not a field or a field of the wrong kind.
   static Derived checked(TensorDict td) {
     detail::tc_check(td, Derived::tensor_class_info());
     return wrap(std::move(td));
   }
+  /// Wraps each dict as Derived, unchecked.
   static std::vector<Derived> wrap_all(const std::vector<TensorDict>& tds) {
     std::vector<Derived> out;
     out.reserve(tds.size());
@@ -909,14 +913,18 @@ class TensorClass : public std::conditional_t<
     }
     return out;
   }
+  /// Returns *this as Derived, for the chaining setters.
   Derived& self() noexcept {
     return static_cast<Derived&>(*this);
   }
+  /// Reads field number `index` as `T` (what the generated getters call).
   template <typename T>
   detail::read_type_t<T, kFlags> read_field(size_t index) const {
     return detail::tc_read_field<T, kFlags>(
         this->td_, Derived::tensor_class_info(), index);
   }
+  /// Writes field number `index` (what the generated setters call); does
+  /// not compile for a frozen class.
   template <typename T>
   Derived& write_field(size_t index, const FieldArg& value) {
     static_assert(
@@ -925,6 +933,7 @@ class TensorClass : public std::conditional_t<
     detail::tc_set_field(this->td_, Derived::tensor_class_info(), index, value);
     return self();
   }
+  /// Appends the description of field `name` of type `T` to `fields`.
   template <typename T>
   static void add_field(
       std::vector<detail::FieldInfo>& fields,

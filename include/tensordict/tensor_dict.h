@@ -1,5 +1,9 @@
 #pragma once
 
+/// @file
+/// TensorDict, and the free functions over dicts (stack, cat, equal and
+/// the arithmetic operators).
+
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 #include <c10/util/FunctionRef.h>
@@ -120,9 +124,13 @@ class TENSORDICT_API TensorDict {
       std::optional<c10::Device> device = std::nullopt,
       const DimNames& names = {});
 
+  /// Aliases `other`'s dict (a handle copy); `clone()` copies the data.
   TensorDict(const TensorDict& other);
+  /// Aliases `other`'s dict; `other` stays a valid handle to it.
   TensorDict(TensorDict&& other) noexcept;
+  /// Makes this handle alias `other`'s dict; nothing is copied.
   TensorDict& operator=(const TensorDict& other) &;
+  /// Swaps the two handles: `other` now refers to this handle's old dict.
   TensorDict& operator=(TensorDict&& other) & noexcept;
   // `td.index(...) = x` would silently assign to a temporary: use index_put_.
   TensorDict& operator=(const TensorDict& other) && = delete;

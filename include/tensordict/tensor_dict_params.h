@@ -1,8 +1,9 @@
 #pragma once
 
-// TensorDictParams: a TensorDict whose tensors are registered as the
-// parameters and buffers of a torch::nn::Module, Python's
-// `tensordict.nn.TensorDictParams`.
+/// @file
+/// TensorDictParams: a TensorDict whose tensors are registered as the
+/// parameters and buffers of a torch::nn::Module, Python's
+/// `tensordict.nn.TensorDictParams`.
 //
 // NOTE [TensorDictParams registration]
 // libtorch refuses a "." in a parameter name, so a nested level becomes a

@@ -1,6 +1,7 @@
 #pragma once
 
-// Umbrella header: everything public in the library.
+/// @file
+/// Umbrella header: everything public in the library.
 
 #include "tensordict/archive.h"
 #include "tensordict/consolidate.h"

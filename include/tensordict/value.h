@@ -1,5 +1,9 @@
 #pragma once
 
+/// @file
+/// Value, one entry of a TensorDict, and Item, one entry of a constructor
+/// list.
+
 #include <ATen/core/Tensor.h>
 
 #include <cstddef>

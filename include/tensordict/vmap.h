@@ -1,7 +1,8 @@
 #pragma once
 
-// vmap over stacked parameters: run one module once for a whole ensemble,
-// the C++ form of Python's
+/// @file
+/// vmap over stacked parameters: run one module once for a whole ensemble,
+/// the C++ form of Python's
 //
 //   def call(params, x):
 //       with params.to_module(module):

@@ -49,7 +49,7 @@
 #define TENSORDICT_DETAIL_DICT_DECLARE_UNARY_PAIR(name)        \
   /** Returns torch's `name` of every leaf. */                 \
   [[nodiscard]] TensorDict name() const;                       \
-  /** Applies torch's `name_` to every leaf; returns *this. */ \
+  /** Applies in-place `name` to every leaf; returns *this. */ \
   TensorDict& name##_();
 
 #define TENSORDICT_DETAIL_DICT_DECLARE_ALPHA_PAIR(name)                       \
@@ -86,7 +86,7 @@
 #define TENSORDICT_DETAIL_DICT_DECLARE_BOUND_PAIR(name)               \
   /** Returns torch's `name(leaf, bound)` for every leaf. */          \
   [[nodiscard]] TensorDict name(const c10::Scalar& bound) const;      \
-  /** Applies torch's `name_(bound)` to every leaf; returns *this. */ \
+  /** Applies in-place `name(bound)` to every leaf; returns *this. */ \
   TensorDict& name##_(const c10::Scalar& bound);
 
 #define TENSORDICT_DETAIL_DICT_DECLARE_COMPARE(name)            \

@@ -228,7 +228,7 @@
 
 #define TENSORDICT_DETAIL_TC_FORWARD_CHECKED(name)                      \
   /** Returns TensorDict's `name(args...)` as this class; throws as     \
-   * `from_tensordict` if the result does not fit it. */                \
+     `from_tensordict` if the result does not fit it. */                \
   template <typename... Args>                                           \
   [[nodiscard]] Derived name(Args&&... args) const {                    \
     return checked(this->td_.name(                                      \
@@ -237,7 +237,7 @@
 
 #define TENSORDICT_DETAIL_TC_FORWARD_FACTORY(name)                      \
   /** Returns TensorDict's static `name(args...)` as this class; throws \
-   * as `from_tensordict` if the result does not fit it. */             \
+     as `from_tensordict` if the result does not fit it. */             \
   template <typename... Args>                                           \
   [[nodiscard]] static Derived name(Args&&... args) {                   \
     return checked(TensorDict::name(std::forward<Args>(args)...));      \
@@ -255,8 +255,7 @@
   }
 
 #define TENSORDICT_DETAIL_TC_FORWARD_MUTATE(name)                           \
-  /** Applies TensorDict's `name(args...)` to the fields; returns           \
-   * *this. */                                                              \
+  /** Applies TensorDict's `name(args...)` to the fields; returns *this. */ \
   template <typename... Args>                                               \
   Derived& name(Args&&... args) {                                           \
     this->td_.name(                                                         \
@@ -273,7 +272,7 @@
 
 #define TENSORDICT_DETAIL_TC_FORWARD_TAKE(name)                             \
   /** Applies TensorDict's `name(key, args...)` to the fields and           \
-   * returns its result. */                                                 \
+     returns its result. */                                                 \
   template <typename... Args>                                               \
   decltype(auto) name(const NestedKey& key, Args&&... args) {               \
     return this->td_.name(                                                  \
