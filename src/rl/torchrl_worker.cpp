@@ -61,6 +61,12 @@ std::string message_of(const std::exception& e) {
   return one_line(e.what());
 }
 
+// Throws for a transfer with the learner (`what`) that threw `e`.
+[[noreturn]] void throw_learner_gone(
+    const std::string& what, const std::exception& e) {
+  TORCH_CHECK(false, what, " failed (the learner went away?): ", message_of(e));
+}
+
 // A store of the learner, with the address it was reached at for messages.
 struct LearnerStore {
   StorePtr store;
@@ -162,8 +168,7 @@ void wait_work(
   try {
     work->wait();
   } catch (const std::exception& e) {
-    TORCH_CHECK(
-        false, what, " failed (the learner went away?): ", message_of(e));
+    throw_learner_gone(what, e);
   }
 }
 
@@ -340,12 +345,7 @@ class Worker {
     try {
       dist::recv(buffer, 0, dist::RecvOptions().group(group_).checked(false));
     } catch (const c10::Error& e) {
-      TORCH_CHECK(
-          false,
-          "receiving ",
-          what,
-          " failed (the learner went away?): ",
-          one_line(e.what_without_backtrace()));
+      throw_learner_gone("receiving " + what, e);
     }
     std::string refused;
     if (options_.refuse_non_finite()) {
@@ -458,12 +458,8 @@ class Worker {
     try {
       dist::send(batch, 0, dist::SendOptions().group(group_).checked(false));
     } catch (const c10::Error& e) {
-      TORCH_CHECK(
-          false,
-          "sending batch ",
-          stats_.batches,
-          " to the learner failed (the learner went away?): ",
-          one_line(e.what_without_backtrace()));
+      throw_learner_gone(
+          c10::str("sending batch ", stats_.batches, " to the learner"), e);
     }
     if (!options_.sync()) {
       collector_store_.set(status_key_, "done");
