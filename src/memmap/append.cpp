@@ -71,15 +71,6 @@ struct AppendLeaf {
   std::string what;
 };
 
-// Python's repr of a shape tuple: "(2,)", "(2, 5)".
-std::string python_tuple(c10::IntArrayRef sizes) {
-  std::string out = "(";
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    out += (i == 0 ? "" : ", ") + std::to_string(sizes[i]);
-  }
-  return out + (sizes.size() == 1 ? ",)" : ")");
-}
-
 std::string where_of(const KeyPath& key) {
   return key.empty() ? "the saved tensordict" : "the entry " + key.to_string();
 }
@@ -90,11 +81,7 @@ std::string quoted_sorted_keys(const TensorDictImpl& impl) {
     keys.push_back("'" + node->key + "'");
   }
   std::sort(keys.begin(), keys.end());
-  std::string out = "[";
-  for (size_t i = 0; i < keys.size(); ++i) {
-    out += (i == 0 ? "" : ", ") + keys[i];
-  }
-  return out + "]";
+  return "[" + join_parts(keys, ", ") + "]";
 }
 
 // The values a non-tensor entry of the rows holds: one, or a stack's.
