@@ -9,10 +9,8 @@
 #include <ATen/ops/randn.h>
 #include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
-#include <c10/util/irange.h>
 
 #include <array>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>

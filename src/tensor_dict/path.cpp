@@ -3,7 +3,6 @@
 
 #include <c10/macros/Macros.h>
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
