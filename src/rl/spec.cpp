@@ -17,6 +17,7 @@
 
 #include "tensordict/errors.h"
 #include "tensordict/rl.h"
+#include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace rl {
