@@ -1,14 +1,18 @@
 // Tests of src/io/atomic_file.h and src/io/staged_tree.h: replacing a file
-// or a directory whole, on a real file system. Compiled on its own (not in
-// a unity batch) and without <torch/torch.h>: it needs neither.
+// or a directory whole, on a real file system; and of the write loop of
+// src/io/file_io.h that every writer of io/ goes through. Compiled on its own
+// (not in a unity batch) and without <torch/torch.h>: it needs neither.
 
 #include "io/staged_tree.h"
 
 #include <c10/util/Exception.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -269,6 +273,58 @@ TEST(StagedTreeTest, AtomicRefusesADirectoryThatHoldsNoSave) {
   });
   EXPECT_NE(no_prefix.find("atomic(true) needs a prefix"), std::string::npos)
       << no_prefix;
+}
+
+TEST(WriteFullyTest, WritesAtAnOffsetWithoutMovingThePosition) {
+  Scratch dir;
+  const std::string path = dir / "file";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  const detail::WriteProgress head = detail::write_fully(fd, "abc", 3);
+  const detail::WriteProgress tail =
+      detail::write_fully(fd, "XY", 2, /*offset=*/6);
+  const detail::WriteProgress next = detail::write_fully(fd, "d", 1);
+  ::close(fd);
+  EXPECT_EQ(head.written, 3u);
+  EXPECT_EQ(tail.written, 2u);
+  EXPECT_EQ(next.written, 1u);
+  EXPECT_EQ(next.error, 0);
+  // pwrite left the position after "abc", so "d" follows it; the gap
+  // between "d" and "XY" reads as zeros.
+  EXPECT_EQ(read_text(path), std::string("abcd\0\0XY", 8));
+}
+
+TEST(WriteFullyTest, StopsAtTheFailedCallAndKeepsItsErrno) {
+  // /dev/full refuses every write with ENOSPC, as a full disk does.
+  const int fd = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    GTEST_SKIP() << "no /dev/full: " << std::strerror(errno);
+  }
+  const std::string data(4096, 'x');
+  const detail::WriteProgress done =
+      detail::write_fully(fd, data.data(), data.size());
+  ::close(fd);
+  EXPECT_EQ(done.written, 0u);
+  EXPECT_EQ(done.error, ENOSPC);
+  EXPECT_EQ(done.reason(), std::strerror(ENOSPC));
+  EXPECT_EQ(detail::WriteProgress{}.reason(), "nothing written");
+}
+
+TEST(WriteFullyTest, ReportsTheErrorOfAReadOnlyDescriptor) {
+  Scratch dir;
+  const std::string path = dir / "file";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  // Read-only: both write and pwrite fail with EBADF, having written nothing.
+  const detail::WriteProgress at_position = detail::write_fully(fd, "ab", 2);
+  const detail::WriteProgress at_offset =
+      detail::write_fully(fd, "ab", 2, /*offset=*/4);
+  ::close(fd);
+  EXPECT_EQ(at_position.written, 0u);
+  EXPECT_EQ(at_position.error, EBADF);
+  EXPECT_EQ(at_offset.written, 0u);
+  EXPECT_EQ(at_offset.error, EBADF);
+  EXPECT_EQ(read_text(path), "");
 }
 
 }  // namespace staged_tree_test

@@ -232,4 +232,28 @@ TEST(TensorDictReduceTest, ReduceCombinesAllLeavesIntoOneTensor) {
       "Incompatible dim 2 for tensordict with batch dims 2.");
 }
 
+TEST(TensorDictReduceTest, EveryOpIsNamedAsPythonNamesIt) {
+  // The message of reduce=True on a dict with no leaves names the op.
+  const std::vector<std::pair<ReduceOp, std::string>> ops = {
+      {ReduceOp::kSum, "sum"},
+      {ReduceOp::kMean, "mean"},
+      {ReduceOp::kStd, "std"},
+      {ReduceOp::kVar, "var"},
+      {ReduceOp::kProd, "prod"},
+      {ReduceOp::kAmax, "amax"},
+      {ReduceOp::kAmin, "amin"},
+      {ReduceOp::kMax, "max"},
+      {ReduceOp::kMin, "min"},
+      {ReduceOp::kAll, "all"},
+      {ReduceOp::kAny, "any"}};
+  for (const auto& [op, name] : ops) {
+    EXPECT_THROWS_EXACTLY(
+        TensorDict({2}).reduce(op),
+        c10::ValueError,
+        name +
+            "(reduce=True) reduces the tensor leaves together, and this "
+            "tensordict has no tensor leaves.");
+  }
+}
+
 }  // namespace tensor_dict_reduce_test

@@ -545,12 +545,6 @@ int64_t file_size(const std::string& filename) {
   return static_cast<int64_t>(st.st_size);
 }
 
-}  // namespace
-}  // namespace detail
-
-namespace detail {
-namespace {
-
 // The whole file `filename`, mapped read-only.
 at::Tensor map_consolidated_file(const std::string& filename) {
   TORCH_CHECK(
@@ -574,18 +568,6 @@ at::Tensor map_consolidated_file(const std::string& filename) {
   detail::forget_mapped_filename(whole);
   return whole;
 }
-
-}  // namespace
-}  // namespace detail
-
-TensorDict TensorDict::from_consolidated(
-    const std::string& filename, const LoadConsolidatedOptions& options) {
-  return detail::read_consolidated(
-      detail::map_consolidated_file(filename), filename, options);
-}
-
-namespace detail {
-namespace {
 
 // Rebuilds the lazy stack at the root of a whole file or buffer.
 LazyStackedTensorDict read_consolidated_stack(
@@ -636,6 +618,12 @@ at::Tensor checked_buffer(const at::Tensor& bytes) {
 
 }  // namespace
 }  // namespace detail
+
+TensorDict TensorDict::from_consolidated(
+    const std::string& filename, const LoadConsolidatedOptions& options) {
+  return detail::read_consolidated(
+      detail::map_consolidated_file(filename), filename, options);
+}
 
 LazyStackedTensorDict LazyStackedTensorDict::from_consolidated(
     const std::string& filename, const LoadConsolidatedOptions& options) {

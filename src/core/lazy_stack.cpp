@@ -60,13 +60,7 @@ std::string common_keys_repr(const std::vector<TensorDict>& tds) {
   for (const Node* node : common_nodes(tds)) {
     keys.emplace_back(node->key);
   }
-  std::sort(keys.begin(), keys.end());
-  std::string out = "[";
-  for (size_t i = 0; i < keys.size(); ++i) {
-    out += i > 0 ? ", " : "";
-    out += detail::python_repr(keys[i]);
-  }
-  return out + "]";
+  return detail::sorted_list_repr(std::move(keys));
 }
 
 // The entries named `part` of every element; throws Python's KeyError when
@@ -148,12 +142,13 @@ std::vector<TensorDict> nested_dicts(const std::vector<Value>& values) {
       unique.push_back(s);
     }
   }
-  std::string list = "[";
-  for (size_t i = 0; i < unique.size(); ++i) {
-    list += i > 0 ? ", " : "";
-    list += detail::size_repr(unique[i]);
-  }
-  list += "]";
+  const std::string list = "[" +
+                           detail::join_spelled(
+                               unique,
+                               [](const std::vector<int64_t>& shape) {
+                                 return detail::size_repr(shape);
+                               }) +
+                           "]";
   TORCH_CHECK(
       false,
       "Failed to stack tensors within a tensordict under the key ",

@@ -119,19 +119,10 @@ std::string NestedKey::join_parts(std::string_view separator) const {
 }
 
 std::string NestedKey::to_string() const {
-  std::string out;
   if (parts_.size() == 1) {
     return detail::python_repr(parts_[0]);
   }
-  out += '(';
-  for (size_t i = 0; i < parts_.size(); ++i) {
-    if (i > 0) {
-      out += ", ";
-    }
-    out += detail::python_repr(parts_[i]);
-  }
-  out += ')';
-  return out;
+  return "(" + detail::join_spelled(parts_, detail::python_repr) + ")";
 }
 
 bool NestedKey::operator==(const NestedKey& other) const noexcept {

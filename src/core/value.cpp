@@ -3,6 +3,8 @@
 #include <ATen/ops/scalar_tensor.h>
 #include <c10/core/DefaultDtype.h>
 
+#include <array>
+
 #include "tensordict/json.h"
 #include "util/python_spelling.h"
 #include "util/shared_memory.h"
@@ -65,19 +67,17 @@ std::vector<int64_t> Value::shape() const {
 }
 
 const char* Value::type_name() const noexcept {
-  switch (kind()) {
-    case Kind::kTensor:
-      return "Tensor";
-    case Kind::kTensorDict:
-      return "TensorDict";
-    case Kind::kNonTensorData:
-      return "NonTensorData";
-    case Kind::kNonTensorStack:
-      return "NonTensorStack";
-    case Kind::kLazyStack:
-      return "LazyStackedTensorDict";
-  }
-  return "?";
+  // Python's class names, in Kind's order (the order of the variant).
+  static constexpr std::array<const char*, 5> kNames = {
+      "Tensor",
+      "TensorDict",
+      "NonTensorData",
+      "NonTensorStack",
+      "LazyStackedTensorDict"};
+  static_assert(
+      static_cast<size_t>(Kind::kLazyStack) + 1 == kNames.size(),
+      "one name per Value::Kind");
+  return kNames[static_cast<size_t>(kind())];
 }
 
 namespace detail {

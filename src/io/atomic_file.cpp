@@ -73,30 +73,19 @@ void AtomicFile::discard() noexcept {
 
 void AtomicFile::write(const void* data, size_t nbytes) {
   TORCH_INTERNAL_ASSERT(fd_ >= 0, "AtomicFile::write after commit");
-  // Linux moves at most about 2 GiB per call.
-  constexpr size_t kChunk = size_t{1} << 30;
-  const char* bytes = static_cast<const char*>(data);
-  size_t done = 0;
-  while (done < nbytes) {
-    const ssize_t wrote =
-        ::write(fd_, bytes + done, std::min(kChunk, nbytes - done));
-    if (wrote < 0 && errno == EINTR) {
-      continue;
-    }
-    TORCH_CHECK(
-        wrote > 0,
-        "could not write ",
-        temp_,
-        " (",
-        what_,
-        ", ",
-        done,
-        " of ",
-        nbytes,
-        " bytes written): ",
-        std::strerror(errno));
-    done += static_cast<size_t>(wrote);
-  }
+  const WriteProgress done = write_fully(fd_, data, nbytes);
+  TORCH_CHECK(
+      done.written == nbytes,
+      "could not write ",
+      temp_,
+      " (",
+      what_,
+      ", ",
+      done.written,
+      " of ",
+      nbytes,
+      " bytes written): ",
+      done.reason());
 }
 
 void AtomicFile::commit(bool durable) {

@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -99,28 +100,17 @@ FileMapping* file_mapping_of(const at::Tensor& tensor) {
 
 void write_all(
     int fd, const char* data, size_t nbytes, const std::string& path) {
-  // Linux moves at most about 2 GiB per call.
-  constexpr size_t kChunk = size_t{1} << 30;
-  size_t done = 0;
-  while (done < nbytes) {
-    const size_t n = std::min(kChunk, nbytes - done);
-    const ssize_t wrote =
-        ::pwrite(fd, data + done, n, static_cast<off_t>(done));
-    if (wrote < 0 && errno == EINTR) {
-      continue;
-    }
-    TORCH_CHECK(
-        wrote > 0,
-        "could not write ",
-        path,
-        " (",
-        done,
-        " of ",
-        nbytes,
-        " bytes written): ",
-        errno_text(errno));
-    done += static_cast<size_t>(wrote);
-  }
+  const WriteProgress done = write_fully(fd, data, nbytes, /*offset=*/0);
+  TORCH_CHECK(
+      done.written == nbytes,
+      "could not write ",
+      path,
+      " (",
+      done.written,
+      " of ",
+      nbytes,
+      " bytes written): ",
+      done.reason());
 }
 
 std::atomic<uint64_t> temp_counter{0};
@@ -537,6 +527,37 @@ void remove_file(const std::string& path) {
       path,
       ": ",
       errno_text(errno));
+}
+
+std::string WriteProgress::reason() const {
+  return error != 0 ? errno_text(error) : std::string("nothing written");
+}
+
+WriteProgress write_fully(
+    int fd, const void* data, size_t nbytes, int64_t offset) noexcept {
+  constexpr size_t kChunk = size_t{1} << 30;
+  const char* bytes = static_cast<const char*>(data);
+  WriteProgress done;
+  while (done.written < nbytes) {
+    const size_t n = std::min(kChunk, nbytes - done.written);
+    const ssize_t wrote =
+        offset < 0 ? ::write(fd, bytes + done.written, n)
+                   : ::pwrite(
+                         fd,
+                         bytes + done.written,
+                         n,
+                         static_cast<off_t>(
+                             offset + static_cast<int64_t>(done.written)));
+    if (wrote < 0 && errno == EINTR) {
+      continue;
+    }
+    if (wrote <= 0) {
+      done.error = wrote < 0 ? errno : 0;
+      break;
+    }
+    done.written += static_cast<size_t>(wrote);
+  }
+  return done;
 }
 
 void write_whole_file(const std::string& path, std::string_view content) {

@@ -122,6 +122,26 @@ void ensure_directory(
 /// Removes the file `path` if it exists.
 void remove_file(const std::string& path);
 
+/// How far `write_fully` got: every byte, or those before a call failed.
+struct WriteProgress {
+  /// The bytes written.
+  size_t written = 0;
+  /// The failed call's errno; 0 when a call returned having written nothing.
+  int error = 0;
+  /// Returns why the write stopped short, for a message: the errno's text,
+  /// or "nothing written".
+  std::string reason() const;
+};
+
+/// Writes the `nbytes` at `data` to `fd`: with pwrite at `offset` (the
+/// descriptor's position is left alone), or with write at the position
+/// when `offset` is negative. Retries EINTR and short writes, and moves at
+/// most 1 GiB a call (Linux moves at most about 2 GiB); it stops early only
+/// when a call fails, and leaves the message to the caller, who knows what
+/// the file is.
+WriteProgress write_fully(
+    int fd, const void* data, size_t nbytes, int64_t offset = -1) noexcept;
+
 /// Writes `content` as the whole file `path`, created or truncated in place
 /// (not through a symlink): for files no reader looks at yet.
 void write_whole_file(const std::string& path, std::string_view content);

@@ -3,16 +3,14 @@
 // block, so that both read what the other writes.
 
 #include <c10/util/Exception.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <ctime>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "io/file_io.h"
 #include "io/zip.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -49,25 +47,16 @@ ZipWriter::ZipWriter(int fd, std::string path)
 }
 
 void ZipWriter::write(const void* data, uint64_t size) {
-  const auto* bytes = static_cast<const char*>(data);
-  constexpr uint64_t kChunk = uint64_t{1} << 30;
-  uint64_t done = 0;
-  while (done < size) {
-    const ssize_t wrote = ::write(
-        fd_, bytes + done, static_cast<size_t>(std::min(kChunk, size - done)));
-    if (wrote < 0 && errno == EINTR) {
-      continue;
-    }
-    TORCH_CHECK(
-        wrote > 0,
-        "could not write the archive ",
-        path_,
-        " (",
-        offset_ + done,
-        " bytes written): ",
-        std::strerror(errno));
-    done += static_cast<uint64_t>(wrote);
-  }
+  static_assert(sizeof(size_t) == sizeof(uint64_t), "a 64-bit size_t");
+  const WriteProgress done = write_fully(fd_, data, static_cast<size_t>(size));
+  TORCH_CHECK(
+      done.written == size,
+      "could not write the archive ",
+      path_,
+      " (",
+      offset_ + done.written,
+      " bytes written): ",
+      done.reason());
   offset_ += size;
 }
 

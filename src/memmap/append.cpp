@@ -71,15 +71,6 @@ struct AppendLeaf {
   std::string what;
 };
 
-// Python's repr of a shape tuple: "(2,)", "(2, 5)".
-std::string python_tuple(c10::IntArrayRef sizes) {
-  std::string out = "(";
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    out += (i == 0 ? "" : ", ") + std::to_string(sizes[i]);
-  }
-  return out + (sizes.size() == 1 ? ",)" : ")");
-}
-
 std::string where_of(const KeyPath& key) {
   return key.empty() ? "the saved tensordict" : "the entry " + key.to_string();
 }
@@ -90,11 +81,7 @@ std::string quoted_sorted_keys(const TensorDictImpl& impl) {
     keys.push_back("'" + node->key + "'");
   }
   std::sort(keys.begin(), keys.end());
-  std::string out = "[";
-  for (size_t i = 0; i < keys.size(); ++i) {
-    out += (i == 0 ? "" : ", ") + keys[i];
-  }
-  return out + "]";
+  return "[" + join_parts(keys, ", ") + "]";
 }
 
 // The values a non-tensor entry of the rows holds: one, or a stack's.
@@ -269,63 +256,15 @@ void write_at(
     size_t nbytes,
     off_t offset,
     const AppendLeaf& leaf) {
-  while (nbytes > 0) {
-    const ssize_t n = ::pwrite(fd, data, nbytes, offset);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    TORCH_CHECK(
-        n > 0,
-        "append_memmap: could not write the rows of ",
-        leaf.what,
-        " to ",
-        leaf.file,
-        ": ",
-        n < 0 ? std::strerror(errno) : "nothing written");
-    data += n;
-    nbytes -= static_cast<size_t>(n);
-    offset += n;
-  }
-}
-
-// Writes `content` to `path` (replacing it), not through a symlink.
-void write_plain_file(const std::string& path, const std::string& content) {
-  const int fd = ::open(
-      path.c_str(),
-      O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-      0666);
+  const WriteProgress done = write_fully(fd, data, nbytes, offset);
   TORCH_CHECK(
-      fd >= 0,
-      "append_memmap: could not create ",
-      path,
+      done.written == nbytes,
+      "append_memmap: could not write the rows of ",
+      leaf.what,
+      " to ",
+      leaf.file,
       ": ",
-      std::strerror(errno));
-  const char* data = content.data();
-  size_t left = content.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, data, left);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      TORCH_CHECK(
-          false,
-          "append_memmap: could not write ",
-          path,
-          ": ",
-          n < 0 ? std::strerror(err) : "nothing written");
-    }
-    data += n;
-    left -= static_cast<size_t>(n);
-  }
-  TORCH_CHECK(
-      ::close(fd) == 0,
-      "append_memmap: could not write ",
-      path,
-      ": ",
-      std::strerror(errno));
+      done.reason());
 }
 
 // True if an append replaces `_tensordict/meta.json` first: the root is a
@@ -545,7 +484,7 @@ void append_memmap(const std::string& prefix, const TensorDict& rows) {
       const std::string temporary = detail::append_temporary(dir);
       replacements.emplace_back(temporary, meta_file, std::move(old_content));
       // Python's json.dumps: spaced, ASCII.
-      detail::write_plain_file(
+      detail::write_whole_file(
           temporary, detail::dump_json(meta, /*spaced=*/true, /*ascii=*/true));
     }
     for (const auto& replacement : replacements) {

@@ -156,6 +156,16 @@ struct AOTIModuleImpl::State {
   std::vector<NestedKey> package_outputs;
   // The distribution of a format-2 package; null otherwise.
   std::shared_ptr<ProbabilisticTensorDictModuleImpl> head;
+
+  // Throws unless there are weights to run with: a package compiled with
+  // package_constants_in_so=False has none until load_weights.
+  void check_weights_ready() const {
+    TORCH_CHECK(
+        weights_ready.load(std::memory_order_acquire),
+        where,
+        ": the package holds no weights (compiled with "
+        "package_constants_in_so=False); call load_weights first");
+  }
 };
 
 AOTIModuleImpl::AOTIModuleImpl(
@@ -377,11 +387,7 @@ void AOTIModuleImpl::init_weights(bool weights_in_package) {
 
 TensorDict AOTIModuleImpl::forward(TensorDict td, TensorDict out) {
   State& s = *state_;
-  TORCH_CHECK(
-      s.weights_ready.load(std::memory_order_acquire),
-      s.where,
-      ": the package holds no weights (compiled with "
-      "package_constants_in_so=False); call load_weights first");
+  s.check_weights_ready();
   const size_t batch_dims = s.batch_size.size();
   std::vector<at::Tensor> inputs;
   inputs.reserve(s.inputs.size());
@@ -621,11 +627,7 @@ std::shared_ptr<torch::nn::Module> AOTIModuleImpl::clone(
 std::vector<at::Tensor> AOTIModuleImpl::run(
     const std::vector<at::Tensor>& inputs) {
   State& s = *state_;
-  TORCH_CHECK(
-      s.weights_ready.load(std::memory_order_acquire),
-      s.where,
-      ": the package holds no weights (compiled with "
-      "package_constants_in_so=False); call load_weights first");
+  s.check_weights_ready();
   return s.loader->run(inputs);
 }
 

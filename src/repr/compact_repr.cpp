@@ -216,12 +216,13 @@ std::string compact_flat(const CompactNode& node) {
   if (!node.container) {
     return node.text;
   }
-  std::string out = node.text + "{";
-  for (size_t i = 0; i < node.entries.size(); ++i) {
-    out += i > 0 ? ", " : "";
-    out += node.entries[i].key + ": " + compact_flat(node.entries[i].node);
-  }
-  return out + "}";
+  return node.text + "{" +
+         join_spelled(
+             node.entries,
+             [](const CompactEntry& entry) {
+               return entry.key + ": " + compact_flat(entry.node);
+             }) +
+         "}";
 }
 
 std::string compact_render(

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "core/key_path.h"
 #include "core/python_class.h"
 #include "core/stacked.h"
 #include "core/walk.h"
@@ -32,24 +33,13 @@ using detail::stacked::member_values;
 using detail::stacked::nested_dicts;
 using detail::stacked::stack_non_tensors;
 
-std::string join(const std::vector<std::string>& parts, std::string_view sep) {
-  std::string out;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (i > 0) {
-      out += sep;
-    }
-    out += parts[i];
-  }
-  return out;
-}
-
 // Python's `_td_fields`: the "key: repr" lines, sorted, indented.
 std::string td_fields(
     std::vector<std::string> fields, const PrintOptions& options) {
   if (options.sort_keys() == SortKeys::kAlphabetical) {
     std::sort(fields.begin(), fields.end());
   }
-  return detail::indent_lines("\n" + join(fields, ",\n"), "    ");
+  return detail::indent_lines("\n" + detail::join_parts(fields, ",\n"), "    ");
 }
 
 // What the elements' tensors of one entry share, as Python's `_plain_leaf`
@@ -126,7 +116,7 @@ std::string mixed_repr(const std::vector<Value>& values) {
       names.push_back(std::move(name));
     }
   }
-  return "[" + join(names, ", ") + "]";
+  return "[" + detail::join_parts(names, ", ") + "]";
 }
 
 bool is_common_key(const std::vector<const Node*>& common, const Node& node) {
@@ -185,7 +175,8 @@ std::string lazy_repr(
       detail::indent_lines(
           "fields={" + td_fields(fields, options) + "}", indent),
       detail::indent_lines(
-          "exclusive_fields={\n" + join(exclusive, ",\n") + "}", indent),
+          "exclusive_fields={\n" + detail::join_parts(exclusive, ",\n") + "}",
+          indent),
   };
   if (options.show_batch_size()) {
     parts.push_back(
@@ -196,7 +187,7 @@ std::string lazy_repr(
   }
   parts.push_back(indent + "is_shared=" + python_bool(all_shared));
   parts.push_back(indent + c10::str("stack_dim=", stack.stack_dim()));
-  return "LazyStackedTensorDict(\n" + join(parts, ",\n") + ")";
+  return "LazyStackedTensorDict(\n" + detail::join_parts(parts, ",\n") + ")";
 }
 
 std::vector<detail::CompactEntry> compact_stacked_entries(

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "core/key_path.h"
 #include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -203,7 +204,7 @@ class Elements {
       const std::string separator = "," +
                                     std::string(sizes_.size() - dim - 1, '\n') +
                                     std::string(indent + 1, ' ');
-      return "[" + join(parts, separator) + "]";
+      return "[" + join_parts(parts, separator) + "]";
     }
     int64_t element_length = real_width() + 2;
     if (kind_ == Kind::kComplex) {
@@ -214,24 +215,15 @@ class Elements {
     std::vector<std::string> lines;
     for (size_t i = 0; i < parts.size(); i += per_line) {
       const auto end = std::min(parts.size(), i + per_line);
-      lines.push_back(join(
+      lines.push_back(join_parts(
           std::vector<std::string>(parts.begin() + i, parts.begin() + end),
           ", "));
     }
-    return "[" + join(lines, ",\n" + std::string(indent + 1, ' ')) + "]";
+    return "[" + join_parts(lines, ",\n" + std::string(indent + 1, ' ')) + "]";
   }
 
  private:
   enum class Kind { kFloat, kComplex, kText };
-
-  static std::string join(
-      const std::vector<std::string>& parts, const std::string& separator) {
-    std::string out;
-    for (size_t i = 0; i < parts.size(); ++i) {
-      out += (i > 0 ? separator : "") + parts[i];
-    }
-    return out;
-  }
 
   void read_text(const at::Tensor& cpu) {
     const int64_t n = cpu.numel();
@@ -307,14 +299,6 @@ class Elements {
   FloatFormatter imag_format_{{}};
 };
 
-std::string shape_tuple(c10::IntArrayRef sizes) {
-  std::string out = "(";
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    out += (i > 0 ? ", " : "") + std::to_string(sizes[i]);
-  }
-  return out + (sizes.size() == 1 ? ",)" : ")");
-}
-
 // torch's _add_suffixes.
 std::string with_suffixes(
     std::string text,
@@ -359,14 +343,14 @@ std::string python_tensor_repr(const at::Tensor& input) {
                                  dtype == at::kLong || dtype == at::kBool;
   std::string body;
   if (tensor.is_meta()) {
-    suffixes.push_back("size=" + tensor_str::shape_tuple(tensor.sizes()));
+    suffixes.push_back("size=" + python_tuple(tensor.sizes()));
     if (dtype != default_dtype) {
       suffixes.push_back("dtype=" + dtype_name(dtype));
     }
     body = "...";
   } else if (tensor.numel() == 0) {
     if (tensor.dim() != 1) {
-      suffixes.push_back("size=" + tensor_str::shape_tuple(tensor.sizes()));
+      suffixes.push_back("size=" + python_tuple(tensor.sizes()));
     }
     if (dtype != default_dtype) {
       suffixes.push_back("dtype=" + dtype_name(dtype));

@@ -9,15 +9,15 @@
 #include <ATen/ops/randn.h>
 #include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
-#include <c10/util/irange.h>
 
-#include <sstream>
+#include <array>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "tensordict/errors.h"
 #include "tensordict/rl.h"
+#include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace rl {
@@ -32,27 +32,22 @@ std::vector<int64_t> full_shape(
 }
 
 std::string shape_string(c10::IntArrayRef shape) {
-  std::ostringstream out;
-  out << "[";
-  for (const auto i : c10::irange(shape.size())) {
-    out << (i == 0 ? "" : ", ") << shape[i];
-  }
-  out << "]";
-  return out.str();
+  return "[" +
+         detail::join_spelled(
+             shape, [](int64_t size) { return std::to_string(size); }) +
+         "]";
 }
 
+// TorchRL's class names, in SpecKind's order.
+constexpr std::array<const char*, 4> kSpecKindNames = {
+    "Unbounded", "Bounded", "Categorical", "OneHot"};
+static_assert(
+    static_cast<size_t>(SpecKind::kOneHot) + 1 == kSpecKindNames.size(),
+    "one name per SpecKind");
+
 const char* kind_name(SpecKind kind) {
-  switch (kind) {
-    case SpecKind::kUnbounded:
-      return "Unbounded";
-    case SpecKind::kBounded:
-      return "Bounded";
-    case SpecKind::kCategorical:
-      return "Categorical";
-    case SpecKind::kOneHot:
-      return "OneHot";
-  }
-  return "?";
+  const auto index = static_cast<size_t>(kind);
+  return index < kSpecKindNames.size() ? kSpecKindNames[index] : "?";
 }
 
 // Why `value` is not in `spec`, or empty if it is.

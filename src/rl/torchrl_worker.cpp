@@ -61,6 +61,12 @@ std::string message_of(const std::exception& e) {
   return one_line(e.what());
 }
 
+// Throws for a transfer with the learner (`what`) that threw `e`.
+[[noreturn]] void throw_learner_gone(
+    const std::string& what, const std::exception& e) {
+  TORCH_CHECK(false, what, " failed (the learner went away?): ", message_of(e));
+}
+
 // A store of the learner, with the address it was reached at for messages.
 struct LearnerStore {
   StorePtr store;
@@ -162,19 +168,25 @@ void wait_work(
   try {
     work->wait();
   } catch (const std::exception& e) {
-    TORCH_CHECK(
-        false, what, " failed (the learner went away?): ", message_of(e));
+    throw_learner_gone(what, e);
   }
 }
 
-// Python's `broadcast` of the store port (int64 [1]) from rank 0.
-int recv_store_port(const dist::ProcessGroupPtr& group) {
-  std::vector<at::Tensor> port{at::zeros({1}, at::kLong)};
+// One int64 that rank 0 broadcasts, as Python's `broadcast` of an int64
+// tensor of shape [1]; `what` names it when the learner is gone.
+int64_t recv_broadcast_int64(
+    const dist::ProcessGroupPtr& group, const std::string& what) {
+  std::vector<at::Tensor> value{at::zeros({1}, at::kLong)};
   c10d::BroadcastOptions options;
   options.rootRank = 0;
-  wait_work(
-      group->broadcast(port, options), "receiving the collector store's port");
-  const int64_t value = port[0].item<int64_t>();
+  wait_work(group->broadcast(value, options), what);
+  return value[0].item<int64_t>();
+}
+
+// The store port the learner broadcasts.
+int recv_store_port(const dist::ProcessGroupPtr& group) {
+  const int64_t value =
+      recv_broadcast_int64(group, "receiving the collector store's port");
   TORCH_CHECK(
       value > 0 && value < 65536,
       "the learner broadcast the collector store's port as ",
@@ -190,13 +202,8 @@ int recv_store_port(const dist::ProcessGroupPtr& group) {
 // dropped. Returns the pickle's size.
 int64_t recv_startup_payload(
     const dist::ProcessGroupPtr& group, int64_t max_bytes) {
-  std::vector<at::Tensor> size{at::zeros({1}, at::kLong)};
-  c10d::BroadcastOptions broadcast_options;
-  broadcast_options.rootRank = 0;
-  wait_work(
-      group->broadcast(size, broadcast_options),
-      "receiving the size of the start-up payload");
-  const int64_t padded = size[0].item<int64_t>();
+  const int64_t padded =
+      recv_broadcast_int64(group, "receiving the size of the start-up payload");
   TORCH_CHECK(
       padded > 0 && padded <= max_bytes,
       "the learner's start-up payload (scatter_object_list) has ",
@@ -338,12 +345,7 @@ class Worker {
     try {
       dist::recv(buffer, 0, dist::RecvOptions().group(group_).checked(false));
     } catch (const c10::Error& e) {
-      TORCH_CHECK(
-          false,
-          "receiving ",
-          what,
-          " failed (the learner went away?): ",
-          one_line(e.what_without_backtrace()));
+      throw_learner_gone("receiving " + what, e);
     }
     std::string refused;
     if (options_.refuse_non_finite()) {
@@ -456,12 +458,8 @@ class Worker {
     try {
       dist::send(batch, 0, dist::SendOptions().group(group_).checked(false));
     } catch (const c10::Error& e) {
-      TORCH_CHECK(
-          false,
-          "sending batch ",
-          stats_.batches,
-          " to the learner failed (the learner went away?): ",
-          one_line(e.what_without_backtrace()));
+      throw_learner_gone(
+          c10::str("sending batch ", stats_.batches, " to the learner"), e);
     }
     if (!options_.sync()) {
       collector_store_.set(status_key_, "done");

@@ -57,15 +57,8 @@ std::string key_repr(const std::vector<std::string>& parts) {
   if (parts.empty()) {
     return "the root";
   }
-  std::string out = "(";
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (i > 0) {
-      out += ", ";
-    }
-    out += python_repr(parts[i]);
-  }
-  out += parts.size() == 1 ? ",)" : ")";
-  return out;
+  return "(" + join_spelled(parts, python_repr) +
+         (parts.size() == 1 ? ",)" : ")");
 }
 
 Json level_names(bool has_names, const DimNames& names) {
@@ -526,12 +519,7 @@ class Decoder {
     if (missing.empty()) {
       return;
     }
-    std::sort(missing.begin(), missing.end());
-    std::string list = "[";
-    for (size_t i = 0; i < missing.size(); ++i) {
-      list += (i > 0 ? ", " : "") + python_repr(missing[i]);
-    }
-    list += "]";
+    const std::string list = sorted_list_repr({missing.begin(), missing.end()});
     TORCH_CHECK_VALUE(
         false,
         "The tensors ",

@@ -8,6 +8,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <ostream>
 #include <set>
@@ -30,18 +31,20 @@ namespace {
 constexpr const char* kLegacyBatchSize = "__batch_size";
 constexpr const char* kLegacyDevice = "__device";
 
+// What each StateDict::Kind holds, in the enum's order, for messages.
+constexpr std::array<const char*, 4> kStateDictKindNames = {
+    "a tensor",
+    "a nested state dict",
+    "a legacy batch size",
+    "a legacy device"};
+static_assert(
+    static_cast<size_t>(StateDict::Kind::kDevice) + 1 ==
+        kStateDictKindNames.size(),
+    "one name per StateDict::Kind");
+
 const char* kind_name(StateDict::Kind kind) {
-  switch (kind) {
-    case StateDict::Kind::kTensor:
-      return "a tensor";
-    case StateDict::Kind::kNested:
-      return "a nested state dict";
-    case StateDict::Kind::kBatchSize:
-      return "a legacy batch size";
-    case StateDict::Kind::kDevice:
-      return "a legacy device";
-  }
-  return "?";
+  const auto index = static_cast<size_t>(kind);
+  return index < kStateDictKindNames.size() ? kStateDictKindNames[index] : "?";
 }
 
 void check_kind(StateDict::Kind got, StateDict::Kind expected) {
@@ -788,16 +791,7 @@ std::string key_set_repr(const std::set<std::string>& keys) {
   if (keys.empty()) {
     return "set()";
   }
-  std::string out = "{";
-  bool first = true;
-  for (const auto& key : keys) {
-    if (!first) {
-      out += ", ";
-    }
-    first = false;
-    out += python_repr(key);
-  }
-  return out + "}";
+  return "{" + join_spelled(keys, python_repr) + "}";
 }
 
 StateDict make_state_dict(

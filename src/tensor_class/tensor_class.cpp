@@ -9,6 +9,7 @@
 #include "tensordict/tensor_class.h"
 
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <ostream>
 
@@ -46,26 +47,23 @@ const Json* json_of(const FieldArg::Variant& v) {
   return held != nullptr ? held->get() : nullptr;
 }
 
+// What a field of each FieldKind holds, in the enum's order, for messages.
+constexpr std::array<const char*, 8> kFieldKindNames = {
+    "a tensor",
+    "a TensorDict",
+    "a TensorClass",
+    "a string",
+    "an integer",
+    "a float",
+    "a bool",
+    "a JSON value"};
+static_assert(
+    static_cast<size_t>(FieldKind::kJson) + 1 == kFieldKindNames.size(),
+    "one name per FieldKind");
+
 const char* kind_name(FieldKind kind) {
-  switch (kind) {
-    case FieldKind::kTensor:
-      return "a tensor";
-    case FieldKind::kTensorDict:
-      return "a TensorDict";
-    case FieldKind::kTensorClass:
-      return "a TensorClass";
-    case FieldKind::kString:
-      return "a string";
-    case FieldKind::kInt:
-      return "an integer";
-    case FieldKind::kDouble:
-      return "a float";
-    case FieldKind::kBool:
-      return "a bool";
-    case FieldKind::kJson:
-      return "a JSON value";
-  }
-  return "a value";
+  const auto index = static_cast<size_t>(kind);
+  return index < kFieldKindNames.size() ? kFieldKindNames[index] : "a value";
 }
 
 const char* arg_name(const FieldArg& arg) {
@@ -91,13 +89,8 @@ std::string field_label(const ClassInfo& info, size_t index) {
   return c10::str("field '", info.fields[index].name, "' of ", info.name);
 }
 
-std::string sorted_names_repr(std::vector<std::string> names) {
-  std::sort(names.begin(), names.end());
-  std::string out = "[";
-  for (size_t i = 0; i < names.size(); ++i) {
-    out += (i > 0 ? ", " : "") + python_repr(names[i]);
-  }
-  return out + "]";
+std::string sorted_names_repr(const std::vector<std::string>& names) {
+  return sorted_list_repr({names.begin(), names.end()});
 }
 
 std::vector<std::string> field_names(const ClassInfo& info) {
@@ -758,11 +751,7 @@ namespace {
     const ClassInfo& info) {
   auto set_repr = [](std::vector<std::string> names) {
     std::sort(names.begin(), names.end());
-    std::string out = "{";
-    for (size_t i = 0; i < names.size(); ++i) {
-      out += (i > 0 ? ", " : "") + python_repr(names[i]);
-    }
-    return out + "}";
+    return "{" + join_spelled(names, python_repr) + "}";
   };
   TORCH_CHECK_VALUE(
       false,

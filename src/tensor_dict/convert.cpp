@@ -46,12 +46,10 @@ void move_storage_to_shared_memory(const c10::Storage& storage) {
 
 // Python's `repr` of a list of nested keys: ['a', ('n', 'b')].
 std::string keys_repr(const std::vector<NestedKey>& keys) {
-  std::string out = "[";
-  for (size_t i = 0; i < keys.size(); ++i) {
-    out += i > 0 ? ", " : "";
-    out += keys[i].to_string();
-  }
-  return out + "]";
+  return "[" +
+         detail::join_spelled(
+             keys, [](const NestedKey& key) { return key.to_string(); }) +
+         "]";
 }
 
 // True when `value` broadcasts to `dest` (torch's copy_ rule).

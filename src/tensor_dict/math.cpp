@@ -215,23 +215,29 @@ constexpr const char* verb_of(std::string_view name) {
 // The definitions of one TENSORDICT_DICT_MATH_OPS entry, by kind.
 #define TENSORDICT_DEFINE(kind, name) TENSORDICT_DEFINE_##kind(name)
 
-// `name(other)` and `name_(other)` for one operand type, as the tensor ops
-// `a.name(b)` and `a.name_(b)`.
-#define TENSORDICT_DEFINE_BINARY(name, Operand)                             \
+// `name(other)` for one operand type, as the tensor op `a.name(b)`: the
+// out-of-place half of the arithmetic ops, and the whole of the comparison
+// and logical ops.
+#define TENSORDICT_DEFINE_OUT_OF_PLACE(name, Operand)                       \
   TensorDict TensorDict::name(const Operand& other) const {                 \
     return binary(                                                          \
         *this,                                                              \
         other,                                                              \
         [](const at::Tensor& a, const at::Tensor& b) { return a.name(b); }, \
         verb_of(#name));                                                    \
-  }                                                                         \
-  TensorDict& TensorDict::name##_(const Operand& other) {                   \
-    binary_(                                                                \
-        *this,                                                              \
-        other,                                                              \
-        [](const at::Tensor& a, const at::Tensor& b) { a.name##_(b); },     \
-        verb_of(#name));                                                    \
-    return *this;                                                           \
+  }
+
+// `name(other)` and `name_(other)` for one operand type, as the tensor ops
+// `a.name(b)` and `a.name_(b)`.
+#define TENSORDICT_DEFINE_BINARY(name, Operand)                         \
+  TENSORDICT_DEFINE_OUT_OF_PLACE(name, Operand)                         \
+  TensorDict& TensorDict::name##_(const Operand& other) {               \
+    binary_(                                                            \
+        *this,                                                          \
+        other,                                                          \
+        [](const at::Tensor& a, const at::Tensor& b) { a.name##_(b); }, \
+        verb_of(#name));                                                \
+    return *this;                                                       \
   }
 
 // The same for add and sub, which take `alpha`.
@@ -290,31 +296,13 @@ constexpr const char* verb_of(std::string_view name) {
   }
 
 // `name(other)` for dict and scalar operands.
-#define TENSORDICT_DEFINE_COMPARE(name)                                     \
-  TensorDict TensorDict::name(const TensorDict& other) const {              \
-    return binary(                                                          \
-        *this,                                                              \
-        other,                                                              \
-        [](const at::Tensor& a, const at::Tensor& b) { return a.name(b); }, \
-        verb_of(#name));                                                    \
-  }                                                                         \
-  TensorDict TensorDict::name(const c10::Scalar& other) const {             \
-    return binary(                                                          \
-        *this,                                                              \
-        other,                                                              \
-        [](const at::Tensor& a, const at::Tensor& b) { return a.name(b); }, \
-        verb_of(#name));                                                    \
-  }
+#define TENSORDICT_DEFINE_COMPARE(name)            \
+  TENSORDICT_DEFINE_OUT_OF_PLACE(name, TensorDict) \
+  TENSORDICT_DEFINE_OUT_OF_PLACE(name, c10::Scalar)
 
 // `name(other)` for a dict operand.
-#define TENSORDICT_DEFINE_LOGICAL(name)                                     \
-  TensorDict TensorDict::name(const TensorDict& other) const {              \
-    return binary(                                                          \
-        *this,                                                              \
-        other,                                                              \
-        [](const at::Tensor& a, const at::Tensor& b) { return a.name(b); }, \
-        verb_of(#name));                                                    \
-  }
+#define TENSORDICT_DEFINE_LOGICAL(name) \
+  TENSORDICT_DEFINE_OUT_OF_PLACE(name, TensorDict)
 
 TENSORDICT_DICT_MATH_OPS(TENSORDICT_DEFINE)
 
@@ -326,6 +314,7 @@ TENSORDICT_DICT_MATH_OPS(TENSORDICT_DEFINE)
 #undef TENSORDICT_DEFINE_ALPHA_PAIR
 #undef TENSORDICT_DEFINE_ALPHA
 #undef TENSORDICT_DEFINE_BINARY
+#undef TENSORDICT_DEFINE_OUT_OF_PLACE
 #undef TENSORDICT_DEFINE
 
 // Compound assignment and the free operators, for each operand type.

@@ -32,11 +32,13 @@ int64_t product(const std::vector<int64_t>& shape) {
 }
 
 std::string shapes_string(const std::vector<std::vector<int64_t>>& shapes) {
-  std::string text = "[";
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    text += (i > 0 ? ", " : "") + c10::str(c10::IntArrayRef(shapes[i]));
-  }
-  return text + "]";
+  return "[" +
+         detail::join_spelled(
+             shapes,
+             [](const std::vector<int64_t>& shape) {
+               return c10::str(c10::IntArrayRef(shape));
+             }) +
+         "]";
 }
 
 void set_offsets(PackLayout& layout) {

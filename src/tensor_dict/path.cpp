@@ -3,7 +3,6 @@
 
 #include <c10/macros/Macros.h>
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -36,16 +35,7 @@ std::string TensorDictImpl::sorted_keys_repr() const {
   for (const Node* node : nodes()) {
     keys.emplace_back(node->key);
   }
-  std::sort(keys.begin(), keys.end());
-  std::string out = "[";
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (i > 0) {
-      out += ", ";
-    }
-    out += python_repr(keys[i]);
-  }
-  out += "]";
-  return out;
+  return sorted_list_repr(std::move(keys));
 }
 
 void throw_missing_key(

@@ -6,6 +6,7 @@
 #include <ATen/ops/cat.h>
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <string_view>
 
@@ -15,32 +16,29 @@ TENSORDICT_BEGIN_NAMESPACE
 
 namespace {
 
+// Python's name of each ReduceOp, in the enum's order: messages print it,
+// and each TENSORDICT_DICT_REDUCE_OPS member finds its op by it, so the two
+// cannot disagree. An op added past kAny fails op_name's assert.
+constexpr std::array<const char*, 11> kReduceOpNames = {
+    "sum",
+    "mean",
+    "std",
+    "var",
+    "prod",
+    "amax",
+    "amin",
+    "max",
+    "min",
+    "all",
+    "any"};
+static_assert(
+    static_cast<size_t>(ReduceOp::kAny) + 1 == kReduceOpNames.size(),
+    "one name per ReduceOp");
+
 const char* op_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return "sum";
-    case ReduceOp::kMean:
-      return "mean";
-    case ReduceOp::kStd:
-      return "std";
-    case ReduceOp::kVar:
-      return "var";
-    case ReduceOp::kProd:
-      return "prod";
-    case ReduceOp::kAmax:
-      return "amax";
-    case ReduceOp::kAmin:
-      return "amin";
-    case ReduceOp::kMax:
-      return "max";
-    case ReduceOp::kMin:
-      return "min";
-    case ReduceOp::kAll:
-      return "all";
-    case ReduceOp::kAny:
-      return "any";
-  }
-  TORCH_INTERNAL_ASSERT(false, "unknown ReduceOp");
+  const auto index = static_cast<size_t>(op);
+  TORCH_INTERNAL_ASSERT(index < kReduceOpNames.size(), "unknown ReduceOp");
+  return kReduceOpNames[index];
 }
 
 // Reduces `t` over `dims` (sorted, non-negative), or over every element
@@ -211,22 +209,25 @@ TensorDict reduce_dict(
       change);
 }
 
-}  // namespace
-
-namespace {
-
 // The ReduceOp of a TENSORDICT_DICT_REDUCE_OPS entry.
 constexpr ReduceOp reduce_op_named(std::string_view name) {
-  return name == "sum"    ? ReduceOp::kSum
-         : name == "mean" ? ReduceOp::kMean
-         : name == "std"  ? ReduceOp::kStd
-         : name == "var"  ? ReduceOp::kVar
-         : name == "prod" ? ReduceOp::kProd
-         : name == "amax" ? ReduceOp::kAmax
-         : name == "amin" ? ReduceOp::kAmin
-         : name == "max"  ? ReduceOp::kMax
-         : name == "min"  ? ReduceOp::kMin
-                          : throw std::logic_error("not a reduction");
+  for (size_t i = 0; i < kReduceOpNames.size(); ++i) {
+    if (name == kReduceOpNames[i]) {
+      return static_cast<ReduceOp>(i);
+    }
+  }
+  throw std::logic_error("not a reduction");
+}
+
+// `all(dim)` and `any(dim)`: `op` over the one batch dim `dim`, checked
+// with Python's message.
+TensorDict reduce_batch_dim(const TensorDict& td, ReduceOp op, int64_t dim) {
+  const int64_t ndim = td.batch_dims();
+  TORCH_CHECK(
+      dim >= -ndim && dim < ndim,
+      "dim must be greater than or equal to -tensordict.batch_dims and "
+      "smaller than tensordict.batch_dims");
+  return reduce_dict(td, op, ReduceOptions().dim({dim}));
 }
 
 }  // namespace
@@ -242,21 +243,11 @@ TENSORDICT_DICT_REDUCE_OPS(TENSORDICT_DEFINE_REDUCE)
 #undef TENSORDICT_DEFINE_REDUCE
 
 TensorDict TensorDict::all(int64_t dim) const {
-  const int64_t ndim = batch_dims();
-  TORCH_CHECK(
-      dim >= -ndim && dim < ndim,
-      "dim must be greater than or equal to -tensordict.batch_dims and "
-      "smaller than tensordict.batch_dims");
-  return reduce_dict(*this, ReduceOp::kAll, ReduceOptions().dim({dim}));
+  return reduce_batch_dim(*this, ReduceOp::kAll, dim);
 }
 
 TensorDict TensorDict::any(int64_t dim) const {
-  const int64_t ndim = batch_dims();
-  TORCH_CHECK(
-      dim >= -ndim && dim < ndim,
-      "dim must be greater than or equal to -tensordict.batch_dims and "
-      "smaller than tensordict.batch_dims");
-  return reduce_dict(*this, ReduceOp::kAny, ReduceOptions().dim({dim}));
+  return reduce_batch_dim(*this, ReduceOp::kAny, dim);
 }
 
 at::Tensor TensorDict::reduce(ReduceOp op, const ReduceOptions& options) const {

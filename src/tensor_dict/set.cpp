@@ -238,6 +238,42 @@ Value lazy_hop_entry(const LazyHop& hop, const NestedKey& key) {
   return Value(hop.stack.get(hop.rest));
 }
 
+// The one switch of the readers that throw on a missing key: `from_entry`
+// of the entry `found` names, or `from_hop` of the lazy stack the key runs
+// into; otherwise the KeyError of `get`. Inlined into each reader, so the
+// Lookup stays in registers.
+template <typename FromEntry, typename FromHop>
+auto read_found(
+    Lookup found,
+    const NestedKey& key,
+    const FromEntry& from_entry,
+    const FromHop& from_hop) {
+  switch (found.kind) {
+    case Lookup::Kind::kFound:
+      return from_entry(found.node->value);
+    case Lookup::Kind::kThroughLazyStack:
+      return from_hop(lazy_hop(found, key));
+    case Lookup::Kind::kMissing:
+    case Lookup::Kind::kThroughLeaf:
+      break;
+  }
+  throw_key_error(found, key);
+}
+
+// The tensor at `found`, for both forms of `get`.
+at::Tensor tensor_found(Lookup found, const NestedKey& key) {
+  return read_found(
+      found,
+      key,
+      [&](const Value& value) {
+        if (!value.is_tensor()) {
+          throw_wrong_kind(value, key, "Tensor");
+        }
+        return value.tensor();
+      },
+      [](const LazyHop& hop) { return hop.stack.get(hop.rest); });
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -263,48 +299,16 @@ bool TensorDict::contains(const NestedKey& key) const noexcept {
 }
 
 at::Tensor TensorDict::get(const NestedKey& key) const {
-  const detail::Lookup found = detail::lookup(*this, key);
-  switch (found.kind) {
-    case Found::kFound: {
-      const Value& value = found.node->value;
-      if (!value.is_tensor()) {
-        detail::throw_wrong_kind(value, key, "Tensor");
-      }
-      return value.tensor();
-    }
-    case Found::kThroughLazyStack: {
-      const detail::LazyHop hop = detail::lazy_hop(found, key);
-      return hop.stack.get(hop.rest);
-    }
-    case Found::kMissing:
-    case Found::kThroughLeaf:
-      break;
-  }
-  detail::throw_key_error(found, key);
+  return detail::tensor_found(detail::lookup(*this, key), key);
 }
 
 at::Tensor TensorDict::get(
     const NestedKey& key, const at::Tensor& default_value) const {
   const detail::Lookup found = detail::lookup(*this, key);
-  switch (found.kind) {
-    case Found::kFound: {
-      const Value& value = found.node->value;
-      if (!value.is_tensor()) {
-        detail::throw_wrong_kind(value, key, "Tensor");
-      }
-      return value.tensor();
-    }
-    case Found::kThroughLazyStack:
-      if (detail::lazy_hop_contains(found, key)) {
-        const detail::LazyHop hop = detail::lazy_hop(found, key);
-        return hop.stack.get(hop.rest);
-      }
-      break;
-    case Found::kMissing:
-    case Found::kThroughLeaf:
-      break;
-  }
-  return default_value;
+  const bool present =
+      found.kind == Found::kFound || (found.kind == Found::kThroughLazyStack &&
+                                      detail::lazy_hop_contains(found, key));
+  return present ? detail::tensor_found(found, key) : default_value;
 }
 
 TensorDict TensorDict::get_tensordict(const NestedKey& key) const {
@@ -316,38 +320,28 @@ TensorDict TensorDict::get_tensordict(const NestedKey& key) const {
 }
 
 LazyStackedTensorDict TensorDict::get_lazy_stack(const NestedKey& key) const {
-  const detail::Lookup found = detail::lookup(*this, key);
-  switch (found.kind) {
-    case Found::kFound: {
-      const Value& value = found.node->value;
-      if (!value.is_lazy_stack()) {
-        detail::throw_wrong_kind(value, key, "LazyStackedTensorDict");
-      }
-      return value.lazy_stack();
-    }
-    case Found::kThroughLazyStack: {
-      const detail::LazyHop hop = detail::lazy_hop(found, key);
-      return hop.stack.get_tensordict(hop.rest);
-    }
-    case Found::kMissing:
-    case Found::kThroughLeaf:
-      break;
-  }
-  detail::throw_key_error(found, key);
+  return detail::read_found(
+      detail::lookup(*this, key),
+      key,
+      [&](const Value& value) {
+        if (!value.is_lazy_stack()) {
+          detail::throw_wrong_kind(value, key, "LazyStackedTensorDict");
+        }
+        return value.lazy_stack();
+      },
+      [](const detail::LazyHop& hop) {
+        return hop.stack.get_tensordict(hop.rest);
+      });
 }
 
 Value TensorDict::operator[](const NestedKey& key) const {
-  const detail::Lookup found = detail::lookup(*this, key);
-  switch (found.kind) {
-    case Found::kFound:
-      return found.node->value;
-    case Found::kThroughLazyStack:
-      return detail::lazy_hop_entry(detail::lazy_hop(found, key), key);
-    case Found::kMissing:
-    case Found::kThroughLeaf:
-      break;
-  }
-  detail::throw_key_error(found, key);
+  return detail::read_found(
+      detail::lookup(*this, key),
+      key,
+      [](const Value& value) { return value; },
+      [&](const detail::LazyHop& hop) {
+        return detail::lazy_hop_entry(hop, key);
+      });
 }
 
 Value TensorDict::setdefault(const NestedKey& key, const Value& default_value) {

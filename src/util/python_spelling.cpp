@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -78,15 +79,17 @@ std::string dtype_name(c10::ScalarType dtype) {
 }
 
 std::string size_repr(c10::IntArrayRef sizes) {
-  std::string out = "torch.Size([";
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    if (i > 0) {
-      out += ", ";
-    }
-    out += std::to_string(sizes[i]);
-  }
-  out += "])";
-  return out;
+  return "torch.Size([" +
+         join_spelled(
+             sizes, [](int64_t size) { return std::to_string(size); }) +
+         "])";
+}
+
+std::string python_tuple(c10::IntArrayRef sizes) {
+  return "(" +
+         join_spelled(
+             sizes, [](int64_t size) { return std::to_string(size); }) +
+         (sizes.size() == 1 ? ",)" : ")");
 }
 
 namespace {
@@ -277,15 +280,18 @@ std::string indent_lines(std::string_view text, std::string_view prefix) {
 }
 
 std::string names_repr(const std::vector<std::optional<std::string>>& names) {
-  std::string out = "[";
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (i > 0) {
-      out += ", ";
-    }
-    out += names[i] ? python_repr(*names[i]) : "None";
-  }
-  out += "]";
-  return out;
+  return "[" +
+         join_spelled(
+             names,
+             [](const std::optional<std::string>& name) {
+               return name ? python_repr(*name) : std::string("None");
+             }) +
+         "]";
+}
+
+std::string sorted_list_repr(std::vector<std::string_view> names) {
+  std::sort(names.begin(), names.end());
+  return "[" + join_spelled(names, python_repr) + "]";
 }
 
 const char* python_bool(bool b) {

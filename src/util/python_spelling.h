@@ -22,10 +22,32 @@ int64_t wrap_dim(int64_t dim, int64_t ndim);
 
 /// Returns Python's name of a dtype: "torch.float32".
 std::string dtype_name(c10::ScalarType dtype);
+/// Returns `spell(item)` for each of `items`, separated by `separator`:
+/// the one loop behind the list, tuple and set spellings of reprs and
+/// messages ("[" + join_spelled(...) + "]").
+template <typename Items, typename Spell>
+std::string join_spelled(
+    const Items& items, const Spell& spell, std::string_view separator = ", ") {
+  std::string out;
+  bool first = true;
+  for (const auto& item : items) {
+    if (!first) {
+      out += separator;
+    }
+    first = false;
+    out += spell(item);
+  }
+  return out;
+}
+
 /// Returns Python's repr of a size: "torch.Size([4, 3])".
 std::string size_repr(c10::IntArrayRef sizes);
+/// Returns Python's repr of a shape as a tuple: "(2, 5)", "(2,)", "()".
+std::string python_tuple(c10::IntArrayRef sizes);
 /// Returns Python's repr of a str: 'text'.
 std::string python_repr(std::string_view text);
+/// Returns Python's repr of the sorted list of `names`: ['a', 'b'].
+std::string sorted_list_repr(std::vector<std::string_view> names);
 /// Returns Python's repr of a float: shortest round-trip digits, fixed
 /// notation for exponents in [-4, 16), "1.0" for whole numbers.
 std::string float_repr(double value);
