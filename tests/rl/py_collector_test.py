@@ -43,6 +43,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 import warnings
 
 import torch
@@ -412,7 +413,7 @@ def check_seed_and_errors(package, work):
 
 
 def check_gil_released(package):
-    c = collector(package, frames_per_batch=40_000, num_envs=8)
+    c = collector(package, frames_per_batch=16_000, num_envs=8)
     c.next()  # warm up
     count = [0]
     running = threading.Event()
@@ -455,7 +456,7 @@ def live_tensordicts():
 
 
 def check_leaks(package):
-    c = collector(package, frames_per_batch=4096, num_envs=8, num_threads=2)
+    c = collector(package, frames_per_batch=1024, num_envs=8, num_threads=2)
     refcounts, leaf_refcounts = set(), set()
     rss = {}
     gc.collect()
@@ -477,8 +478,9 @@ def check_leaks(package):
     gc.collect()
     live_end = live_tensordicts()
     growth = rss[300] - rss[100]
-    # 200 leaked batches would be 200 * batch_bytes (about 64 MiB here).
-    check(growth < 16 * batch_bytes, f"RSS grew by {growth / 2**20:.1f} MiB over 200 batches "
+    # 200 leaked batches would be 200 * batch_bytes (about 16 MiB here);
+    # the allocator's own noise stays well under a quarter of that.
+    check(growth < 50 * batch_bytes, f"RSS grew by {growth / 2**20:.1f} MiB over 200 batches "
                                      f"of {batch_bytes / 2**10:.0f} KiB")
     check(len(refcounts) == 1, f"the batch's refcount varied: {sorted(refcounts)}")
     check(len(leaf_refcounts) == 1, f"a leaf's refcount varied: {sorted(leaf_refcounts)}")
@@ -493,13 +495,23 @@ def main():
     os.makedirs(work)
     torch.set_num_threads(1)
     print(f"tensordict {tensordict.__version__}, TorchRL: {HAVE_TORCHRL}, env {ENV}")
+    start = time.perf_counter()
     package = export_actor(work)
-    check_layout(package)
-    check_values(package, exe, work)
-    check_weights(package)
-    check_seed_and_errors(package, work)
-    check_gil_released(package)
-    check_leaks(package)
+    print(f"exported the actor in {time.perf_counter() - start:.0f} s")
+    for step, args in (
+        (check_layout, (package,)),
+        (check_values, (package, exe, work)),
+        (check_weights, (package,)),
+        (check_seed_and_errors, (package, work)),
+        (check_gil_released, (package,)),
+        (check_leaks, (package,)),
+    ):
+        # TorchRL's SerialEnv changes torch's thread count; the package's
+        # kernels would then wait on an oversubscribed thread pool.
+        torch.set_num_threads(1)
+        start = time.perf_counter()
+        step(*args)
+        print(f"  ({step.__name__}: {time.perf_counter() - start:.1f} s)")
     print("OK")
 
 
