@@ -16,8 +16,9 @@ What follows TorchRL 0.14.1's ``Collector``, and what does not:
   outputs (``"logits"``, ``"action_log_prob"``, ...);
 - each batch is a fresh TensorDict by default, as TorchRL's default
   (``return_same_td=False``) yields a clone: a batch stays valid after the
-  next one is collected. ``return_same_td=True`` yields the same dict,
-  overwritten by every batch, as TorchRL's option does;
+  next one is collected. ``return_same_td=True`` yields the same tensors,
+  overwritten by every batch, as TorchRL's option does (each batch is a new
+  Python TensorDict over them, not the same Python object);
 - ``frames_per_batch`` is rounded up to a multiple of ``num_envs``;
   ``collector.frames_per_batch`` is then the steps per env and
   ``requested_frames_per_batch`` the frames of a batch, as TorchRL names
@@ -76,7 +77,7 @@ class Collector:
             root and in ``"next"``) with the number of weight updates used,
             as TorchRL's ``track_policy_version=True``.
         reset_at_each_iter: resets every sub-env at the start of each batch.
-        return_same_td: yields the same TensorDict every batch, overwritten.
+        return_same_td: yields the same tensors every batch, overwritten.
 
     Example::
 

@@ -22,7 +22,8 @@ both:
    TorchRL's;
 2. the values equal rl::Collector's (py_collector_reference, same package,
    seeds, options, 2 threads), and a batch kept stays valid (unchanged)
-   after the next batches;
+   after the next batches; with return_same_td=True the batches share
+   their tensors, overwritten;
 3. weights given from Python (TensorDict.from_module of another actor, its
    .data, a flat dict, the module) show in the next batch: its parameters
    and log-probs are those the Python actor with the new weights computes
@@ -259,6 +260,21 @@ def check_values(package, exe, work):
     check(torch.equal(kept["observation"], kept_copy["observation"])
           and (kept == kept_copy).all(),
           "a batch changed after the next batches were collected (it must stay valid)")
+    # return_same_td: every batch over the same tensors, overwritten (a new
+    # Python TensorDict each time, holding the same tensor objects).
+    torch.manual_seed(TORCH_SEED)
+    same = collector(package, frames_per_batch=64, num_envs=4, num_threads=2, seed=ENV_SEED,
+                     return_same_td=True)
+    first = same.next()
+    first_values = first.clone()
+    second = same.next()
+    check(second["observation"] is first["observation"]
+          and second["next", "observation"].data_ptr() == first["next", "observation"].data_ptr(),
+          "return_same_td=True must yield the same tensors every batch")
+    check(torch.equal(first_values["observation"], ours[0]["observation"])
+          and torch.equal(first["observation"], ours[1]["observation"]),
+          "return_same_td=True: the buffers must hold the latest batch")
+    same.shutdown()
     for i, mine in enumerate(ours):
         ref = TensorDict.load_memmap(os.path.join(out, f"batch_{i}"))
         check(tuple(ref.batch_size) == tuple(mine.batch_size), f"batch {i}: batch size")
