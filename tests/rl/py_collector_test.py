@@ -211,6 +211,7 @@ def check_layout(package):
                 ("next", "terminated"), ("next", "truncated"), ("collector", "traj_ids")}
         got = set(one_env.keys(include_nested=True, leaves_only=True))
         check(want <= got, f"missing keys {want - got}")
+        print(f"layout: [T] and [4, T] batches, {len(got)} leaves")
         return
     from torchrl.collectors import Collector
     from torchrl.envs import GymEnv, SerialEnv
