@@ -36,22 +36,23 @@ namespace tdnn = tensordict::nn;
 
 // Raises the Python exception Python tensordict and TorchRL raise for the
 // same fault (KeyError, ValueError, TypeError, IndexError; RuntimeError
-// otherwise), with the C++ message and no C++ backtrace. Local to these
-// bindings, so that the module's other functions keep their own mapping.
+// otherwise), with the C++ message and its context lines ("while ...") but
+// no C++ backtrace. Local to these bindings, so that the module's other
+// functions keep their own mapping.
 template <typename F>
 auto translated(F&& f) -> decltype(f()) {
   try {
     return f();
   } catch (const tensordict::KeyError& e) {
-    throw py::key_error(e.msg());
+    throw py::key_error(e.what_without_backtrace());
   } catch (const c10::ValueError& e) {
-    throw py::value_error(e.msg());
+    throw py::value_error(e.what_without_backtrace());
   } catch (const c10::TypeError& e) {
-    throw py::type_error(e.msg());
+    throw py::type_error(e.what_without_backtrace());
   } catch (const c10::IndexError& e) {
-    throw py::index_error(e.msg());
+    throw py::index_error(e.what_without_backtrace());
   } catch (const c10::Error& e) {
-    throw std::runtime_error(e.msg());
+    throw std::runtime_error(e.what_without_backtrace());
   }
 }
 

@@ -147,7 +147,6 @@ class Collector:
             return_same_td=return_same_td,
         )
         self._total_frames = total_frames
-        self._iterator = None
         self._weights_spec = self._read_weights_spec()
 
     def _read_weights_spec(self):
@@ -216,13 +215,10 @@ class Collector:
 
     def next(self):
         """Returns the next batch, or None once the collector is done (as
-        TorchRL's ``next``)."""
-        if self._iterator is None:
-            self._iterator = self.iterator()
-        try:
-            return next(self._iterator)
-        except StopIteration:
-            return None
+        TorchRL's ``next``). After an error in the policy (a bad input, say)
+        the next call tries that step again; after one in the env the
+        collector refuses to go on."""
+        return self._impl.next()
 
     def set_seed(self, seed: int, static_seed: bool = False) -> int:
         """Reseeds the env; every sub-env resets at the next batch. Returns

@@ -423,6 +423,17 @@ def check_seed_and_errors(package, work):
             fail(f"expected {kind.__name__} mentioning {text!r}")
         except kind as e:
             check(text in str(e), f"{kind.__name__} does not mention {text!r}: {e}")
+    # The package's actions do not fit the other env: a ValueError naming
+    # the key at every try, never a silent end.
+    other = "PointMass" if ENV == "CartPole-v1" else "CartPole-v1"
+    mismatched = tensordict_cpp.Collector(other, package, frames_per_batch=8)
+    for attempt in range(2):
+        try:
+            mismatched.next()
+            fail(f"the {ENV} actor's actions were taken by {other}")
+        except ValueError as e:
+            check("'action'" in str(e), f"the error does not name 'action': {e}")
+    mismatched.shutdown()
     print(f"seed/shutdown/errors: {len(cases)} bad arguments refused")
 
 
