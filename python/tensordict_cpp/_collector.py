@@ -16,9 +16,10 @@ What follows TorchRL 0.14.1's ``Collector``, and what does not:
   outputs (``"logits"``, ``"action_log_prob"``, ...);
 - each batch is a fresh TensorDict by default, as TorchRL's default
   (``return_same_td=False``) yields a clone: a batch stays valid after the
-  next one is collected. ``return_same_td=True`` yields the same tensors,
+  next one is collected. ``return_same_td=True`` yields the same buffers,
   overwritten by every batch, as TorchRL's option does (each batch is a new
-  Python TensorDict over them, not the same Python object);
+  Python TensorDict over them, not the same Python object; with several
+  envs its leaves are the same tensor objects, with one env views of them);
 - ``frames_per_batch`` is rounded up to a multiple of ``num_envs``;
   ``collector.frames_per_batch`` is then the steps per env and
   ``requested_frames_per_batch`` the frames of a batch, as TorchRL names
