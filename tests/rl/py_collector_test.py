@@ -25,7 +25,8 @@ both:
    after the next batches; with return_same_td=True the batches share
    their tensors, overwritten;
 3. weights given from Python (TensorDict.from_module of another actor, its
-   .data, a flat dict, the module) show in the next batch: its parameters
+   .data, a flat dict, the module; from another thread while collecting)
+   show in the next batch: its parameters
    and log-probs are those the Python actor with the new weights computes
    for the batch's observations and actions; a wrong key or shape raises
    KeyError/ValueError naming the key, and the weights in use stay;
@@ -373,6 +374,39 @@ def check_weights(package):
     c.update_policy_weights_(actor_a)
     check_matches_actor(actor_a, c.next(), "after update_policy_weights_(module)")
     check(c.policy_version == 4, f"policy_version {c.policy_version}, expected 4")
+
+    # Updates from another Python thread while batches are collected (the
+    # GIL released): each batch is wholly a's or wholly b's.
+    stop = threading.Event()
+    weights = [TensorDict.from_module(actor_a).data, TensorDict.from_module(actor_b).data]
+    errors = []
+
+    def update():
+        i = 0
+        try:
+            while not stop.is_set():
+                c.update_policy_weights_(weights[i % 2])
+                i += 1
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    thread = threading.Thread(target=update)
+    thread.start()
+    try:
+        batches = [c.next() for _ in range(20)]
+    finally:
+        stop.set()
+        thread.join()
+    check(not errors, f"update_policy_weights_ from a thread failed: {errors}")
+    check(c.policy_version > 4, "no update from the thread was applied")
+    for i, b in enumerate(batches):
+        for actor in (actor_a, actor_b):
+            td, _ = python_outputs(actor, b)
+            if torch.allclose(td[PARAM_KEYS[0]], b[PARAM_KEYS[0]], atol=1e-5, rtol=1e-5):
+                check_matches_actor(actor, b, f"batch {i} during updates from a thread")
+                break
+        else:
+            fail(f"batch {i} collected during updates from a thread is neither a's nor b's")
     c.shutdown()
     print("weights: updates show in the next batch; bad ones refused by key")
 
