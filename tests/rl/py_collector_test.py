@@ -26,10 +26,10 @@ both:
    their tensors, overwritten;
 3. weights given from Python (TensorDict.from_module of another actor, its
    .data, a flat dict, the module; from another thread while collecting)
-   show in the next batch: its parameters
-   and log-probs are those the Python actor with the new weights computes
-   for the batch's observations and actions; a wrong key or shape raises
-   KeyError/ValueError naming the key, and the weights in use stay;
+   show in the next batch: its parameters and log-probs are those the
+   Python actor with the new weights computes for the batch's observations
+   and actions; a wrong key or shape raises KeyError/ValueError naming the
+   key, and the weights in use stay;
 4. set_seed gives the batch of a fresh collector with that seed; shutdown
    ends iteration; bad arguments raise clear errors;
 5. the GIL is released while a batch is collected (a Python thread runs);
