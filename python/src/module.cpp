@@ -24,6 +24,9 @@
 
 namespace py = pybind11;
 
+// The in-process collector (collector.cpp).
+void bind_collector(py::module_& m);
+
 namespace {
 
 using tensordict::TensorDict;
@@ -71,6 +74,7 @@ PYBIND11_MODULE(_C, m) {
   m.attr("TORCH_VERSION") = std::to_string(TORCH_VERSION_MAJOR) + "." +
                             std::to_string(TORCH_VERSION_MINOR) + "." +
                             std::to_string(TORCH_VERSION_PATCH);
+  bind_collector(m);
   const auto release = py::call_guard<py::gil_scoped_release>();
   m.def(
       "load_memmap",

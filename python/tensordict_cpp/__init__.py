@@ -23,6 +23,10 @@ An installed package (``pip install --no-build-isolation --no-deps
   ``from_consolidated(filename)``, ``to_safetensors(td, path)`` and
   ``from_safetensors(path)``, reading and writing Python tensordict's own
   formats;
+- ``tensordict_cpp.Collector(env="CartPole-v1", policy="actor.pt2",
+  frames_per_batch=...)``: the C++ collector as a TorchRL collector in this
+  process (C++ envs, an exported policy, threads without the GIL), yielding
+  ``tensordict.TensorDict`` batches in TorchRL's layout;
 - ``tensordict_cpp.cmake_prefix_path``, for
   ``find_package(TensorDict)`` (with ``torch.utils.cmake_prefix_path``);
 - the ``tensordict-cpp`` console script (``info``, ``verify``, ``dump``,
@@ -68,14 +72,22 @@ _STORAGE_FUNCTIONS = (
 )
 
 
+# The in-process collector (tensordict_cpp/_collector.py over _C.Collector).
+_ENGINE_CLASSES = ("Collector",)
+
+
 def __getattr__(name):
-    if name in _STORAGE_FUNCTIONS:
+    if name in _STORAGE_FUNCTIONS or name in _ENGINE_CLASSES:
         if _build_info is None:
             raise AttributeError(
                 f"tensordict_cpp.{name} needs the compiled engine, which the source "
                 f"tree lacks: install the package (pip install --no-build-isolation "
                 f"--no-deps ./python)"
             )
+        if name == "Collector":
+            from ._collector import Collector
+
+            return Collector
         from . import _C
 
         return getattr(_C, name)
@@ -89,4 +101,5 @@ __all__ = [
     "cmake_prefix_path",
     "torch_version",
     *_STORAGE_FUNCTIONS,
+    *_ENGINE_CLASSES,
 ]

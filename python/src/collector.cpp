@@ -1,0 +1,277 @@
+// tensordict_cpp._C.Collector: rl::Collector (C++ envs, an AOTInductor
+// policy) driven from Python. tensordict_cpp/_collector.py wraps it in the
+// TorchRL-shaped class users see; this file holds what must be C++: the
+// collector, the GIL release around each batch and the conversions.
+//
+// Each batch is collected with the GIL released (the env ranges on the
+// collector's threads, the policy on the calling thread); the batch then
+// reaches Python through the casters of <tensordict/python.h>, as a
+// tensordict.TensorDict sharing the C++ tensors (no copy). See NOTE [The GIL
+// and the casters] there.
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <tensordict/aoti.h>
+#include <tensordict/errors.h>
+#include <tensordict/probabilistic.h>
+#include <tensordict/python.h>
+#include <tensordict/rl.h>
+#include <tensordict/tensor_dict.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace {
+
+using tensordict::TensorDict;
+namespace rl = tensordict::rl;
+namespace tdnn = tensordict::nn;
+
+// Raises the Python exception Python tensordict and TorchRL raise for the
+// same fault (KeyError, ValueError, TypeError, IndexError; RuntimeError
+// otherwise), with the C++ message and its context lines ("while ...") but
+// no C++ backtrace. Local to these bindings, so that the module's other
+// functions keep their own mapping.
+template <typename F>
+auto translated(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const tensordict::KeyError& e) {
+    throw py::key_error(e.what_without_backtrace());
+  } catch (const c10::ValueError& e) {
+    throw py::value_error(e.what_without_backtrace());
+  } catch (const c10::TypeError& e) {
+    throw py::type_error(e.what_without_backtrace());
+  } catch (const c10::IndexError& e) {
+    throw py::index_error(e.what_without_backtrace());
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(e.what_without_backtrace());
+  }
+}
+
+// The collector object of Python: owns an rl::Collector over a named C++
+// env and an AOTInductor package as the policy.
+class PyCollector {
+ public:
+  PyCollector(
+      const std::string& env,
+      const std::string& policy,
+      int64_t frames_per_batch,
+      int64_t total_frames,
+      int64_t num_envs,
+      int64_t num_threads,
+      std::optional<uint64_t> seed,
+      std::optional<std::string> exploration_type,
+      bool track_policy_version,
+      bool reset_at_each_iter,
+      bool return_same_td) {
+    TORCH_CHECK_VALUE(
+        frames_per_batch >= 1,
+        "Collector: frames_per_batch must be >= 1, got ",
+        frames_per_batch);
+    TORCH_CHECK_VALUE(
+        num_envs >= 1, "Collector: num_envs must be >= 1, got ", num_envs);
+    TORCH_CHECK_VALUE(
+        num_threads >= 1,
+        "Collector: num_threads must be >= 1, got ",
+        num_threads);
+    TORCH_CHECK_VALUE(
+        total_frames == -1 || total_frames >= 1,
+        "Collector: total_frames must be -1 (endless) or >= 1, got ",
+        total_frames);
+    rl::CollectorOptions options(frames_per_batch);
+    options.total_frames(total_frames)
+        .num_threads(num_threads)
+        .track_policy_version(track_policy_version)
+        .reset_at_each_iter(reset_at_each_iter)
+        .return_same_td(return_same_td)
+        .seed(seed);
+    if (exploration_type) {
+      options.exploration_type(
+          tdnn::interaction_type_from_string(*exploration_type));
+    } else {
+      options.exploration_type(std::nullopt);
+    }
+    std::shared_ptr<rl::EnvBase> made = rl::make_env(env, num_envs);
+    tdnn::AOTIModule module(policy);
+    aoti_ = module.ptr();
+    collector_ = std::make_unique<rl::Collector>(
+        std::move(made), std::move(module), options);
+  }
+
+  ~PyCollector() {
+    // Joining the stepping threads needs no Python, and they never take
+    // the GIL: releasing it keeps other Python threads going meanwhile.
+    py::gil_scoped_release release;
+    collector_.reset();
+  }
+
+  PyCollector(const PyCollector&) = delete;
+  PyCollector& operator=(const PyCollector&) = delete;
+
+  // The next batch, or nullopt at the end. One sub-env gives [T], the
+  // layout of TorchRL's Collector on an unbatched GymEnv; N give [N, T].
+  // Called with the GIL released.
+  std::optional<TensorDict> next() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::optional<TensorDict> batch = collector_->next();
+    if (batch && collector_->env()->num_envs() == 1) {
+      return batch->squeeze(0);
+    }
+    return batch;
+  }
+
+  void update_policy_weights_(const TensorDict& weights) {
+    collector_->update_policy_weights_(weights);
+  }
+
+  uint64_t set_seed(uint64_t seed) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    collector_->set_seed(seed);
+    return seed;
+  }
+
+  void shutdown() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    collector_->shutdown();
+  }
+
+  int64_t policy_version() const noexcept {
+    return collector_->policy_version();
+  }
+  int64_t frames() const noexcept {
+    return collector_->frames();
+  }
+  int64_t frames_per_batch() const noexcept {
+    return collector_->frames_per_batch();
+  }
+  int64_t num_envs() const noexcept {
+    return collector_->env()->num_envs();
+  }
+  std::string env_name() const {
+    return collector_->env()->name();
+  }
+  std::string policy_path() const {
+    return aoti_->path();
+  }
+  std::vector<std::string> weight_names() const {
+    return aoti_->weight_names();
+  }
+  // The exporter's "tensordict.spec" metadata (JSON), or "" when the
+  // package has none: _collector.py reads the weights' shapes and dtypes
+  // from it to refuse a wrong update at once rather than at the next batch.
+  std::string spec_json() const {
+    const auto& metadata = aoti_->metadata();
+    const auto it = metadata.find("tensordict.spec");
+    return it == metadata.end() ? std::string() : it->second;
+  }
+
+ private:
+  std::shared_ptr<tdnn::AOTIModuleImpl> aoti_;
+  std::unique_ptr<rl::Collector> collector_;
+  // next, set_seed and shutdown from one thread at a time (rl::Collector's
+  // rule); Python threads may call them concurrently.
+  std::mutex mutex_;
+};
+
+}  // namespace
+
+void bind_collector(py::module_& m) {
+  py::class_<PyCollector>(
+      m,
+      "Collector",
+      "rl::Collector over a C++ env and an AOTInductor policy package; "
+      "tensordict_cpp.Collector is the TorchRL-shaped wrapper to use.")
+      .def(
+          py::init([](const std::string& env,
+                      const std::string& policy,
+                      int64_t frames_per_batch,
+                      int64_t total_frames,
+                      int64_t num_envs,
+                      int64_t num_threads,
+                      std::optional<uint64_t> seed,
+                      std::optional<std::string> exploration_type,
+                      bool track_policy_version,
+                      bool reset_at_each_iter,
+                      bool return_same_td) {
+            // Loading the package (a shared object) is slow: without the GIL.
+            py::gil_scoped_release release;
+            return translated([&] {
+              return std::make_unique<PyCollector>(
+                  env,
+                  policy,
+                  frames_per_batch,
+                  total_frames,
+                  num_envs,
+                  num_threads,
+                  seed,
+                  std::move(exploration_type),
+                  track_policy_version,
+                  reset_at_each_iter,
+                  return_same_td);
+            });
+          }),
+          py::arg("env"),
+          py::arg("policy"),
+          py::kw_only(),
+          py::arg("frames_per_batch"),
+          py::arg("total_frames") = -1,
+          py::arg("num_envs") = 1,
+          py::arg("num_threads") = 1,
+          py::arg("seed") = py::none(),
+          py::arg("exploration_type") = "random",
+          py::arg("track_policy_version") = false,
+          py::arg("reset_at_each_iter") = false,
+          py::arg("return_same_td") = false)
+      .def(
+          "next",
+          [](PyCollector& self) {
+            std::optional<TensorDict> batch;
+            {
+              py::gil_scoped_release release;
+              batch = translated([&] { return self.next(); });
+            }
+            // Converted with the GIL held (the caster builds the Python
+            // dicts around the same tensors).
+            return batch;
+          },
+          "Collects the next batch with the GIL released; returns a "
+          "tensordict.TensorDict, or None once total_frames were collected "
+          "or after shutdown().")
+      .def(
+          "update_policy_weights_",
+          [](PyCollector& self, const TensorDict& weights) {
+            translated([&] { self.update_policy_weights_(weights); });
+          },
+          py::arg("weights"),
+          py::call_guard<py::gil_scoped_release>(),
+          "Checks the weights' keys against the package's and stages a "
+          "copy, applied before the next batch; raises KeyError naming a "
+          "key that does not fit (the weights in use are then unchanged).")
+      .def(
+          "set_seed",
+          [](PyCollector& self, uint64_t seed) {
+            return translated([&] { return self.set_seed(seed); });
+          },
+          py::arg("seed"),
+          py::call_guard<py::gil_scoped_release>())
+      .def(
+          "shutdown",
+          [](PyCollector& self) { translated([&] { self.shutdown(); }); },
+          py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("policy_version", &PyCollector::policy_version)
+      .def_property_readonly("frames", &PyCollector::frames)
+      .def_property_readonly("frames_per_batch", &PyCollector::frames_per_batch)
+      .def_property_readonly("num_envs", &PyCollector::num_envs)
+      .def_property_readonly("env_name", &PyCollector::env_name)
+      .def_property_readonly("policy_path", &PyCollector::policy_path)
+      .def_property_readonly("weight_names", &PyCollector::weight_names)
+      .def_property_readonly("spec_json", &PyCollector::spec_json);
+}
