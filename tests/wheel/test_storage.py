@@ -21,7 +21,10 @@ is skipped for that format with Python's reason; a tree C++ refuses where
 Python writes it is a failure.
 
 Then the error cases: a missing path, a truncated file of each format, a
-non-TensorDict argument, each a Python exception with a clear message.
+non-TensorDict argument, each a Python exception with a clear message; the
+keyword arguments Python users pass; and a process killed while
+tensordict_cpp.save overwrites a save, after which Python and C++ load the
+old tree or the new one, whole.
 
 usage: test_storage.py CORPUS_DIR WORK_DIR
 CORPUS_DIR is tests/python (memmap_corpus.py, td_dump.py, corpus_classes.py).
@@ -377,6 +380,65 @@ def argument_cases() -> None:
     check(len(storages) == 1, f"consolidate()'s leaves view one storage ({len(storages)})")
 
 
+KILL_ROUNDS = 8
+
+_SAVER = """
+import sys, torch, tensordict_cpp
+from tensordict import TensorDict
+prefix = sys.argv[1]
+trees = [TensorDict({f"g{g}": {f"l{i}": torch.full((256,), float(v)) for i in range(50)}
+                     for g in range(40)}, []) for v in (1, 2)]
+save = tensordict_cpp.save  # loads the engine before the parent's clock starts
+print("ready", flush=True)
+n = 1
+while True:
+    save(trees[n % 2], prefix)
+    n += 1
+"""
+
+
+def crash_cases() -> None:
+    """A process killed (SIGKILL) at a random moment while it saves over a
+    complete save with tensordict_cpp.save: Python's own loader, and the C++
+    one, then find the old tree or the new one, whole, never a mix."""
+    import random
+    import signal
+    import subprocess
+    import time
+
+    prefix = os.path.join(WORK, "crash", "tree")
+    os.makedirs(os.path.dirname(prefix))
+    first = TensorDict({f"g{g}": {f"l{i}": torch.full((256,), 1.0) for i in range(50)}
+                        for g in range(40)}, [])
+    tensordict_cpp.save(first, prefix)
+    rng = random.Random(0)
+    seen = set()
+    for round_ in range(KILL_ROUNDS):
+        proc = subprocess.Popen([sys.executable, "-c", _SAVER, prefix],
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "ready"
+        # A process's first save takes longest (up to 2 s on a slow disk: it
+        # writes fresh files where later saves reuse a spare tree).
+        time.sleep(rng.uniform(0.02, 4.0))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        for name, load in (("Python", TensorDict.load_memmap),
+                           ("tensordict_cpp", tensordict_cpp.load_memmap)):
+            try:
+                loaded = load(prefix)
+                values = {float(t[0]) for t in loaded.values(True, True)}
+                same = all(bool((t == t[0]).all()) for t in loaded.values(True, True))
+                ok = (len(list(loaded.keys(True, True))) == 2000 and len(values) == 1
+                      and same)
+                what = f"values {sorted(values)}"
+                seen.update(values)
+            except Exception as e:  # a load that fails is a torn save
+                ok, what = False, f"{type(e).__name__}: {e}"
+            check(ok, f"kill {round_}: {name} loads the old or the new tree whole ({what})")
+    # Which trees the kills left (timing decides, so it is reported only).
+    print(f"crash: {KILL_ROUNDS} kills left trees of values {sorted(seen)}")
+
+
 def main() -> int:
     shutil.rmtree(WORK, ignore_errors=True)
     for sub in ("memmap_py", "memmap_cpp", "consolidated_py", "consolidated_cpp",
@@ -389,6 +451,7 @@ def main() -> int:
     print(f"corpus: {len(cases)} trees")
     attempt("error cases", error_cases)
     attempt("argument cases", argument_cases)
+    attempt("crash cases", crash_cases)
     for line in skipped:
         print("skipped: " + line)
     print(f"{passed} checks passed, {len(failures)} failed, {len(skipped)} skipped")
