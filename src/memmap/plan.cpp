@@ -342,7 +342,7 @@ void SavePlan::leaf(const KeyPath& path, const at::Tensor& tensor) {
     // shared memory) keeps it, as Python does: `td.memmap().memmap()`
     // returns the same tensors.
     job.result = tensor;
-  } else if (const auto backing = MemoryMappedTensor::filename(tensor)) {
+  } else if (const auto backing = mapped_filename(tensor)) {
     const std::string final_file = final_path(job.path);
     if (!job.path.empty() && same_file(*backing, final_file) &&
         tensor.is_contiguous() && tensor.storage_offset() == 0 && !like_) {
