@@ -37,7 +37,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <filesystem>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <variant>
@@ -190,6 +192,94 @@ struct SaveArguments {
   }
 };
 
+// NOTE [copy_existing from Python]
+// Python's rule: a leaf that is a MemoryMappedTensor of a file outside the
+// prefix needs copy_existing=True, else RuntimeError. The casters pass that
+// leaf as a plain tensor, so the C++ save would copy it silently; this walk
+// checks the Python objects first. It looks at the MemoryMappedTensor
+// class only, as Python does: a plain view of a mapped file (a leaf of a
+// consolidated file) is copied without complaint on both sides.
+class MappedLeafCheck {
+ public:
+  explicit MappedLeafCheck(const std::string& prefix)
+      : prefix_(std::filesystem::absolute(prefix).lexically_normal().string()),
+        mapped_cls_(
+            py::module_::import("tensordict").attr("MemoryMappedTensor")) {
+    if (!prefix_.empty() && prefix_.back() != '/') {
+      prefix_ += '/';
+    }
+  }
+
+  void walk(py::handle obj) {
+    using tdpy::detail::PyKind;
+    switch (tdpy::detail::kind_of(obj)) {
+      case PyKind::kTensor:
+        check_leaf(obj);
+        return;
+      case PyKind::kTensorDict:
+        walk_entries(obj.attr("_tensordict"));
+        return;
+      case PyKind::kTensorClass:
+        walk_entries(obj.attr("_tensordict").attr("_tensordict"));
+        return;
+      case PyKind::kLazyStack:
+        for (py::handle element : obj.attr("tensordicts")) {
+          walk(element);
+        }
+        return;
+      default:
+        return;  // non-tensor data: no file
+    }
+  }
+
+ private:
+  void walk_entries(py::handle entries) {
+    PyObject* key = nullptr;
+    PyObject* value = nullptr;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(entries.ptr(), &pos, &key, &value)) {
+      path_.push_back(py::reinterpret_borrow<py::str>(key).cast<std::string>());
+      walk(value);
+      path_.pop_back();
+    }
+  }
+
+  void check_leaf(py::handle tensor) {
+    if (!py::isinstance(tensor, mapped_cls_)) {
+      return;
+    }
+    py::object file = py::getattr(tensor, "_filename", py::none());
+    if (file.is_none()) {
+      return;
+    }
+    const std::string name =
+        std::filesystem::absolute(path_from_python(file, "_filename"))
+            .lexically_normal()
+            .string();
+    if (name.compare(0, prefix_.size(), prefix_) == 0) {
+      return;  // a file of this prefix: the save handles it
+    }
+    std::string key = path_.size() == 1 ? "'" + path_[0] + "'" : "(";
+    for (size_t i = 0; path_.size() != 1 && i < path_.size(); ++i) {
+      key += (i == 0 ? "'" : ", '") + path_[i] + "'";
+    }
+    if (path_.size() != 1) {
+      key += ")";
+    }
+    throw std::runtime_error(
+        "A filename was provided but the tensor already has a file "
+        "associated (" +
+        name +
+        "). To copy the tensor onto the new location, pass "
+        "copy_existing=True. (" +
+        key + ")");
+  }
+
+  std::string prefix_;
+  py::object mapped_cls_;
+  std::vector<std::string> path_;
+};
+
 py::object save_root(
     py::handle data, const SaveArguments& arguments, const char* what) {
   TORCH_CHECK_VALUE(
@@ -198,6 +288,13 @@ py::object save_root(
       arguments.num_threads);
   Root root = root_from_python(data, what);
   const tensordict::MemmapOptions options = arguments.options();
+  const bool archive = options.archive().value_or(
+      options.prefix().size() >= 4 &&
+      options.prefix().compare(options.prefix().size() - 4, 4, ".tdz") == 0);
+  if (!arguments.copy_existing && !options.prefix().empty() && !archive) {
+    // See NOTE [copy_existing from Python].
+    MappedLeafCheck(options.prefix()).walk(data);
+  }
   Root saved;
   {
     py::gil_scoped_release release;

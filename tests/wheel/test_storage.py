@@ -365,6 +365,15 @@ def argument_cases() -> None:
            (RuntimeError, ValueError), ["copy_existing"], "memmap of mapped leaves")
     compare(again, tensordict_cpp.memmap(mapped, os.path.join(base, "q"), copy_existing=True),
             "memmap(copy_existing=True)")
+    raises(lambda: tensordict_cpp.memmap(TensorDict({"n": mapped}, []), os.path.join(base, "r")),
+           (RuntimeError,), ["copy_existing", "('n', 'a')", "a.memmap"],
+           "memmap of a nested mapped leaf names its key")
+    # Leaves that view a consolidated file are plain tensors in Python: both
+    # sides copy them without copy_existing.
+    td.exclude("s").consolidate(filename=os.path.join(base, "c.bin"))
+    viewed = TensorDict.from_consolidated(os.path.join(base, "c.bin"))
+    compare(viewed, tensordict_cpp.memmap(viewed, os.path.join(base, "from_c")),
+            "memmap of a consolidated file's leaves")
     archive = tensordict_cpp.save(td, os.path.join(base, "t.tdz"))
     compare(td, archive, "save to a .tdz archive")
     compare(td, tensordict.load(os.path.join(base, "t.tdz")), "Python loads the C++ archive")
