@@ -56,6 +56,9 @@
 //   original Python object while that object lives.
 // - The Python class of a tensorclass is not rebuilt: a C++ TensorClass, or
 //   a dict loaded from a tensorclass, reaches Python as a TensorDict.
+//   The other way, a tensorclass instance becomes its dict remembering the
+//   class (`python_class()`), so that a save writes the class as Python's
+//   own save does.
 // - Memmap and shared-memory flags of Python dicts are not carried (the
 //   tensors keep their storage either way).
 //
@@ -561,6 +564,7 @@ inline DimNames names_of(py::handle obj) {
 }
 
 inline TensorDict tensordict_from_python(py::handle obj, KeyPath& path);
+inline TensorDict tensorclass_from_python(py::handle obj, KeyPath& path);
 inline LazyStackedTensorDict lazy_stack_from_python(
     py::handle obj, KeyPath& path);
 
@@ -623,8 +627,7 @@ inline Value value_from_python(py::handle obj, KeyPath& path) {
     case PyKind::kTensorDict:
       return Value(tensordict_from_python(obj, path));
     case PyKind::kTensorClass:
-      return Value(
-          tensordict_from_python(obj.attr(classes().attr_tensordict), path));
+      return Value(tensorclass_from_python(obj, path));
     case PyKind::kLazyStack:
       return Value(lazy_stack_from_python(obj, path));
     case PyKind::kNonTensorData:
@@ -689,6 +692,16 @@ inline TensorDict tensordict_from_python(py::handle obj, KeyPath& path) {
   return td;
 }
 
+/// Returns the C++ dict of a tensorclass instance: its `_tensordict`,
+/// remembering the class as Python's `_type` spells it (`str(type(obj))`),
+/// so that a save writes the class and Python loads that class back.
+inline TensorDict tensorclass_from_python(py::handle obj, KeyPath& path) {
+  TensorDict td =
+      tensordict_from_python(obj.attr(classes().attr_tensordict), path);
+  td.set_python_class(py::str(py::type::handle_of(obj)));
+  return td;
+}
+
 /// Returns the C++ lazy stack of a Python LazyStackedTensorDict, sharing
 /// its elements' tensors.
 inline LazyStackedTensorDict lazy_stack_from_python(
@@ -700,8 +713,7 @@ inline LazyStackedTensorDict lazy_stack_from_python(
     if (kind == PyKind::kTensorDict) {
       elements.push_back(tensordict_from_python(element, path));
     } else if (kind == PyKind::kTensorClass) {
-      elements.push_back(
-          tensordict_from_python(element.attr(c.attr_tensordict), path));
+      elements.push_back(tensorclass_from_python(element, path));
     } else {
       throw_entry_error(
           path,
@@ -761,8 +773,7 @@ inline TensorDict tensordict_from_python(pybind11::handle obj) {
     return detail::tensordict_from_python(obj, path);
   }
   if (kind == detail::PyKind::kTensorClass) {
-    return detail::tensordict_from_python(
-        obj.attr(detail::classes().attr_tensordict), path);
+    return detail::tensorclass_from_python(obj, path);
   }
   throw pybind11::type_error(
       "expected a tensordict.TensorDict or a tensorclass instance, got " +

@@ -18,11 +18,13 @@ An installed package (``pip install --no-build-isolation --no-deps
 ./python``) also carries the compiled engine:
 
 - the C++ storage functions on Python's own ``tensordict.TensorDict``, from
-  the extension ``tensordict_cpp._C``: ``load_memmap(prefix)``,
-  ``memmap(td, prefix)``, ``consolidate(td, filename)``,
-  ``from_consolidated(filename)``, ``to_safetensors(td, path)`` and
-  ``from_safetensors(path)``, reading and writing Python tensordict's own
-  formats;
+  the extension ``tensordict_cpp._C``: ``load_memmap(prefix)`` (alias
+  ``load``), ``memmap(td, prefix)`` and ``save(td, prefix)``,
+  ``consolidate(td, filename)``, ``from_consolidated(filename)``,
+  ``to_safetensors(td, path)`` and ``from_safetensors(path)``, named and
+  called as Python tensordict's functions of the same names (the common
+  keyword arguments too), reading and writing its own formats, with real
+  ``tensordict.TensorDict`` (or ``LazyStackedTensorDict``) in and out;
 - ``tensordict_cpp.Collector(env="CartPole-v1", policy="actor.pt2",
   frames_per_batch=...)``: the C++ collector as a TorchRL collector in this
   process (C++ envs, an exported policy, threads without the GIL), yielding
@@ -64,7 +66,9 @@ torch_version = _build_info.TORCH_VERSION if _build_info else None
 # that the exporter alone never loads the engine).
 _STORAGE_FUNCTIONS = (
     "load_memmap",
+    "load",
     "memmap",
+    "save",
     "consolidate",
     "from_consolidated",
     "to_safetensors",

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "consolidate/layout.h"
+#include "core/python_class.h"
 #include "core/tensor_dict_impl.h"
 #include "io/file_io.h"
 #include "io/format.h"
@@ -71,12 +72,15 @@ class Reader {
     TENSORDICT_CHECK_METADATA(
         at, depth <= max_depth_, "nesting deeper than ", max_depth_);
     const std::string& cls = at.string(at.member(meta, "cls"), "cls");
+    // Python names a nested tensorclass's level by its class: it loads as
+    // a dict that remembers the class, as a memmap load does.
+    const bool tensorclass = !detail::class_name_of(cls).empty();
     TENSORDICT_CHECK_METADATA(
         at,
-        cls == "TensorDict",
+        cls == "TensorDict" || tensorclass,
         "class '",
         cls,
-        "' is not supported; expected 'TensorDict'",
+        "' is not supported; expected 'TensorDict' or a tensorclass",
         cls == "LazyStackedTensorDict"
             ? " (load a lazy stack at the root with "
               "LazyStackedTensorDict::from_consolidated, or "
@@ -101,6 +105,9 @@ class Reader {
 
     TensorDict result = make_tensordict(batch, device, std::move(names));
     TensorDictImpl& impl = *result.unsafeGetImpl();
+    if (tensorclass) {
+      impl.python_class = cls;
+    }
 
     const Json& non_tensors = at.member(meta, "non_tensors");
     at.expect_object(non_tensors, "non_tensors");

@@ -121,7 +121,8 @@ Json stack_json(
 class MetadataBuilder : public WalkVisitor {
  public:
   explicit MetadataBuilder(const TensorDictImpl& root) {
-    open(root);
+    // Python writes "TensorDict" at the root even for a tensorclass.
+    open(root, /*nested=*/false);
     KeyPath path;
     walk(root, *this, path);
   }
@@ -135,7 +136,7 @@ class MetadataBuilder : public WalkVisitor {
     KeyPath path;
     for (size_t i = 0; i < elements.size(); ++i) {
       const PathPart part(path, names[i]);
-      open(*elements[i].unsafeGetImpl());
+      open(*elements[i].unsafeGetImpl(), /*nested=*/true);
       walk(*elements[i].unsafeGetImpl(), *this, path);
       leave_dict(path, elements[i]);
     }
@@ -150,7 +151,7 @@ class MetadataBuilder : public WalkVisitor {
 
   bool enter_dict(const KeyPath& path, const TensorDict& dict) {
     check_nested_name(path);
-    open(*dict.unsafeGetImpl());
+    open(*dict.unsafeGetImpl(), /*nested=*/true);
     return true;
   }
   void leave_dict(const KeyPath& path, const TensorDict& /*dict*/) {
@@ -233,13 +234,18 @@ class MetadataBuilder : public WalkVisitor {
   }
 
  private:
-  void open(const TensorDictImpl& impl) {
+  // A nested tensorclass's level is named by its class, as Python names it
+  // (and reads it back as that class).
+  void open(const TensorDictImpl& impl, bool nested) {
     Json cls_metadata = Json::object();
     cls_metadata["device"] = device_json(impl.device);
     cls_metadata["names"] = names_json(impl);
     cls_metadata["batch_size"] = impl.batch_size;
     cls_metadata["is_locked"] = impl.locked;
-    levels_.push_back(level_json("TensorDict", std::move(cls_metadata)));
+    levels_.push_back(level_json(
+        nested && !impl.python_class.empty() ? impl.python_class.c_str()
+                                             : "TensorDict",
+        std::move(cls_metadata)));
   }
 
   std::vector<Json> levels_;  // the open levels, root first

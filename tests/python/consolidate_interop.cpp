@@ -88,6 +88,14 @@ std::map<std::string, TensorDict> cases() {
           {{"stack", tensordict::lazy_stack({a, b}, 1)},
            {"x", torch::ones({3, 2})}},
           {3, 2}));
+  // A nested tensorclass: Python names its level by the class
+  // (corpus_classes.CorpusInner) and C++ keeps and writes that name.
+  TensorDict inner(
+      {{"y", torch::arange(2, torch::kInt64)}, {"tag", Json("t")}}, {2});
+  inner.set_python_class("<class 'corpus_classes.CorpusInner'>");
+  out.emplace(
+      "tensorclass",
+      TensorDict({{"x", torch::ones({2, 3})}, {"tc", inner}}, {2}));
   return out;
 }
 
@@ -132,6 +140,12 @@ int main(int argc, char** argv) {
       }
       std::ofstream(cpp_dir + "/" + name + ".loaded.json")
           << interop::dump(loaded).dump();
+      if (name == "tensorclass" && loaded.get_tensordict("tc").python_class() !=
+                                       "<class 'corpus_classes.CorpusInner'>") {
+        std::cerr << "FAIL " << name << ": the nested level lost its class ('"
+                  << loaded.get_tensordict("tc").python_class() << "')\n";
+        ++failures;
+      }
       (void)td.consolidate(
           ConsolidateOptions().filename(cpp_dir + "/" + name + ".bin"));
       std::cout << "ok " << name

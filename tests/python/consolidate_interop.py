@@ -40,6 +40,7 @@ from tensordict import (
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import td_dump  # noqa: E402
+from corpus_classes import CorpusInner  # noqa: E402
 from interop_view import dump, dump_stack as _dump_stack  # noqa: E402
 
 
@@ -106,6 +107,13 @@ def cases():
             "x": torch.ones(3, 2),
         },
         batch_size=[3, 2],
+    )
+    # A nested tensorclass: its level is named by its class, which C++ keeps
+    # when reading and writes back (byte-identical files).
+    out["tensorclass"] = TensorDict(
+        {"x": torch.ones(2, 3),
+         "tc": CorpusInner(y=torch.arange(2), tag="t", batch_size=[2])},
+        batch_size=[2],
     )
     return out
 

@@ -4,7 +4,7 @@ device, names, and per key (sorted) a nested view, a lazy stack's elements,
 a non-tensor value or a leaf's dtype, shape and values (as floats)."""
 
 import torch
-from tensordict import LazyStackedTensorDict, NonTensorData, NonTensorStack
+from tensordict import LazyStackedTensorDict, NonTensorData, NonTensorStack, is_tensorclass
 
 
 def dump_value(value):
@@ -29,6 +29,9 @@ def dump(td):
     """The view of a tensordict; a lazy stack gives dump_stack(td)."""
     if isinstance(td, LazyStackedTensorDict):
         return dump_stack(td)
+    if is_tensorclass(td) and not isinstance(td, (NonTensorData, NonTensorStack)):
+        # A tensorclass is viewed as its dict (C++ keeps the class aside).
+        td = td._tensordict
     result = {
         "batch_size": list(td.batch_size),
         "device": None if td.device is None else str(td.device),
