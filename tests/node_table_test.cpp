@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -153,6 +154,63 @@ TEST(NodeTableTest, ErasingEveryKeyLeavesAnEmptyUsableTable) {
   EXPECT_EQ(table.find("a"), nullptr);
   table.append("b", number(3));
   EXPECT_EQ(number_of(table.find("b")), 3);
+}
+
+// Erasing the last node frees its slot alone (no re-index): keys that
+// collide with it, before it in the probe chain and after it, stay found,
+// through appends, rehashes and erasures in the middle.
+TEST(NodeTableTest, ErasingTheLastKeysKeepsEveryCollidingKeyFound) {
+  const std::vector<std::string> keys = colliding_keys(12);
+  NodeTable table;
+  std::vector<std::string> expected;
+  const auto check = [&] {
+    ASSERT_EQ(keys_of(table), expected);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const bool present =
+          std::find(expected.begin(), expected.end(), keys[i]) !=
+          expected.end();
+      const Node* node = table.find(keys[i]);
+      ASSERT_EQ(node != nullptr, present) << keys[i];
+      if (present) {
+        EXPECT_EQ(number_of(node), static_cast<int64_t>(i)) << keys[i];
+      }
+    }
+  };
+  const auto append = [&](size_t i) {
+    table.append(keys[i], number(static_cast<int64_t>(i)));
+    expected.push_back(keys[i]);
+  };
+  for (size_t i = 0; i < 5; ++i) {
+    append(i);
+  }
+  for (int round = 0; round < 3; ++round) {
+    // The last two out and back in, as a collector's root every step.
+    EXPECT_EQ(table.erase(keys[4]).tensor().item<int64_t>(), 4);
+    expected.pop_back();
+    check();
+    (void)table.erase(keys[3]);
+    expected.pop_back();
+    check();
+    append(3);
+    append(4);
+    check();
+  }
+  for (size_t i = 5; i < 12; ++i) {  // past 8 slots: a rehash
+    append(i);
+  }
+  check();
+  (void)table.erase(keys[11]);
+  expected.pop_back();
+  check();
+  (void)table.erase(keys[2]);  // the middle: re-indexed
+  expected.erase(expected.begin() + 2);
+  check();
+  (void)table.erase(keys[10]);
+  expected.pop_back();
+  check();
+  append(11);
+  append(2);
+  check();
 }
 
 TEST(NodeTableTest, ReserveMakesRoomWithoutRehashingOrMovingNodes) {

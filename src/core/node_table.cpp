@@ -77,7 +77,22 @@ Value NodeTable::erase(std::string_view key) {
   Node* node = find(key);
   TORCH_INTERNAL_ASSERT(node != nullptr, "erasing a missing key");
   Value value = std::move(node->value);
-  nodes_.erase(nodes_.begin() + (node - nodes_.data()));
+  const auto pos = static_cast<int32_t>(node - nodes_.data());
+  if (static_cast<size_t>(pos) + 1 == nodes_.size()) {
+    // The last node: the slots are always what inserting the nodes in
+    // order gives (appends and rebuild_slots both do), so no other node's
+    // probe ran past this one's slot, and freeing it undoes its insertion
+    // exactly. A collector drops the last keys of a dict every step.
+    const size_t mask = slots_.size() - 1;
+    size_t i = node->hash & mask;
+    while (slots_[i] != pos) {
+      i = (i + 1) & mask;
+    }
+    slots_[i] = -1;
+    nodes_.pop_back();
+    return value;
+  }
+  nodes_.erase(nodes_.begin() + pos);
   // Positions after the erased node shifted: re-index (erasing is rare).
   rebuild_slots(slots_.size());
   return value;

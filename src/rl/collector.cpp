@@ -143,7 +143,8 @@ void copy_step(const at::Tensor& src, const at::Tensor& dst, int64_t t) {
   if (src.device().is_cpu() && dst.device().is_cpu() &&
       src.scalar_type() == dst.scalar_type() && src.is_contiguous() &&
       dst.is_contiguous() && !from.empty() && from.size() + 1 == to.size() &&
-      from[0] == to[0] && from.slice(1) == to.slice(2)) {
+      from[0] == to[0] &&
+      std::equal(from.begin() + 1, from.end(), to.begin() + 2)) {
     const c10::IntArrayRef strides = dst.strides();
     const auto item = static_cast<int64_t>(dst.itemsize());
     const auto row = static_cast<size_t>(strides[1] * item);

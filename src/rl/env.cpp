@@ -319,6 +319,21 @@ namespace {
 // collector calls it every step).
 using ExcludedKeys = c10::SmallVector<const std::vector<NestedKey>*, 3>;
 
+// Whether the key `path` spells (its parts, outermost first) is one of
+// `excluded`'s.
+template <typename Parts>
+bool is_excluded(const ExcludedKeys& excluded, const Parts& path) {
+  for (const std::vector<NestedKey>* keys : excluded) {
+    for (const NestedKey& key : *keys) {
+      if (key.size() == path.size() &&
+          std::equal(key.begin(), key.end(), path.begin())) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 // step_mdp's copy of one dict into the new root, a client of the walk
 // engine: leaves aliased, nested dicts made anew (the collector's resets
 // write into the new root's, which must not reach the stepped dict's),
@@ -331,15 +346,7 @@ struct StepMdpCopy : detail::WalkVisitor {
   }
 
   bool is_excluded(const detail::KeyPath& path) const {
-    for (const std::vector<NestedKey>* keys : excluded) {
-      for (const NestedKey& key : *keys) {
-        if (key.size() == path.size() &&
-            std::equal(key.begin(), key.end(), path.parts().begin())) {
-          return true;
-        }
-      }
-    }
-    return false;
+    return rl::is_excluded(excluded, path.parts());
   }
   std::string name(const detail::KeyPath& path) const {
     return std::string(path.parts().back());
@@ -434,15 +441,7 @@ class StepMdpByNode {
 
  private:
   bool is_excluded() const {
-    for (const std::vector<NestedKey>* keys : excluded_) {
-      for (const NestedKey& key : *keys) {
-        if (key.size() == path_.size() &&
-            std::equal(key.begin(), key.end(), path_.begin())) {
-          return true;
-        }
-      }
-    }
-    return false;
+    return rl::is_excluded(excluded_, path_);
   }
 
   void copy_dict(
@@ -555,8 +554,14 @@ class StepMdpRefill {
       there = first + placed;
       ++levels_[level].placed;
     } else {
-      there = to.find(node.key);
-      if (there == nullptr || static_cast<size_t>(there - first) >= placed) {
+      // A key placed before in this fill, or none: the nodes placed are
+      // few, and their hashes are kept (no hashing of the key).
+      for (size_t i = 0; i < placed && there == nullptr; ++i) {
+        if (first[i].hash == node.hash && first[i].key == node.key) {
+          there = first + i;
+        }
+      }
+      if (there == nullptr) {
         return false;
       }
       merged = true;
@@ -585,15 +590,7 @@ class StepMdpRefill {
   }
 
   bool is_excluded() const {
-    for (const std::vector<NestedKey>* keys : excluded_) {
-      for (const NestedKey& key : *keys) {
-        if (key.size() == path_.size() &&
-            std::equal(key.begin(), key.end(), path_.begin())) {
-          return true;
-        }
-      }
-    }
-    return false;
+    return rl::is_excluded(excluded_, path_);
   }
 
   const ExcludedKeys& excluded_;
