@@ -400,8 +400,9 @@ bool Categorical::draw_indices(
   // Contiguous (loopable): rows of k by pointer, no view to dispatch.
   const int64_t rows = source.numel() / k;
   AT_DISPATCH_FLOATING_TYPES(source.scalar_type(), "sample", [&] {
-    // The probs, or computed here as probs() computes them.
-    c10::SmallVector<scalar_t, 16> computed;
+    // The probs, or computed here as probs() computes them (on the stack
+    // up to 64 values: 32 sub-envs of two actions).
+    c10::SmallVector<scalar_t, 64> computed;
     const scalar_t* p = nullptr;
     if (probs_.defined()) {
       p = probs_.const_data_ptr<scalar_t>();

@@ -133,6 +133,15 @@ class RangePool {
   bool stopping_ = false;
 };
 
+// Copies `n` rows of kRow bytes, packed at `in`, to rows `stride` bytes
+// apart at `out`.
+template <size_t kRow>
+void copy_rows(char* out, const char* in, int64_t n, size_t stride) {
+  for (int64_t i = 0; i < n; ++i) {
+    std::memcpy(out + static_cast<size_t>(i) * stride, in + i * kRow, kRow);
+  }
+}
+
 // Copies step `t` of every sub-env, `src` [N, ...], into `dst` [N, T, ...]:
 // one memcpy per sub-env when both are contiguous CPU tensors of one dtype
 // (a step of a few sub-envs is otherwise dominated by the dispatcher calls
@@ -151,10 +160,27 @@ void copy_step(const at::Tensor& src, const at::Tensor& dst, int64_t t) {
     const auto stride = static_cast<size_t>(strides[0] * item);
     const auto* in = static_cast<const char*>(src.const_data_ptr());
     auto* out = static_cast<char*>(dst.data_ptr()) + t * row;
-    for (int64_t i = 0; i < from[0]; ++i) {
-      std::memcpy(out + i * stride, in + i * row, row);
+    // The rows of a step are a few bytes (a flag, a float, an observation):
+    // a copy of known size is a move or two, a call to memcpy is not.
+    switch (row) {
+      case 1:
+        copy_rows<1>(out, in, from[0], stride);
+        return;
+      case 4:
+        copy_rows<4>(out, in, from[0], stride);
+        return;
+      case 8:
+        copy_rows<8>(out, in, from[0], stride);
+        return;
+      case 16:
+        copy_rows<16>(out, in, from[0], stride);
+        return;
+      default:
+        for (int64_t i = 0; i < from[0]; ++i) {
+          std::memcpy(out + i * stride, in + i * row, row);
+        }
+        return;
     }
-    return;
   }
   dst.select(1, t).copy_(src);
 }

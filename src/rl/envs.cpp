@@ -47,6 +47,18 @@ double unit_double(uint64_t h) {
   return static_cast<double>(h >> 11) * 0x1.0p-53;
 }
 
+// The tensor at `key`, by reference (no handle copied: its refcount is
+// an atomic). EnvBase's range calls checked it before calling the env.
+const at::Tensor& leaf(const TensorDict& td, const char* key) {
+  const Value* found = td.find(key);
+  TORCH_CHECK_VALUE(
+      found != nullptr && found->is_tensor(),
+      "CartPole: key '",
+      key,
+      "' is not a tensor of the dict");
+  return found->tensor();
+}
+
 // gymnasium 1.4.0 CartPole-v1 constants, computed as its __init__ does.
 constexpr double kGravity = 9.8;
 constexpr double kMassCart = 1.0;
@@ -117,8 +129,7 @@ at::Tensor CartPoleEnv::elapsed_steps() const {
 
 void CartPoleEnv::reset_range_(
     int64_t begin, int64_t end, const bool* mask, const TensorDict& out) {
-  at::Tensor observation = out.get("observation");
-  auto obs = observation.accessor<float, 2>();
+  auto obs = leaf(out, "observation").accessor<float, 2>();
   for (int64_t i = begin; i < end; ++i) {
     double* s = &state_[static_cast<size_t>(i) * 4];
     if (mask == nullptr || mask[i]) {
@@ -138,16 +149,11 @@ void CartPoleEnv::reset_range_(
 
 void CartPoleEnv::step_range_(
     int64_t begin, int64_t end, const TensorDict& td, const TensorDict& next) {
-  const at::Tensor action_tensor = td.get("action");
-  const auto action = action_tensor.accessor<int64_t, 2>();
-  at::Tensor observation = next.get("observation");
-  at::Tensor reward = next.get("reward");
-  at::Tensor terminated = next.get("terminated");
-  at::Tensor truncated = next.get("truncated");
-  auto obs = observation.accessor<float, 2>();
-  auto rew = reward.accessor<float, 2>();
-  auto term = terminated.accessor<bool, 2>();
-  auto trunc = truncated.accessor<bool, 2>();
+  const auto action = leaf(td, "action").accessor<int64_t, 2>();
+  auto obs = leaf(next, "observation").accessor<float, 2>();
+  auto rew = leaf(next, "reward").accessor<float, 2>();
+  auto term = leaf(next, "terminated").accessor<bool, 2>();
+  auto trunc = leaf(next, "truncated").accessor<bool, 2>();
   for (int64_t i = begin; i < end; ++i) {
     double* s = &state_[static_cast<size_t>(i) * 4];
     double x = s[0];
