@@ -504,6 +504,15 @@ TEST(RlEnvTest, StepMdpIntoFillsASpareRootAsStepMdpMakesIt) {
   TensorDict missing = used_root(0);
   missing.del_("logits");
   EXPECT_FALSE(rl::step_mdp_into(td, options, missing));
+  // "next" holds a tensor where the root holds a dict: step_mdp replaces
+  // the dict, the refill gives up (and frees nothing it still walks).
+  TensorDict replaced = stepped(10);
+  replaced.set({"next", "stats"}, torch::zeros({2, 1}));
+  TensorDict spare_of_replaced = used_root(0);
+  EXPECT_FALSE(rl::step_mdp_into(replaced, options, spare_of_replaced));
+  EXPECT_TRUE(rl::step_mdp(replaced, options)
+                  .get("stats")
+                  .is_same(replaced.get({"next", "stats"})));
 }
 
 // NOTE [step_mdp by node] in env.cpp: dim names send step_mdp through

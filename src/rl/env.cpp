@@ -478,9 +478,10 @@ class StepMdpByNode {
 // before it in this fill (a key of "next" merged over the root's); the
 // nodes left over at the end of a dict (the action and "next" the step
 // added) are dropped. Any other shape gives up: a key missing or in another
-// order, a dict where a tensor was or the reverse, a dict that would be
-// left empty, a dict held elsewhere or not plain (locked, shared,
-// memmapped, consolidated, named).
+// order, a dict where a tensor was or the reverse (a value of "next" over
+// a dict of the root included), a dict that would be left empty, a dict
+// held elsewhere or not plain (locked, shared, memmapped, consolidated,
+// named).
 class StepMdpRefill {
  public:
   explicit StepMdpRefill(const ExcludedKeys& excluded) : excluded_(excluded) {}
@@ -573,6 +574,11 @@ class StepMdpRefill {
       return true;
     }
     if (!node.value.is_tensordict()) {
+      if (merged && there->value.is_tensordict()) {
+        // A value of "next" over a dict of the root this fill went into:
+        // replacing it would free a dict `levels_` still names.
+        return false;
+      }
       there->value = node.value;
       return true;
     }
