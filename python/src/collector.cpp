@@ -34,28 +34,6 @@ using tensordict::TensorDict;
 namespace rl = tensordict::rl;
 namespace tdnn = tensordict::nn;
 
-// Raises the Python exception Python tensordict and TorchRL raise for the
-// same fault (KeyError, ValueError, TypeError, IndexError; RuntimeError
-// otherwise), with the C++ message and its context lines ("while ...") but
-// no C++ backtrace. Local to these bindings, so that the module's other
-// functions keep their own mapping.
-template <typename F>
-auto translated(F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const tensordict::KeyError& e) {
-    throw py::key_error(e.what_without_backtrace());
-  } catch (const c10::ValueError& e) {
-    throw py::value_error(e.what_without_backtrace());
-  } catch (const c10::TypeError& e) {
-    throw py::type_error(e.what_without_backtrace());
-  } catch (const c10::IndexError& e) {
-    throw py::index_error(e.what_without_backtrace());
-  } catch (const c10::Error& e) {
-    throw std::runtime_error(e.what_without_backtrace());
-  }
-}
-
 // The collector object of Python: owns an rl::Collector over a named C++
 // env and an AOTInductor package as the policy.
 class PyCollector {
@@ -203,20 +181,18 @@ void bind_collector(py::module_& m) {
                       bool return_same_td) {
             // Loading the package (a shared object) is slow: without the GIL.
             py::gil_scoped_release release;
-            return translated([&] {
-              return std::make_unique<PyCollector>(
-                  env,
-                  policy,
-                  frames_per_batch,
-                  total_frames,
-                  num_envs,
-                  num_threads,
-                  seed,
-                  std::move(exploration_type),
-                  track_policy_version,
-                  reset_at_each_iter,
-                  return_same_td);
-            });
+            return std::make_unique<PyCollector>(
+                env,
+                policy,
+                frames_per_batch,
+                total_frames,
+                num_envs,
+                num_threads,
+                seed,
+                std::move(exploration_type),
+                track_policy_version,
+                reset_at_each_iter,
+                return_same_td);
           }),
           py::arg("env"),
           py::arg("policy"),
@@ -236,7 +212,7 @@ void bind_collector(py::module_& m) {
             std::optional<TensorDict> batch;
             {
               py::gil_scoped_release release;
-              batch = translated([&] { return self.next(); });
+              batch = self.next();
             }
             // Converted with the GIL held (the caster builds the Python
             // dicts around the same tensors).
@@ -248,7 +224,7 @@ void bind_collector(py::module_& m) {
       .def(
           "update_policy_weights_",
           [](PyCollector& self, const TensorDict& weights) {
-            translated([&] { self.update_policy_weights_(weights); });
+            self.update_policy_weights_(weights);
           },
           py::arg("weights"),
           py::call_guard<py::gil_scoped_release>(),
@@ -257,14 +233,12 @@ void bind_collector(py::module_& m) {
           "key that does not fit (the weights in use are then unchanged).")
       .def(
           "set_seed",
-          [](PyCollector& self, uint64_t seed) {
-            return translated([&] { return self.set_seed(seed); });
-          },
+          [](PyCollector& self, uint64_t seed) { return self.set_seed(seed); },
           py::arg("seed"),
           py::call_guard<py::gil_scoped_release>())
       .def(
           "shutdown",
-          [](PyCollector& self) { translated([&] { self.shutdown(); }); },
+          [](PyCollector& self) { self.shutdown(); },
           py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("policy_version", &PyCollector::policy_version)
       .def_property_readonly("frames", &PyCollector::frames)

@@ -472,7 +472,9 @@ py::object from_safetensors(py::handle path, py::handle device) {
   return root_to_python(out);
 }
 
-// c10's error kinds as Python's, without the C++ backtrace.
+// c10's error kinds as Python's, without the C++ backtrace (the context
+// lines, "while ...", stay): registered for the whole module, the storage
+// functions and the collector alike.
 void translate_errors(std::exception_ptr error) {
   try {
     std::rethrow_exception(error);
@@ -493,7 +495,6 @@ void translate_errors(std::exception_ptr error) {
 }
 
 void bind_storage(py::module_& m) {
-  py::register_local_exception_translator(&translate_errors);
   m.def(
       "load_memmap",
       &load_memmap,
@@ -605,6 +606,7 @@ PYBIND11_MODULE(_C, m) {
   m.attr("TORCH_VERSION") = std::to_string(TORCH_VERSION_MAJOR) + "." +
                             std::to_string(TORCH_VERSION_MINOR) + "." +
                             std::to_string(TORCH_VERSION_PATCH);
+  py::register_local_exception_translator(&translate_errors);
   bind_collector(m);
   bind_storage(m);
 }
