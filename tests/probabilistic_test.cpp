@@ -7,11 +7,14 @@
 #include <tensordict/json.h>
 #include <tensordict/probabilistic.h>
 
+#include <atomic>
 #include <cmath>
 #include <limits>
+#include <set>
 #include <thread>
 #include <vector>
 
+#include "nn/categorical_draw.h"
 #include "support.h"
 
 // Its own namespace, so that test files can share a unity batch.
@@ -549,6 +552,196 @@ TEST(ProbabilisticTest, SequentialRunsTheParameterModulesThenSamples) {
       c10::TypeError,
       "The last module passed to ProbabilisticTensorDictSequential must be an "
       "instance of ProbabilisticTensorDictModule");
+}
+
+// NOTE [A categorical head without its distribution]: the module's draw on
+// small CPU logits runs the distribution's loops without it. Every head,
+// dtype and shape gives what get_dist + dist_sample + log_prob give from
+// the same seed, bit for bit, and the same errors.
+TEST(ProbabilisticTest, ModuleDrawsAsItsDistributionDoes) {
+  const SetInteractionType random(InteractionType::kRandom);
+  for (const char* cls :
+       {"Categorical",
+        "OneHotCategorical",
+        "torch.distributions.OneHotCategorical"}) {
+    ProbabilisticTensorDictModule head(
+        std::vector<std::string>{"logits"},
+        "action",
+        ProbabilisticTensorDictModuleOptions(cls).return_log_prob(true));
+    for (auto dtype : {torch::kFloat, torch::kDouble}) {
+      for (std::vector<int64_t> shape :
+           {std::vector<int64_t>{3}, {4, 3}, {2, 5, 2}, {6, 1}, {1, 2}}) {
+        SCOPED_TRACE(
+            ::testing::Message()
+            << cls << " " << dtype << " " << c10::IntArrayRef(shape));
+        torch::manual_seed(11);
+        at::Tensor logits = torch::randn(shape, dtype) * 2;
+        // TorchRL's head drops a last dim of 1: a batch of none then.
+        const bool squeezed =
+            std::string(cls) == "OneHotCategorical" && shape.back() == 1;
+        const std::vector<int64_t> batch =
+            squeezed ? std::vector<int64_t>{}
+                     : std::vector<int64_t>(shape.begin(), shape.end() - 1);
+        for (int seed = 0; seed < 5; ++seed) {
+          TensorDict td({{"logits", logits}}, batch);
+          torch::manual_seed(seed);
+          head(td);
+          torch::manual_seed(seed);
+          auto dist = head->get_dist(td);
+          at::Tensor sample = head->dist_sample(*dist);
+          EXPECT_TRUE(torch::equal(td.get("action"), sample))
+              << td.get("action") << "\nvs\n"
+              << sample;
+          EXPECT_EQ(td.get("action").scalar_type(), sample.scalar_type());
+          at::Tensor log_prob = dist->log_prob(sample);
+          EXPECT_EQ(td.get("action_log_prob").sizes(), log_prob.sizes());
+          EXPECT_TRUE(torch::equal(td.get("action_log_prob"), log_prob))
+              << td.get("action_log_prob") << "\nvs\n"
+              << log_prob;
+        }
+        // The loops take the caller's generator as the distribution does.
+        auto g1 = at::detail::createCPUGenerator(7);
+        auto g2 = at::detail::createCPUGenerator(7);
+        const auto kind =
+            std::string(cls) == "Categorical"
+                ? nn::detail::CategoricalHead::kCategorical
+            : std::string(cls) == "OneHotCategorical"
+                ? nn::detail::CategoricalHead::kOneHotCategorical
+                : nn::detail::CategoricalHead::kTorchOneHotCategorical;
+        auto drawn = nn::detail::draw_from_logits(logits, kind, true, g1);
+        if (squeezed) {
+          // A view of the logits: left to the distribution.
+          EXPECT_FALSE(drawn);
+          continue;
+        }
+        ASSERT_TRUE(drawn);
+        TensorDict td({{"logits", logits}}, batch);
+        auto dist = head->get_dist(td);
+        at::Tensor sample = dist->sample({}, g2);
+        EXPECT_TRUE(torch::equal(drawn->sample, sample));
+        EXPECT_TRUE(torch::equal(drawn->log_prob, dist->log_prob(sample)));
+      }
+    }
+    // NaN logits: the distribution's error, before any draw.
+    TensorDict bad({{"logits", f32({0, NAN, 1})}}, {});
+    EXPECT_THROWS_WITH(
+        head(bad),
+        c10::ValueError,
+        "to satisfy the constraint Real(), but found NaN values");
+    EXPECT_FALSE(bad.contains("action"));
+  }
+  // Logits recording a graph take torch's ops: the log-prob has a gradient.
+  ProbabilisticTensorDictModule head(
+      std::vector<std::string>{"logits"},
+      "action",
+      ProbabilisticTensorDictModuleOptions("OneHotCategorical")
+          .return_log_prob(true));
+  TensorDict td({{"logits", torch::zeros({2, 3}).requires_grad_()}}, {2});
+  head(td);
+  EXPECT_TRUE(td.get("action_log_prob").requires_grad());
+  EXPECT_FALSE(nn::detail::draw_from_logits(
+      td.get("logits"),
+      nn::detail::CategoricalHead::kCategorical,
+      true,
+      std::nullopt));
+}
+
+// NOTE [Recycled draws]: a draw is handed out again only once no one else
+// can see it. Draws held, viewed, changed or passed to another thread keep
+// their values; the rest are reused.
+TEST(ProbabilisticTest, RecycledDrawsAreNeverSeenTwice) {
+  const SetInteractionType random(InteractionType::kRandom);
+  ProbabilisticTensorDictModule head(
+      std::vector<std::string>{"logits"},
+      "action",
+      ProbabilisticTensorDictModuleOptions("OneHotCategorical")
+          .return_log_prob(true));
+  torch::manual_seed(0);
+  const at::Tensor logits = torch::randn({4, 3});
+  const auto draw = [&] {
+    TensorDict td({{"logits", logits}}, {4});
+    head(td);
+    return std::make_pair(td.get("action"), td.get("action_log_prob"));
+  };
+  // Held: every draw a tensor of its own, its values kept.
+  std::vector<std::pair<at::Tensor, at::Tensor>> held;
+  std::vector<std::pair<at::Tensor, at::Tensor>> copies;
+  for (int i = 0; i < 40; ++i) {
+    held.push_back(draw());
+    copies.emplace_back(held.back().first.clone(), held.back().second.clone());
+  }
+  std::set<const void*> pointers;
+  for (size_t i = 0; i < held.size(); ++i) {
+    EXPECT_TRUE(torch::equal(held[i].first, copies[i].first)) << i;
+    EXPECT_TRUE(torch::equal(held[i].second, copies[i].second)) << i;
+    pointers.insert(held[i].first.const_data_ptr());
+    pointers.insert(held[i].second.const_data_ptr());
+  }
+  EXPECT_EQ(pointers.size(), 2 * held.size());
+  held.clear();
+  // Dropped: reused, a few tensors in turn, each draw still right.
+  pointers.clear();
+  for (int i = 0; i < 40; ++i) {
+    torch::manual_seed(i);
+    auto [sample, log_prob] = draw();
+    torch::manual_seed(i);
+    TensorDict td({{"logits", logits}}, {4});
+    auto dist = head->get_dist(td);
+    at::Tensor expected = dist->sample();
+    EXPECT_TRUE(torch::equal(sample, expected));
+    EXPECT_TRUE(torch::equal(log_prob, dist->log_prob(expected)));
+    pointers.insert(sample.const_data_ptr());
+  }
+  EXPECT_LE(pointers.size(), 8u);
+  // A view keeps its storage out of the ring: the values no draw writes
+  // stay.
+  const at::Tensor view = draw().first.select(0, 1).fill_(7);
+  // So does a tensor on its storage that is no view (no base to hold).
+  const at::Tensor alias = torch::empty({0}, torch::kLong)
+                               .set_(draw().first.storage(), 0, {12}, {1})
+                               .fill_(9);
+  // Changed, then dropped: restrided, given a gradient, resized.
+  {
+    auto [sample, log_prob] = draw();
+    sample.as_strided_({4, 3}, {1, 4});
+    log_prob.requires_grad_(true);
+  }
+  {
+    auto [sample, log_prob] = draw();
+    sample.resize_({12});
+    log_prob.resize_({4}).fill_(0);
+  }
+  // Held by another thread while this one draws.
+  auto [shared, shared_log_prob] = draw();
+  shared.fill_(5);
+  const at::Tensor shared_copy = shared.clone();
+  std::atomic<bool> done{false};
+  bool intact = true;
+  std::thread reader([&, held_sample = shared] {
+    while (!done.load()) {
+      intact = intact && torch::equal(held_sample, shared_copy);
+    }
+  });
+  shared = at::Tensor();
+  for (int i = 0; i < 100; ++i) {
+    auto [sample, log_prob] = draw();
+    EXPECT_TRUE(sample.is_contiguous());
+    EXPECT_EQ(sample.sizes(), c10::IntArrayRef({4, 3}));
+    EXPECT_FALSE(log_prob.requires_grad());
+    EXPECT_TRUE(torch::equal(sample.sum(-1), torch::ones({4}, torch::kLong)));
+  }
+  done = true;
+  reader.join();
+  EXPECT_TRUE(intact);
+  EXPECT_TRUE(torch::equal(view, torch::full({3}, 7, torch::kLong)));
+  EXPECT_TRUE(torch::equal(alias, torch::full({12}, 9, torch::kLong)));
+  // Inference mode makes inference tensors, and none of them is reused
+  // outside it.
+  {
+    c10::InferenceMode guard;
+    EXPECT_TRUE(draw().first.is_inference());
+  }
+  EXPECT_FALSE(draw().first.is_inference());
 }
 
 }  // namespace probabilistic_test

@@ -17,8 +17,10 @@
 
 #include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -27,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "nn/categorical_draw.h"
 #include "tensordict/probabilistic.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -124,6 +127,88 @@ at::Tensor empty_cpu(c10::IntArrayRef shape, c10::ScalarType dtype) {
       shape, dtype, /*pin_memory=*/false, /*memory_format_opt=*/std::nullopt);
 }
 
+// NOTE [Recycled draws]
+// An actor makes the same small tensors at every step (the sample and its
+// log-prob), and drops those of a step or two before: a collector copies
+// them into its batch. Each thread keeps its last few such outputs, and
+// hands one out again once this ring alone holds it and it is as it was
+// made: then no one can see the reuse, and the step skips the allocation
+// and the release (most of a step's cost beyond its arithmetic). A
+// tensor anyone else holds, views, or has changed (resized, restrided,
+// given a gradient or a Python object) is left alone.
+class DrawRing {
+ public:
+  // A contiguous CPU tensor of `shape` and `dtype`, its contents unset.
+  at::Tensor take(c10::IntArrayRef shape, c10::ScalarType dtype) {
+    const bool small = c10::multiply_integers(shape) *
+                           static_cast<int64_t>(c10::elementSize(dtype)) <=
+                       kMaxBytes;
+    // Inference tensors have other keys: the ring keeps normal ones.
+    if (!small || c10::InferenceMode::is_enabled()) {
+      return empty_cpu(shape, dtype);
+    }
+    for (Slot& slot : slots_) {
+      if (reusable(slot, shape, dtype)) {
+        return slot.tensor;
+      }
+    }
+    Slot& slot = slots_[next_];
+    next_ = (next_ + 1) % kSlots;
+    slot.tensor = empty_cpu(shape, dtype);
+    slot.keys = slot.tensor.unsafeGetTensorImpl()->key_set();
+    slot.storage = slot.tensor.storage().unsafeGetStorageImpl();
+    slot.data = slot.tensor.const_data_ptr();
+    slot.nbytes = slot.storage->nbytes();
+    return slot.tensor;
+  }
+
+ private:
+  static constexpr size_t kSlots = 8;
+  static constexpr int64_t kMaxBytes = 4096;
+
+  struct Slot {
+    at::Tensor tensor;
+    c10::DispatchKeySet keys;
+    const c10::StorageImpl* storage = nullptr;
+    const void* data = nullptr;
+    size_t nbytes = 0;
+  };
+
+  static bool reusable(
+      const Slot& slot, c10::IntArrayRef shape, c10::ScalarType dtype) {
+    if (!slot.tensor.defined() || slot.tensor.scalar_type() != dtype ||
+        slot.tensor.sizes() != shape) {
+      return false;
+    }
+    const c10::TensorImpl* impl = slot.tensor.unsafeGetTensorImpl();
+    const c10::Storage& storage = impl->storage();
+    if (!slot.tensor.getIntrusivePtr().is_uniquely_owned() ||
+        !storage.unique() ||
+        storage.getWeakStorageImpl().weak_use_count() != 2) {
+      return false;
+    }
+    // The last holder's release (acq_rel) comes before the writes of the
+    // next step; the counts above are read relaxed.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return storage.unsafeGetStorageImpl() == slot.storage &&
+           storage.nbytes() == slot.nbytes && storage.data() == slot.data &&
+           impl->storage_offset() == 0 && impl->is_contiguous() &&
+           impl->key_set() == slot.keys && impl->autograd_meta() == nullptr &&
+           !impl->is_wrapped_number() &&
+           impl->pyobj_slot()->load_pyobj() == nullptr &&
+           slot.storage->pyobj_slot()->load_pyobj() == nullptr;
+  }
+
+  Slot slots_[kSlots];
+  size_t next_ = 0;
+};
+
+// This thread's recycled draws (NOTE [Recycled draws]).
+at::Tensor recycled_cpu(c10::IntArrayRef shape, c10::ScalarType dtype) {
+  thread_local DrawRing ring;
+  return ring.take(shape, dtype);
+}
+
 // The maximum of row[0, k), -inf for no element above it.
 template <typename T>
 T row_max(const T* row, int64_t k) {
@@ -188,6 +273,43 @@ int64_t first_argmax(const T* row, int64_t k) {
     }
   }
   return best;
+}
+
+// The most categories the loops draw from: torch.multinomial's limit.
+constexpr int64_t kMaxLoopEvents = int64_t{1} << 24;
+
+// torch.multinomial's draw of one index per row of `p` (probabilities,
+// `rows` rows of `k`) into `out`: its checks, Exp(1) noise from one
+// `exponential_` call, then the first argmax of p / q.
+template <typename T>
+void draw_rows(
+    const T* p,
+    int64_t rows,
+    int64_t k,
+    const std::optional<at::Generator>& generator,
+    int64_t* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    T sum = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      const T v = p[r * k + j];
+      TORCH_CHECK(
+          v >= 0 && v < std::numeric_limits<T>::infinity(),
+          "probability tensor contains either `inf`, `nan` or element < 0");
+      sum += v;
+    }
+    TORCH_CHECK(
+        sum != 0,
+        "invalid multinomial distribution (sum of probabilities <= 0)");
+  }
+  at::Tensor q = empty_cpu({rows, k}, c10::CppTypeToScalarType<T>::value)
+                     .exponential_(1, generator);
+  T* ratio = q.mutable_data_ptr<T>();
+  for (int64_t i = 0; i < rows * k; ++i) {
+    ratio[i] = p[i] / ratio[i];
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    out[r] = first_argmax(ratio + r * k, k);
+  }
 }
 
 }  // namespace
@@ -391,10 +513,10 @@ at::Tensor Categorical::probs() const {
 bool Categorical::draw_indices(
     int64_t* out, const std::optional<at::Generator>& generator) const {
   // torch.multinomial's path for one sample (NOTE [Loops for small CPU
-  // parameters]): its checks, Exp(1) noise, argmax p / q.
+  // parameters]).
   const int64_t k = num_events_;
   const at::Tensor& source = probs_.defined() ? probs_ : logits_;
-  if (!loopable(source) || k > (int64_t{1} << 24)) {
+  if (!loopable(source) || k > kMaxLoopEvents) {
     return false;
   }
   // Contiguous (loopable): rows of k by pointer, no view to dispatch.
@@ -412,28 +534,7 @@ bool Categorical::draw_indices(
           logits_.const_data_ptr<scalar_t>(), computed.data(), rows, k);
       p = computed.data();
     }
-    for (int64_t r = 0; r < rows; ++r) {
-      scalar_t sum = 0;
-      for (int64_t j = 0; j < k; ++j) {
-        const scalar_t v = p[r * k + j];
-        TORCH_CHECK(
-            v >= 0 && v < std::numeric_limits<scalar_t>::infinity(),
-            "probability tensor contains either `inf`, `nan` or element < 0");
-        sum += v;
-      }
-      TORCH_CHECK(
-          sum != 0,
-          "invalid multinomial distribution (sum of probabilities <= 0)");
-    }
-    at::Tensor q =
-        empty_cpu({rows, k}, source.scalar_type()).exponential_(1, generator);
-    scalar_t* ratio = q.mutable_data_ptr<scalar_t>();
-    for (int64_t i = 0; i < rows * k; ++i) {
-      ratio[i] = p[i] / ratio[i];
-    }
-    for (int64_t r = 0; r < rows; ++r) {
-      out[r] = first_argmax(ratio + r * k, k);
-    }
+    draw_rows(p, rows, k, generator, out);
   });
   return true;
 }
@@ -649,6 +750,86 @@ at::Tensor OneHotCategorical::log_prob(const at::Tensor& value) const {
   }
   return Categorical::log_prob(value.argmax(-1));
 }
+
+// NOTE [A categorical head without its distribution]
+// An actor's every step builds a categorical distribution from the logits,
+// draws once and reads the log-prob of the draw. On small CPU logits (NOTE
+// [Loops for small CPU parameters]) that is a few loops; the distribution
+// object and its tensor of normalized logits would cost more than the loops.
+// draw_from_logits runs the loops of from_logits, sample and log_prob, in
+// their order, on the stack: the same checks, the same generator call and
+// bit-identical values (distributions_test compares the two paths).
+namespace detail {
+
+std::optional<CategoricalDraw> draw_from_logits(
+    const at::Tensor& logits,
+    CategoricalHead head,
+    bool with_log_prob,
+    const std::optional<at::Generator>& generator) {
+  // Rows past a few pages are left to the tensors: no gain from the stack.
+  constexpr int64_t kMaxValues = 4096;
+  const bool torch_semantics = head == CategoricalHead::kTorchOneHotCategorical;
+  const bool one_hot = head != CategoricalHead::kCategorical;
+  // TorchRL's OneHotCategorical drops a last dim of 1 (treat_params): a
+  // view, left to the distribution.
+  if (!loopable(logits) || logits.numel() > kMaxValues ||
+      logits.size(-1) > kMaxLoopEvents ||
+      (one_hot && !torch_semantics && logits.size(-1) == 1)) {
+    return std::nullopt;
+  }
+  const char* dist = one_hot ? "OneHotCategorical" : "Categorical";
+  const int64_t k = logits.size(-1);
+  const int64_t rows = logits.numel() / k;
+  const c10::IntArrayRef batch = logits.sizes().slice(0, logits.dim() - 1);
+  c10::SmallVector<int64_t, 16> drawn(static_cast<size_t>(rows));
+  CategoricalDraw out;
+  AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "draw_from_logits", [&] {
+    const scalar_t* in = logits.const_data_ptr<scalar_t>();
+    // from_logits (logits_and_probs).
+    for (int64_t i = 0; i < rows * k; ++i) {
+      TORCH_CHECK_VALUE(
+          !std::isnan(in[i]),
+          "Expected parameter logits of distribution ",
+          dist,
+          " to satisfy the constraint Real(), but found NaN values");
+    }
+    c10::SmallVector<scalar_t, 64> normalized(static_cast<size_t>(rows * k));
+    normalize_rows(in, normalized.data(), rows, k);
+    // sample (draw_indices).
+    c10::SmallVector<scalar_t, 64> probs(static_cast<size_t>(rows * k));
+    softmax_rows(normalized.data(), probs.data(), rows, k);
+    draw_rows(probs.data(), rows, k, generator, drawn.data());
+    if (one_hot) {
+      c10::SmallVector<int64_t, 4> shape(batch.begin(), batch.end());
+      shape.push_back(k);
+      out.sample = recycled_cpu(
+          shape, torch_semantics ? logits.scalar_type() : at::kLong);
+      AT_DISPATCH_ALL_TYPES(out.sample.scalar_type(), "one_hot", [&] {
+        auto* values = out.sample.mutable_data_ptr<scalar_t>();
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t j = 0; j < k; ++j) {
+            values[r * k + j] = j == drawn[r] ? scalar_t(1) : scalar_t(0);
+          }
+        }
+      });
+    } else {
+      out.sample = recycled_cpu(batch, at::kLong);
+      std::copy(
+          drawn.begin(), drawn.end(), out.sample.mutable_data_ptr<int64_t>());
+    }
+    // log_prob (gather_log_prob): the drawn index is in range.
+    if (with_log_prob) {
+      out.log_prob = recycled_cpu(batch, logits.scalar_type());
+      scalar_t* values = out.log_prob.mutable_data_ptr<scalar_t>();
+      for (int64_t r = 0; r < rows; ++r) {
+        values[r] = normalized[r * k + drawn[r]];
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace detail
 
 at::Tensor OneHotCategorical::mode() const {
   if (torch_semantics_) {

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "nn/categorical_draw.h"
 #include "nn/keys.h"
 #include "tensordict/errors.h"
 
@@ -554,29 +555,63 @@ std::shared_ptr<torch::nn::Module> ProbabilisticTensorDictModuleImpl::clone(
   return copy;
 }
 
+namespace {
+
+// The categorical kind of a head, if it is one.
+std::optional<detail::CategoricalHead> categorical_head(DistKind kind) {
+  switch (kind) {
+    case DistKind::kCategorical:
+      return detail::CategoricalHead::kCategorical;
+    case DistKind::kOneHotCategorical:
+      return detail::CategoricalHead::kOneHotCategorical;
+    case DistKind::kTorchOneHotCategorical:
+      return detail::CategoricalHead::kTorchOneHotCategorical;
+    default:
+      return std::nullopt;
+  }
+}
+
+// The parameter of a categorical head on one tensor without keyword
+// arguments (an actor's every step), found in `td`; null for any other head
+// or a parameter `td` does not have.
+const at::Tensor* categorical_param(
+    const TensorDict& td,
+    const std::vector<std::string>& dist_keys,
+    const std::vector<NestedKey>& in_keys,
+    bool has_kwargs,
+    DistKind kind) {
+  if (dist_keys.size() != 1 || in_keys.empty() || has_kwargs ||
+      !categorical_head(kind) ||
+      (dist_keys[0] != "logits" && dist_keys[0] != "probs")) {
+    return nullptr;
+  }
+  const Value* found = td.find(in_keys[0]);
+  return found != nullptr && found->is_tensor() && found->tensor().defined()
+             ? &found->tensor()
+             : nullptr;
+}
+
+}  // namespace
+
 std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(
     const TensorDict& td) const {
-  // A categorical head on one tensor and no keyword arguments, an actor's
-  // every step: what make_distribution would do, without building its
-  // argument tables.
-  if (dist_keys_.size() == 1 && kwargs_->empty() &&
-      options_.distribution_tensor_kwargs().empty() &&
-      (dist_keys_[0] == "logits" || dist_keys_[0] == "probs")) {
+  // What make_distribution would do for a categorical head, without
+  // building its argument tables.
+  if (const at::Tensor* param = categorical_param(
+          td,
+          dist_keys_,
+          in_keys(),
+          !kwargs_->empty() || !options_.distribution_tensor_kwargs().empty(),
+          static_cast<DistKind>(kind_))) {
     const auto kind = static_cast<DistKind>(kind_);
-    const Value* found = td.find(in_keys()[0]);
-    if (kind != DistKind::kNormal && kind != DistKind::kTanhNormal &&
-        kind != DistKind::kDelta && found != nullptr && found->is_tensor() &&
-        found->tensor().defined()) {
-      const at::Tensor& param = found->tensor();
-      const bool logits = dist_keys_[0] == "logits";
-      if (kind == DistKind::kCategorical) {
-        return logits ? Categorical::from_logits(param)
-                      : Categorical::from_probs(param);
-      }
-      const bool torch_semantics = kind == DistKind::kTorchOneHotCategorical;
-      return logits ? OneHotCategorical::from_logits(param, torch_semantics)
-                    : OneHotCategorical::from_probs(param, torch_semantics);
+    const bool logits = dist_keys_[0] == "logits";
+    if (kind == DistKind::kCategorical) {
+      return logits ? Categorical::from_logits(*param)
+                    : Categorical::from_probs(*param);
     }
+    const bool torch_semantics = kind == DistKind::kTorchOneHotCategorical;
+    return logits ? OneHotCategorical::from_logits(*param, torch_semantics)
+                  : OneHotCategorical::from_probs(*param, torch_semantics);
   }
   DistributionTensors tensors = options_.distribution_tensor_kwargs();
   for (size_t i = 0; i < dist_keys_.size(); ++i) {
@@ -628,6 +663,35 @@ at::Tensor ProbabilisticTensorDictModuleImpl::dist_sample(
 
 TensorDict ProbabilisticTensorDictModuleImpl::forward(
     TensorDict td, TensorDict out) {
+  // A categorical head on logits drawing at random: the loops of its
+  // distribution, without it (NOTE [A categorical head without its
+  // distribution]).
+  const InteractionType chosen =
+      interaction_type().value_or(options_.default_interaction_type());
+  const at::Tensor* param =
+      chosen == InteractionType::kRandom
+          ? categorical_param(
+                td,
+                dist_keys_,
+                in_keys(),
+                !kwargs_->empty() ||
+                    !options_.distribution_tensor_kwargs().empty(),
+                static_cast<DistKind>(kind_))
+          : nullptr;
+  if (param != nullptr && dist_keys_[0] == "logits") {
+    std::optional<detail::CategoricalDraw> drawn = detail::draw_from_logits(
+        *param,
+        *categorical_head(static_cast<DistKind>(kind_)),
+        options_.return_log_prob(),
+        std::nullopt);
+    if (drawn) {
+      out.set(out_keys_source()[0], drawn->sample);
+      if (options_.return_log_prob()) {
+        out.set(log_prob_key_, drawn->log_prob);
+      }
+      return out;
+    }
+  }
   std::shared_ptr<Distribution> dist = get_dist(td);
   at::Tensor sample = dist_sample(*dist);
   out.set(out_keys_source()[0], sample);
