@@ -758,7 +758,7 @@ at::Tensor OneHotCategorical::log_prob(const at::Tensor& value) const {
 // object and its tensor of normalized logits would cost more than the loops.
 // draw_from_logits runs the loops of from_logits, sample and log_prob, in
 // their order, on the stack: the same checks, the same generator call and
-// bit-identical values (distributions_test compares the two paths).
+// bit-identical values (probabilistic_test compares the two paths).
 namespace detail {
 
 std::optional<CategoricalDraw> draw_from_logits(
