@@ -484,7 +484,18 @@ class StepMdpByNode {
 // named).
 class StepMdpRefill {
  public:
-  explicit StepMdpRefill(const ExcludedKeys& excluded) : excluded_(excluded) {}
+  explicit StepMdpRefill(const ExcludedKeys& excluded) : excluded_(excluded) {
+    // A top-level node can be excluded only if its key has the length and
+    // first letter of a one-part excluded key: most nodes are told apart
+    // without comparing keys.
+    for (const std::vector<NestedKey>* keys : excluded_) {
+      for (const NestedKey& key : *keys) {
+        if (key.size() == 1) {
+          top_prefixes_.push_back(prefix(key[0]));
+        }
+      }
+    }
+  }
 
   // Whether `impl` may be written in place as a dict like `like`.
   static bool reusable(
@@ -504,11 +515,12 @@ class StepMdpRefill {
       bool skip_next) {
     const size_t level = level_of(to);
     for (const detail::Node* node : from.nodes()) {
-      if (skip_next && path_.empty() && node->key == "next") {
+      if (skip_next && path_.empty() &&
+          std::string_view(node->key) == std::string_view("next")) {
         continue;
       }
       path_.push_back(node->key);
-      const bool ok = is_excluded() || put(*node, to, level);
+      const bool ok = is_excluded(*node) || put(*node, to, level);
       path_.pop_back();
       if (!ok) {
         return false;
@@ -595,11 +607,24 @@ class StepMdpRefill {
     return fill(source, target, false) && levels_[child].placed > 0;
   }
 
-  bool is_excluded() const {
+  // A key's length and first letter, as one number.
+  static uint64_t prefix(std::string_view key) {
+    return (static_cast<uint64_t>(key.size()) << 8) |
+           (key.empty() ? 0U : static_cast<unsigned char>(key[0]));
+  }
+
+  bool is_excluded(const detail::Node& node) const {
+    if (path_.size() == 1 &&
+        std::find(
+            top_prefixes_.begin(), top_prefixes_.end(), prefix(node.key)) ==
+            top_prefixes_.end()) {
+      return false;
+    }
     return rl::is_excluded(excluded_, path_);
   }
 
   const ExcludedKeys& excluded_;
+  c10::SmallVector<uint64_t, 8> top_prefixes_;
   c10::SmallVector<std::string_view, 8> path_;
   c10::SmallVector<Level, 4> levels_;
 };

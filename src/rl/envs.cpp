@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tensordict/rl.h"
@@ -58,6 +59,31 @@ const at::Tensor& leaf(const TensorDict& td, const char* key) {
       "' is not a tensor of the dict");
   return found->tensor();
 }
+
+// The [N, K] leaf `t` of dtype T by pointer and strides: what
+// `accessor<T, 2>()` reads, without its out-of-line dtype check per call
+// (EnvBase's range calls checked dtype and shape before calling the env).
+template <typename T>
+class Rows {
+ public:
+  explicit Rows(const at::Tensor& t)
+      : data_(static_cast<T*>(t.data_ptr())),
+        row_(t.strides()[0]),
+        col_(t.strides()[1]) {
+    TORCH_INTERNAL_ASSERT(
+        t.dim() == 2 &&
+        t.scalar_type() ==
+            c10::CppTypeToScalarType<std::remove_const_t<T>>::value);
+  }
+  T& operator()(int64_t i, int64_t j) const {
+    return data_[i * row_ + j * col_];
+  }
+
+ private:
+  T* data_;
+  int64_t row_;
+  int64_t col_;
+};
 
 // gymnasium 1.4.0 CartPole-v1 constants, computed as its __init__ does.
 constexpr double kGravity = 9.8;
@@ -149,11 +175,11 @@ void CartPoleEnv::reset_range_(
 
 void CartPoleEnv::step_range_(
     int64_t begin, int64_t end, const TensorDict& td, const TensorDict& next) {
-  const auto action = leaf(td, "action").accessor<int64_t, 2>();
-  auto obs = leaf(next, "observation").accessor<float, 2>();
-  auto rew = leaf(next, "reward").accessor<float, 2>();
-  auto term = leaf(next, "terminated").accessor<bool, 2>();
-  auto trunc = leaf(next, "truncated").accessor<bool, 2>();
+  const Rows<const int64_t> action(leaf(td, "action"));
+  const Rows<float> obs(leaf(next, "observation"));
+  const Rows<float> rew(leaf(next, "reward"));
+  const Rows<bool> term(leaf(next, "terminated"));
+  const Rows<bool> trunc(leaf(next, "truncated"));
   for (int64_t i = begin; i < end; ++i) {
     double* s = &state_[static_cast<size_t>(i) * 4];
     double x = s[0];
@@ -161,7 +187,7 @@ void CartPoleEnv::step_range_(
     double theta = s[2];
     double theta_dot = s[3];
     // The one-hot action's index: OneHot's to_numpy in TorchRL's GymEnv.
-    const double force = action[i][1] != 0 ? kForceMag : -kForceMag;
+    const double force = action(i, 1) != 0 ? kForceMag : -kForceMag;
     const double costheta = std::cos(theta);
     const double sintheta = std::sin(theta);
     const double temp =
@@ -183,12 +209,12 @@ void CartPoleEnv::step_range_(
     s[3] = theta_dot;
     ++steps_[i];
     for (int k = 0; k < 4; ++k) {
-      obs[i][k] = static_cast<float>(s[k]);
+      obs(i, k) = static_cast<float>(s[k]);
     }
-    rew[i][0] = 1.0F;
-    term[i][0] = x < -kXThreshold || x > kXThreshold ||
+    rew(i, 0) = 1.0F;
+    term(i, 0) = x < -kXThreshold || x > kXThreshold ||
                  theta < -kThetaThreshold || theta > kThetaThreshold;
-    trunc[i][0] = steps_[i] >= kMaxEpisodeSteps;
+    trunc(i, 0) = steps_[i] >= kMaxEpisodeSteps;
   }
 }
 
