@@ -67,7 +67,9 @@ template <typename T>
 class Rows {
  public:
   explicit Rows(const at::Tensor& t)
-      : data_(static_cast<T*>(t.data_ptr())),
+      : data_(static_cast<T*>(
+            std::is_const_v<T> ? const_cast<void*>(t.const_data_ptr())
+                               : t.data_ptr())),
         row_(t.strides()[0]),
         col_(t.strides()[1]) {
     TORCH_INTERNAL_ASSERT(
