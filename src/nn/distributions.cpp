@@ -312,6 +312,36 @@ void draw_rows(
   }
 }
 
+// Normalizes `rows` rows of `k` logits at `in` into `out` (normalize_rows),
+// after torch's Real() constraint check on every value, naming `dist`.
+template <typename T>
+void normalize_checked_rows(
+    const T* in, T* out, int64_t rows, int64_t k, const char* dist) {
+  for (int64_t i = 0; i < rows * k; ++i) {
+    TORCH_CHECK_VALUE(
+        !std::isnan(in[i]),
+        "Expected parameter logits of distribution ",
+        dist,
+        " to satisfy the constraint Real(), but found NaN values");
+  }
+  normalize_rows(in, out, rows, k);
+}
+
+// Writes the one-hot rows of `drawn` (one index in [0, k) per row) into
+// `one_hot`, contiguous [rows, k] of any dtype: every element, so the
+// tensor may come uninitialized (at::zeros would dispatch a fill).
+void write_one_hot(
+    const at::Tensor& one_hot, const int64_t* drawn, int64_t rows, int64_t k) {
+  AT_DISPATCH_ALL_TYPES(one_hot.scalar_type(), "one_hot", [&] {
+    scalar_t* out = one_hot.mutable_data_ptr<scalar_t>();
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < k; ++j) {
+        out[r * k + j] = j == drawn[r] ? scalar_t(1) : scalar_t(0);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 // --- Distribution ----------------------------------------------------------
@@ -438,15 +468,12 @@ std::pair<at::Tensor, at::Tensor> logits_and_probs(
   const int64_t k = logits.size(-1);
   const int64_t rows = logits.numel() / k;
   AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "logits_and_probs", [&] {
-    const scalar_t* in = logits.const_data_ptr<scalar_t>();
-    for (int64_t i = 0; i < rows * k; ++i) {
-      TORCH_CHECK_VALUE(
-          !std::isnan(in[i]),
-          "Expected parameter logits of distribution ",
-          dist,
-          " to satisfy the constraint Real(), but found NaN values");
-    }
-    normalize_rows(in, normalized.mutable_data_ptr<scalar_t>(), rows, k);
+    normalize_checked_rows(
+        logits.const_data_ptr<scalar_t>(),
+        normalized.mutable_data_ptr<scalar_t>(),
+        rows,
+        k,
+        dist);
   });
   return {std::move(normalized), at::Tensor()};
 }
@@ -702,17 +729,9 @@ at::Tensor OneHotCategorical::sample(
       c10::SmallVector<int64_t, 4> shape(
           batch_shape().begin(), batch_shape().end());
       shape.push_back(k);
-      // Every element written: at::zeros would dispatch a fill.
       at::Tensor one_hot = empty_cpu(
           shape, torch_semantics_ ? logits().scalar_type() : at::kLong);
-      AT_DISPATCH_ALL_TYPES(one_hot.scalar_type(), "one_hot", [&] {
-        scalar_t* out = one_hot.mutable_data_ptr<scalar_t>();
-        for (int64_t r = 0; r < rows; ++r) {
-          for (int64_t j = 0; j < k; ++j) {
-            out[r * k + j] = j == drawn[r] ? scalar_t(1) : scalar_t(0);
-          }
-        }
-      });
+      write_one_hot(one_hot, drawn.data(), rows, k);
       return one_hot;
     }
   }
@@ -784,17 +803,10 @@ std::optional<CategoricalDraw> draw_from_logits(
   c10::SmallVector<int64_t, 16> drawn(static_cast<size_t>(rows));
   CategoricalDraw out;
   AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "draw_from_logits", [&] {
-    const scalar_t* in = logits.const_data_ptr<scalar_t>();
     // from_logits (logits_and_probs).
-    for (int64_t i = 0; i < rows * k; ++i) {
-      TORCH_CHECK_VALUE(
-          !std::isnan(in[i]),
-          "Expected parameter logits of distribution ",
-          dist,
-          " to satisfy the constraint Real(), but found NaN values");
-    }
     c10::SmallVector<scalar_t, 64> normalized(static_cast<size_t>(rows * k));
-    normalize_rows(in, normalized.data(), rows, k);
+    normalize_checked_rows(
+        logits.const_data_ptr<scalar_t>(), normalized.data(), rows, k, dist);
     // sample (draw_indices).
     c10::SmallVector<scalar_t, 64> probs(static_cast<size_t>(rows * k));
     softmax_rows(normalized.data(), probs.data(), rows, k);
@@ -804,14 +816,7 @@ std::optional<CategoricalDraw> draw_from_logits(
       shape.push_back(k);
       out.sample = recycled_cpu(
           shape, torch_semantics ? logits.scalar_type() : at::kLong);
-      AT_DISPATCH_ALL_TYPES(out.sample.scalar_type(), "one_hot", [&] {
-        auto* values = out.sample.mutable_data_ptr<scalar_t>();
-        for (int64_t r = 0; r < rows; ++r) {
-          for (int64_t j = 0; j < k; ++j) {
-            values[r * k + j] = j == drawn[r] ? scalar_t(1) : scalar_t(0);
-          }
-        }
-      });
+      write_one_hot(out.sample, drawn.data(), rows, k);
     } else {
       out.sample = recycled_cpu(batch, at::kLong);
       std::copy(
