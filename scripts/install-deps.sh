@@ -9,8 +9,10 @@
 #    never re-resolves torch.
 #  - the project's package python/ (tensordict_cpp, with the C++ engine),
 #    built with scikit-build-core into the same Python.
-#  - TorchRL 0.14.1 and gymnasium in a virtual environment of the build tree
-#    (TORCHRL_VENV), for the torchrl-labelled tests and examples/torchrl.
+#  - TorchRL 0.14.1, gymnasium, and EnvPool 1.2.5 with treevalue (the peer
+#    of `make bench`'s env rows, through TorchRL's EnvPool wrapper) in a
+#    virtual environment of the build tree (TORCHRL_VENV), for the
+#    torchrl-labelled tests, examples/torchrl and the benchmarks.
 set -euo pipefail
 
 TORCH_VERSION=2.13.0
@@ -130,6 +132,7 @@ TORCHRL_VENV=${TORCHRL_VENV:-$ROOT/build/torchrl-venv}
 if ! "$TORCHRL_VENV/bin/python" - <<'PY' 2>/dev/null
 import importlib.metadata as m, sys
 ok = (m.version("torchrl") == "0.14.1" and m.version("gymnasium") == "1.4.0"
+      and m.version("envpool") == "1.2.5" and m.version("treevalue")
       and m.version("torch").split("+")[0] == "2.13.0")
 sys.exit(0 if ok else 1)
 PY
@@ -137,5 +140,5 @@ then
   echo "install-deps: TorchRL virtual environment in $TORCHRL_VENV"
   "$PYTHON" -m venv --system-site-packages "$TORCHRL_VENV"
   "$TORCHRL_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-    torch==2.13.0 torchrl==0.14.1 gymnasium==1.4.0
+    torch==2.13.0 torchrl==0.14.1 gymnasium==1.4.0 envpool==1.2.5 treevalue
 fi

@@ -13,6 +13,7 @@
 #include <pybind11/stl.h>
 #include <tensordict/aoti.h>
 #include <tensordict/errors.h>
+#include <tensordict/json.h>
 #include <tensordict/probabilistic.h>
 #include <tensordict/python.h>
 #include <tensordict/rl.h>
@@ -49,7 +50,8 @@ class PyCollector {
       std::optional<std::string> exploration_type,
       bool track_policy_version,
       bool reset_at_each_iter,
-      bool return_same_td) {
+      bool return_same_td,
+      const std::string& env_kwargs) {
     TORCH_CHECK_VALUE(
         frames_per_batch >= 1,
         "Collector: frames_per_batch must be >= 1, got ",
@@ -77,7 +79,11 @@ class PyCollector {
     } else {
       options.exploration_type(std::nullopt);
     }
-    std::shared_ptr<rl::EnvBase> made = rl::make_env(env, num_envs);
+    std::shared_ptr<rl::EnvBase> made = rl::make_env(
+        env,
+        num_envs,
+        env_kwargs.empty() ? tensordict::Json::object()
+                           : tensordict::Json::parse(env_kwargs));
     tdnn::AOTIModule module(policy);
     aoti_ = module.ptr();
     collector_ = std::make_unique<rl::Collector>(
@@ -178,7 +184,8 @@ void bind_collector(py::module_& m) {
                       std::optional<std::string> exploration_type,
                       bool track_policy_version,
                       bool reset_at_each_iter,
-                      bool return_same_td) {
+                      bool return_same_td,
+                      const std::string& env_kwargs) {
             // Loading the package (a shared object) is slow: without the GIL.
             py::gil_scoped_release release;
             return std::make_unique<PyCollector>(
@@ -192,7 +199,8 @@ void bind_collector(py::module_& m) {
                 std::move(exploration_type),
                 track_policy_version,
                 reset_at_each_iter,
-                return_same_td);
+                return_same_td,
+                env_kwargs);
           }),
           py::arg("env"),
           py::arg("policy"),
@@ -205,7 +213,8 @@ void bind_collector(py::module_& m) {
           py::arg("exploration_type") = "random",
           py::arg("track_policy_version") = false,
           py::arg("reset_at_each_iter") = false,
-          py::arg("return_same_td") = false)
+          py::arg("return_same_td") = false,
+          py::arg("env_kwargs") = "")
       .def(
           "next",
           [](PyCollector& self) {

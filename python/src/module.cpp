@@ -49,6 +49,7 @@ namespace py = pybind11;
 
 // The in-process collector (collector.cpp).
 void bind_collector(py::module_& m);
+void bind_envs(py::module_& m);
 
 namespace {
 
@@ -608,5 +609,6 @@ PYBIND11_MODULE(_C, m) {
                             std::to_string(TORCH_VERSION_PATCH);
   py::register_local_exception_translator(&translate_errors);
   bind_collector(m);
+  bind_envs(m);
   bind_storage(m);
 }

@@ -26,9 +26,14 @@ An installed package (``pip install --no-build-isolation --no-deps
   keyword arguments too), reading and writing its own formats, with real
   ``tensordict.TensorDict`` (or ``LazyStackedTensorDict``) in and out;
 - ``tensordict_cpp.Collector(env="CartPole-v1", policy="actor.pt2",
-  frames_per_batch=...)``: the C++ collector as a TorchRL collector in this
-  process (C++ envs, an exported policy, threads without the GIL), yielding
-  ``tensordict.TensorDict`` batches in TorchRL's layout;
+  frames_per_batch=..., env_kwargs={...})``: the C++ collector as a TorchRL
+  collector in this process (C++ envs, an exported policy, threads without
+  the GIL), yielding ``tensordict.TensorDict`` batches in TorchRL's layout;
+- ``tensordict_cpp.registered_envs()`` and
+  ``tensordict_cpp.load_env_library(path)``: the C++ env registry, which
+  a user's extension linked to this package's libtensordict shares;
+  ``tensordict_cpp.envs.CppEnv(name, num_envs, **kwargs)`` is any
+  registered env as a TorchRL ``EnvBase`` (needs TorchRL);
 - ``tensordict_cpp.cmake_prefix_path``, for
   ``find_package(TensorDict)`` (with ``torch.utils.cmake_prefix_path``);
 - the ``tensordict-cpp`` console script (``info``, ``verify``, ``dump``,
@@ -79,9 +84,13 @@ _STORAGE_FUNCTIONS = (
 # The in-process collector (tensordict_cpp/_collector.py over _C.Collector).
 _ENGINE_CLASSES = ("Collector",)
 
+# The C++ env registry: the registered names, and loading a library of envs
+# (tensordict_cpp.envs.CppEnv makes any of them a TorchRL env).
+_ENV_FUNCTIONS = ("registered_envs", "load_env_library")
+
 
 def __getattr__(name):
-    if name in _STORAGE_FUNCTIONS or name in _ENGINE_CLASSES:
+    if name in _STORAGE_FUNCTIONS or name in _ENGINE_CLASSES or name in _ENV_FUNCTIONS:
         if _build_info is None:
             raise AttributeError(
                 f"tensordict_cpp.{name} needs the compiled engine, which the source "
@@ -106,4 +115,5 @@ __all__ = [
     "torch_version",
     *_STORAGE_FUNCTIONS,
     *_ENGINE_CLASSES,
+    *_ENV_FUNCTIONS,
 ]

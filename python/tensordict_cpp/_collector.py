@@ -59,7 +59,9 @@ class Collector:
     ``Collector`` does (see the module docstring for the differences).
 
     Args:
-        env: the C++ env's name, ``"CartPole-v1"`` or ``"PointMass"``.
+        env: a registered C++ env's name (``"CartPole-v1"``, ``"PointMass"``,
+            or one a library or extension registered; see
+            ``tensordict_cpp.registered_envs()``).
         policy: path of a ``.pt2`` package written by
             ``tensordict_cpp.export`` (its batch dim dynamic, the default).
         frames_per_batch: frames (env steps) of a batch, rounded up to a
@@ -79,6 +81,8 @@ class Collector:
             as TorchRL's ``track_policy_version=True``.
         reset_at_each_iter: resets every sub-env at the start of each batch.
         return_same_td: yields the same tensors every batch, overwritten.
+        env_kwargs: the env's keyword arguments (JSON values), as TorchRL's
+            env keyword arguments: ``{"categorical_action_encoding": True}``.
 
     Example::
 
@@ -105,13 +109,14 @@ class Collector:
         track_policy_version: bool = False,
         reset_at_each_iter: bool = False,
         return_same_td: bool = False,
+        env_kwargs: dict | None = None,
     ):
         from . import _C
 
         if not isinstance(env, str):
             raise TypeError(
-                f"Collector: env must be the name of a C++ env ('CartPole-v1', "
-                f"'PointMass'), got {type(env).__name__}"
+                f"Collector: env must be the name of a registered C++ env "
+                f"(tensordict_cpp.registered_envs()), got {type(env).__name__}"
             )
         if not isinstance(policy, (str, os.PathLike)):
             raise TypeError(
@@ -146,6 +151,7 @@ class Collector:
             track_policy_version=track_policy_version,
             reset_at_each_iter=reset_at_each_iter,
             return_same_td=return_same_td,
+            env_kwargs=json.dumps(dict(env_kwargs)) if env_kwargs else "",
         )
         self._total_frames = total_frames
         self._weights_spec = self._read_weights_spec()

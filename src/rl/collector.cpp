@@ -2,6 +2,8 @@
 // sub-env ranges on a pool of threads, and writes TorchRL 0.14.1's batch
 // layout into reused buffers.
 
+#include "tensordict/rl/collector.h"
+
 #include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
@@ -26,7 +28,6 @@
 #include "rl/step_mdp.h"
 #include "tensordict/aoti.h"
 #include "tensordict/errors.h"
-#include "tensordict/rl.h"
 #include "tensordict/value.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -517,12 +518,36 @@ std::optional<TensorDict> Collector::next() {
     }
   };
   // Runs an env call over every worker's range; an error leaves the env
-  // in an unknown state.
+  // in an unknown state. It reaches the caller naming the env and the
+  // range, whichever thread it was raised on.
   const auto run_ranges = [&](const std::function<void(int64_t, int64_t)>& f) {
     try {
       s.pool.run([&](int64_t w) {
         const auto& range = s.ranges[static_cast<size_t>(w)];
-        f(range.first, range.second);
+        try {
+          f(range.first, range.second);
+        } catch (c10::Error& e) {
+          TORCH_RETHROW(
+              e,
+              "while the collector stepped sub-envs [",
+              range.first,
+              ", ",
+              range.second,
+              ") of env '",
+              env_->name(),
+              "'");
+        } catch (const std::exception& e) {
+          TORCH_CHECK(
+              false,
+              "env '",
+              env_->name(),
+              "' raised an error while the collector stepped sub-envs [",
+              range.first,
+              ", ",
+              range.second,
+              "): ",
+              e.what());
+        }
       });
     } catch (...) {
       s.broken = true;

@@ -76,7 +76,7 @@ void check_leaf(
   const c10::IntArrayRef trailing(spec.shape());
   if (value.dim() == static_cast<int64_t>(trailing.size()) + 1 &&
       value.size(0) == num_envs && value.sizes().slice(1) == trailing &&
-      value.scalar_type() == spec.dtype()) {
+      spec.accepts(value.scalar_type())) {
     return;
   }
   std::vector<int64_t> shape = {num_envs};
@@ -695,20 +695,6 @@ TensorDict step_mdp(const TensorDict& td, const StepMdpOptions& options) {
   StepMdpCopy moved(out, excluded, /*skip_next=*/false);
   detail::walk(next, moved);
   return out;
-}
-
-std::shared_ptr<EnvBase> make_env(const std::string& name, int64_t num_envs) {
-  if (name == "CartPole-v1") {
-    return std::make_shared<CartPoleEnv>(num_envs);
-  }
-  if (name == "PointMass") {
-    return std::make_shared<PointMassEnv>(num_envs);
-  }
-  TORCH_CHECK_VALUE(
-      false,
-      "unknown env '",
-      name,
-      "'; the known envs are 'CartPole-v1' and 'PointMass'");
 }
 
 }  // namespace rl

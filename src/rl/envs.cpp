@@ -12,30 +12,24 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
-#include <type_traits>
 #include <vector>
 
-#include "tensordict/rl.h"
+#include "tensordict/rl/env.h"
+#include "tensordict/rl/env_kit.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace rl {
 
 namespace {
 
-// splitmix64: small, fast, and the same integers in Python (the point-mass
-// example's reference.py), so resets are reproducible outside C++.
+// splitmix64, as sub_env_seed draws it: the same integers in Python (the
+// point-mass example's reference.py), so resets are reproducible outside
+// C++.
 uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ULL;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
   return x ^ (x >> 31);
-}
-
-// The hash that starts episode `episode` of sub-env `env`.
-uint64_t episode_hash(uint64_t seed, int64_t env, int64_t episode) {
-  return splitmix64(
-      splitmix64(seed ^ (static_cast<uint64_t>(env) << 32)) +
-      static_cast<uint64_t>(episode));
 }
 
 // A float in [-1, 1) from the top 24 bits of a hash: exact in float32.
@@ -48,45 +42,6 @@ double unit_double(uint64_t h) {
   return static_cast<double>(h >> 11) * 0x1.0p-53;
 }
 
-// The tensor at `key`, by reference (no handle copied: its refcount is
-// an atomic). EnvBase's range calls checked it before calling the env.
-const at::Tensor& leaf(const TensorDict& td, const char* key) {
-  const Value* found = td.find(key);
-  TORCH_CHECK_VALUE(
-      found != nullptr && found->is_tensor(),
-      "CartPole: key '",
-      key,
-      "' is not a tensor of the dict");
-  return found->tensor();
-}
-
-// The [N, K] leaf `t` of dtype T by pointer and strides: what
-// `accessor<T, 2>()` reads, without its out-of-line dtype check per call
-// (EnvBase's range calls checked dtype and shape before calling the env).
-template <typename T>
-class Rows {
- public:
-  explicit Rows(const at::Tensor& t)
-      : data_(static_cast<T*>(
-            std::is_const_v<T> ? const_cast<void*>(t.const_data_ptr())
-                               : t.data_ptr())),
-        row_(t.strides()[0]),
-        col_(t.strides()[1]) {
-    TORCH_INTERNAL_ASSERT(
-        t.dim() == 2 &&
-        t.scalar_type() ==
-            c10::CppTypeToScalarType<std::remove_const_t<T>>::value);
-  }
-  T& operator()(int64_t i, int64_t j) const {
-    return data_[i * row_ + j * col_];
-  }
-
- private:
-  T* data_;
-  int64_t row_;
-  int64_t col_;
-};
-
 // gymnasium 1.4.0 CartPole-v1 constants, computed as its __init__ does.
 constexpr double kGravity = 9.8;
 constexpr double kMassCart = 1.0;
@@ -98,7 +53,6 @@ constexpr double kForceMag = 10.0;
 constexpr double kTau = 0.02;
 const double kThetaThreshold = 12 * 2 * M_PI / 360;
 constexpr double kXThreshold = 2.4;
-constexpr int64_t kMaxEpisodeSteps = 500;  // TimeLimit of CartPole-v1
 constexpr double kResetLow = -0.05;
 constexpr double kResetHigh = 0.05;
 
@@ -106,13 +60,18 @@ constexpr double kResetHigh = 0.05;
 
 // --- CartPole ----------------------------------------------------------------
 
-CartPoleEnv::CartPoleEnv(int64_t num_envs)
+CartPoleEnv::CartPoleEnv(int64_t num_envs, CartPoleOptions options)
     : EnvBase(num_envs),
+      options_(options),
       state_(static_cast<size_t>(num_envs) * 4, 0.0),
       steps_(static_cast<size_t>(num_envs), 0),
       episodes_(static_cast<size_t>(num_envs), 0) {
   // gymnasium's observation_space: high = [2 x_threshold, inf,
   // 2 theta_threshold, inf] in float32, low = -high.
+  TORCH_CHECK_VALUE(
+      options_.max_episode_steps() >= 1,
+      "CartPole-v1: max_episode_steps must be >= 1, got ",
+      options_.max_episode_steps());
   const float inf = std::numeric_limits<float>::infinity();
   const at::Tensor high = at::tensor(
       {static_cast<float>(kXThreshold * 2),
@@ -123,7 +82,8 @@ CartPoleEnv::CartPoleEnv(int64_t num_envs)
       Composite().set(
           "observation",
           TensorSpec::bounded({4}, c10::kFloat, high.neg(), high)),
-      TensorSpec::one_hot(2));
+      options_.categorical_action_encoding() ? TensorSpec::categorical(2)
+                                             : TensorSpec::one_hot(2));
 }
 
 std::string CartPoleEnv::name() const {
@@ -157,12 +117,12 @@ at::Tensor CartPoleEnv::elapsed_steps() const {
 
 void CartPoleEnv::reset_range_(
     int64_t begin, int64_t end, const bool* mask, const TensorDict& out) {
-  auto obs = leaf(out, "observation").accessor<float, 2>();
+  const Rows<float> obs(out, "observation");
   for (int64_t i = begin; i < end; ++i) {
     double* s = &state_[static_cast<size_t>(i) * 4];
     if (mask == nullptr || mask[i]) {
       const uint64_t h =
-          episode_hash(seed(), i, static_cast<int64_t>(episodes_[i]++));
+          sub_env_seed(seed(), i, static_cast<int64_t>(episodes_[i]++));
       for (int k = 0; k < 4; ++k) {
         const double u = unit_double(splitmix64(h + static_cast<uint64_t>(k)));
         s[k] = kResetLow + (kResetHigh - kResetLow) * u;
@@ -170,26 +130,27 @@ void CartPoleEnv::reset_range_(
       steps_[i] = 0;
     }
     for (int k = 0; k < 4; ++k) {
-      obs[i][k] = static_cast<float>(s[k]);
+      obs(i, k) = static_cast<float>(s[k]);
     }
   }
 }
 
 void CartPoleEnv::step_range_(
     int64_t begin, int64_t end, const TensorDict& td, const TensorDict& next) {
-  const Rows<const int64_t> action(leaf(td, "action"));
-  const Rows<float> obs(leaf(next, "observation"));
-  const Rows<float> rew(leaf(next, "reward"));
-  const Rows<bool> term(leaf(next, "terminated"));
-  const Rows<bool> trunc(leaf(next, "truncated"));
+  const IndexRows action(td, "action", action_spec());
+  const Rows<float> obs(next, "observation");
+  const Rows<float> rew(next, "reward");
+  const Rows<bool> term(next, "terminated");
+  const Rows<bool> trunc(next, "truncated");
   for (int64_t i = begin; i < end; ++i) {
     double* s = &state_[static_cast<size_t>(i) * 4];
     double x = s[0];
     double x_dot = s[1];
     double theta = s[2];
     double theta_dot = s[3];
-    // The one-hot action's index: OneHot's to_numpy in TorchRL's GymEnv.
-    const double force = action(i, 1) != 0 ? kForceMag : -kForceMag;
+    // The action's index (a one-hot's, as OneHot's to_numpy in TorchRL's
+    // GymEnv, or a categorical index): 1 pushes right.
+    const double force = action[i] == 1 ? kForceMag : -kForceMag;
     const double costheta = std::cos(theta);
     const double sintheta = std::sin(theta);
     const double temp =
@@ -216,7 +177,7 @@ void CartPoleEnv::step_range_(
     rew(i, 0) = 1.0F;
     term(i, 0) = x < -kXThreshold || x > kXThreshold ||
                  theta < -kThetaThreshold || theta > kThetaThreshold;
-    trunc(i, 0) = steps_[i] >= kMaxEpisodeSteps;
+    trunc(i, 0) = steps_[i] >= options_.max_episode_steps();
   }
 }
 
@@ -254,7 +215,7 @@ void PointMassEnv::reset_range_(
     if (mask != nullptr && !mask[i]) {
       continue;
     }
-    const uint64_t h = episode_hash(seed(), i, episodes_[i]++);
+    const uint64_t h = sub_env_seed(seed(), i, episodes_[i]++);
     position[i][0] = unit_float(h);
     position[i][1] = unit_float(splitmix64(h));
     velocity[i][0] = 0.0F;

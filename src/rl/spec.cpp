@@ -1,6 +1,10 @@
 // TorchRL's leaf and composite specs: shapes, dtypes, bounds, and the
 // checks that keep a malformed action or observation out of an env.
 
+#include "tensordict/rl/spec.h"
+
+#include <ATen/Dispatch.h>
+#include <ATen/TensorOperators.h>
 #include <ATen/ops/all.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/one_hot.h>
@@ -11,12 +15,12 @@
 #include <c10/util/Exception.h>
 
 #include <array>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "tensordict/errors.h"
-#include "tensordict/rl.h"
 #include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -50,10 +54,33 @@ const char* kind_name(SpecKind kind) {
   return index < kSpecKindNames.size() ? kSpecKindNames[index] : "?";
 }
 
-// Why `value` is not in `spec`, or empty if it is.
-constexpr const char* kNotOneHot =
-    "a value that is not one-hot (every row along the last dim must hold "
-    "exactly one 1, the rest 0)";
+constexpr const char* kOneHotRule =
+    "every row along the last dim must hold exactly one 1, the rest 0";
+
+// Why row `row` of `rows` [R, width] is not one-hot, or empty if it is.
+template <typename T>
+std::string not_one_hot(const T* rows, int64_t count, int64_t width) {
+  for (int64_t row = 0; row < count; ++row) {
+    const T* x = rows + row * width;
+    int64_t ones = 0;
+    bool binary = true;
+    for (int64_t j = 0; j < width; ++j) {
+      ones += x[j] == T(1) ? 1 : 0;
+      binary = binary && (x[j] == T(0) || x[j] == T(1));
+    }
+    if (!binary || ones != 1) {
+      std::string values;
+      for (int64_t j = 0; j < width; ++j) {
+        std::ostringstream value;
+        value << +x[j];
+        values += (j == 0 ? "" : ", ") + value.str();
+      }
+      return "row " + std::to_string(row) + " is [" + values +
+             "], which is not one-hot (" + kOneHotRule + ")";
+    }
+  }
+  return {};
+}
 
 std::string mismatch(
     const TensorSpec& spec,
@@ -69,11 +96,13 @@ std::string mismatch(
       sizes.size() == batch.size() + trailing.size() &&
       sizes.slice(0, batch.size()) == c10::IntArrayRef(batch) &&
       sizes.slice(batch.size()) == trailing;
-  if (value.scalar_type() != spec.dtype() || !shape_fits) {
+  if (!spec.accepts(value.scalar_type()) || !shape_fits) {
     const std::vector<int64_t> shape = full_shape(batch, spec.shape());
     return "expected " + shape_string(shape) + " " +
-           c10::toString(spec.dtype()) + ", got " +
-           shape_string(value.sizes()) + " " +
+           (spec.kind() == SpecKind::kOneHot
+                ? std::string("(any integer, bool or floating dtype)")
+                : std::string(c10::toString(spec.dtype()))) +
+           ", got " + shape_string(value.sizes()) + " " +
            c10::toString(value.scalar_type());
   }
   switch (spec.kind()) {
@@ -95,32 +124,28 @@ std::string mismatch(
       }
       return {};
     case SpecKind::kOneHot: {
-      // The collector checks every step's action: read a CPU int64 action
-      // directly rather than through eight tensor ops.
-      if (value.device().is_cpu() && value.scalar_type() == c10::kLong &&
-          value.is_contiguous() && value.dim() >= 1) {
-        const int64_t width = value.size(-1);
-        const int64_t* data = value.const_data_ptr<int64_t>();
-        for (int64_t row = 0; width > 0 && row < value.numel() / width; ++row) {
-          int64_t ones = 0;
-          bool binary = true;
-          for (int64_t j = 0; j < width; ++j) {
-            const int64_t x = data[row * width + j];
-            ones += x == 1 ? 1 : 0;
-            binary = binary && (x == 0 || x == 1);
-          }
-          if (!binary || ones != 1) {
-            return kNotOneHot;
-          }
-        }
+      // The collector checks every step's action: rows are read in place
+      // (a CPU contiguous copy of anything else) rather than through
+      // tensor ops, and the first bad row is named.
+      const int64_t width = value.dim() >= 1 ? value.size(-1) : 0;
+      if (width == 0 || value.numel() == 0) {
         return {};
       }
-      const at::Tensor ones = value.eq(1);
-      if (!ones.logical_or(value.eq(0)).all().item<bool>() ||
-          !ones.sum(-1).eq(1).all().item<bool>()) {
-        return kNotOneHot;
-      }
-      return {};
+      const at::Tensor rows = value.device().is_cpu() && value.is_contiguous()
+                                  ? value
+                                  : value.to(c10::kCPU).contiguous();
+      std::string why;
+      AT_DISPATCH_ALL_TYPES_AND3(
+          c10::kBool,
+          c10::kHalf,
+          c10::kBFloat16,
+          rows.scalar_type(),
+          "one_hot_check",
+          [&] {
+            why = not_one_hot(
+                rows.const_data_ptr<scalar_t>(), rows.numel() / width, width);
+          });
+      return why;
     }
   }
   return {};
@@ -178,6 +203,14 @@ TensorSpec TensorSpec::one_hot(int64_t n, c10::ScalarType dtype) {
   spec.dtype_ = dtype;
   spec.n_ = n;
   return spec;
+}
+
+bool TensorSpec::accepts(c10::ScalarType dtype) const noexcept {
+  if (kind_ == SpecKind::kOneHot) {
+    return c10::isIntegralType(dtype, /*includeBool=*/true) ||
+           c10::isFloatingType(dtype);
+  }
+  return dtype == dtype_;
 }
 
 at::Tensor TensorSpec::zero(const std::vector<int64_t>& batch) const {

@@ -1,7 +1,14 @@
-"""examples/torchrl_worker (C++ CartPole, an AOTInductor policy, the C++
+"""tools/torchrl_worker (C++ CartPole, an AOTInductor policy, the C++
 collector) as the worker of a stock TorchRL 0.14.1 DistributedCollector.
 
 Usage: torchrl_worker_example_test.py WORKER_EXE WORK_DIR EXPORT_PYTHON
+           [--env NAME] [WORKER_ARG...]
+
+With --env, the worker serves that env (any env of CartPole's layout:
+observation float32 [4], a OneHot(2) action), and WORKER_ARGs go to it
+(--env-library PATH, --env-kwargs JSON): tests/rl/custom_env_test.py serves
+an env built outside the library that way. The reward of 1 a step is
+checked for CartPole only.
 
 EXPORT_PYTHON is a Python with tensordict_cpp, which exports the policy of
 torchrl_worker_policy.py; the learner (this process, in TorchRL's venv) runs
@@ -55,7 +62,7 @@ def local_layout(policy):
     return out
 
 
-def check_batch(i, data, weight, bias, expected_layout):
+def check_batch(i, data, weight, bias, expected_layout, cartpole=True):
     assert layout(data) == expected_layout, f"batch {i}: {layout(data)}"
     obs = data["observation"]
     want = obs @ weight.T + bias
@@ -64,7 +71,8 @@ def check_batch(i, data, weight, bias, expected_layout):
     )
     onehot = torch.nn.functional.one_hot(data["logits"].argmax(-1), 2)
     assert torch.equal(data["action"], onehot), f"batch {i}: action"
-    assert (data["next", "reward"] == 1).all(), f"batch {i}: reward"
+    if cartpole:
+        assert (data["next", "reward"] == 1).all(), f"batch {i}: reward"
     done = data["next", "done"].squeeze(-1)
     flags = data["next", "terminated"] | data["next", "truncated"]
     assert torch.equal(data["next", "done"], flags), f"batch {i}: done"
@@ -78,6 +86,9 @@ def check_batch(i, data, weight, bias, expected_layout):
 
 def main():
     exe, work_dir, export_python = sys.argv[1], sys.argv[2], sys.argv[3]
+    env_name, worker_args = "CartPole-v1", sys.argv[4:]
+    if worker_args[:1] == ["--env"]:
+        env_name, worker_args = worker_args[1], worker_args[2:]
     os.makedirs(work_dir, exist_ok=True)
     package = os.path.join(work_dir, "actor.pt2")
     here = os.path.dirname(os.path.abspath(__file__))
@@ -96,10 +107,11 @@ def main():
             "--rank", "1",
             "--world-size", "2",
             "--policy", package,
-            "--env", "CartPole-v1",
+            "--env", env_name,
             "--frames-per-batch", str(FRAMES),
             "--timeout-s", "30",
             "--idle-timeout-s", "120",
+            *worker_args,
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -126,7 +138,9 @@ def main():
     batches, dones, seeded = [], 0, []
     try:
         for i, data in enumerate(collector):
-            dones += check_batch(i, data, *weights, expected_layout)
+            dones += check_batch(
+                i, data, *weights, expected_layout, cartpole=env_name == "CartPole-v1"
+            )
             batches.append(data.clone())
             with torch.no_grad():
                 if i == 0:
@@ -166,7 +180,7 @@ def main():
     )
     assert out.strip() == counts, out
     print(
-        f"example worker: {BATCHES} batches of {FRAMES} checked "
+        f"example worker on {env_name}: {BATCHES} batches of {FRAMES} checked "
         f"({dones} episode ends), {out.strip()}"
     )
     print("OK")

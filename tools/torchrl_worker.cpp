@@ -2,9 +2,16 @@
 //
 //   torchrl_worker --master HOST:PORT --rank R --world-size W
 //                  --policy actor.pt2 --env CartPole-v1 --frames-per-batch N
+//                  [--env-kwargs JSON] [--env-library PATH]...
 //                  [--num-envs E] [--threads T] [--timeout-s S]
 //                  [--idle-timeout-s S] [--exploration-type TYPE] [--sync]
 //                  [--verbose]
+//
+// Installed as `tensordict-cpp-worker` by the Python package, and by `make
+// install`. The env is any registered env (rl::make_env): the built-ins, or
+// those of the shared libraries `--env-library` loads (each must register
+// at least one env), made with the keyword arguments `--env-kwargs` gives
+// (a JSON object).
 //
 // The learner runs `DistributedCollector([env_fn], policy,
 // frames_per_batch=N * workers, launcher="submitit_delayed",
@@ -19,6 +26,7 @@
 // error (a learner that went away included), 2 on bad arguments.
 
 #include <tensordict/aoti.h>
+#include <tensordict/json.h>
 #include <tensordict/rl.h>
 
 #include <chrono>
@@ -41,6 +49,8 @@ struct Args {
   int world_size = -1;
   std::string policy;
   std::string env;
+  std::vector<std::string> env_libraries;
+  std::string env_kwargs = "{}";
   int64_t frames_per_batch = 0;
   int64_t num_envs = 1;
   int64_t threads = 1;
@@ -58,7 +68,8 @@ struct Args {
       << "torchrl_worker: " << problem << "\n"
       << "usage: torchrl_worker --master HOST:PORT --rank R --world-size W "
          "--policy actor.pt2 --env CartPole-v1 --frames-per-batch N "
-         "[--num-envs E] [--threads T] [--timeout-s S] [--idle-timeout-s S] "
+         "[--env-kwargs JSON] [--env-library PATH]... [--num-envs E] "
+         "[--threads T] [--timeout-s S] [--idle-timeout-s S] "
          "[--exploration-type random|mode|mean|deterministic] "
          "[--sync] [--verbose]\n";
   std::exit(2);
@@ -108,6 +119,10 @@ Args parse(int argc, char** argv) {
       args.policy = value;
     } else if (flag == "--env") {
       args.env = value;
+    } else if (flag == "--env-library") {
+      args.env_libraries.push_back(value);
+    } else if (flag == "--env-kwargs") {
+      args.env_kwargs = value;
     } else if (flag == "--frames-per-batch") {
       args.frames_per_batch = integer(flag, value, 1);
     } else if (flag == "--num-envs") {
@@ -233,11 +248,26 @@ TensorDict weights_layout(const tensordict::nn::AOTIModule& policy) {
 int main(int argc, char** argv) {
   const Args args = parse(argc, argv);
   namespace rl = tensordict::rl;
+  const tensordict::Json env_kwargs = tensordict::Json::parse(
+      args.env_kwargs, nullptr, /*allow_exceptions=*/false);
+  if (!env_kwargs.is_object()) {
+    usage("--env-kwargs expects a JSON object, got '" + args.env_kwargs + "'");
+  }
   try {
+    for (const std::string& library : args.env_libraries) {
+      const std::vector<std::string> names = rl::load_env_library(library);
+      if (args.verbose) {
+        std::cerr << "torchrl_worker: " << library << " registered";
+        for (const std::string& name : names) {
+          std::cerr << " " << name;
+        }
+        std::cerr << std::endl;
+      }
+    }
     tensordict::nn::AOTIModule policy(args.policy);
     const TensorDict weights = weights_layout(policy);
     rl::Collector collector(
-        rl::make_env(args.env, args.num_envs),
+        rl::make_env(args.env, args.num_envs, env_kwargs),
         policy,
         rl::CollectorOptions(args.frames_per_batch)
             .num_threads(args.threads)
