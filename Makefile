@@ -159,8 +159,8 @@ format-check: deps
 	@! git grep -nwE 'issue [0-9]+' -- $(FORMAT_FILES) || \
 	  { echo "format-check: issue numbers in code comments (above)"; exit 1; }
 
-# The API reference: doxygen over the public headers with the README as its
-# main page (docs/Doxyfile). Any warning fails it, an undocumented public
+# The API reference and the pages of docs/: doxygen over the public headers
+# and docs/*.md, docs/index.md the main page (docs/Doxyfile). Any warning fails it, an undocumented public
 # declaration among them. It reads headers only, so it installs only the
 # Debian packages (APT_ONLY) and builds nothing.
 docs:
