@@ -1,6 +1,8 @@
 # The two commands a newcomer runs: `make demo` and `make test`.
 # Both install what is missing (scripts/install-deps.sh), configure, build with
-# two jobs, then run. Re-running them installs nothing twice.
+# two jobs, then run. Re-running them installs nothing twice. `make demo`
+# installs only what the C++ build needs (deps-cxx); `make test` and
+# `make build` install everything the tests use (deps).
 
 BUILD_DIR   ?= build
 SAN_DIR     ?= build-sanitize
@@ -19,29 +21,49 @@ AOTI_ENV = TENSORDICT_AOTI_PACKAGES=$(abspath $(BUILD_DIR))/tests/python/aoti_pa
 
 TORCH_PREFIX = $(shell $(PYTHON) -c 'import torch;print(torch.utils.cmake_prefix_path)')
 
-.PHONY: all deps configure build demo test test-sanitize bench install clean \
+.PHONY: all deps deps-cxx configure build demo test test-sanitize bench install clean \
         format format-check stress fuzz test-tsan docs
 
 all: build
 
-# Cheap when everything is present: the script only checks dpkg and pip
-# metadata, and hashes the sources of the Python package (python/, built with
-# the engine in $(BUILD_DIR)/wheel).
-deps:
+# What configuring and compiling the C++ project needs: the Debian packages
+# of the build and torch==2.13.0; no Python package of ours, no TorchRL.
+deps-cxx:
+	@CXX_ONLY=1 ./scripts/install-deps.sh
+
+# Everything the tests use besides: the tools (clang-format, valgrind,
+# clang-14, doxygen), tensordict and the other Python packages of the interop
+# tests, the project's package python/ (built with the engine in
+# $(BUILD_DIR)/wheel) and TorchRL's virtual environment. Cheap when everything
+# is present: the script only checks dpkg and pip metadata, and hashes the
+# sources of the Python package. The stamp .deps-complete marks a build tree
+# whose deps are complete (see `build`).
+deps: deps-cxx
 	@TORCHRL_VENV=$(abspath $(BUILD_DIR))/torchrl-venv \
 	  WHEEL_BUILD_DIR=$(abspath $(BUILD_DIR))/wheel JOBS=$(JOBS) ./scripts/install-deps.sh
+	@mkdir -p $(BUILD_DIR) && { [ -e $(BUILD_DIR)/.deps-complete ] || touch $(BUILD_DIR)/.deps-complete; }
 
-$(BUILD_DIR)/CMakeCache.txt: | deps
+$(BUILD_DIR)/CMakeCache.txt: | deps-cxx
 	$(CMAKE) -S . -B $(BUILD_DIR) -DCMAKE_PREFIX_PATH="$(TORCH_PREFIX)" \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTENSORDICT_WERROR=ON $(CMAKE_FLAGS)
+	@[ ! -e $(BUILD_DIR)/.deps-complete ] || touch $(BUILD_DIR)/.configured-complete
 
 configure: $(BUILD_DIR)/CMakeCache.txt
 
+# tests/rl and tests/wheel add their tests at configure time only when
+# TorchRL's venv and the wheel's Python packages exist. A tree configured by
+# `make demo` (deps-cxx only) is configured once more after the full deps;
+# .configured-complete marks a tree configured with them.
 build: deps configure
+	@if [ ! -e $(BUILD_DIR)/.configured-complete ]; then \
+	  echo "build: configuring again, now with the test dependencies"; \
+	  $(CMAKE) -S . -B $(BUILD_DIR) && touch $(BUILD_DIR)/.configured-complete; \
+	fi
 	$(CMAKE) --build $(BUILD_DIR) -j $(JOBS)
 
-# Only the library and the example: a newcomer waits for nothing else.
-demo: deps configure
+# Only the library and the example: a newcomer waits for nothing else, and
+# installs nothing the C++ build does not need (deps-cxx).
+demo: deps-cxx configure
 	$(CMAKE) --build $(BUILD_DIR) -j $(JOBS) --target quickstart
 	./$(BUILD_DIR)/bin/quickstart
 
@@ -137,8 +159,8 @@ format-check: deps
 	@! git grep -nwE 'issue [0-9]+' -- $(FORMAT_FILES) || \
 	  { echo "format-check: issue numbers in code comments (above)"; exit 1; }
 
-# The API reference: doxygen over the public headers with the README as its
-# main page (docs/Doxyfile). Any warning fails it, an undocumented public
+# The API reference and the pages of docs/: doxygen over the public headers
+# and docs/*.md, docs/index.md the main page (docs/Doxyfile). Any warning fails it, an undocumented public
 # declaration among them. It reads headers only, so it installs only the
 # Debian packages (APT_ONLY) and builds nothing.
 docs:

@@ -3,9 +3,9 @@
 # read this file, so a folder, a source or a public header is added here and
 # nowhere else.
 #
-# The rule (README, "Layout"): a folder of src/ is a floor; a file includes
-# headers of its own folder and of lower floors only; folders on one floor
-# are siblings and include neither each other. A public header
+# The rule (docs/architecture.md, "Layout"): a folder of src/ is a floor; a
+# file includes headers of its own folder and of lower floors only; folders
+# on one floor are siblings and include neither each other. A public header
 # (include/tensordict/<name>.h) stands on the floor where its types are
 # needed: it includes only headers of that floor and below, and src/ files
 # below that floor cannot include it. Its members may be defined higher up

@@ -7,6 +7,11 @@
 #    packages) together with tensordict, matplotlib and safetensors (the
 #    Python safetensors readers of the interop tests and `make bench`), so pip
 #    never re-resolves torch.
+#    With CXX_ONLY=1 (what `make demo` uses) the script installs only what
+#    configuring and compiling the C++ project needs: the Debian packages of
+#    BUILD_APT_PACKAGES and torch==2.13.0, then stops; the tools, the Python
+#    packages of the tests, tensordict_cpp and the TorchRL environment below
+#    are left for `make build`/`make test`.
 #  - the project's package python/ (tensordict_cpp, with the C++ engine),
 #    built with scikit-build-core into the same Python.
 #  - TorchRL 0.14.1, gymnasium, and EnvPool 1.2.5 with treevalue (the peer
@@ -28,8 +33,19 @@ TORCH_VERSION=2.13.0
 # the fuzz targets; Debian's gcc has no libFuzzer.
 # doxygen: the API reference (make docs, docs/Doxyfile); no graphviz, the
 # reference draws no graphs.
-APT_PACKAGES=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev ccache clang-format
-              libgloo-dev valgrind clang-14 libclang-rt-14-dev python3-dev doxygen)
+# What `cmake` needs to configure the project and compile the library, the
+# examples and the tests (the configure step finds gtest and Google Benchmark;
+# the python_env example wants Python's headers) ...
+BUILD_APT_PACKAGES=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev ccache
+                    libgloo-dev python3-dev)
+# ... and what the other targets add: clang-format (format-check), valgrind
+# (bench: callgrind, and the header the benchmarks compile against), clang-14
+# (fuzz) and doxygen (docs).
+TOOL_APT_PACKAGES=(clang-format valgrind clang-14 libclang-rt-14-dev doxygen)
+APT_PACKAGES=("${BUILD_APT_PACKAGES[@]}")
+if [ "${CXX_ONLY:-0}" != 1 ]; then
+  APT_PACKAGES+=("${TOOL_APT_PACKAGES[@]}")
+fi
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -50,6 +66,21 @@ if [ "${APT_ONLY:-0}" = 1 ]; then
 fi
 
 PYTHON=${PYTHON:-python3}
+
+# The C++ build needs torch alone (its CMake package and libtorch).
+if [ "${CXX_ONLY:-0}" = 1 ]; then
+  if ! "$PYTHON" - <<PY 2>/dev/null
+import importlib.metadata as m, sys
+sys.exit(0 if m.version("torch").split("+")[0] == "$TORCH_VERSION" else 1)
+PY
+  then
+    # Pinned literally, as below.
+    echo "install-deps: pip install torch==2.13.0"
+    "$PYTHON" -m pip install --quiet --disable-pip-version-check torch==2.13.0
+  fi
+  exit 0
+fi
+
 if ! "$PYTHON" - <<PY 2>/dev/null
 import importlib.metadata as m, sys
 ok = m.version("torch").split("+")[0] == "$TORCH_VERSION"
