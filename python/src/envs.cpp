@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -87,6 +88,7 @@ class PyEnv {
   // The reset root: observation keys and the flags; with a mask, only the
   // sub-envs it marks are reset (EnvBase::reset's "_reset").
   TensorDict reset(const std::optional<at::Tensor>& mask) {
+    std::lock_guard<std::mutex> lock(mutex_);
     if (!mask) {
       return env_->reset();
     }
@@ -97,9 +99,15 @@ class PyEnv {
 
   // The "next" dict of a step with `action`.
   TensorDict step(const at::Tensor& action) {
+    std::lock_guard<std::mutex> lock(mutex_);
     TensorDict td(env_->batch_size());
     td.set("action", action);
     return env_->step(td).get_tensordict("next");
+  }
+
+  void set_seed(uint64_t seed) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    env_->set_seed(seed);
   }
 
   rl::EnvBase& env() {
@@ -108,6 +116,9 @@ class PyEnv {
 
  private:
   std::shared_ptr<rl::EnvBase> env_;
+  // An env is stepped by one thread at a time (EnvBase's rule); Python
+  // threads may call it concurrently, with the GIL released.
+  std::mutex mutex_;
 };
 
 }  // namespace
@@ -187,6 +198,7 @@ void bind_envs(py::module_& m) {
           "(observations, reward, done, terminated, truncated).")
       .def(
           "set_seed",
-          [](PyEnv& self, uint64_t seed) { self.env().set_seed(seed); },
-          py::arg("seed"));
+          [](PyEnv& self, uint64_t seed) { self.set_seed(seed); },
+          py::arg("seed"),
+          py::call_guard<py::gil_scoped_release>());
 }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "rl/splitmix.h"
 #include "tensordict/errors.h"
 #include "tensordict/value.h"
 
@@ -144,17 +145,6 @@ IndexRows::IndexRows(
       " element(s), got ",
       layout_.width);
 }
-
-namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 uint64_t sub_env_seed(uint64_t seed, int64_t index, int64_t episode) noexcept {
   return splitmix64(

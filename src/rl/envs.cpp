@@ -15,22 +15,13 @@
 #include <vector>
 
 #include "tensordict/rl/env.h"
+#include "rl/splitmix.h"
 #include "tensordict/rl/env_kit.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace rl {
 
 namespace {
-
-// splitmix64, as sub_env_seed draws it: the same integers in Python (the
-// point-mass example's reference.py), so resets are reproducible outside
-// C++.
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
 
 // A float in [-1, 1) from the top 24 bits of a hash: exact in float32.
 float unit_float(uint64_t h) {

@@ -382,13 +382,15 @@ class TENSORDICT_API EnvKwargs {
   std::vector<std::string> known_;
 };
 
-/// The argument types `EnvKwargs::get` reads (defined in the library).
+// The argument types `EnvKwargs::get` reads (defined in the library).
+/// @cond
 extern template bool EnvKwargs::get<bool>(const std::string&, bool);
 extern template int64_t EnvKwargs::get<int64_t>(const std::string&, int64_t);
 extern template uint64_t EnvKwargs::get<uint64_t>(const std::string&, uint64_t);
 extern template double EnvKwargs::get<double>(const std::string&, double);
 extern template std::string EnvKwargs::get<std::string>(
     const std::string&, std::string);
+/// @endcond
 
 }  // namespace rl
 
