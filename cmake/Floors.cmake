@@ -136,6 +136,8 @@ tensordict_floor(io
     src/io/staged_tree.cpp
     src/io/zip_reader.cpp
     src/io/zip_writer.cpp
+  SEPARATE_SOURCES
+    src/io/pickle.cpp
   FORBIDDEN
     core/walk.h core/tensor_dict_impl.h core/node_table.h core/batch_index.h
     tensordict/tensor_dict.h tensordict/lazy_stack.h tensordict/value.h
@@ -253,7 +255,6 @@ tensordict_floor(state_dict SIBLING_OF memmap
 tensordict_floor(distributed
   SEPARATE_SOURCES
     src/distributed/collectives.cpp
-    src/distributed/pickle.cpp
     src/distributed/point_to_point.cpp
     src/distributed/process_group.cpp
   PUBLIC_HEADERS distributed)

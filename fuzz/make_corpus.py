@@ -26,6 +26,12 @@ fuzzer grew survives):
   ``tensordict_cpp.export`` package and of a probabilistic one, with input
   checks in the form AOTInductor generates them and the call specs torch's
   pytree writes; and the same as small zip packages.
+- fuzz_pickle: pickles of the values Python tensordict pickles for
+  non-tensor data (numpy arrays of every dtype torch shares, in both byte
+  orders and C and Fortran order, numpy scalars, torch.Size, tuples, dicts
+  with int keys, bytes, OrderedDict), in protocols 2 to 5, the
+  ``other.pickle`` files of a tree Python wrote, and pickles that name
+  other globals (which must be refused).
 
 Files larger than the fuzzers' -max_len are left out.
 """
@@ -348,6 +354,37 @@ def aoti_specs() -> list[bytes]:
     return out
 
 
+def pickles() -> list[bytes]:
+    """Seeds for fuzz_pickle (numpy and torch imported only here)."""
+    import collections
+    import pickle
+
+    import numpy as np
+    import torch
+
+    values = [
+        {"data": {"k": (1, 2), 3: b"xy", "f": 2.5, "n": None, "t": True}},
+        {"data": [2**64 - 1, -(2**63), "text", [], {}, ()]},
+        torch.Size([3, 4]),
+        collections.OrderedDict([("z", 1), ("a", 2)]),
+        [np.float32(1.5), np.int64(-3), np.bool_(True), np.complex64(1j)],
+        np.asfortranarray(np.arange(6, dtype=np.int16).reshape(2, 3)),
+        np.arange(3, dtype=">f8"),
+        np.zeros((2, 0, 3)),
+        np.array(["a"]),  # refused: a unicode dtype
+        {1, 2},  # refused: a set
+        complex(1, 2),  # refused: builtins.complex
+    ]
+    for name in ("b1", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8",
+                 "f2", "f4", "f8", "c8", "c16"):
+        values.append({"data": np.arange(4).astype(name).reshape(2, 2)})
+    out = []
+    for value in values:
+        for protocol in (2, 4, 5):
+            out.append(pickle.dumps(value, protocol=protocol))
+    return out
+
+
 def main() -> int:
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -381,6 +418,8 @@ def main() -> int:
                 save(os.path.join(corpus, "fuzz_tdz"), f.read())
         for data in aoti_specs():
             save(os.path.join(corpus, "fuzz_aoti_spec"), data)
+        for data in pickles():
+            save(os.path.join(corpus, "fuzz_pickle"), data)
         for target in sorted(os.listdir(corpus)):
             count = len(os.listdir(os.path.join(corpus, target)))
             print(f"make_corpus: {target}: {count} inputs")

@@ -33,7 +33,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include "distributed/pickle.h"
+#include "io/pickle.h"
 
 extern char** environ;
 

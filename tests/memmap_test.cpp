@@ -473,6 +473,97 @@ TEST(MemmapTest, PythonClassRoundTrips) {
       td.set_python_class("MyData"), c10::ValueError, "<class 'module.Name'>");
 }
 
+// tests/data/pickled_values: non-tensor values Python 0.15.3 pickled (see
+// tests/data/README.md), read without executing anything.
+TEST(MemmapPickleTest, LoadsTheValuesPythonPickled) {
+  const std::string fixture =
+      (fs::path(__FILE__).parent_path() / "data" / "pickled_values").string();
+  TempDir dir;
+  pack_memmap(fixture, dir / "tree.tdz");
+  for (const std::string& path : {fixture, dir / "tree.tdz"}) {
+    SCOPED_TRACE(path);
+    TensorDict td = TensorDict::load_memmap(path);
+    EXPECT_TRUE(torch::equal(td.get("obs"), torch::arange(2, torch::kFloat)));
+    // np.arange(6, dtype=np.int16).reshape(2, 3) spans the batch [2]: a leaf
+    EXPECT_TRUE(torch::equal(
+        td.get("arr"), torch::arange(6, torch::kInt16).reshape({2, 3})));
+    // np.array([0.5, 1.5, 2.5], dtype=np.float32) does not: its tolist()
+    EXPECT_EQ(td.get_non_tensor("vec"), Json::parse("[0.5, 1.5, 2.5]"));
+    // {"size": torch.Size([3, 4]), "pair": (1, "x"), 7: b"\x00\xff"}
+    const Json meta = td.get_non_tensor("meta");
+    EXPECT_EQ(meta["size"], Json::parse("[3, 4]"));
+    EXPECT_EQ(meta["pair"], Json::parse(R"([1, "x"])"));
+    EXPECT_EQ(meta["7"], Json::binary({0x00, 0xff}));
+    // np.float32(2.25)
+    EXPECT_EQ(td.get_non_tensor("scalar"), 2.25);
+    // NonTensorStack(np.array([1, 2], dtype=np.uint8), (3, 4))
+    const Value* stack = td.find("stack");
+    ASSERT_NE(stack, nullptr);
+    ASSERT_TRUE(stack->is_non_tensor_stack());
+    EXPECT_EQ(stack->non_tensor_stack().batch_size(), c10::IntArrayRef({2}));
+    EXPECT_EQ(
+        stack->non_tensor_stack().tolist(), Json::parse("[[1, 2], [3, 4]]"));
+  }
+  // At the root, a NonTensorData stays one: the array as nested lists.
+  EXPECT_EQ(
+      NonTensorData::load_memmap(fixture + "/arr").data(),
+      Json::parse("[[0, 1, 2], [3, 4, 5]]"));
+  // skip_pickle drops them unread.
+  const TensorDict skipped =
+      TensorDict::load_memmap(fixture, LoadMemmapOptions().skip_pickle(true));
+  EXPECT_EQ(skipped.keys().size(), 1U);
+  EXPECT_TRUE(skipped.contains("obs"));
+}
+
+TEST(MemmapPickleTest, SavesWhatItReadAsJsonAndTensors) {
+  const std::string fixture =
+      (fs::path(__FILE__).parent_path() / "data" / "pickled_values").string();
+  TempDir dir;
+  (void)TensorDict::load_memmap(fixture).memmap(
+      MemmapOptions(dir / "copy").copy_existing(true));
+  EXPECT_FALSE(fs::exists(dir / "copy/meta/other.pickle"));
+  const TensorDict td = TensorDict::load_memmap(dir / "copy");
+  EXPECT_TRUE(torch::equal(
+      td.get("arr"), torch::arange(6, torch::kInt16).reshape({2, 3})));
+  EXPECT_TRUE(fs::exists(dir / "copy/arr.memmap"));
+  // Bytes are written as the list of their values, JSON having no bytes.
+  EXPECT_EQ(
+      td.get_non_tensor("meta"),
+      Json::parse(R"({"size": [3, 4], "pair": [1, "x"], "7": [0, 255]})"));
+  EXPECT_EQ(td.get_non_tensor("vec"), Json::parse("[0.5, 1.5, 2.5]"));
+  EXPECT_EQ(td.get_non_tensor("scalar"), 2.25);
+}
+
+TEST(MemmapPickleTest, APickleThatWouldRunCodeIsRefused) {
+  const std::string fixture =
+      (fs::path(__FILE__).parent_path() / "data" / "pickled_values").string();
+  TempDir dir;
+  fs::copy(fixture, dir / "tree", fs::copy_options::recursive);
+  // pickle.dumps({"data": Evil()}, protocol=4), with Evil.__reduce__
+  // returning (os.system, ("touch /tmp/pwned",)).
+  const std::string hex =
+      "80049535000000000000007d948c0464617461948c05706f736978948c0673797374"
+      "656d9493948c10746f756368202f746d702f70776e65649485945294732e";
+  std::string bytes;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    bytes.push_back(
+        static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  }
+  write_text(dir / "tree/meta/other.pickle", bytes);
+  EXPECT_THROWS_WITH(
+      (void)TensorDict::load_memmap(dir / "tree"),
+      c10::ValueError,
+      "key 'meta': invalid pickle in " + dir / "tree" +
+          "/meta/other.pickle at byte 37: the global 'posix.system' is not "
+          "allowed");
+  EXPECT_NE(
+      verify_memmap(dir / "tree").at(0).find("'posix.system' is not allowed"),
+      std::string::npos);
+  EXPECT_TRUE(TensorDict::load_memmap(
+                  dir / "tree", LoadMemmapOptions().skip_pickle(true))
+                  .contains("obs"));
+}
+
 TEST(MemmapTest, LoadsPythonsCommittedArtifact) {
   const std::string fixture =
       (fs::path(__FILE__).parent_path() / "data" / "mmap_example").string();
@@ -793,8 +884,8 @@ TEST(
                 "[3, 4] of torch.float32 needs 48"),
       std::string::npos)
       << message_of(dir / "short.tdz");
-  // Pickled values (0.16's allow_pickle=False): refused unless skipped, for
-  // a NonTensorData (other.pickle) and a NonTensorStack (pickle.pkl).
+  // Damaged pickled values: refused, naming the key, unless skipped, for a
+  // NonTensorData (other.pickle) and a NonTensorStack (pickle.pkl).
   fs::copy(dir / "td", dir / "pickled", fs::copy_options::recursive);
   write_text(
       dir / "pickled/task/meta.json",
@@ -803,10 +894,10 @@ TEST(
   write_text(dir / "pickled/task/other.pickle", "\x80\x04");
   EXPECT_EQ(
       message_of(dir / "pickled"),
-      "key 'task' is stored in the Python pickle file " + dir / "pickled" +
-          "/task/other.pickle, which C++ cannot read (its value was not "
-          "JSON-serializable). Pass LoadMemmapOptions().skip_pickle(true) to "
-          "load the rest without it.");
+      "key 'task': invalid pickle in " + dir / "pickled" +
+          "/task/other.pickle at byte 2: the pickle ends before STOP. Pass "
+          "LoadMemmapOptions().skip_pickle(true) to load the rest without "
+          "it.");
   fs::remove_all(dir / "pickled/task");
   (void)TensorDict({{"labels", NonTensorStack({"a", "b", "c"})}}, {3})
       .memmap(dir / "stack");
@@ -815,8 +906,7 @@ TEST(
   write_text(dir / "stack/labels/meta.json", stack_meta.dump());
   write_text(dir / "stack/labels/pickle.pkl", "\x80\x04");
   EXPECT_NE(
-      message_of(dir / "stack")
-          .find("key 'labels' is stored in the Python pickle file"),
+      message_of(dir / "stack").find("key 'labels': invalid pickle in "),
       std::string::npos)
       << message_of(dir / "stack");
   EXPECT_FALSE(TensorDict::load_memmap(
@@ -1000,7 +1090,7 @@ TEST(MemmapUntrustedTest, PickleSidecarsNameTheKey) {
   EXPECT_THROWS_WITH(
       (void)TensorDict::load_memmap(dir / "td"),
       c10::Error,
-      "key 'task' is stored in the Python pickle file");
+      "key 'task': invalid pickle in ");
   TensorDict td = TensorDict::load_memmap(
       dir / "td", LoadMemmapOptions().skip_pickle(true));
   EXPECT_FALSE(td.contains("task"));

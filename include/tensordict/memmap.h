@@ -47,8 +47,18 @@
 //   after the leaves).
 // - `memmap_like` over existing files yields zeros (Python keeps the old
 //   bytes of a file that already exists).
-// - Pickle sidecars (`other.pickle`, `pickle.pkl`) cannot be read: loading
-//   one is an error naming the key, unless `skip_pickle(true)` drops it.
+// - Pickled non-tensor values (`other.pickle`, `pickle.pkl`) are read by a
+//   restricted unpickler that executes nothing: numpy arrays and scalars,
+//   tuples, lists, dicts, str, bytes, numbers, None and torch.Size; any
+//   other class or opcode is an error naming it and the key, unless
+//   `skip_pickle(true)` drops the entry. A NonTensorData array that spans
+//   its parent's batch dims loads as a tensor leaf; any other value as its
+//   JSON form (tuples and torch.Size as lists, arrays as nested lists,
+//   numpy scalars as numbers, int keys as strings, bytes as a JSON binary).
+//   Saving writes that JSON (a tensor leaf as a `.memmap` file, bytes as
+//   the list of their values), so what JSON cannot hold does not round-trip
+//   as Python wrote it: Python reads back a tensor, a list or a number.
+//   See docs/pickled_values.md.
 // - A lazy stack nested inside a dict loads as a LazyStackedTensorDict
 //   entry, as in Python; one that is an element of another lazy stack is
 //   made dense (a lazy stack's elements are TensorDicts).

@@ -252,8 +252,13 @@ struct TENSORDICT_API LoadMemmapOptions {
   TENSORDICT_ARG(bool, robust_key) = true;
   /// How leaf files are mapped.
   TENSORDICT_ARG(MapMode, mode) = MapMode::kAuto;
-  /// Drop entries stored in a Python pickle file instead of throwing.
+  /// Drop the non-tensor values Python pickled (`other.pickle`,
+  /// `pickle.pkl`) unread. Without it they are read by a restricted
+  /// unpickler that executes nothing and refuses any class but numpy
+  /// arrays and scalars and torch.Size (see docs/pickled_values.md).
   TENSORDICT_ARG(bool, skip_pickle) = false;
+  /// The largest pickle file of a non-tensor value read, in bytes.
+  TENSORDICT_ARG(int64_t, max_pickle_bytes) = int64_t{1} << 30;
   /// The largest meta.json accepted, in bytes.
   TENSORDICT_ARG(int64_t, max_meta_bytes) = int64_t{64} << 20;
   /// The deepest JSON nesting and directory nesting accepted.

@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "consolidate/layout.h"
-#include "distributed/pickle.h"
 #include "distributed/wire.h"
+#include "io/pickle.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace dist {

@@ -220,8 +220,21 @@ void dump_value(std::string& out, const Json& value, bool spaced, bool ascii) {
       out += '}';
       return;
     }
+    case Json::value_t::binary: {
+      // Python's bytes, read from a pickle (see docs/pickled_values.md):
+      // JSON has none, so the list of byte values, which bytes() rebuilds.
+      out += '[';
+      bool first = true;
+      for (const uint8_t byte : value.get_binary()) {
+        out += first ? "" : item_sep;
+        first = false;
+        append_number(out, static_cast<unsigned>(byte));
+      }
+      out += ']';
+      return;
+    }
     default:
-      TORCH_CHECK(false, "cannot write a binary JSON value to meta.json");
+      TORCH_CHECK(false, "cannot write a discarded JSON value to meta.json");
   }
 }
 

@@ -19,6 +19,7 @@
 #include "io/file_io.h"
 #include "io/format.h"
 #include "io/metadata_reader.h"
+#include "io/pickle.h"
 #include "memmap/append.h"
 #include "memmap/archive.h"
 #include "tensordict/errors.h"
@@ -119,7 +120,7 @@ class Loader {
       return Value(load_dict(dir, meta, depth));
     }
     if (type == kNonTensorDataType || type == kMetaDataType) {
-      return load_non_tensor_data(dir, meta, parent_batch);
+      return load_non_tensor_data(dir, meta, parent_batch, depth);
     }
     if (type == kNonTensorStackType) {
       return load_non_tensor_stack(dir, meta, parent_batch);
@@ -334,14 +335,60 @@ class Loader {
     return Value(tensor);
   }
 
+  // A NonTensorData below the root whose pickled value is a numpy array
+  // that spans the parent's batch dims loads as a tensor leaf (Python's
+  // `td.set(key, array)`); see docs/pickled_values.md.
   std::optional<Value> load_non_tensor_data(
-      const std::string& dir, const Json& meta, c10::IntArrayRef parent_batch) {
+      const std::string& dir,
+      const Json& meta,
+      c10::IntArrayRef parent_batch,
+      int64_t depth) {
     const auto data = meta.find("data");
-    if (data == meta.end()) {
-      return pickled(dir, "other.pickle");
+    if (data != meta.end()) {
+      // Python stores no batch size: the value spans its parent's.
+      return Value(NonTensorData(*data, parent_batch));
     }
-    // Python stores no batch size: the value spans its parent's.
-    return Value(NonTensorData(*data, parent_batch));
+    const std::string file = join_path(dir, "other.pickle");
+    std::optional<PickledValue> fields = read_pickle(file);
+    if (!fields) {
+      return std::nullopt;
+    }
+    // Python pickles the non-tensor fields: {"data": value}.
+    const PickledValue* value = nullptr;
+    if (fields->kind == PickledValue::Kind::kDict) {
+      for (size_t i = 0; i + 1 < fields->items.size(); i += 2) {
+        const PickledValue& key = fields->items[i];
+        if (key.kind == PickledValue::Kind::kStr && key.atom == "data") {
+          value = &fields->items[i + 1];
+        }
+      }
+    }
+    TORCH_CHECK_VALUE(
+        value != nullptr,
+        describe(path_),
+        ": ",
+        file,
+        " holds a ",
+        pickled_kind_name(fields->kind),
+        fields->kind == PickledValue::Kind::kDict ? " without the key 'data'"
+                                                  : "",
+        "; expected the dict {'data': value} Python writes");
+    if (value->kind == PickledValue::Kind::kArray && depth > 0 &&
+        value->array.dim() >= static_cast<int64_t>(parent_batch.size()) &&
+        value->array.sizes()
+            .slice(0, parent_batch.size())
+            .equals(parent_batch)) {
+      at::Tensor tensor = value->array;
+      if (meta_device_) {
+        return Value(
+            at::empty(tensor.sizes(), tensor.options().device(c10::kMeta)));
+      }
+      if (options_.device() && !options_.device()->is_cpu()) {
+        tensor = tensor.to(*options_.device(), options_.non_blocking());
+      }
+      return Value(tensor);
+    }
+    return Value(NonTensorData(pickled_json(*value, file), parent_batch));
   }
 
   std::optional<Value> load_non_tensor_stack(
@@ -356,7 +403,46 @@ class Loader {
           "the NonTensorStack has the string \"",
           data->get_ref<const std::string&>(),
           "\" as data; expected a list or \"pickle.pkl\"");
-      return pickled(dir, "pickle.pkl");
+      const std::string file = join_path(dir, "pickle.pkl");
+      std::optional<PickledValue> list = read_pickle(file);
+      if (!list) {
+        return std::nullopt;
+      }
+      TORCH_CHECK_VALUE(
+          list->kind == PickledValue::Kind::kList,
+          describe(path_),
+          ": ",
+          file,
+          " holds a ",
+          pickled_kind_name(list->kind),
+          "; expected the list of values Python writes");
+      // As Python's NonTensorStack._from_list: every level of equal-length
+      // lists (not tuples nor arrays) is a batch dim.
+      int64_t dims = 0;
+      std::vector<const PickledValue*> level{&*list};
+      while (true) {
+        bool uniform = !level.empty();
+        for (const PickledValue* node : level) {
+          uniform = uniform && node->kind == PickledValue::Kind::kList &&
+                    node->items.size() == level.front()->items.size();
+        }
+        if (!uniform) {
+          break;
+        }
+        ++dims;
+        std::vector<const PickledValue*> next;
+        for (const PickledValue* node : level) {
+          for (const auto& item : node->items) {
+            next.push_back(&item);
+          }
+        }
+        if (next.empty()) {
+          break;
+        }
+        level = std::move(next);
+      }
+      return finish_stack(
+          dir, meta, reader, pickled_json(*list, file), dims, parent_batch);
     }
     TENSORDICT_CHECK_METADATA(
         reader,
@@ -388,6 +474,17 @@ class Loader {
       }
       level = std::move(next);
     }
+    return finish_stack(dir, meta, reader, *data, dims, parent_batch);
+  }
+
+  // A NonTensorStack of `dims` batch dims from its nested lists.
+  Value finish_stack(
+      const std::string& dir,
+      const Json& meta,
+      const MetadataReader& reader,
+      const Json& data,
+      int64_t dims,
+      c10::IntArrayRef parent_batch) {
     TORCH_CHECK(
         dims >= static_cast<int64_t>(parent_batch.size()),
         "the NonTensorStack at ",
@@ -402,7 +499,7 @@ class Loader {
       device = reader.device(*dev);
     }
     return Value(
-        NonTensorStack::from_list(*data, std::max<int64_t>(dims, 1), device));
+        NonTensorStack::from_list(data, std::max<int64_t>(dims, 1), device));
   }
 
   std::optional<Value> load_tensorclass(
@@ -431,7 +528,7 @@ class Loader {
         ")");
     if (files_.kind(join_path(dir, "other.pickle")) != PathKind::kMissing &&
         !options_.skip_pickle()) {
-      pickled(dir, "other.pickle");
+      refuse_class_pickle(dir);
     }
     Json fields_meta = read_meta(fields);
     const std::string fields_type = fields_meta["_type"].get<std::string>();
@@ -460,17 +557,57 @@ class Loader {
     return Value(std::move(td));
   }
 
-  // A pickle sidecar: an error naming the key, or the entry is skipped.
-  std::optional<Value> pickled(const std::string& dir, const char* file) {
+  // A tensorclass's own pickled fields (Python's `_non_tensordict`
+  // entries that JSON cannot hold, such as the classes from_pytree
+  // records): C++ keeps no class-level fields, so they are refused.
+  void refuse_class_pickle(const std::string& dir) const {
     TORCH_CHECK(
-        options_.skip_pickle(),
+        false,
         describe(path_),
-        " is stored in the Python pickle file ",
-        join_path(dir, file),
-        ", which C++ cannot read (its value was not JSON-serializable). "
+        ": the tensorclass fields stored in the Python pickle file ",
+        join_path(dir, "other.pickle"),
+        " are not read (a C++ tensorclass keeps no class-level fields). "
         "Pass LoadMemmapOptions().skip_pickle(true) to load the rest "
-        "without it.");
-    return std::nullopt;
+        "without them.");
+  }
+
+  // The non-tensor value Python pickled to `file`, read without executing
+  // anything (see NOTE [Restricted unpickler] in src/io/pickle.h); none
+  // with skip_pickle.
+  std::optional<PickledValue> read_pickle(const std::string& file) {
+    if (options_.skip_pickle()) {
+      return std::nullopt;
+    }
+    const std::string bytes =
+        files_.read_small(file, options_.max_pickle_bytes());
+    try {
+      return unpickle(bytes, file, options_.max_depth());
+    } catch (const c10::Error& e) {
+      C10_THROW_ERROR(
+          ValueError,
+          c10::str(
+              describe(path_),
+              ": ",
+              e.msg(),
+              ". Pass LoadMemmapOptions().skip_pickle(true) to load the rest "
+              "without it."));
+    }
+  }
+
+  // `value` as JSON, the errors naming the key.
+  Json pickled_json(const PickledValue& value, const std::string& file) const {
+    try {
+      return pickled_to_json(value, file);
+    } catch (const c10::Error& e) {
+      C10_THROW_ERROR(
+          ValueError,
+          c10::str(
+              describe(path_),
+              ": ",
+              e.msg(),
+              ". Pass LoadMemmapOptions().skip_pickle(true) to load the rest "
+              "without it."));
+    }
   }
 
   // The path of entry `name` in `dir`, encoded as Python writes it, with
