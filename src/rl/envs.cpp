@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "tensordict/rl/env.h"
 #include "rl/splitmix.h"
+#include "tensordict/rl/env.h"
 #include "tensordict/rl/env_kit.h"
 
 TENSORDICT_BEGIN_NAMESPACE
