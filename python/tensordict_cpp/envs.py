@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 
 import torch
+from tensordict import TensorDict
 
 try:
     from torchrl.data import Bounded, Categorical, Composite, OneHot, Unbounded
@@ -111,6 +112,19 @@ class CppEnv(EnvBase):
 
     def _step(self, tensordict):
         return self._impl.step(tensordict.get("action"))
+
+    def rand_action(self, tensordict=None):
+        """Writes a random action, uniform in ``action_spec``, into
+        ``tensordict`` (a new one if None) and returns it, as EnvBase's
+        does, drawing the same values from torch's generator: the env has
+        one action leaf, so the leaf spec draws it, without EnvBase's
+        Composite round trip (about 100 us a step of ``rollout`` with no
+        policy)."""
+        action = self.action_spec.rand()
+        if tensordict is None:
+            return TensorDict({"action": action}, batch_size=self.batch_size)
+        tensordict.set("action", action)
+        return tensordict
 
     def _set_seed(self, seed):
         self._impl.set_seed(int(seed) % (1 << 64) if seed is not None else 0)
