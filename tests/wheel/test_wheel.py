@@ -84,7 +84,11 @@ for expected in ["tensordict_cpp/__init__.py", "tensordict_cpp/_export.py",
                  "tensordict_cpp/lib/cmake/TensorDict/TensorDictConfigVersion.cmake",
                  "tensordict_cpp/lib/cmake/TensorDict/TensorDictTargets.cmake",
                  "tensordict_cpp/lib/cmake/TensorDict/TensorDictPython.cmake",
-                 "tensordict_cpp/bin/tensordict"]:
+                 "tensordict_cpp/bin/tensordict",
+                 "tensordict_cpp/bin/torchrl_worker",
+                 "tensordict_cpp/envs.py",
+                 "tensordict_cpp/include/tensordict/rl/env_kit.h",
+                 "tensordict_cpp/include/tensordict/third_party/nlohmann/json.hpp"]:
     check(expected in names, f"the wheel holds {expected}")
 check(any(n.startswith("tensordict_cpp/_C.") and n.endswith(".so") for n in names),
       "the wheel holds the extension tensordict_cpp/_C.*.so")
@@ -95,6 +99,8 @@ check(cli is not None and (cli.external_attr >> 16) & 0o111 != 0,
       "bin/tensordict is executable in the wheel")
 check("tensordict-cpp = tensordict_cpp._cli:main" in entry_points,
       f"the console script tensordict-cpp is declared (entry points: {entry_points!r})")
+check("tensordict-cpp-worker = tensordict_cpp._cli:worker_main" in entry_points,
+      f"the console script tensordict-cpp-worker is declared (entry points: {entry_points!r})")
 check("Requires-Dist: torch" not in metadata,
       "the metadata names no torch for pip to resolve")
 
@@ -263,6 +269,30 @@ check(result.returncode == 0, "the copy loads in Python equal to the original")
 result = run([script, "info", os.path.join(WORK, "missing")])
 check(result.returncode != 0 and "missing" in result.stderr,
       f"tensordict-cpp info on a missing path fails naming it ({result.stderr.strip()!r})")
+
+# The TorchRL worker's console script and the env registry, from the venv
+# alone: the worker explains its usage (exit 2) and refuses a library that
+# does not load (exit 1, naming it).
+worker = os.path.join(venv, "bin", "tensordict-cpp-worker")
+result = run([worker])
+check(result.returncode == 2 and "usage: torchrl_worker" in result.stderr,
+      f"tensordict-cpp-worker runs the worker binary ({result.stderr.strip()[:200]!r})")
+result = run([worker, "--master", "127.0.0.1:1", "--rank", "1", "--world-size", "2",
+              "--policy", "missing.pt2", "--env", "CartPole-v1", "--frames-per-batch", "8",
+              "--env-library", "/nonexistent/libenvs.so"])
+check(result.returncode == 1 and "cannot load '/nonexistent/libenvs.so'" in result.stderr,
+      f"the worker refuses an env library that does not load ({result.stderr.strip()[:300]!r})")
+result = run([py, "-c", """
+import torch, tensordict_cpp
+assert tensordict_cpp.registered_envs() == ["CartPole-v1", "PointMass"], tensordict_cpp.registered_envs()
+try:
+    tensordict_cpp.load_env_library("/nonexistent/libenvs.so")
+except ValueError as e:
+    assert "cannot load" in str(e), e
+else:
+    raise AssertionError("a missing library was accepted")
+"""])
+check(result.returncode == 0, f"registered_envs and load_env_library from the venv ({result.stderr[-300:]!r})")
 
 # 6. Another torch (simulated): the check runs before anything compiled loads.
 result = run([py, "-c", """
