@@ -230,6 +230,11 @@ TEST(RlEnvRegistryTest, UnknownDuplicateAndMistypedAreValueErrorsNamingThem) {
       c10::ValueError,
       "Plain-v0: unknown keyword argument 'step_size'; the env takes no "
       "keyword arguments");
+  const Json not_an_object = Json::array({1, 2});
+  EXPECT_THROWS_WITH(
+      rl::EnvKwargs("Counter-v0", not_an_object),
+      c10::ValueError,
+      "Counter-v0: keyword arguments must be a JSON object, got array");
   EXPECT_THROWS_WITH(
       rl::make_env("Counter-v0", 2, Json::array({1, 2})),
       c10::ValueError,
@@ -437,6 +442,12 @@ TEST(RlEnvKitTest, IndexRowsReadCategoricalAndOneHotActions) {
       rl::IndexRows(td, "index", rl::TensorSpec::unbounded({})),
       c10::ValueError,
       "needs a Categorical or OneHot spec");
+  td.set("floats", torch::zeros({3}));
+  EXPECT_THROWS_WITH(
+      rl::IndexRows(td, "floats", rl::TensorSpec::categorical(2)),
+      c10::ValueError,
+      "IndexRows: key 'floats' is Float, which its Categorical spec does not "
+      "accept");
 }
 
 // --- BatchedEnv

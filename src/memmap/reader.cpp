@@ -583,14 +583,7 @@ class Loader {
     try {
       return unpickle(bytes, file, options_.max_depth());
     } catch (const c10::Error& e) {
-      C10_THROW_ERROR(
-          ValueError,
-          c10::str(
-              describe(path_),
-              ": ",
-              e.msg(),
-              ". Pass LoadMemmapOptions().skip_pickle(true) to load the rest "
-              "without it."));
+      refuse_pickle(e);
     }
   }
 
@@ -599,15 +592,21 @@ class Loader {
     try {
       return pickled_to_json(value, file);
     } catch (const c10::Error& e) {
-      C10_THROW_ERROR(
-          ValueError,
-          c10::str(
-              describe(path_),
-              ": ",
-              e.msg(),
-              ". Pass LoadMemmapOptions().skip_pickle(true) to load the rest "
-              "without it."));
+      refuse_pickle(e);
     }
+  }
+
+  // Rethrows a pickle's refusal as ValueError naming the key, with the way
+  // around it.
+  [[noreturn]] void refuse_pickle(const c10::Error& e) const {
+    C10_THROW_ERROR(
+        ValueError,
+        c10::str(
+            describe(path_),
+            ": ",
+            e.msg(),
+            ". Pass LoadMemmapOptions().skip_pickle(true) to load the rest "
+            "without it."));
   }
 
   // The path of entry `name` in `dir`, encoded as Python writes it, with
