@@ -108,6 +108,25 @@ TEST(ArchiveTest, RoundTripKeepsValuesDtypesKeysAndBatchSize) {
   EXPECT_TRUE(meta.get("a").is_meta());
 }
 
+// Python: td.memmap("x.tdz") writes an archive and td.memmap("x") a
+// directory; archive=True/False overrides the suffix either way.
+TEST(ArchiveTest, WritesArchiveIsTheSuffixUnlessArchiveIsSet) {
+  EXPECT_TRUE(MemmapOptions("/data/run.tdz").writes_archive());
+  EXPECT_FALSE(MemmapOptions("/data/run").writes_archive());
+  EXPECT_FALSE(MemmapOptions("/data/run.tdz/").writes_archive());
+  EXPECT_FALSE(MemmapOptions("/data/run.TDZ").writes_archive());
+  EXPECT_FALSE(MemmapOptions("").writes_archive());
+  EXPECT_TRUE(MemmapOptions("/data/run").archive(true).writes_archive());
+  EXPECT_FALSE(MemmapOptions("/data/run.tdz").archive(false).writes_archive());
+  // What the save does agrees with the answer.
+  TempDir dir;
+  const TensorDict td({{"a", torch::arange(4.0)}}, {4});
+  (void)td.memmap(MemmapOptions(dir / "plain").archive(true));
+  EXPECT_TRUE(std::filesystem::is_regular_file(dir / "plain"));
+  (void)td.memmap(MemmapOptions(dir / "dir.tdz").archive(false));
+  EXPECT_TRUE(std::filesystem::is_directory(dir / "dir.tdz"));
+}
+
 TEST(ArchiveTest, LayoutIsPythonsAlignedStoredZip64) {
   TempDir tmp;
   sample().save(tmp / "td.tdz");

@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "support.h"
@@ -21,6 +22,7 @@ using namespace tensordict;  // NOLINT(google-build-using-namespace)
 using tensordict::testing::expect_td_equal;
 using tensordict::testing::read_text;
 using tensordict::testing::TempDir;
+using tensordict::testing::write_text;
 namespace fs = std::filesystem;
 
 namespace {
@@ -404,6 +406,49 @@ TEST(ConsolidateTest, ConsolidatedBytesOfALazyStackAreItsFileAndLoadBack) {
           bytes.narrow(0, 0, bytes.numel() - 3)),
       c10::Error,
       "invalid consolidated data in the byte buffer");
+}
+
+// Python's TensorDict.from_consolidated returns whichever class the file's
+// root holds:
+//   stack = LazyStackedTensorDict(TensorDict(x=torch.zeros(2)),
+//                                 TensorDict(x=torch.ones(3)))
+//   stack.consolidate(filename="s.bin")
+//   type(TensorDict.from_consolidated("s.bin"))  # LazyStackedTensorDict
+TEST(ConsolidateTest, FromConsolidatedAnyReturnsTheRootTheFileHolds) {
+  TempDir dir;
+  TensorDict a({{"x", torch::arange(3.0)}});
+  TensorDict b({{"x", torch::arange(4.0) + 10}});
+  b.set({"n", "y"}, torch::tensor({4, 5}, torch::kInt64));
+  (void)lazy_stack({a, b}, 0, "s")
+      .consolidate(ConsolidateOptions().filename(dir / "s.bin"));
+  (void)b.consolidate(ConsolidateOptions().filename(dir / "d.bin"));
+
+  const LoadedTree stack = from_consolidated_any(dir / "s.bin");
+  ASSERT_TRUE(std::holds_alternative<LazyStackedTensorDict>(stack));
+  const LazyStackedTensorDict& got = std::get<LazyStackedTensorDict>(stack);
+  EXPECT_TRUE(got.is_consolidated());
+  EXPECT_EQ(got.stack_dim_name(), "s");
+  ASSERT_EQ(got.tensordicts().size(), 2u);
+  EXPECT_TRUE(torch::equal(got.at(0).get("x"), a.get("x")));
+  EXPECT_TRUE(torch::equal(got.at(1).get({"n", "y"}), b.get({"n", "y"})));
+
+  const LoadedTree dict = from_consolidated_any(dir / "d.bin");
+  ASSERT_TRUE(std::holds_alternative<TensorDict>(dict));
+  const TensorDict& td = std::get<TensorDict>(dict);
+  EXPECT_TRUE(td.is_consolidated());
+  EXPECT_TRUE(torch::equal(td.get("x"), b.get("x")));
+  EXPECT_TRUE(torch::equal(td.get({"n", "y"}), b.get({"n", "y"})));
+
+  // A file that is neither is refused as from_consolidated refuses it.
+  write_text(dir / "bad.bin", "not a consolidated file");
+  EXPECT_THROWS_WITH(
+      (void)from_consolidated_any(dir / "bad.bin"),
+      c10::Error,
+      "invalid consolidated data in");
+  EXPECT_THROWS_WITH(
+      (void)from_consolidated_any(dir / "missing.bin"),
+      c10::Error,
+      "from_consolidated: cannot read");
 }
 
 TEST(ConsolidateTest, NestedKeysNamedLikeMetadataMembersAreRefused) {

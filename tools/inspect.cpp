@@ -13,6 +13,7 @@
 
 #include "memmap/archive.h"
 #include "tensordict/archive.h"
+#include "tensordict/consolidate.h"
 #include "util/python_spelling.h"
 #include "util/sha256.h"
 
@@ -169,7 +170,7 @@ LoadedTree load_any(const std::string& path) {
   if (is_directory(path) || is_archive(path)) {
     return load_memmap_any(path);
   }
-  return TensorDict::from_consolidated(path);
+  return from_consolidated_any(path);
 }
 
 std::vector<std::string> verify_any(const std::string& path) {
@@ -190,7 +191,7 @@ std::vector<std::string> verify_any(const std::string& path) {
     return problems;
   }
   try {
-    (void)TensorDict::from_consolidated(path);
+    (void)from_consolidated_any(path);
   } catch (const c10::Error& e) {
     return {e.msg()};  // from_consolidated names the file
   }

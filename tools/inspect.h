@@ -15,8 +15,8 @@ namespace tensordict::tools {
 
 /// Loads what `path` names: a memmap directory or a `.tdz` archive (a
 /// ".tdz" name, or a zip with a meta.json: `load_memmap_any`), or any other
-/// file as a consolidated file (`TensorDict::from_consolidated`, which
-/// checks its content and says what does not fit).
+/// file as a consolidated file (`from_consolidated_any`, a dict or a lazy
+/// stack, which checks its content and says what does not fit).
 LoadedTree load_any(const std::string& path);
 
 /// Checks what `path` names without stopping at the first problem where it

@@ -41,7 +41,8 @@
 //   stack at the root has `LazyStackedTensorDict::consolidate` and
 //   `from_consolidated` (its metadata is that level, "cls":
 //   "LazyStackedTensorDict"), and `TensorDict::from_consolidated` refuses
-//   such a file (Python returns the stack).
+//   such a file; `from_consolidated_any` returns either root, as Python's
+//   `TensorDict.from_consolidated` does.
 // - A complex128 leaf whose offset is not a multiple of 16 cannot be viewed
 //   and is refused when consolidating (Python fails when rebuilding it).
 
@@ -76,6 +77,14 @@ TENSORDICT_BEGIN_NAMESPACE
 /// consolidate`.
 [[nodiscard]] TENSORDICT_API at::Tensor consolidated_bytes(
     const LazyStackedTensorDict& stack);
+
+/// Maps a file written by `consolidate(filename)` (here or by Python
+/// tensordict) whatever its root holds: a TensorDict, or a
+/// LazyStackedTensorDict for a stack's file, as Python's
+/// `TensorDict.from_consolidated` returns either. The metadata is parsed
+/// once. Throws like `TensorDict::from_consolidated`.
+[[nodiscard]] TENSORDICT_API LoadedTree from_consolidated_any(
+    const std::string& filename, const LoadConsolidatedOptions& options = {});
 
 /// Rebuilds a dict from the bytes of `consolidated_bytes` or of a file
 /// written by `consolidate(filename)`: the leaves are views of `bytes` (a

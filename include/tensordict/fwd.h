@@ -5,6 +5,7 @@
 /// headers that only name them.
 
 #include <nlohmann/json_fwd.hpp>
+#include <variant>
 
 #include "tensordict/export.h"
 
@@ -32,5 +33,11 @@ class TensorDictImpl;
 /// Public headers see only this declaration; include <tensordict/json.h>
 /// for the complete type.
 using Json = nlohmann::ordered_json;
+
+/// What a file or directory holds at its root: a dict or a lazy stack. The
+/// loaders that take either (`load_memmap_any`, `from_consolidated_any`,
+/// `from_safetensors_any`) return it, as Python's loaders return either
+/// class.
+using LoadedTree = std::variant<TensorDict, LazyStackedTensorDict>;
 
 TENSORDICT_END_NAMESPACE

@@ -228,9 +228,6 @@ class TENSORDICT_API MemoryMappedTensor {
   static bool is_memmap(const at::Tensor& tensor);
 };
 
-/// What a memmap directory holds at its root.
-using LoadedTree = std::variant<TensorDict, LazyStackedTensorDict>;
-
 /// Loads whatever the directory holds: a TensorDict (Python tensorclasses
 /// load as TensorDicts that remember their class, see
 /// `TensorDict::python_class`) or a LazyStackedTensorDict. Throws like

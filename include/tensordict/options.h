@@ -216,6 +216,13 @@ struct TENSORDICT_API MemmapOptions {
   /// whatever the suffix and refuses `archive(true)`, as Python's has no
   /// `archive`.
   TENSORDICT_ARG(std::optional<bool>, archive);
+
+ public:
+  /// Whether `memmap` and `save` with these options write one archive file
+  /// rather than a directory: `archive()` when set, else whether `prefix`
+  /// ends with ".tdz". The one place the rule lives (the Python binding
+  /// asks it too).
+  [[nodiscard]] bool writes_archive() const;
   /// How an archive written by `memmap` or `save` stores the tensor
   /// payloads: "stored" (mapped without a copy; empty, the default, is the
   /// same) or "deflate" (smaller; each leaf loads by inflating a copy).

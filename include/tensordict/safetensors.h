@@ -112,8 +112,7 @@ TENSORDICT_API void to_safetensors(
 
 /// Loads a safetensors file as `from_safetensors` does, whatever its root:
 /// a TensorDict or a LazyStackedTensorDict.
-[[nodiscard]] TENSORDICT_API std::variant<TensorDict, LazyStackedTensorDict>
-from_safetensors_any(
+[[nodiscard]] TENSORDICT_API LoadedTree from_safetensors_any(
     const std::string& path, const FromSafetensorsOptions& options = {});
 
 TENSORDICT_END_NAMESPACE

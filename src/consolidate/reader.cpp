@@ -641,6 +641,23 @@ LazyStackedTensorDict LazyStackedTensorDict::from_consolidated(
       "TensorDict::from_consolidated");
 }
 
+LoadedTree from_consolidated_any(
+    const std::string& filename, const LoadConsolidatedOptions& options) {
+  // The metadata is parsed once; its root's class picks the reader, which
+  // checks everything else as from_consolidated does.
+  const detail::SplitConsolidated split = detail::split_consolidated(
+      detail::map_consolidated_file(filename), filename, options);
+  const detail::Reader reader(split.data, options.max_depth());
+  const detail::MetadataReader at(filename, detail::KeyPath());
+  const auto cls =
+      split.meta.is_object() ? split.meta.find("cls") : split.meta.end();
+  if (split.meta.is_object() && cls != split.meta.end() && cls->is_string() &&
+      cls->get_ref<const std::string&>() == "LazyStackedTensorDict") {
+    return reader.read_lazy_stack(split.meta, at, /*parent_batch=*/{}, 0);
+  }
+  return reader.read_dict(split.meta, at, /*parent_batch=*/{}, 0);
+}
+
 LazyStackedTensorDict LazyStackedTensorDict::from_consolidated_bytes(
     const at::Tensor& bytes, const LoadConsolidatedOptions& options) {
   return detail::read_consolidated_stack(

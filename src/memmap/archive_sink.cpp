@@ -333,6 +333,14 @@ std::vector<std::string> missing_directories(std::string dir) {
 
 }  // namespace
 
+}  // namespace detail
+
+bool MemmapOptions::writes_archive() const {
+  return archive_.value_or(detail::is_archive_path(prefix_));
+}
+
+namespace detail {
+
 bool writes_archive(const MemmapOptions& options, SaveKind kind) {
   const bool has_compression = !options.compression().empty();
   if (kind == SaveKind::kMemmapInPlace) {
@@ -349,9 +357,7 @@ bool writes_archive(const MemmapOptions& options, SaveKind kind) {
         "writes a directory");
     return false;
   }
-  const bool archive =
-      options.archive().value_or(is_archive_path(options.prefix()));
-  if (!archive) {
+  if (!options.writes_archive()) {
     TORCH_CHECK_VALUE(
         !has_compression,
         "compression is only supported when writing a memmap archive (pass "

@@ -657,7 +657,7 @@ TensorDict from_safetensors(
   return std::get<TensorDict>(std::move(loaded));
 }
 
-std::variant<TensorDict, LazyStackedTensorDict> from_safetensors_any(
+LoadedTree from_safetensors_any(
     const std::string& path, const FromSafetensorsOptions& options) {
   return detail::load_safetensors(path, options);
 }
