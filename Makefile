@@ -170,4 +170,4 @@ docs:
 	@echo "docs: open $(BUILD_DIR)/docs/html/index.html"
 
 clean:
-	rm -rf $(BUILD_DIR) $(SAN_DIR) $(TSAN_DIR)
+	rm -rf $(BUILD_DIR) $(SAN_DIR) $(TSAN_DIR) $(FUZZ_DIR)

@@ -148,12 +148,12 @@ tensordict_floor(repr SIBLING_OF io
   SOURCES
     src/repr/class_repr.cpp
     src/repr/compact_repr.cpp
-    src/repr/lazy_stack.cpp
-    src/repr/non_tensor.cpp
+    src/repr/lazy_stack_repr.cpp
+    src/repr/non_tensor_repr.cpp
     src/repr/print_options.cpp
     src/repr/python_repr.cpp
     src/repr/python_tensor_repr.cpp
-    src/repr/tensor_dict.cpp
+    src/repr/tensor_dict_repr.cpp
     src/repr/value_repr.cpp
   PUBLIC_HEADERS print_options)
 
@@ -192,9 +192,9 @@ tensordict_floor(tensor_class
 
 # Modules that read and write dicts, their parameters as dicts, and
 # Python-exported AOTInductor packages run as such modules. The
-# probabilistic modules (tensordict/probabilistic.h: distributions and
-# ProbabilisticTensorDictModule/Sequential) are opt-in and compiled on their
-# own, so changing them rebuilds no batch.
+# distributions (tensordict/distributions.h) and the probabilistic modules
+# (tensordict/probabilistic.h: ProbabilisticTensorDictModule/Sequential) are
+# opt-in and compiled on their own, so changing them rebuilds no batch.
 tensordict_floor(nn SIBLING_OF tensor_class
   SOURCES
     src/nn/aoti_module.cpp
@@ -207,7 +207,7 @@ tensordict_floor(nn SIBLING_OF tensor_class
   SEPARATE_SOURCES
     src/nn/distributions.cpp
     src/nn/probabilistic.cpp
-  PUBLIC_HEADERS module tensor_dict_params vmap nn aoti probabilistic)
+  PUBLIC_HEADERS module tensor_dict_params vmap nn aoti distributions probabilistic)
 
 # Saving and loading directories, byte-compatible with Python.
 tensordict_floor(memmap

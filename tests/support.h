@@ -59,6 +59,19 @@
 
 namespace tensordict::testing {
 
+/// A float32 tensor of `values`.
+inline at::Tensor f32(std::vector<float> values) {
+  return torch::tensor(values, torch::kFloat);
+}
+
+/// Asserts equal shapes and values within `tol` (absolute).
+inline void expect_close(
+    const at::Tensor& a, const at::Tensor& b, double tol = 1e-6) {
+  ASSERT_EQ(a.sizes(), b.sizes());
+  EXPECT_TRUE(torch::allclose(a, b, /*rtol=*/0, /*atol=*/tol)) << a << "\nvs\n"
+                                                               << b;
+}
+
 /// Checks batch size, keys (in order), kinds and values, recursively.
 inline void expect_td_equal(const TensorDict& a, const TensorDict& b) {
   EXPECT_EQ(a.batch_size(), b.batch_size());

@@ -1,7 +1,7 @@
 #pragma once
 
 // What a lazy stack's reads (core/lazy_stack.cpp) and its repr
-// (repr/lazy_stack.cpp) share: its elements' entries gathered key by key.
+// (repr/lazy_stack_repr.cpp) share: its elements' entries gathered key by key.
 
 #include <cstdint>
 #include <string_view>

@@ -3,7 +3,7 @@
 
 #pragma once
 
-#include "tensordict/probabilistic.h"
+#include "tensordict/distributions.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace nn::detail {

@@ -1,4 +1,4 @@
-// The distributions of tensordict/probabilistic.h. Each formula follows the
+// The distributions of tensordict/distributions.h. Each formula follows the
 // op order of torch.distributions (torch 2.13) or TorchRL 0.14.1, so that
 // results match Python's to rounding, and sampling calls the same at:: ops
 // in the same order, so that a seeded generator gives Python's samples.
@@ -15,8 +15,11 @@
 // gives torch's samples; exp and log may round differently from torch's
 // vectorized kernels in the last bit.
 
+#include "tensordict/distributions.h"
+
 #include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
+#include <ATen/core/grad_mode.h>
 #include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 
@@ -30,7 +33,6 @@
 #include <vector>
 
 #include "nn/categorical_draw.h"
-#include "tensordict/probabilistic.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace nn {

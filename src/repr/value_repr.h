@@ -21,7 +21,7 @@ std::string value_repr(const Value& value);
 std::string value_repr(const Value& value, const PrintOptions& options);
 
 /// Returns Python's detailed repr of `td` with `options`, ignoring
-/// `options.compact()` (src/repr/tensor_dict.cpp).
+/// `options.compact()` (src/repr/tensor_dict_repr.cpp).
 std::string detailed_repr(const TensorDict& td, const PrintOptions& options);
 
 }  // namespace detail

@@ -4,7 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace tensordict::detail {
+TENSORDICT_BEGIN_NAMESPACE
+namespace detail {
 namespace {
 
 // FIPS 180-4 section 4.2.2: the first 32 bits of the fractional parts of the
@@ -179,4 +180,5 @@ std::string sha256_hex(const void* data, size_t n) {
   return hasher.hex_digest();
 }
 
-}  // namespace tensordict::detail
+}  // namespace detail
+TENSORDICT_END_NAMESPACE

@@ -9,7 +9,10 @@
 #include <cstdint>
 #include <string>
 
-namespace tensordict::detail {
+#include "tensordict/export.h"
+
+TENSORDICT_BEGIN_NAMESPACE
+namespace detail {
 
 /// Computes a SHA-256 digest incrementally: any split of the input into
 /// `update` calls gives the digest of the concatenation. Reading the digest
@@ -48,4 +51,5 @@ class Sha256 {
 /// Returns the SHA-256 of `n` bytes at `data` as 64 lowercase hex digits.
 std::string sha256_hex(const void* data, size_t n);
 
-}  // namespace tensordict::detail
+}  // namespace detail
+TENSORDICT_END_NAMESPACE
