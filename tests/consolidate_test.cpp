@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -18,11 +19,8 @@
 // Its own namespace, so that test files can share a unity batch.
 namespace consolidate_test {
 
-using namespace tensordict;  // NOLINT(google-build-using-namespace)
-using tensordict::testing::expect_td_equal;
-using tensordict::testing::read_text;
-using tensordict::testing::TempDir;
-using tensordict::testing::write_text;
+using namespace tensordict;           // NOLINT(google-build-using-namespace)
+using namespace tensordict::testing;  // NOLINT(google-build-using-namespace)
 namespace fs = std::filesystem;
 
 namespace {
@@ -505,40 +503,30 @@ TEST(ConsolidateTest, BufferErrorsNameWhatWasExpected) {
   auto with_leaf = [&](const std::string& leaf) {
     return with_metadata(bytes, leaf_prefix + leaf + "}}");
   };
-  EXPECT_THROWS_WITH(
-      from_consolidated_bytes(with_leaf(R"(["torch.int32", [3], 0, 4000, 4])")),
-      c10::Error,
-      "at key 'a': byte range [0, 4000) is not within the 48 bytes of data");
-  EXPECT_THROWS_WITH(
-      from_consolidated_bytes(with_leaf(R"(["torch.int32", [30], 0, 16, 4])")),
-      c10::Error,
-      "at key 'a': shape [30] torch.int32 needs 120 bytes, but its byte range "
-      "[0, 16) holds 16");
-  EXPECT_THROWS_WITH(
-      from_consolidated_bytes(with_leaf(R"(["torch.int33", [3], 0, 16, 4])")),
-      c10::Error,
-      "at key 'a': unknown dtype 'torch.int33'");
-  EXPECT_THROWS_WITH(
-      from_consolidated_bytes(with_leaf(R"(["torch.int32", [-3], 0, 16, 4])")),
-      c10::Error,
-      "at key 'a': \"shape\" must hold non-negative integers, found -3");
-  EXPECT_THROWS_WITH(
-      from_consolidated_bytes(with_leaf(
-          R"(["torch.int32", [4294967296, 4294967296, 4], 0, 16, 4])")),
-      c10::Error,
-      "overflows a 64-bit byte count");
-  EXPECT_THROWS_WITH(
-      from_consolidated_bytes(with_leaf(R"(["torch.int32", [4], 0, 16, 4])")),
-      c10::Error,
-      "at key 'a': shape [4] does not start with the batch size [3]");
-  EXPECT_THROWS_WITH(
-      from_consolidated_bytes(with_leaf(R"(["torch.float64", [3], 4, 28, 0])")),
-      c10::Error,
-      "torch.float64 data at byte 4 is not aligned to its item size 8");
-  EXPECT_THROWS_WITH(
-      from_consolidated_bytes(with_leaf(R"(["torch.int32", [3], 0, 16])")),
-      c10::Error,
-      "expected [dtype, shape, start, stop, pad]");
+  const std::pair<const char*, const char*> bad_leaves[] = {
+      {R"(["torch.int32", [3], 0, 4000, 4])",
+       "at key 'a': byte range [0, 4000) is not within the 48 bytes of data"},
+      {R"(["torch.int32", [30], 0, 16, 4])",
+       "at key 'a': shape [30] torch.int32 needs 120 bytes, but its byte "
+       "range [0, 16) holds 16"},
+      {R"(["torch.int33", [3], 0, 16, 4])",
+       "at key 'a': unknown dtype 'torch.int33'"},
+      {R"(["torch.int32", [-3], 0, 16, 4])",
+       "at key 'a': \"shape\" must hold non-negative integers, found -3"},
+      {R"(["torch.int32", [4294967296, 4294967296, 4], 0, 16, 4])",
+       "overflows a 64-bit byte count"},
+      {R"(["torch.int32", [4], 0, 16, 4])",
+       "at key 'a': shape [4] does not start with the batch size [3]"},
+      {R"(["torch.float64", [3], 4, 28, 0])",
+       "torch.float64 data at byte 4 is not aligned to its item size 8"},
+      {R"(["torch.int32", [3], 0, 16])",
+       "expected [dtype, shape, start, stop, pad]"},
+  };
+  for (const auto& [leaf, error] : bad_leaves) {
+    SCOPED_TRACE(leaf);
+    EXPECT_THROWS_WITH(
+        from_consolidated_bytes(with_leaf(leaf)), c10::Error, error);
+  }
   EXPECT_THROWS_WITH(
       from_consolidated_bytes(
           with_metadata(bytes, R"({"cls": "LazyStackedTensorDict"})")),

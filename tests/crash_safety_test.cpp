@@ -34,13 +34,8 @@
 // Its own namespace, so that test files can share a unity batch.
 namespace crash_safety_test {
 
-using namespace tensordict;  // NOLINT(google-build-using-namespace)
-using tensordict::testing::expect_td_equal;
-using tensordict::testing::inode_of;
-using tensordict::testing::run_with_file_size_limit;
-using tensordict::testing::TempDir;
-using tensordict::testing::tree_of;
-using tensordict::testing::write_text;
+using namespace tensordict;           // NOLINT(google-build-using-namespace)
+using namespace tensordict::testing;  // NOLINT(google-build-using-namespace)
 namespace fs = std::filesystem;
 
 namespace {

@@ -971,67 +971,88 @@ void expect_all_ok(const std::vector<RankResult>& results) {
   }
 }
 
-TEST(DistributedTest, SendRecvEveryFormTwoRanks) {
-  expect_all_ok(run_ranks("send_recv", 2));
+// One run of the rank program: `scenario` on `world` ranks, each operation
+// timing out after `op_timeout` seconds. Rank `must_pass` must exit 0
+// (every rank when -1; in the fault scenarios the killed or stalled peer's
+// own status is not the point), and rank `error_rank`, if any, must have
+// printed the error it expected.
+struct RankScenario {
+  const char* test;
+  const char* scenario;
+  int world;
+  int op_timeout = 20;
+  int must_pass = -1;  // -1: every rank
+  int error_rank = -1;
+};
+
+class DistributedScenarioTest : public testing::TestWithParam<RankScenario> {};
+
+TEST_P(DistributedScenarioTest, RanksExitCleanly) {
+  const RankScenario& s = GetParam();
+  const auto results = run_ranks(s.scenario, s.world, 60, s.op_timeout);
+  if (s.must_pass < 0) {
+    expect_all_ok(results);
+  } else {
+    EXPECT_EQ(results[s.must_pass].status, 0) << results[s.must_pass].output;
+  }
+  if (s.error_rank >= 0) {
+    EXPECT_NE(
+        results[s.error_rank].output.find("error as expected"),
+        std::string::npos)
+        << results[s.error_rank].output;
+  }
 }
 
-TEST(DistributedTest, InitRemoteCarriesKeysShapesAndNonTensors) {
-  expect_all_ok(run_ranks("remote_init", 2));
-}
-
-TEST(DistributedTest, TensorClassOnBothEndsOfEveryFunction) {
-  const auto results = run_ranks("tensor_class", 2);
-  expect_all_ok(results);
-  EXPECT_NE(results[1].output.find("error as expected"), std::string::npos);
-}
-
-TEST(DistributedTest, EveryDtypeOfTheFormatCrossesTheWire) {
-  expect_all_ok(run_ranks("every_dtype", 2));
-}
-
-TEST(DistributedTest, PointToPointRingOfFourRanks) {
-  expect_all_ok(run_ranks("ring", 4));
-}
-
-TEST(DistributedTest, CollectivesTwoRanks) {
-  expect_all_ok(run_ranks("collectives", 2));
-}
-
-TEST(DistributedTest, CollectivesFourRanks) {
-  expect_all_ok(run_ranks("collectives", 4));
-}
-
-TEST(DistributedTest, MismatchedStructuresAreNamedOnBothRanks) {
-  const auto results = run_ranks("mismatch", 2);
-  expect_all_ok(results);
-  EXPECT_NE(results[1].output.find("error as expected"), std::string::npos);
-}
-
-TEST(DistributedTest, RankOfAGroupMadeElsewhereGetsPythonsWire) {
-  const auto results = run_ranks("unannounced_peer", 2);
-  expect_all_ok(results);
-  EXPECT_NE(results[0].output.find("error as expected"), std::string::npos);
-}
-
-TEST(DistributedTest, DeadPeerIsAnErrorNotAHang) {
-  const auto results = run_ranks("dead_peer", 2, 60, 10);
-  EXPECT_EQ(results[0].status, 0) << results[0].output;
-}
-
-TEST(DistributedTest, ReceiverKilledMidTransferIsAnErrorOnTheSender) {
-  const auto results = run_ranks("receiver_dies_mid_transfer", 2, 60, 10);
-  EXPECT_EQ(results[0].status, 0) << results[0].output;
-}
-
-TEST(DistributedTest, SenderKilledMidTransferSaysWhatWasWritten) {
-  const auto results = run_ranks("sender_dies_mid_transfer", 2, 60, 10);
-  EXPECT_EQ(results[1].status, 0) << results[1].output;
-}
-
-TEST(DistributedTest, SilentPeerTimesOut) {
-  const auto results = run_ranks("silent_peer", 2, 60, 3);
-  EXPECT_EQ(results[0].status, 0) << results[0].output;
-}
+INSTANTIATE_TEST_SUITE_P(
+    DistributedTest,
+    DistributedScenarioTest,
+    testing::Values(
+        RankScenario{"SendRecvEveryFormTwoRanks", "send_recv", 2},
+        RankScenario{
+            "InitRemoteCarriesKeysShapesAndNonTensors", "remote_init", 2},
+        RankScenario{
+            "TensorClassOnBothEndsOfEveryFunction",
+            "tensor_class",
+            2,
+            20,
+            -1,
+            1},
+        RankScenario{"EveryDtypeOfTheFormatCrossesTheWire", "every_dtype", 2},
+        RankScenario{"PointToPointRingOfFourRanks", "ring", 4},
+        RankScenario{"CollectivesTwoRanks", "collectives", 2},
+        RankScenario{"CollectivesFourRanks", "collectives", 4},
+        RankScenario{
+            "MismatchedStructuresAreNamedOnBothRanks",
+            "mismatch",
+            2,
+            20,
+            -1,
+            1},
+        RankScenario{
+            "RankOfAGroupMadeElsewhereGetsPythonsWire",
+            "unannounced_peer",
+            2,
+            20,
+            -1,
+            0},
+        // Faults: the surviving rank reports an error in time, not a hang.
+        RankScenario{"DeadPeerIsAnErrorNotAHang", "dead_peer", 2, 10, 0},
+        RankScenario{
+            "ReceiverKilledMidTransferIsAnErrorOnTheSender",
+            "receiver_dies_mid_transfer",
+            2,
+            10,
+            0},
+        RankScenario{
+            "SenderKilledMidTransferSaysWhatWasWritten",
+            "sender_dies_mid_transfer",
+            2,
+            10,
+            1},
+        RankScenario{"SilentPeerTimesOut", "silent_peer", 2, 3, 0}),
+    [](const testing::TestParamInfo<RankScenario>& info) {
+      return std::string(info.param.test);
+    });
 
 TEST(DistributedTest, IntGeneratorMatchesNumpy) {
   // From the docstring of Python's tensordict.utils._int_generator.

@@ -6,13 +6,7 @@
 namespace indexing_test {
 
 using namespace tensordict::indexing;
-using tensordict::DimNames;
-using tensordict::Json;
-using tensordict::KeyError;
-using tensordict::NonTensorData;
-using tensordict::NonTensorStack;
-using tensordict::TensorDict;
-using tensordict::Value;
+using namespace tensordict;  // NOLINT(google-build-using-namespace)
 
 namespace {
 

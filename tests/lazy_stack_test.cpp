@@ -22,19 +22,9 @@
 // Its own namespace, so that test files can share a unity batch.
 namespace lazy_stack_test {
 
-using tensordict::Json;
-using tensordict::lazy_stack;
-using tensordict::LazyStackedTensorDict;
-using tensordict::NestedKey;
-using tensordict::NonTensorStack;
-using tensordict::TensorDict;
-using tensordict::Value;
+using namespace tensordict;  // NOLINT(google-build-using-namespace)
 using tensordict::indexing::Slice;
-using tensordict::testing::inode_of;
-using tensordict::testing::read_text;
-using tensordict::testing::run_with_file_size_limit;
-using tensordict::testing::TempDir;
-using tensordict::testing::tree_of;
+using namespace tensordict::testing;  // NOLINT(google-build-using-namespace)
 
 namespace {
 

@@ -13,10 +13,7 @@ using namespace tensordict;
 using namespace tensordict::indexing;
 using tensor_class_testing::Inner;
 using tensor_class_testing::Registered;
-using tensordict::testing::expect_td_equal;
-using tensordict::testing::metadata_keys;
-using tensordict::testing::read_text;
-using tensordict::testing::TempDir;
+using namespace tensordict::testing;  // NOLINT(google-build-using-namespace)
 
 TEST(TensorClassTest, LazyStackHasTheSaveAliases) {
   TempDir tmp;

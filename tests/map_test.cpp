@@ -16,12 +16,8 @@
 // Its own namespace, so that test files can share a unity batch.
 namespace map_test {
 
-using tensordict::MapCancelled;
-using tensordict::MapIterator;
-using tensordict::MapOptions;
-using tensordict::MapProgress;
-using tensordict::TensorDict;
-using tensordict::testing::TempDir;
+using namespace tensordict;           // NOLINT(google-build-using-namespace)
+using namespace tensordict::testing;  // NOLINT(google-build-using-namespace)
 
 namespace {
 

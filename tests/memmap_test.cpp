@@ -20,11 +20,8 @@
 // Its own namespace, so that test files can share a unity batch.
 namespace memmap_test {
 
-using namespace tensordict;  // NOLINT(google-build-using-namespace)
-using tensordict::testing::expect_td_equal;
-using tensordict::testing::read_text;
-using tensordict::testing::TempDir;
-using tensordict::testing::write_text;
+using namespace tensordict;           // NOLINT(google-build-using-namespace)
+using namespace tensordict::testing;  // NOLINT(google-build-using-namespace)
 namespace fs = std::filesystem;
 
 namespace {

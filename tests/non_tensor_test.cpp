@@ -10,12 +10,8 @@
 // Its own namespace, so that test files can share a unity batch.
 namespace non_tensor_test {
 
-using tensordict::Json;
-using tensordict::NonTensorData;
-using tensordict::NonTensorStack;
-using tensordict::testing::read_text;
-using tensordict::testing::TempDir;
-using tensordict::testing::write_text;
+using namespace tensordict;           // NOLINT(google-build-using-namespace)
+using namespace tensordict::testing;  // NOLINT(google-build-using-namespace)
 
 TEST(NonTensorDataTest, HoldsAnyJsonValue) {
   NonTensorData text("hello", {3});

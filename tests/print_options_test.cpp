@@ -14,15 +14,7 @@
 // Its own namespace, so that test files can share a unity batch.
 namespace print_options_test {
 
-using tensordict::get_printoptions;
-using tensordict::lazy_stack;
-using tensordict::LazyStackedTensorDict;
-using tensordict::NonTensorStack;
-using tensordict::PrintOptions;
-using tensordict::PrintOptionsGuard;
-using tensordict::set_printoptions;
-using tensordict::SortKeys;
-using tensordict::TensorDict;
+using namespace tensordict;  // NOLINT(google-build-using-namespace)
 
 namespace {
 

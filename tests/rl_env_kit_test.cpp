@@ -21,10 +21,7 @@
 
 namespace rl_env_kit_test {
 
-using tensordict::Json;
-using tensordict::KeyError;
-using tensordict::NestedKey;
-using tensordict::TensorDict;
+using namespace tensordict;  // NOLINT(google-build-using-namespace)
 using tensordict::nn::TensorDictModule;
 namespace rl = tensordict::rl;
 

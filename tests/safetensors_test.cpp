@@ -17,11 +17,8 @@
 // Its own namespace, so that test files can share a unity batch.
 namespace safetensors_test {
 
-using namespace tensordict;  // NOLINT(google-build-using-namespace)
-using tensordict::testing::expect_td_equal;
-using tensordict::testing::read_text;
-using tensordict::testing::TempDir;
-using tensordict::testing::write_text;
+using namespace tensordict;           // NOLINT(google-build-using-namespace)
+using namespace tensordict::testing;  // NOLINT(google-build-using-namespace)
 namespace fs = std::filesystem;
 
 namespace {
@@ -414,47 +411,40 @@ TEST(SafetensorsTest, HeaderMustBeAJsonObjectOfValidEntries) {
 }
 
 TEST(SafetensorsTest, OffsetsMustCoverTheDataWithoutOverlapsOrHoles) {
+  struct Case {
+    const char* header;
+    size_t data_bytes;
+    const char* error;
+  };
+  const Case cases[] = {
+      {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+       R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+       12,
+       "tensor 'b' starts at byte 4 of the data, but the previous tensor 'a' "
+       "ends at 8 (they overlap)"},
+      {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+       R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+       12,
+       "tensor 'b' starts at byte 8 of the data, but the previous tensor 'a' "
+       "ends at 4 (a hole no tensor covers)"},
+      {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+       8,
+       "tensor 'a' starts at byte 4 of the data, but the first tensor must "
+       "start at 0"},
+      // A name given twice: its later entry is the one read.
+      {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+       R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+       8,
+       "tensor 'a' starts at byte 4 of the data, but the first tensor must "
+       "start at 0"},
+  };
   TempDir dir;
   const std::string path = dir / "o.safetensors";
-  write_text(
-      path,
-      file_bytes(
-          R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-          R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
-          std::string(12, '\0')));
-  expect_load_error(
-      path,
-      "tensor 'b' starts at byte 4 of the data, but the previous tensor 'a' "
-      "ends at 8 (they overlap)");
-  write_text(
-      path,
-      file_bytes(
-          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-          R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
-          std::string(12, '\0')));
-  expect_load_error(
-      path,
-      "tensor 'b' starts at byte 8 of the data, but the previous tensor 'a' "
-      "ends at 4 (a hole no tensor covers)");
-  write_text(
-      path,
-      file_bytes(
-          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-          std::string(8, '\0')));
-  expect_load_error(
-      path,
-      "tensor 'a' starts at byte 4 of the data, but the first tensor must "
-      "start at 0");
-  write_text(
-      path,
-      file_bytes(
-          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-          R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-          std::string(8, '\0')));
-  expect_load_error(
-      path,
-      "tensor 'a' starts at byte 4 of the data, but the first tensor must "
-      "start at 0");
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.header);
+    write_text(path, file_bytes(c.header, std::string(c.data_bytes, '\0')));
+    expect_load_error(path, c.error);
+  }
 }
 
 TEST(SafetensorsTest, TensordictMetadataIsChecked) {

@@ -23,10 +23,7 @@ using tensor_class_testing::make_trajectory;
 using tensor_class_testing::Registered;
 using tensor_class_testing::Trajectory;
 using tensor_class_testing::Unregistered;
-using tensordict::testing::expect_td_equal;
-using tensordict::testing::metadata_keys;
-using tensordict::testing::read_text;
-using tensordict::testing::TempDir;
+using namespace tensordict::testing;  // NOLINT(google-build-using-namespace)
 
 // `save` is Python's spelling of `memmap`: the same files, a mapped
 // instance back, and `load` reads it as the class.

@@ -24,10 +24,7 @@ using tensor_class_testing::Inner;
 using tensor_class_testing::make_holder;
 using tensor_class_testing::make_trajectory;
 using tensor_class_testing::Trajectory;
-using tensordict::testing::expect_td_equal;
-using tensordict::testing::metadata_keys;
-using tensordict::testing::read_text;
-using tensordict::testing::TempDir;
+using namespace tensordict::testing;  // NOLINT(google-build-using-namespace)
 
 // --- ops return the struct ---------------------------------------------------
 

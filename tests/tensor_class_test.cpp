@@ -31,10 +31,7 @@ using tensor_class_testing::Registered;
 using tensor_class_testing::Shadowing;
 using tensor_class_testing::ShadowNocast;
 using tensor_class_testing::Trajectory;
-using tensordict::testing::expect_td_equal;
-using tensordict::testing::metadata_keys;
-using tensordict::testing::read_text;
-using tensordict::testing::TempDir;
+using namespace tensordict::testing;  // NOLINT(google-build-using-namespace)
 
 // --- construction and fields ------------------------------------------------
 

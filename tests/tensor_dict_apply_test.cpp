@@ -6,11 +6,7 @@
 // Its own namespace, so that test files can share a unity batch.
 namespace tensor_dict_apply_test {
 
-using tensordict::ApplyOptions;
-using tensordict::KeyError;
-using tensordict::NestedKey;
-using tensordict::TensorDict;
-using tensordict::Value;
+using namespace tensordict;  // NOLINT(google-build-using-namespace)
 
 namespace {
 

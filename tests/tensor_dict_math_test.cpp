@@ -6,11 +6,7 @@
 // Its own namespace, so that test files can share a unity batch.
 namespace tensor_dict_math_test {
 
-using tensordict::DimNames;
-using tensordict::Json;
-using tensordict::KeyError;
-using tensordict::NestedKey;
-using tensordict::TensorDict;
+using namespace tensordict;  // NOLINT(google-build-using-namespace)
 
 namespace {
 

@@ -6,14 +6,7 @@
 // Its own namespace, so that test files can share a unity batch.
 namespace tensor_dict_reduce_test {
 
-using tensordict::DimNames;
-using tensordict::Json;
-using tensordict::NestedKey;
-using tensordict::NonTensorStack;
-using tensordict::ReduceOp;
-using tensordict::ReduceOptions;
-using tensordict::TensorDict;
-using tensordict::Value;
+using namespace tensordict;  // NOLINT(google-build-using-namespace)
 
 namespace {
 

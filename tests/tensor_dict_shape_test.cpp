@@ -6,11 +6,7 @@
 // Its own namespace, so that test files can share a unity batch.
 namespace tensor_dict_shape_test {
 
-using tensordict::DimNames;
-using tensordict::Json;
-using tensordict::NonTensorStack;
-using tensordict::TensorDict;
-using tensordict::Value;
+using namespace tensordict;  // NOLINT(google-build-using-namespace)
 
 namespace {
 

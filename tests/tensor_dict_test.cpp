@@ -9,23 +9,12 @@
 // Its own namespace, so that test files can share a unity batch.
 namespace tensor_dict_test {
 
-using tensordict::DimNames;
-using tensordict::FromDictOptions;
-using tensordict::Item;
-using tensordict::Json;
-using tensordict::KeyError;
-using tensordict::NestedKey;
-using tensordict::NonTensorData;
-using tensordict::NonTensorStack;
-using tensordict::SetOptions;
-using tensordict::TensorDict;
-using tensordict::UpdateOptions;
-using tensordict::Value;
+using namespace tensordict;  // NOLINT(google-build-using-namespace)
 using tensordict::detail::PathEnd;
 using tensordict::detail::PathMode;
 using tensordict::detail::resolve;
 using tensordict::detail::TensorDictImpl;
-using tensordict::testing::expect_td_equal;
+using namespace tensordict::testing;  // NOLINT(google-build-using-namespace)
 
 namespace {
 

@@ -5,12 +5,7 @@
 // Its own namespace, so that test files can share a unity batch.
 namespace value_test {
 
-using tensordict::Item;
-using tensordict::Json;
-using tensordict::NonTensorData;
-using tensordict::NonTensorStack;
-using tensordict::TensorDict;
-using tensordict::Value;
+using namespace tensordict;  // NOLINT(google-build-using-namespace)
 
 TEST(ValueTest, ReportsItsKind) {
   Value t(torch::ones({2}));

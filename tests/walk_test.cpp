@@ -14,10 +14,7 @@
 // Its own namespace, so that test files can share a unity batch.
 namespace walk_test {
 
-using tensordict::KeyError;
-using tensordict::NestedKey;
-using tensordict::TensorDict;
-using tensordict::Value;
+using namespace tensordict;  // NOLINT(google-build-using-namespace)
 using tensordict::detail::KeyPath;
 using tensordict::detail::Node;
 using tensordict::detail::TensorDictImpl;
