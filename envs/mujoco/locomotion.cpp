@@ -216,6 +216,7 @@ struct LocomotionEnv::Impl {
     int64_t steps = 0;
     bool reseed = true;
     double x_velocity = 0.0;
+    double reward = 0.0;
   };
   std::vector<Sub> subs;
 
@@ -321,6 +322,7 @@ struct LocomotionEnv::Impl {
     mj_forward(m, d);
     sub.steps = 0;
     sub.x_velocity = 0.0;
+    sub.reward = 0.0;
   }
 
   // Where the forward velocity is measured: qpos[0], or the main body's
@@ -374,6 +376,7 @@ struct LocomotionEnv::Impl {
       reward = (forward_reward + survive) - costs;
     }
     ++sub.steps;
+    sub.reward = reward;
     rl::StepResult result;
     result.reward = static_cast<float>(reward);
     result.terminated =
@@ -558,6 +561,14 @@ std::string LocomotionEnv::name() const {
 
 const std::string& LocomotionEnv::xml_file() const noexcept {
   return impl_->xml_file;
+}
+
+at::Tensor LocomotionEnv::last_rewards() const {
+  at::Tensor out = at::empty({num_envs()}, at::kDouble);
+  for (int64_t i = 0; i < num_envs(); ++i) {
+    out.data_ptr<double>()[i] = impl_->subs[static_cast<size_t>(i)].reward;
+  }
+  return out;
 }
 
 void LocomotionEnv::reset_range_(

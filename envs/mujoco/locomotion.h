@@ -68,6 +68,10 @@ class LocomotionEnv : public tensordict::rl::EnvBase {
   std::string name() const override;
   /// Returns the model's file.
   const std::string& xml_file() const noexcept;
+  /// Returns each sub-env's reward of its last step as gymnasium computes
+  /// it, float64 [num_envs] (a copy): the "reward" key holds it rounded to
+  /// float32, as TorchRL's GymEnv stores it. 0 after a reset.
+  at::Tensor last_rewards() const;
 
  protected:
   void reset_range_(

@@ -8,11 +8,14 @@
 // step_and_maybe_reset does). OUT receives, as raw little-endian arrays:
 // the first reset's observation float64 [N, D] and x_velocity float64 [N],
 // then per step: ("next", "observation") [N, D], ("next", "x_velocity")
-// [N], reward float32 [N], terminated and truncated uint8 [N], and the
+// [N], reward float32 [N], the float64 reward gymnasium returns [N],
+// terminated and truncated uint8 [N], and the
 // observation after the partial reset [N, D].
 
 #include <tensordict/json.h>
 #include <tensordict/rl.h>
+
+#include "locomotion.h"
 #include <torch/torch.h>
 
 #include <cstdio>
@@ -61,6 +64,12 @@ int main(int argc, char** argv) {
       }
     }
     auto env = rl::make_env(name, n, kwargs);
+    const auto* locomotion =
+        dynamic_cast<const tensordict_mujoco::LocomotionEnv*>(env.get());
+    if (locomotion == nullptr) {
+      std::cerr << "mujoco_rollout: " << name << " is not a LocomotionEnv\n";
+      return 2;
+    }
     env->set_seed(seed);
     TensorDict td = env->reset();
     std::ofstream out(argv[7], std::ios::binary);
@@ -73,6 +82,7 @@ int main(int argc, char** argv) {
       write(out, next.get("observation"));
       write(out, next.get("x_velocity"));
       write(out, next.get("reward").reshape({n}));
+      write(out, locomotion->last_rewards());
       write(out, next.get("terminated").reshape({n}).to(torch::kUInt8));
       write(out, next.get("truncated").reshape({n}).to(torch::kUInt8));
       TensorDict root = rl::step_mdp(td);

@@ -5,9 +5,10 @@ For each env, keyword arguments and seed: sub-env i of the C++ env seeded
 s runs beside gymnasium's `gym.make(name, **kwargs)` reset with
 `seed=s + i`, both fed the same random float32 actions (drawn inside the
 action Box); a done sub-env is reset (gymnasium's `reset()` without a seed,
-continuing its stream). Every observation, x_velocity, reward (as float32,
-as TorchRL's GymEnv stores it), terminated and truncated must be equal,
-and so must the observation of every reset.
+continuing its stream). Every observation, x_velocity, reward (the float64
+gymnasium returns, and the float32 "reward" TorchRL's GymEnv stores),
+terminated and truncated must be equal, and so must the observation of
+every reset.
 
 Usage: mujoco_vs_gymnasium.py MUJOCO_ROLLOUT WORK_DIR
 """
@@ -98,6 +99,7 @@ def run(binary, work, name, kwargs, seed, steps):
         next_obs = take(np.float64, (NUM_ENVS, dim))
         x_velocity = take(np.float64, (NUM_ENVS,))
         reward = take(np.float32, (NUM_ENVS,))
+        reward64 = take(np.float64, (NUM_ENVS,))
         terminated = take(np.uint8, (NUM_ENVS,))
         truncated = take(np.uint8, (NUM_ENVS,))
         after = take(np.float64, (NUM_ENVS, dim))
@@ -107,6 +109,7 @@ def run(binary, work, name, kwargs, seed, steps):
                 ("observation", same(next_obs[i], o)),
                 ("x_velocity", same(x_velocity[i], info["x_velocity"])),
                 ("reward", np.float32(r).view(np.uint32) == reward[i].view(np.uint32)),
+                ("float64 reward", type(r) in (float, np.float64) and same(reward64[i], r)),
                 ("terminated", bool(terminated[i]) == bool(term)),
                 ("truncated", bool(truncated[i]) == bool(trunc)),
             ]
@@ -114,7 +117,7 @@ def run(binary, work, name, kwargs, seed, steps):
                 if not ok:
                     sys.exit(
                         f"{where}: step {t}, sub-env {i}: {key} differs: C++ obs {next_obs[i]}, "
-                        f"x_velocity {x_velocity[i]!r}, reward {reward[i]!r}, terminated "
+                        f"x_velocity {x_velocity[i]!r}, reward {reward[i]!r} ({reward64[i]!r}), terminated "
                         f"{terminated[i]}, truncated {truncated[i]}; gymnasium obs {o}, "
                         f"x_velocity {info['x_velocity']!r}, reward {r!r} "
                         f"(float32 {np.float32(r)!r}), terminated {term}, truncated {trunc}")
