@@ -14,8 +14,6 @@
 
 #include <tensordict/json.h>
 #include <tensordict/rl.h>
-
-#include "locomotion.h"
 #include <torch/torch.h>
 
 #include <cstdio>
@@ -23,6 +21,8 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+
+#include "locomotion.h"
 
 namespace rl = tensordict::rl;
 using tensordict::TensorDict;
