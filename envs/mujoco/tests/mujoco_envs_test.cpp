@@ -14,6 +14,7 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include "locomotion.h"
 #include "support.h"
@@ -173,6 +174,54 @@ TEST(MujocoEnvsTest, TheSameSeedReplaysAndSubEnvsDiffer) {
   other->set_seed(12);
   EXPECT_TRUE(torch::equal(other->reset().get("observation")[0], first[1]));
   EXPECT_FALSE(torch::equal(first[0], first[1]));
+}
+
+// Steps `env` with `td["action"]` as a collector with two threads does:
+// two ranges of sub-envs at once, into one "next" dict.
+TensorDict step_on_two_threads(rl::EnvBase& env, TensorDict td) {
+  env.check_action(td);
+  const TensorDict next = env.make_next();
+  const int64_t half = env.num_envs() / 2;
+  std::thread first([&] { env.step_range(0, half, td, next); });
+  std::thread second([&] { env.step_range(half, env.num_envs(), td, next); });
+  first.join();
+  second.join();
+  td.set("next", next);
+  return td;
+}
+
+TEST(MujocoEnvsTest, RangesOnTwoThreadsStepAsOneCall) {
+  for (const char* name : {"Hopper-v5", "Ant-v5"}) {
+    auto serial = rl::make_env(name, 4);
+    auto threaded = rl::make_env(name, 4);
+    serial->set_seed(5);
+    threaded->set_seed(5);
+    TensorDict a = serial->reset();
+    TensorDict b = threaded->reset();
+    at::Generator gen = at::detail::createCPUGenerator(9);
+    for (int t = 0; t < 200; ++t) {
+      const at::Tensor action =
+          serial->action_spec().rand({4}, gen).to(torch::kFloat);
+      a.set("action", action);
+      b.set("action", action.clone());
+      a = serial->step(a);
+      b = step_on_two_threads(*threaded, b);
+      for (const char* key :
+           {"observation", "x_velocity", "reward", "terminated", "done"}) {
+        ASSERT_TRUE(torch::equal(a.get({"next", key}), b.get({"next", key})))
+            << name << " step " << t << " key " << key;
+      }
+      a = rl::step_mdp(a);
+      b = rl::step_mdp(b);
+      const at::Tensor done = a.get("done").reshape({4});
+      if (done.any().item<bool>()) {
+        a.set("_reset", done.clone());
+        b.set("_reset", done.clone());
+        a = serial->reset(a);
+        b = threaded->reset(b);
+      }
+    }
+  }
 }
 
 TEST(MujocoEnvsTest, RefusesALibmujocoOfAnotherVersion) {
