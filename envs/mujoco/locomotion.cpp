@@ -151,6 +151,37 @@ std::string expand_model_path(const std::string& env, const std::string& file) {
   return path;
 }
 
+// MuJoCo's warnings while a model compiles, which its default handler
+// would print and append to MUJOCO_LOG.TXT in the working directory.
+thread_local std::string* warning_sink = nullptr;
+
+void collect_warning(const char* message) {
+  if (warning_sink != nullptr) {
+    *warning_sink += (warning_sink->empty() ? "" : "; ") + std::string(message);
+  }
+}
+
+// Loads `path`, passing MuJoCo's warnings on as one c10 warning (a Python
+// warning under Python) instead of a log file. The handler is global in
+// libmujoco: it is swapped for the load only, and the previous one (the
+// mujoco Python module's, when loaded) restored.
+mjModel* load_model(
+    const std::string& env, const std::string& path, std::string& error) {
+  char buffer[1000] = "";
+  std::string warnings;
+  void (*previous)(const char*) = mju_user_warning;
+  warning_sink = &warnings;
+  mju_user_warning = collect_warning;
+  mjModel* model = mj_loadXML(path.c_str(), nullptr, buffer, sizeof(buffer));
+  mju_user_warning = previous;
+  warning_sink = nullptr;
+  error = buffer;
+  if (!warnings.empty()) {
+    TORCH_WARN(env, ": MuJoCo warned while loading ", path, ": ", warnings);
+  }
+  return model;
+}
+
 // The model, shared by the sub-envs (mj_step reads it only).
 struct ModelDeleter {
   void operator()(mjModel* m) const {
@@ -477,8 +508,8 @@ LocomotionEnv::LocomotionEnv(Task task, int64_t num_envs, const Json& kwargs)
   check_mujoco_version();
 
   s.xml_file = expand_model_path(s.name, xml);
-  char error[1000] = "";
-  s.model.reset(mj_loadXML(s.xml_file.c_str(), nullptr, error, sizeof(error)));
+  std::string error;
+  s.model.reset(load_model(s.name, s.xml_file, error));
   TORCH_CHECK_VALUE(
       s.model != nullptr,
       s.name,
