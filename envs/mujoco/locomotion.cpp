@@ -452,7 +452,11 @@ LocomotionEnv::LocomotionEnv(Task task, int64_t num_envs, const Json& kwargs)
   }
   const std::string xml = args.get("xml_file", default_xml);
   const int64_t skip = args.get<int64_t>("frame_skip", default_skip);
-  TORCH_CHECK_VALUE(skip >= 1, s.name, ": frame_skip must be >= 1, got ", skip);
+  TORCH_CHECK_VALUE(
+      skip >= 1 && skip <= std::numeric_limits<int>::max(),
+      s.name,
+      ": frame_skip must be >= 1 and fit an int, got ",
+      skip);
   s.frame_skip = static_cast<int>(skip);
   s.forward_reward_weight = args.get<double>("forward_reward_weight", 1.0);
   s.ctrl_cost_weight = args.get<double>("ctrl_cost_weight", default_ctrl);
@@ -483,6 +487,7 @@ LocomotionEnv::LocomotionEnv(Task task, int64_t num_envs, const Json& kwargs)
         s.name, kwargs, "healthy_state_range", s.healthy_state_range);
   }
   std::string main_body_name;
+  int64_t main_body_index = 1;
   if (task == Task::kAnt) {
     s.contact_cost_weight = args.get<double>("contact_cost_weight", 5e-4);
     args.contains("contact_force_range");
@@ -500,7 +505,11 @@ LocomotionEnv::LocomotionEnv(Task task, int64_t num_envs, const Json& kwargs)
       if (body.is_string()) {
         main_body_name = body.get<std::string>();
       } else {
-        s.main_body = body.get<int>();
+        const int64_t index = body.get<int64_t>();
+        s.main_body = index >= 0 && index <= std::numeric_limits<int>::max()
+                          ? static_cast<int>(index)
+                          : -1;
+        main_body_index = index;
       }
     }
   }
@@ -550,7 +559,7 @@ LocomotionEnv::LocomotionEnv(Task task, int64_t num_envs, const Json& kwargs)
       s.main_body >= 0 && s.main_body < m->nbody,
       s.name,
       ": main_body ",
-      s.main_body,
+      main_body_index,
       " is not a body index of ",
       s.xml_file,
       " (it has ",

@@ -75,7 +75,7 @@ TEST(MujocoEnvsTest, RefusesUnknownAndMistypedKeywordArguments) {
   EXPECT_THROWS_WITH(
       rl::make_env("Hopper-v5", 1, Json{{"frame_skip", 0}}),
       c10::ValueError,
-      "frame_skip must be >= 1, got 0");
+      "frame_skip must be >= 1 and fit an int, got 0");
   EXPECT_THROWS_WITH(
       rl::make_env("Walker2d-v5", 1, Json{{"healthy_z_range", {0.8}}}),
       c10::ValueError,
@@ -88,6 +88,10 @@ TEST(MujocoEnvsTest, RefusesUnknownAndMistypedKeywordArguments) {
       rl::make_env("Ant-v5", 1, Json{{"main_body", 99}}),
       c10::ValueError,
       "main_body 99 is not a body index");
+  EXPECT_THROWS_WITH(
+      rl::make_env("Ant-v5", 1, Json{{"main_body", -1}}),
+      c10::ValueError,
+      "main_body -1 is not a body index");
 }
 
 TEST(MujocoEnvsTest, AModelThatDoesNotLoadNamesTheFileAndMujocosMessage) {
