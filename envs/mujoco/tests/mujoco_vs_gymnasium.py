@@ -22,8 +22,8 @@ import gymnasium as gym
 import numpy as np
 
 CASES = [
-    # (env, kwargs, seeds, steps): HalfCheetah never terminates, so 1,100
-    # steps cross its 1,000-step truncation.
+    # (env, kwargs, seeds, steps[, sub-envs]): HalfCheetah never terminates,
+    # so 1,100 steps cross its 1,000-step truncation.
     ("HalfCheetah-v5", {}, [0, 7, 123], 1100),
     ("HalfCheetah-v5", {"exclude_current_positions_from_observation": False,
                         "ctrl_cost_weight": 0.3, "reset_noise_scale": 0.5,
@@ -40,8 +40,10 @@ CASES = [
     ("Ant-v5", {"include_cfrc_ext_in_observation": False, "main_body": "torso",
                 "contact_force_range": [-0.5, 0.5], "contact_cost_weight": 1e-3,
                 "healthy_z_range": [0.3, 1.0]}, [2], 400),
+    # Sub-env i of seed s is gymnasium's seed s + i for larger i too.
+    ("Hopper-v5", {}, [2**31], 300, 8),
+    ("HalfCheetah-v5", {}, [99], 100, 8),
 ]
-NUM_ENVS = 2
 
 
 def gym_kwargs(kwargs):
@@ -56,16 +58,16 @@ def gym_kwargs(kwargs):
     return out
 
 
-def run(binary, work, name, kwargs, seed, steps):
-    envs = [gym.make(name, **gym_kwargs(kwargs)) for _ in range(NUM_ENVS)]
+def run(binary, work, name, kwargs, seed, steps, num_envs):
+    envs = [gym.make(name, **gym_kwargs(kwargs)) for _ in range(num_envs)]
     space = envs[0].action_space
     nu = space.shape[0]
     rng = np.random.default_rng(seed + 1000)
-    actions = rng.uniform(space.low, space.high, size=(steps, NUM_ENVS, nu)).astype(np.float32)
+    actions = rng.uniform(space.low, space.high, size=(steps, num_envs, nu)).astype(np.float32)
     actions = np.clip(actions, space.low, space.high)
     path = os.path.join(work, f"{name}_{seed}")
     actions.tofile(path + ".actions")
-    cmd = [binary, name, str(NUM_ENVS), str(seed), str(steps), str(nu),
+    cmd = [binary, name, str(num_envs), str(seed), str(steps), str(nu),
            path + ".actions", path + ".out", json.dumps(kwargs)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -89,20 +91,20 @@ def run(binary, work, name, kwargs, seed, steps):
         b = np.atleast_1d(np.asarray(b, dtype=np.float64))
         return a.shape == b.shape and np.array_equal(a.view(np.uint64), b.view(np.uint64))
 
-    got = take(np.float64, (NUM_ENVS, dim))
-    take(np.float64, (NUM_ENVS,))
-    for i in range(NUM_ENVS):
+    got = take(np.float64, (num_envs, dim))
+    take(np.float64, (num_envs,))
+    for i in range(num_envs):
         if obs[i].dtype != np.float64 or not same(got[i], obs[i]):
             sys.exit(f"{where}: sub-env {i}'s first reset differs:\n{got[i]}\n{obs[i]}")
     resets = terminations = truncations = 0
     for t in range(steps):
-        next_obs = take(np.float64, (NUM_ENVS, dim))
-        x_velocity = take(np.float64, (NUM_ENVS,))
-        reward = take(np.float32, (NUM_ENVS,))
-        reward64 = take(np.float64, (NUM_ENVS,))
-        terminated = take(np.uint8, (NUM_ENVS,))
-        truncated = take(np.uint8, (NUM_ENVS,))
-        after = take(np.float64, (NUM_ENVS, dim))
+        next_obs = take(np.float64, (num_envs, dim))
+        x_velocity = take(np.float64, (num_envs,))
+        reward = take(np.float32, (num_envs,))
+        reward64 = take(np.float64, (num_envs,))
+        terminated = take(np.uint8, (num_envs,))
+        truncated = take(np.uint8, (num_envs,))
+        after = take(np.float64, (num_envs, dim))
         for i, env in enumerate(envs):
             o, r, term, trunc, info = env.step(actions[t, i])
             checks = [
@@ -137,10 +139,11 @@ def run(binary, work, name, kwargs, seed, steps):
 def main():
     binary, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
-    for name, kwargs, seeds, steps in CASES:
+    for name, kwargs, seeds, steps, *rest in CASES:
+        num_envs = rest[0] if rest else 2
         for seed in seeds:
-            resets, terms, truncs = run(binary, work, name, kwargs, seed, steps)
-            print(f"{name} {kwargs} seed {seed}: {steps} steps x {NUM_ENVS} sub-envs bit for bit "
+            resets, terms, truncs = run(binary, work, name, kwargs, seed, steps, num_envs)
+            print(f"{name} {kwargs} seed {seed}: {steps} steps x {num_envs} sub-envs bit for bit "
                   f"({resets} resets: {terms} terminated, {truncs} truncated)")
 
 
