@@ -419,6 +419,8 @@ struct LocomotionEnv::Impl {
 
 LocomotionEnv::LocomotionEnv(Task task, int64_t num_envs, const Json& kwargs)
     : EnvBase(num_envs), impl_(std::make_unique<Impl>()) {
+  // First: with another libmujoco, nothing else is worth checking.
+  check_mujoco_version();
   Impl& s = *impl_;
   s.task = task;
   s.name = task_name(task);
@@ -514,7 +516,6 @@ LocomotionEnv::LocomotionEnv(Task task, int64_t num_envs, const Json& kwargs)
     }
   }
   args.check_all_read();
-  check_mujoco_version();
 
   s.xml_file = expand_model_path(s.name, xml);
   std::string error;
