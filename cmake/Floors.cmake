@@ -268,12 +268,13 @@ tensordict_floor(rl
     src/rl/env_kit.cpp
     src/rl/envs.cpp
     src/rl/mlp.cpp
+    src/rl/numpy_random.cpp
     src/rl/registry.cpp
     src/rl/spec.cpp
     src/rl/torchrl_worker.cpp
     src/rl/torchrl_worker_collector.cpp
   PUBLIC_HEADERS rl rl/spec rl/env rl/env_kit rl/modules rl/collector
-    rl/torchrl_worker)
+    rl/torchrl_worker rl/numpy_random)
 
 # Above every floor: the umbrella header belongs to users, never to src/;
 # python.h too, header-only and opt-in (extensions include it, never src/).

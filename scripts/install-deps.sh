@@ -158,12 +158,15 @@ fi
 # downgrade the tensordict above: it gets a virtual environment of its own in
 # the build tree, made with --system-site-packages so that it reuses the
 # pinned torch (about 65 MB). torch==2.13.0 is named in the same command, so
-# pip never resolves torch on its own.
+# pip never resolves torch on its own. mujoco 4.0.0 (its wheel carries the
+# libmujoco and headers envs/mujoco links) and gymnasium's MuJoCo extras are
+# what envs/mujoco's tests compare with.
 TORCHRL_VENV=${TORCHRL_VENV:-$ROOT/build/torchrl-venv}
 if ! "$TORCHRL_VENV/bin/python" - <<'PY' 2>/dev/null
 import importlib.metadata as m, sys
 ok = (m.version("torchrl") == "0.14.1" and m.version("gymnasium") == "1.4.0"
       and m.version("envpool") == "1.2.5" and m.version("treevalue")
+      and m.version("mujoco") == "4.0.0"
       and m.version("torch").split("+")[0] == "2.13.0")
 sys.exit(0 if ok else 1)
 PY
@@ -171,5 +174,6 @@ then
   echo "install-deps: TorchRL virtual environment in $TORCHRL_VENV"
   "$PYTHON" -m venv --system-site-packages "$TORCHRL_VENV"
   "$TORCHRL_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-    torch==2.13.0 torchrl==0.14.1 gymnasium==1.4.0 envpool==1.2.5 treevalue
+    torch==2.13.0 torchrl==0.14.1 "gymnasium[mujoco]==1.4.0" mujoco==4.0.0 \
+    envpool==1.2.5 treevalue
 fi
