@@ -966,8 +966,8 @@ TEST_F(AOTIModuleTest, AnAOTIModuleInASequenceTakesHotSwappedWeights) {
   const TensorDict own = TensorDict::from_module(*scale).clone();
   const auto weights = [&](const TensorDict& package) {
     TensorDict out;
-    out.set({"module", "0"}, package);
-    out.set({"module", "1"}, own);
+    out.set({"module", "0"}, package.clone());
+    out.set({"module", "1"}, own.clone());
     return out;
   };
   std::vector<std::string> names;
@@ -977,11 +977,11 @@ TEST_F(AOTIModuleTest, AnAOTIModuleInASequenceTakesHotSwappedWeights) {
   EXPECT_EQ(
       names,
       (std::vector<std::string>{
+          "module.0.module.0.bias",  // a package's, by name
           "module.0.module.0.weight",
-          "module.0.module.0.bias",
-          "module.0.module.2.weight",
           "module.0.module.2.bias",
-          "module.1.module.weight",
+          "module.0.module.2.weight",
+          "module.1.module.weight",  // a Linear's, as registered
           "module.1.module.bias"}));
   const at::Tensor expected_a = load("weights_outside_expected_a").get("value");
   const at::Tensor expected_b = load("weights_outside_expected_b").get("value");
