@@ -47,14 +47,13 @@ uint64_t prefix(std::string_view key) {
          (key.empty() ? 0U : static_cast<unsigned char>(key[0]));
 }
 
-// Which entries step_mdp leaves out: the excluded keys, and at the root of
-// the stepped dict its "next" (moved up separately). A top-level key can be
-// excluded only if it has the length and first letter of a one-part
-// excluded key, so most entries are told apart without comparing keys.
-class StepMdpSkip {
+// The keys step_mdp leaves out. A top-level key can be excluded only if it
+// has the length and first letter of a one-part excluded key, so most
+// entries are told apart without comparing keys.
+class StepMdpExclusion {
  public:
-  StepMdpSkip(const ExcludedKeys& excluded, bool skip_next)
-      : excluded_(excluded), skip_next_(skip_next) {
+  explicit StepMdpExclusion(const StepMdpOptions& options)
+      : excluded_(excluded_keys(options)) {
     for (const std::vector<NestedKey>* keys : excluded_) {
       for (const NestedKey& key : *keys) {
         if (key.size() == 1) {
@@ -64,16 +63,12 @@ class StepMdpSkip {
     }
   }
 
-  bool operator()(c10::ArrayRef<std::string_view> path) const {
-    if (path.size() == 1) {
-      if (skip_next_ && path[0] == std::string_view("next")) {
-        return true;
-      }
-      if (std::find(
-              top_prefixes_.begin(), top_prefixes_.end(), prefix(path[0])) ==
-          top_prefixes_.end()) {
-        return false;
-      }
+  bool excludes(c10::ArrayRef<std::string_view> path) const {
+    if (path.size() == 1 &&
+        std::find(
+            top_prefixes_.begin(), top_prefixes_.end(), prefix(path[0])) ==
+            top_prefixes_.end()) {
+      return false;
     }
     for (const std::vector<NestedKey>* keys : excluded_) {
       for (const NestedKey& key : *keys) {
@@ -87,9 +82,20 @@ class StepMdpSkip {
   }
 
  private:
-  const ExcludedKeys& excluded_;
-  bool skip_next_;
+  ExcludedKeys excluded_;
   c10::SmallVector<uint64_t, 8> top_prefixes_;
+};
+
+// Which entries of one source step_mdp leaves out: the excluded keys, and,
+// at the root of the stepped dict, its "next" (moved up separately).
+struct StepMdpSkip {
+  bool operator()(c10::ArrayRef<std::string_view> path) const {
+    return (skip_next && path.size() == 1 &&
+            path[0] == std::string_view("next")) ||
+           exclusion.excludes(path);
+  }
+  const StepMdpExclusion& exclusion;
+  bool skip_next;
 };
 
 // step_mdp's copy of one dict into the new root through `set`, for the
@@ -151,9 +157,9 @@ bool step_mdp_into(
   if (!options.keep_other() || found == nullptr || !found->is_tensordict()) {
     return false;
   }
-  const ExcludedKeys excluded = excluded_keys(options);
-  const StepMdpSkip root_skip(excluded, /*skip_next=*/true);
-  const StepMdpSkip next_skip(excluded, /*skip_next=*/false);
+  const StepMdpExclusion exclusion(options);
+  const StepMdpSkip root_skip{exclusion, /*skip_next=*/true};
+  const StepMdpSkip next_skip{exclusion, /*skip_next=*/false};
   const detail::EntrySource sources[] = {
       {td, root_skip}, {found->tensordict(), next_skip}};
   return detail::refill_entries(spare, sources);
@@ -164,9 +170,9 @@ TensorDict step_mdp(const TensorDict& td, const StepMdpOptions& options) {
       td.contains("next"),
       "step_mdp: key 'next' is missing: the dict was not stepped");
   const TensorDict next = td.get_tensordict("next");
-  const ExcludedKeys excluded = excluded_keys(options);
-  const StepMdpSkip root_skip(excluded, /*skip_next=*/true);
-  const StepMdpSkip next_skip(excluded, /*skip_next=*/false);
+  const StepMdpExclusion exclusion(options);
+  const StepMdpSkip root_skip{exclusion, /*skip_next=*/true};
+  const StepMdpSkip next_skip{exclusion, /*skip_next=*/false};
   TensorDict out = next.empty();
   if (options.keep_other() && detail::merge_entries(td, out, root_skip)) {
     // The root shares next's frame: so does everything of next.
