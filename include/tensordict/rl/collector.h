@@ -114,9 +114,9 @@ class TENSORDICT_API Collector {
   /// `load_weights` takes them before the next batch (or the next step
   /// with `update_weights_mid_batch`), whatever the module: parameters and
   /// buffers, an AOTIModule's package, or an AOTIModule inside a
-  /// TensorDictSequential under its `module.<i>` keys. Throws ValueError or
-  /// KeyError naming the key that does not fit; the staged and the current
-  /// weights are then unchanged.
+  /// TensorDictSequential under its place's keys (`module.0`, ...). Throws
+  /// ValueError or KeyError naming the key that does not fit; the staged
+  /// and the current weights are then unchanged.
   void update_policy_weights_(const TensorDict& weights);
   /// Returns how many weight updates were applied (what "policy_version"
   /// holds in the batches collected since).
