@@ -4,10 +4,8 @@
 #include <ATen/ops/logical_or.h>
 #include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
-#include <c10/util/SmallVector.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
-#include <algorithm>
 #include <string>
 #include <string_view>
 #include <utility>
