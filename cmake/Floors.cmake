@@ -110,6 +110,7 @@ tensordict_floor(util
 # are in src/tensor_dict/).
 tensordict_floor(core
   SOURCES
+    src/core/entries.cpp
     src/core/lazy_stack.cpp
     src/core/nested_key.cpp
     src/core/node_table.cpp
@@ -119,7 +120,7 @@ tensordict_floor(core
     src/core/walk.cpp
   PUBLIC_HEADERS
     nested_key value non_tensor lazy_stack tensor_dict indexing options
-    state_dict detail/ops detail/tensor_dict_inl)
+    state_dict detail/ops detail/tensor_dict_inl detail/entries)
 
 # File formats read and written by key path. io/ must stay usable (and
 # fuzzable) without a TensorDict, so of core/ it sees the key path and the
@@ -200,6 +201,7 @@ tensordict_floor(nn SIBLING_OF tensor_class
     src/nn/aoti_module.cpp
     src/nn/aoti_spec.cpp
     src/nn/module.cpp
+    src/nn/module_weights.cpp
     src/nn/tensor_dict_module.cpp
     src/nn/tensor_dict_params.cpp
     src/nn/tensor_dict_sequential.cpp
@@ -260,7 +262,11 @@ tensordict_floor(distributed
   PUBLIC_HEADERS distributed)
 
 # Reinforcement learning (tensordict/rl.h, opt-in like aoti.h): environments
-# in TorchRL's layout, the collector and the TorchRL worker.
+# in TorchRL's layout, the collector and the TorchRL worker. rl/ reaches a
+# dict through public headers only, core's entry operations included
+# (tensordict/detail/entries.h): none of core's internals, so that a flag
+# core adds to a dict reaches rl/ through core's own functions. It takes
+# policies by their module contract (tensordict/nn.h), never by package type.
 tensordict_floor(rl
   SEPARATE_SOURCES
     src/rl/collector.cpp
@@ -271,10 +277,15 @@ tensordict_floor(rl
     src/rl/numpy_random.cpp
     src/rl/registry.cpp
     src/rl/spec.cpp
+    src/rl/step_mdp.cpp
     src/rl/torchrl_worker.cpp
     src/rl/torchrl_worker_collector.cpp
   PUBLIC_HEADERS rl rl/spec rl/env rl/env_kit rl/modules rl/collector
-    rl/torchrl_worker rl/numpy_random)
+    rl/torchrl_worker rl/numpy_random
+  FORBIDDEN
+    core/batch_index.h core/key_path.h core/lazy_stack_impl.h
+    core/node_table.h core/python_class.h core/stacked.h
+    core/tensor_dict_impl.h core/walk.h tensordict/aoti.h)
 
 # Above every floor: the umbrella header belongs to users, never to src/;
 # python.h too, header-only and opt-in (extensions include it, never src/).

@@ -927,6 +927,106 @@ TEST_F(AOTIModuleTest, HotSwapNeverMixesOldAndNewWeights) {
   EXPECT_GT(saw_b.load(), 0);
 }
 
+// ---- The weights contract (NOTE [Weights contract] in nn.h) ----
+
+TEST_F(AOTIModuleTest, WeightsLayoutIsThePackagesFromItsSpec) {
+  AOTIModule module(path("weights_outside.pt2"));
+  const TensorDict a = TensorDict::load_memmap(path("weights_a"));
+  const TensorDict layout = module->weights_layout();
+  std::vector<NestedKey> want = a.keys(true, true);
+  std::vector<NestedKey> got = layout.keys(true, true);
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
+  ASSERT_EQ(got, want);
+  for (const NestedKey& key : got) {
+    EXPECT_TRUE(layout.get(key).device().is_meta()) << key;
+    EXPECT_EQ(layout.get(key).sizes(), a.get(key).sizes()) << key;
+    EXPECT_EQ(layout.get(key).scalar_type(), a.get(key).scalar_type()) << key;
+  }
+  // No spec and no weights held: nothing says what the weights are.
+  AOTIModule unknown(path("weights_outside_no_spec.pt2"), {"obs"}, {"value"});
+  EXPECT_THROWS_WITH(
+      unknown->weights_layout(),
+      c10::Error,
+      "is unknown (a package without tensordict.spec whose weights are "
+      "outside it), so no weights can be loaded into it");
+}
+
+// An AOTIModule inside a TensorDictSequential shows its package's weights
+// under its prefix and takes new ones through the sequence, which a
+// collector's update reaches; refusals, of its part or another module's,
+// leave every weight in use.
+TEST_F(AOTIModuleTest, AnAOTIModuleInASequenceTakesHotSwappedWeights) {
+  torch::manual_seed(0);
+  AOTIModule aoti(path("weights_outside.pt2"));
+  nn::TensorDictModule scale(torch::nn::Linear(3, 3), {"value"}, {"scaled"});
+  nn::TensorDictSequential seq({aoti, scale});
+  const TensorDict a = TensorDict::load_memmap(path("weights_a")).clone();
+  const TensorDict b = TensorDict::load_memmap(path("weights_b")).clone();
+  const TensorDict own = TensorDict::from_module(*scale).clone();
+  const auto weights = [&](const TensorDict& package) {
+    TensorDict out;
+    out.set({"module", "0"}, package.clone());
+    out.set({"module", "1"}, own.clone());
+    return out;
+  };
+  std::vector<std::string> names;
+  for (const NestedKey& key : seq->weights_layout().keys(true, true)) {
+    names.push_back(key.join_parts("."));
+  }
+  EXPECT_EQ(
+      names,
+      (std::vector<std::string>{
+          "module.0.module.0.bias",  // a package's, by name
+          "module.0.module.0.weight",
+          "module.0.module.2.bias",
+          "module.0.module.2.weight",
+          "module.1.module.weight",  // a Linear's, as registered
+          "module.1.module.bias"}));
+  const at::Tensor expected_a = load("weights_outside_expected_a").get("value");
+  const at::Tensor expected_b = load("weights_outside_expected_b").get("value");
+  const auto value = [&] {
+    TensorDict td = load("weights_outside_inputs");
+    seq(td);
+    return td.get("value");
+  };
+  seq->load_weights(weights(a));
+  expect_close(value(), expected_a);
+  seq->load_weights(weights(b).flatten_keys("."));
+  expect_close(value(), expected_b);
+
+  TensorDict bad_package = weights(a);
+  bad_package.set(
+      {"module", "0", "module", "0", "weight"}, torch::zeros({8, 5}));
+  EXPECT_THROWS_WITH(
+      seq->load_weights(bad_package),
+      c10::ValueError,
+      "key ('module', '0', 'module', '0', 'weight') expected [8, 4] "
+      "torch.float32, got [8, 5] torch.float32");
+  TensorDict bad_other = weights(a);
+  bad_other.set(
+      {"module", "1", "module", "bias"}, torch::zeros({3}, at::kDouble));
+  EXPECT_THROWS_WITH(
+      seq->load_weights(bad_other),
+      c10::ValueError,
+      "key ('module', '1', 'module', 'bias') expected [3] torch.float32");
+  TensorDict missing =
+      weights(a).exclude({{"module", "0", "module", "2", "bias"}});
+  EXPECT_THROWS_WITH(
+      seq->load_weights(missing),
+      tensordict::KeyError,
+      "key ('module', '0', 'module', '2', 'bias') of the module is missing");
+  expect_close(value(), expected_b);
+  tensordict::testing::expect_td_equal(TensorDict::from_module(*scale), own);
+
+  // An AOTIModule's own refusals keep the package's weights too.
+  EXPECT_THROWS_WITH(
+      aoti->load_weights(a.exclude({{"module", "2", "bias"}})),
+      tensordict::KeyError,
+      "the weight 'module.2.bias' is missing from the dict");
+  expect_close(value(), expected_b);
+}
+
 // ---- clone() ----
 
 TEST_F(AOTIModuleTest, CloneIsAnIndependentCopyWithTheWeightsInUse) {

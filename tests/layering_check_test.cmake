@@ -95,6 +95,21 @@ check_case(sibling
 check_case(io_sees_no_tensor_dict
   "src/io/format.h includes core/walk.h, which io/ must not include"
   "io/format.h|#include \"core/walk.h\"")
+# rl/ sees core through public headers only, its entry operations
+# included, and takes policies by the module contract, not by package type.
+check_case(rl_keeps_to_public_headers ""
+  "rl/collector.cpp|#include \"tensordict/detail/entries.h\""
+  "rl/step_mdp.cpp|#include \"tensordict/nn.h\""
+  "rl/envs.cpp|#include \"rl/splitmix.h\"")
+check_case(rl_sees_no_core_internals
+  "src/rl/collector.cpp includes core/tensor_dict_impl.h, which rl/ must not include"
+  "rl/collector.cpp|#include \"core/tensor_dict_impl.h\"")
+check_case(rl_walks_no_nodes
+  "src/rl/step_mdp.cpp includes core/walk.h, which rl/ must not include"
+  "rl/step_mdp.cpp|#include \"core/walk.h\"")
+check_case(rl_knows_no_aoti_module
+  "src/rl/collector.cpp includes tensordict/aoti.h, which rl/ must not include"
+  "rl/collector.cpp|#include \"tensordict/aoti.h\"")
 check_case(loose_file
   "src/loose.cpp is in no floor"
   "loose.cpp|")

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support.h"
+#include "weights_contract.h"
 
 // Its own namespace, so that test files can share a unity batch.
 namespace nn_test {
@@ -576,6 +577,66 @@ TEST(TensorDictSequentialTest, EnsembleRunsOnceOverStackedParameters) {
     EXPECT_TRUE(torch::allclose(
         batched[i], policy({{{"obs", "x"}, x}})[1], 1e-5, 1e-6));
   }
+}
+
+// ---- The weights contract (NOTE [Weights contract]) ----
+
+TEST(WeightsContractTest, ATensorDictModuleAnswersForItsParametersAndBuffers) {
+  TensorDictModule linear(torch::nn::Linear(3, 2), {"x"}, {"y"});
+  weights_contract::expect_load_weights_contract(*linear);
+  TensorDictModule norm(torch::nn::BatchNorm1d(3), {"x"}, {"y"});
+  weights_contract::expect_load_weights_contract(*norm);
+  EXPECT_EQ(
+      flat(norm->weights_layout().keys(true, true)),
+      (Strings{
+          "module.weight",
+          "module.bias",
+          "module.running_mean",
+          "module.running_var",
+          "module.num_batches_tracked"}));
+}
+
+TEST(WeightsContractTest, ASequenceAnswersForItsModulesUnderTheirPrefixes) {
+  TensorDictSequential policy = make_policy();
+  weights_contract::expect_load_weights_contract(*policy);
+  EXPECT_EQ(
+      flat(policy->weights_layout().keys(true, true)),
+      (Strings{
+          "module.0.module.weight",
+          "module.0.module.bias",
+          "module.2.module.weight",
+          "module.2.module.bias"}));
+}
+
+TEST(WeightsContractTest, AModuleWithoutWeightsTakesOnlyNone) {
+  Doubler doubler;
+  EXPECT_TRUE(doubler->weights_layout().is_empty());
+  doubler->load_weights(TensorDict());
+  EXPECT_THROWS_WITH(
+      doubler->load_weights(TensorDict({{"w", torch::zeros({1})}})),
+      KeyError,
+      "Doubler.load_weights: key 'w' is not a weight of the module; its "
+      "weights are none");
+}
+
+TEST(WeightsContractTest, CheckWeightsNamesTheKeyAndSpellsDtypesAsPython) {
+  const TensorDict layout(
+      {{"a", {{"w", torch::empty({2, 3}, torch::device(torch::kMeta))}}}});
+  nn::check_weights(layout, TensorDict({{"a.w", torch::ones({2, 3})}}), "f");
+  EXPECT_THROWS_WITH(
+      nn::check_weights(
+          layout,
+          TensorDict({{"a", {{"w", torch::ones({2, 3}, torch::kDouble)}}}}),
+          "f",
+          "the policy"),
+      c10::ValueError,
+      "f: key ('a', 'w') expected [2, 3] torch.float32, got [2, 3] "
+      "torch.float64");
+  EXPECT_THROWS_WITH(
+      nn::check_weights(layout, TensorDict(), "f", "the policy"),
+      KeyError,
+      "f: key ('a', 'w') of the policy is missing from the weights; its "
+      "weights are a.w");
 }
 
 }  // namespace nn_test

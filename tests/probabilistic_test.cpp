@@ -15,6 +15,7 @@
 
 #include "nn/categorical_draw.h"
 #include "support.h"
+#include "weights_contract.h"
 
 // Its own namespace, so that test files can share a unity batch.
 namespace probabilistic_test {
@@ -352,6 +353,16 @@ TEST(ProbabilisticTest, RecycledDrawsAreNeverSeenTwice) {
     EXPECT_TRUE(draw().first.is_inference());
   }
   EXPECT_FALSE(draw().first.is_inference());
+}
+
+TEST(ProbabilisticTest, AProbabilisticActorAnswersForItsWeights) {
+  ProbabilisticTensorDictSequential actor(
+      {TensorDictModule(torch::nn::Linear(4, 2), {"observation"}, {"logits"}),
+       ProbabilisticTensorDictModule(
+           {"logits"},
+           "action",
+           ProbabilisticTensorDictModuleOptions("Categorical"))});
+  weights_contract::expect_load_weights_contract(*actor);
 }
 
 }  // namespace probabilistic_test

@@ -945,19 +945,41 @@ TEST(RlCollectorTest, WeightsThatDoNotFitAreRefusedAndTheOldOnesKept) {
   EXPECT_THROWS_WITH(
       collector.update_policy_weights_(extra),
       KeyError,
-      "key ('module', 'other') is not a parameter or buffer");
+      "key ('module', 'other') is not a weight of the policy; its weights "
+      "are module.linear.bias, module.linear.weight");
   TensorDict wrong = constant_weights(policy, 0);
   wrong.set({"module", "linear", "weight"}, torch::zeros({3, 4}));
   EXPECT_THROWS_WITH(
       collector.update_policy_weights_(wrong),
       c10::ValueError,
-      "key ('module', 'linear', 'weight') expected [2, 4] Float, got [3, 4] "
-      "Float");
+      "key ('module', 'linear', 'weight') expected [2, 4] torch.float32, "
+      "got [3, 4] torch.float32");
   // The weights staged before the refusals are the ones applied.
   TensorDict batch = *collector.next();
   EXPECT_TRUE(torch::equal(
       batch.get("action"), torch::tensor({0, 1}).expand({2, 2, 2})));
   EXPECT_EQ(collector.policy_version(), 1);
+}
+
+// The collector asks the policy for its weights (NOTE [Weights contract]):
+// a sequence's are its modules' under their prefixes.
+TEST(RlCollectorTest, ASequencePolicyTakesWeightsUnderItsModulesPrefixes) {
+  TensorDictModule inner = make_policy();
+  tensordict::nn::TensorDictSequential policy({inner});
+  rl::Collector collector(
+      rl::make_env("CartPole-v1", 2), policy, rl::CollectorOptions(4));
+  TensorDict weights;
+  weights.set({"module", "0"}, constant_weights(inner, 1));
+  collector.update_policy_weights_(weights);
+  TensorDict batch = *collector.next();
+  EXPECT_TRUE(torch::equal(
+      batch.get("action"), torch::tensor({0, 1}).expand({2, 2, 2})));
+  EXPECT_THROWS_WITH(
+      collector.update_policy_weights_(constant_weights(inner, 0)),
+      KeyError,
+      "update_policy_weights_: key ('module', 'linear', 'weight') is not a "
+      "weight of the policy; its weights are module.0.module.linear.bias, "
+      "module.0.module.linear.weight");
 }
 
 // update_policy_weights_ and policy_version may run on any thread while
@@ -1333,6 +1355,79 @@ TEST(RlCollectorTest, LeavesWhoseOrderChangesBetweenStepsLandInTheirBuffers) {
             out.get({"next", "observation"})[0][t]));
       }
     }
+  }
+}
+
+// Writes "a" then "b" for the first `switch_at` steps, "b" then "a" after
+// (the root keeps both through step_mdp, so they are dropped and written
+// anew), and "extra" from step `add_at` on, if given.
+struct ChangingOutputsPolicyImpl : HookedPolicyImpl {
+  ChangingOutputsPolicyImpl(int switch_at, int add_at)
+      : switch_at(switch_at), add_at(add_at) {}
+  using TensorDictModuleBase::forward;
+  TensorDict forward(TensorDict td, TensorDict out) override {
+    out = HookedPolicyImpl::forward(td, out);
+    ++steps;
+    const at::Tensor a = torch::full({2, 1}, static_cast<double>(steps));
+    for (const char* key : {"a", "b"}) {
+      if (out.contains(key)) {
+        out.del_(key);
+      }
+    }
+    if (steps <= switch_at) {
+      out.set("a", a).set("b", -a);
+    } else {
+      out.set("b", -a).set("a", a);
+    }
+    if (add_at > 0 && steps >= add_at) {
+      out.set("extra", a);
+    }
+    return out;
+  }
+  int switch_at;
+  int add_at;
+  int steps = 0;
+};
+
+TEST(RlCollectorTest, APolicyThatReordersItsOutputsBetweenBatchesFillsThem) {
+  for (const bool same_td : {false, true}) {
+    rl::Collector collector(
+        rl::make_env("CartPole-v1", 2),
+        std::make_shared<ChangingOutputsPolicyImpl>(
+            /*switch_at=*/4, /*add_at=*/0),
+        rl::CollectorOptions(8).return_same_td(same_td));
+    const TensorDict first = collector.next()->clone();
+    const TensorDict second = *collector.next();
+    EXPECT_EQ(second.keys(true, true), first.keys(true, true));
+    for (int64_t t = 0; t < 4; ++t) {
+      for (int64_t env = 0; env < 2; ++env) {
+        EXPECT_EQ(first.get("a")[env][t][0].item<double>(), t + 1) << t;
+        EXPECT_EQ(second.get("a")[env][t][0].item<double>(), t + 5) << t;
+        EXPECT_EQ(second.get("b")[env][t][0].item<double>(), -(t + 5)) << t;
+      }
+    }
+  }
+}
+
+TEST(RlCollectorTest, APolicyThatAddsAnOutputBetweenBatchesIsAnError) {
+  rl::Collector collector(
+      rl::make_env("CartPole-v1", 2),
+      std::make_shared<ChangingOutputsPolicyImpl>(
+          /*switch_at=*/100, /*add_at=*/5),
+      rl::CollectorOptions(8));
+  const TensorDict first = *collector.next();
+  EXPECT_FALSE(first.contains("extra"));
+  try {
+    (void)collector.next();
+    ADD_FAILURE() << "expected an error";
+  } catch (const c10::Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(
+        message.find("Collector: the policy's outputs changed between steps: "
+                     "expected keys 'observation'"),
+        std::string::npos)
+        << message;
+    EXPECT_NE(message.find("'extra'"), std::string::npos) << message;
   }
 }
 

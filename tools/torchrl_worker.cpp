@@ -17,9 +17,9 @@
 // frames_per_batch=N * workers, launcher="submitit_delayed",
 // tcp_port=PORT)`; this process is one of its workers (see NOTE [TorchRL
 // worker protocol] in tensordict/rl.h). The policy is an AOTInductor
-// package of the learner's policy made by `tensordict_cpp.export` (its
-// metadata gives the weights' names, shapes and dtypes, which are the
-// layout the learner's weight updates arrive in); `--frames-per-batch` is
+// package of the learner's policy made by `tensordict_cpp.export` (the
+// module's weights layout, from its metadata, is the layout the learner's
+// weight updates arrive in); `--frames-per-batch` is
 // the learner's frames_per_batch over the number of workers (sync) or as
 // is (async), and one sub-env gives batches of the learner's unbatched
 // layout [N]. Exits 0 after the learner's shutdown, 1 with a message on any
@@ -32,15 +32,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
-#include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 namespace {
-
-using tensordict::NestedKey;
-using tensordict::TensorDict;
 
 struct Args {
   std::string host;
@@ -159,90 +154,6 @@ Args parse(int argc, char** argv) {
   return args;
 }
 
-c10::ScalarType dtype_of(const std::string& name, const std::string& weight) {
-  static const std::map<std::string, c10::ScalarType> kDtypes = {
-      {"torch.float32", at::kFloat},
-      {"torch.float64", at::kDouble},
-      {"torch.float16", at::kHalf},
-      {"torch.bfloat16", at::kBFloat16},
-      {"torch.int64", at::kLong},
-      {"torch.int32", at::kInt},
-      {"torch.int16", at::kShort},
-      {"torch.int8", at::kChar},
-      {"torch.uint8", at::kByte},
-      {"torch.bool", at::kBool}};
-  const auto it = kDtypes.find(name);
-  TORCH_CHECK_VALUE(
-      it != kDtypes.end(),
-      "the package's weight '",
-      weight,
-      "' has dtype '",
-      name,
-      "'; expected one of torch.float32, torch.float64, torch.float16, "
-      "torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.int8, "
-      "torch.uint8, torch.bool");
-  return it->second;
-}
-
-// The layout the learner's weights arrive in: the package's weights, as
-// `tensordict_cpp.export` recorded them ("module.0.weight" ->
-// ("module", "0", "weight"), the keys of TensorDict.from_module(policy)).
-TensorDict weights_layout(const tensordict::nn::AOTIModule& policy) {
-  const auto& metadata = policy->metadata();
-  const auto spec_text = metadata.find("tensordict.spec");
-  TORCH_CHECK_VALUE(
-      spec_text != metadata.end(),
-      "the policy package ",
-      policy->path(),
-      " has no 'tensordict.spec' metadata, so its weights' shapes are "
-      "unknown; export it with tensordict_cpp.export");
-  const nlohmann::json spec = nlohmann::json::parse(
-      spec_text->second, nullptr, /*allow_exceptions=*/false);
-  TORCH_CHECK_VALUE(
-      spec.is_object() && spec.contains("weights") &&
-          spec["weights"].is_object(),
-      "the policy package's 'tensordict.spec' has no 'weights' object");
-  TensorDict layout;
-  for (const auto& [name, item] : spec["weights"].items()) {
-    TORCH_CHECK_VALUE(
-        item.is_object() && item.contains("dtype") &&
-            item["dtype"].is_string() && item.contains("shape") &&
-            item["shape"].is_array(),
-        "the package's weight '",
-        name,
-        "' has no dtype string or shape list");
-    std::vector<int64_t> shape;
-    for (const auto& size : item["shape"]) {
-      TORCH_CHECK_VALUE(
-          size.is_number_integer() && size.get<int64_t>() >= 0 &&
-              size.get<int64_t>() <= (int64_t{1} << 32),
-          "the package's weight '",
-          name,
-          "' has a bad size in its shape ",
-          item["shape"].dump());
-      shape.push_back(size.get<int64_t>());
-    }
-    std::vector<std::string> parts;
-    size_t begin = 0;
-    for (size_t dot = name.find('.'); dot != std::string::npos;
-         dot = name.find('.', begin)) {
-      parts.push_back(name.substr(begin, dot - begin));
-      begin = dot + 1;
-    }
-    parts.push_back(name.substr(begin));
-    layout.set(
-        NestedKey(parts),
-        at::zeros(
-            shape, at::TensorOptions().dtype(dtype_of(item["dtype"], name))));
-  }
-  TORCH_CHECK_VALUE(
-      !layout.is_empty(),
-      "the policy package ",
-      policy->path(),
-      " has no weights");
-  return layout;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -264,11 +175,9 @@ int main(int argc, char** argv) {
         std::cerr << std::endl;
       }
     }
-    tensordict::nn::AOTIModule policy(args.policy);
-    const TensorDict weights = weights_layout(policy);
     rl::Collector collector(
         rl::make_env(args.env, args.num_envs, env_kwargs),
-        policy,
+        tensordict::nn::AOTIModule(args.policy),
         rl::CollectorOptions(args.frames_per_batch)
             .num_threads(args.threads)
             .exploration_type(args.exploration_type));
@@ -278,9 +187,11 @@ int main(int argc, char** argv) {
           " is not a multiple of --num-envs " + std::to_string(args.num_envs) +
           ", so batches would not fit the learner's");
     }
+    // The learner's weights arrive in the layout the policy answers for
+    // (its package's weights: the keys of TensorDict.from_module(policy)
+    // on the learner, as tensordict_cpp.export recorded them).
     const rl::TorchRLWorkerStats stats = rl::run_torchrl_worker(
         collector,
-        weights,
         rl::TorchRLWorkerOptions(
             args.host, args.port, args.rank, args.world_size)
             .frames_per_batch(args.frames_per_batch)

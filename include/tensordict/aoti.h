@@ -148,8 +148,16 @@ class TENSORDICT_API AOTIModuleImpl : public TensorDictModuleBase {
   /// use. The tensors are copied. Throws KeyError, naming the key, if one
   /// is missing or is not a weight of the package, and c10::TypeError or
   /// c10::ValueError for a dtype or shape that differs from the current
-  /// weight's; the weights in use are then unchanged.
-  void load_weights(const TensorDict& weights);
+  /// weight's; the weights in use are then unchanged. The module's part of
+  /// the weights contract (NOTE [Weights contract] in tensordict/nn.h), so
+  /// a TensorDictSequential's `load_weights` reaches it.
+  void load_weights(const TensorDict& weights) override;
+  /// Returns the package's weights as `load_weights` takes them (names
+  /// split at the dots), from its tensordict.spec or the weights it holds:
+  /// meta tensors of their shapes and dtypes. Throws c10::Error naming a
+  /// weight whose shape is unknown (a package without tensordict.spec
+  /// whose weights are outside it: no weights can be loaded into it).
+  TensorDict weights_layout() const override;
 
   /// Returns the names `load_weights` expects, sorted.
   std::vector<std::string> weight_names() const;

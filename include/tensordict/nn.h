@@ -27,6 +27,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -44,6 +45,18 @@ namespace nn {
 
 /// Input tensors of a dispatch call, keyed by in_key: `{{"obs", t}}`.
 using TensorInputs = std::vector<std::pair<NestedKey, at::Tensor>>;
+
+// NOTE [Weights contract]
+// Every TensorDictModuleBase answers for its weights, whatever holds them:
+// `weights_layout()` says what they are and `load_weights(weights)` takes
+// new ones, checked against that layout, all or nothing. By default the
+// weights are the module's parameters and buffers and, under their names,
+// those the TensorDictModuleBase modules below it answer for, so a module
+// whose weights are no libtorch parameters (an AOTIModule: its package's)
+// shows them under its place in a TensorDictSequential
+// (`module.<i>.<name>`, see NOTE [Module names as in Python]) and takes
+// new ones there. A caller that swaps weights (rl::Collector, the TorchRL
+// worker) asks the module, never its type.
 
 /// The interface every module that reads `in_keys` from a TensorDict and
 /// writes `out_keys` implements (Python's `TensorDictModuleBase`), so that a
@@ -116,6 +129,20 @@ class TENSORDICT_API TensorDictModuleBase : public torch::nn::Module {
   /// Undoes `select_out_keys`; returns this module.
   virtual TensorDictModuleBase& reset_out_keys();
 
+  /// Returns the layout of the weights `load_weights` takes (see NOTE
+  /// [Weights contract]): a dict with no batch dims, keyed as
+  /// `TensorDict::from_module` keys the module's tensors, whose leaves are
+  /// meta tensors of the weights' shapes and dtypes (a view of nothing).
+  /// Throws what a module below throws (an AOTIModule whose weights'
+  /// shapes are unknown).
+  virtual TensorDict weights_layout() const;
+  /// Replaces the module's weights with copies of `weights`, keyed as
+  /// `weights_layout()` (nested, or joined with "."), which it checks them
+  /// against first (`check_weights`): throws KeyError naming a missing or
+  /// unknown key, ValueError naming a key whose shape or dtype differs, and
+  /// the weights are then unchanged. Copies without autograd.
+  virtual void load_weights(const TensorDict& weights);
+
  protected:
   /// Sets the keys the module reads and writes (and resets any selection).
   void set_keys(
@@ -140,6 +167,19 @@ class TENSORDICT_API TensorDictModuleBase : public torch::nn::Module {
   bool selected_ = false;
   bool filter_in_call_ = false;
 };
+
+/// Checks `weights` against `layout` (a `weights_layout()`): every key of
+/// the layout present, no other, each with the layout's shape and dtype;
+/// keys match nested or joined with ".". Throws KeyError naming a missing
+/// or unknown key (and listing the weights), ValueError naming a key whose
+/// shape or dtype differs, TypeError for a key that holds no tensor. Each
+/// message starts with `who` and calls the weights' owner `owner` ("the
+/// policy").
+TENSORDICT_API void check_weights(
+    const TensorDict& layout,
+    const TensorDict& weights,
+    std::string_view who,
+    std::string_view owner = "the module");
 
 /// A `torch::nn::ModuleHolder` over a TensorDictModuleBase subclass with
 /// its call operators, so `policy(td)`, `policy->in_keys()` and `*policy`

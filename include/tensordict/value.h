@@ -136,6 +136,18 @@ class TENSORDICT_API Value {
   const Variant& variant() const noexcept {
     return value_;
   }
+  /// Replaces the tensor this value holds with `tensor` (defined), a handle
+  /// swap without the variant's assignment; throws TypeError for other
+  /// kinds. Not API: dicts hand out their values as const, and core's
+  /// in-place refills (src/core/entries.cpp) use it on their own nodes.
+  void replace_tensor(const at::Tensor& tensor) {
+    if (at::Tensor* t = std::get_if<at::Tensor>(&value_)) {
+      TORCH_INTERNAL_ASSERT_DEBUG_ONLY(tensor.defined());
+      *t = tensor;
+      return;
+    }
+    throw_kind("Tensor");
+  }
 
  private:
   [[noreturn]] void throw_kind(const char* wanted) const;

@@ -19,6 +19,7 @@
 #include <tensordict/rl.h>
 #include <tensordict/tensor_dict.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -84,10 +85,9 @@ class PyCollector {
         num_envs,
         env_kwargs.empty() ? tensordict::Json::object()
                            : tensordict::Json::parse(env_kwargs));
-    tdnn::AOTIModule module(policy);
-    aoti_ = module.ptr();
     collector_ = std::make_unique<rl::Collector>(
-        std::move(made), std::move(module), options);
+        std::move(made), tdnn::AOTIModule(policy), options);
+    policy_path_ = policy;
   }
 
   ~PyCollector() {
@@ -143,22 +143,23 @@ class PyCollector {
     return collector_->env()->name();
   }
   std::string policy_path() const {
-    return aoti_->path();
+    return policy_path_;
   }
+  // The weights update_policy_weights_ takes, as the policy answers for
+  // them (its weights_layout: the package's), "." between the key parts.
   std::vector<std::string> weight_names() const {
-    return aoti_->weight_names();
-  }
-  // The exporter's "tensordict.spec" metadata (JSON), or "" when the
-  // package has none: _collector.py reads the weights' shapes and dtypes
-  // from it to refuse a wrong update at once rather than at the next batch.
-  std::string spec_json() const {
-    const auto& metadata = aoti_->metadata();
-    const auto it = metadata.find("tensordict.spec");
-    return it == metadata.end() ? std::string() : it->second;
+    std::vector<std::string> names;
+    const TensorDict layout = collector_->policy()->weights_layout();
+    for (const tensordict::NestedKey& key :
+         layout.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
+      names.push_back(key.join_parts("."));
+    }
+    std::sort(names.begin(), names.end());
+    return names;
   }
 
  private:
-  std::shared_ptr<tdnn::AOTIModuleImpl> aoti_;
+  std::string policy_path_;
   std::unique_ptr<rl::Collector> collector_;
   // next, set_seed and shutdown from one thread at a time (rl::Collector's
   // rule); Python threads may call them concurrently.
@@ -237,9 +238,10 @@ void bind_collector(py::module_& m) {
           },
           py::arg("weights"),
           py::call_guard<py::gil_scoped_release>(),
-          "Checks the weights' keys against the package's and stages a "
-          "copy, applied before the next batch; raises KeyError naming a "
-          "key that does not fit (the weights in use are then unchanged).")
+          "Checks the weights against the policy's layout (keys, shapes, "
+          "dtypes) and stages a copy, applied before the next batch; raises "
+          "KeyError or ValueError naming a key that does not fit (the "
+          "weights in use are then unchanged).")
       .def(
           "set_seed",
           [](PyCollector& self, uint64_t seed) { return self.set_seed(seed); },
@@ -255,6 +257,5 @@ void bind_collector(py::module_& m) {
       .def_property_readonly("num_envs", &PyCollector::num_envs)
       .def_property_readonly("env_name", &PyCollector::env_name)
       .def_property_readonly("policy_path", &PyCollector::policy_path)
-      .def_property_readonly("weight_names", &PyCollector::weight_names)
-      .def_property_readonly("spec_json", &PyCollector::spec_json);
+      .def_property_readonly("weight_names", &PyCollector::weight_names);
 }

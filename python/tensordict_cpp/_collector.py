@@ -33,9 +33,9 @@ What follows TorchRL 0.14.1's ``Collector``, and what does not:
   to read them from): a ``TensorDict`` such as
   ``TensorDict.from_module(actor)`` (or its ``.data``), a dict of tensors
   (nested, or flat with "." keys) or the ``nn.Module`` itself. They are
-  checked at once, key by key, against the package's weights (names,
-  shapes, dtypes; a KeyError or ValueError names the key and the weights in
-  use stay) and used from the next batch on.
+  checked at once, key by key, against the weights the policy answers for
+  (names, shapes, dtypes; a KeyError or ValueError names the key and the
+  weights in use stay) and used from the next batch on.
 - ``set_seed(seed)`` reseeds the C++ env (every sub-env resets at the next
   batch) and returns ``seed`` (TorchRL returns the seed its env derived).
 """
@@ -47,11 +47,6 @@ import math
 import os
 
 __all__ = ["Collector"]
-
-
-def _dtype_name(dtype):
-    # torch.float32 -> "torch.float32", what the exporter records.
-    return str(dtype)
 
 
 class Collector:
@@ -154,17 +149,6 @@ class Collector:
             env_kwargs=json.dumps(dict(env_kwargs)) if env_kwargs else "",
         )
         self._total_frames = total_frames
-        self._weights_spec = self._read_weights_spec()
-
-    def _read_weights_spec(self):
-        text = self._impl.spec_json
-        if not text:
-            return None
-        try:
-            weights = json.loads(text).get("weights")
-        except (ValueError, AttributeError):
-            return None
-        return weights if isinstance(weights, dict) else None
 
     # -- TorchRL's attributes -------------------------------------------------
 
@@ -200,7 +184,7 @@ class Collector:
 
     @property
     def weight_names(self) -> list:
-        """The package's weight names, sorted ("." between the key parts)."""
+        """The policy's weight names, sorted ("." between the key parts)."""
         return list(self._impl.weight_names)
 
     def __len__(self) -> int:
@@ -279,28 +263,9 @@ class Collector:
             # TensorDictParams and other kinds: a plain TensorDict of the
             # same tensors (the C++ side copies them anyway).
             weights = weights.to_tensordict()
-        weights = weights.detach()
-        self._check_weights(weights)
-        self._impl.update_policy_weights_(weights)
-
-    def _check_weights(self, weights):
-        spec = self._weights_spec
-        if spec is None:
-            return
-        for key in weights.keys(include_nested=True, leaves_only=True):
-            parts = (key,) if isinstance(key, str) else key
-            name = ".".join(parts)
-            want = spec.get(name)
-            if want is None:
-                continue  # the C++ side names unknown keys
-            value = weights.get(key)
-            shape = list(value.shape)
-            if shape != want.get("shape") or _dtype_name(value.dtype) != want.get("dtype"):
-                raise ValueError(
-                    f"update_policy_weights_: key {tuple(parts)} expected shape "
-                    f"{want.get('shape')} {want.get('dtype')}, got {shape} "
-                    f"{_dtype_name(value.dtype)}"
-                )
+        # Checked by the C++ collector against the layout its policy
+        # answers for (keys, shapes, dtypes), before anything is staged.
+        self._impl.update_policy_weights_(weights.detach())
 
     def __repr__(self):
         return (

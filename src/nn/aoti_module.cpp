@@ -3,6 +3,7 @@
 // What a package says about itself is read by nn/aoti_spec.h; this file
 // opens the loader, matches the package's inputs and runs the calls.
 
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/util/Exception.h>
 #include <c10/util/StringUtil.h>
@@ -707,6 +708,36 @@ void AOTIModuleImpl::load_weights(const TensorDict& weights) {
   runner->swap_constant_buffer();
   runner->free_inactive_constant_buffer();
   s.weights_ready.store(true, std::memory_order_release);
+}
+
+TensorDict AOTIModuleImpl::weights_layout() const {
+  const State& s = *state_;
+  TensorDict layout;
+  for (const auto& [name, fqn] : s.weight_fqns) {
+    const auto spec = s.weights.find(name);
+    TORCH_CHECK(
+        spec != s.weights.end() && spec->second.shape && spec->second.dtype,
+        s.where,
+        ": the shape of the weight '",
+        name,
+        "' is unknown (a package without tensordict.spec whose weights are "
+        "outside it), so no weights can be loaded into it; export the model "
+        "with tensordict_cpp.export");
+    std::vector<std::string> parts;
+    size_t begin = 0;
+    for (size_t dot = name.find('.'); dot != std::string::npos;
+         dot = name.find('.', begin)) {
+      parts.push_back(name.substr(begin, dot - begin));
+      begin = dot + 1;
+    }
+    parts.push_back(name.substr(begin));
+    layout.set(
+        NestedKey(parts),
+        at::empty(
+            *spec->second.shape,
+            at::TensorOptions().dtype(*spec->second.dtype).device(at::kMeta)));
+  }
+  return layout;
 }
 
 std::vector<std::string> AOTIModuleImpl::weight_names() const {

@@ -23,11 +23,10 @@
 #include <utility>
 #include <vector>
 
-#include "core/tensor_dict_impl.h"
-#include "core/walk.h"
 #include "rl/step_mdp.h"
-#include "tensordict/aoti.h"
+#include "tensordict/detail/entries.h"
 #include "tensordict/errors.h"
+#include "tensordict/nn.h"
 #include "tensordict/value.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -209,24 +208,6 @@ void clear_flags(const at::Tensor& flags, const at::Tensor& mask) {
       mask.to(flags.device()).logical_not().reshape(flags.sizes()));
 }
 
-// The number of tensors `keys(true, true)` lists, counted without making
-// the keys.
-size_t count_leaves(const TensorDict& td) {
-  struct Counter : detail::WalkVisitor {
-    size_t count = 0;
-    void leaf(const detail::KeyPath& /*path*/, const at::Tensor& /*t*/) {
-      ++count;
-    }
-    bool enter_lazy_stack(
-        const detail::KeyPath& /*path*/, const LazyStackedTensorDict& stack) {
-      count += stack.keys(/*include_nested=*/true, /*leaves_only=*/true).size();
-      return false;
-    }
-  } counter;
-  detail::walk(td, counter);
-  return counter.count;
-}
-
 // NOTE [Step leaves in walk order]
 // Every step has the same leaves, in an order that settles after the first
 // steps (step_mdp moves "next" up, the policy appends its outputs). One
@@ -242,10 +223,8 @@ class StepLeaves {
       const std::vector<NestedKey>& keys,
       std::vector<const at::Tensor*>& values) {
     values.assign(keys.size(), nullptr);
-    pos_ = 0;
-    path_.clear();
-    if (!order_.empty() && matches(*td.unsafeGetImpl(), values) &&
-        pos_ == order_.size()) {
+    if (!order_.empty() &&
+        detail::match_leaf_order(td, order_, slot_, values.data())) {
       return true;
     }
     for (size_t i = 0; i < keys.size(); ++i) {
@@ -255,10 +234,14 @@ class StepLeaves {
       }
       values[i] = &value->tensor();
     }
-    if (count_leaves(td) != keys.size()) {
+    // The tensors `td` holds (a lazy stack's included, non-tensor data
+    // not): as many as `keys`, all found above, so the same keys.
+    std::vector<NestedKey> order =
+        td.keys(/*include_nested=*/true, /*leaves_only=*/true);
+    if (order.size() != keys.size()) {
       return false;
     }
-    order_ = td.keys(/*include_nested=*/true, /*leaves_only=*/true);
+    order_ = std::move(order);
     slot_.clear();
     for (const NestedKey& key : order_) {
       const auto slot = static_cast<size_t>(
@@ -274,41 +257,8 @@ class StepLeaves {
   }
 
  private:
-  bool matches(
-      const detail::TensorDictImpl& impl,
-      std::vector<const at::Tensor*>& values) {
-    for (const detail::Node* node : impl.nodes()) {
-      if (node->value.is_tensordict()) {
-        path_.push_back(node->key);
-        const bool ok =
-            matches(*node->value.tensordict().unsafeGetImpl(), values);
-        path_.pop_back();
-        if (!ok) {
-          return false;
-        }
-      } else if (node->value.is_tensor()) {
-        if (pos_ >= order_.size()) {
-          return false;
-        }
-        const NestedKey& key = order_[pos_];
-        if (key.size() != path_.size() + 1 ||
-            !std::equal(path_.begin(), path_.end(), key.begin()) ||
-            key.back() != node->key) {
-          return false;
-        }
-        values[slot_[pos_]] = &node->value.tensor();
-        ++pos_;
-      } else if (node->value.is_lazy_stack()) {
-        return false;
-      }
-    }
-    return true;
-  }
-
   std::vector<NestedKey> order_;  // the last step's leaves, in walk order
   std::vector<size_t> slot_;      // order_[i] is keys[slot_[i]]
-  std::vector<std::string_view> path_;
-  size_t pos_ = 0;
 };
 
 std::string key_list(const TensorDict& td) {
@@ -416,81 +366,15 @@ void Collector::shutdown() {
 }
 
 void Collector::update_policy_weights_(const TensorDict& weights) {
-  auto* aoti = dynamic_cast<nn::AOTIModuleImpl*>(policy_.ptr().get());
-  if (aoti != nullptr) {
-    const std::vector<std::string> names = aoti->weight_names();
-    std::vector<std::string> given;
-    for (const NestedKey& key : weights.keys(true, true)) {
-      const std::string name = key.join_parts(".");
-      TENSORDICT_CHECK_KEY(
-          std::find(names.begin(), names.end(), name) != names.end(),
-          "update_policy_weights_: key ",
-          key.to_string(),
-          " is not a weight of the policy's AOTI package");
-      given.push_back(name);
-    }
-    for (const std::string& name : names) {
-      TENSORDICT_CHECK_KEY(
-          std::find(given.begin(), given.end(), name) != given.end(),
-          "update_policy_weights_: weight '",
-          name,
-          "' of the policy's AOTI package is missing from the weights");
-    }
-  } else {
-    const TensorDict params = TensorDict::from_module(*policy_.ptr());
-    for (const NestedKey& key : params.keys(true, true)) {
-      TENSORDICT_CHECK_KEY(
-          weights.contains(key),
-          "update_policy_weights_: key ",
-          key.to_string(),
-          " of the policy is missing from the weights");
-      const at::Tensor want = params.get(key);
-      const at::Tensor got = weights.get(key);
-      TORCH_CHECK_VALUE(
-          got.sizes() == want.sizes() &&
-              got.scalar_type() == want.scalar_type(),
-          "update_policy_weights_: key ",
-          key.to_string(),
-          " expected ",
-          want.sizes(),
-          " ",
-          want.scalar_type(),
-          ", got ",
-          got.sizes(),
-          " ",
-          got.scalar_type());
-    }
-    for (const NestedKey& key : weights.keys(true, true)) {
-      TENSORDICT_CHECK_KEY(
-          params.contains(key),
-          "update_policy_weights_: key ",
-          key.to_string(),
-          " is not a parameter or buffer of the policy (it has: ",
-          key_list(params),
-          ")");
-    }
-  }
+  nn::check_weights(
+      policy_->weights_layout(),
+      weights,
+      "update_policy_weights_",
+      "the policy");
   TensorDict staged = weights.detach().clone();
   std::lock_guard<std::mutex> lock(state_->weights_mutex);
   state_->pending_weights = std::move(staged);
 }
-
-namespace {
-
-void apply_weights(nn::AnyTensorDictModule& policy, const TensorDict& weights) {
-  auto* aoti = dynamic_cast<nn::AOTIModuleImpl*>(policy.ptr().get());
-  if (aoti != nullptr) {
-    aoti->load_weights(weights);
-    return;
-  }
-  torch::NoGradGuard no_grad;
-  const TensorDict params = TensorDict::from_module(*policy.ptr());
-  for (const NestedKey& key : params.keys(true, true)) {
-    params.get(key).copy_(weights.get(key));
-  }
-}
-
-}  // namespace
 
 std::optional<TensorDict> Collector::next() {
   State& s = *state_;
@@ -513,7 +397,7 @@ std::optional<TensorDict> Collector::next() {
       weights.swap(s.pending_weights);
     }
     if (weights) {
-      apply_weights(policy_, *weights);
+      policy_->load_weights(*weights);
       ++s.version;
     }
   };

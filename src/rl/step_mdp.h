@@ -1,5 +1,5 @@
 // step_mdp into a dict the caller owns: the collector's roots take turns
-// (NOTE [step_mdp into a spare root] in env.cpp).
+// (NOTE [step_mdp into a spare root] in step_mdp.cpp).
 
 #pragma once
 

@@ -2,6 +2,7 @@
 // (torchrl_worker.cpp) filled from the collector. A source of its own, so
 // that a program serving other batch sources links no collector.
 
+#include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
 
 #include "tensordict/rl.h"
@@ -37,6 +38,18 @@ TorchRLWorkerStats run_torchrl_worker(
     return seed;
   };
   return run_torchrl_worker(hooks, options);
+}
+
+TorchRLWorkerStats run_torchrl_worker(
+    Collector& collector, const TorchRLWorkerOptions& options) {
+  // The received weights arrive in a copy of the layout: real tensors of
+  // its shapes and dtypes, on the CPU, where the wire delivers them.
+  const TensorDict layout =
+      collector.policy()->weights_layout().apply([](const at::Tensor& meta) {
+        return at::zeros(
+            meta.sizes(), at::TensorOptions().dtype(meta.scalar_type()));
+      });
+  return run_torchrl_worker(collector, layout, options);
 }
 
 }  // namespace rl

@@ -108,17 +108,15 @@ class TENSORDICT_API Collector {
   /// propagate; the collector can go on after an error in the policy
   /// (that step is retried) but not after one in the env.
   std::optional<TensorDict> next();
-  /// Checks `weights` against the policy's (every key, shape and dtype;
-  /// for an AOTIModule the names `load_weights` expects) and stages a copy;
-  /// they are applied before the next batch (or the next step with
-  /// `update_weights_mid_batch`): copied into the module's parameters and
-  /// buffers, or `load_weights` for an AOTIModule. Throws ValueError or
-  /// KeyError naming the key that does not fit; the staged and the current
-  /// weights are then unchanged. The keys are those of
-  /// `TensorDict::from_module(*policy)`; the weights of an AOTIModule
-  /// inside a TensorDictSequential are not module parameters, so such a
-  /// policy's package weights cannot be swapped here (give the AOTIModule
-  /// itself as the policy, or call its `load_weights`).
+  /// Checks `weights` against the layout the policy answers for (its
+  /// `weights_layout()`: every key, shape and dtype; see NOTE [Weights
+  /// contract] in tensordict/nn.h) and stages a copy; the policy's
+  /// `load_weights` takes them before the next batch (or the next step
+  /// with `update_weights_mid_batch`), whatever the module: parameters and
+  /// buffers, an AOTIModule's package, or an AOTIModule inside a
+  /// TensorDictSequential under its place's keys (`module.0`, ...). Throws
+  /// ValueError or KeyError naming the key that does not fit; the staged
+  /// and the current weights are then unchanged.
   void update_policy_weights_(const TensorDict& weights);
   /// Returns how many weight updates were applied (what "policy_version"
   /// holds in the batches collected since).

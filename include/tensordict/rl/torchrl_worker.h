@@ -169,5 +169,12 @@ TENSORDICT_API TorchRLWorkerStats run_torchrl_worker(
     const TensorDict& weights,
     const TorchRLWorkerOptions& options);
 
+/// Serves `collector` as the overload above does, with the layout its
+/// policy answers for (`weights_layout()`, see NOTE [Weights contract] in
+/// tensordict/nn.h): the weights the learner sends must be the policy's,
+/// keys, shapes and dtypes. Throws what `weights_layout()` throws.
+TENSORDICT_API TorchRLWorkerStats
+run_torchrl_worker(Collector& collector, const TorchRLWorkerOptions& options);
+
 }  // namespace rl
 TENSORDICT_END_NAMESPACE
