@@ -71,7 +71,8 @@ TEST(LazyStackTest, StackInsertsTheStackDimAndAliasesElements) {
   EXPECT_EQ(stack.stack_dim(), 0);
   EXPECT_EQ(stack.size(0), 2);
   EXPECT_EQ(stack.size(-1), 3);
-  EXPECT_EQ(stack.size(), 3u);  // a, r, n
+  EXPECT_EQ(stack.num_keys(), 3u);              // a, r, n
+  EXPECT_EQ(stack.size(), stack.batch_size());  // Python's size()
   EXPECT_EQ(stack.device(), std::nullopt);
   ASSERT_EQ(stack.tensordicts().size(), 2u);
   EXPECT_TRUE(stack.tensordicts()[0].is_same(tds[0]));
@@ -442,7 +443,7 @@ TEST(LazyStackTest, KeysAreTheCommonKeysInTheFirstElementsOrder) {
            {"n", "y"},
            "s",
            "z"}));
-  EXPECT_EQ(stack.size(), 4u);
+  EXPECT_EQ(stack.num_keys(), 4u);
 
   EXPECT_TRUE(stack.contains("a"));
   EXPECT_TRUE(stack.contains({"n", "m", "q"}));

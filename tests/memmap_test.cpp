@@ -258,15 +258,43 @@ TEST(MemmapTest, MemmapInPlaceReplacesLeaves) {
   expect_td_equal(TensorDict::load_memmap(dir / "td"), sample());
 }
 
-TEST(MemmapTest, MemmapLikeWritesSparseZeros) {
+TEST(MemmapTest, MemmapLikeKeepsTheBytesOfExistingFilesAsPython) {
+  // Python 0.15.3:
+  //   TensorDict({"a": torch.full((3,), 7.)}, [3]).memmap(d)
+  //   TensorDict({"a": torch.zeros(3)}, [3]).memmap_like(d)["a"]  # [7, 7, 7]
+  //   TensorDict.load_memmap(d)["a"]                              # [7, 7, 7]
+  //   TensorDict({"a": torch.zeros(5)}, [5]).memmap_like(d)["a"]
+  //   # [7, 7, 7, 0, 0] (grown with zeros)
+  //   TensorDict({"a": torch.zeros(2)}, [2]).memmap_like(d)["a"]  # [7, 7]
+  //   TensorDict({"b": torch.ones(3)}, [3]).memmap_like(d2)["b"]  # zeros
   TempDir dir;
+  (void)TensorDict({{"a", torch::full({3}, 7.)}}, {3}).memmap(dir / "td");
+  const TensorDict like =
+      TensorDict({{"a", torch::zeros({3})}}, {3}).memmap_like(dir / "td");
+  EXPECT_TRUE(torch::equal(like.get("a"), torch::full({3}, 7.)));
+  EXPECT_TRUE(torch::equal(
+      TensorDict::load_memmap(dir / "td").get("a"), torch::full({3}, 7.)));
+  const TensorDict grown =
+      TensorDict({{"a", torch::zeros({5})}}, {5}).memmap_like(dir / "td");
+  EXPECT_TRUE(
+      torch::equal(grown.get("a"), torch::tensor({7.F, 7.F, 7.F, 0.F, 0.F})));
+  (void)TensorDict({{"a", torch::full({3}, 7.)}}, {3}).memmap(dir / "td");
+  const TensorDict shrunk =
+      TensorDict({{"a", torch::zeros({2})}}, {2}).memmap_like(dir / "td");
+  EXPECT_TRUE(torch::equal(shrunk.get("a"), torch::full({2}, 7.)));
+  EXPECT_TRUE(torch::equal(
+      TensorDict::load_memmap(dir / "td").get("a"), torch::full({2}, 7.)));
+  // A new prefix, and a leaf the old tree lacks, hold zeros.
   TensorDict td = sample();
-  (void)td.memmap(dir / "td");
-  TensorDict like = td.memmap_like(dir / "td");  // over the existing files
-  EXPECT_TRUE(torch::equal(like.get("obs"), torch::zeros({3, 4})));
-  TensorDict loaded = TensorDict::load_memmap(dir / "td");
-  EXPECT_TRUE(torch::equal(loaded.get("obs"), torch::zeros({3, 4})));
-  EXPECT_EQ(loaded.get({"next", "done"}).scalar_type(), torch::kBool);
+  const TensorDict fresh = td.memmap_like(dir / "fresh");
+  EXPECT_TRUE(torch::equal(fresh.get("obs"), torch::zeros({3, 4})));
+  EXPECT_EQ(fresh.get({"next", "done"}).scalar_type(), torch::kBool);
+  (void)TensorDict({{"a", torch::full({3}, 7.)}}, {3}).memmap(dir / "td");
+  const TensorDict more =
+      TensorDict({{"a", torch::zeros({3})}, {"b", torch::ones({3})}}, {3})
+          .memmap_like(dir / "td");
+  EXPECT_TRUE(torch::equal(more.get("a"), torch::full({3}, 7.)));
+  EXPECT_TRUE(torch::equal(more.get("b"), torch::zeros({3})));
 }
 
 TEST(MemmapTest, WithoutPrefixLeavesLiveInSharedMemory) {
@@ -415,7 +443,9 @@ TEST(MemmapTest, TensorclassOverALazyStackRoundTrips) {
       c10::Error,
       "holds a lazy stack (LazyStackedTensorDict of <class 'envs.Step'>, 2 "
       "elements), which TensorDict::load_memmap can only return as a copy in "
-      "memory, no longer mapped. Load it mapped with load_memmap_any");
+      "memory, no longer mapped. Load it mapped with the free "
+      "tensordict::load_memmap, which returns it as Python's "
+      "TensorDict.load_memmap does");
   EXPECT_TRUE(verify_memmap(dir / "ls").empty());
 
   // Any other collection under _tensordict is refused, never read as empty.

@@ -939,7 +939,7 @@ std::vector<std::string> generic_rest(Dict& dict, const Dict& other) {
   }
   out.push_back(dict.flatten_keys("/").keys()[1].to_string());
   out.push_back(std::to_string(dict.unflatten_keys().keys(true).size()));
-  out.push_back(std::to_string(dict.size()));
+  out.push_back(std::to_string(dict.num_keys()));
   out.push_back(
       std::to_string(dict.size(0)) + "," + std::to_string(dict.size(-1)) +
       " dim " + std::to_string(dict.dim()));
@@ -984,7 +984,7 @@ std::vector<std::string> generic_rest(Dict& dict, const Dict& other) {
   }
   dict.clear();
   out.push_back(dict.is_empty() ? "empty" : "not empty");
-  out.push_back(std::to_string(dict.size()));
+  out.push_back(std::to_string(dict.num_keys()));
   return out;
 }
 

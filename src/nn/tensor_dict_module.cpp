@@ -288,8 +288,13 @@ TensorDict TensorDictModuleImpl::forward(TensorDict td, TensorDict out) {
       inputs.push_back(value->tensor());
       continue;
     }
+    if (value == nullptr && !options_.strict()) {
+      // Python's strict=False passes None.
+      inputs.emplace_back();
+      continue;
+    }
     TENSORDICT_CHECK_KEY(
-        td.contains(key),
+        value != nullptr,
         describe(),
         ": the input ",
         key.to_string(),
