@@ -1316,21 +1316,21 @@ TEST(LazyStackMemmapTest, LoadMemmapInPlaceChecksTheSavedStackFirst) {
       three.load_(dir / "ls"),
       c10::ValueError,
       "Cannot load 2 stacked tensordicts into a stack of 3 tensordicts.");
-  EXPECT_EQ(three.at(0).size(), 0U);
+  EXPECT_EQ(three.at(0).num_keys(), 0U);
   LazyStackedTensorDict dim0 =
       lazy_stack({TensorDict({}, {3}), TensorDict({}, {3})}, 0);
   EXPECT_THROWS_WITH(
       dim0.load_memmap_(dir / "ls"),
       c10::ValueError,
       "with stack dim 1 into a stack of stack dim 0");
-  EXPECT_EQ(dim0.at(1).size(), 0U);
+  EXPECT_EQ(dim0.at(1).num_keys(), 0U);
   // A damaged element is found before the first element is loaded.
   LazyStackedTensorDict fresh =
       lazy_stack({TensorDict({}, {3}), TensorDict({}, {3})}, 1);
   fs::remove(dir / "ls/1/meta.json");
   EXPECT_THROWS_WITH(
       fresh.load_memmap_(dir / "ls"), c10::Error, "no meta.json in");
-  EXPECT_EQ(fresh.at(0).size(), 0U);
+  EXPECT_EQ(fresh.at(0).num_keys(), 0U);
 }
 
 TEST(LazyStackMemmapTest, MemmapRefreshRereadsTheStacksDirectory) {

@@ -446,6 +446,17 @@ TEST(MemmapTest, TensorclassOverALazyStackRoundTrips) {
       "memory, no longer mapped. Load it mapped with the free "
       "tensordict::load_memmap, which returns it as Python's "
       "TensorDict.load_memmap does");
+  // Python 0.15.3: tensordict.load_memmap(d) (and TensorDict.load_memmap(d))
+  // returns the LazyStackedTensorDict saved there; so does the free
+  // load_memmap, mapped, and `load` alike.
+  LoadedTree free_tree = tensordict::load_memmap(dir / "ls");
+  const auto* free_stack = std::get_if<LazyStackedTensorDict>(&free_tree);
+  ASSERT_NE(free_stack, nullptr);
+  EXPECT_EQ(free_stack->python_class(), "<class 'envs.Step'>");
+  EXPECT_TRUE(torch::equal(free_stack->at(1).get("a"), torch::zeros({2})));
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(free_stack->at(0).get("a")));
+  EXPECT_TRUE(std::holds_alternative<LazyStackedTensorDict>(
+      tensordict::load(dir / "ls")));
   EXPECT_TRUE(verify_memmap(dir / "ls").empty());
 
   // Any other collection under _tensordict is refused, never read as empty.

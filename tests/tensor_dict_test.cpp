@@ -107,7 +107,7 @@ TEST(TensorDictTest, CopyIsShallow) {
 TEST(TensorDictTest, MovedFromHandleIsStillUsable) {
   TensorDict td = make_td();
   TensorDict moved = std::move(td);
-  EXPECT_EQ(moved.size(), 3u);
+  EXPECT_EQ(moved.num_keys(), 3u);
   td.set("fresh", torch::zeros({4}));  // NOLINT(bugprone-use-after-move)
   EXPECT_TRUE(td.contains("fresh"));
   TensorDict assigned;
@@ -844,7 +844,7 @@ TEST(TensorDictTest, ExcludeDropsKeysAndLeavesTheSourceAlone) {
       key_strings(rest.keys(true)),
       (Strings{"'b'", "('a', 'y')", "'a'", "'s'"}));
   EXPECT_TRUE(td.contains({"a", "x"}));
-  EXPECT_EQ(td.exclude({"a", "b", "s"}).size(), 0u);
+  EXPECT_EQ(td.exclude({"a", "b", "s"}).num_keys(), 0u);
 }
 
 // --- keys, items, values

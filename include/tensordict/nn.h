@@ -375,7 +375,9 @@ namespace detail {
 template <class Holder>
 struct KwargsForwardOf {
   Holder module;
-  auto operator()(const TensorKwargs& kwargs)
+  // A template, so that a forward taking no TensorKwargs fails substitution.
+  template <class Kwargs>
+  auto operator()(const Kwargs& kwargs)
       -> decltype(std::declval<Holder&>()->forward(kwargs)) {
     return module->forward(kwargs);
   }
