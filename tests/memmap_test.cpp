@@ -391,7 +391,9 @@ TEST(MemmapTest, LazyStacksRoundTrip) {
   EXPECT_EQ(loaded.tensordicts().size(), 2u);
   EXPECT_TRUE(torch::equal(loaded.at(1).get("a"), torch::zeros({3})));
   EXPECT_THROWS_WITH(
-      (void)TensorDict::load_memmap(dir / "ls"), c10::Error, "load_memmap_any");
+      (void)TensorDict::load_memmap(dir / "ls"),
+      c10::Error,
+      "tensordict::load_memmap");
 }
 
 TEST(MemmapTest, LazyStackDimNamesRoundTrip) {

@@ -195,7 +195,8 @@ TEST(TensorDictModuleTest, MissingInputPassesAnUndefinedTensorAsPythonNone) {
 namespace {
 
 // Python: class M(nn.Module): forward(x) is x, act(x) is x * 2.
-struct ActImpl : torch::nn::Module {
+struct ActImpl : torch::nn::Cloneable<ActImpl> {
+  void reset() override {}
   at::Tensor forward(const at::Tensor& x) {
     return x;
   }
