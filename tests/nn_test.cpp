@@ -274,6 +274,25 @@ TEST(TensorDictModuleTest, DictInKeysPassKeywordArguments) {
   EXPECT_TRUE(torch::equal(nested.get("c"), torch::full({2}, 2.)));
 }
 
+TEST(TensorDictModuleTest, AModuleFailingOnAnAbsentInputSaysItWasAbsent) {
+  // Python 0.15.3 calls nn.Linear with None and raises its TypeError; the
+  // C++ error adds which input was absent.
+  TensorDictModule module(torch::nn::Linear(3, 2), {"x"}, {"y"});
+  TensorDict td({{"z", torch::zeros({3})}});
+  try {
+    module(td);
+    ADD_FAILURE() << "did not throw";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find(
+            "with the absent input ['x'] passed as an undefined tensor "
+            "(Python's None; strict(true) makes a missing input a KeyError)"),
+        std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(td.contains("y"));
+}
+
 TEST(TensorDictModuleTest, StrictMissingInputThrowsKeyErrorNamingKeyAndModule) {
   // Python 0.15.3: TensorDictModule(..., strict=True) raises KeyError.
   TensorDictModule module(
