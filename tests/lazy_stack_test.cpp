@@ -61,7 +61,8 @@ TEST(LazyStackTest, StackInsertsTheStackDimAndAliasesElements) {
   EXPECT_EQ(stack.stack_dim(), 0);
   EXPECT_EQ(stack.size(0), 2);
   EXPECT_EQ(stack.size(-1), 3);
-  EXPECT_EQ(stack.size(), 3u);  // a, r, n
+  EXPECT_EQ(stack.num_keys(), 3u);              // a, r, n
+  EXPECT_EQ(stack.size(), stack.batch_size());  // Python's size()
   EXPECT_EQ(stack.device(), std::nullopt);
   ASSERT_EQ(stack.tensordicts().size(), 2u);
   EXPECT_TRUE(stack.tensordicts()[0].is_same(tds[0]));
@@ -432,7 +433,7 @@ TEST(LazyStackTest, KeysAreTheCommonKeysInTheFirstElementsOrder) {
            {"n", "y"},
            "s",
            "z"}));
-  EXPECT_EQ(stack.size(), 4u);
+  EXPECT_EQ(stack.num_keys(), 4u);
 
   EXPECT_TRUE(stack.contains("a"));
   EXPECT_TRUE(stack.contains({"n", "m", "q"}));
@@ -1305,21 +1306,21 @@ TEST(LazyStackMemmapTest, LoadMemmapInPlaceChecksTheSavedStackFirst) {
       three.load_(dir / "ls"),
       c10::ValueError,
       "Cannot load 2 stacked tensordicts into a stack of 3 tensordicts.");
-  EXPECT_EQ(three.at(0).size(), 0U);
+  EXPECT_EQ(three.at(0).num_keys(), 0U);
   LazyStackedTensorDict dim0 =
       lazy_stack({TensorDict({}, {3}), TensorDict({}, {3})}, 0);
   EXPECT_THROWS_WITH(
       dim0.load_memmap_(dir / "ls"),
       c10::ValueError,
       "with stack dim 1 into a stack of stack dim 0");
-  EXPECT_EQ(dim0.at(1).size(), 0U);
+  EXPECT_EQ(dim0.at(1).num_keys(), 0U);
   // A damaged element is found before the first element is loaded.
   LazyStackedTensorDict fresh =
       lazy_stack({TensorDict({}, {3}), TensorDict({}, {3})}, 1);
   fs::remove(dir / "ls/1/meta.json");
   EXPECT_THROWS_WITH(
       fresh.load_memmap_(dir / "ls"), c10::Error, "no meta.json in");
-  EXPECT_EQ(fresh.at(0).size(), 0U);
+  EXPECT_EQ(fresh.at(0).num_keys(), 0U);
 }
 
 TEST(LazyStackMemmapTest, MemmapRefreshRereadsTheStacksDirectory) {

@@ -137,7 +137,7 @@ TEST(TensorClassTest, LazyStackSavesPythonsLayout) {
       "registered");
   // A dense load needs equal shapes, and says where to go otherwise.
   EXPECT_THROWS_WITH(
-      Registered::load_memmap(dir), c10::Error, "load_memmap_any");
+      Registered::load_memmap(dir), c10::Error, "tensordict::load_memmap");
 
   const std::string same_dir = tmp / "same";
   (void)lazy_stack(
@@ -146,7 +146,7 @@ TEST(TensorClassTest, LazyStackSavesPythonsLayout) {
   // Even with equal shapes: a dense load would be a copy, never made
   // silently; the lazy stack loads mapped, and contiguous() copies it.
   EXPECT_THROWS_WITH(
-      Registered::load_memmap(same_dir), c10::Error, "load_memmap_any");
+      Registered::load_memmap(same_dir), c10::Error, "tensordict::load_memmap");
   const auto same = LazyStackedTensorClass<Registered>::load_memmap(same_dir);
   EXPECT_TRUE(MemoryMappedTensor::is_memmap(same.at(1).pos()));
   EXPECT_EQ(

@@ -187,7 +187,7 @@ TEST(LimitsTest, MappingLimitCountsNestedDictsAndNamesTheKey) {
   // The meta device maps nothing, so it is not limited.
   const TensorDict meta = TensorDict::load_memmap(
       dir.str(), LoadMemmapOptions().device(c10::Device(c10::kMeta)));
-  EXPECT_EQ(meta.get_tensordict("sub").size(), static_cast<size_t>(leaves));
+  EXPECT_EQ(meta.get_tensordict("sub").num_keys(), static_cast<size_t>(leaves));
 }
 
 TEST(LimitsTest, RealTreesKeepLoadingUnderTheMappingLimit) {
@@ -198,7 +198,7 @@ TEST(LimitsTest, RealTreesKeepLoadingUnderTheMappingLimit) {
   }
   (void)td.memmap(dir.str());
   const TensorDict back = TensorDict::load_memmap(dir.str());
-  ASSERT_EQ(back.size(), 300u);
+  ASSERT_EQ(back.num_keys(), 300u);
   EXPECT_TRUE(back.get("leaf299").equal(torch::full({4}, 299)));
 }
 

@@ -255,15 +255,43 @@ TEST(MemmapTest, MemmapInPlaceReplacesLeaves) {
   expect_td_equal(TensorDict::load_memmap(dir / "td"), sample());
 }
 
-TEST(MemmapTest, MemmapLikeWritesSparseZeros) {
+TEST(MemmapTest, MemmapLikeKeepsTheBytesOfExistingFilesAsPython) {
+  // Python 0.15.3:
+  //   TensorDict({"a": torch.full((3,), 7.)}, [3]).memmap(d)
+  //   TensorDict({"a": torch.zeros(3)}, [3]).memmap_like(d)["a"]  # [7, 7, 7]
+  //   TensorDict.load_memmap(d)["a"]                              # [7, 7, 7]
+  //   TensorDict({"a": torch.zeros(5)}, [5]).memmap_like(d)["a"]
+  //   # [7, 7, 7, 0, 0] (grown with zeros)
+  //   TensorDict({"a": torch.zeros(2)}, [2]).memmap_like(d)["a"]  # [7, 7]
+  //   TensorDict({"b": torch.ones(3)}, [3]).memmap_like(d2)["b"]  # zeros
   TempDir dir;
+  (void)TensorDict({{"a", torch::full({3}, 7.)}}, {3}).memmap(dir / "td");
+  const TensorDict like =
+      TensorDict({{"a", torch::zeros({3})}}, {3}).memmap_like(dir / "td");
+  EXPECT_TRUE(torch::equal(like.get("a"), torch::full({3}, 7.)));
+  EXPECT_TRUE(torch::equal(
+      TensorDict::load_memmap(dir / "td").get("a"), torch::full({3}, 7.)));
+  const TensorDict grown =
+      TensorDict({{"a", torch::zeros({5})}}, {5}).memmap_like(dir / "td");
+  EXPECT_TRUE(
+      torch::equal(grown.get("a"), torch::tensor({7.F, 7.F, 7.F, 0.F, 0.F})));
+  (void)TensorDict({{"a", torch::full({3}, 7.)}}, {3}).memmap(dir / "td");
+  const TensorDict shrunk =
+      TensorDict({{"a", torch::zeros({2})}}, {2}).memmap_like(dir / "td");
+  EXPECT_TRUE(torch::equal(shrunk.get("a"), torch::full({2}, 7.)));
+  EXPECT_TRUE(torch::equal(
+      TensorDict::load_memmap(dir / "td").get("a"), torch::full({2}, 7.)));
+  // A new prefix, and a leaf the old tree lacks, hold zeros.
   TensorDict td = sample();
-  (void)td.memmap(dir / "td");
-  TensorDict like = td.memmap_like(dir / "td");  // over the existing files
-  EXPECT_TRUE(torch::equal(like.get("obs"), torch::zeros({3, 4})));
-  TensorDict loaded = TensorDict::load_memmap(dir / "td");
-  EXPECT_TRUE(torch::equal(loaded.get("obs"), torch::zeros({3, 4})));
-  EXPECT_EQ(loaded.get({"next", "done"}).scalar_type(), torch::kBool);
+  const TensorDict fresh = td.memmap_like(dir / "fresh");
+  EXPECT_TRUE(torch::equal(fresh.get("obs"), torch::zeros({3, 4})));
+  EXPECT_EQ(fresh.get({"next", "done"}).scalar_type(), torch::kBool);
+  (void)TensorDict({{"a", torch::full({3}, 7.)}}, {3}).memmap(dir / "td");
+  const TensorDict more =
+      TensorDict({{"a", torch::zeros({3})}, {"b", torch::ones({3})}}, {3})
+          .memmap_like(dir / "td");
+  EXPECT_TRUE(torch::equal(more.get("a"), torch::full({3}, 7.)));
+  EXPECT_TRUE(torch::equal(more.get("b"), torch::zeros({3})));
 }
 
 TEST(MemmapTest, WithoutPrefixLeavesLiveInSharedMemory) {
@@ -360,7 +388,9 @@ TEST(MemmapTest, LazyStacksRoundTrip) {
   EXPECT_EQ(loaded.tensordicts().size(), 2u);
   EXPECT_TRUE(torch::equal(loaded.at(1).get("a"), torch::zeros({3})));
   EXPECT_THROWS_WITH(
-      (void)TensorDict::load_memmap(dir / "ls"), c10::Error, "load_memmap_any");
+      (void)TensorDict::load_memmap(dir / "ls"),
+      c10::Error,
+      "tensordict::load_memmap");
 }
 
 TEST(MemmapTest, LazyStackDimNamesRoundTrip) {
@@ -412,7 +442,20 @@ TEST(MemmapTest, TensorclassOverALazyStackRoundTrips) {
       c10::Error,
       "holds a lazy stack (LazyStackedTensorDict of <class 'envs.Step'>, 2 "
       "elements), which TensorDict::load_memmap can only return as a copy in "
-      "memory, no longer mapped. Load it mapped with load_memmap_any");
+      "memory, no longer mapped. Load it mapped with the free "
+      "tensordict::load_memmap, which returns it as Python's "
+      "TensorDict.load_memmap does");
+  // Python 0.15.3: tensordict.load_memmap(d) (and TensorDict.load_memmap(d))
+  // returns the LazyStackedTensorDict saved there; so does the free
+  // load_memmap, mapped, and `load` alike.
+  LoadedTree free_tree = tensordict::load_memmap(dir / "ls");
+  const auto* free_stack = std::get_if<LazyStackedTensorDict>(&free_tree);
+  ASSERT_NE(free_stack, nullptr);
+  EXPECT_EQ(free_stack->python_class(), "<class 'envs.Step'>");
+  EXPECT_TRUE(torch::equal(free_stack->at(1).get("a"), torch::zeros({2})));
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(free_stack->at(0).get("a")));
+  EXPECT_TRUE(std::holds_alternative<LazyStackedTensorDict>(
+      tensordict::load(dir / "ls")));
   EXPECT_TRUE(verify_memmap(dir / "ls").empty());
 
   // Any other collection under _tensordict is refused, never read as empty.

@@ -101,6 +101,54 @@ TEST(ModuleTest, ScopedSwapRestoresTheOriginals) {
   EXPECT_FALSE(torch::equal(linear->weight, torch::full({3, 2}, 2.0)));
 }
 
+TEST(ModuleTest, SwappedParametersTakeTheGradientsAsInPython) {
+  // Python 0.15.3 (the functional pattern):
+  //   model = nn.Linear(2, 3); x = torch.ones(4, 2)
+  //   params = TensorDict.from_module(model).clone().detach().requires_grad_()
+  //   with params.to_module(model):
+  //       model(x).sum().backward()
+  //   params["weight"].grad    # tensor of 4s; model.weight.grad is None
+  //   params["bias"].grad      # tensor of 4s
+  //   model.weight.is_leaf     # True once restored
+  torch::nn::Linear model(2, 3);
+  const at::Tensor own = model->weight;
+  const TensorDict params =
+      TensorDict::from_module(*model).clone().detach().requires_grad_();
+  const at::Tensor x = torch::ones({4, 2});
+  {
+    ScopedModuleSwap swap(params, *model);
+    model->forward(x).sum().backward();
+  }
+  ASSERT_TRUE(params.get("weight").grad().defined());
+  EXPECT_TRUE(
+      torch::equal(params.get("weight").grad(), torch::full({3, 2}, 4.)));
+  EXPECT_TRUE(torch::equal(params.get("bias").grad(), torch::full({3}, 4.)));
+  EXPECT_FALSE(own.grad().defined());
+  EXPECT_TRUE(model->weight.is_leaf());
+  EXPECT_TRUE(model->weight.requires_grad());
+  // Without the guard: gradients flow on through computed dict tensors.
+  const at::Tensor scale = torch::full({1}, 2., torch::requires_grad());
+  const TensorDict scaled =
+      params.apply([&](const at::Tensor& t) { return t.detach() * scale; });
+  const TensorDict previous = scaled.to_module(*model);
+  model->forward(x).sum().backward();
+  (void)previous.to_module(*model);
+  ASSERT_TRUE(scale.grad().defined());
+  // d/d scale of sum(x @ (s W)^T + s b) = sum(x @ W^T + b)
+  const at::Tensor w = params.get("weight").detach();
+  const at::Tensor b = params.get("bias").detach();
+  EXPECT_TRUE(torch::allclose(
+      scale.grad(), (torch::matmul(x, w.t()) + b).sum().reshape({1})));
+  EXPECT_FALSE(own.grad().defined());
+  EXPECT_TRUE(model->weight.is_leaf());
+  // A dict tensor without grad leaves the module's parameter a leaf.
+  {
+    ScopedModuleSwap swap(params.detach(), *model);
+    EXPECT_TRUE(model->weight.is_leaf());
+  }
+  EXPECT_TRUE(model->weight.is_leaf());
+}
+
 TEST(ModuleTest, MismatchedStructureNamesTheKey) {
   auto model = make_model();
   TensorDict params = TensorDict::from_module(*model).clone();

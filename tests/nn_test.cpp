@@ -17,6 +17,7 @@ namespace nn_test {
 
 using namespace tensordict;  // NOLINT(google-build-using-namespace)
 using tensordict::nn::AnyTensorDictModule;
+using tensordict::nn::ArgKeys;
 using tensordict::nn::InplaceMode;
 using tensordict::nn::TensorDictModule;
 using tensordict::nn::TensorDictModuleBase;
@@ -24,6 +25,7 @@ using tensordict::nn::TensorDictModuleHolder;
 using tensordict::nn::TensorDictModuleOptions;
 using tensordict::nn::TensorDictSequential;
 using tensordict::nn::TensorDictSequentialOptions;
+using tensordict::nn::TensorKwargs;
 
 namespace {
 
@@ -171,8 +173,134 @@ TEST(TensorDictModuleTest, NestedTupleOutputsFlattenInOrder) {
   EXPECT_TRUE(torch::allclose(td.get("c"), std::get<1>(state)));
 }
 
-TEST(TensorDictModuleTest, MissingInputThrowsKeyErrorNamingKeyAndModule) {
-  TensorDictModule module(torch::nn::Linear(3, 2), {{"obs", "x"}}, {"y"});
+TEST(TensorDictModuleTest, MissingInputPassesAnUndefinedTensorAsPythonNone) {
+  // Python 0.15.3 (strict=False by default):
+  //   mod = TensorDictModule(lambda a, b: a if b is None else a + b,
+  //                          ["a", "b"], ["c"])
+  //   mod(TensorDict({"a": torch.ones(2)}, [2]))["c"]   # tensor([1., 1.])
+  TensorDictModule module(
+      [](const at::Tensor& a, const at::Tensor& b) {
+        return b.defined() ? a + b : a;
+      },
+      {"a", "b"},
+      {"c"});
+  EXPECT_FALSE(module->options().strict());
+  TensorDict td({{"a", torch::ones({2})}}, {2});
+  module(td);
+  EXPECT_TRUE(torch::equal(td.get("c"), torch::ones({2})));
+  TensorDict both({{"a", torch::ones({2})}, {"b", torch::ones({2})}}, {2});
+  module(both);
+  EXPECT_TRUE(torch::equal(both.get("c"), torch::full({2}, 2.)));
+}
+
+namespace {
+
+// Python: class M(nn.Module): forward(x) is x, act(x) is x * 2.
+struct ActImpl : torch::nn::Cloneable<ActImpl> {
+  void reset() override {}
+  at::Tensor forward(const at::Tensor& x) {
+    return x;
+  }
+  at::Tensor act(const at::Tensor& x) {
+    return x * 2;
+  }
+};
+TORCH_MODULE(Act);
+
+// A module whose forward takes keyword arguments x and y: x - y.
+struct DiffImpl : torch::nn::Module {
+  at::Tensor forward(const TensorKwargs& kwargs) {
+    return kwargs.at("x") - kwargs.at("y");
+  }
+};
+TORCH_MODULE(Diff);
+
+}  // namespace
+
+TEST(TensorDictModuleTest, MethodCallsThatMemberInsteadOfForward) {
+  // Python 0.15.3:
+  //   m = TensorDictModule(M(), ["a"], ["c"], method="act")
+  //   m(TensorDict({"a": torch.ones(2)}, [2]))["c"]   # tensor([2., 2.])
+  Act act;
+  TensorDictModule module(act, &ActImpl::act, {"a"}, {"c"});
+  TensorDict td({{"a", torch::ones({2})}}, {2});
+  module(td);
+  EXPECT_TRUE(torch::equal(td.get("c"), torch::full({2}, 2.)));
+  EXPECT_EQ(module->module(), act.ptr());
+  // A clone calls the same member of its copy.
+  auto copy = std::dynamic_pointer_cast<tensordict::nn::TensorDictModuleImpl>(
+      module->clone());
+  ASSERT_NE(copy, nullptr);
+  TensorDict again({{"a", torch::full({2}, 3.)}}, {2});
+  (void)copy->forward(again);
+  EXPECT_TRUE(torch::equal(again.get("c"), torch::full({2}, 6.)));
+}
+
+TEST(TensorDictModuleTest, DictInKeysPassKeywordArguments) {
+  // Python 0.15.3 (out_to_in_map=True, the default: argument -> key):
+  //   m = TensorDictModule(lambda x, y: x - y, in_keys={"y": "a", "x": "b"},
+  //                        out_keys=["c"])
+  //   m.in_keys                                       # ['a', 'b']
+  //   m(TensorDict({"a": torch.ones(2), "b": torch.full((2,), 5.)},
+  //                [2]))["c"]                         # tensor([4., 4.])
+  //   m = TensorDictModule(lambda x=None: torch.zeros(2) if x is None else x,
+  //                        {"x": "a"}, ["c"])
+  //   m(TensorDict({}, [2]))["c"]                     # tensor([0., 0.])
+  TensorDictModule module(
+      [](const TensorKwargs& kw) { return kw.at("x") - kw.at("y"); },
+      ArgKeys{{"y", "a"}, {"x", "b"}},
+      {"c"});
+  EXPECT_EQ(flat(module->in_keys()), (Strings{"a", "b"}));
+  TensorDict td({{"a", torch::ones({2})}, {"b", torch::full({2}, 5.)}}, {2});
+  module(td);
+  EXPECT_TRUE(torch::equal(td.get("c"), torch::full({2}, 4.)));
+
+  TensorDictModule optional(
+      [](const TensorKwargs& kw) {
+        const at::Tensor& x = kw.at("x");
+        return x.defined() ? x : torch::zeros({2});
+      },
+      ArgKeys{{"x", "a"}},
+      {"c"});
+  TensorDict empty({}, {2});
+  optional(empty);
+  EXPECT_TRUE(torch::equal(empty.get("c"), torch::zeros({2})));
+
+  // A module holder's forward, with a nested key.
+  TensorDictModule holder(
+      Diff(), ArgKeys{{"x", {"n", "b"}}, {"y", "a"}}, {"c"});
+  TensorDict nested({{"a", torch::ones({2})}}, {2});
+  nested.set({"n", "b"}, torch::full({2}, 3.));
+  holder(nested);
+  EXPECT_TRUE(torch::equal(nested.get("c"), torch::full({2}, 2.)));
+}
+
+TEST(TensorDictModuleTest, AModuleFailingOnAnAbsentInputSaysItWasAbsent) {
+  // Python 0.15.3 calls nn.Linear with None and raises its TypeError; the
+  // C++ error adds which input was absent.
+  TensorDictModule module(torch::nn::Linear(3, 2), {"x"}, {"y"});
+  TensorDict td({{"z", torch::zeros({3})}});
+  try {
+    module(td);
+    ADD_FAILURE() << "did not throw";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find(
+            "with the absent input ['x'] passed as an undefined tensor "
+            "(Python's None; strict(true) makes a missing input a KeyError)"),
+        std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(td.contains("y"));
+}
+
+TEST(TensorDictModuleTest, StrictMissingInputThrowsKeyErrorNamingKeyAndModule) {
+  // Python 0.15.3: TensorDictModule(..., strict=True) raises KeyError.
+  TensorDictModule module(
+      torch::nn::Linear(3, 2),
+      {{"obs", "x"}},
+      {"y"},
+      TensorDictModuleOptions().strict(true));
   TensorDict td({{"obs", {{"z", torch::zeros({3})}}}});
   EXPECT_THROWS_WITH(
       module(td),
@@ -424,7 +552,8 @@ TEST(TensorDictSequentialTest, PartialTolerantSkipsModulesWithMissingInputs) {
   auto plus_one = [](const at::Tensor& t) { return t + 1; };
   std::vector<AnyTensorDictModule> modules = {
       TensorDictModule(plus_one, {"a"}, {"b"}),
-      TensorDictModule(plus_one, {"missing"}, {"c"}),
+      TensorDictModule(
+          plus_one, {"missing"}, {"c"}, TensorDictModuleOptions().strict(true)),
       TensorDictModule(plus_one, {"b"}, {"d"})};
   TensorDictSequential tolerant(
       modules, TensorDictSequentialOptions().partial_tolerant(true));

@@ -312,19 +312,59 @@ TEST(NonTensorMethodsTest, SaveLoadAndMemmapLikeOfNonTensorData) {
   EXPECT_THROWS_WITH(
       target.load_(dir / "missing"), c10::Error, dir / "missing");
   EXPECT_EQ(target.data(), value.data());  // a failed load changes nothing
+}
 
-  EXPECT_TRUE(value.state_dict().empty());
-  NonTensorData kept("kept");
+TEST(NonTensorMethodsTest, StateDictCarriesAndRestoresValueAndBatchSize) {
+  // Python 0.15.3:
+  //   sd = NonTensorData("a", batch_size=[2]).state_dict()
+  //   sd          # OrderedDict()
+  //   sd._metadata
+  //   # OrderedDict([('', {'batch_size': torch.Size([2]), 'device': None,
+  //   #   '_type': 'NonTensorData', '_non_tensor': {'data': 'a',
+  //   #   '_metadata': None, '_is_non_tensor': True}})])
+  //   e = NonTensorData("b", batch_size=[3]); e.load_state_dict(sd)
+  //   e.data, e.batch_size                  # 'a', torch.Size([2])
+  //   e.load_state_dict({}, strict=True)    # unchanged
+  //   e.load_state_dict({"x": torch.zeros(1)})
+  //   # KeyError: "Key 'x' wasn't expected in the state-dict."
+  //   e.load_state_dict({"x": torch.zeros(1)}, strict=False)  # unchanged
+  //   e.load_state_dict(TensorDict({}, [4]).state_dict())
+  //   e.data, e.batch_size                  # 'a', torch.Size([4])
+  const tensordict::StateDict sd = NonTensorData("a", {2}).state_dict();
+  EXPECT_TRUE(sd.empty());
+  EXPECT_EQ(
+      sd.metadata_repr(),
+      "OrderedDict([('', {'batch_size': torch.Size([2]), 'device': None, "
+      "'_type': 'NonTensorData', '_non_tensor': {'data': 'a', '_metadata': "
+      "None, '_is_non_tensor': True}})])");
+  NonTensorData e("b", {3});
+  EXPECT_EQ(&e.load_state_dict(sd), &e);
+  EXPECT_EQ(e.data(), Json("a"));
+  EXPECT_EQ(e.batch_size(), c10::IntArrayRef({2}));
+
+  NonTensorData kept("kept", {3});
   kept.load_state_dict(tensordict::StateDict());
   EXPECT_EQ(kept.data(), Json("kept"));
+  EXPECT_EQ(kept.batch_size(), c10::IntArrayRef({3}));
   tensordict::StateDict one;
-  one.insert("w", torch::ones({1}));
+  one.insert("x", torch::zeros({1}));
   EXPECT_THROWS_WITH(
       kept.load_state_dict(one),
-      c10::ValueError,
-      "NonTensorData holds no tensors, so its state dict is empty; got one "
-      "with 1 entries");
+      KeyError,
+      "Key 'x' wasn't expected in the state-dict.");
+  kept.load_state_dict(one, /*strict=*/false);
   EXPECT_EQ(kept.data(), Json("kept"));
+  EXPECT_EQ(kept.batch_size(), c10::IntArrayRef({3}));
+
+  e.load_state_dict(TensorDict({}, {4}).state_dict());
+  EXPECT_EQ(e.data(), Json("a"));
+  EXPECT_EQ(e.batch_size(), c10::IntArrayRef({4}));
+
+  // A number round-trips as a number, with its batch size.
+  NonTensorData n("b", {3});
+  n.load_state_dict(NonTensorData(Json(3), {2, 1}).state_dict());
+  EXPECT_EQ(n.data(), Json(3));
+  EXPECT_EQ(n.batch_size(), c10::IntArrayRef({2, 1}));
 }
 
 TEST(NonTensorMethodsTest, SetFromTensordictAndRefreshFollowPython) {

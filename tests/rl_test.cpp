@@ -1267,7 +1267,13 @@ TEST(RlCollectorTest, APolicyWithoutTheActionIsAnErrorNamingTheKey) {
   rl::Collector collector(env, no_action, rl::CollectorOptions(4));
   EXPECT_THROWS_WITH(
       collector.next(), KeyError, "key 'action' the env needs is missing");
-  TensorDictModule wrong_input(torch::nn::Linear(4, 2), {"pixels"}, {"action"});
+  // strict: a missing input is a KeyError (by default, as Python's
+  // strict=False, the module would get an undefined tensor).
+  TensorDictModule wrong_input(
+      torch::nn::Linear(4, 2),
+      {"pixels"},
+      {"action"},
+      tensordict::nn::TensorDictModuleOptions().strict(true));
   rl::Collector collector2(env, wrong_input, rl::CollectorOptions(4));
   EXPECT_THROWS_WITH(collector2.next(), KeyError, "pixels");
   TensorDictModule float_action(

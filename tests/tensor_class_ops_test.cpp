@@ -936,7 +936,7 @@ std::vector<std::string> generic_rest(Dict& dict, const Dict& other) {
   }
   out.push_back(dict.flatten_keys("/").keys()[1].to_string());
   out.push_back(std::to_string(dict.unflatten_keys().keys(true).size()));
-  out.push_back(std::to_string(dict.size()));
+  out.push_back(std::to_string(dict.num_keys()));
   out.push_back(
       std::to_string(dict.size(0)) + "," + std::to_string(dict.size(-1)) +
       " dim " + std::to_string(dict.dim()));
@@ -981,7 +981,7 @@ std::vector<std::string> generic_rest(Dict& dict, const Dict& other) {
   }
   dict.clear();
   out.push_back(dict.is_empty() ? "empty" : "not empty");
-  out.push_back(std::to_string(dict.size()));
+  out.push_back(std::to_string(dict.num_keys()));
   return out;
 }
 
@@ -1032,9 +1032,11 @@ TEST(TensorClassTest, TheForwardedMembersKeepTheClassRules) {
   Holder h = make_holder();
   EXPECT_EQ(h.dim(), 1);
   EXPECT_EQ(Holder().dim(), 0);
-  // size() is TensorDict's: the set fields; size(dim) is Python's.
+  // size() is the batch size and size(dim) one dim, as Python's
+  // (`h.size()` is torch.Size([2])); num_keys() counts the set fields.
   h.set("s", nullptr);
-  EXPECT_EQ(h.size(), 2u);
+  EXPECT_EQ(h.size(), c10::IntArrayRef({2}));
+  EXPECT_EQ(h.num_keys(), 2u);
   EXPECT_THROW((void)h.size(1), c10::IndexError);
   // flatten_keys gives the flat TensorDict (Python 0.15.3 raises
   // ValueError: "Keys from the tensordict ({'a', 'inner.x', 's'}) must

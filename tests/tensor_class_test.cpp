@@ -713,6 +713,43 @@ TEST(TensorClassTest, GetWithANestedKeyChainsThroughTheFields) {
       "field 'a' holds no nested dict");
 }
 
+TEST(TensorClassTest, GetWithANestedKeyAndADefaultFollowsPython) {
+  // Python 0.15.3:
+  //   class Opt(TensorClass): a: torch.Tensor; b: torch.Tensor = None
+  //   class Outer(TensorClass): x: torch.Tensor; inner: Opt = None
+  //   o = Outer(x=torch.zeros(3), inner=Opt(a=torch.ones(3), batch_size=[3]),
+  //             batch_size=[3])
+  //   o.get(("inner", "a"), "D")     # tensor([1., 1., 1.])
+  //   o.get(("inner", "b"), "D")     # None (an unset field)
+  //   o.get(("inner", "zz"), "D")    # 'D' (no such field)
+  //   o.get(("nofield", "a"), "D")   # 'D'
+  //   Outer(x=torch.zeros(3), batch_size=[3]).get(("inner", "a"), "D")  # 'D'
+  const Outer o(
+      {{"x", torch::zeros({3})},
+       {"inner", Opt({{"a", torch::ones({3})}}, {3})}},
+      {3});
+  const tensordict::Value fallback(NonTensorData("D"));
+  const auto a = o.get({"inner", "a"}, fallback);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_TRUE(a->tensor().is_same(o.inner()->a()));
+  EXPECT_FALSE(o.get({"inner", "b"}, fallback).has_value());
+  for (const auto& got :
+       {o.get({"inner", "zz"}, fallback),
+        o.get({"nofield", "a"}, fallback),
+        Outer({{"x", torch::zeros({3})}}, {3}).get({"inner", "a"}, fallback)}) {
+    ASSERT_TRUE(got.has_value());
+    EXPECT_EQ(got->non_tensor_data().data(), Json("D"));
+  }
+  const Holder h = make_holder();
+  const auto x = h.get({"inner", "x"}, fallback);
+  ASSERT_TRUE(x.has_value());
+  EXPECT_TRUE(x->tensor().is_same(h.inner().x()));
+  EXPECT_THROWS_WITH(
+      (void)o.get(std::initializer_list<std::string_view>{}, fallback),
+      c10::ValueError,
+      "get: the key is empty");
+}
+
 // --- set with SetOptions and nested keys, memmap_async_, load into `out` ---
 
 namespace {

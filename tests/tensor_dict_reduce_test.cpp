@@ -140,6 +140,51 @@ TEST(TensorDictReduceTest, DimOutsideTheBatchDimsIsAnIndexError) {
       "dim 1 appears multiple times in the list of dims");
 }
 
+TEST(TensorDictReduceTest, MaxAndMinAlongADimGiveValuesAndIndices) {
+  // Python 0.15.3:
+  //   td = TensorDict({"a": torch.tensor([[1., 5.], [3., 2.]]),
+  //                    "n": {"b": torch.tensor([[1, 9], [4, 0]])},
+  //                    "s": NonTensorData("x", batch_size=[2])}, [2])
+  //   r = td.max(dim=0)     # torch.return_types.max
+  //   r.values   # TensorDict(batch_size=[], fields={a: f32[2], n: {b:
+  //   i64[2]}}) r.indices  # TensorDict(batch_size=[], fields={a: i64[2], n:
+  //   {b: i64[2]}}) r.values["a"], r.indices["a"]             # [3., 5.], [1,
+  //   0] r = td.min(dim=0, keepdim=True) r.values.batch_size, r.indices["n",
+  //   "b"]  # [1], [[0, 1]] td.max(dim=2)  # IndexError: Incompatible dim 2 for
+  //   tensordict with
+  //                  # batch dims 1.
+  TensorDict td({{"a", torch::tensor({{1.F, 5.F}, {3.F, 2.F}})}}, {2});
+  td.set(
+      "n",
+      TensorDict({{"b", torch::tensor({{1, 9}, {4, 0}}, torch::kLong)}}, {2}));
+  td.set_non_tensor("s", "x");
+  const tensordict::ValuesIndices r = td.max(0);
+  EXPECT_EQ(r.values.batch_size(), c10::IntArrayRef({}));
+  EXPECT_EQ(r.indices.batch_size(), c10::IntArrayRef({}));
+  EXPECT_FALSE(r.values.contains("s"));  // non-tensor data is left out
+  EXPECT_FALSE(r.indices.contains("s"));
+  expect_leaf(r.values, "a", torch::tensor({3.F, 5.F}));
+  expect_leaf(r.indices, "a", torch::tensor({1, 0}, torch::kLong));
+  expect_leaf(r.values, {"n", "b"}, torch::tensor({4, 9}, torch::kLong));
+  expect_leaf(r.indices, {"n", "b"}, torch::tensor({1, 0}, torch::kLong));
+  auto [values, indices] = td.min(0, /*keepdim=*/true);
+  EXPECT_EQ(values.batch_size(), c10::IntArrayRef({1}));
+  EXPECT_EQ(indices.get_tensordict("n").batch_size(), c10::IntArrayRef({1}));
+  expect_leaf(values, "a", torch::tensor({{1.F, 2.F}}));
+  expect_leaf(indices, {"n", "b"}, torch::tensor({{0, 1}}, torch::kLong));
+  // Negative dims count from the end of the batch dims; names follow.
+  TensorDict named = make_td();
+  const auto last = named.max(-1);
+  EXPECT_EQ(last.values.names(), DimNames{"x"});
+  expect_leaf(last.values, "a", std::get<0>(named.get("a").max(1)));
+  expect_leaf(
+      last.indices, {"n", "b"}, std::get<1>(named.get({"n", "b"}).max(1)));
+  EXPECT_THROWS_EXACTLY(
+      (void)td.max(2),
+      c10::IndexError,
+      "Incompatible dim 2 for tensordict with batch dims 1.");
+}
+
 TEST(TensorDictReduceTest, AllAndAnyAlongADim) {
   TensorDict td(
       {{"m", torch::tensor({{true, false}, {true, true}})}},

@@ -56,7 +56,7 @@ TEST(TensorDictTest, DefaultConstructedIsAValidEmptyDict) {
   EXPECT_FALSE(td.device().has_value());
   EXPECT_FALSE(td.is_locked());
   td.set("x", torch::ones({2}));
-  EXPECT_EQ(td.size(), 1u);
+  EXPECT_EQ(td.num_keys(), 1u);
 }
 
 TEST(TensorDictTest, CopiesAliasTheSameDict) {
@@ -96,7 +96,7 @@ TEST(TensorDictTest, CopyIsShallow) {
 TEST(TensorDictTest, MovedFromHandleIsStillUsable) {
   TensorDict td = make_td();
   TensorDict moved = std::move(td);
-  EXPECT_EQ(moved.size(), 3u);
+  EXPECT_EQ(moved.num_keys(), 3u);
   td.set("fresh", torch::zeros({4}));  // NOLINT(bugprone-use-after-move)
   EXPECT_TRUE(td.contains("fresh"));
   TensorDict assigned;
@@ -244,6 +244,28 @@ TEST(TensorDictTest, BatchSizeAccessors) {
       "Dimension out of range (expected to be in range of [-2, 1], but got 2)");
   // A temporary dict returns its batch size by value.
   std::vector<int64_t> owned = TensorDict({5}).batch_size();
+  EXPECT_EQ(owned, (std::vector<int64_t>{5}));
+}
+
+TEST(TensorDictTest, SizeIsTheBatchSizeAndNumKeysCountsEntries) {
+  // Python 0.15.3:
+  //   td = TensorDict({"a": x, "b": {"c": y}}, [3, 4])
+  //   td.size()              # torch.Size([3, 4])
+  //   td.size(1)             # 4
+  //   len(td.keys())         # 2
+  //   TensorDict({}, []).size()   # torch.Size([])
+  TensorDict td(
+      {{"a", torch::zeros({3, 4, 2})},
+       {"b", TensorDict({{"c", torch::zeros({3, 4})}}, {3, 4})}},
+      {3, 4});
+  EXPECT_EQ(td.size(), c10::IntArrayRef({3, 4}));
+  EXPECT_EQ(td.size(), td.batch_size());
+  EXPECT_EQ(td.size(1), 4);
+  EXPECT_EQ(td.num_keys(), 2u);
+  EXPECT_EQ(TensorDict().size(), c10::IntArrayRef({}));
+  EXPECT_EQ(TensorDict().num_keys(), 0u);
+  // A temporary dict returns it by value, as `batch_size()`.
+  std::vector<int64_t> owned = TensorDict({5}).size();
   EXPECT_EQ(owned, (std::vector<int64_t>{5}));
 }
 
@@ -811,7 +833,7 @@ TEST(TensorDictTest, ExcludeDropsKeysAndLeavesTheSourceAlone) {
       key_strings(rest.keys(true)),
       (Strings{"'b'", "('a', 'y')", "'a'", "'s'"}));
   EXPECT_TRUE(td.contains({"a", "x"}));
-  EXPECT_EQ(td.exclude({"a", "b", "s"}).size(), 0u);
+  EXPECT_EQ(td.exclude({"a", "b", "s"}).num_keys(), 0u);
 }
 
 // --- keys, items, values

@@ -119,9 +119,15 @@ class TENSORDICT_API LazyStackedTensorDict {
   /// Returns the size of batch dim `dim` (negative counts from the end);
   /// throws IndexError when out of range.
   int64_t size(int64_t dim) const;
+  /// Returns the batch size, as Python's `size()` (same as `batch_size()`,
+  /// a view into the stack).
+  c10::IntArrayRef size() const& noexcept;
+  /// Returns the batch size of a temporary stack by value.
+  std::vector<int64_t> size() const&&;
   /// Returns the number of top-level keys every element holds, like
-  /// `TensorDict::size()`; the number of elements is `tensordicts().size()`.
-  size_t size() const;
+  /// `TensorDict::num_keys()`; the number of elements is
+  /// `tensordicts().size()`.
+  size_t num_keys() const;
   /// Returns the device the elements share, or nullopt.
   std::optional<c10::Device> device() const noexcept;
   /// Returns the name of the stack dim, or nullopt.

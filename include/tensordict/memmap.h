@@ -45,8 +45,10 @@
 // Differences from Python, for C++'s sake:
 // - Loading keeps the order of meta.json (Python moves nested collections
 //   after the leaves).
-// - `memmap_like` over existing files yields zeros (Python keeps the old
-//   bytes of a file that already exists).
+// - `memmap_like` over an existing leaf file keeps its bytes, as Python
+//   does: a file at least as long as the leaf needs is mapped as it is (its
+//   old values, reinterpreted in the new dtype), a shorter one is extended
+//   with zeros. New files hold zeros.
 // - Pickled non-tensor values (`other.pickle`, `pickle.pkl`) are read by a
 //   restricted unpickler that executes nothing: numpy arrays and scalars,
 //   tuples, lists, dicts, str, bytes, numbers, None and torch.Size; any
@@ -72,10 +74,13 @@
 //   file or to shared memory), as Python does, so `td.memmap().memmap()`
 //   returns the same tensors.
 // - A directory whose root is a NonTensorData or NonTensorStack loads with
-//   `NonTensorData::load_memmap` / `NonTensorStack::load_memmap`; one whose
-//   root is a lazy stack with `LazyStackedTensorDict::load_memmap` or
-//   `load_memmap_any` (`TensorDict::load_memmap` refuses it rather than copy
-//   it into memory; Python returns the stack). A lazy stack at the root has
+//   `NonTensorData::load_memmap` / `NonTensorStack::load_memmap`. One whose
+//   root is a lazy stack loads, as in Python, with the free
+//   `tensordict::load_memmap` (Python's `tensordict.load_memmap`), which
+//   returns a variant of TensorDict and LazyStackedTensorDict, or with
+//   `LazyStackedTensorDict::load_memmap`; `TensorDict::load_memmap` cannot
+//   return a stack and refuses it rather than copy it into memory (Python's
+//   `TensorDict.load_memmap` returns the stack). A lazy stack at the root has
 //   the members of the save family too (`memmap`, `memmap_`, `memmap_like`,
 //   `load_memmap_`, `memmap_refresh_`, ...), with the same guarantees.
 // - `MemmapOptions::atomic` (Python's `atomic=True`) swaps the new tree in
@@ -84,9 +89,10 @@
 //   mapped to the prefix's files is linked, not copied, so it needs no
 //   `copy_existing`; `durable(true)` also syncs the files (Python's are
 //   not); it works with `memmap_async` (Python refuses `return_early`).
-// - `LoadMemmapOptions::num_threads` is accepted as Python spells it and
-//   changes nothing here: a load maps its leaves (no work to share), and a
-//   compressed archive's leaves are inflated on the calling thread.
+// - `LoadMemmapOptions::num_threads` inflates the deflated leaves of a
+//   `.tdz` archive on that many threads; a directory's leaves (and an
+//   archive's stored ones) are mapped, not read, so it changes nothing for
+//   them (Python reads them on its threads).
 //
 // The same tree packed into one zip file (`save("x.tdz")`, `pack_memmap`)
 // loads with the same functions: see NOTE [Memmap archives] in
@@ -234,6 +240,23 @@ class TENSORDICT_API MemoryMappedTensor {
 /// `TensorDict::load_memmap`.
 [[nodiscard]] TENSORDICT_API LoadedTree load_memmap_any(
     const std::string& prefix, const LoadMemmapOptions& options = {});
+
+/// Loads whatever the directory holds, as Python's module-level
+/// `tensordict.load_memmap` (and `TensorDict.load_memmap`, which returns a
+/// lazy stack too): a TensorDict or a LazyStackedTensorDict, mapped, never
+/// copied. Same as `load_memmap_any`; throws like `TensorDict::load_memmap`.
+///
+/// Example:
+/// ```
+///   LoadedTree tree = tensordict::load_memmap("/data/run");
+///   if (auto* stack = std::get_if<LazyStackedTensorDict>(&tree)) { ... }
+/// ```
+[[nodiscard]] TENSORDICT_API LoadedTree
+load_memmap(const std::string& prefix, const LoadMemmapOptions& options = {});
+
+/// Same as the free `load_memmap` (Python's `tensordict.load`).
+[[nodiscard]] TENSORDICT_API LoadedTree
+load(const std::string& prefix, const LoadMemmapOptions& options = {});
 
 /// Returns the tree of files and directories under `path` as Python's
 /// `tensordict.utils.print_directory_tree` does: with `display_metadata`, a

@@ -12,9 +12,19 @@
 // `forward` computes with, so `to_module` (without `inplace`) makes the
 // module's own tensors alias the dict's data instead (`set_data`): the
 // module then reads and writes the dict's storage, shapes and strides,
-// while keeping its identity, `requires_grad` and gradient slot. Autograd
-// therefore records the module's parameters, not the dict's tensors (in
-// Python, the dict's tensors become the parameters).
+// while keeping its identity. So that gradients reach the dict's tensors,
+// as in Python (where the dict's tensors become the parameters), a module
+// tensor given a dict tensor that requires grad also takes that tensor's
+// place in the autograd graph (its gradient edge): `forward` then records
+// the dict's tensor, and `backward` fills the dict tensor's `grad` (or
+// flows on through a dict tensor that is itself computed) and leaves the
+// module's `grad` as it was. Run `backward` before the swap is undone, as
+// Python's `with params.to_module(model):` block does: the graph saved the
+// module's tensors, whose data the restore swaps back. A dict tensor that
+// does not require grad leaves the module
+// tensor a leaf with its own `requires_grad` (Python's module would then
+// hold a tensor that does not). Swapping back restores the module's own
+// tensors as leaves.
 
 #include <ATen/core/Tensor.h>
 

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -384,6 +385,63 @@ struct ForwardOf {
   }
 };
 
+// Calls a member function of a module handle (Python's `method=`).
+template <class Holder, class Method>
+struct MethodOf {
+  Holder module;
+  Method method;
+  template <class... Args>
+  auto operator()(const Args&... args) -> decltype((
+      std::declval<Holder&>().get()->*std::declval<Method&>())(args...)) {
+    return (module.get()->*method)(args...);
+  }
+};
+
+}  // namespace detail
+
+/// The keyword arguments a module with dict in_keys is called with: each
+/// argument name with its tensor (undefined for an absent in_key, as
+/// Python passes None).
+using TensorKwargs = std::map<std::string, at::Tensor>;
+
+/// A TensorDictModule's dict in_keys: (argument name, key) pairs, the
+/// direction of Python's default `out_to_in_map=True` (`in_keys={"x":
+/// "obs"}` is `{{"x", "obs"}}`).
+using ArgKeys = std::vector<std::pair<std::string, NestedKey>>;
+
+namespace detail {
+
+// Calls a module handle's forward with keyword arguments.
+template <class Holder>
+struct KwargsForwardOf {
+  Holder module;
+  // A template, so that a forward taking no TensorKwargs fails substitution.
+  template <class Kwargs>
+  auto operator()(const Kwargs& kwargs)
+      -> decltype(std::declval<Holder&>()->forward(kwargs)) {
+    return module->forward(kwargs);
+  }
+};
+
+// The callable that takes the keyword arguments: a handle's forward, or
+// the callable itself.
+template <class M>
+using KwargsCall =
+    std::conditional_t<is_module_handle<M>::value, KwargsForwardOf<M>, M>;
+
+// True for a module (or callable) called with TensorKwargs and with no
+// tensor: it takes dict in_keys, and list in_keys do not apply.
+template <class M, class = void>
+struct takes_kwargs : std::false_type {};
+template <class M>
+struct takes_kwargs<
+    M,
+    std::enable_if_t<std::is_invocable_v<KwargsCall<M>&, const TensorKwargs&>>>
+    : std::bool_constant<
+          accepted_input_counts<
+              std::conditional_t<is_module_handle<M>::value, ForwardOf<M>, M>>(
+              std::make_index_sequence<kMaxModuleInputs + 1>()) == 0> {};
+
 }  // namespace detail
 
 /// Where a TensorDictModule's one-dict call writes: Python's `inplace`
@@ -405,6 +463,10 @@ enum class InplaceMode {
 struct TENSORDICT_API TensorDictModuleOptions {
   /// Where the one-dict call writes (Python's `inplace`).
   TENSORDICT_ARG(InplaceMode, inplace) = InplaceMode::kTrue;
+  /// Throw KeyError for an in_key the dict lacks; when false (Python's
+  /// default `strict=False`), the module is called with an undefined
+  /// tensor in its place, as Python passes None.
+  TENSORDICT_ARG(bool, strict) = false;
 };
 
 /// The module of a TensorDictModule holder: see `TensorDictModule`.
@@ -416,7 +478,7 @@ class TENSORDICT_API TensorDictModuleImpl : public TensorDictModuleBase {
   /// `in_keys`, passing them as forward's arguments in order, and writes
   /// its outputs to `out_keys` in order ("_" discards one). Throws
   /// ValueError if forward cannot take `in_keys.size()` tensors.
-  template <class M>
+  template <class M, std::enable_if_t<!detail::takes_kwargs<M>::value, int> = 0>
   TensorDictModuleImpl(
       M module,
       std::vector<NestedKey> in_keys,
@@ -456,14 +518,102 @@ class TENSORDICT_API TensorDictModuleImpl : public TensorDictModuleBase {
     }
   }
 
+  /// Wraps `module`, calling its member function `method` instead of
+  /// `forward` (Python's `method="act"`):
+  /// `TensorDictModule(actor, &ActorImpl::act, {"obs"}, {"action"})`.
+  /// `module` is a module holder or `std::shared_ptr` to a module, and a
+  /// clone calls the same member of its copy. Throws like the constructor
+  /// above.
+  template <
+      class M,
+      class Method,
+      std::enable_if_t<std::is_member_function_pointer_v<Method>, int> = 0>
+  TensorDictModuleImpl(
+      M module,
+      Method method,
+      std::vector<NestedKey> in_keys,
+      std::vector<NestedKey> out_keys,
+      TensorDictModuleOptions options = {})
+      : TensorDictModuleBase("TensorDictModule") {
+    static_assert(
+        detail::is_module_handle<M>::value,
+        "TensorDictModule calls a method of a module holder or of a "
+        "std::shared_ptr to a module");
+    using Call = detail::MethodOf<M, Method>;
+    constexpr uint32_t accepted = detail::accepted_input_counts<Call>(
+        std::make_index_sequence<detail::kMaxModuleInputs + 1>());
+    static_assert(
+        accepted != 0,
+        "TensorDictModule calls a method taking up to 8 tensors");
+    wrapped_ = detail::module_pointer(module);
+    register_module("module", wrapped_);
+    rebind_ = [method](const std::shared_ptr<torch::nn::Module>& clone) {
+      return make_function(Call{detail::module_handle_from<M>(clone), method});
+    };
+    init(
+        make_function(Call{std::move(module), method}),
+        accepted,
+        std::move(in_keys),
+        std::move(out_keys),
+        std::move(options));
+  }
+
+  /// Wraps `module` whose forward (or a callable) takes its inputs as
+  /// keyword arguments, `const TensorKwargs&`: Python's dict `in_keys`.
+  /// `in_keys` pairs each argument name with the key it reads (Python's
+  /// default `out_to_in_map=True`); `in_keys()` then lists the keys, as
+  /// Python's. An absent key is an undefined tensor under its name (a
+  /// KeyError with `strict`). C++ has no keyword arguments: the module
+  /// reads them from the map.
+  template <class M, std::enable_if_t<detail::takes_kwargs<M>::value, int> = 0>
+  TensorDictModuleImpl(
+      M module,
+      ArgKeys in_keys,
+      std::vector<NestedKey> out_keys,
+      TensorDictModuleOptions options = {})
+      : TensorDictModuleBase("TensorDictModule") {
+    std::vector<std::string> names;
+    std::vector<NestedKey> keys;
+    for (auto& [name, key] : in_keys) {
+      names.push_back(std::move(name));
+      keys.push_back(std::move(key));
+    }
+    const uint32_t accepted =
+        keys.size() <= detail::kMaxModuleInputs ? 1u << keys.size() : 0u;
+    if constexpr (detail::is_module_handle<M>::value) {
+      using Call = detail::KwargsForwardOf<M>;
+      wrapped_ = detail::module_pointer(module);
+      register_module("module", wrapped_);
+      rebind_ = [names](const std::shared_ptr<torch::nn::Module>& clone) {
+        return make_kwargs_function(
+            Call{detail::module_handle_from<M>(clone)}, names);
+      };
+      init(
+          make_kwargs_function(Call{std::move(module)}, names),
+          accepted,
+          std::move(keys),
+          std::move(out_keys),
+          std::move(options));
+    } else {
+      init(
+          make_kwargs_function(std::move(module), names),
+          accepted,
+          std::move(keys),
+          std::move(out_keys),
+          std::move(options));
+    }
+  }
+
   using TensorDictModuleBase::forward;
-  /// Reads `in_keys` from `td`, or throws KeyError naming the missing key
-  /// and this module; writes into `td` (or the new dict the `inplace`
-  /// option asks for) and returns the dict written.
+  /// Reads `in_keys` from `td` (an absent one is an undefined tensor, or
+  /// with the `strict` option a KeyError naming it and this module); writes
+  /// into `td` (or the new dict the `inplace` option asks for) and returns
+  /// the dict written.
   TensorDict forward(TensorDict td) override;
   /// Reads `in_keys` from `td` and writes `out_keys` into `out`; returns
-  /// `out`. Throws KeyError for a missing input, and an error if the
-  /// module returns more or fewer tensors than there are out_keys.
+  /// `out`. An absent input is passed as an undefined tensor (a KeyError
+  /// with `strict`); throws if an input is not a tensor, and if the module
+  /// returns more or fewer tensors than there are out_keys.
   TensorDict forward(TensorDict td, TensorDict out) override;
 
   /// Returns the wrapped libtorch module, or null for a callable.
@@ -497,6 +647,25 @@ class TENSORDICT_API TensorDictModuleImpl : public TensorDictModuleBase {
       return detail::invoke_n(function, inputs);
     };
   }
+  template <class F>
+  static detail::TensorFunction make_kwargs_function(
+      F function, std::vector<std::string> names) {
+    return [function = std::move(function), names = std::move(names)](
+               const std::vector<at::Tensor>& inputs) mutable {
+      TensorKwargs kwargs;
+      for (size_t i = 0; i < names.size(); ++i) {
+        kwargs.emplace(names[i], inputs[i]);
+      }
+      std::vector<at::Tensor> outputs;
+      if constexpr (std::is_void_v<
+                        std::invoke_result_t<F&, const TensorKwargs&>>) {
+        function(kwargs);
+      } else {
+        detail::append_outputs(outputs, function(kwargs));
+      }
+      return outputs;
+    };
+  }
   void init(
       detail::TensorFunction function,
       uint32_t accepted_input_counts,
@@ -521,8 +690,9 @@ class TENSORDICT_API TensorDictModuleImpl : public TensorDictModuleBase {
 /// module is the child `module`, so `parameters()`, `to()`, `train()`/`eval()`,
 /// optimizers and `TensorDict::from_module` see it. A forward returning a tuple
 /// or a vector of tensors fills several out_keys; the out_key "_" discards an
-/// output. Not ported: Python's dict `in_keys` (keyword arguments),
-/// `method` and `strict=False` (a missing input is always a KeyError).
+/// output. An in_key the dict lacks is passed as an undefined tensor, as
+/// Python passes None (`strict=False`, the default); with the `strict`
+/// option it is a KeyError before the call.
 ///
 /// Example:
 /// ```
@@ -535,10 +705,41 @@ class TensorDictModule : public TensorDictModuleHolder<TensorDictModuleImpl> {
  public:
   using TensorDictModuleHolder::TensorDictModuleHolder;
   /// Wraps `module`; see `TensorDictModuleImpl`'s constructor.
-  template <class M>
+  template <class M, std::enable_if_t<!detail::takes_kwargs<M>::value, int> = 0>
   TensorDictModule(
       M module,
       std::vector<NestedKey> in_keys,
+      std::vector<NestedKey> out_keys,
+      TensorDictModuleOptions options = {})
+      : TensorDictModuleHolder(std::make_shared<TensorDictModuleImpl>(
+            std::move(module),
+            std::move(in_keys),
+            std::move(out_keys),
+            std::move(options))) {}
+  /// Wraps `module`, calling its member `method` (Python's `method=`); see
+  /// `TensorDictModuleImpl`'s constructor.
+  template <
+      class M,
+      class Method,
+      std::enable_if_t<std::is_member_function_pointer_v<Method>, int> = 0>
+  TensorDictModule(
+      M module,
+      Method method,
+      std::vector<NestedKey> in_keys,
+      std::vector<NestedKey> out_keys,
+      TensorDictModuleOptions options = {})
+      : TensorDictModuleHolder(std::make_shared<TensorDictModuleImpl>(
+            std::move(module),
+            method,
+            std::move(in_keys),
+            std::move(out_keys),
+            std::move(options))) {}
+  /// Wraps `module` taking keyword arguments, with dict in_keys (Python's
+  /// `in_keys={"x": "obs"}`); see `TensorDictModuleImpl`'s constructor.
+  template <class M, std::enable_if_t<detail::takes_kwargs<M>::value, int> = 0>
+  TensorDictModule(
+      M module,
+      ArgKeys in_keys,
       std::vector<NestedKey> out_keys,
       TensorDictModuleOptions options = {})
       : TensorDictModuleHolder(std::make_shared<TensorDictModuleImpl>(

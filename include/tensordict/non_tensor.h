@@ -142,8 +142,8 @@ class TENSORDICT_API NonTensorData {
   /// The stack has no dim names, as Python's.
   Value maybe_to_stack() const;
   /// Returns the slices along batch dim `dim`, each holding the same value
-  /// (Python's `unbind`), with the names of the other dims (Python's keep
-  /// none); throws IndexError when `dim` is out of range.
+  /// (Python's `unbind`), with the names of the other dims, as Python's;
+  /// throws IndexError when `dim` is out of range.
   std::vector<NonTensorData> unbind(int64_t dim = 0) const;
   /// Returns the value for key "data", as Python's `get("data")`; throws
   /// KeyError for any other key (Python returns None).
@@ -168,11 +168,18 @@ class TENSORDICT_API NonTensorData {
   /// without "data" and ValueError if `td` holds any entry.
   static NonTensorData from_tensordict(
       const TensorDict& td, const Json& non_tensordict);
-  /// Returns an empty state dict: non-tensor data has no tensors (Python's
-  /// `state_dict()` is an empty OrderedDict).
+  /// Returns a state dict with no entries whose metadata carries the value,
+  /// as Python's: `metadata()[""]` holds the batch size, the device, the
+  /// type "NonTensorData" and `non_tensor_fields` `{"data": value,
+  /// "_metadata": null, "_is_non_tensor": true}` (Python's `_non_tensor`).
   StateDict state_dict() const;
-  /// Accepts an empty state dict, as Python's; throws for a non-empty one.
-  NonTensorData& load_state_dict(const StateDict& state_dict);
+  /// Restores what the metadata of the root (`metadata()[""]`) holds, as
+  /// Python's: its batch size and device, and the value when it carries
+  /// one (`state_dict()`'s); a state dict without metadata changes nothing.
+  /// With `strict`, an entry is a KeyError (Python's "Key 'x' wasn't
+  /// expected in the state-dict."); without, entries are ignored.
+  NonTensorData& load_state_dict(
+      const StateDict& state_dict, bool strict = true);
 
   // --- memmap -------------------------------------------------------------
   // A directory whose root is non-tensor data holds only its meta.json, as

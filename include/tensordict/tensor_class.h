@@ -60,13 +60,17 @@
 //   positional constructor takes every field (optional ones included, as
 //   `std::nullopt`), see TENSORDICT_FIELDS.
 // - Python's `data` is allowed as a field name (as in Python 0.15);
-//   `tensordict` and `to_tensordict` are reserved instead of `_tensordict`.
+//   `tensordict` and `to_tensordict` are reserved instead of `_tensordict`,
+//   and so is every TensorClass member name (`index`, `get`, `lt`, `fields`,
+//   ...) unless the class takes kShadow, where Python accepts them as field
+//   names: a field's accessor would hide the member.
+// - A field default is evaluated for each instance (Python shares one).
 // - A string or number field that a stack turned into a NonTensorStack reads
 //   back as its value when all elements agree, else throws TypeError (Python
 //   returns the list); `get(name)` gives the stack.
 // - The forwarded TensorDict members keep TensorDict's C++ signatures:
-//   `size()` counts the set fields (Python's is the batch size, here
-//   `batch_size()`), `size(dim)` is Python's. `flatten_keys` returns the
+//   `size()` is the batch size and `size(dim)` one dim of it, as in Python;
+//   `num_keys()` counts the set fields. `flatten_keys` returns the
 //   flat TensorDict (Python raises ValueError: flat keys are no fields);
 //   `unflatten_keys`, `from_module` and Python alike check the result.
 //
@@ -412,6 +416,21 @@ class TensorClass : public std::conditional_t<
         this->td_,
         Derived::tensor_class_info(),
         name,
+        std::move(default_value));
+  }
+  /// Returns the entry at a nested key whose first part names a field,
+  /// Python's `get(("inner", "x"), default)`: `default_value` when a part
+  /// is not a field of its class, a key its TensorDict lacks, or an unset
+  /// field before the last part; nullopt (Python's None) when the last part
+  /// names an unset field of a nested class. Throws ValueError for an empty
+  /// key.
+  std::optional<Value> get(
+      std::initializer_list<std::string_view> key,
+      std::optional<Value> default_value) const {
+    return detail::tc_get_or_nested(
+        this->td_,
+        Derived::tensor_class_info(),
+        c10::ArrayRef<std::string_view>(key.begin(), key.size()),
         std::move(default_value));
   }
   /// Sets the field named `name` (None unsets it); does not compile for a

@@ -40,6 +40,7 @@ TENSORDICT_BEGIN_NAMESPACE
 class StateDict;    // tensordict/state_dict.h
 struct MapOptions;  // tensordict/map.h
 class MapIterator;  // tensordict/map.h
+struct ValuesIndices;
 
 /// An ordered dictionary of tensors, nested TensorDicts and non-tensor values
 /// that share leading batch dims: the C++ form of Python's `TensorDict`.
@@ -189,6 +190,12 @@ class TENSORDICT_API TensorDict {
   int64_t dim() const noexcept;
   /// Returns the number of batch elements (1 with no batch dims).
   int64_t numel() const noexcept;
+  /// Returns the batch size, as Python's `td.size()` and at::Tensor's
+  /// `sizes()` (a view into the dict; same as `batch_size()`). The number
+  /// of entries is `num_keys()`.
+  c10::IntArrayRef size() const& noexcept;
+  /// Returns the batch size of a temporary dict by value.
+  std::vector<int64_t> size() const&&;
   /// Returns the size of batch dim `dim` (negative counts from the end);
   /// throws IndexError when out of range.
   int64_t size(int64_t dim) const;
@@ -337,8 +344,9 @@ class TENSORDICT_API TensorDict {
       bool include_nested = false,
       bool leaves_only = false,
       bool sort = false) const;
-  /// Returns the number of entries at the top level.
-  size_t size() const noexcept;
+  /// Returns the number of entries at the top level (Python's
+  /// `len(td.keys())`; `size()` is the batch size, as in Python).
+  size_t num_keys() const noexcept;
   /// Returns true if there are no entries at the top level.
   bool is_empty() const noexcept;
   /// Returns a flat dict whose keys are the nested keys joined by
@@ -714,10 +722,20 @@ class TENSORDICT_API TensorDict {
   // (throws on integer leaves, as torch), `std` and `var` (with
   // `options.correction()`), `prod` (several dims are reduced one after the
   // other; Python reduces only the first dim of a tuple), `amax`, `amin`,
-  // and `max`/`min`, the values only, like `amax`/`amin` (Python's
-  // `max(dim)` gives a (values, indices) pair of dicts; this is its
-  // `return_indices=False`: use `apply` with `argmax` for indices).
+  // and `max`/`min`: with options, the values only, like `amax`/`amin`
+  // (Python's `return_indices=False`); `max(dim)`/`min(dim)` below give
+  // values and indices, as Python's `max(dim=...)`.
   TENSORDICT_DICT_REDUCE_OPS(TENSORDICT_DETAIL_DICT_DECLARE)
+  /// Returns the maxima of every tensor leaf along batch dim `dim` and
+  /// their indices, as Python's `td.max(dim=dim, keepdim=keepdim)` (a
+  /// `torch.return_types.max`): two dicts of the batch size without `dim`
+  /// (kept as 1 with `keepdim`), nested dicts alike; non-tensor data is
+  /// left out of both, as in Python. Throws IndexError if `dim` is not a
+  /// batch dim (Python's message), and torch's error for an empty dim.
+  [[nodiscard]] ValuesIndices max(int64_t dim, bool keepdim = false) const;
+  /// Returns the minima along batch dim `dim` and their indices, as
+  /// Python's `td.min(dim=dim, keepdim=keepdim)`; throws like `max(dim)`.
+  [[nodiscard]] ValuesIndices min(int64_t dim, bool keepdim = false) const;
 
   /// Returns whether all elements along batch dim `dim` are true, as a dict
   /// of bool leaves. Throws an error (Python's RuntimeError) if `dim` is not
@@ -797,6 +815,10 @@ class TENSORDICT_API TensorDict {
   /// (`python_class()`). Throws with the nested key and what was expected
   /// on any inconsistency; see NOTE [Memmap layout]. A regular file is read
   /// as a `.tdz` archive: mapped once, each leaf a view into the mapping.
+  /// A directory whose root is a lazy stack is an error naming it, as a
+  /// TensorDict cannot hold it: Python's `TensorDict.load_memmap` returns
+  /// the stack, and so does the free `tensordict::load_memmap`
+  /// (tensordict/memmap.h), whose result is a variant of both.
   [[nodiscard]] static TensorDict load_memmap(
       const std::string& prefix, const LoadMemmapOptions& options = {});
   /// Same as `load_memmap` (Python's `load`).
@@ -815,10 +837,9 @@ class TENSORDICT_API TensorDict {
   /// nested dict it keeps), a batch size that differs from the saved one,
   /// a lazy stack whose element count differs from the dict it replaces
   /// (Python's ValueError), or a lazy stack at the root (Python returns a
-  /// new stack instead of `out`; use `load_memmap_any`). A lazy stack `out`
-  /// holds along the saved stack dim is loaded into element by element, as
-  /// Python's: its element dicts are kept; along another dim it is
-  /// replaced.
+  /// new stack instead of `out`; use the free `load_memmap`). A lazy stack
+  /// `out` holds along the saved stack dim is loaded into element by element,
+  /// as Python's: its element dicts are kept; along another dim it is replaced.
   static TensorDict load_memmap(
       const std::string& prefix,
       TensorDict& out,
@@ -976,6 +997,17 @@ class TENSORDICT_API TensorDict {
   TensorDict& set_non_tensor_text(const NestedKey& key, detail::TextArg text);
 
   c10::intrusive_ptr<detail::TensorDictImpl> impl_;
+};
+
+/// What `TensorDict::max(dim)` and `min(dim)` return: Python's
+/// `torch.return_types.max`, with `values` and `indices` by name or, through
+/// a structured binding, in that order: `auto [values, indices] =
+/// td.max(0);`.
+struct ValuesIndices {
+  /// The reduced values, one leaf per tensor leaf.
+  TensorDict values;
+  /// The int64 indices of the values along the reduced dim.
+  TensorDict indices;
 };
 
 // --- arithmetic operators (src/tensor_dict/math.cpp) ---

@@ -476,7 +476,15 @@ int64_t LazyStackedTensorDict::size(int64_t dim) const {
   return impl_->batch_size[detail::wrap_dim(dim, ndim)];
 }
 
-size_t LazyStackedTensorDict::size() const {
+c10::IntArrayRef LazyStackedTensorDict::size() const& noexcept {
+  return impl_->batch_size;
+}
+
+std::vector<int64_t> LazyStackedTensorDict::size() const&& {
+  return impl_->batch_size;
+}
+
+size_t LazyStackedTensorDict::num_keys() const {
   return common_nodes(impl_->tensordicts).size();
 }
 

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -184,6 +185,18 @@ void DirectorySink::write_leaf(size_t i) {
   // staged tree goes whole.
   created_[i] = !tree_.staged() && path_kind(job.path) == PathKind::kMissing;
   try {
+    // memmap_like keeps the bytes of the leaf file the prefix holds, as
+    // Python does; in place, sizing the file keeps them, and a staged tree
+    // copies them from the tree it replaces.
+    std::string old_file;
+    if (plan_.like() && tree_.staged()) {
+      old_file = tree_.final_path(job.path);
+      if (old_file == job.path || path_kind(old_file) != PathKind::kFile) {
+        old_file.clear();
+      } else if (path_kind(job.path) != PathKind::kMissing) {
+        remove_file(job.path);  // a reused spare's stale file
+      }
+    }
     const at::Tensor bytes = plan_.like() ? at::Tensor() : leaf_bytes(src);
     // A null source (memmap_like) writes zeros.
     job.result = write_leaf_file(
@@ -197,6 +210,18 @@ void DirectorySink::write_leaf(size_t i) {
             // files in it already.
             .existsok(plan_.options().existsok() || tree_.staged())
             .durable(plan_.options().durable()));
+    if (!old_file.empty()) {
+      const at::Tensor old_bytes =
+          map_whole_file(old_file, /*writable=*/false, job.what);
+      const size_t n =
+          std::min(static_cast<size_t>(old_bytes.numel()), job.result.nbytes());
+      if (n > 0) {
+        std::memcpy(job.result.data_ptr(), old_bytes.const_data_ptr(), n);
+      }
+      if (plan_.options().durable()) {
+        sync_mapping(job.result);
+      }
+    }
   } catch (c10::Error& e) {
     TORCH_RETHROW(e, "while saving ", job.what);
   }

@@ -784,11 +784,20 @@ TensorDict TensorDict::load_memmap(
           ", ",
           stack.tensordicts().size(),
           " elements), which TensorDict::load_memmap can only return as a copy "
-          "in memory, no longer mapped. Load it mapped with load_memmap_any "
-          "(or "
+          "in memory, no longer mapped. Load it mapped with the free "
+          "tensordict::load_memmap, which returns it as Python's "
+          "TensorDict.load_memmap does (or with "
           "LazyStackedTensorClass<T>::load_memmap), and call contiguous() on "
-          "it "
-          "for a dense copy."));
+          "it for a dense copy."));
+}
+
+LoadedTree load_memmap(
+    const std::string& prefix, const LoadMemmapOptions& options) {
+  return load_memmap_any(prefix, options);
+}
+
+LoadedTree load(const std::string& prefix, const LoadMemmapOptions& options) {
+  return load_memmap_any(prefix, options);
 }
 
 TensorDict TensorDict::load(

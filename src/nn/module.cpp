@@ -5,6 +5,7 @@
 
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/nn/module.h>
 
 #include <string>
@@ -173,9 +174,22 @@ TensorDict TensorDict::to_module(
   for (Target& target : targets) {
     if (options.inplace()) {
       target.module_tensor.copy_(target.value);
-    } else {
-      target.module_tensor.set_data(target.value);
+      continue;
     }
+    if (target.module_tensor.unsafeGetTensorImpl() ==
+        target.value.unsafeGetTensorImpl()) {
+      continue;  // the module's own tensor
+    }
+    target.module_tensor.set_data(target.value);
+    // The module tensor takes the dict tensor's place in the graph, so
+    // gradients reach the dict, as in Python; a dict tensor without grad
+    // (the originals a swap restores among them) makes it a leaf again.
+    // See NOTE [Swapping module tensors].
+    torch::autograd::impl::set_gradient_edge(
+        target.module_tensor,
+        target.value.requires_grad()
+            ? torch::autograd::impl::gradient_edge(target.value)
+            : torch::autograd::Edge());
   }
   return previous;
 }

@@ -282,14 +282,21 @@ TensorDict TensorDictModuleImpl::forward(TensorDict td, TensorDict out) {
   const std::vector<NestedKey>& in = in_keys();
   std::vector<at::Tensor> inputs;
   inputs.reserve(in.size());
+  std::vector<NestedKey> absent;
   for (const NestedKey& key : in) {
     const Value* value = td.find(key);
     if (value != nullptr && value->is_tensor()) {
       inputs.push_back(value->tensor());
       continue;
     }
+    if (value == nullptr && !options_.strict()) {
+      // Python's strict=False passes None.
+      inputs.emplace_back();
+      absent.push_back(key);
+      continue;
+    }
     TENSORDICT_CHECK_KEY(
-        td.contains(key),
+        value != nullptr,
         describe(),
         ": the input ",
         key.to_string(),
@@ -297,7 +304,26 @@ TensorDict TensorDictModuleImpl::forward(TensorDict td, TensorDict out) {
         keys_to_string(td.keys(/*include_nested=*/true)));
     inputs.push_back(td.get(key));
   }
-  std::vector<at::Tensor> outputs = function_(inputs);
+  std::vector<at::Tensor> outputs;
+  try {
+    outputs = function_(inputs);
+  } catch (c10::Error& e) {
+    if (absent.empty()) {
+      throw;
+    }
+    // Python's error would not say it; a porter looking for why a module
+    // fails on an undefined tensor needs it.
+    TORCH_RETHROW(
+        e,
+        "while calling ",
+        describe(),
+        " with the absent ",
+        absent.size() == 1 ? "input " : "inputs ",
+        keys_to_string(absent),
+        absent.size() == 1 ? " passed as an undefined tensor"
+                           : " passed as undefined tensors",
+        " (Python's None; strict(true) makes a missing input a KeyError)");
+  }
   const std::vector<NestedKey>& keys = out_keys_source();
   TORCH_CHECK(
       outputs.size() == keys.size(),

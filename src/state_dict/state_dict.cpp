@@ -909,11 +909,39 @@ void check_empty_state_dict(const StateDict& state_dict, const char* what) {
 }  // namespace
 
 StateDict NonTensorData::state_dict() const {
-  return {};
+  // No entries; the root's metadata carries the value, as Python's
+  // `_metadata[""]["_non_tensor"]`.
+  StateDict out;
+  out.set_metadata("", non_tensor_metadata(Value(*this)));
+  return out;
 }
 
-NonTensorData& NonTensorData::load_state_dict(const StateDict& state_dict) {
-  check_empty_state_dict(state_dict, "NonTensorData");
+NonTensorData& NonTensorData::load_state_dict(
+    const StateDict& state_dict, bool strict) {
+  if (strict && !state_dict.empty()) {
+    TENSORDICT_CHECK_KEY(
+        false,
+        "Key '",
+        state_dict.items().front().first,
+        "' wasn't expected in the state-dict.");
+  }
+  const StateDictMetadata* md = state_dict.find_metadata("");
+  if (md == nullptr) {
+    return *this;
+  }
+  std::optional<Json> data;
+  if (md->non_tensor && md->non_tensor->is_non_tensor_data()) {
+    data = md->non_tensor->non_tensor_data().data();
+  } else if (
+      md->non_tensor_fields && md->non_tensor_fields->is_object() &&
+      md->non_tensor_fields->contains("data")) {
+    data = md->non_tensor_fields->at("data");
+  }
+  // Checked before anything changes: names must fit the new batch size.
+  NonTensorData loaded =
+      data ? NonTensorData(*data, md->batch_size, md->device)
+           : NonTensorData(this->data(), md->batch_size, md->device);
+  *this = std::move(loaded);
   return *this;
 }
 

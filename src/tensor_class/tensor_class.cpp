@@ -658,6 +658,44 @@ std::optional<Value> tc_get_or(
   return *value;
 }
 
+std::optional<Value> tc_get_or_nested(
+    const TensorDict& td,
+    const ClassInfo& info,
+    c10::ArrayRef<std::string_view> key,
+    std::optional<Value> default_value) {
+  TORCH_CHECK_VALUE(!key.empty(), "get: the key is empty");
+  TensorDict level = td;
+  const ClassInfo* level_info = &info;
+  for (size_t i = 0; i < key.size(); ++i) {
+    const bool last = i + 1 == key.size();
+    if (level_info == nullptr) {
+      // A TensorDict field: the rest of the key is its nested key.
+      std::vector<std::string> rest(key.begin() + i, key.end());
+      const Value* value = level.find(NestedKey(std::move(rest)));
+      return value != nullptr ? std::optional<Value>(*value) : default_value;
+    }
+    const auto index = find_field(*level_info, key[i]);
+    if (!index) {
+      return default_value;
+    }
+    const Value* value = tc_find(level, *level_info, *index);
+    if (value == nullptr) {
+      // Python: an unset last field is None; an unset one before it has
+      // no attribute to chain to, so the default.
+      return last ? std::nullopt : default_value;
+    }
+    if (last) {
+      return *value;
+    }
+    if (!value->is_tensordict()) {
+      return default_value;
+    }
+    level = value->tensordict();
+    level_info = level_info->fields[*index].nested;
+  }
+  return default_value;  // not reached: the loop returns at the last part
+}
+
 Value tc_setdefault(
     const TensorDict& td,
     const ClassInfo& info,

@@ -207,6 +207,14 @@ int64_t TensorDict::numel() const noexcept {
   return n;
 }
 
+c10::IntArrayRef TensorDict::size() const& noexcept {
+  return impl_->batch_size;
+}
+
+std::vector<int64_t> TensorDict::size() const&& {
+  return impl_->batch_size;
+}
+
 int64_t TensorDict::size(int64_t dim) const {
   const int64_t ndim = batch_dims();
   return impl_->batch_size[detail::wrap_dim(dim, ndim)];

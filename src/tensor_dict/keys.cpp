@@ -144,7 +144,7 @@ std::vector<Value> TensorDict::values(
   return out;
 }
 
-size_t TensorDict::size() const noexcept {
+size_t TensorDict::num_keys() const noexcept {
   return impl_->nodes().size();
 }
 
@@ -275,7 +275,7 @@ TensorDict TensorDict::flatten_keys(std::string_view separator) const {
 
 std::vector<Item> TensorDict::to_dict() const {
   std::vector<Item> out;
-  out.reserve(size());
+  out.reserve(num_keys());
   for (auto& [key, value] : items()) {
     switch (value.kind()) {
       case Value::Kind::kTensor:

@@ -4,6 +4,8 @@
 // engine's detail::transform.
 
 #include <ATen/ops/cat.h>
+#include <ATen/ops/max.h>
+#include <ATen/ops/min.h>
 
 #include <algorithm>
 #include <array>
@@ -230,7 +232,73 @@ TensorDict reduce_batch_dim(const TensorDict& td, ReduceOp op, int64_t dim) {
   return reduce_dict(td, op, ReduceOptions().dim({dim}));
 }
 
+// `max(dim)`/`min(dim)` of every tensor leaf of `td`, values and indices,
+// with `dim` already wrapped; nested dicts recurse and non-tensor data is
+// left out, as in Python.
+ValuesIndices minmax_dim(
+    const TensorDict& td, int64_t dim, bool keepdim, bool is_max) {
+  const detail::TensorDictImpl& src = *td.unsafeGetImpl();
+  std::vector<int64_t> batch;
+  DimNames names;
+  for (int64_t i = 0; i < static_cast<int64_t>(src.batch_size.size()); ++i) {
+    if (i == dim && !keepdim) {
+      continue;
+    }
+    batch.push_back(i == dim ? 1 : src.batch_size[i]);
+    if (!src.names.empty()) {
+      names.push_back(src.names[i]);
+    }
+  }
+  ValuesIndices out{
+      detail::make_tensordict(batch, src.device, names),
+      detail::make_tensordict(batch, src.device, names)};
+  detail::TensorDictImpl& values = *out.values.unsafeGetImpl();
+  detail::TensorDictImpl& indices = *out.indices.unsafeGetImpl();
+  for (const auto& node : src.nodes()) {
+    const Value& v = node->value;
+    if (v.is_tensor()) {
+      auto result = is_max ? at::max(v.tensor(), dim, keepdim)
+                           : at::min(v.tensor(), dim, keepdim);
+      values.append(node->key, Value(std::move(std::get<0>(result))));
+      indices.append(node->key, Value(std::move(std::get<1>(result))));
+    } else if (v.is_tensordict()) {
+      ValuesIndices nested = minmax_dim(v.tensordict(), dim, keepdim, is_max);
+      values.append(node->key, Value(std::move(nested.values)));
+      indices.append(node->key, Value(std::move(nested.indices)));
+    } else if (v.is_lazy_stack()) {
+      TORCH_CHECK_NOT_IMPLEMENTED(
+          false,
+          is_max ? "max" : "min",
+          "(dim) cannot reduce the lazy stack at '",
+          node->key,
+          "': make it dense first (LazyStackedTensorDict::contiguous())");
+    }
+  }
+  return out;
+}
+
+ValuesIndices minmax_dim_checked(
+    const TensorDict& td, int64_t dim, bool keepdim, bool is_max) {
+  const int64_t ndim = td.batch_dims();
+  TORCH_CHECK_INDEX(
+      dim >= -ndim && dim < ndim,
+      "Incompatible dim ",
+      dim,
+      " for tensordict with batch dims ",
+      ndim,
+      ".");
+  return minmax_dim(td, dim < 0 ? dim + ndim : dim, keepdim, is_max);
+}
+
 }  // namespace
+
+ValuesIndices TensorDict::max(int64_t dim, bool keepdim) const {
+  return minmax_dim_checked(*this, dim, keepdim, /*is_max=*/true);
+}
+
+ValuesIndices TensorDict::min(int64_t dim, bool keepdim) const {
+  return minmax_dim_checked(*this, dim, keepdim, /*is_max=*/false);
+}
 
 #define TENSORDICT_DEFINE_REDUCE(kind, name)                        \
   TensorDict TensorDict::name(const ReduceOptions& options) const { \

@@ -73,6 +73,13 @@ TENSORDICT_API std::optional<Value> tc_get_or(
     const ClassInfo& info,
     std::string_view name,
     std::optional<Value> default_value);
+// `get(key, default)` of a nested key whose first part names a field of
+// `info`: Python's chained getattr with a default.
+TENSORDICT_API std::optional<Value> tc_get_or_nested(
+    const TensorDict& td,
+    const ClassInfo& info,
+    c10::ArrayRef<std::string_view> key,
+    std::optional<Value> default_value);
 /// Returns the field named `name`, first setting it to `default_value` when
 /// unset; throws KeyError for a name that is not a field.
 TENSORDICT_API Value tc_setdefault(

@@ -270,7 +270,8 @@
       fields, TENSORDICT_DETAIL_STR(TENSORDICT_DETAIL_FIELD_NAME(field)));
 #define TENSORDICT_DETAIL_ADD_FIELD_2 TENSORDICT_DETAIL_ADD_FIELD_1
 // The default is evaluated at each construction that leaves the field out,
-// so a tensor default is a new tensor every time.
+// so a tensor default is a new tensor every time (Python shares one default
+// object among instances; see docs/python_parity.md).
 #define TENSORDICT_DETAIL_ADD_FIELD_3(field)                               \
   add_field<TENSORDICT_DETAIL_FIELD_TYPE(field)>(                          \
       fields,                                                              \

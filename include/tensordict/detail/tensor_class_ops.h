@@ -38,7 +38,8 @@
 //   MEMBER       written by hand in TensorClass or TensorClassBase (an
 //                unusual signature, or more than forwarding)
 //   PYTHON       no C++ member: a member of Python's TensorDict, reserved so
-//                that a C++ class declares the fields Python would accept
+//                that a field cannot hide it once C++ has it (Python itself
+//                accepts these names as fields; see docs/python_parity.md)
 // A `_PAIR` entry reserves both `name` and `name_`. Each generated member
 // forwards to the TensorDict member of the same name and re-wraps the result
 // as `Derived` (views where TensorDict gives views; a `_` form returns
@@ -61,6 +62,7 @@
   X(MEMBER, tensordict)       X(MEMBER, batch_size)     X(MEMBER, shape)      \
   X(MEMBER, batch_dims)       X(MEMBER, ndim)           X(MEMBER, numel)      \
   X(MEMBER, dim)              X(QUERY, size)            X(QUERY, is_empty)    \
+  X(QUERY, num_keys)                                                          \
   X(MEMBER, device)           X(MEMBER, names)          X(MEMBER, is_locked)  \
   X(MEMBER, is_shared)        X(MEMBER, is_memmap)      X(MEMBER, saved_path) \
   X(MEMBER, all)              X(MEMBER, any)            X(MEMBER, is_same)    \
