@@ -4,8 +4,9 @@
 // wrote. Each converts its arguments with the GIL held, releases it while
 // the C++ side works on files, and takes it again to convert the result
 // (NOTE [The GIL and the casters] in python.h). The rules (archive or
-// directory, dict or lazy-stack root, argument checks) are the C++ API's:
-// this file only converts.
+// directory, dict or lazy-stack root, argument checks) are the C++ API's;
+// this file converts, and adds only the one check C++ cannot make: the
+// walk over the Python objects of NOTE [copy_existing from Python].
 //
 // Roots: a TensorDict, a tensorclass instance (saved as its dict; a memmap
 // save keeps its class name, so Python loads it back as that class) or a

@@ -291,7 +291,7 @@ extern const char* const kLockError;
 /// Throws the lock error if `impl` is locked.
 void check_unlocked(const TensorDictImpl& impl);
 
-// --- consolidated storage (src/consolidate/) ----------------------------------
+// --- consolidated storage (src/consolidate/) ---------------------------------
 
 /// Moves a consolidated dict to `device` with one copy of its storage
 /// (src/consolidate/device.cpp); `to(device)` calls it.

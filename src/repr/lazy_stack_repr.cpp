@@ -1,8 +1,6 @@
 // The reprs of LazyStackedTensorDict, detailed and compact, as Python's lazy
 // stack prints them: the keys its elements share, then each element's own.
 
-#include "tensordict/lazy_stack.h"
-
 #include <c10/core/ScalarType.h>
 
 #include <algorithm>
@@ -16,6 +14,7 @@
 #include "repr/compact_repr.h"
 #include "repr/value_repr.h"
 #include "tensordict/json.h"
+#include "tensordict/lazy_stack.h"
 #include "util/python_spelling.h"
 #include "util/shared_memory.h"
 

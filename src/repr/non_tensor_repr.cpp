@@ -1,13 +1,12 @@
 // The reprs of non-tensor values, as Python prints NonTensorData and
 // NonTensorStack and the objects their JSON decodes to.
 
-#include "tensordict/non_tensor.h"
-
 #include <c10/util/StringUtil.h>
 
 #include <string>
 
 #include "tensordict/json.h"
+#include "tensordict/non_tensor.h"
 #include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
