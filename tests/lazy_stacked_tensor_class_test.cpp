@@ -167,4 +167,93 @@ TEST(TensorClassTest, LazyStackSavesPythonsLayout) {
       "Registered::load_memmap");
 }
 
+// Python: `lazy.memmap_(prefix)` returns the stack itself, mapped, in the
+// layout of `memmap`.
+TEST(TensorClassTest, LazyStackMemmapInPlaceMapsTheElements) {
+  TempDir tmp;
+  const std::string dir = tmp / "lazy_inplace";
+  auto lazy = lazy_stack(
+      std::vector<Registered>{registered(3, "a"), registered(4, "b")});
+  const Registered first = lazy.at(0);
+  EXPECT_FALSE(lazy.is_memmap());
+  EXPECT_EQ(&lazy.memmap_(MemmapOptions(dir)), &lazy);
+  EXPECT_TRUE(lazy.is_memmap());
+  EXPECT_TRUE(lazy.saved_path().has_value());
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(first.pos()));
+  EXPECT_TRUE(first.is_locked());
+  EXPECT_EQ(
+      read_text(dir + "/meta.json"),
+      "{\"_type\":\"<class 'tests.Registered'>\"}");
+  EXPECT_EQ(
+      read_text(dir + "/_tensordict/1/inner/meta.json"),
+      "{\"_type\":\"<class 'tests.Inner'>\"}");
+  first.pos().fill_(7);
+  const auto loaded = LazyStackedTensorClass<Registered>::load_memmap(dir);
+  EXPECT_TRUE(torch::equal(loaded.at(0).pos(), torch::full({2, 3}, 7.0f)));
+  EXPECT_EQ(loaded.at(1).label(), "b");
+
+  // Another writer replaces the files; memmap_refresh_ reads them again.
+  (void)lazy_stack(
+      std::vector<Registered>{registered(3, "c"), registered(4, "d")})
+      .memmap(MemmapOptions(dir));
+  EXPECT_EQ(&lazy.memmap_refresh_(), &lazy);
+  EXPECT_EQ(lazy.at(1).label(), "d");
+  EXPECT_TRUE(torch::equal(
+      lazy.at(0).pos(), torch::arange(6, torch::kFloat).reshape({2, 3})));
+  auto unsaved = lazy_stack(std::vector<Registered>{registered(3, "a")});
+  EXPECT_THROWS_WITH(
+      unsaved.memmap_refresh_(),
+      c10::Error,
+      "memmap_refresh_ needs a lazy stack memmapped to a directory");
+  // With no prefix, anonymous shared memory, as Python's save().
+  const auto anonymous = unsaved.save();
+  EXPECT_TRUE(anonymous.is_memmap());
+  EXPECT_FALSE(anonymous.saved_path().has_value());
+}
+
+// Python: `lazy.memmap_like(prefix)` writes the layout with zeros, and
+// `other.load_(prefix)` loads a saved stack into `other` in place.
+TEST(TensorClassTest, LazyStackMemmapLikeAndLoadInPlace) {
+  TempDir tmp;
+  const auto lazy = lazy_stack(
+      std::vector<Registered>{registered(3, "a"), registered(4, "b")});
+  const std::string like_dir = tmp / "lazy_like";
+  const auto like = lazy.memmap_like(MemmapOptions(like_dir));
+  EXPECT_TRUE(like.is_memmap());
+  EXPECT_TRUE(torch::equal(like.at(1).pos(), torch::zeros({2, 4})));
+  EXPECT_EQ(like.at(1).label(), "b");
+  EXPECT_EQ(
+      read_text(like_dir + "/meta.json"),
+      "{\"_type\":\"<class 'tests.Registered'>\"}");
+  // The original is neither marked nor changed.
+  EXPECT_EQ(lazy.at(0).tensordict().python_class(), "");
+  EXPECT_EQ(lazy.at(0).pos()[1][2].item<float>(), 5.0f);
+
+  const std::string dir = tmp / "lazy_saved";
+  (void)lazy.memmap(MemmapOptions(dir));
+  auto target = lazy_stack(
+      std::vector<Registered>{registered(3, "x"), registered(4, "y")});
+  target.at(0).pos().zero_();
+  EXPECT_EQ(&target.load_(dir), &target);
+  EXPECT_EQ(target.at(1).label(), "b");
+  EXPECT_TRUE(torch::equal(target.at(0).pos(), lazy.at(0).pos()));
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(target.at(0).pos()));
+  EXPECT_EQ(&target.load_memmap_(dir), &target);
+
+  // Refused before anything is loaded: another class, another count.
+  auto inners = lazy_stack(std::vector<Inner>{
+      Inner({{"x", torch::ones({2})}}, {2}),
+      Inner({{"x", torch::ones({2})}}, {2})});
+  EXPECT_THROWS_WITH(
+      inners.load_(dir),
+      c10::ValueError,
+      "holds the Python class <class 'tests.Registered'>, but Inner is "
+      "registered");
+  EXPECT_TRUE(torch::equal(inners.at(0).x(), torch::ones({2})));
+  auto three = lazy_stack(std::vector<Registered>{
+      registered(3, "p"), registered(3, "q"), registered(3, "r")});
+  EXPECT_THROW(three.load_(dir), c10::ValueError);
+  EXPECT_EQ(three.at(0).label(), "p");
+}
+
 }  // namespace lazy_stacked_tensor_class_test

@@ -379,4 +379,100 @@ TEST(TensorClassTest, LoadMemmapIntoOutUnsetsTheFieldsTheDirectoryLacks) {
   EXPECT_TRUE(torch::equal(other.x(), torch::full({2}, 4.0f)));
 }
 
+// Python: `s.save()` (and `memmap()`) with no prefix gives
+// MemoryMappedTensors without a file: `is_memmap()`, `saved_path` None.
+TEST(TensorClassTest, SaveWithNoPrefixMapsAnonymousMemory) {
+  const Registered p =
+      make_registered(torch::ones({2, 3}), torch::ones({2}), "hi");
+  const Registered saved = p.save();
+  EXPECT_TRUE(saved.is_memmap());
+  EXPECT_TRUE(saved.is_locked());
+  EXPECT_FALSE(saved.saved_path().has_value());
+  EXPECT_TRUE(torch::equal(saved.pos(), p.pos()));
+  EXPECT_FALSE(saved.pos().is_same(p.pos()));
+  EXPECT_EQ(saved.label(), "hi");
+  EXPECT_TRUE(p.dumps().is_memmap());
+  // Nothing to add a file to: make_memmap needs a directory.
+  Trajectory anonymous = make_trajectory(2).save();
+  EXPECT_THROWS_WITH(
+      anonymous.make_memmap("mask", {2}),
+      c10::Error,
+      "make_memmap needs a dict memmapped to a directory");
+}
+
+// Python: `make_memmap(key, shape)` on a memmapped instance adds a
+// zero-filled tensor that the field then reads.
+TEST(TensorClassTest, MakeMemmapAddsAFieldThatLoadsBack) {
+  TempDir tmp;
+  const std::string dir = tmp / "made";
+  Trajectory t = make_trajectory();
+  t.memmap_(MemmapOptions(dir));
+  at::Tensor mask = t.make_memmap("mask", {4, 2}, torch::kBool);
+  EXPECT_EQ(mask.sizes(), c10::IntArrayRef({4, 2}));
+  EXPECT_EQ(mask.scalar_type(), torch::kBool);
+  EXPECT_FALSE(mask.any().item<bool>());
+  EXPECT_TRUE(MemoryMappedTensor::is_memmap(mask));
+  mask.fill_(true);
+  EXPECT_TRUE(t.mask()->is_same(mask));
+  const at::Tensor u = t.make_memmap({"extra", "u"}, {4}, torch::kLong);
+  u.fill_(7);
+  const Trajectory loaded = Trajectory::load_memmap(dir);
+  EXPECT_TRUE(torch::equal(*loaded.mask(), torch::ones({4, 2}, torch::kBool)));
+  EXPECT_TRUE(torch::equal(loaded.extra()->get("u"), torch::full({4}, 7L)));
+  EXPECT_THROWS_WITH(
+      t.make_memmap("nope", {4}), KeyError, "Trajectory has no field 'nope'");
+  EXPECT_THROWS_WITH(
+      t.make_memmap("task", {4}),
+      c10::TypeError,
+      "make_memmap: field 'task' of Trajectory takes a string, not a tensor");
+  EXPECT_THROWS_WITH(
+      t.make_memmap("inner", {4}),
+      c10::TypeError,
+      "make_memmap: field 'inner' of Trajectory takes a TensorClass, not a "
+      "tensor");
+  EXPECT_THROWS_WITH(
+      t.make_memmap({"inner", "y"}, {4}), KeyError, "Inner has no field 'y'");
+  EXPECT_THROWS_WITH(
+      t.make_memmap("mask", {4}),
+      c10::Error,
+      "make_memmap: the key 'mask' already exists");
+
+  // A registered class: the file goes in Python's layout, under
+  // _tensordict/.
+  const std::string registered_dir = tmp / "registered";
+  Registered r = Registered::from_dict(
+      {{"inner", Inner({{"x", torch::ones({2})}}, {2}).tensordict()},
+       {"label", "hi"}},
+      FromDictOptions().batch_size(std::vector<int64_t>{2}));
+  r.memmap_(MemmapOptions(registered_dir));
+  r.make_memmap("pos", {2, 3}).fill_(2);
+  EXPECT_TRUE(
+      std::filesystem::exists(registered_dir + "/_tensordict/pos.memmap"));
+  EXPECT_TRUE(torch::equal(
+      Registered::load_memmap(registered_dir).pos(), torch::full({2, 3}, 2.0)));
+}
+
+// Python: `S.from_consolidated(filename)` reads what
+// `consolidate(filename=...)` wrote, as the class.
+TEST(TensorClassTest, FromConsolidatedReadsTheFileAsTheClass) {
+  TempDir tmp;
+  const std::string file = tmp / "traj.bin";
+  const Trajectory t = make_trajectory();
+  (void)t.consolidate(ConsolidateOptions().filename(file));
+  const Trajectory back = Trajectory::from_consolidated(file);
+  EXPECT_TRUE(back.is_consolidated());
+  EXPECT_EQ(back.batch_size(), c10::IntArrayRef({4}));
+  EXPECT_TRUE(torch::equal(back.obs(), t.obs()));
+  EXPECT_TRUE(torch::equal(back.inner().x(), t.inner().x()));
+  EXPECT_EQ(back.action().scalar_type(), torch::kLong);
+  EXPECT_EQ(back.task(), "reach");
+  const std::string other = tmp / "other.bin";
+  (void)TensorDict({{"foo", torch::ones({2})}}, {2})
+      .consolidate(ConsolidateOptions().filename(other));
+  EXPECT_THROWS_WITH(
+      Trajectory::from_consolidated(other),
+      c10::ValueError,
+      "Got the set of keys {{'foo'}} which do not belong to the class.");
+}
+
 }  // namespace tensor_class_memmap_test

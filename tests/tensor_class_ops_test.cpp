@@ -612,13 +612,13 @@ namespace {
 // compile time, one static_assert per entry).
 TENSORDICT_TENSORCLASS_OPS(TC_TEST_PROBE)
 
-// The probe also tells a name that is not a member: `cuda` is a PYTHON entry
+// The probe also tells a name that is not a member: `cat` is a PYTHON entry
 // (reserved, no C++ member), and `unsqueeze_` is no name at all; `keys`, a
 // generated template, is a member.
-TC_TEST_DEFINE_MEMBER_PROBE(cuda)
+TC_TEST_DEFINE_MEMBER_PROBE(cat)
 TC_TEST_DEFINE_MEMBER_PROBE(keys)
 TC_TEST_DEFINE_MEMBER_PROBE(unsqueeze_)
-static_assert(!HasMember_cuda<Inner>::value);
+static_assert(!HasMember_cat<Inner>::value);
 static_assert(HasMember_keys<Inner>::value);
 static_assert(!HasMember_unsqueeze_<Inner>::value);
 TC_TEST_DEFINE_MEMBER_PROBE(squeeze)

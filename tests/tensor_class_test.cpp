@@ -852,4 +852,204 @@ TEST(TensorClassTest, SetWithANestedKeyWritesIntoTheNestedField) {
   EXPECT_TRUE(torch::equal(locked.inner().x(), torch::tensor({3.0f, 4.0f})));
 }
 
+// --- the rest of Python's TensorClass API: class methods, keys, batch size,
+// devices ----------------------------------------------------------------
+
+// Python: `[f.name for f in B.fields()]` is `['a', 'z', 'b', 'a2']` for
+// `class B(A)`: the parent's fields first, in declaration order.
+TEST(TensorClassTest, FieldsListsTheNamesInDeclarationOrderParentsFirst) {
+  EXPECT_EQ(
+      Trajectory::fields(),
+      (std::vector<std::string>{
+          "obs", "action", "inner", "extra", "task", "step", "info", "mask"}));
+  EXPECT_EQ(
+      Derived::fields(), (std::vector<std::string>{"obs", "step", "reward"}));
+  EXPECT_EQ(Inner::fields(), std::vector<std::string>{"x"});
+}
+
+// Python: `S.from_dict({"obs": ..., "act": ...}, auto_batch_size=True)` has
+// batch size [2]; without it, []; a key that is not a field is a
+// ValueError.
+TEST(TensorClassTest, FromDictBuildsAnInstanceAndChecksItsKeys) {
+  const Trajectory t = Trajectory::from_dict(
+      {{"obs", torch::zeros({2, 3})},
+       {"action", torch::ones({2}, torch::kLong)},
+       {"inner", {{"x", torch::ones({2, 5})}}},
+       {"task", "reach"}},
+      FromDictOptions().auto_batch_size(true));
+  EXPECT_EQ(t.batch_size(), c10::IntArrayRef({2}));
+  EXPECT_EQ(t.obs().sizes(), c10::IntArrayRef({2, 3}));
+  EXPECT_EQ(t.action().scalar_type(), torch::kLong);
+  EXPECT_TRUE(torch::equal(t.inner().x(), torch::ones({2, 5})));
+  EXPECT_EQ(t.task(), "reach");
+  EXPECT_TRUE(t.is_none("mask"));
+  const Inner flat = Inner::from_dict({{"x", torch::ones({2, 5})}});
+  EXPECT_EQ(flat.batch_size(), c10::IntArrayRef({}));
+  EXPECT_EQ(
+      Inner::from_dict(
+          {{"x", torch::ones({2, 5})}},
+          FromDictOptions().batch_size(std::vector<int64_t>{2}))
+          .batch_size(),
+      c10::IntArrayRef({2}));
+  EXPECT_THROWS_WITH(
+      Inner::from_dict({{"x", torch::ones({2})}, {"y", torch::ones({2})}}),
+      c10::ValueError,
+      "Keys from the tensordict ({'x', 'y'}) must correspond to the class "
+      "attributes ({'x'}). Got the set of keys {{'y'}} which do not belong "
+      "to the class.");
+  EXPECT_THROWS_WITH(
+      Trajectory::from_dict({{"task", torch::ones({2})}}),
+      c10::TypeError,
+      "field 'task' of Trajectory holds Tensor, not a string");
+}
+
+// Python: `S.fromkeys(["obs", "act"], 0)` holds 0-dim int64 zeros.
+TEST(TensorClassTest, FromKeysFillsTheNamedFields) {
+  const Trajectory t = Trajectory::fromkeys({"obs", "action"});
+  EXPECT_EQ(t.batch_size(), c10::IntArrayRef({}));
+  EXPECT_EQ(t.obs().dim(), 0);
+  EXPECT_EQ(t.obs().scalar_type(), torch::kLong);
+  EXPECT_EQ(t.action().item<int64_t>(), 0);
+  EXPECT_TRUE(t.is_none("task"));
+  const Fast f = Fast::fromkeys({"a", "b"}, 2.5);
+  EXPECT_EQ(f.b().item<double>(), 2.5);
+  const at::Tensor shared = torch::ones({3});
+  const Fast g = Fast::fromkeys({"a", "c"}, shared);
+  EXPECT_TRUE(g.a().is_same(shared));
+  EXPECT_TRUE(g.c()->is_same(shared));
+  EXPECT_THROWS_WITH(
+      Fast::fromkeys({"a", "d"}),
+      c10::ValueError,
+      "Got the set of keys {{'d'}} which do not belong to the class.");
+  EXPECT_THROWS_WITH(
+      Trajectory::fromkeys({"task"}),
+      c10::TypeError,
+      "field 'task' of Trajectory holds Tensor, not a string");
+}
+
+// Python: `s.is_non_tensor("task")` is True, `s.is_non_tensor("obs")`
+// False, and a key the instance lacks is a KeyError.
+TEST(TensorClassTest, IsNonTensorTellsDataFromTensors) {
+  const Trajectory t = make_trajectory();
+  EXPECT_TRUE(t.is_non_tensor("task"));
+  EXPECT_FALSE(t.is_non_tensor("obs"));
+  EXPECT_FALSE(t.is_non_tensor({"inner", "x"}));
+  const Cast c(3, 0.5, true, std::string("label"));
+  EXPECT_TRUE(c.is_non_tensor("step"));
+  EXPECT_THROWS_WITH(
+      t.is_non_tensor("nope"),
+      KeyError,
+      "Trajectory has no field 'nope'. Its fields are ['action', 'extra', "
+      "'info', 'inner', 'mask', 'obs', 'step', 'task'].");
+  // An unset field is no entry, as in Python.
+  EXPECT_THROWS_WITH(t.is_non_tensor("mask"), KeyError, "mask");
+}
+
+// Python: `s.rename_key_("obs", "act")` moves obs into act (replacing it)
+// and leaves obs None; `safe=True` refuses a key that is present.
+TEST(TensorClassTest, RenameKeyMovesAnEntryToAnotherField) {
+  Fast f({{"a", torch::ones({2})}, {"b", torch::zeros({2})}}, {2});
+  EXPECT_EQ(&f.rename_key_("a", "c"), &f);
+  EXPECT_TRUE(f.is_none("a"));
+  EXPECT_TRUE(torch::equal(*f.c(), torch::ones({2})));
+  f.rename_key_("c", "b");
+  EXPECT_TRUE(torch::equal(f.b(), torch::ones({2})));
+  EXPECT_TRUE(f.is_none("c"));
+  f.set("a", torch::full({2}, 5.0));
+  EXPECT_THROWS_WITH(
+      f.rename_key_("a", "b", /*safe=*/true),
+      KeyError,
+      "key b already present in TensorDict.");
+  EXPECT_TRUE(torch::equal(f.a(), torch::full({2}, 5.0)));
+  EXPECT_THROWS_WITH(
+      f.rename_key_("a", "d"),
+      KeyError,
+      "Fast has no field 'd'. Its fields are ['a', 'b', 'c'].");
+  EXPECT_THROWS_WITH(
+      f.rename_key_("d", "a"), KeyError, "Fast has no field 'd'");
+  EXPECT_FALSE(f.is_none("a"));
+
+  Trajectory t = make_trajectory();
+  EXPECT_THROWS_WITH(
+      t.rename_key_("task", "obs"),
+      c10::TypeError,
+      "rename_key_: the entry at 'task' is NonTensorData, but field 'obs' of "
+      "Trajectory takes a tensor");
+  EXPECT_EQ(t.task(), "reach");
+  EXPECT_EQ(t.obs().sizes(), c10::IntArrayRef({4, 3}));
+  // An unset field has no entry to move: TensorDict's KeyError.
+  EXPECT_THROWS_WITH(t.rename_key_("mask", "obs"), KeyError, "mask");
+  // Inside a TensorDict field any key goes; inside a TensorClass field, its
+  // fields.
+  t.set_extra(TensorDict({{"u", torch::ones({4})}}, {4}));
+  t.rename_key_({"extra", "u"}, {"extra", "v"});
+  EXPECT_TRUE(t.extra()->contains("v"));
+  EXPECT_FALSE(t.extra()->contains("u"));
+  EXPECT_THROWS_WITH(
+      t.rename_key_({"inner", "x"}, {"inner", "y"}),
+      KeyError,
+      "Inner has no field 'y'");
+  EXPECT_THROWS_WITH(
+      t.rename_key_({"obs", "x"}, "mask"),
+      c10::ValueError,
+      "rename_key_: the key ('obs', 'x') goes through field 'obs' of "
+      "Trajectory, which takes a tensor, not a TensorDict or a TensorClass");
+  t.lock_();
+  EXPECT_THROWS_WITH(
+      t.rename_key_("obs", "mask"), c10::Error, "Cannot modify locked");
+  EXPECT_FALSE(t.is_none("obs"));
+}
+
+// Python: `s.batch_size = [5]` raises naming the tensor that does not fit,
+// and the instance keeps its batch size; a locked instance takes a new
+// batch size too.
+TEST(TensorClassTest, SetBatchSizeChecksTheFieldsAndChangesNothingOnError) {
+  Trajectory t = make_trajectory();
+  EXPECT_THROWS_WITH(t.set_batch_size({5}), c10::Error, "obs");
+  EXPECT_THROWS_WITH(t.set_batch_size({4, 3}), c10::Error, "action");
+  EXPECT_EQ(t.batch_size(), c10::IntArrayRef({4}));
+  EXPECT_EQ(t.inner().batch_size(), c10::IntArrayRef({4}));
+  EXPECT_EQ(&t.set_batch_size({}), &t);
+  EXPECT_EQ(t.batch_size(), c10::IntArrayRef({}));
+  EXPECT_EQ(t.task(), "reach");
+  t.lock_();
+  t.set_batch_size({4});
+  EXPECT_EQ(t.batch_size(), c10::IntArrayRef({4}));
+  EXPECT_EQ(t.index({1}).obs().sizes(), c10::IntArrayRef({3}));
+}
+
+// Without CUDA, `cuda()` names what is missing, even for an instance with
+// no tensor to move (Python: "Torch not compiled with CUDA enabled").
+TEST(TensorClassTest, CudaThrowsAClearErrorWithoutCuda) {
+  if (at::hasCUDA()) {
+    GTEST_SKIP() << "a CUDA device is here; CudaMovesEveryField_CUDA runs";
+  }
+  EXPECT_THROWS_WITH(
+      (void)make_trajectory().cuda(),
+      c10::Error,
+      "cuda: CUDA is not available (this PyTorch was built without CUDA, or "
+      "it sees no CUDA device)");
+  EXPECT_THROWS_WITH(
+      (void)Inner().cuda(0), c10::Error, "cuda: CUDA is not available");
+}
+
+TEST(TensorClassTest, CudaMovesEveryField_CUDA) {
+  if (!at::hasCUDA()) {
+    GTEST_SKIP() << "no CUDA device here";
+  }
+  const Trajectory t = make_trajectory();
+  const Trajectory g = t.cuda();
+  EXPECT_EQ(g.device()->type(), c10::kCUDA);
+  EXPECT_TRUE(g.obs().is_cuda());
+  EXPECT_TRUE(g.inner().x().is_cuda());
+  EXPECT_TRUE(torch::equal(g.obs().cpu(), t.obs()));
+  EXPECT_EQ(g.task(), "reach");
+  EXPECT_TRUE(t.obs().device().is_cpu());
+  EXPECT_TRUE(t.cuda(0).obs().is_cuda());
+  EXPECT_THROWS_WITH(
+      (void)t.cuda(static_cast<c10::DeviceIndex>(at::getNumGPUs())),
+      c10::IndexError,
+      "is out of range");
+}
+
 }  // namespace tensor_class_test

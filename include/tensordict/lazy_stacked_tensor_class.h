@@ -140,21 +140,74 @@ class LazyStackedTensorClass {
   /// Saves the stack as Python saves `Cls.lazy_stack(...)` (with a
   /// registered class: `meta.json` with `_type`, the lazy stack under
   /// `_tensordict/`, one directory per element) and returns it backed by
-  /// the files. Python loads it as its class over a lazy stack.
-  LazyStackedTensorClass memmap(const MemmapOptions& options) const {
+  /// the files. Python loads it as its class over a lazy stack. With no
+  /// prefix, the tensors go to anonymous shared memory, as Python's
+  /// `save()` (see `TensorClass::save`).
+  LazyStackedTensorClass memmap(const MemmapOptions& options = {}) const {
     return LazyStackedTensorClass(
         detail::tc_memmap_lazy(stack_, TC::tensor_class_info(), options));
   }
   /// Same as `memmap` (Python's `save`).
-  LazyStackedTensorClass save(const MemmapOptions& options) const {
+  LazyStackedTensorClass save(const MemmapOptions& options = {}) const {
     return memmap(options);
   }
-  /// Same as `memmap` (Python's `dumps`). The other members of the save
-  /// family (`memmap_`, `memmap_like`, `load_`, `memmap_refresh_`) are not
-  /// forwarded here yet: call them on a copy of `lazy_stacked_tensordict()`
-  /// (a handle to the same stack).
-  LazyStackedTensorClass dumps(const MemmapOptions& options) const {
+  /// Same as `memmap` (Python's `dumps`).
+  LazyStackedTensorClass dumps(const MemmapOptions& options = {}) const {
     return memmap(options);
+  }
+  /// Writes the stack like `memmap`, then maps every element's tensors to
+  /// the files in place and locks the elements, as Python's `memmap_`
+  /// (see `LazyStackedTensorDict::memmap_`); the elements (aliased by the
+  /// instances `at(i)` gave) now read the files. Throws as
+  /// `TensorDict::memmap_`; on an error no element has changed.
+  LazyStackedTensorClass& memmap_(const MemmapOptions& options = {}) {
+    detail::tc_mark_lazy(stack_, TC::tensor_class_info());
+    stack_.memmap_(options);
+    return *this;
+  }
+  /// Writes the layout of `memmap` with zero-filled leaf files (shapes,
+  /// dtypes and non-tensor fields, no tensor data) and returns the stack
+  /// mapping them, as Python's `memmap_like`.
+  [[nodiscard]] LazyStackedTensorClass memmap_like(
+      const MemmapOptions& options = {}) const {
+    return LazyStackedTensorClass(
+        detail::tc_marked_lazy_copy(stack_, TC::tensor_class_info())
+            .memmap_like(options));
+  }
+  /// Loads a lazy stack saved by `memmap` (or by Python) into this one in
+  /// place, element by element, as Python's `load_` (see
+  /// `LazyStackedTensorDict::load_memmap_`). Throws ValueError, before
+  /// anything is loaded, if the directory holds another registered class,
+  /// a dense instance, elements that do not fit the class, or another
+  /// element count or stack dim.
+  LazyStackedTensorClass& load_(
+      const std::string& prefix, const LoadMemmapOptions& options = {}) {
+    detail::tc_load_lazy_memmap_into(
+        stack_, TC::tensor_class_info(), prefix, options);
+    return *this;
+  }
+  /// Same as `load_` (Python's `load_memmap_`).
+  LazyStackedTensorClass& load_memmap_(
+      const std::string& prefix, const LoadMemmapOptions& options = {}) {
+    return load_(prefix, options);
+  }
+  /// Re-reads the stack's own directory (see
+  /// `LazyStackedTensorDict::memmap_refresh_`; Python refuses every lazy
+  /// stack here); throws like it, and like `from_lazy_stack` if the files
+  /// no longer fit the class.
+  LazyStackedTensorClass& memmap_refresh_() {
+    stack_.memmap_refresh_();
+    detail::tc_check_lazy(stack_, TC::tensor_class_info());
+    return *this;
+  }
+  /// Returns true if every element is memory-mapped.
+  bool is_memmap() const {
+    return stack_.is_memmap();
+  }
+  /// Returns the directory the stack was saved to or loaded from (see
+  /// `LazyStackedTensorDict::saved_path`), or nullopt.
+  std::optional<std::string> saved_path() const {
+    return stack_.saved_path();
   }
   /// Loads a lazy stack of `TC` saved by `memmap` or by Python; throws
   /// ValueError if the tree holds another registered class or a dense

@@ -73,6 +73,17 @@
 //   `num_keys()` counts the set fields. `flatten_keys` returns the
 //   flat TensorDict (Python raises ValueError: flat keys are no fields);
 //   `unflatten_keys`, `from_module` and Python alike check the result.
+// - `rename_key_` and `make_memmap` take fields only (or keys inside a
+//   TensorDict or TensorClass field) and refuse an entry the field cannot
+//   hold: Python writes any key (deprecated) and any entry, which a typed
+//   getter could no longer read.
+// - `save()` and `memmap()` with no prefix map anonymous shared memory (no
+//   file, `saved_path()` nullopt), as Python's file-less
+//   MemoryMappedTensors; `make_memmap` needs a directory, so it refuses
+//   such an instance, which Python accepts.
+// - The batch size is set with `set_batch_size(...)` (Python's property
+//   setter) and the field names are `fields()` (Python's `Cls.fields()` and
+//   `dataclasses.fields`).
 //
 // The TensorDict ops a TensorClass forwards, and so the names a field may
 // not take without kShadow, come from one list, TENSORDICT_TENSORCLASS_OPS
@@ -364,6 +375,36 @@ class TensorClass : public std::conditional_t<
         c10::ArrayRef<FieldInit>(
             non_tensordict.begin(), non_tensordict.size()));
   }
+  /// Builds an instance from key/value pairs, as Python's
+  /// `Cls.from_dict(d, auto_batch_size=..., batch_size=...)`: the dict of
+  /// `TensorDict::from_dict(items, options)`, checked as `from_tensordict`
+  /// (ValueError listing the keys that are not fields, TypeError for an
+  /// entry that does not fit its field). Fields left out are unset.
+  [[nodiscard]] static Derived from_dict(
+      const std::vector<Item>& items, const FromDictOptions& options = {}) {
+    return checked(TensorDict::from_dict(items, options));
+  }
+  /// Makes an instance with no batch dims whose fields named in `keys` all
+  /// hold `value` (aliased), as Python's `Cls.fromkeys(keys, value)`; throws
+  /// like `from_tensordict` for a key that is not a field or a field that
+  /// takes no tensor.
+  [[nodiscard]] static Derived fromkeys(
+      const std::vector<NestedKey>& keys, const at::Tensor& value) {
+    return checked(TensorDict::fromkeys(keys, value));
+  }
+  /// Same, each field holding the 0-dim tensor of `value` (int64 for
+  /// integers, the default dtype for floats), Python's
+  /// `Cls.fromkeys(keys, 0)`.
+  [[nodiscard]] static Derived fromkeys(
+      const std::vector<NestedKey>& keys, const c10::Scalar& value = 0) {
+    return checked(TensorDict::fromkeys(keys, value));
+  }
+  /// Returns the field names in declaration order, the parents' first: the
+  /// names of Python's `Cls.fields()` (deprecated there for
+  /// `dataclasses.fields(Cls)`, which gives the same order).
+  [[nodiscard]] static std::vector<std::string> fields() {
+    return detail::tc_field_names(Derived::tensor_class_info());
+  }
   /// Returns a new TensorDict holding a deep copy of the fields, as
   /// Python's `to_tensordict(retain_none=...)`; `tensordict()` gives the
   /// dict itself. Unset fields are left out, or with `retain_none` written
@@ -406,6 +447,15 @@ class TensorClass : public std::conditional_t<
     const auto& info = Derived::tensor_class_info();
     return detail::tc_find(
                this->td_, info, detail::tc_field_index(info, name)) == nullptr;
+  }
+  /// Returns true if the entry at `key` (a field name, or a nested key whose
+  /// first part names a field) holds non-tensor data, as Python's
+  /// `is_non_tensor(key)`: a string or JSON field, or a number stored as
+  /// data. Throws KeyError for a first part that is not a field, and, as
+  /// Python, for an unset field or a missing entry.
+  bool is_non_tensor(const NestedKey& key) const {
+    (void)detail::tc_field_index(Derived::tensor_class_info(), key[0]);
+    return this->td_.is_non_tensor(key);
   }
   /// Returns the field named `name` as an entry, Python's `get(name,
   /// default)`: nullopt (Python's None) when the field is unset, and
@@ -511,6 +561,40 @@ class TensorClass : public std::conditional_t<
   template <typename V = void>
   Derived& set_non_tensor(std::string_view name, const Json& value) {
     return set<V>(name, FieldArg(value));
+  }
+  /// Moves the entry at `old_key` to `new_key` in place, as Python's
+  /// `rename_key_(old_key, new_key, safe=...)`: both name fields (or keys
+  /// inside a TensorDict or TensorClass field), `old_key`'s field is unset
+  /// after. Without `safe` a set `new_key` is replaced, as in Python; with
+  /// it, that is a KeyError. Throws KeyError for a key whose first part is
+  /// not a field (Python still writes it, deprecated) or for an unset
+  /// `old_key`, TypeError when the entry does not fit `new_key`'s field
+  /// (Python stores it anyway), and RuntimeError when the instance is
+  /// locked; nothing changes on an error. Does not compile for a frozen
+  /// class.
+  template <typename V = void>
+  Derived& rename_key_(
+      const NestedKey& old_key, const NestedKey& new_key, bool safe = false) {
+    static_assert(
+        std::is_void_v<V> && !has_flag(kFlags, ClassFlags::kFrozen),
+        "cannot rename a field of a frozen TensorClass");
+    detail::tc_rename_key(
+        this->td_, Derived::tensor_class_info(), old_key, new_key, safe);
+    return self();
+  }
+  /// Sets the batch size in place, Python's `tc.batch_size = [...]`, by
+  /// `TensorDict::set_batch_size`'s rules: shrinking always fits, growing
+  /// is checked against every field. Throws, naming the field, if one does
+  /// not fit; the instance is then unchanged. Works on a locked instance,
+  /// as in Python; does not compile for a frozen class (Python's
+  /// FrozenInstanceError).
+  template <typename V = void>
+  Derived& set_batch_size(c10::IntArrayRef batch_size) {
+    static_assert(
+        std::is_void_v<V> && !has_flag(kFlags, ClassFlags::kFrozen),
+        "cannot set the batch size of a frozen TensorClass");
+    this->td_.set_batch_size(batch_size);
+    return self();
   }
 
   // --- generated forwarders: TENSORDICT_TENSORCLASS_OPS lists them (shape
@@ -656,6 +740,16 @@ class TensorClass : public std::conditional_t<
       const at::TensorOptions& options, bool non_blocking = false) const {
     return wrap(this->td_.to(options, non_blocking));
   }
+  /// Returns a copy with every tensor on CUDA device `index` (the current
+  /// one when nullopt), as Python's `cuda(device=None)`. Throws when CUDA
+  /// is unavailable (no CUDA build or no GPU: Python's "Torch not compiled
+  /// with CUDA enabled") and IndexError for an index out of range, even
+  /// when the instance holds no tensor.
+  [[nodiscard]] Derived cuda(
+      std::optional<c10::DeviceIndex> index = std::nullopt,
+      bool non_blocking = false) const {
+    return wrap(this->td_.to(detail::tc_cuda_device(index), non_blocking));
+  }
   /// Copies every field of `src` into this instance's tensors in place.
   Derived& copy_(const Derived& src, bool non_blocking = false) {
     this->td_.copy_(src.tensordict(), non_blocking);
@@ -774,12 +868,33 @@ class TensorClass : public std::conditional_t<
     detail::tc_check(this->td_, Derived::tensor_class_info());
     return self();
   }
-  /// Same as `memmap` (Python's `save`).
-  Derived save(const MemmapOptions& options) const {
+  /// Adds a zero-filled tensor backed by a new file at `key` of an instance
+  /// memmapped to a directory and returns it, as Python's `make_memmap`
+  /// (see `TensorDict::make_memmap`): the field reads it from then on, and
+  /// its entry in meta.json makes loads see it, in Python's tensorclass
+  /// layout for a registered class. `key` is a tensor field (or a number
+  /// field), or a key inside a TensorDict or TensorClass field. Throws
+  /// KeyError for a part that is not a field (Python adds the key anyway),
+  /// TypeError for a field that takes no tensor, and what
+  /// `TensorDict::make_memmap` throws: an instance not memmapped to a
+  /// directory (an anonymous `memmap()` too, which Python allows), a set
+  /// field, a shape that does not start with the batch size.
+  at::Tensor make_memmap(
+      const NestedKey& key,
+      c10::IntArrayRef shape,
+      c10::ScalarType dtype = c10::kFloat) {
+    return detail::tc_make_memmap(
+        this->td_, Derived::tensor_class_info(), key, shape, dtype);
+  }
+  /// Same as `memmap` (Python's `save`). With no prefix, as Python's
+  /// `save()`, the tensors go to anonymous shared memory: the result
+  /// `is_memmap()`, has no `saved_path()` and nothing is written to disk
+  /// (Python's MemoryMappedTensors without a file).
+  Derived save(const MemmapOptions& options = {}) const {
     return memmap(options);
   }
-  /// Same as `memmap` (Python's `dumps`).
-  Derived dumps(const MemmapOptions& options) const {
+  /// Same as `memmap` (Python's `dumps`); with no prefix as `save()`.
+  Derived dumps(const MemmapOptions& options = {}) const {
     return memmap(options);
   }
   /// Loads a directory saved by `memmap` (or by Python) into this instance

@@ -8,6 +8,8 @@
 
 #include "tensordict/tensor_class.h"
 
+#include <ATen/Context.h>
+
 #include <algorithm>
 #include <array>
 #include <memory>
@@ -61,11 +63,6 @@ static_assert(
     static_cast<size_t>(FieldKind::kJson) + 1 == kFieldKindNames.size(),
     "one name per FieldKind");
 
-const char* kind_name(FieldKind kind) {
-  const auto index = static_cast<size_t>(kind);
-  return index < kFieldKindNames.size() ? kFieldKindNames[index] : "a value";
-}
-
 const char* arg_name(const FieldArg& arg) {
   switch (arg.value().index()) {
     case 0:
@@ -85,21 +82,8 @@ const char* arg_name(const FieldArg& arg) {
   }
 }
 
-std::string field_label(const ClassInfo& info, size_t index) {
-  return c10::str("field '", info.fields[index].name, "' of ", info.name);
-}
-
 std::string sorted_names_repr(const std::vector<std::string>& names) {
   return sorted_list_repr({names.begin(), names.end()});
-}
-
-std::vector<std::string> field_names(const ClassInfo& info) {
-  std::vector<std::string> names;
-  names.reserve(info.fields.size());
-  for (const auto& f : info.fields) {
-    names.push_back(f.name);
-  }
-  return names;
 }
 
 [[noreturn]] void throw_no_such_field(
@@ -112,7 +96,7 @@ std::vector<std::string> field_names(const ClassInfo& info) {
           ": ",
           info.name,
           " has no such field. Its fields are ",
-          sorted_names_repr(field_names(info)),
+          sorted_names_repr(tc_field_names(info)),
           "."));
 }
 
@@ -193,6 +177,69 @@ bool is_number(const FieldArg::Variant& v) {
 }
 
 }  // namespace
+
+const char* kind_name(FieldKind kind) {
+  const auto index = static_cast<size_t>(kind);
+  return index < kFieldKindNames.size() ? kFieldKindNames[index] : "a value";
+}
+
+std::string field_label(const ClassInfo& info, size_t index) {
+  return c10::str("field '", info.fields[index].name, "' of ", info.name);
+}
+
+std::vector<std::string> tc_field_names(const ClassInfo& info) {
+  std::vector<std::string> names;
+  names.reserve(info.fields.size());
+  for (const auto& f : info.fields) {
+    names.push_back(f.name);
+  }
+  return names;
+}
+
+const char* kind_mismatch(const Value& value, FieldKind kind) {
+  switch (kind) {
+    case FieldKind::kTensor:
+      return value.is_tensor() ? nullptr : "a tensor";
+    case FieldKind::kTensorDict:
+    case FieldKind::kTensorClass:
+      return value.is_tensordict() ? nullptr : "a TensorDict";
+    case FieldKind::kString:
+      return value.is_non_tensor() ? nullptr : "a string";
+    case FieldKind::kJson:
+      return value.is_non_tensor() ? nullptr : "a JSON value";
+    case FieldKind::kInt:
+    case FieldKind::kDouble:
+    case FieldKind::kBool:
+      return value.is_tensordict() ? kind_name(kind) : nullptr;
+  }
+  return nullptr;
+}
+
+FieldAt resolve_field(
+    const ClassInfo& info, const NestedKey& key, const char* op) {
+  const ClassInfo* level = &info;
+  for (size_t depth = 0;; ++depth) {
+    const size_t index = tc_field_index(*level, key[depth]);
+    if (depth + 1 == key.size()) {
+      return {level, index};
+    }
+    const FieldInfo& field = level->fields[index];
+    if (field.kind == FieldKind::kTensorDict) {
+      return {};  // any key goes inside a TensorDict field
+    }
+    TORCH_CHECK_VALUE(
+        field.kind == FieldKind::kTensorClass,
+        op,
+        ": the key ",
+        key.to_string(),
+        " goes through ",
+        field_label(*level, index),
+        ", which takes ",
+        kind_name(field.kind),
+        ", not a TensorDict or a TensorClass");
+    level = field.nested;
+  }
+}
 
 std::optional<size_t> find_field(const ClassInfo& info, std::string_view name) {
   for (size_t i = 0; i < info.fields.size(); ++i) {
@@ -319,7 +366,7 @@ size_t tc_field_index(const ClassInfo& info, std::string_view name) {
       " has no field ",
       python_repr(name),
       ". Its fields are ",
-      sorted_names_repr(field_names(info)),
+      sorted_names_repr(tc_field_names(info)),
       ".");
   return *index;
 }
@@ -796,10 +843,48 @@ namespace {
       "Keys from the tensordict (",
       set_repr(keys),
       ") must correspond to the class attributes (",
-      set_repr(field_names(info)),
+      set_repr(tc_field_names(info)),
       "). Got the set of keys {",
       set_repr(extra),
       "} which do not belong to the class.");
+}
+
+}  // namespace
+
+namespace {
+
+// Checks the dict of a TensorClass field: its Python class marker and its
+// fields.
+void check_nested_class(
+    const TensorDict& nested, const ClassInfo& info, size_t index) {
+  const FieldInfo& field = info.fields[index];
+  const std::string& cls = nested.python_class();
+  TORCH_CHECK_VALUE(
+      cls.empty() || field.nested->python_class.empty() ||
+          cls == field.nested->python_class,
+      field_label(info, index),
+      " holds the Python class ",
+      cls,
+      ", but ",
+      field.nested->name,
+      " is registered as ",
+      field.nested->python_class);
+  try {
+    tc_check(nested, *field.nested);
+  } catch (c10::Error& e) {
+    TORCH_RETHROW(e, "while checking ", field_label(info, index));
+  }
+}
+
+// Throws unless `value` fits field `index`.
+void check_entry(const Value& value, const ClassInfo& info, size_t index) {
+  const FieldKind kind = info.fields[index].kind;
+  if (const char* expected = kind_mismatch(value, kind)) {
+    throw_wrong_entry(value, info, index, expected);
+  }
+  if (kind == FieldKind::kTensorClass) {
+    check_nested_class(value.tensordict(), info, index);
+  }
 }
 
 }  // namespace
@@ -818,64 +903,59 @@ void tc_check(const TensorDict& td, const ClassInfo& info) {
     throw_keys_not_fields(keys, extra, info);
   }
   for (size_t i = 0; i < info.fields.size(); ++i) {
-    const FieldInfo& field = info.fields[i];
-    const Value* value = tc_find(td, info, i);
-    if (value == nullptr) {
-      continue;
-    }
-    switch (field.kind) {
-      case FieldKind::kTensor:
-        if (!value->is_tensor()) {
-          throw_wrong_entry(*value, info, i, "a tensor");
-        }
-        break;
-      case FieldKind::kTensorDict:
-        if (!value->is_tensordict()) {
-          throw_wrong_entry(*value, info, i, "a TensorDict");
-        }
-        break;
-      case FieldKind::kTensorClass: {
-        if (!value->is_tensordict()) {
-          throw_wrong_entry(*value, info, i, "a TensorDict");
-        }
-        const TensorDict& nested = value->tensordict();
-        const std::string& cls = nested.python_class();
-        TORCH_CHECK_VALUE(
-            cls.empty() || field.nested->python_class.empty() ||
-                cls == field.nested->python_class,
-            field_label(info, i),
-            " holds the Python class ",
-            cls,
-            ", but ",
-            field.nested->name,
-            " is registered as ",
-            field.nested->python_class);
-        try {
-          tc_check(nested, *field.nested);
-        } catch (c10::Error& e) {
-          TORCH_RETHROW(e, "while checking ", field_label(info, i));
-        }
-        break;
-      }
-      case FieldKind::kString:
-      case FieldKind::kJson:
-        if (!value->is_non_tensor()) {
-          throw_wrong_entry(
-              *value,
-              info,
-              i,
-              field.kind == FieldKind::kString ? "a string" : "a JSON value");
-        }
-        break;
-      case FieldKind::kInt:
-      case FieldKind::kDouble:
-      case FieldKind::kBool:
-        if (value->is_tensordict()) {
-          throw_wrong_entry(*value, info, i, kind_name(field.kind));
-        }
-        break;
+    if (const Value* value = tc_find(td, info, i)) {
+      check_entry(*value, info, i);
     }
   }
+}
+
+void tc_rename_key(
+    const TensorDict& td,
+    const ClassInfo& info,
+    const NestedKey& old_key,
+    const NestedKey& new_key,
+    bool safe) {
+  (void)resolve_field(info, old_key, "rename_key_");
+  const FieldAt to = resolve_field(info, new_key, "rename_key_");
+  const Value* value = td.find(old_key);
+  if (value != nullptr && to.info != nullptr) {
+    const FieldKind kind = to.info->fields[to.index].kind;
+    if (const char* expected = kind_mismatch(*value, kind)) {
+      C10_THROW_ERROR(
+          TypeError,
+          c10::str(
+              "rename_key_: the entry at ",
+              old_key.to_string(),
+              " is ",
+              entry_name(*value),
+              ", but ",
+              field_label(*to.info, to.index),
+              " takes ",
+              expected));
+    }
+    if (kind == FieldKind::kTensorClass) {
+      check_nested_class(value->tensordict(), *to.info, to.index);
+    }
+  }
+  TensorDict(td).rename_key_(old_key, new_key, safe);
+}
+
+c10::Device tc_cuda_device(std::optional<c10::DeviceIndex> index) {
+  TORCH_CHECK(
+      at::hasCUDA(),
+      "cuda: CUDA is not available (this PyTorch was built without CUDA, or "
+      "it sees no CUDA device); move to another device with to(device)");
+  const auto count = static_cast<int64_t>(at::getNumGPUs());
+  const c10::DeviceIndex device =
+      index ? *index : at::detail::getCUDAHooks().current_device();
+  TORCH_CHECK_INDEX(
+      device >= 0 && device < count,
+      "cuda: device index ",
+      static_cast<int64_t>(device),
+      " is out of range: ",
+      count,
+      " CUDA device(s) are visible");
+  return {c10::kCUDA, device};
 }
 
 namespace {

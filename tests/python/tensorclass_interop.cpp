@@ -116,6 +116,15 @@ void check_python_trees(const std::string& work) {
       torch::equal(holder.get("x"), torch::arange(4, torch::kFloat)),
       "py_td_entry.x");
 
+  const TcTrajectory consolidated =
+      TcTrajectory::from_consolidated(work + "/py_consolidated.bin");
+  expect(
+      torch::equal(consolidated.obs(), traj.obs()) &&
+          torch::equal(consolidated.inner().x(), traj.inner().x()) &&
+          consolidated.inner().tag() == "grip" &&
+          consolidated.task() == "reach",
+      "py_consolidated.bin read by from_consolidated");
+
   TcCounts counts = TcCounts::load_memmap(work + "/py_counts");
   expect(counts.step() == 7, "py_counts.step");
   expect(counts.ratio() == 0.25, "py_counts.ratio");
@@ -331,6 +340,21 @@ void write_cpp_trees(const std::string& work) {
       .memmap(MemmapOptions(work + "/cpp_retain_none"));
   TcCounts counts({{"step", 11}, {"ratio", 0.5}, {"done", false}});
   (void)counts.memmap(MemmapOptions(work + "/cpp_counts"));
+  // memmap_ of a lazy stack writes what memmap writes.
+  auto lazy = lazy_stack(std::vector<TcInner>{
+      TcInner({{"x", torch::full({1, 3}, 4.5)}, {"tag", "in place"}}, {1}),
+      TcInner({{"x", torch::full({1, 1}, 5.5)}, {"tag", "too"}}, {1})});
+  lazy.memmap_(MemmapOptions(work + "/cpp_lazy_inplace"));
+  // make_memmap adds the unset mask to a saved instance, in Python's
+  // tensorclass layout.
+  TcTrajectory made = traj.clone();
+  made.memmap_(MemmapOptions(work + "/cpp_made"));
+  made.make_memmap("mask", {2}, torch::kLong).copy_(torch::tensor({7, 8}));
+  // The field order Python's dataclasses.fields gives.
+  std::ofstream(work + "/cpp_fields.json") << Json{
+      {"TcTrajectory", TcTrajectory::fields()},
+      {"TcInner", TcInner::fields()},
+      {"TcCounts", TcCounts::fields()}}.dump();
 }
 
 }  // namespace

@@ -8,6 +8,11 @@
 3. Python loads what C++ saved: the classes must be the Python tensorclasses
    and every field must hold what C++ wrote.
 
+C++ also saves a lazy stack with ``memmap_``, adds a field to a saved
+instance with ``make_memmap``, and writes the order of ``fields()``, which
+must be that of ``dataclasses.fields``; it reads Python's
+``consolidate(filename=...)`` with ``from_consolidated``.
+
 Both sides also save a TcInner over a lazy stack of differently shaped
 elements (Python's ``TcInner.lazy_stack``) for the other to load, and a
 TensorDict holding a tensorclass entry, which must load with its class.
@@ -24,6 +29,7 @@ Python's KeyError, the same way.
 usage: tensorclass_interop.py TENSORCLASS_INTEROP_BINARY WORK_DIR
 """
 
+import dataclasses
 import json
 import os
 import shutil
@@ -129,6 +135,7 @@ def write(work: str) -> None:
         batch_size=[4],
     )
     traj.memmap(os.path.join(work, "py_traj"))
+    traj.consolidate(filename=os.path.join(work, "py_consolidated.bin"))
     with open(os.path.join(work, "py_state_dict.json"), "w") as f:
         json.dump(
             {
@@ -216,6 +223,35 @@ def check(work: str) -> list:
     )
     expect(plain.get("mask").data is None, f"cpp_retain_none mask {plain.get('mask')!r}")
     expect(plain.get("note").data == "a note", f"cpp_retain_none note {plain.get('note')!r}")
+
+    inplace = TcInner.load_memmap(os.path.join(work, "cpp_lazy_inplace"))
+    expect(type(inplace) is TcInner, f"cpp_lazy_inplace loads as {type(inplace)}")
+    expect(
+        isinstance(inplace._tensordict, LazyStackedTensorDict),
+        f"cpp_lazy_inplace holds a {type(inplace._tensordict)}",
+    )
+    expect(
+        torch.equal(inplace[0].x, torch.full((1, 3), 4.5)),
+        f"cpp_lazy_inplace[0].x {inplace[0].x}",
+    )
+    expect(inplace[1].tag == "too", f"cpp_lazy_inplace[1].tag {inplace[1].tag!r}")
+
+    made = TcTrajectory.load_memmap(os.path.join(work, "cpp_made"))
+    expect(type(made) is TcTrajectory, f"cpp_made loads as {type(made)}")
+    expect(
+        made.mask is not None and torch.equal(made.mask, torch.tensor([7, 8])),
+        f"cpp_made.mask {made.mask!r}",
+    )
+    expect(made.note == "a note", f"cpp_made.note {made.note!r}")
+
+    with open(os.path.join(work, "cpp_fields.json")) as f:
+        cpp_fields = json.load(f)
+    for cls in (TcTrajectory, TcInner, TcCounts):
+        names = [field.name for field in dataclasses.fields(cls)]
+        expect(
+            cpp_fields[cls.__name__] == names,
+            f"{cls.__name__}::fields() {cpp_fields[cls.__name__]}, Python {names}",
+        )
 
     counts = TcCounts.load_memmap(os.path.join(work, "cpp_counts"))
     expect(type(counts) is TcCounts, f"cpp_counts loads as {type(counts)}")

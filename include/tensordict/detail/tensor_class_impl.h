@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tensordict/detail/tensor_class_traits.h"
 #include "tensordict/lazy_stack.h"
@@ -110,6 +111,30 @@ TENSORDICT_API at::Tensor tc_read_tensor(
 /// Returns the index of the field named `name`; throws KeyError.
 TENSORDICT_API size_t
 tc_field_index(const ClassInfo& info, std::string_view name);
+/// Returns the field names in declaration order, the parents' first.
+TENSORDICT_API std::vector<std::string> tc_field_names(const ClassInfo& info);
+/// Renames the entry at `old_key` to `new_key` in place, as
+/// `TensorDict::rename_key_`, after checking (before anything changes) that
+/// both keys name fields and that the entry fits the field it moves to.
+TENSORDICT_API void tc_rename_key(
+    const TensorDict& td,
+    const ClassInfo& info,
+    const NestedKey& old_key,
+    const NestedKey& new_key,
+    bool safe);
+/// Adds a memory-mapped tensor at `key`, as `TensorDict::make_memmap`,
+/// after checking that a tensor may be stored there.
+TENSORDICT_API at::Tensor tc_make_memmap(
+    const TensorDict& td,
+    const ClassInfo& info,
+    const NestedKey& key,
+    c10::IntArrayRef shape,
+    c10::ScalarType dtype);
+/// Returns the CUDA device `cuda(index)` moves to (the current one when
+/// `index` is nullopt); throws when CUDA is unavailable or `index` is out of
+/// range.
+TENSORDICT_API c10::Device tc_cuda_device(
+    std::optional<c10::DeviceIndex> index);
 
 // Convert a stored entry to the field's C++ type; each throws TypeError
 // naming the field when the entry holds something else.
@@ -204,6 +229,23 @@ TENSORDICT_API LazyStackedTensorDict tc_memmap_lazy(
     const LazyStackedTensorDict& stack,
     const ClassInfo& info,
     const MemmapOptions& options);
+/// Marks a lazy stack of instances in place so that a save writes Python's
+/// layout of `Cls.lazy_stack` (the class on the stack, none on the
+/// elements, the classes of their TensorClass fields).
+TENSORDICT_API void tc_mark_lazy(
+    LazyStackedTensorDict& stack, const ClassInfo& info);
+/// Returns a stack of shallow copies of the elements, marked as
+/// `tc_mark_lazy` marks, to save.
+TENSORDICT_API LazyStackedTensorDict
+tc_marked_lazy_copy(const LazyStackedTensorDict& stack, const ClassInfo& info);
+/// Loads a lazy stack of instances saved at `prefix` into `stack` in place
+/// (`LazyStackedTensorDict::load_memmap_`), after checking from meta.json
+/// that it holds this class.
+TENSORDICT_API void tc_load_lazy_memmap_into(
+    LazyStackedTensorDict& stack,
+    const ClassInfo& info,
+    const std::string& prefix,
+    const LoadMemmapOptions& options);
 /// Loads a lazy stack of instances (checks `_type` and every element).
 TENSORDICT_API LazyStackedTensorDict tc_load_lazy_memmap(
     const ClassInfo& info,

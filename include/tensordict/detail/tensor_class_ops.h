@@ -71,6 +71,9 @@
   X(MEMBER, to_tensordict)    X(MEMBER, get)            X(MEMBER, is_none)    \
   X(MEMBER, set)              X(MEMBER, setdefault)     X(MEMBER, set_non_tensor) \
   X(QUERY, get_non_tensor)    X(MUTATE, set_)           X(MUTATE, update_)    \
+  X(MEMBER, is_non_tensor)    X(MEMBER, rename_key_)    X(MEMBER, set_batch_size) \
+  X(MEMBER, from_dict)        X(MEMBER, fromkeys)       X(FACTORY, from_consolidated) \
+  X(MEMBER, fields)                                                           \
   X(INPLACE, clear)           X(QUERY, to_dict)         X(QUERY, flatten_keys) \
   X(CHECKED, unflatten_keys)  X(SUBSET, to_module)      X(FACTORY, from_module) \
   /* indexing and shape */                                                   \
@@ -89,6 +92,7 @@
   X(MEMBER, refine_names)                                                     \
   /* apply, copies and casts */                                              \
   X(MEMBER, apply)            X(MEMBER, apply_)         X(MEMBER, to)         \
+  X(MEMBER, cuda)                                                             \
   X(COPY, cpu)                X(COPY, clone)            X(COPY, copy)         \
   X(MEMBER, copy_)            X(COPY, contiguous)       X(INPLACE, zero_)     \
   X(UNARY_PAIR, detach)       X(COPY, float32)          X(COPY, float64)      \
@@ -106,7 +110,7 @@
   X(MEMBER, repr)             X(MEMBER, memmap_async)   X(MEMBER, memmap_like) \
   X(MEMBER, memmap_refresh_)  X(MEMBER, dumps)          X(MEMBER, load_)      \
   X(MEMBER, load_memmap_)     X(MEMBER, memmap_async_)  X(MEMBER, save_async) \
-  X(MEMBER, memmap_like_async)                                                \
+  X(MEMBER, memmap_like_async) X(MEMBER, make_memmap)                        \
   /* keys, structure and updates, with TensorDict's arguments */            \
   X(QUERY, keys)              X(QUERY, values)          X(QUERY, items)       \
   X(QUERY, map)               X(QUERY, map_iter)        X(QUERY, is_consolidated) \
@@ -115,8 +119,7 @@
   X(MUTATE, update)           X(MUTATE, del_)           X(MUTATE, fill_)      \
   X(TAKE, pop)                                                                \
   /* Python's TensorDict members that TensorClass does not have */           \
-  X(PYTHON, cat)              X(PYTHON, cuda)           X(PYTHON, double)     \
-  X(PYTHON, fields)           X(PYTHON, float)          X(PYTHON, from_dict)  \
+  X(PYTHON, cat)              X(PYTHON, double)         X(PYTHON, float)      \
   X(PYTHON, int)              X(PYTHON, stack)
 
 // The operators TensorClass generates: CMP(op) for a comparison, leaf by
