@@ -199,7 +199,7 @@ tensordict_floor(tensor_class
 tensordict_floor(nn SIBLING_OF tensor_class
   SOURCES
     src/nn/aoti_module.cpp
-    src/nn/aoti_spec.cpp
+    src/nn/aoti_package_meta.cpp
     src/nn/module.cpp
     src/nn/module_weights.cpp
     src/nn/tensor_dict_module.cpp

@@ -21,8 +21,8 @@ fuzzer grew survives):
   deflated ``pack_memmap``, a ``memmap_like`` archive written into without
   ``refresh_archive_checksums`` (stale CRCs), and a zip written by
   ``zipfile`` to an unseekable stream, whose entries have data descriptors).
-- fuzz_aoti_spec: AOTI package specs in the target's two forms (see
-  fuzz/fuzz_aoti_spec.cpp): the metadata of a tutorial package, of a
+- fuzz_aoti_package_meta: AOTI package specs in the target's two forms (see
+  fuzz/fuzz_aoti_package_meta.cpp): the metadata of a tutorial package, of a
   ``tensordict_cpp.export`` package and of a probabilistic one, with input
   checks in the form AOTInductor generates them and the call specs torch's
   pytree writes; and the same as small zip packages.
@@ -269,7 +269,7 @@ def _input_check(index: int, dtype: str, sizes, strides) -> str:
 
 
 def aoti_specs() -> list[bytes]:
-    """Spec inputs for fuzz_aoti_spec, in its parts form and as zips."""
+    """Spec inputs for fuzz_aoti_package_meta, in its parts form and as zips."""
     import io
     import json
     import zipfile
@@ -417,7 +417,7 @@ def main() -> int:
             with open(path, "rb") as f:
                 save(os.path.join(corpus, "fuzz_tdz"), f.read())
         for data in aoti_specs():
-            save(os.path.join(corpus, "fuzz_aoti_spec"), data)
+            save(os.path.join(corpus, "fuzz_aoti_package_meta"), data)
         for data in pickles():
             save(os.path.join(corpus, "fuzz_pickle"), data)
         for target in sorted(os.listdir(corpus)):

@@ -15,7 +15,7 @@ shift 2
 targets=("$@")
 if ((${#targets[@]} == 0)); then
   targets=(fuzz_meta_tree fuzz_consolidated_bytes fuzz_consolidated_file fuzz_cli
-    fuzz_safetensors fuzz_tdz fuzz_aoti_spec fuzz_pickle)
+    fuzz_safetensors fuzz_tdz fuzz_aoti_package_meta fuzz_pickle)
 fi
 mkdir -p "$build/artifacts" "$build/logs"
 status=0

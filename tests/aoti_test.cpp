@@ -456,7 +456,7 @@ TEST_F(AOTIModuleTest, PackageThatCannotBeCheckedIsRefused) {
       AOTIModule(path("two_metadata.pt2")), c10::Error, "' differ");
 }
 
-// ---- The spec reader (nn/aoti_spec.h), on its own ----
+// ---- The spec reader (nn/aoti_package_meta.h), on its own ----
 
 using tensordict::detail::AotiInputCheck;
 using tensordict::detail::parse_input_checks;

@@ -657,7 +657,9 @@ TEST(RlEnvTest, MakeEnvKnowsCartPoleAndPointMass) {
       c10::ValueError,
       "unknown env 'Pendulum-v1'; the registered envs are 'CartPole-v1', ");
   EXPECT_THROWS_WITH(
-      rl::make_env("CartPole-v1", 0), c10::ValueError, "num_envs >= 1, got 0");
+      rl::make_env("CartPole-v1", 0),
+      c10::ValueError,
+      "make_env: env 'CartPole-v1' needs num_envs >= 1, got 0");
 }
 
 // --- collector ---------------------------------------------------------------
@@ -845,6 +847,20 @@ void check_traj_ids(const std::vector<TensorDict>& batches, int64_t n) {
     }
   }
   EXPECT_GT(resets, 3);
+}
+
+TEST(RlCollectorTest, SqueezeSingleEnvGivesOneSubEnvsBatchAsT) {
+  rl::Collector one(
+      rl::make_env("CartPole-v1", 1), make_policy(), rl::CollectorOptions(5));
+  const TensorDict batch = *one.next();
+  const TensorDict squeezed = rl::squeeze_single_env(batch);
+  EXPECT_EQ(squeezed.batch_size(), c10::IntArrayRef({5}));
+  EXPECT_EQ(squeezed.get({"next", "reward"}).sizes(), c10::IntArrayRef({5, 1}));
+  EXPECT_TRUE(torch::equal(squeezed.get("action"), batch.get("action")[0]));
+  rl::Collector two(
+      rl::make_env("CartPole-v1", 2), make_policy(), rl::CollectorOptions(4));
+  const TensorDict pair = *two.next();
+  EXPECT_TRUE(rl::squeeze_single_env(pair).is_same(pair));
 }
 
 TEST(RlCollectorTest, TrajIdsFollowResetsAcrossBatches) {

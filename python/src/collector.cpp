@@ -30,65 +30,27 @@
 
 namespace py = pybind11;
 
+// Defined in envs.cpp: the env keyword arguments as tensordict_cpp._C.Env
+// reads them.
+tensordict::Json parse_env_kwargs(const std::string& text);
+
 namespace {
 
 using tensordict::TensorDict;
 namespace rl = tensordict::rl;
 namespace tdnn = tensordict::nn;
 
-// The collector object of Python: owns an rl::Collector over a named C++
-// env and an AOTInductor package as the policy.
+// The collector object of Python: owns an rl::Collector over a C++ env and
+// an AOTInductor package as the policy.
 class PyCollector {
  public:
   PyCollector(
-      const std::string& env,
+      std::shared_ptr<rl::EnvBase> env,
       const std::string& policy,
-      int64_t frames_per_batch,
-      int64_t total_frames,
-      int64_t num_envs,
-      int64_t num_threads,
-      std::optional<uint64_t> seed,
-      std::optional<std::string> exploration_type,
-      bool track_policy_version,
-      bool reset_at_each_iter,
-      bool return_same_td,
-      const std::string& env_kwargs) {
-    TORCH_CHECK_VALUE(
-        frames_per_batch >= 1,
-        "Collector: frames_per_batch must be >= 1, got ",
-        frames_per_batch);
-    TORCH_CHECK_VALUE(
-        num_envs >= 1, "Collector: num_envs must be >= 1, got ", num_envs);
-    TORCH_CHECK_VALUE(
-        num_threads >= 1,
-        "Collector: num_threads must be >= 1, got ",
-        num_threads);
-    TORCH_CHECK_VALUE(
-        total_frames == -1 || total_frames >= 1,
-        "Collector: total_frames must be -1 (endless) or >= 1, got ",
-        total_frames);
-    rl::CollectorOptions options(frames_per_batch);
-    options.total_frames(total_frames)
-        .num_threads(num_threads)
-        .track_policy_version(track_policy_version)
-        .reset_at_each_iter(reset_at_each_iter)
-        .return_same_td(return_same_td)
-        .seed(seed);
-    if (exploration_type) {
-      options.exploration_type(
-          tdnn::interaction_type_from_string(*exploration_type));
-    } else {
-      options.exploration_type(std::nullopt);
-    }
-    std::shared_ptr<rl::EnvBase> made = rl::make_env(
-        env,
-        num_envs,
-        env_kwargs.empty() ? tensordict::Json::object()
-                           : tensordict::Json::parse(env_kwargs));
-    collector_ = std::make_unique<rl::Collector>(
-        std::move(made), tdnn::AOTIModule(policy), options);
-    policy_path_ = policy;
-  }
+      const rl::CollectorOptions& options)
+      : policy_path_(policy),
+        collector_(std::make_unique<rl::Collector>(
+            std::move(env), tdnn::AOTIModule(policy), options)) {}
 
   ~PyCollector() {
     // Joining the stepping threads needs no Python, and they never take
@@ -100,14 +62,14 @@ class PyCollector {
   PyCollector(const PyCollector&) = delete;
   PyCollector& operator=(const PyCollector&) = delete;
 
-  // The next batch, or nullopt at the end. One sub-env gives [T], the
-  // layout of TorchRL's Collector on an unbatched GymEnv; N give [N, T].
-  // Called with the GIL released.
+  // The next batch, or nullopt at the end, in TorchRL's layout for the
+  // env a Python user builds (rl::squeeze_single_env). Called with the GIL
+  // released.
   std::optional<TensorDict> next() {
     std::lock_guard<std::mutex> lock(mutex_);
     std::optional<TensorDict> batch = collector_->next();
-    if (batch && collector_->env()->num_envs() == 1) {
-      return batch->squeeze(0);
+    if (batch) {
+      return rl::squeeze_single_env(*batch);
     }
     return batch;
   }
@@ -129,6 +91,9 @@ class PyCollector {
 
   int64_t policy_version() const noexcept {
     return collector_->policy_version();
+  }
+  int64_t total_frames() const noexcept {
+    return collector_->total_frames();
   }
   int64_t frames() const noexcept {
     return collector_->frames();
@@ -166,6 +131,43 @@ class PyCollector {
   std::mutex mutex_;
 };
 
+// Python's keyword arguments as the C++ types: the env from the registry,
+// the options. Every check is the C++ API's (rl::make_env,
+// rl::Collector's constructor, nn::interaction_type_from_string), so the
+// errors name the argument as C++ users see them.
+std::unique_ptr<PyCollector> make_collector(
+    const std::string& env,
+    const std::string& policy,
+    int64_t frames_per_batch,
+    int64_t total_frames,
+    int64_t num_envs,
+    int64_t num_threads,
+    std::optional<uint64_t> seed,
+    const std::optional<std::string>& exploration_type,
+    bool track_policy_version,
+    bool reset_at_each_iter,
+    bool return_same_td,
+    const std::string& env_kwargs) {
+  // Loading the package (a shared object) is slow: without the GIL.
+  py::gil_scoped_release release;
+  rl::CollectorOptions options(frames_per_batch);
+  options.total_frames(total_frames)
+      .num_threads(num_threads)
+      .track_policy_version(track_policy_version)
+      .reset_at_each_iter(reset_at_each_iter)
+      .return_same_td(return_same_td)
+      .seed(seed)
+      .exploration_type(
+          exploration_type
+              ? std::optional<tdnn::InteractionType>(
+                    tdnn::interaction_type_from_string(*exploration_type))
+              : std::nullopt);
+  return std::make_unique<PyCollector>(
+      rl::make_env(env, num_envs, parse_env_kwargs(env_kwargs)),
+      policy,
+      options);
+}
+
 }  // namespace
 
 void bind_collector(py::module_& m) {
@@ -175,34 +177,7 @@ void bind_collector(py::module_& m) {
       "rl::Collector over a C++ env and an AOTInductor policy package; "
       "tensordict_cpp.Collector is the TorchRL-shaped wrapper to use.")
       .def(
-          py::init([](const std::string& env,
-                      const std::string& policy,
-                      int64_t frames_per_batch,
-                      int64_t total_frames,
-                      int64_t num_envs,
-                      int64_t num_threads,
-                      std::optional<uint64_t> seed,
-                      std::optional<std::string> exploration_type,
-                      bool track_policy_version,
-                      bool reset_at_each_iter,
-                      bool return_same_td,
-                      const std::string& env_kwargs) {
-            // Loading the package (a shared object) is slow: without the GIL.
-            py::gil_scoped_release release;
-            return std::make_unique<PyCollector>(
-                env,
-                policy,
-                frames_per_batch,
-                total_frames,
-                num_envs,
-                num_threads,
-                seed,
-                std::move(exploration_type),
-                track_policy_version,
-                reset_at_each_iter,
-                return_same_td,
-                env_kwargs);
-          }),
+          py::init(&make_collector),
           py::arg("env"),
           py::arg("policy"),
           py::kw_only(),
@@ -252,6 +227,7 @@ void bind_collector(py::module_& m) {
           [](PyCollector& self) { self.shutdown(); },
           py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("policy_version", &PyCollector::policy_version)
+      .def_property_readonly("total_frames", &PyCollector::total_frames)
       .def_property_readonly("frames", &PyCollector::frames)
       .def_property_readonly("frames_per_batch", &PyCollector::frames_per_batch)
       .def_property_readonly("num_envs", &PyCollector::num_envs)

@@ -24,6 +24,17 @@
 
 namespace py = pybind11;
 
+// The env keyword arguments (JSON text; empty: none) as make_env takes
+// them; the collector's too (collector.cpp).
+tensordict::Json parse_env_kwargs(const std::string& text) {
+  try {
+    return text.empty() ? tensordict::Json::object()
+                        : tensordict::Json::parse(text);
+  } catch (const std::exception& e) {
+    TORCH_CHECK_VALUE(false, "env keyword arguments are not JSON: ", e.what());
+  }
+}
+
 namespace {
 
 using tensordict::Json;
@@ -71,19 +82,11 @@ py::list composite_list(const rl::Composite& composite) {
   return out;
 }
 
-Json parse_kwargs(const std::string& text) {
-  try {
-    return text.empty() ? Json::object() : Json::parse(text);
-  } catch (const std::exception& e) {
-    TORCH_CHECK_VALUE(false, "env keyword arguments are not JSON: ", e.what());
-  }
-}
-
 // A registered env, stepped whole from Python.
 class PyEnv {
  public:
   PyEnv(const std::string& name, int64_t num_envs, const std::string& kwargs)
-      : env_(rl::make_env(name, num_envs, parse_kwargs(kwargs))) {}
+      : env_(rl::make_env(name, num_envs, parse_env_kwargs(kwargs))) {}
 
   // The reset root: observation keys and the flags; with a mask, only the
   // sub-envs it marks are reset (EnvBase::reset's "_reset").

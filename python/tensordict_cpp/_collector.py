@@ -108,29 +108,21 @@ class Collector:
     ):
         from . import _C
 
-        if not isinstance(env, str):
-            raise TypeError(
-                f"Collector: env must be the name of a registered C++ env "
-                f"(tensordict_cpp.registered_envs()), got {type(env).__name__}"
-            )
+        # The argument checks are the C++ API's (make_env, rl::Collector,
+        # the binding's types); what stays here is what only Python has: a
+        # path-like policy, a missing file as FileNotFoundError, a negative
+        # seed (C++ takes it unsigned), TorchRL's ExplorationType enum and
+        # the keyword arguments as JSON.
         if not isinstance(policy, (str, os.PathLike)):
             raise TypeError(
                 f"Collector: policy must be the path of a .pt2 package written by "
                 f"tensordict_cpp.export, got {type(policy).__name__}"
             )
-        for name, value in (
-            ("frames_per_batch", frames_per_batch),
-            ("total_frames", total_frames),
-            ("num_envs", num_envs),
-            ("num_threads", num_threads),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"Collector: {name} must be an int, got {value!r}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise ValueError(f"Collector: seed must be a non-negative int or None, got {seed!r}")
         if exploration_type is not None and not isinstance(exploration_type, str):
-            # TorchRL's ExplorationType enum.
-            exploration_type = getattr(exploration_type, "name", str(exploration_type)).lower()
+            # TorchRL's ExplorationType enum (C++ ignores the case).
+            exploration_type = getattr(exploration_type, "name", str(exploration_type))
         path = os.fspath(policy)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"Collector: no policy package at {path!r}")
@@ -148,14 +140,14 @@ class Collector:
             return_same_td=return_same_td,
             env_kwargs=json.dumps(dict(env_kwargs)) if env_kwargs else "",
         )
-        self._total_frames = total_frames
 
     # -- TorchRL's attributes -------------------------------------------------
 
     @property
     def total_frames(self):
         """The frames to collect, as given; ``float("inf")`` when endless."""
-        return math.inf if self._total_frames < 0 else self._total_frames
+        total = self._impl.total_frames
+        return math.inf if total < 0 else total
 
     @property
     def requested_frames_per_batch(self) -> int:
@@ -188,8 +180,9 @@ class Collector:
         return list(self._impl.weight_names)
 
     def __len__(self) -> int:
-        if self._total_frames > 0:
-            return -(self._total_frames // -self.requested_frames_per_batch)
+        total = self._impl.total_frames
+        if total > 0:
+            return -(total // -self.requested_frames_per_batch)
         raise RuntimeError("Non-terminating collectors do not have a length")
 
     def __iter__(self):

@@ -1,7 +1,7 @@
 // AOTIModule: an AOTInductor package run as a TensorDict module. See NOTE
 // [Package contract] and NOTE [Untrusted packages] in tensordict/aoti.h.
-// What a package says about itself is read by nn/aoti_spec.h; this file
-// opens the loader, matches the package's inputs and runs the calls.
+// What a package says about itself is read by nn/aoti_package_meta.h; this
+// file opens the loader, matches the package's inputs and runs the calls.
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "nn/aoti_spec.h"
+#include "nn/aoti_package_meta.h"
 #include "nn/aoti_zip.h"
 #include "nn/keys.h"
 #include "tensordict/aoti.h"
@@ -32,7 +32,8 @@ TENSORDICT_BEGIN_NAMESPACE
 namespace nn {
 namespace {
 
-// The package's spec, read by nn/aoti_spec.h (nn.h has an nn::detail too).
+// The package's spec, read by nn/aoti_package_meta.h (nn.h has an
+// nn::detail too).
 namespace aoti = ::tensordict::detail;
 
 using aoti::AotiDimCheck;

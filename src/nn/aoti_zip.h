@@ -4,11 +4,11 @@
 // its spec is read from, before libtorch extracts it and opens the shared
 // library inside. See NOTE [Untrusted packages] in tensordict/aoti.h. The
 // mapping and the CRC checks are io/mapped_zip.h's; read_package_file is
-// defined in aoti_spec.cpp, next to the reading of the spec entries.
+// defined in aoti_package_meta.cpp, next to the reading of the spec entries.
 
 #include <string>
 
-#include "nn/aoti_spec.h"
+#include "nn/aoti_package_meta.h"
 #include "tensordict/export.h"
 
 TENSORDICT_BEGIN_NAMESPACE

@@ -365,6 +365,14 @@ void Collector::shutdown() {
   }
 }
 
+TensorDict squeeze_single_env(const TensorDict& batch) {
+  const c10::IntArrayRef size = batch.batch_size();
+  if (size.size() == 2 && size[0] == 1) {
+    return batch.squeeze(0);
+  }
+  return batch;
+}
+
 void Collector::update_policy_weights_(const TensorDict& weights) {
   nn::check_weights(
       policy_->weights_layout(),

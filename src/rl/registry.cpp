@@ -168,6 +168,12 @@ std::shared_ptr<EnvBase> make_env(
     const std::string& name, int64_t num_envs, const Json& kwargs) {
   const EnvFactory factory = Registry::get().find(name);
   TORCH_CHECK_VALUE(
+      num_envs >= 1,
+      "make_env: env '",
+      name,
+      "' needs num_envs >= 1, got ",
+      num_envs);
+  TORCH_CHECK_VALUE(
       kwargs.is_object() || kwargs.is_null(),
       "make_env: env '",
       name,

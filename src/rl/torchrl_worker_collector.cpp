@@ -24,10 +24,7 @@ TorchRLWorkerStats run_torchrl_worker(
         ") while the learner asked for another batch; serve the learner with "
         "total_frames = -1");
     // One sub-env: TorchRL's learner on an unbatched env expects [T].
-    if (batch->batch_size().size() == 2 && batch->batch_size()[0] == 1) {
-      return batch->squeeze(0);
-    }
-    return *batch;
+    return squeeze_single_env(*batch);
   };
   hooks.weights = weights;
   hooks.apply_weights = [&collector](const TensorDict& received) {

@@ -71,7 +71,7 @@ struct TENSORDICT_API CollectorOptions {
 /// so the root of the next step is a reset one. split_trajs is not
 /// offered (TorchRL's default is off). An env of one sub-env still gives
 /// [1, T], as TorchRL's `SerialEnv(1, ...)` does (a bare `GymEnv` has no
-/// batch dim and gives [T]: `batch.squeeze(0)` is that layout).
+/// batch dim and gives [T]: `squeeze_single_env(batch)` is that layout).
 ///
 /// The policy (a TensorDictModule, a TensorDictSequential, an AOTIModule
 /// or any TensorDictModuleBase) is called once per step on the [N] root
@@ -185,6 +185,14 @@ class TENSORDICT_API Collector {
   int64_t frames_ = 0;
   std::unique_ptr<State> state_;
 };
+
+/// Returns a collector batch in the layout TorchRL's `Collector` gives for
+/// the env a Python user would build: a batch of one sub-env, [1, T], as
+/// [T] (a view; the layout of an unbatched `GymEnv`), and a batch of N > 1
+/// sub-envs, [N, T], as it is (the same dict). What
+/// `tensordict_cpp.Collector` yields and what the TorchRL worker sends.
+[[nodiscard]] TENSORDICT_API TensorDict
+squeeze_single_env(const TensorDict& batch);
 
 }  // namespace rl
 TENSORDICT_END_NAMESPACE

@@ -1,6 +1,6 @@
-// The package-spec reader of AOTIModule; see nn/aoti_spec.h.
+// The package-spec reader of AOTIModule; see nn/aoti_package_meta.h.
 
-#include "nn/aoti_spec.h"
+#include "nn/aoti_package_meta.h"
 
 #include <ATen/ops/tensor.h>
 #include <c10/util/Exception.h>
@@ -31,7 +31,7 @@
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
-namespace aoti_spec {
+namespace aoti_package_meta {
 
 // The metadata formats this build reads: "1" (tensordict_cpp.METADATA_FORMAT)
 // and "2" (METADATA_FORMAT_PROBABILISTIC: format 1 plus
@@ -601,12 +601,12 @@ AotiInputCheck parse_one_check(
   return check;
 }
 
-}  // namespace aoti_spec
+}  // namespace aoti_package_meta
 
-using aoti_spec::ends_with;
-using aoti_spec::keys_to_string;
-using aoti_spec::kFormat;
-using aoti_spec::kFormatProbabilistic;
+using aoti_package_meta::ends_with;
+using aoti_package_meta::keys_to_string;
+using aoti_package_meta::kFormat;
+using aoti_package_meta::kFormatProbabilistic;
 
 std::string aoti_input_name(const NestedKey& key) {
   return c10::Join("_", std::vector<std::string>(key.begin(), key.end()));
@@ -614,10 +614,11 @@ std::string aoti_input_name(const NestedKey& key) {
 
 namespace {
 
-// What torch writes: at most aoti_spec::kMaxEntries entries, all stored.
+// What torch writes: at most aoti_package_meta::kMaxEntries entries, all
+// stored.
 ZipParseOptions package_parse_options() {
   ZipParseOptions options;
-  options.max_entries = aoti_spec::kMaxEntries;
+  options.max_entries = aoti_package_meta::kMaxEntries;
   return options;
 }
 
@@ -647,14 +648,14 @@ AotiPackageFiles read_package_entries(
     }
     if (ends_with(entry.name, "_metadata.json")) {
       TORCH_CHECK(
-          entry.size <= aoti_spec::kMaxMetadataBytes,
+          entry.size <= aoti_package_meta::kMaxMetadataBytes,
           label,
           ": the metadata entry '",
           entry.name,
           "' has ",
           entry.size,
           " bytes, more than ",
-          aoti_spec::kMaxMetadataBytes);
+          aoti_package_meta::kMaxMetadataBytes);
       std::string text(zip.payload(entry));
       if (metadata == nullptr) {
         files.metadata_json = std::move(text);
@@ -682,14 +683,14 @@ AotiPackageFiles read_package_entries(
           entry.name,
           "'");
       TORCH_CHECK(
-          entry.size <= aoti_spec::kMaxWrapperBytes,
+          entry.size <= aoti_package_meta::kMaxWrapperBytes,
           label,
           ": the wrapper source '",
           entry.name,
           "' has ",
           entry.size,
           " bytes, more than ",
-          aoti_spec::kMaxWrapperBytes);
+          aoti_package_meta::kMaxWrapperBytes);
       files.wrapper_source = std::string(zip.payload(entry));
       wrapper = &entry;
     }
@@ -750,12 +751,12 @@ std::vector<AotiInputCheck> parse_input_checks(
         ": cannot read the input checks in its wrapper source (a malformed "
         "check_input_ function)");
     TORCH_CHECK(
-        index < aoti_spec::kMaxInputs,
+        index < aoti_package_meta::kMaxInputs,
         label,
         ": its wrapper source checks input ",
         index,
         ", more than ",
-        aoti_spec::kMaxInputs,
+        aoti_package_meta::kMaxInputs,
         " inputs");
     starts.emplace_back(index, p);
     pos = source.find(kHeader, p);
@@ -776,7 +777,7 @@ std::vector<AotiInputCheck> parse_input_checks(
         static_cast<size_t>(index) < checks.size()
             ? std::string()
             : c10::str(" of ", checks.size(), " inputs"));
-    checks[index] = aoti_spec::parse_one_check(
+    checks[index] = aoti_package_meta::parse_one_check(
         std::string_view(source).substr(begin, end - begin), index, label);
   }
   std::vector<AotiInputCheck> out;
@@ -798,7 +799,7 @@ AotiPackageSpec read_package_spec(
   {
     const Json meta = parse_meta_json(
         files.metadata_json,
-        aoti_spec::kMaxJsonDepth,
+        aoti_package_meta::kMaxJsonDepth,
         label + " (its metadata)");
     for (const auto& [name, value] : meta.items()) {
       TORCH_CHECK(
@@ -863,10 +864,11 @@ AotiPackageSpec read_package_spec(
   std::optional<std::vector<NestedKey>> meta_in;
   std::optional<std::vector<NestedKey>> meta_out;
   if (const std::string* text = get("tensordict.in_keys")) {
-    meta_in = aoti_spec::parse_keys(*text, path, "tensordict.in_keys");
+    meta_in = aoti_package_meta::parse_keys(*text, path, "tensordict.in_keys");
   }
   if (const std::string* text = get("tensordict.out_keys")) {
-    meta_out = aoti_spec::parse_keys(*text, path, "tensordict.out_keys");
+    meta_out =
+        aoti_package_meta::parse_keys(*text, path, "tensordict.out_keys");
   }
   const auto pick = [&](std::optional<std::vector<NestedKey>>& given,
                         std::optional<std::vector<NestedKey>>& from_meta,
@@ -900,7 +902,7 @@ AotiPackageSpec read_package_spec(
   s.package_outputs = s.out_keys;
 
   if (const std::string* text = get("tensordict.spec")) {
-    aoti_spec::parse_spec(*text, path, s);
+    aoti_package_meta::parse_spec(*text, path, s);
   }
   if (files.wrapper_source) {
     s.input_checks = parse_input_checks(*files.wrapper_source, label);
@@ -915,7 +917,7 @@ AotiPackageSpec read_package_spec(
       "be checked before it runs; export it again (tensordict_cpp.export, or "
       "torch._inductor.aoti_compile_and_package, which keeps the source)");
   if (probabilistic_text != nullptr) {
-    s.head = aoti_spec::parse_probabilistic(
+    s.head = aoti_package_meta::parse_probabilistic(
         *probabilistic_text, path, s.package_outputs);
     for (const NestedKey& key : s.head->out_keys()) {
       TORCH_CHECK_VALUE(
@@ -934,7 +936,7 @@ AotiPackageSpec read_package_spec(
 std::vector<std::string> parse_input_names(
     const std::string& text, const std::string& path) {
   const std::string what = c10::str("AOTI package '", path, "' call spec");
-  const Json spec = aoti_spec::parse_value(text, what);
+  const Json spec = aoti_package_meta::parse_value(text, what);
   const auto fail = [&](const char* problem) {
     TORCH_CHECK(
         false,
@@ -976,7 +978,8 @@ std::vector<std::string> parse_input_names(
   if (context == kwargs.end() || !context->is_string()) {
     fail("the keyword inputs have no names");
   }
-  const Json names = aoti_spec::parse_value(context->get<std::string>(), what);
+  const Json names =
+      aoti_package_meta::parse_value(context->get<std::string>(), what);
   if (!names.is_array() || names.size() != children(kwargs).size()) {
     fail("the keyword names do not match the inputs");
   }
@@ -994,7 +997,7 @@ std::vector<std::string> parse_input_names(
 
 size_t parse_output_count(const std::string& text, const std::string& path) {
   const std::string what = c10::str("AOTI package '", path, "' call spec");
-  const Json spec = aoti_spec::parse_value(text, what);
+  const Json spec = aoti_package_meta::parse_value(text, what);
   const auto is_leaf = [](const Json& node) {
     return node.is_object() && node.contains("type") && node["type"].is_null();
   };

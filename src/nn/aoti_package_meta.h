@@ -1,10 +1,12 @@
 #pragma once
 
 // The package-spec reader of AOTIModule: everything a `.pt2` package says
-// about itself, read from its bytes and checked, before (and without)
-// loading its library. Pure: no loader, no device, no file system, so that
-// a fuzz target (fuzz/fuzz_aoti_spec.cpp) feeds it arbitrary bytes. See NOTE
-// [Package contract] and NOTE [Untrusted packages] in tensordict/aoti.h.
+// about itself (its metadata, tensordict.spec, tensordict.probabilistic and
+// the input checks of its wrapper source), read from its bytes and checked,
+// before (and without) loading its library. Pure: no loader, no device, no
+// file system, so that a fuzz target (fuzz/fuzz_aoti_package_meta.cpp)
+// feeds it arbitrary bytes. See NOTE [Package contract] and NOTE [Untrusted
+// packages] in tensordict/aoti.h.
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>

@@ -1,7 +1,8 @@
-// libFuzzer target: the AOTI package-spec reader (src/nn/aoti_spec.h), which
-// reads a `.pt2` package's metadata, tensordict.spec,
-// tensordict.probabilistic and the input checks of its wrapper source before
-// any library is loaded. The first byte picks the form of the rest:
+// libFuzzer target: the AOTI package-spec reader
+// (src/nn/aoti_package_meta.h), which reads a `.pt2` package's metadata,
+// tensordict.spec, tensordict.probabilistic and the input checks of its
+// wrapper source before any library is loaded. The first byte picks the
+// form of the rest:
 // - even: parts split at NUL bytes: the metadata JSON, the wrapper source,
 //   the call spec's inputs and its outputs (the last three optional);
 // - odd: a whole package (a zip archive), read as AOTIModule reads a file.
@@ -13,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/aoti_spec.h"
+#include "nn/aoti_package_meta.h"
 
 namespace {
 
