@@ -13,6 +13,9 @@
 // same MLP call, the TanhNormal sample and log-prob as loops around one
 // normal_ draw, the results written by pointer into preallocated [N, T]
 // tensors.
+//   mujoco_actor_16rows                 the actor alone (HalfCheetah's
+//                                       sizes, 16 rows, sampling) against
+//                                       the raw loop's policy step
 //   mujoco_halfcheetah_16envs_2threads  the collector on 2 threads (each a
 //   mujoco_hopper_16envs_2threads       range of 8 sub-envs; the policy
 //                                       still runs once per step)
@@ -208,6 +211,41 @@ struct RawLocomotion {
   std::mt19937_64 rng{0};
 };
 
+// The actor's head on one row, as loops: the extractor's scale from the
+// MLP's `out` (2 * a floats), the TanhNormal sample from the standard
+// normal draws `eps`, written to `loc`, `scale` and `action`; returns the
+// sample's log-prob, as TanhNormal computes it (atanh back, the Normal's
+// log-density minus tanh's log-Jacobian, summed over the action).
+float tanh_normal_row(
+    const float* out,
+    const float* eps,
+    int64_t a,
+    float* loc,
+    float* scale,
+    float* action) {
+  const float log_sqrt_2pi =
+      std::log(std::sqrt(2.0F * static_cast<float>(M_PI)));
+  const float log2 = std::log(2.0F);
+  const float lim = 1.0F - 1e-6F;
+  float log_prob = 0.0F;
+  for (int64_t j = 0; j < a; ++j) {
+    const float l = out[j];
+    const float pre = out[a + j] + static_cast<float>(kScaleBias);
+    const float sc = (pre > 20.0F ? pre : std::log1p(std::exp(pre))) +
+                     static_cast<float>(kMinScale);
+    const float y = std::min(std::max(std::tanh(l + eps[j] * sc), -lim), lim);
+    const float x = std::atanh(y);
+    const float z = (x - l) / sc;
+    const float softplus = std::log1p(std::exp(-2.0F * x));
+    log_prob += -0.5F * z * z - std::log(sc) - log_sqrt_2pi -
+                2.0F * (log2 - x - softplus);
+    loc[j] = l;
+    scale[j] = sc;
+    action[j] = y;
+  }
+  return log_prob;
+}
+
 // The same work as Collector::next() on plain buffers.
 struct RawLoop {
   RawLoop(tdm::Task task, int64_t envs, int64_t steps_per_batch)
@@ -246,10 +284,6 @@ struct RawLoop {
     bool* o_done = out_done.data_ptr<bool>();
     bool* o_term = out_terminated.data_ptr<bool>();
     bool* o_trunc = out_truncated.data_ptr<bool>();
-    const float log_sqrt_2pi =
-        std::log(std::sqrt(2.0F * static_cast<float>(M_PI)));
-    const float log2 = std::log(2.0F);
-    const float lim = 1.0F - 1e-6F;
     std::vector<float> act(static_cast<size_t>(a));
     for (int64_t step = 0; step < t; ++step) {
       // The same MLP call as the actor's.
@@ -263,29 +297,16 @@ struct RawLoop {
       const double* ob = obs.const_data_ptr<double>();
       for (int64_t i = 0; i < n; ++i) {
         const int64_t at = i * t + step;
-        float log_prob = 0.0F;
+        o_log_prob[at] = tanh_normal_row(
+            out + i * 2 * a,
+            eps + i * a,
+            a,
+            o_loc + at * a,
+            o_scale + at * a,
+            o_action + at * a);
         for (int64_t j = 0; j < a; ++j) {
-          const float loc = out[i * 2 * a + j];
-          const float pre =
-              out[i * 2 * a + a + j] + static_cast<float>(kScaleBias);
-          const float scale = (pre > 20.0F ? pre : std::log1p(std::exp(pre))) +
-                              static_cast<float>(kMinScale);
-          const float e = eps[i * a + j];
-          const float y =
-              std::min(std::max(std::tanh(loc + e * scale), -lim), lim);
-          // log_prob of the value, as TanhNormal computes it: atanh back,
-          // the Normal's log-density minus tanh's log-Jacobian.
-          const float x = std::atanh(y);
-          const float z = (x - loc) / scale;
-          const float softplus = std::log1p(std::exp(-2.0F * x));
-          log_prob += -0.5F * z * z - std::log(scale) - log_sqrt_2pi -
-                      2.0F * (log2 - x - softplus);
-          o_loc[at * a + j] = loc;
-          o_scale[at * a + j] = scale;
-          o_action[at * a + j] = y;
-          act[static_cast<size_t>(j)] = y;
+          act[static_cast<size_t>(j)] = o_action[at * a + j];
         }
-        o_log_prob[at] = log_prob;
         for (int64_t k = 0; k < o; ++k) {
           o_obs[at * o + k] = ob[i * o + k];
         }
@@ -347,7 +368,60 @@ void mujoco_raw(benchmark::State& state, tdm::Task task) {
   state.SetItemsProcessed(state.iterations() * kFrames);
 }
 
+// The actor alone, one call on 16 observations, sampling.
+void actor_cpp(benchmark::State& state) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(0);
+  nn::AnyTensorDictModule actor = make_actor(GaussianNet(17, 6));
+  TensorDict td(
+      {{"observation", torch::randn({kEnvs, 17}, torch::kDouble)}}, {kEnvs});
+  nn::SetInteractionType random(nn::InteractionType::kRandom);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(actor(td));
+  }
+  state.SetItemsProcessed(state.iterations() * kEnvs);
+}
+
+// The raw loop's policy step alone: the MLP call, one normal_ draw, the
+// head as loops into preallocated outputs.
+void actor_raw(benchmark::State& state) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(0);
+  GaussianNet net(17, 6);
+  const at::Tensor obs = torch::randn({kEnvs, 17}, torch::kDouble);
+  at::Tensor loc = torch::empty({kEnvs, 6});
+  at::Tensor scale = torch::empty({kEnvs, 6});
+  at::Tensor action = torch::empty({kEnvs, 6});
+  at::Tensor log_prob = torch::empty({kEnvs});
+  for (auto _ : state) {
+    const at::Tensor out = net->mlp->forward(obs.to(at::kFloat));
+    const at::Tensor eps =
+        at::Tensor(
+            at::detail::empty_cpu({kEnvs, 6}, at::kFloat, false, std::nullopt))
+            .normal_();
+    for (int64_t i = 0; i < kEnvs; ++i) {
+      log_prob.data_ptr<float>()[i] = tanh_normal_row(
+          out.const_data_ptr<float>() + i * 12,
+          eps.const_data_ptr<float>() + i * 6,
+          6,
+          loc.data_ptr<float>() + i * 6,
+          scale.data_ptr<float>() + i * 6,
+          action.data_ptr<float>() + i * 6);
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * kEnvs);
+}
+
 void register_all() {
+  benchmark::RegisterBenchmark("mujoco_actor_16rows/cpp", actor_cpp)
+      ->Unit(benchmark::kMicrosecond)
+      ->Repetitions(kRepetitions)
+      ->ReportAggregatesOnly(true);
+  benchmark::RegisterBenchmark("mujoco_actor_16rows/raw", actor_raw)
+      ->Unit(benchmark::kMicrosecond)
+      ->Repetitions(kRepetitions)
+      ->ReportAggregatesOnly(true);
   for (auto [name, task] :
        {std::pair<const char*, tdm::Task>{
             "mujoco_halfcheetah_16envs", tdm::Task::kHalfCheetah},

@@ -37,6 +37,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 import warnings
 
@@ -90,6 +91,11 @@ def make_actor(obs_dim, act_dim):
 def main(out_path):
     reexec_in_venv()
     warnings.filterwarnings("ignore")
+    # MuJoCo's default warning handler (gymnasium's half_cheetah.xml warns)
+    # appends to MUJOCO_LOG.TXT in the working directory: not the source tree.
+    out_path = os.path.abspath(out_path)
+    scratch = tempfile.TemporaryDirectory()
+    os.chdir(scratch.name)
     results = []
     try:
         import envpool
