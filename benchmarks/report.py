@@ -11,7 +11,11 @@ timed from Python: python_extension.py), which joins the C++ column. Prints a ta
 instructions where OUT_DIR/instructions.json, from instructions.py, has the
 op), writes OUT_DIR/report.json as {"results": [{"name", "cpp_us", "raw_us",
 "python_us", "cpp_instructions", "raw_instructions"}, ...]} and draws
-OUT_DIR/report.png (bars on a log scale).
+OUT_DIR/report.png (bars on a log scale). A C++ benchmark run with
+repetitions counts by its median. Below the table: frames/s of the C++ rows
+whose Python result carries an env engine's ("envpool_frames_per_s",
+python_mujoco.py; also per CPU second where it has "envpool_frames_per_cpu_s"), and the 1 -> 2 thread speed-up of ops with an
+"<op>_2threads" twin.
 """
 
 import json
@@ -33,21 +37,37 @@ def main(out_dir, cpp_path, *python_paths):
         cpp = json.load(f)
     python = {}
     python_cpp = {}
+    python_rows = {}
     for path in python_paths:
         with open(path) as f:
             for r in json.load(f)["results"]:
                 if r["name"] in python:
                     sys.exit(f"report.py: op {r['name']!r} timed by two Python scripts")
                 python[r["name"]] = r["python_us"]
+                python_rows[r["name"]] = r
                 if r.get("cpp_us") is not None:
                     python_cpp[r["name"]] = r["cpp_us"]
     timings = {}
+    cpu_us = {}
+    repeated = set()
     for bench in cpp["benchmarks"]:
+        # A benchmark run with repetitions is reported by its median (its
+        # other aggregates are left out).
         if bench.get("run_type") == "aggregate":
-            continue
+            if bench.get("aggregate_name") != "median":
+                continue
+            name = bench["run_name"]
+            repeated.add(name)
+        else:
+            name = bench["name"]
+            if name in repeated:
+                continue
         # "<op>/<side>", maybe followed by "/min_time:...", "/real_time".
-        op, side = bench["name"].split("/")[:2]
+        op, side = name.split("/")[:2]
         timings.setdefault(op, {})[side] = to_us(bench)
+        if "cpu_time" in bench:
+            scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[bench["time_unit"]]
+            cpu_us[(op, side)] = bench["cpu_time"] * scale
     for op, cpp_us in python_cpp.items():
         timings.setdefault(op, {})["cpp"] = cpp_us
     instructions = {}
@@ -91,7 +111,50 @@ def main(out_dir, cpp_path, *python_paths):
             f" {fmt(ratio(r['cpp_us'], r['raw_us']))} {fmt(ratio(r['python_us'], r['cpp_us']))}"
             f" {fmt(ratio(r['cpp_instructions'], r['raw_instructions']))}"
         )
+    peers(results, python_rows, cpu_us)
     draw(results, os.path.join(out_dir, "report.png"))
+
+
+def peers(results, python_rows, cpu_us):
+    """Frames/s of the rows a Python script times against an env engine
+    (EnvPool, "envpool_frames_per_s") beside the C++ row's, and the
+    speed-up of each op that has a "<op>_2threads" twin."""
+    rows = []
+    for r in results:
+        peer = python_rows.get(r["name"], {})
+        # Wall-clock frames/s, as the peer's (Google Benchmark's
+        # items_per_second is per CPU second).
+        # And per CPU second, where both sides have it.
+        if peer.get("envpool_frames_per_s") and peer.get("frames_per_batch") and r["cpp_us"]:
+            frames = peer["frames_per_batch"]
+            cpp = frames / r["cpp_us"] * 1e6
+            cpu = cpu_us.get((r["name"], "cpp"))
+            cpp_cpu = frames / cpu * 1e6 if cpu else None
+            rows.append((r["name"], cpp, peer["envpool_frames_per_s"], cpp_cpu,
+                         peer.get("envpool_frames_per_cpu_s")))
+    if rows:
+        print()
+        print(f"{'op':30s} {'C++ frames/s':>13s} {'EnvPool fr/s':>13s} {'C++/EnvPool':>12s}"
+              f" {'per CPU s':>10s}")
+        for name, cpp, envpool, cpp_cpu, envpool_cpu in rows:
+            per_cpu = cpp_cpu / envpool_cpu if cpp_cpu and envpool_cpu else None
+            print(f"{name:30s} {cpp:13,.0f} {envpool:13,.0f} {cpp / envpool:12.2f}"
+                  f" {format(per_cpu, '10.2f') if per_cpu else ' ' * 9 + '-'}")
+    twins = [(r["name"], r["cpp_us"], timings_of(results, r["name"] + "_2threads"))
+             for r in results if r["cpp_us"]]
+    twins = [t for t in twins if t[2]]
+    if twins:
+        print()
+        print(f"{'op':30s} {'1 thread us':>12s} {'2 threads us':>13s} {'speed-up':>9s}")
+        for name, one, two in twins:
+            print(f"{name:30s} {one:12.0f} {two:13.0f} {one / two:9.2f}")
+
+
+def timings_of(results, name):
+    for r in results:
+        if r["name"] == name:
+            return r["cpp_us"]
+    return None
 
 
 def draw(results, path):

@@ -13,6 +13,16 @@
 // GymEnv("CartPole-v1") and on the 16-env vectorized GymEnv, is
 // python_torchrl.py. Without grad, on one intra-op thread (main.cpp).
 //
+//   collector_out_of_tree_env_16envs
+//                               the collector_cartpole_16envs work over
+//                               "CartPoleKit-v0", gymnasium's CartPole
+//                               written below as a user writes an env
+//                               outside the library (one sub-env at a time,
+//                               rl::BatchedEnv, TENSORDICT_REGISTER_ENV,
+//                               made by name); its /raw side is the same
+//                               collector over the built-in "CartPole-v1",
+//                               so C++/raw is what the out-of-tree env
+//                               costs over the built-in one.
 //   env_step_cartpole_16envs    one step of CartPole-v1's 16 sub-envs
 //                               (step_range into a preallocated "next",
 //                               then reset_range of the done ones, as
@@ -24,6 +34,7 @@
 #include <tensordict/nn.h>
 #include <tensordict/probabilistic.h>
 #include <tensordict/rl.h>
+#include <tensordict/rl/env_kit.h>
 #include <tensordict/tensordict.h>
 #include <torch/torch.h>
 
@@ -90,6 +101,61 @@ struct RawCartPole {
   std::vector<double> state;
   std::vector<int64_t> steps;
   std::mt19937_64 rng{0};
+};
+
+// gymnasium's CartPole-v1 as a user's env of one sub-env (the built-in's
+// arithmetic; resets draw from the kit's per-sub-env stream).
+struct CartPoleKit {
+  explicit CartPoleKit(const tensordict::Json& kwargs) {
+    rl::EnvKwargs args("CartPoleKit-v0", kwargs);
+    args.check_all_read();
+  }
+  std::string name() const {
+    return "CartPoleKit-v0";
+  }
+  rl::Composite observation_spec() const {
+    return rl::Composite().set("observation", rl::TensorSpec::unbounded({4}));
+  }
+  rl::TensorSpec action_spec() const {
+    return rl::TensorSpec::one_hot(2);
+  }
+  void reset(const rl::SubEnvRows& rows, rl::SubEnvRng& rng) {
+    std::uniform_real_distribution<double> u(-0.05, 0.05);
+    for (double& x : s) {
+      x = u(rng);
+    }
+    steps = 0;
+    write(rows);
+  }
+  rl::StepResult step(const rl::SubEnvRows& rows, rl::SubEnvRng& /*rng*/) {
+    const double force = rows.action_index() == 1 ? 10.0 : -10.0;
+    const double cos = std::cos(s[2]);
+    const double sin = std::sin(s[2]);
+    const double temp = (force + 0.05 * s[3] * s[3] * sin) / 1.1;
+    const double theta_acc =
+        (9.8 * sin - cos * temp) / (0.5 * (4.0 / 3.0 - 0.1 * cos * cos / 1.1));
+    const double x_acc = temp - 0.05 * theta_acc * cos / 1.1;
+    s[0] += 0.02 * s[1];
+    s[1] += 0.02 * x_acc;
+    s[2] += 0.02 * s[3];
+    s[3] += 0.02 * theta_acc;
+    write(rows);
+    rl::StepResult result;
+    result.reward = 1.0F;
+    result.terminated = s[0] < -2.4 || s[0] > 2.4 ||
+                        s[2] < -12 * 2 * M_PI / 360 ||
+                        s[2] > 12 * 2 * M_PI / 360;
+    result.truncated = ++steps >= 500;
+    return result;
+  }
+  void write(const rl::SubEnvRows& rows) const {
+    float* obs = rows.observation<float>();
+    for (int k = 0; k < 4; ++k) {
+      obs[k] = static_cast<float>(s[k]);
+    }
+  }
+  double s[4] = {0, 0, 0, 0};
+  int64_t steps = 0;
 };
 
 // The same work as Collector::next() on plain tensors.
@@ -187,11 +253,15 @@ struct RawLoop {
       out_reward, out_done, out_terminated, out_truncated;
 };
 
-void collector_cpp(benchmark::State& state, int64_t envs, int64_t frames) {
+void collector_cpp(
+    benchmark::State& state,
+    int64_t envs,
+    int64_t frames,
+    const char* env = "CartPole-v1") {
   torch::NoGradGuard no_grad;
   torch::manual_seed(0);
   rl::Collector collector(
-      rl::make_env("CartPole-v1", envs),
+      rl::make_env(env, envs),
       make_actor(make_mlp()),
       rl::CollectorOptions(frames).seed(0));
   benchmark::DoNotOptimize(collector.next());  // the first reset
@@ -258,8 +328,24 @@ void register_all() {
         [n, f](benchmark::State& s) { collector_raw(s, n, f); })
         ->Unit(benchmark::kMicrosecond);
   }
+  // Median of 5: the two sides are a few percent apart at most.
+  benchmark::RegisterBenchmark(
+      "collector_out_of_tree_env_16envs/cpp",
+      [](benchmark::State& s) { collector_cpp(s, 16, 1024, "CartPoleKit-v0"); })
+      ->Unit(benchmark::kMicrosecond)
+      ->Repetitions(5)
+      ->ReportAggregatesOnly(true);
+  benchmark::RegisterBenchmark(
+      "collector_out_of_tree_env_16envs/raw",
+      [](benchmark::State& s) { collector_cpp(s, 16, 1024, "CartPole-v1"); })
+      ->Unit(benchmark::kMicrosecond)
+      ->Repetitions(5)
+      ->ReportAggregatesOnly(true);
 }
 
 [[maybe_unused]] const bool registered = (register_all(), true);
 
 }  // namespace
+
+TENSORDICT_REGISTER_ENV(
+    "CartPoleKit-v0", tensordict::rl::BatchedEnv<CartPoleKit>);

@@ -8,6 +8,13 @@
 //   actor PACKAGE IN OUT  loads an exported actor with nn::AOTIModule and
 //                         runs it on the input dict under each interaction
 //                         type (random with a seed), writing every output.
+//   log_prob PACKAGE IN OUT
+//                         loads an exported actor, runs it deterministically
+//                         on the input dict, then, from the distribution its
+//                         head builds on the parameters it computed, writes
+//                         the log-prob of the given actions, the
+//                         deterministic sample and the mode (or the errors);
+//                         then a seeded random run's action and log-prob.
 //   time PACKAGE IN N     prints the mean time of N calls (not a test).
 //
 // Tensors travel as {"dtype", "shape", "data"} with data flattened; doubles
@@ -187,6 +194,49 @@ int run_actor(
   return 0;
 }
 
+// The input dict plus {"actions": tensor}; see the command's comment.
+int run_log_prob(
+    const std::string& package,
+    const std::string& in_path,
+    const std::string& out_path) {
+  json in = json::parse(std::ifstream(in_path));
+  tdnn::AOTIModule actor(package);
+  const auto head = actor->probabilistic_head();
+  TORCH_CHECK(head != nullptr, package, " has no distribution head");
+  json out = json::object();
+  TensorDict td = inputs_of(in);
+  {
+    tdnn::SetInteractionType guard(tdnn::InteractionType::kDeterministic);
+    actor(td);
+  }
+  json params = json::object();
+  for (const auto& key : head->in_keys()) {
+    params[key.join_parts(".")] = to_json(td.get(key));
+  }
+  out["params"] = params;
+  out["deterministic_action"] = to_json(td.get(head->out_keys().front()));
+  const auto dist = head->get_dist(td);
+  out["distribution"] = dist->name();
+  const at::Tensor actions = from_json(in.at("actions"));
+  out["log_prob"] = attempt([&] { return dist->log_prob(actions); });
+  out["deterministic_sample"] =
+      attempt([&] { return dist->deterministic_sample(); });
+  out["mode"] = attempt([&] { return dist->mode(); });
+  TensorDict random = inputs_of(in);
+  {
+    tdnn::SetInteractionType guard(tdnn::InteractionType::kRandom);
+    at::manual_seed(in.at("seed").get<int64_t>());
+    actor(random);
+  }
+  json sampled = json::object();
+  for (const auto& key : actor->out_keys()) {
+    sampled[key.join_parts(".")] = to_json(random.get(key));
+  }
+  out["random"] = sampled;
+  std::ofstream(out_path) << out.dump();
+  return 0;
+}
+
 // Prints the mean time of `iterations` calls per interaction type (for the
 // report; nothing is asserted on it).
 int run_time(
@@ -229,8 +279,12 @@ int main(int argc, char** argv) {
     if (command == "actor" && argc == 5) {
       return run_actor(argv[2], argv[3], argv[4]);
     }
+    if (command == "log_prob" && argc == 5) {
+      return run_log_prob(argv[2], argv[3], argv[4]);
+    }
     std::cerr << "usage: probabilistic_interop dists CASES OUT | actor "
-                 "PACKAGE IN OUT\n";
+                 "PACKAGE IN OUT | log_prob PACKAGE IN OUT | time PACKAGE IN "
+                 "N\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << e.what() << "\n";

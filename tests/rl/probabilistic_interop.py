@@ -3,7 +3,7 @@
 Run by the TorchRL virtual environment's Python (TorchRL 0.14.1, tensordict
 0.14.3):
 
-    probabilistic_interop.py EXE WORKDIR [dists] [actors]
+    probabilistic_interop.py EXE WORKDIR [dists] [actors] [tanh_round_trip]
 
 ``dists``: builds fixed parameters, computes each distribution's log_prob,
 mode, mean, deterministic sample (tensordict's rule), entropy and a seeded
@@ -17,6 +17,11 @@ TanhNormal actor and a bare tensordict ProbabilisticTensorDictModule with
 compares with Python (see probabilistic_actors.py): given the same
 parameters, actions exactly and log-probs to 1e-6; against the eager actor,
 discrete actions exactly, continuous ones and log-probs to 1e-5.
+
+``tanh_round_trip`` (a test of its own, exporter_tanh_normal): the
+TanhNormal actor of the MuJoCo benchmark, exported; C++'s log-probs of the
+same actions, its parameters, deterministic sample and mode against Python's
+(see tanh_normal_round_trip.py).
 """
 
 from __future__ import annotations
@@ -215,6 +220,10 @@ def main() -> int:
         from probabilistic_actors import run_actors
 
         run_actors(exe, workdir, compare, check, tensor_json, tensor_from)
+    if "tanh_round_trip" in parts:
+        from tanh_normal_round_trip import run_tanh_round_trip
+
+        run_tanh_round_trip(exe, workdir, compare, check, tensor_json, tensor_from)
     if FAILURES:
         print(f"{len(FAILURES)} mismatches:")
         for failure in FAILURES:
