@@ -15,8 +15,6 @@
 #include <thread>
 #include <vector>
 
-#include "core/tensor_dict_impl.h"
-#include "rl/step_mdp.h"
 #include "support.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -429,96 +427,6 @@ TEST(RlEnvTest, StepMdpMovesNextToTheRoot) {
   EXPECT_FALSE(no_done.contains("truncated"));
   EXPECT_THROWS_WITH(
       rl::step_mdp(TensorDict({2})), KeyError, "key 'next' is missing");
-}
-
-// NOTE [step_mdp into a spare root] in env.cpp: the collector's roots take
-// turns; filled in place, a spare is the root step_mdp makes, else refused.
-TEST(RlEnvTest, StepMdpIntoFillsASpareRootAsStepMdpMakesIt) {
-  const rl::StepMdpOptions options =
-      rl::StepMdpOptions().reward_keys({"reward", {"stats", "reward"}});
-  const auto stepped = [](double shift) {
-    TensorDict td({2});
-    td.set("observation", torch::full({2, 3}, shift));
-    td.set("action", torch::ones({2, 1}));
-    td.set("logits", torch::full({2, 2}, shift + 0.5));
-    td.set({"stats", "episode"}, torch::arange(2) + shift);
-    td.set({"stats", "reward"}, torch::full({2, 1}, 7.0));
-    td.set("task", tensordict::NonTensorData("balance", {2}));
-    td.set({"next", "observation"}, torch::full({2, 3}, shift + 1));
-    td.set({"next", "reward"}, torch::ones({2, 1}));
-    td.set({"next", "done"}, torch::zeros({2, 1}, torch::kBool));
-    td.set({"next", "stats", "length"}, torch::full({2, 1}, shift + 3));
-    return td;
-  };
-  // A root as the collector leaves it: step_mdp's, then stepped (an action
-  // and "next" added).
-  const auto used_root = [&](double shift) {
-    TensorDict root = rl::step_mdp(stepped(shift), options);
-    root.set("action", torch::zeros({2, 1}));
-    root.set({"next", "observation"}, torch::zeros({2, 3}));
-    return root;
-  };
-  const TensorDict td = stepped(10);
-  const TensorDict expected = rl::step_mdp(td, options);
-
-  TensorDict spare = used_root(0);
-  const tensordict::detail::TensorDictImpl* spare_impl = spare.unsafeGetImpl();
-  ASSERT_TRUE(rl::step_mdp_into(td, options, spare));
-  EXPECT_EQ(spare.unsafeGetImpl(), spare_impl);
-  EXPECT_EQ(spare.keys(true, false), expected.keys(true, false));
-  for (const NestedKey& key : expected.keys(true, true)) {
-    const tensordict::Value* want = expected.find(key);
-    if (want->is_tensor()) {
-      EXPECT_TRUE(spare.get(key).is_same(want->tensor())) << key.to_string();
-    }
-  }
-  EXPECT_EQ(spare.get_non_tensor("task"), "balance");
-  EXPECT_FALSE(spare.contains("action"));
-  EXPECT_FALSE(spare.contains("next"));
-  // Its own nested dict, not the stepped one's (resets write into it).
-  EXPECT_FALSE(
-      spare.get_tensordict("stats").is_same(td.get_tensordict("stats")));
-  // Filled again from the next step, the same dict takes the new values.
-  spare.set("action", torch::zeros({2, 1}));
-  spare.set({"next", "observation"}, torch::zeros({2, 3}));
-  const TensorDict later = stepped(20);
-  ASSERT_TRUE(rl::step_mdp_into(later, options, spare));
-  EXPECT_TRUE(
-      spare.get("observation").is_same(later.get({"next", "observation"})));
-  EXPECT_TRUE(spare.get({"stats", "length"})
-                  .is_same(later.get({"next", "stats", "length"})));
-
-  // Refused: held elsewhere (the root, or one of its dicts), locked, keys in
-  // another order, a key missing.
-  TensorDict held = used_root(0);
-  const TensorDict other_handle = held;
-  EXPECT_FALSE(rl::step_mdp_into(td, options, held));
-  TensorDict nested_held = used_root(0);
-  const TensorDict stats = nested_held.get_tensordict("stats");
-  EXPECT_FALSE(rl::step_mdp_into(td, options, nested_held));
-  TensorDict locked = used_root(0);
-  locked.lock_();
-  EXPECT_FALSE(rl::step_mdp_into(td, options, locked));
-  TensorDict reordered({2});
-  reordered.set("logits", torch::zeros({2, 2}));
-  reordered.set("observation", torch::zeros({2, 3}));
-  reordered.set({"stats", "episode"}, torch::zeros({2}));
-  reordered.set("task", tensordict::NonTensorData("balance", {2}));
-  reordered.set("done", torch::zeros({2, 1}, torch::kBool));
-  reordered.set({"stats", "length"}, torch::zeros({2, 1}));
-  EXPECT_FALSE(rl::step_mdp_into(td, options, reordered));
-  TensorDict missing = used_root(0);
-  missing.del_("logits");
-  EXPECT_FALSE(rl::step_mdp_into(td, options, missing));
-  // "next" holds a tensor where the root holds a dict: step_mdp replaces
-  // the dict, the refill gives up (and frees nothing it still walks).
-  TensorDict replaced = stepped(10);
-  replaced.set({"next", "stats"}, torch::zeros({2, 1}));
-  TensorDict spare_of_replaced = used_root(0);
-  EXPECT_FALSE(rl::step_mdp_into(replaced, options, spare_of_replaced));
-  EXPECT_TRUE(rl::step_mdp(replaced, options)
-                  .get("stats")
-                  .is_same(replaced.get({"next", "stats"})));
 }
 
 // NOTE [step_mdp by node] in env.cpp: dim names send step_mdp through
@@ -1342,8 +1250,24 @@ TEST(RlCollectorTest, APolicyWhoseOutputsChangeMidBatchIsAnError) {
   }
 }
 
+// Expects every step's observation, unless its sub-env was done the step
+// before, to be the step before's ("next", "observation").
+void expect_observations_carried(const TensorDict& batch) {
+  const at::Tensor obs = batch.get("observation");
+  const at::Tensor next_obs = batch.get({"next", "observation"});
+  const at::Tensor done = batch.get({"next", "done"});
+  for (int64_t env = 0; env < obs.size(0); ++env) {
+    for (int64_t t = 0; t + 1 < obs.size(1); ++t) {
+      if (!done[env][t].item<bool>()) {
+        EXPECT_TRUE(torch::equal(obs[env][t + 1], next_obs[env][t]))
+            << "sub-env " << env << ", step " << t;
+      }
+    }
+  }
+}
+
 // Re-adds "extra" on odd calls, so the leaves' walk order changes from
-// step to step (NOTE [Step leaves in walk order] in collector.cpp).
+// step to step (NOTE [One step path] in collector.cpp).
 struct ReorderingPolicyImpl : HookedPolicyImpl {
   using TensorDictModuleBase::forward;
   TensorDict forward(TensorDict td, TensorDict out) override {
@@ -1370,13 +1294,7 @@ TEST(RlCollectorTest, LeavesWhoseOrderChangesBetweenStepsLandInTheirBuffers) {
       EXPECT_EQ(extra[0][t][0].item<double>(), 6 * batch + t + 1) << t;
       EXPECT_EQ(extra[1][t][0].item<double>(), 6 * batch + t + 1) << t;
     }
-    for (int64_t t = 0; t + 1 < 6; ++t) {
-      if (!out.get({"next", "done"})[0][t].item<bool>()) {
-        EXPECT_TRUE(torch::equal(
-            out.get("observation")[0][t + 1],
-            out.get({"next", "observation"})[0][t]));
-      }
-    }
+    expect_observations_carried(out);
   }
 }
 
@@ -1431,25 +1349,86 @@ TEST(RlCollectorTest, APolicyThatReordersItsOutputsBetweenBatchesFillsThem) {
   }
 }
 
-TEST(RlCollectorTest, APolicyThatAddsAnOutputBetweenBatchesIsAnError) {
+TEST(RlCollectorTest, APolicyThatAddsAnOutputBetweenBatchesGetsItBatched) {
+  for (const bool same_td : {false, true}) {
+    rl::Collector collector(
+        rl::make_env("CartPole-v1", 2),
+        std::make_shared<ChangingOutputsPolicyImpl>(
+            /*switch_at=*/100, /*add_at=*/5),
+        rl::CollectorOptions(8).return_same_td(same_td));
+    const TensorDict first = collector.next()->clone();
+    EXPECT_FALSE(first.contains("extra"));
+    for (int batch = 1; batch < 3; ++batch) {
+      const TensorDict out = *collector.next();
+      ASSERT_TRUE(out.contains("extra"));
+      EXPECT_EQ(out.batch_size(), c10::IntArrayRef({2, 4}));
+      EXPECT_EQ(out.get("extra").sizes(), c10::IntArrayRef({2, 4, 1}));
+      for (int64_t t = 0; t < 4; ++t) {
+        for (int64_t env = 0; env < 2; ++env) {
+          const double step = 4.0 * batch + static_cast<double>(t) + 1;
+          EXPECT_EQ(out.get("extra")[env][t][0].item<double>(), step) << t;
+          EXPECT_EQ(out.get("a")[env][t][0].item<double>(), step) << t;
+        }
+      }
+      expect_observations_carried(out);
+    }
+  }
+}
+
+// Writes its input observation itself (the root's own tensor) under
+// another key, and a view of it: the collector must not write the next
+// root into a tensor the policy's outputs still hold.
+struct AliasingPolicyImpl : HookedPolicyImpl {
+  using TensorDictModuleBase::forward;
+  TensorDict forward(TensorDict td, TensorDict out) override {
+    out = HookedPolicyImpl::forward(td, out);
+    const at::Tensor obs = td.get("observation");
+    return out.set("seen", obs).set("seen_x", obs.narrow(-1, 0, 1));
+  }
+};
+
+TEST(RlCollectorTest, OutputsAliasingTheRootKeepTheirStepsValues) {
   rl::Collector collector(
-      rl::make_env("CartPole-v1", 2),
-      std::make_shared<ChangingOutputsPolicyImpl>(
-          /*switch_at=*/100, /*add_at=*/5),
-      rl::CollectorOptions(8));
-  const TensorDict first = *collector.next();
-  EXPECT_FALSE(first.contains("extra"));
-  try {
-    (void)collector.next();
-    ADD_FAILURE() << "expected an error";
-  } catch (const c10::Error& e) {
-    const std::string message = e.what();
-    EXPECT_NE(
-        message.find("Collector: the policy's outputs changed between steps: "
-                     "expected keys 'observation'"),
-        std::string::npos)
-        << message;
-    EXPECT_NE(message.find("'extra'"), std::string::npos) << message;
+      rl::make_env("CartPole-v1", 3),
+      std::make_shared<AliasingPolicyImpl>(),
+      rl::CollectorOptions(30).seed(1));
+  for (int batch = 0; batch < 2; ++batch) {
+    const TensorDict out = *collector.next();
+    EXPECT_TRUE(torch::equal(out.get("seen"), out.get("observation")));
+    EXPECT_TRUE(torch::equal(
+        out.get("seen_x"), out.get("observation").narrow(-1, 0, 1)));
+    expect_observations_carried(out);
+  }
+}
+
+// The batch holds what stepping the env by hand gives: step, step_mdp,
+// a partial reset of the done sub-envs (the one step path against
+// rl::step_mdp, TorchRL's function).
+TEST(RlCollectorTest, BatchEqualsStepsMadeWithStepMdp) {
+  const int64_t n = 3;
+  const int64_t steps = 40;
+  auto policy = std::make_shared<HookedPolicyImpl>();
+  rl::Collector collector(
+      rl::make_env("CartPole-v1", n),
+      policy,
+      rl::CollectorOptions(n * steps).seed(7));
+  const TensorDict batch = *collector.next();
+  const auto env = rl::make_env("CartPole-v1", n);
+  env->set_seed(7);
+  TensorDict td = env->reset();
+  for (int64_t t = 0; t < steps; ++t) {
+    td = (*policy)(td);
+    td = env->step(td);
+    for (const NestedKey& key : td.keys(true, true)) {
+      EXPECT_TRUE(torch::equal(td.get(key), batch.get(key).select(1, t)))
+          << key.to_string() << " at step " << t;
+    }
+    td = rl::step_mdp(td);
+    const at::Tensor done = td.get("done");
+    if (done.any().item<bool>()) {
+      td.set("_reset", done.clone());
+      td = env->reset(td);
+    }
   }
 }
 
@@ -1474,13 +1453,7 @@ TEST(RlCollectorTest, NonTensorDataAPolicyAddsMidBatchIsNotBatched) {
     TensorDict out = *collector.next();
     EXPECT_FALSE(out.contains("task"));
     EXPECT_EQ(out.get("action").sizes(), c10::IntArrayRef({2, 6, 2}));
-    for (int64_t t = 0; t + 1 < 6; ++t) {
-      if (!out.get({"next", "done"})[0][t].item<bool>()) {
-        EXPECT_TRUE(torch::equal(
-            out.get("observation")[0][t + 1],
-            out.get({"next", "observation"})[0][t]));
-      }
-    }
+    expect_observations_carried(out);
   }
 }
 

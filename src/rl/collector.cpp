@@ -23,7 +23,6 @@
 #include <utility>
 #include <vector>
 
-#include "rl/step_mdp.h"
 #include "tensordict/detail/entries.h"
 #include "tensordict/errors.h"
 #include "tensordict/nn.h"
@@ -208,95 +207,164 @@ void clear_flags(const at::Tensor& flags, const at::Tensor& mask) {
       mask.to(flags.device()).logical_not().reshape(flags.sizes()));
 }
 
-// NOTE [Step leaves in walk order]
-// Every step has the same leaves, in an order that settles after the first
-// steps (step_mdp moves "next" up, the policy appends its outputs). One
-// pass over the nodes, compared with the last step's order, finds each
-// leaf's buffer slot without a lookup per key; any other order (or a lazy
-// stack) is looked up key by key, as the first step is, and remembered.
-class StepLeaves {
- public:
-  // Fills `values` in `keys` order; false when the tensors of `td` are not
-  // exactly `keys` (non-tensor entries are not batched and do not count).
-  bool gather(
-      const TensorDict& td,
-      const std::vector<NestedKey>& keys,
-      std::vector<const at::Tensor*>& values) {
-    values.assign(keys.size(), nullptr);
-    if (!order_.empty() &&
-        detail::match_leaf_order(td, order_, slot_, values.data())) {
-      return true;
-    }
-    for (size_t i = 0; i < keys.size(); ++i) {
-      const Value* value = td.find(keys[i]);
-      if (value == nullptr || !value->is_tensor()) {
-        return false;
-      }
-      values[i] = &value->tensor();
-    }
-    // The tensors `td` holds (a lazy stack's included, non-tensor data
-    // not): as many as `keys`, all found above, so the same keys.
-    std::vector<NestedKey> order =
-        td.keys(/*include_nested=*/true, /*leaves_only=*/true);
-    if (order.size() != keys.size()) {
-      return false;
-    }
-    order_ = std::move(order);
-    slot_.clear();
-    for (const NestedKey& key : order_) {
-      const auto slot = static_cast<size_t>(
-          std::find(keys.begin(), keys.end(), key) - keys.begin());
-      if (slot == keys.size()) {
-        // A leaf that is not batched (non-tensor data): no order to keep.
-        order_.clear();
-        break;
-      }
-      slot_.push_back(slot);
-    }
-    return true;
-  }
+// Whether the root alone holds `leaf` (no other handle, no view of its
+// storage), so that the collector may write into it in place.
+bool held_alone(const at::Tensor& leaf) {
+  return leaf.use_count() == 1 && leaf.storage().use_count() == 1;
+}
 
- private:
-  std::vector<NestedKey> order_;  // the last step's leaves, in walk order
-  std::vector<size_t> slot_;      // order_[i] is keys[slot_[i]]
-};
-
-std::string key_list(const TensorDict& td) {
+std::string key_list(const std::vector<NestedKey>& keys) {
   std::string out;
-  for (const NestedKey& key : td.keys(true, true)) {
+  for (const NestedKey& key : keys) {
     out += (out.empty() ? "" : ", ") + key.to_string();
   }
   return out;
+}
+
+std::string key_list(const TensorDict& td) {
+  return key_list(td.keys(/*include_nested=*/true, /*leaves_only=*/true));
+}
+
+// NOTE [One step path]
+// The batch [N, T, ...] is allocated once its layout is known (the root's
+// tensors after a batch's first policy call, and the env's "next" keys),
+// and every step then writes into it:
+// - the policy reads the root of the step, `State::root` (a dict [N] of
+//   contiguous leaves of its own), and writes its outputs there;
+// - the env's range call writes straight into column t of the batch's
+//   "next" leaves: `next_window` holds one view [N, ...] of each, made once
+//   per batch and moved from column to column (its storage offset), since
+//   making views anew each step would cost more than the step. The env
+//   kit's row views take any row stride (NOTE [Rows in a range call]); a
+//   view is valid for the range call only, as that note says;
+// - `record` copies the root's leaves into column t;
+// - `advance` copies the carried leaves of column t of "next" into the
+//   root (the carry pairs, decided once per layout from StepMdpOptions,
+//   as step_mdp moves them), resets the done sub-envs into the root and
+//   drops the action: the root is then what step_mdp and a partial reset
+//   make, and is not built anew.
+// The root is not itself a column of the batch: the root of a batch's
+// first step is made by the last step of the batch before, which the
+// caller may still be reading (or has changed), and a policy reads
+// contiguous rows, as it did before (an AOTI package is compiled for
+// them). TorchRL's collector likewise runs its policy on a step dict of
+// its own and copies it into its batch.
+//
+// The root's leaves are found after each policy call by one pass over its
+// nodes in the last step's order (detail::match_leaf_order), else key by
+// key (a batch's first step, or a policy that changed the order).
+
+// What the root of the next step keeps and drops: TorchRL's step_mdp
+// defaults, as its collector uses them.
+const StepMdpOptions& step_mdp_options() {
+  static const StepMdpOptions options;
+  return options;
+}
+
+// Where the column of a contiguous batch leaf [N, T, ...] is, in bytes.
+struct Column {
+  explicit Column(const at::Tensor& leaf)
+      : cpu(leaf.device().is_cpu() && leaf.is_contiguous() && leaf.dim() >= 2) {
+    if (cpu) {
+      const auto item = static_cast<int64_t>(leaf.itemsize());
+      data = static_cast<char*>(leaf.data_ptr());
+      env_stride = leaf.stride(0) * item;
+      row = leaf.stride(1) * item;
+    }
+  }
+  // Sub-env i's row of step t.
+  char* at(int64_t i, int64_t t) const {
+    return data + i * env_stride + t * row;
+  }
+
+  bool cpu = false;
+  char* data = nullptr;
+  int64_t env_stride = 0;  // bytes between sub-envs
+  int64_t row = 0;         // bytes of one row, and between steps
+};
+
+// Copies column t of `leaf` [N, T, ...] into `dst` [N, ...], a leaf of the
+// root: by rows on the CPU, else through select.
+void copy_column(
+    const Column& column,
+    const at::Tensor& leaf,
+    int64_t t,
+    const at::Tensor& dst) {
+  const int64_t n = leaf.size(0);
+  if (column.cpu && dst.device().is_cpu() && dst.is_contiguous() &&
+      dst.scalar_type() == leaf.scalar_type() &&
+      dst.numel() * static_cast<int64_t>(dst.itemsize()) == column.row * n) {
+    auto* out = static_cast<char*>(dst.data_ptr());
+    for (int64_t i = 0; i < n; ++i) {
+      std::memcpy(
+          out + i * column.row,
+          column.at(i, t),
+          static_cast<size_t>(column.row));
+    }
+    return;
+  }
+  dst.copy_(leaf.select(1, t).reshape(dst.sizes()));
 }
 
 }  // namespace
 
 struct Collector::State {
   explicit State(int64_t num_threads) : pool(num_threads) {}
+
+  // The phases of a batch (NOTE [One step path]), in the order next()
+  // runs them.
+  void start_batch(Collector& c);
+  void call_policy(Collector& c);
+  void lay_out(Collector& c);
+  void step_env(Collector& c, int64_t t);
+  void record(int64_t t);
+  void advance(Collector& c, int64_t t);
+
+  void apply_pending(Collector& c);
+  void run_ranges(Collector& c, const std::function<void(int64_t, int64_t)>& f);
+  bool find_root_leaves();
+
   RangePool pool;
   int64_t steps_per_batch = 0;
   // [begin, end) of each worker.
   std::vector<std::pair<int64_t, int64_t>> ranges;
-  // The root of the current step, with storage of its own.
+  // The root of the step about to run, with storage of its own: the
+  // policy's input.
   TensorDict root;
-  // The "next" dicts steps write into, in turn: the root of a step aliases
-  // the previous step's, so that one must not be overwritten by the step.
-  TensorDict next[2];
-  // The batch [N, T] and its leaves, in the order of `keys`.
+  // A "next" as the env makes it: its keys, shapes and dtypes.
+  TensorDict next_template;
+
+  // The batch [N, T]: the root's leaves in `root_keys` order, then those
+  // of "next" in `next_keys` order.
   TensorDict batch;
-  std::vector<NestedKey> keys;
-  std::vector<at::Tensor> leaves;
+  std::vector<NestedKey> root_keys;
+  std::vector<at::Tensor> root_leaves;
+  std::vector<NestedKey> next_keys;
+  std::vector<at::Tensor> next_leaves;
+  std::vector<Column> next_columns;
+  // The env's view of column t of "next" (every key but the version),
+  // moved each step: the views and their storage offsets at column 0.
+  TensorDict next_window;
+  std::vector<at::Tensor> windows;
+  std::vector<int64_t> window_offsets;
+  std::vector<size_t> window_slots;  // their places in next_keys
+  // Carry pairs: next_keys[first] moves up to root_keys[second].
+  std::vector<std::pair<size_t, size_t>> carries;
+  // Carried keys of "next" the root lacks (step_mdp adds them).
+  std::vector<size_t> carries_added;
+  size_t done_slot = 0;                // "done" in next_keys
+  std::optional<size_t> version_slot;  // "policy_version" in next_keys
+
+  // The root's tensors in root_keys order, found after each policy call;
+  // its last walk order, and each key's place in root_keys.
+  std::vector<const at::Tensor*> values;
+  std::vector<NestedKey> order;
+  std::vector<size_t> slots;
+
   int64_t next_traj_id = 0;
   // Which sub-envs the last step ended: [N] bool on the CPU, reused from
   // step to step.
   at::Tensor done_mask;
-  // The step's leaves in `keys` order (reused from step to step).
-  std::vector<const at::Tensor*> step_values;
-  StepLeaves step_leaves;
-  // The root of the step before, which the next step_mdp fills in place
-  // when no one else holds it (NOTE [step_mdp into a spare root]).
-  std::optional<TensorDict> spare_root;
-  uint64_t step_count = 0;
   bool started = false;
   bool need_reset = false;
   bool broken = false;
@@ -334,8 +402,7 @@ Collector::Collector(
   for (int64_t w = 0; w < threads; ++w) {
     state_->ranges.emplace_back(w * n / threads, (w + 1) * n / threads);
   }
-  state_->next[0] = env_->make_next();
-  state_->next[1] = env_->make_next();
+  state_->next_template = env_->make_next();
   if (options_.seed()) {
     env_->set_seed(*options_.seed());
   }
@@ -384,6 +451,339 @@ void Collector::update_policy_weights_(const TensorDict& weights) {
   state_->pending_weights = std::move(staged);
 }
 
+void Collector::State::apply_pending(Collector& c) {
+  std::optional<TensorDict> weights;
+  {
+    std::lock_guard<std::mutex> lock(weights_mutex);
+    weights.swap(pending_weights);
+  }
+  if (weights) {
+    c.policy_->load_weights(*weights);
+    ++version;
+  }
+}
+
+// An error leaves the env in an unknown state. It reaches the caller
+// naming the env and the range, whichever thread it was raised on.
+void Collector::State::run_ranges(
+    Collector& c, const std::function<void(int64_t, int64_t)>& f) {
+  const EnvBase& env = *c.env_;
+  try {
+    pool.run([&](int64_t w) {
+      const auto& range = ranges[static_cast<size_t>(w)];
+      try {
+        f(range.first, range.second);
+      } catch (c10::Error& e) {
+        TORCH_RETHROW(
+            e,
+            "while the collector stepped sub-envs [",
+            range.first,
+            ", ",
+            range.second,
+            ") of env '",
+            env.name(),
+            "'");
+      } catch (const std::exception& e) {
+        TORCH_CHECK(
+            false,
+            "env '",
+            env.name(),
+            "' raised an error while the collector stepped sub-envs [",
+            range.first,
+            ", ",
+            range.second,
+            "): ",
+            e.what());
+      }
+    });
+  } catch (...) {
+    broken = true;
+    throw;
+  }
+}
+
+// Start the batch: staged weights, and a full reset when one is due.
+void Collector::State::start_batch(Collector& c) {
+  apply_pending(c);
+  const CollectorOptions& options = c.options_;
+  if (started && !need_reset && !options.reset_at_each_iter()) {
+    return;
+  }
+  const int64_t n = c.env_->num_envs();
+  TensorDict fresh = c.env_->make_next().exclude({"reward"});
+  run_ranges(c, [&](int64_t begin, int64_t end) {
+    c.env_->reset_range(begin, end, nullptr, fresh);
+  });
+  // TorchRL numbers the first trajectories 0..N-1, and a full reset
+  // starts new ones.
+  fresh.set(
+      {"collector", "traj_ids"},
+      at::arange(
+          next_traj_id, next_traj_id + n, at::TensorOptions(c10::kLong)));
+  next_traj_id += n;
+  if (options.track_policy_version()) {
+    fresh.set(
+        "policy_version",
+        at::full({n}, version.load(), at::TensorOptions(c10::kLong)));
+  }
+  root = fresh;
+  // The root's order is new: find its leaves key by key.
+  order.clear();
+  started = true;
+  need_reset = false;
+}
+
+// Call the policy on the root; its outputs land in the root.
+void Collector::State::call_policy(Collector& c) {
+  torch::NoGradGuard no_grad;
+  const nn::SetInteractionType interaction(c.options_.exploration_type());
+  try {
+    TensorDict out = c.policy_(root);
+    if (!out.is_same(root)) {
+      root.update(out);
+    }
+  } catch (c10::Error& e) {
+    TORCH_RETHROW(
+        e,
+        "while the collector called the policy on the root of env '",
+        c.env_->name(),
+        "' (keys: ",
+        key_list(root),
+        ")");
+  }
+  c.env_->check_action(root);
+}
+
+// Finds the root's tensors in root_keys order (NOTE [One step path]);
+// false when they are not exactly root_keys (non-tensor data is not
+// batched and does not count).
+bool Collector::State::find_root_leaves() {
+  values.assign(root_keys.size(), nullptr);
+  if (!order.empty() &&
+      detail::match_leaf_order(root, order, slots, values.data())) {
+    return true;
+  }
+  for (size_t i = 0; i < root_keys.size(); ++i) {
+    const Value* value = root.find(root_keys[i]);
+    if (value == nullptr || !value->is_tensor()) {
+      return false;
+    }
+    values[i] = &value->tensor();
+  }
+  std::vector<NestedKey> walk;
+  slots.clear();
+  for (NestedKey& key :
+       root.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
+    const Value* value = root.find(key);
+    if (value->is_lazy_stack()) {
+      // Its tensors are not nodes of the walk: key by key every step.
+      walk.clear();
+      break;
+    }
+    if (!value->is_tensor()) {
+      continue;
+    }
+    const auto slot = static_cast<size_t>(
+        std::find(root_keys.begin(), root_keys.end(), key) - root_keys.begin());
+    if (slot == root_keys.size()) {
+      return false;
+    }
+    slots.push_back(slot);
+    walk.push_back(std::move(key));
+  }
+  if (!walk.empty() && walk.size() != root_keys.size()) {
+    return false;
+  }
+  order = std::move(walk);
+  if (order.empty()) {
+    slots.clear();
+  }
+  return true;
+}
+
+// Lay out the batch at a batch's first step, from the root the policy
+// wrote and the env's "next": the same layout as the batch before when
+// the root has the same tensors (in any order), new buffers unless
+// return_same_td reuses them.
+void Collector::State::lay_out(Collector& c) {
+  const bool same_keys = !root_keys.empty() && find_root_leaves();
+  if (same_keys && c.options_.return_same_td()) {
+    return;
+  }
+  const int64_t n = c.env_->num_envs();
+  const int64_t steps = steps_per_batch;
+  if (!same_keys) {
+    std::vector<NestedKey> keys =
+        root.keys(/*include_nested=*/true, /*leaves_only=*/true);
+    for (const NestedKey& key : keys) {
+      TORCH_CHECK_TYPE(
+          root.find(key)->is_tensor(),
+          "Collector: key ",
+          key.to_string(),
+          " holds non-tensor data, which a batch cannot hold");
+    }
+    root_keys = std::move(keys);
+    next_keys =
+        next_template.keys(/*include_nested=*/true, /*leaves_only=*/true);
+    if (c.options_.track_policy_version()) {
+      next_keys.emplace_back("policy_version");
+    }
+    order.clear();
+    TORCH_INTERNAL_ASSERT(find_root_leaves());
+  }
+  const auto make_leaf = [&](const at::Tensor& like) {
+    std::vector<int64_t> shape = {n, steps};
+    shape.insert(shape.end(), like.sizes().begin() + 1, like.sizes().end());
+    return at::empty(shape, like.options());
+  };
+  batch = TensorDict({n, steps});
+  root_leaves.clear();
+  for (size_t i = 0; i < root_keys.size(); ++i) {
+    root_leaves.push_back(make_leaf(*values[i]));
+    batch.set(root_keys[i], root_leaves.back());
+  }
+  next_leaves.clear();
+  next_columns.clear();
+  windows.clear();
+  window_offsets.clear();
+  window_slots.clear();
+  next_window = TensorDict({n});
+  carries.clear();
+  carries_added.clear();
+  version_slot.reset();
+  // The carry pairs: what step_mdp moves up from "next".
+  const StepMdpOptions& options = step_mdp_options();
+  const auto in = [](const std::vector<NestedKey>& keys, const NestedKey& key) {
+    return std::find(keys.begin(), keys.end(), key) != keys.end();
+  };
+  const auto excluded = [&](const NestedKey& key) {
+    return (options.exclude_reward() && in(options.reward_keys(), key)) ||
+           (options.exclude_done() && in(options.done_keys(), key)) ||
+           (options.exclude_action() && in(options.action_keys(), key));
+  };
+  for (size_t k = 0; k < next_keys.size(); ++k) {
+    const NestedKey& key = next_keys[k];
+    const Value* made = next_template.find(key);
+    at::Tensor leaf =
+        made != nullptr ? make_leaf(made->tensor())
+                        : at::empty({n, steps}, at::TensorOptions(c10::kLong));
+    if (made == nullptr) {
+      version_slot = k;
+    } else {
+      const at::Tensor window = leaf.select(1, 0);
+      window_offsets.push_back(window.storage_offset());
+      next_window.set(key, window);
+      // The tensor the dict holds is the one the env's rows read.
+      windows.push_back(next_window.find(key)->tensor());
+      window_slots.push_back(k);
+    }
+    if (key == NestedKey("done")) {
+      done_slot = k;
+    }
+    batch.set({"next", key}, leaf);
+    next_leaves.push_back(leaf);
+    next_columns.emplace_back(leaf);
+    if (!excluded(key)) {
+      const auto slot = static_cast<size_t>(
+          std::find(root_keys.begin(), root_keys.end(), key) -
+          root_keys.begin());
+      if (slot < root_keys.size()) {
+        carries.emplace_back(k, slot);
+      } else {
+        carries_added.push_back(k);
+      }
+    }
+  }
+}
+
+// Step the env: it writes column t of the batch's "next".
+void Collector::State::step_env(Collector& c, int64_t t) {
+  for (size_t k = 0; k < windows.size(); ++k) {
+    // Column t of an [N, T, ...] leaf starts t rows of one step further.
+    windows[k].unsafeGetTensorImpl()->set_storage_offset(
+        window_offsets[k] + t * next_leaves[window_slots[k]].stride(1));
+  }
+  run_ranges(c, [&](int64_t begin, int64_t end) {
+    c.env_->step_range(begin, end, root, next_window);
+  });
+  if (version_slot) {
+    const int64_t stamp = version.load();
+    const Column& column = next_columns[*version_slot];
+    if (column.cpu) {
+      for (int64_t i = 0; i < c.env_->num_envs(); ++i) {
+        *reinterpret_cast<int64_t*>(column.at(i, t)) = stamp;
+      }
+    } else {
+      next_leaves[*version_slot].select(1, t).fill_(stamp);
+    }
+  }
+}
+
+// Record the root of step t (its keys and the policy's outputs) in column
+// t; "next" is there already.
+void Collector::State::record(int64_t t) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    copy_step(*values[i], root_leaves[i], t);
+  }
+}
+
+// Advance the root to step t + 1: the carry pairs, then the done sub-envs
+// reset, new trajectory ids, and the action dropped (what step_mdp and a
+// partial reset make).
+void Collector::State::advance(Collector& c, int64_t t) {
+  const int64_t n = c.env_->num_envs();
+  for (const auto& [k, slot] : carries) {
+    if (!held_alone(*values[slot])) {
+      // Someone else holds the root's leaf (a policy output aliasing it):
+      // the root takes a leaf of its own.
+      root.set(
+          root_keys[slot], values[slot]->clone(at::MemoryFormat::Contiguous));
+      values[slot] = &root.find(root_keys[slot])->tensor();
+    }
+    copy_column(next_columns[k], next_leaves[k], t, *values[slot]);
+  }
+  for (const size_t k : carries_added) {
+    root.set(next_keys[k], next_leaves[k].select(1, t).clone());
+  }
+  if (!done_mask.defined() || done_mask.numel() != n) {
+    done_mask = at::empty({n}, at::TensorOptions(c10::kBool));
+  }
+  bool* mask = done_mask.data_ptr<bool>();
+  bool any_done = false;
+  const Column& done = next_columns[done_slot];
+  if (done.cpu && next_leaves[done_slot].scalar_type() == c10::kBool) {
+    for (int64_t i = 0; i < n; ++i) {
+      mask[i] = *reinterpret_cast<const bool*>(done.at(i, t));
+      any_done = any_done || mask[i];
+    }
+  } else {
+    done_mask.copy_(next_leaves[done_slot].select(1, t).reshape({n}));
+    any_done = done_mask.any().item<bool>();
+  }
+  if (any_done) {
+    run_ranges(c, [&](int64_t begin, int64_t end) {
+      c.env_->reset_range(begin, end, mask, root);
+    });
+    for (const NestedKey& key : step_mdp_options().done_keys()) {
+      clear_flags(root.get(key), done_mask);
+    }
+    at::Tensor traj_ids = root.get({"collector", "traj_ids"});
+    auto ids = traj_ids.accessor<int64_t, 1>();
+    for (int64_t i = 0; i < n; ++i) {
+      if (mask[i]) {
+        ids[i] = next_traj_id++;
+      }
+    }
+  }
+  if (step_mdp_options().exclude_action()) {
+    for (const NestedKey& key : step_mdp_options().action_keys()) {
+      if (root.find(key) != nullptr) {
+        root.del_(key);
+      }
+    }
+  }
+}
+
 std::optional<TensorDict> Collector::next() {
   State& s = *state_;
   if (s.shut_down) {
@@ -396,215 +796,28 @@ std::optional<TensorDict> Collector::next() {
   if (options_.total_frames() >= 0 && frames_ >= options_.total_frames()) {
     return std::nullopt;
   }
-  const int64_t n = env_->num_envs();
-  const int64_t steps = s.steps_per_batch;
-  const auto apply_pending = [&] {
-    std::optional<TensorDict> weights;
-    {
-      std::lock_guard<std::mutex> lock(s.weights_mutex);
-      weights.swap(s.pending_weights);
-    }
-    if (weights) {
-      policy_->load_weights(*weights);
-      ++s.version;
-    }
-  };
-  // Runs an env call over every worker's range; an error leaves the env
-  // in an unknown state. It reaches the caller naming the env and the
-  // range, whichever thread it was raised on.
-  const auto run_ranges = [&](const std::function<void(int64_t, int64_t)>& f) {
-    try {
-      s.pool.run([&](int64_t w) {
-        const auto& range = s.ranges[static_cast<size_t>(w)];
-        try {
-          f(range.first, range.second);
-        } catch (c10::Error& e) {
-          TORCH_RETHROW(
-              e,
-              "while the collector stepped sub-envs [",
-              range.first,
-              ", ",
-              range.second,
-              ") of env '",
-              env_->name(),
-              "'");
-        } catch (const std::exception& e) {
-          TORCH_CHECK(
-              false,
-              "env '",
-              env_->name(),
-              "' raised an error while the collector stepped sub-envs [",
-              range.first,
-              ", ",
-              range.second,
-              "): ",
-              e.what());
-        }
-      });
-    } catch (...) {
-      s.broken = true;
-      throw;
-    }
-  };
-  const auto stamp_version = [&](TensorDict& td) {
-    if (options_.track_policy_version()) {
-      td.set(
-          "policy_version",
-          at::full({n}, s.version.load(), at::TensorOptions(c10::kLong)));
-    }
-  };
-
-  apply_pending();
-  if (!s.started || s.need_reset || options_.reset_at_each_iter()) {
-    TensorDict root = env_->make_next().exclude({"reward"});
-    run_ranges([&](int64_t begin, int64_t end) {
-      env_->reset_range(begin, end, nullptr, root);
-    });
-    // TorchRL numbers the first trajectories 0..N-1, and a full reset
-    // starts new ones.
-    root.set(
-        {"collector", "traj_ids"},
-        at::arange(
-            s.next_traj_id, s.next_traj_id + n, at::TensorOptions(c10::kLong)));
-    s.next_traj_id += n;
-    stamp_version(root);
-    s.root = root;
-    s.started = true;
-    s.need_reset = false;
-  }
-  // Buffers are made at the first step, from the keys it gives.
-  const bool allocate = !options_.return_same_td() || s.leaves.empty();
-
-  for (int64_t t = 0; t < steps; ++t) {
+  s.start_batch(*this);
+  for (int64_t t = 0; t < s.steps_per_batch; ++t) {
     if (options_.update_weights_mid_batch() && t > 0) {
-      apply_pending();
+      s.apply_pending(*this);
     }
-    // The root keeps the version of the step (or reset) that made it, as
-    // TorchRL's PolicyVersion transform stamps it.
-    TensorDict td = s.root;
-    {
-      torch::NoGradGuard no_grad;
-      const nn::SetInteractionType interaction(options_.exploration_type());
-      try {
-        TensorDict out = policy_(td);
-        if (!out.is_same(td)) {
-          td.update(out);
-        }
-      } catch (c10::Error& e) {
-        TORCH_RETHROW(
-            e,
-            "while the collector called the policy on the root of env '",
-            env_->name(),
-            "' (keys: ",
-            key_list(td),
-            ")");
-      }
-    }
-    env_->check_action(td);
-    TensorDict next = s.next[s.step_count++ % 2];
-    run_ranges([&](int64_t begin, int64_t end) {
-      env_->step_range(begin, end, td, next);
-    });
-    stamp_version(next);
-    td.set("next", next);
-
-    if (allocate && t == 0) {
-      // First step of a batch that needs buffers: one per leaf, [N, T, ...],
-      // in the first batch's key order (the check below compares the rest).
-      std::vector<NestedKey> keys =
-          s.keys.empty()
-              ? td.keys(/*include_nested=*/true, /*leaves_only=*/true)
-              : s.keys;
-      TensorDict batch({n, steps});
-      std::vector<at::Tensor> leaves;
-      for (const NestedKey& key : keys) {
-        const Value* found = td.find(key);
-        TORCH_CHECK(
-            found != nullptr,
-            "Collector: the policy's outputs changed between batches: "
-            "expected keys ",
-            key_list(s.batch),
-            ", got ",
-            key_list(td));
-        TORCH_CHECK_TYPE(
-            found->is_tensor(),
-            "Collector: key ",
-            key.to_string(),
-            " holds non-tensor data, which a batch cannot hold");
-        const at::Tensor& value = found->tensor();
-        std::vector<int64_t> shape = {n, steps};
-        shape.insert(
-            shape.end(), value.sizes().begin() + 1, value.sizes().end());
-        at::Tensor leaf = at::empty(shape, value.options());
-        batch.set(key, leaf);
-        leaves.push_back(leaf);
-      }
-      s.keys = std::move(keys);
-      s.leaves = std::move(leaves);
-      s.batch = batch;
-    }
-    // The leaves of the first step, in any order: a key the policy writes
-    // that the previous root kept (step_mdp drops the action only, so a
-    // log-prob stays) comes before the action from the second step on.
-    // One lookup a leaf: the same count and every key of the first step.
-    std::vector<const at::Tensor*>& values = s.step_values;
-    TORCH_CHECK(
-        s.step_leaves.gather(td, s.keys, values),
-        "Collector: the policy's outputs changed between steps: expected "
-        "keys ",
-        key_list(s.batch),
-        ", got ",
-        key_list(td));
-    for (size_t i = 0; i < values.size(); ++i) {
-      copy_step(*values[i], s.leaves[i], t);
-    }
-
-    // The root of the next step: "next" moved up (its leaves alias `next`,
-    // which the step after next overwrites, once copied into the batch),
-    // then the done sub-envs reset in place.
-    static const StepMdpOptions kStepMdp;
-    std::optional<TensorDict> spare = std::move(s.spare_root);
-    s.spare_root.reset();
-    TensorDict root = spare && step_mdp_into(td, kStepMdp, *spare)
-                          ? std::move(*spare)
-                          : step_mdp(td, kStepMdp);
-    spare.reset();
-    // The mask is a copy of "done": the flags are cleared in place below.
-    const at::Tensor flags = root.get("done");
-    if (!s.done_mask.defined() || s.done_mask.numel() != n) {
-      s.done_mask = at::empty({n}, at::TensorOptions(c10::kBool));
-    }
-    bool* mask = s.done_mask.data_ptr<bool>();
-    bool any_done = false;
-    if (is_cpu_flags(flags, n)) {
-      const bool* values = flags.const_data_ptr<bool>();
-      for (int64_t i = 0; i < n; ++i) {
-        mask[i] = values[i];
-        any_done = any_done || values[i];
-      }
+    s.call_policy(*this);
+    if (t == 0) {
+      s.lay_out(*this);
     } else {
-      s.done_mask.copy_(flags.reshape({n}));
-      any_done = s.done_mask.any().item<bool>();
+      TORCH_CHECK(
+          s.find_root_leaves(),
+          "Collector: the policy's outputs changed between steps: expected "
+          "keys ",
+          key_list(s.root_keys),
+          ", got ",
+          key_list(s.root));
     }
-    if (any_done) {
-      run_ranges([&](int64_t begin, int64_t end) {
-        env_->reset_range(begin, end, mask, root);
-      });
-      for (const char* key : {"done", "terminated", "truncated"}) {
-        clear_flags(root.get(key), s.done_mask);
-      }
-      at::Tensor traj_ids = root.get({"collector", "traj_ids"});
-      auto ids = traj_ids.accessor<int64_t, 1>();
-      for (int64_t i = 0; i < n; ++i) {
-        if (mask[i]) {
-          ids[i] = s.next_traj_id++;
-        }
-      }
-    }
-    s.root = std::move(root);
-    s.spare_root = std::move(td);
+    s.step_env(*this, t);
+    s.record(t);
+    s.advance(*this, t);
   }
-  frames_ += n * steps;
+  frames_ += env_->num_envs() * s.steps_per_batch;
   return s.batch;
 }
 

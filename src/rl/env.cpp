@@ -92,24 +92,28 @@ void check_leaf(
 }
 
 // done = terminated | truncated over the sub-envs [begin, end), as TorchRL's
-// EnvBase computes it. By pointer on the flags make_next makes (CPU bool,
-// [N, 1], contiguous): a step of a few sub-envs is otherwise dominated by
-// the dispatcher calls of three narrows and logical_or.
+// EnvBase computes it. By pointer on CPU bool flags [N, 1] of any row
+// stride (make_next's, or the collector's views of its batch): a step of a
+// few sub-envs is otherwise dominated by the dispatcher calls of three
+// narrows and logical_or.
 void write_done(int64_t begin, int64_t end, const TensorDict& next) {
   const at::Tensor& done = next.find("done")->tensor();
   const at::Tensor& terminated = next.find("terminated")->tensor();
   const at::Tensor& truncated = next.find("truncated")->tensor();
-  const auto is_flat_flags = [](const at::Tensor& flags) {
+  const auto is_cpu_flags = [](const at::Tensor& flags) {
     return flags.device().is_cpu() && flags.scalar_type() == c10::kBool &&
-           flags.is_contiguous() && flags.dim() == 2 && flags.size(1) == 1;
+           flags.dim() == 2 && flags.size(1) == 1;
   };
-  if (is_flat_flags(done) && is_flat_flags(terminated) &&
-      is_flat_flags(truncated)) {
+  if (is_cpu_flags(done) && is_cpu_flags(terminated) &&
+      is_cpu_flags(truncated)) {
     bool* out = done.data_ptr<bool>();
     const bool* term = terminated.const_data_ptr<bool>();
     const bool* trunc = truncated.const_data_ptr<bool>();
+    const int64_t out_stride = done.stride(0);
+    const int64_t term_stride = terminated.stride(0);
+    const int64_t trunc_stride = truncated.stride(0);
     for (int64_t i = begin; i < end; ++i) {
-      out[i] = term[i] || trunc[i];
+      out[i * out_stride] = term[i * term_stride] || trunc[i * trunc_stride];
     }
     return;
   }

@@ -1,8 +1,5 @@
-// step_mdp (TorchRL's function): the root of the next step. Three ways to
-// one result: by node (the common case), by refilling a spare root in place
-// (the collector's), and through `set` (anything else).
-
-#include "rl/step_mdp.h"
+// step_mdp (TorchRL's function): the root of the next step. Two ways to
+// one result: by node (the common case) and through `set` (anything else).
 
 #include <c10/util/Exception.h>
 #include <c10/util/SmallVector.h>
@@ -23,7 +20,7 @@ namespace rl {
 namespace {
 
 // The key lists step_mdp leaves out (pointers into its options: a
-// collector calls it every step).
+// rollout calls it every step).
 using ExcludedKeys = c10::SmallVector<const std::vector<NestedKey>*, 3>;
 
 // The key lists `options` leaves out.
@@ -134,7 +131,7 @@ void copy_through_set(
 }  // namespace
 
 // NOTE [step_mdp by node]
-// A collector calls step_mdp every step, and TensorDict::set checks each
+// A rollout calls step_mdp every step, and TensorDict::set checks each
 // value again against the new root: its key, batch prefix, device and dim
 // names. When the root and its "next" share batch size and device and have
 // no dim names (what every env here writes), each value has passed those
@@ -142,28 +139,6 @@ void copy_through_set(
 // root takes the entries as they are (detail::merge_entries): keys hashed
 // once, room reserved, no checks repeated. Anything else goes through set
 // (copy_through_set), which builds the same dict.
-//
-// NOTE [step_mdp into a spare root]
-// The collector's roots take turns: once a step is copied into the batch
-// and no one else holds its root, that root is the dict the step after
-// next fills. Its keys then come in the order a new root would have them,
-// so detail::refill_entries gives each entry its new value in place (see
-// NOTE [Refilling a dict in place] in src/core/entries.cpp), and gives up
-// on any other shape.
-
-bool step_mdp_into(
-    const TensorDict& td, const StepMdpOptions& options, TensorDict& spare) {
-  const Value* found = td.find("next");
-  if (!options.keep_other() || found == nullptr || !found->is_tensordict()) {
-    return false;
-  }
-  const StepMdpExclusion exclusion(options);
-  const StepMdpSkip root_skip{exclusion, /*skip_next=*/true};
-  const StepMdpSkip next_skip{exclusion, /*skip_next=*/false};
-  const detail::EntrySource sources[] = {
-      {td, root_skip}, {found->tensordict(), next_skip}};
-  return detail::refill_entries(spare, sources);
-}
 
 TensorDict step_mdp(const TensorDict& td, const StepMdpOptions& options) {
   TENSORDICT_CHECK_KEY(

@@ -104,7 +104,10 @@ class TENSORDICT_API Collector {
 
   /// Collects and returns the next batch, or nullopt once total_frames were
   /// collected (or after `shutdown`). With `return_same_td` every call
-  /// returns the same dict, overwritten. Errors from the policy or the env
+  /// returns the same dict, overwritten, until the policy's outputs change
+  /// between batches (a key added or dropped): that batch is a new dict of
+  /// the new keys. Keys that change within a batch are an error. Errors
+  /// from the policy or the env
   /// propagate; the collector can go on after an error in the policy
   /// (that step is retried) but not after one in the env.
   std::optional<TensorDict> next();
