@@ -68,6 +68,7 @@ virtual environment (``build/torchrl-venv/bin/python``).
   python examples/torchrl/ppo_mujoco.py --env-library build-mujoco/libtensordict_mujoco.so
   python examples/torchrl/ppo_mujoco.py --collector torchrl
   python examples/torchrl/ppo_mujoco.py --smoke --env-library ...   # 3 batches of 1,024
+  python examples/torchrl/ppo_mujoco.py --collect-only 20 ...      # collection alone
 
 ``--smoke`` trains 3 batches of 1,024 frames and checks the loop: the batch
 layout (keys, shapes, dtypes, actions in the box), finite losses, the
@@ -75,6 +76,11 @@ collected log-probs equal to the learner's actor's on the same actions
 (so the weights and the normalization statistics reached the collector),
 the statistics moved, and one weight update per batch. Exit 77 (skipped)
 when the C++ Hopper-v5 cannot be loaded because no library was built.
+
+``--collect-only N`` does no training: it times N batches of collection
+(after an untimed first one) with the weights pushed after each, in
+wall-clock and in CPU seconds of the process (the C++ threads included),
+which on a loaded machine is the fairer measure.
 
 Results (Hopper-v5, seed 0, one env, ``nice -n 19`` on a shared 2-core
 machine with builds running): see the PPO section of
@@ -304,11 +310,30 @@ def train(args, collector, actor, critic, norm, out):
     frames = updates = pushes = 0
     best = -math.inf
     to_target = None
-    collect_time = learn_time = 0.0
+    collect_time = learn_time = collect_cpu = 0.0
     start = tick = time.perf_counter()
+    cpu_tick = time.process_time()
     for i, batch in enumerate(collector):
         collect_time += time.perf_counter() - tick
+        # CPU time of the whole process (the C++ threads included): on a
+        # loaded machine, what the collection cost, where wall-clock also
+        # counts the waits for a core.
+        collect_cpu += time.process_time() - cpu_tick
         frames += batch.numel()
+        if args.collect_only:
+            # Collection alone, weights pushed after each batch; the first
+            # batch (start-up) is not timed.
+            if i == 0:
+                collect_time = collect_cpu = 0.0
+                frames = 0
+            if args.collector == "cpp":
+                collector.update_policy_weights_(TensorDict.from_module(actor))
+            else:
+                collector.update_policy_weights_()
+            if i == args.collect_only:
+                break
+            tick, cpu_tick = time.perf_counter(), time.process_time()
+            continue
 
         # Episode returns, following each env's row across batches.
         rows = batch.reshape(-1, batch.shape[-1])
@@ -371,12 +396,14 @@ def train(args, collector, actor, critic, norm, out):
 
         if (to_target is None and len(returns) == returns.maxlen
                 and mean_return >= args.target):
-            to_target = {"frames": frames, "seconds": round(elapsed + out["setup_seconds"], 1),
-                         "collect_seconds": round(collect_time, 1)}
+            to_target = {"frames": frames, "seconds": round(elapsed, 1),
+                         "collect_seconds": round(collect_time, 1),
+                         "collect_cpu_seconds": round(collect_cpu, 1)}
         record = {"batch": i, "frames": frames, "mean_return": round(mean_return, 1),
                   "episodes": len(finished),
                   "batch_returns": [round(r, 1) for r in finished],
                   "seconds": round(elapsed, 1), "collect_seconds": round(collect_time, 2),
+                  "collect_cpu_seconds": round(collect_cpu, 2),
                   "learn_seconds": round(learn_time, 1),
                   "loadavg": round(os.getloadavg()[0], 2),
                   **{k: round(v, 5) for k, v in means.items()}}
@@ -391,8 +418,15 @@ def train(args, collector, actor, critic, norm, out):
               file=sys.stderr, flush=True)
         if to_target is not None and args.stop_at_target:
             break
-        tick = time.perf_counter()
+        tick, cpu_tick = time.perf_counter(), time.process_time()
     elapsed = time.perf_counter() - start
+    if args.collect_only:
+        out.update({"collect_only_batches": i, "frames": frames,
+                    "collect_seconds": round(collect_time, 2),
+                    "collect_cpu_seconds": round(collect_cpu, 2),
+                    "frames_per_second_collect": round(frames / max(collect_time, 1e-9), 1),
+                    "frames_per_cpu_second_collect": round(frames / max(collect_cpu, 1e-9), 1)})
+        return
 
     if args.smoke:
         assert pushes == i + 1
@@ -413,8 +447,10 @@ def train(args, collector, actor, critic, norm, out):
         "to_target": to_target,
         "seconds": round(elapsed, 1),
         "collect_seconds": round(collect_time, 1),
+        "collect_cpu_seconds": round(collect_cpu, 1),
         "learn_seconds": round(learn_time, 1),
         "frames_per_second_collect": round(frames / max(collect_time, 1e-9), 1),
+        "frames_per_cpu_second_collect": round(frames / max(collect_cpu, 1e-9), 1),
     })
 
 
@@ -458,12 +494,18 @@ def main():
     parser.add_argument("--eval-episodes", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--log", help="appends one JSON line per batch")
+    parser.add_argument("--collect-only", type=int, default=0, metavar="N",
+                        help="no training: time N batches of collection (after one "
+                             "untimed batch), the weights pushed after each")
     parser.add_argument("--smoke", action="store_true",
                         help="3 batches of 1,024 frames; checks the layout, the losses, the "
                              "log-probs and the weight pushes")
     args = parser.parse_args()
     if args.smoke:
         args.frames_per_batch, args.total_frames, args.eval_episodes = 1024, 3 * 1024, 0
+    if args.collect_only:
+        args.total_frames = (args.collect_only + 1) * args.frames_per_batch
+        args.eval_episodes = 0
     if args.frames_per_batch % args.num_envs:
         parser.error("--frames-per-batch must be a multiple of --num-envs")
     torch.manual_seed(args.seed)
@@ -491,8 +533,9 @@ def main():
             f.write(json.dumps({"summary": out}) + "\n")
     out["eval_returns"] = evaluate(args, actor, args.eval_episodes)
     print(json.dumps(out), flush=True)
-    if args.smoke:
-        print("smoke: layout, finite losses, log-probs and weight pushes checked", file=sys.stderr)
+    if args.smoke or args.collect_only:
+        if args.smoke:
+            print("smoke: layout, finite losses, log-probs and weight pushes checked", file=sys.stderr)
         return 0
     return 0 if out["reached"] else 1
 
