@@ -238,7 +238,10 @@ def make_cpp_collector(args, actor, package):
 def make_gym_env(seed: int, num_envs: int = 1):
     from torchrl.envs import GymEnv
 
-    env = GymEnv(ENV, device="cpu", num_envs=num_envs) if num_envs > 1 else GymEnv(ENV, device="cpu")
+    if num_envs > 1:
+        env = GymEnv(ENV, device="cpu", num_envs=num_envs)
+    else:
+        env = GymEnv(ENV, device="cpu")
     env.set_seed(seed)
     return env
 
@@ -281,7 +284,8 @@ def check_batch(args, batch, actor, log_prob_key):
         assert list(value.shape) == want + shape, f"{key!r} has shape {list(value.shape)}"
     action = batch["action"]
     assert torch.isfinite(action).all() and action.abs().max() <= 1.0, "an action left the box"
-    assert torch.equal(batch["next", "done"], batch["next", "terminated"] | batch["next", "truncated"])
+    assert torch.equal(batch["next", "done"],
+                       batch["next", "terminated"] | batch["next", "truncated"])
     # The collected log-probs are the learner's actor's on the same actions:
     # its weights and its normalization statistics, as the collector used.
     with torch.no_grad():
@@ -312,7 +316,8 @@ def train(args, collector, actor, critic, norm, out):
                                     sampler=SamplerWithoutReplacement(),
                                     batch_size=args.mini_batch_size)
     num_mini_batches = args.frames_per_batch // args.mini_batch_size
-    total_updates = (args.total_frames // args.frames_per_batch) * args.ppo_epochs * num_mini_batches
+    total_updates = ((args.total_frames // args.frames_per_batch) * args.ppo_epochs
+                     * num_mini_batches)
 
     returns = deque(maxlen=args.window)
     running = None
@@ -544,7 +549,8 @@ def main():
     print(json.dumps(out), flush=True)
     if args.smoke or args.collect_only:
         if args.smoke:
-            print("smoke: layout, finite losses, log-probs and weight pushes checked", file=sys.stderr)
+            print("smoke: layout, finite losses, log-probs and weight pushes checked",
+                  file=sys.stderr)
         return 0
     return 0 if out["reached"] else 1
 
