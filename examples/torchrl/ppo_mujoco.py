@@ -86,14 +86,18 @@ Results (Hopper-v5, seed 0, one env, one torch thread, ``nice -n 19`` on
 a shared 2-core machine with builds running; details in the PPO section
 of docs/environments.md):
 
-- C++ collection: the mean return of the last 20 training episodes
-  reached 1,500 after 288,768 frames, 1,992 s wall-clock (71 s of export,
-  296 s of collection); after 1M frames 2,467 (best 3,019), the
-  deterministic policy 3,579 to 3,590 on 5 episodes. 4,534 s for the 1M
-  frames, 723 s of them collecting.
-- TorchRL's GymEnv, same learner: this seed settled near 600 (599 after
-  336k frames); collection costs 10.5 times more CPU a frame (442 against
-  4,664 frames per CPU second, ``--collect-only 5``, 2 runs each).
+- C++ collection, seed 0: the mean return of the last 20 training
+  episodes reached 1,500 after 288,768 frames, 1,992 s wall-clock (71 s
+  of export, 296 s of collection); after 1M frames 2,467 (best 3,019),
+  the deterministic policy 3,579 to 3,590 on 5 episodes.
+- C++ collection, seed 1: not reached; the return settled near 600 (best
+  670 in 1M frames); the TorchRL run sat on a like plateau for 500k.
+- TorchRL's GymEnv, seed 0, same learner: near 600 until about 500k
+  frames, then 1,500 after 632,832 frames, 3,912 s wall-clock (2,473 s
+  of collection).
+- Collection alone costs 8 to 10.5 times less CPU a frame in C++ (5,308
+  against 672 frames per CPU second side by side in training; 4,664
+  against 442 with ``--collect-only 5``, 2 runs each).
 """
 
 from __future__ import annotations
