@@ -277,52 +277,38 @@ struct LocomotionEnv::Impl {
         std::max(f, contact_force_range.first), contact_force_range.second);
   }
 
+  // Gymnasium's checks are strict inequalities, except Ant's z range.
+  static bool inside(double v, const std::pair<double, double>& range) {
+    return range.first < v && v < range.second;
+  }
+  // Hopper and Walker2d: the torso's height (qpos[1]) and angle (qpos[2]).
+  bool torso_upright(const mjData* d) const {
+    return inside(d->qpos[1], healthy_z_range) &&
+           inside(d->qpos[2], healthy_angle_range);
+  }
+
   bool is_healthy(const mjData* d) const {
     const mjModel* m = model.get();
     switch (task) {
       case Task::kHalfCheetah:
         return true;
       case Task::kHopper: {
-        for (int i = 2; i < m->nq; ++i) {
-          const double s = d->qpos[i];
-          if (!(healthy_state_range.first < s &&
-                s < healthy_state_range.second)) {
-            return false;
-          }
-        }
-        for (int i = 0; i < m->nv; ++i) {
-          const double s = d->qvel[i];
-          if (!(healthy_state_range.first < s &&
-                s < healthy_state_range.second)) {
-            return false;
-          }
-        }
-        const double z = d->qpos[1];
-        const double angle = d->qpos[2];
-        return healthy_z_range.first < z && z < healthy_z_range.second &&
-               healthy_angle_range.first < angle &&
-               angle < healthy_angle_range.second;
+        const auto in_state_range = [this](const double* v, int n) {
+          return std::all_of(v, v + n, [this](double s) {
+            return inside(s, healthy_state_range);
+          });
+        };
+        return in_state_range(d->qpos + 2, m->nq - 2) &&
+               in_state_range(d->qvel, m->nv) && torso_upright(d);
       }
-      case Task::kWalker2d: {
-        const double z = d->qpos[1];
-        const double angle = d->qpos[2];
-        return healthy_z_range.first < z && z < healthy_z_range.second &&
-               healthy_angle_range.first < angle &&
-               angle < healthy_angle_range.second;
-      }
+      case Task::kWalker2d:
+        return torso_upright(d);
       case Task::kAnt: {
-        for (int i = 0; i < m->nq; ++i) {
-          if (!std::isfinite(d->qpos[i])) {
-            return false;
-          }
-        }
-        for (int i = 0; i < m->nv; ++i) {
-          if (!std::isfinite(d->qvel[i])) {
-            return false;
-          }
-        }
+        const auto finite = [](double s) { return std::isfinite(s); };
         const double z = d->qpos[2];
-        return healthy_z_range.first <= z && z <= healthy_z_range.second;
+        return std::all_of(d->qpos, d->qpos + m->nq, finite) &&
+               std::all_of(d->qvel, d->qvel + m->nv, finite) &&
+               healthy_z_range.first <= z && z <= healthy_z_range.second;
       }
     }
     return true;

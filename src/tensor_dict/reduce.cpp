@@ -279,15 +279,7 @@ ValuesIndices minmax_dim(
 
 ValuesIndices minmax_dim_checked(
     const TensorDict& td, int64_t dim, bool keepdim, bool is_max) {
-  const int64_t ndim = td.batch_dims();
-  TORCH_CHECK_INDEX(
-      dim >= -ndim && dim < ndim,
-      "Incompatible dim ",
-      dim,
-      " for tensordict with batch dims ",
-      ndim,
-      ".");
-  return minmax_dim(td, dim < 0 ? dim + ndim : dim, keepdim, is_max);
+  return minmax_dim(td, wrap_dims({dim}, td.batch_dims())[0], keepdim, is_max);
 }
 
 }  // namespace
