@@ -1585,18 +1585,33 @@ TEST(MemmapAppendTest, AppendMemmapRefusesRowsThatDoNotFitBeforeWriting) {
       "a NonTensorStack: a stack of non-tensor values cannot grow.");
 }
 
-TEST(MemmapAppendTest, AKilledAppendLoadsAsTheOldRowsOrTheNewByPythonsRule) {
+// A tree of 3 rows at `prefix`, 2 rows appended, and the meta.json files
+// from before and after the append: writing some of them back makes what
+// an append killed midway leaves.
+class MemmapKilledAppendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    (void)first.memmap(prefix);
+    old_top = read_text(prefix + "/meta.json");
+    old_next = read_text(prefix + "/next/meta.json");
+    append_memmap(prefix, rows);
+    new_top = read_text(prefix + "/meta.json");
+    new_next = read_text(prefix + "/next/meta.json");
+  }
+
   TempDir dir;
   const std::string prefix = dir / "td";
   const TensorDict first = append_sample(3, 0);
   const TensorDict rows = append_sample(2, 100);
-  (void)first.memmap(prefix);
-  const std::string old_top = read_text(prefix + "/meta.json");
-  const std::string old_next = read_text(prefix + "/next/meta.json");
-  append_memmap(prefix, rows);
-  const std::string new_top = read_text(prefix + "/meta.json");
-  const std::string new_next = read_text(prefix + "/next/meta.json");
+  std::string old_top;
+  std::string old_next;
+  std::string new_top;
+  std::string new_next;
+};
 
+TEST_F(
+    MemmapKilledAppendTest,
+    AKilledAppendLoadsAsTheOldRowsOrTheNewByPythonsRule) {
   // Killed before the top meta.json was replaced: the temporaries (the top
   // one maybe incomplete) are dropped, whatever the leaf files hold.
   write_text(prefix + "/meta.json", old_top);
@@ -1630,20 +1645,9 @@ TEST(MemmapAppendTest, AKilledAppendLoadsAsTheOldRowsOrTheNewByPythonsRule) {
   expect_td_equal(TensorDict::load_memmap(prefix), first);
 }
 
-TEST(
-    MemmapAppendTest,
+TEST_F(
+    MemmapKilledAppendTest,
     AKilledAppendRollsForwardOnlyWhenEveryTemporaryHoldsTheTopRows) {
-  TempDir dir;
-  const std::string prefix = dir / "td";
-  const TensorDict first = append_sample(3, 0);
-  const TensorDict rows = append_sample(2, 100);
-  (void)first.memmap(prefix);
-  const std::string old_top = read_text(prefix + "/meta.json");
-  const std::string old_next = read_text(prefix + "/next/meta.json");
-  append_memmap(prefix, rows);
-  const std::string new_top = read_text(prefix + "/meta.json");
-  const std::string new_next = read_text(prefix + "/next/meta.json");
-
   // No top temporary, but the nested one holds 5 rows where the top
   // meta.json holds 3 (an append's leftover whose top temporary went): the
   // temporary is removed, not renamed in. 0.15.3's rule renamed it.

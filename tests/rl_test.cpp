@@ -249,13 +249,16 @@ TEST(RlEnvTest, StepRangeWritesDoneOverItsRangeOnAnyFlagLayout) {
     }
     TensorDict td({4});
     td.set("action", env.rand_action());
-    // Pole far past the threshold in sub-env 1 only.
-    env.set_state(torch::tensor(
-        {{0.0, 0.0, 0.0, 0.0},
-         {0.0, 0.0, 1.0, 0.0},
-         {0.0, 0.0, 1.0, 0.0},
-         {0.0, 0.0, 0.0, 0.0}},
-        torch::kDouble));
+    // Each sub-env's cart position and pole angle; velocities 0.
+    const auto set_positions =
+        [&env](const std::vector<double>& x, const std::vector<double>& theta) {
+          at::Tensor state = torch::zeros({4, 4}, torch::kDouble);
+          state.select(1, 0).copy_(torch::tensor(x, torch::kDouble));
+          state.select(1, 2).copy_(torch::tensor(theta, torch::kDouble));
+          env.set_state(state);
+        };
+    // Pole far past the threshold in sub-envs 1 and 2 (the range [1, 3)).
+    set_positions({0.0, 0.0, 0.0, 0.0}, {0.0, 1.0, 1.0, 0.0});
     env.step_range(1, 3, td, next);
     EXPECT_EQ(next.get("done").is_contiguous(), !strided);
     EXPECT_TRUE(torch::equal(
@@ -266,12 +269,8 @@ TEST(RlEnvTest, StepRangeWritesDoneOverItsRangeOnAnyFlagLayout) {
     EXPECT_TRUE(torch::equal(
         next.get("done").reshape({4}), torch::zeros({4}, torch::kBool)))
         << "strided " << strided;
-    env.set_state(torch::tensor(
-        {{0.0, 0.0, 1.0, 0.0},
-         {0.0, 0.0, 0.0, 0.0},
-         {0.0, 0.0, 0.0, 0.0},
-         {3.0, 0.0, 0.0, 0.0}},
-        torch::kDouble));
+    // Pole past the threshold in sub-env 0, cart off the track in 3.
+    set_positions({0.0, 0.0, 0.0, 3.0}, {1.0, 0.0, 0.0, 0.0});
     env.step_range(0, 4, td, next);
     EXPECT_TRUE(torch::equal(
         next.get("done").reshape({4}),
@@ -1266,6 +1265,27 @@ void expect_observations_carried(const TensorDict& batch) {
   }
 }
 
+// Collects `batches` batches of `frames` frames from two CartPoles stepped
+// by `policy`; each goes to `check` with its index, then must carry its
+// observations from step to step.
+template <class Check>
+void check_batches_over_two_cartpoles(
+    tensordict::nn::AnyTensorDictModule policy,
+    int64_t frames,
+    int batches,
+    Check check) {
+  rl::Collector collector(
+      rl::make_env("CartPole-v1", 2),
+      std::move(policy),
+      rl::CollectorOptions(frames));
+  for (int batch = 0; batch < batches; ++batch) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    TensorDict out = *collector.next();
+    check(out, batch);
+    expect_observations_carried(out);
+  }
+}
+
 // Re-adds "extra" on odd calls, so the leaves' walk order changes from
 // step to step (NOTE [One step path] in collector.cpp).
 struct ReorderingPolicyImpl : HookedPolicyImpl {
@@ -1282,20 +1302,18 @@ struct ReorderingPolicyImpl : HookedPolicyImpl {
 };
 
 TEST(RlCollectorTest, LeavesWhoseOrderChangesBetweenStepsLandInTheirBuffers) {
-  rl::Collector collector(
-      rl::make_env("CartPole-v1", 2),
+  check_batches_over_two_cartpoles(
       std::make_shared<ReorderingPolicyImpl>(),
-      rl::CollectorOptions(12));
-  for (int batch = 0; batch < 2; ++batch) {
-    TensorDict out = *collector.next();
-    const at::Tensor extra = out.get("extra");
-    ASSERT_EQ(extra.sizes(), c10::IntArrayRef({2, 6, 1}));
-    for (int64_t t = 0; t < 6; ++t) {
-      EXPECT_EQ(extra[0][t][0].item<double>(), 6 * batch + t + 1) << t;
-      EXPECT_EQ(extra[1][t][0].item<double>(), 6 * batch + t + 1) << t;
-    }
-    expect_observations_carried(out);
-  }
+      /*frames=*/12,
+      /*batches=*/2,
+      [](const TensorDict& out, int batch) {
+        const at::Tensor extra = out.get("extra");
+        ASSERT_EQ(extra.sizes(), c10::IntArrayRef({2, 6, 1}));
+        for (int64_t t = 0; t < 6; ++t) {
+          EXPECT_EQ(extra[0][t][0].item<double>(), 6 * batch + t + 1) << t;
+          EXPECT_EQ(extra[1][t][0].item<double>(), 6 * batch + t + 1) << t;
+        }
+      });
 }
 
 // Writes "a" then "b" for the first `switch_at` steps, "b" then "a" after
@@ -1329,13 +1347,21 @@ struct ChangingOutputsPolicyImpl : HookedPolicyImpl {
   int steps = 0;
 };
 
+// A collector of 8 frames a batch over two CartPoles stepped by a
+// ChangingOutputsPolicyImpl(switch_at, add_at).
+rl::Collector changing_outputs_collector(
+    int switch_at, int add_at, bool same_td) {
+  return rl::Collector(
+      rl::make_env("CartPole-v1", 2),
+      std::make_shared<ChangingOutputsPolicyImpl>(switch_at, add_at),
+      rl::CollectorOptions(8).return_same_td(same_td));
+}
+
 TEST(RlCollectorTest, APolicyThatReordersItsOutputsBetweenBatchesFillsThem) {
   for (const bool same_td : {false, true}) {
-    rl::Collector collector(
-        rl::make_env("CartPole-v1", 2),
-        std::make_shared<ChangingOutputsPolicyImpl>(
-            /*switch_at=*/4, /*add_at=*/0),
-        rl::CollectorOptions(8).return_same_td(same_td));
+    SCOPED_TRACE(same_td ? "return_same_td" : "a new dict a batch");
+    rl::Collector collector = changing_outputs_collector(
+        /*switch_at=*/4, /*add_at=*/0, same_td);
     const TensorDict first = collector.next()->clone();
     const TensorDict second = *collector.next();
     EXPECT_EQ(second.keys(true, true), first.keys(true, true));
@@ -1351,11 +1377,9 @@ TEST(RlCollectorTest, APolicyThatReordersItsOutputsBetweenBatchesFillsThem) {
 
 TEST(RlCollectorTest, APolicyThatAddsAnOutputBetweenBatchesGetsItBatched) {
   for (const bool same_td : {false, true}) {
-    rl::Collector collector(
-        rl::make_env("CartPole-v1", 2),
-        std::make_shared<ChangingOutputsPolicyImpl>(
-            /*switch_at=*/100, /*add_at=*/5),
-        rl::CollectorOptions(8).return_same_td(same_td));
+    SCOPED_TRACE(same_td ? "return_same_td" : "a new dict a batch");
+    rl::Collector collector = changing_outputs_collector(
+        /*switch_at=*/100, /*add_at=*/5, same_td);
     const TensorDict first = collector.next()->clone();
     EXPECT_FALSE(first.contains("extra"));
     for (int batch = 1; batch < 3; ++batch) {
@@ -1445,16 +1469,14 @@ struct TaggingPolicyImpl : HookedPolicyImpl {
 };
 
 TEST(RlCollectorTest, NonTensorDataAPolicyAddsMidBatchIsNotBatched) {
-  rl::Collector collector(
-      rl::make_env("CartPole-v1", 2),
+  check_batches_over_two_cartpoles(
       std::make_shared<TaggingPolicyImpl>(),
-      rl::CollectorOptions(12));
-  for (int batch = 0; batch < 2; ++batch) {
-    TensorDict out = *collector.next();
-    EXPECT_FALSE(out.contains("task"));
-    EXPECT_EQ(out.get("action").sizes(), c10::IntArrayRef({2, 6, 2}));
-    expect_observations_carried(out);
-  }
+      /*frames=*/12,
+      /*batches=*/2,
+      [](const TensorDict& out, int /*batch*/) {
+        EXPECT_FALSE(out.contains("task"));
+        EXPECT_EQ(out.get("action").sizes(), c10::IntArrayRef({2, 6, 2}));
+      });
 }
 
 TEST(RlCollectorTest, ShutdownEndsIteration) {

@@ -1,7 +1,7 @@
 // Arithmetic, comparisons and logical ops (declared in tensor_dict.h).
 #include <tensordict/tensor_dict.h>
 
-#include "support.h"
+#include "tensor_dict_support.h"
 
 // Its own namespace, so that test files can share a unity batch.
 namespace tensor_dict_math_test {
@@ -22,15 +22,11 @@ TensorDict make_td() {
   return td;
 }
 
+// NaN where `expected` has NaN counts as equal.
 void expect_leaf(
     const TensorDict& td, const NestedKey& key, const at::Tensor& expected) {
-  const at::Tensor got = td.get(key);
-  EXPECT_EQ(got.scalar_type(), expected.scalar_type()) << key;
-  EXPECT_EQ(got.sizes(), expected.sizes()) << key;
-  EXPECT_TRUE(torch::allclose(got, expected, 1e-6, 1e-6, /*equal_nan=*/true))
-      << key << "\n"
-      << got << "\n"
-      << expected;
+  tensordict::testing::expect_leaf(
+      td, key, expected, 1e-6, 1e-6, /*equal_nan=*/true);
 }
 
 }  // namespace

@@ -1,40 +1,22 @@
 // Reductions over the batch dims (declared in tensor_dict.h).
 #include <tensordict/tensor_dict.h>
 
-#include "support.h"
+#include "tensor_dict_support.h"
 
 // Its own namespace, so that test files can share a unity batch.
 namespace tensor_dict_reduce_test {
 
 using namespace tensordict;  // NOLINT(google-build-using-namespace)
+using tensordict::testing::expect_leaf;
 
 namespace {
 
 // batch [2, 3], named (x, y): a float [2, 3, 4]; n {b} float with batch
 // [2, 3, 5]; i int64 [2, 3]; s "txt".
 TensorDict make_td() {
-  TensorDict td(
-      {{"a", torch::arange(24, torch::kFloat).view({2, 3, 4})}},
-      {2, 3},
-      std::nullopt,
-      {"x", "y"});
-  td.set(
-      "n",
-      TensorDict(
-          {{"b", torch::arange(30, torch::kFloat).view({2, 3, 5}) / 7}},
-          {2, 3, 5}));
+  TensorDict td = tensordict::testing::named_2x3_td(/*b_divisor=*/7);
   td.set_non_tensor("s", "txt");
   return td;
-}
-
-void expect_leaf(
-    const TensorDict& td, const NestedKey& key, const at::Tensor& expected) {
-  const at::Tensor got = td.get(key);
-  EXPECT_EQ(got.scalar_type(), expected.scalar_type()) << key;
-  EXPECT_EQ(got.sizes(), expected.sizes()) << key;
-  EXPECT_TRUE(torch::allclose(got, expected)) << key << "\n"
-                                              << got << "\n"
-                                              << expected;
 }
 
 }  // namespace

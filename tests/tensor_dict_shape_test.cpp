@@ -1,7 +1,7 @@
 // Shape ops over the batch dims (declared in tensor_dict.h).
 #include <tensordict/tensor_dict.h>
 
-#include "support.h"
+#include "tensor_dict_support.h"
 
 // Its own namespace, so that test files can share a unity batch.
 namespace tensor_dict_shape_test {
@@ -13,16 +13,7 @@ namespace {
 // batch [2, 3], named (x, y): a [2, 3, 4]; n {b} with batch [2, 3, 5];
 // st a stack [2, 3] of 0..5.
 TensorDict make_td() {
-  TensorDict td(
-      {{"a", torch::arange(24, torch::kFloat).view({2, 3, 4})}},
-      {2, 3},
-      std::nullopt,
-      {"x", "y"});
-  td.set(
-      "n",
-      TensorDict(
-          {{"b", torch::arange(30, torch::kFloat).view({2, 3, 5})}},
-          {2, 3, 5}));
+  TensorDict td = tensordict::testing::named_2x3_td();
   td.set("st", Value(NonTensorStack({0, 1, 2, 3, 4, 5}, {2, 3})));
   td.set_non_tensor("s", "txt");
   return td;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "interop_cases.h"
 #include "interop_view.h"
 
 using namespace tensordict;  // NOLINT(google-build-using-namespace)
@@ -25,37 +26,13 @@ namespace {
 // The cases of consolidate_interop.py, built the same way.
 std::map<std::string, TensorDict> cases() {
   std::map<std::string, TensorDict> out;
-  out.emplace(
-      "basic",
-      TensorDict(
-          {{"a", torch::arange(3, torch::kInt32)},
-           {"b", {{"c", torch::ones({3, 2})}, {"s", "hello"}}},
-           {"d", torch::tensor({true, false, true})}},
-          {3}));
-  TensorDict dtypes({}, {2});
-  const std::vector<std::pair<std::string, c10::ScalarType>> kinds = {
-      {"float64", torch::kFloat64},
-      {"float32", torch::kFloat32},
-      {"float16", torch::kFloat16},
-      {"bfloat16", torch::kBFloat16},
-      {"int8", torch::kInt8},
-      {"uint8", torch::kUInt8},
-      {"int16", torch::kInt16},
-      {"int32", torch::kInt32},
-      {"int64", torch::kInt64},
-      {"complex64", torch::kComplexFloat},
-      {"bool", torch::kBool}};
-  for (const auto& [name, dtype] : kinds) {
-    dtypes.set(name, torch::arange(6).reshape({2, 3}).to(dtype));
-  }
-  out.emplace("dtypes", dtypes);
-  TensorDict named(
-      {{"x", torch::arange(6, torch::kFloat32).reshape({2, 3})},
-       {"n",
-        TensorDict({{"y", torch::ones({2, 4}, torch::kFloat64)}}, {2, 4})}},
-      {2},
-      c10::Device(c10::kCPU));
-  named.set_names({"b"});
+  out.emplace("basic", interop::basic_case());
+  // clang-format off
+  out.emplace("dtypes", interop::dtypes_case(
+      {"float64", "float32", "float16", "bfloat16", "int8", "uint8", "int16",
+       "int32", "int64", "complex64", "bool"}));
+  // clang-format on
+  TensorDict named = interop::named_case(c10::Device(c10::kCPU));
   named.lock_();
   out.emplace("names_device_locked", named);
   TensorDict stacked({{"x", torch::zeros({2, 2})}}, {2, 2});
@@ -63,31 +40,17 @@ std::map<std::string, TensorDict> cases() {
       "words",
       NonTensorStack::from_list(Json::parse(R"([["a","b"],["c","d"]])"), 2));
   out.emplace("stack", stacked);
-  out.emplace(
-      "empty_leaf",
-      TensorDict(
-          {{"e", torch::zeros({2, 0})}, {"f", torch::arange(2, torch::kInt16)}},
-          {2}));
+  out.emplace("empty_leaf", interop::empty_leaf_case());
   out.emplace(
       "scalar", TensorDict({{"x", torch::tensor(3.5)}, {"meta", Json(7)}}));
-  out.emplace(
-      "deep",
-      TensorDict(
-          {{"l1", {{"l2", {{"l3", {{"v", torch::arange(5, torch::kInt64)}}}}}}},
-           {"w", torch::arange(5, torch::kUInt8)}},
-          {5}));
+  out.emplace("deep", interop::deep_case());
   // A lazy stack entry whose elements differ in keys and shapes.
-  TensorDict a({{"y", torch::arange(6, torch::kFloat32).reshape({3, 2})}}, {3});
-  TensorDict b(
-      {{"y", torch::arange(6, 12, torch::kFloat32).reshape({3, 2})},
-       {"z", torch::arange(3, torch::kInt16).reshape({3, 1})}},
-      {3});
   out.emplace(
       "lazy_stack",
-      TensorDict(
-          {{"stack", tensordict::lazy_stack({a, b}, 1)},
-           {"x", torch::ones({3, 2})}},
-          {3, 2}));
+      interop::lazy_stack_case(TensorDict(
+          {{"y", torch::arange(6, 12, torch::kFloat32).reshape({3, 2})},
+           {"z", torch::arange(3, torch::kInt16).reshape({3, 1})}},
+          {3})));
   // A nested tensorclass: Python names its level by the class
   // (corpus_classes.CorpusInner) and C++ keeps and writes that name.
   TensorDict inner(
@@ -123,80 +86,76 @@ std::map<std::string, LazyStackedTensorDict> stack_cases() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::cerr << "usage: consolidate_interop PYTHON_DIR CPP_DIR\n";
-    return 2;
-  }
-  const std::string py_dir = argv[1];
-  const std::string cpp_dir = argv[2];
-  int failures = 0;
-  for (const auto& [name, td] : cases()) {
-    try {
-      const TensorDict loaded =
-          TensorDict::from_consolidated(py_dir + "/" + name + ".bin");
-      if (!loaded.is_consolidated()) {
-        std::cerr << "FAIL " << name << ": not consolidated after loading\n";
-        ++failures;
-      }
-      std::ofstream(cpp_dir + "/" + name + ".loaded.json")
-          << interop::dump(loaded).dump();
-      if (name == "tensorclass" && loaded.get_tensordict("tc").python_class() !=
-                                       "<class 'corpus_classes.CorpusInner'>") {
-        std::cerr << "FAIL " << name << ": the nested level lost its class ('"
-                  << loaded.get_tensordict("tc").python_class() << "')\n";
-        ++failures;
-      }
-      (void)td.consolidate(
-          ConsolidateOptions().filename(cpp_dir + "/" + name + ".bin"));
-      std::cout << "ok " << name
-                << ": C++ read Python's file and wrote its own\n";
-    } catch (const std::exception& e) {
-      std::cerr << "FAIL " << name << ": " << e.what() << "\n";
-      ++failures;
-    }
-  }
-  for (const auto& [name, stack] : stack_cases()) {
-    try {
-      const LazyStackedTensorDict loaded =
-          LazyStackedTensorDict::from_consolidated(
-              py_dir + "/" + name + ".bin");
-      if (!loaded.is_consolidated()) {
-        std::cerr << "FAIL " << name << ": not consolidated after loading\n";
-        ++failures;
-      }
-      std::ofstream(cpp_dir + "/" + name + ".loaded.json")
-          << interop::dump_stack(loaded, /*with_name=*/true).dump();
-      (void)stack.consolidate(
-          ConsolidateOptions().filename(cpp_dir + "/" + name + ".bin"));
-      // The same bytes from memory, and Python's file read back from them.
-      const at::Tensor bytes = consolidated_bytes(stack);
-      std::ofstream(cpp_dir + "/" + name + ".bytes.bin", std::ios::binary)
-          .write(
-              static_cast<const char*>(bytes.const_data_ptr()), bytes.numel());
-      std::ifstream py_file(py_dir + "/" + name + ".bin", std::ios::binary);
-      const std::string py_bytes(
-          (std::istreambuf_iterator<char>(py_file)),
-          std::istreambuf_iterator<char>());
-      const LazyStackedTensorDict from_bytes =
-          LazyStackedTensorDict::from_consolidated_bytes(
-              torch::from_blob(
-                  const_cast<char*>(py_bytes.data()),
-                  {static_cast<int64_t>(py_bytes.size())},
-                  torch::kUInt8)
-                  .clone());
-      if (interop::dump_stack(from_bytes, /*with_name=*/true) !=
-          interop::dump_stack(loaded, /*with_name=*/true)) {
-        std::cerr << "FAIL " << name
-                  << ": from_consolidated_bytes reads Python's file unlike "
-                     "from_consolidated\n";
-        ++failures;
-      }
-      std::cout << "ok " << name
-                << ": C++ read Python's lazy stack and wrote its own\n";
-    } catch (const std::exception& e) {
-      std::cerr << "FAIL " << name << ": " << e.what() << "\n";
-      ++failures;
-    }
-  }
+  const auto dirs = interop::dir_args(
+      argc, argv, "usage: consolidate_interop PYTHON_DIR CPP_DIR\n");
+  const std::string& py_dir = dirs.first;
+  const std::string& cpp_dir = dirs.second;
+  int failures = interop::count_failures(
+      cases(), [&](const std::string& name, const TensorDict& td) {
+        int failed = 0;
+        const TensorDict loaded =
+            TensorDict::from_consolidated(py_dir + "/" + name + ".bin");
+        if (!loaded.is_consolidated()) {
+          std::cerr << "FAIL " << name << ": not consolidated after loading\n";
+          ++failed;
+        }
+        std::ofstream(cpp_dir + "/" + name + ".loaded.json")
+            << interop::dump(loaded).dump();
+        if (name == "tensorclass" &&
+            loaded.get_tensordict("tc").python_class() !=
+                "<class 'corpus_classes.CorpusInner'>") {
+          std::cerr << "FAIL " << name << ": the nested level lost its class ('"
+                    << loaded.get_tensordict("tc").python_class() << "')\n";
+          ++failed;
+        }
+        (void)td.consolidate(
+            ConsolidateOptions().filename(cpp_dir + "/" + name + ".bin"));
+        std::cout << "ok " << name
+                  << ": C++ read Python's file and wrote its own\n";
+        return failed;
+      });
+  failures += interop::count_failures(
+      stack_cases(),
+      [&](const std::string& name, const LazyStackedTensorDict& stack) {
+        int failed = 0;
+        const LazyStackedTensorDict loaded =
+            LazyStackedTensorDict::from_consolidated(
+                py_dir + "/" + name + ".bin");
+        if (!loaded.is_consolidated()) {
+          std::cerr << "FAIL " << name << ": not consolidated after loading\n";
+          ++failed;
+        }
+        std::ofstream(cpp_dir + "/" + name + ".loaded.json")
+            << interop::dump_stack(loaded, /*with_name=*/true).dump();
+        (void)stack.consolidate(
+            ConsolidateOptions().filename(cpp_dir + "/" + name + ".bin"));
+        // The same bytes from memory, and Python's file read back from them.
+        const at::Tensor bytes = consolidated_bytes(stack);
+        std::ofstream(cpp_dir + "/" + name + ".bytes.bin", std::ios::binary)
+            .write(
+                static_cast<const char*>(bytes.const_data_ptr()),
+                bytes.numel());
+        std::ifstream py_file(py_dir + "/" + name + ".bin", std::ios::binary);
+        const std::string py_bytes(
+            (std::istreambuf_iterator<char>(py_file)),
+            std::istreambuf_iterator<char>());
+        const LazyStackedTensorDict from_bytes =
+            LazyStackedTensorDict::from_consolidated_bytes(
+                torch::from_blob(
+                    const_cast<char*>(py_bytes.data()),
+                    {static_cast<int64_t>(py_bytes.size())},
+                    torch::kUInt8)
+                    .clone());
+        if (interop::dump_stack(from_bytes, /*with_name=*/true) !=
+            interop::dump_stack(loaded, /*with_name=*/true)) {
+          std::cerr << "FAIL " << name
+                    << ": from_consolidated_bytes reads Python's file unlike "
+                       "from_consolidated\n";
+          ++failed;
+        }
+        std::cout << "ok " << name
+                  << ": C++ read Python's lazy stack and wrote its own\n";
+        return failed;
+      });
   return failures == 0 ? 0 : 1;
 }

@@ -25,7 +25,6 @@ usage: consolidate_interop.py CONSOLIDATE_INTEROP_BINARY WORK_DIR [CLI]
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -39,6 +38,7 @@ from tensordict import (
 )
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import interop_cases  # noqa: E402
 import td_dump  # noqa: E402
 from corpus_classes import CorpusInner  # noqa: E402
 from interop_view import dump, dump_stack as _dump_stack  # noqa: E402
@@ -47,30 +47,12 @@ from interop_view import dump, dump_stack as _dump_stack  # noqa: E402
 def cases():
     """The cases, built exactly as consolidate_interop.cpp builds them."""
     out = {}
-    out["basic"] = TensorDict(
-        {
-            "a": torch.arange(3, dtype=torch.int32),
-            "b": {"c": torch.ones(3, 2), "s": "hello"},
-            "d": torch.tensor([True, False, True]),
-        },
-        batch_size=[3],
-    )
-    dtypes = TensorDict(batch_size=[2])
-    for name in [
+    out["basic"] = interop_cases.basic()
+    out["dtypes"] = interop_cases.dtypes([
         "float64", "float32", "float16", "bfloat16", "int8", "uint8",
         "int16", "int32", "int64", "complex64", "bool",
-    ]:
-        dtypes[name] = torch.arange(6).reshape(2, 3).to(getattr(torch, name))
-    out["dtypes"] = dtypes
-    named = TensorDict(
-        {
-            "x": torch.arange(6, dtype=torch.float32).reshape(2, 3),
-            "n": TensorDict({"y": torch.ones(2, 4, dtype=torch.float64)}, [2, 4]),
-        },
-        batch_size=[2],
-        device="cpu",
-    )
-    named.names = ["b"]
+    ])
+    named = interop_cases.named(device="cpu")
     named.lock_()
     out["names_device_locked"] = named
     stacked = TensorDict({"x": torch.zeros(2, 2)}, batch_size=[2, 2])
@@ -78,35 +60,18 @@ def cases():
         NonTensorStack("a", "b"), NonTensorStack("c", "d")
     )
     out["stack"] = stacked
-    out["empty_leaf"] = TensorDict(
-        {"e": torch.zeros(2, 0), "f": torch.arange(2, dtype=torch.int16)},
-        batch_size=[2],
-    )
+    out["empty_leaf"] = interop_cases.empty_leaf()
     out["scalar"] = TensorDict({"x": torch.tensor(3.5), "meta": NonTensorData(7)})
-    out["deep"] = TensorDict(
-        {"l1": {"l2": {"l3": {"v": torch.arange(5, dtype=torch.int64)}}},
-         "w": torch.arange(5, dtype=torch.uint8)},
-        batch_size=[5],
-    )
+    out["deep"] = interop_cases.deep()
     # A lazy stack entry whose elements differ in keys and shapes.
-    out["lazy_stack"] = TensorDict(
-        {
-            "stack": lazy_stack(
-                [
-                    TensorDict({"y": torch.arange(6.0).reshape(3, 2)}, [3]),
-                    TensorDict(
-                        {
-                            "y": torch.arange(6.0, 12.0).reshape(3, 2),
-                            "z": torch.arange(3, dtype=torch.int16).reshape(3, 1),
-                        },
-                        [3],
-                    ),
-                ],
-                1,
-            ),
-            "x": torch.ones(3, 2),
-        },
-        batch_size=[3, 2],
+    out["lazy_stack"] = interop_cases.lazy_stack_entry(
+        TensorDict(
+            {
+                "y": torch.arange(6.0, 12.0).reshape(3, 2),
+                "z": torch.arange(3, dtype=torch.int16).reshape(3, 1),
+            },
+            [3],
+        )
     )
     # A nested tensorclass: its level is named by its class, which C++ keeps
     # when reading and writes back (byte-identical files).
@@ -157,94 +122,59 @@ def dump_stack(stack):
     return _dump_stack(stack, with_name=True)
 
 
-def same_bytes(name, cpp_path, py_path):
-    """True if the C++ file is byte-identical to Python's; prints if not."""
-    with open(cpp_path, "rb") as f:
-        cpp_bytes = f.read()
-    with open(py_path, "rb") as f:
-        py_bytes = f.read()
-    if cpp_bytes != py_bytes:
-        print(f"FAIL {name}: the C++ file differs from Python's\n"
-              f"C++:    {cpp_bytes[-400:]!r}\nPython: {py_bytes[-400:]!r}")
-    return cpp_bytes == py_bytes
+def bytes_mismatch(name, cpp_path, py_path):
+    """None if the C++ file is byte-identical to Python's; else why not."""
+    return interop_cases.bytes_mismatch(
+        name, cpp_path, py_path, slice(-400, None))
 
 
-def check_stacks(binary, py_dir, cpp_dir):
-    """Step 3 for the lazy stacks at the root."""
-    failures = 0
-    for name, stack in stack_cases().items():
-        expected = json.loads(json.dumps(dump_stack(stack)))
-        with open(os.path.join(cpp_dir, name + ".loaded.json")) as f:
-            cpp_view = json.load(f)
-        if cpp_view != expected:
-            print(f"FAIL {name}: C++ reads the Python file as\n{cpp_view}\n"
-                  f"expected\n{expected}")
-            failures += 1
-            continue
-        path = os.path.join(cpp_dir, name + ".bin")
-        loaded = TensorDict.from_consolidated(path)
-        if not isinstance(loaded, LazyStackedTensorDict):
-            print(f"FAIL {name}: Python reads the C++ file as a "
-                  f"{type(loaded).__name__}")
-            failures += 1
-            continue
-        if dump_stack(loaded) != dump_stack(stack):
-            print(f"FAIL {name}: Python reads the C++ file as\n"
-                  f"{dump_stack(loaded)}\nexpected\n{dump_stack(stack)}")
-            failures += 1
-            continue
-        if not same_bytes(name, path, os.path.join(py_dir, name + ".bin")):
-            failures += 1
-            continue
+def check_case(name, case, py_dir, cpp_dir):
+    """Step 3 for a case of `cases()` or a lazy stack of `stack_cases()`:
+    None if it passes; else why not."""
+    is_stack = isinstance(case, LazyStackedTensorDict)
+    view = dump_stack if is_stack else dump
+    message = interop_cases.cpp_view_mismatch(cpp_dir, name, view(case))
+    if message is not None:
+        return message
+    path = os.path.join(cpp_dir, name + ".bin")
+    loaded = TensorDict.from_consolidated(path)
+    if isinstance(loaded, LazyStackedTensorDict) != is_stack:
+        return f"{name}: Python reads the C++ file as a {type(loaded).__name__}"
+    if view(loaded) != view(case):
+        return (f"{name}: Python reads the C++ file as\n{view(loaded)}\n"
+                f"expected\n{view(case)}")
+    py_path = os.path.join(py_dir, name + ".bin")
+    message = bytes_mismatch(name, path, py_path)
+    if message is None and is_stack:
         # consolidated_bytes(stack): the same bytes, built in memory.
-        if not same_bytes(
+        message = bytes_mismatch(
             name + " (consolidated_bytes)",
             os.path.join(cpp_dir, name + ".bytes.bin"),
-            os.path.join(py_dir, name + ".bin"),
-        ):
-            failures += 1
-            continue
-        print(f"ok {name}: Python reads the C++ lazy stack, byte-identical")
-    return failures
+            py_path,
+        )
+    return message
 
 
 def main() -> int:
     binary, work = sys.argv[1], sys.argv[2]
-    shutil.rmtree(work, ignore_errors=True)
-    py_dir = os.path.join(work, "python")
-    cpp_dir = os.path.join(work, "cpp")
-    os.makedirs(py_dir)
-    os.makedirs(cpp_dir)
+    py_dir, cpp_dir = interop_cases.fresh_dirs(work, "python", "cpp")
     all_cases = cases()
     for name, td in all_cases.items():
         td.consolidate(filename=os.path.join(py_dir, name + ".bin"))
     for name, stack in stack_cases().items():
         stack.consolidate(filename=os.path.join(py_dir, name + ".bin"))
-    print("$", binary, py_dir, cpp_dir, flush=True)
-    if subprocess.run([binary, py_dir, cpp_dir]).returncode != 0:
+    if not interop_cases.run_cpp(binary, py_dir, cpp_dir):
         return 1
-    failures = 0
-    for name, td in all_cases.items():
-        expected = json.loads(json.dumps(dump(td)))
-        with open(os.path.join(cpp_dir, name + ".loaded.json")) as f:
-            cpp_view = json.load(f)
-        if cpp_view != expected:
-            print(f"FAIL {name}: C++ reads the Python file as\n{cpp_view}\n"
-                  f"expected\n{expected}")
-            failures += 1
-            continue
-        path = os.path.join(cpp_dir, name + ".bin")
-        loaded = TensorDict.from_consolidated(path)
-        if dump(loaded) != dump(td):
-            print(f"FAIL {name}: Python reads the C++ file as\n{dump(loaded)}\n"
-                  f"expected\n{dump(td)}")
-            failures += 1
-            continue
-        if not same_bytes(name, path, os.path.join(py_dir, name + ".bin")):
-            failures += 1
-            continue
-        print(f"ok {name}: Python reads the C++ file, byte-identical")
-    failures += check_stacks(binary, py_dir, cpp_dir)
+    failures = interop_cases.count_failures(
+        all_cases,
+        lambda name, td: check_case(name, td, py_dir, cpp_dir),
+        "Python reads the C++ file, byte-identical",
+    )
+    failures += interop_cases.count_failures(
+        stack_cases(),
+        lambda name, stack: check_case(name, stack, py_dir, cpp_dir),
+        "Python reads the C++ lazy stack, byte-identical",
+    )
     if len(sys.argv) > 3:
         failures += check_cli(sys.argv[3], py_dir, all_cases)
     return 1 if failures else 0

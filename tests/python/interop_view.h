@@ -10,14 +10,16 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace tensordict::interop {
 
-/// Python's spelling of `dtype`, "torch.float32".
-inline std::string python_dtype(c10::ScalarType dtype) {
+/// Each dtype the interop tests use, with Python's name for it (torch.<name>).
+inline const std::vector<std::pair<c10::ScalarType, const char*>>&
+python_dtype_names() {
   static const std::vector<std::pair<c10::ScalarType, const char*>> names = {
       {torch::kFloat64, "float64"},
       {torch::kFloat32, "float32"},
@@ -36,12 +38,28 @@ inline std::string python_dtype(c10::ScalarType dtype) {
       {c10::ScalarType::Float8_e4m3fn, "float8_e4m3fn"},
       {c10::ScalarType::Float8_e5m2, "float8_e5m2"},
       {torch::kBool, "bool"}};
-  for (const auto& [kind, name] : names) {
+  return names;
+}
+
+/// Python's spelling of `dtype`, "torch.float32".
+inline std::string python_dtype(c10::ScalarType dtype) {
+  for (const auto& [kind, name] : python_dtype_names()) {
     if (kind == dtype) {
       return std::string("torch.") + name;
     }
   }
   return "torch.?";
+}
+
+/// The dtype Python calls torch.<name>; throws on a name not in
+/// python_dtype_names().
+inline c10::ScalarType dtype_named(const std::string& name) {
+  for (const auto& [kind, kind_name] : python_dtype_names()) {
+    if (name == kind_name) {
+      return kind;
+    }
+  }
+  throw std::invalid_argument("dtype_named: unknown dtype name '" + name + "'");
 }
 
 Json dump(const TensorDict& td);

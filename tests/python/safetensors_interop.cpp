@@ -21,60 +21,29 @@
 #include <variant>
 #include <vector>
 
+#include "interop_cases.h"
 #include "interop_view.h"
 
 using namespace tensordict;  // NOLINT(google-build-using-namespace)
 
 namespace {
 
-const std::vector<std::pair<std::string, c10::ScalarType>>& dtypes() {
-  static const std::vector<std::pair<std::string, c10::ScalarType>> kinds = {
-      {"float64", torch::kFloat64},
-      {"float32", torch::kFloat32},
-      {"float16", torch::kFloat16},
-      {"bfloat16", torch::kBFloat16},
-      {"int8", torch::kInt8},
-      {"uint8", torch::kUInt8},
-      {"int16", torch::kInt16},
-      {"int32", torch::kInt32},
-      {"int64", torch::kInt64},
-      {"uint16", torch::kUInt16},
-      {"uint32", torch::kUInt32},
-      {"uint64", torch::kUInt64},
-      {"complex64", torch::kComplexFloat},
-      {"float8_e4m3fn", c10::ScalarType::Float8_e4m3fn},
-      {"float8_e5m2", c10::ScalarType::Float8_e5m2},
-      {"bool", torch::kBool}};
-  return kinds;
+// safetensors_interop.py's DTYPES: every dtype safetensors stores.
+std::vector<std::string> dtype_names() {
+  // clang-format off
+  return {"float64", "float32", "float16", "bfloat16", "int8", "uint8",
+          "int16", "int32", "int64", "uint16", "uint32", "uint64",
+          "complex64", "float8_e4m3fn", "float8_e5m2", "bool"};
+  // clang-format on
 }
 
 // The cases of safetensors_interop.py, built the same way.
 std::map<std::string, std::variant<TensorDict, LazyStackedTensorDict>> cases() {
   std::map<std::string, std::variant<TensorDict, LazyStackedTensorDict>> out;
-  out.emplace(
-      "basic",
-      TensorDict(
-          {{"a", torch::arange(3, torch::kInt32)},
-           {"b", {{"c", torch::ones({3, 2})}, {"s", "hello"}}},
-           {"d", torch::tensor({true, false, true})}},
-          {3}));
-  TensorDict kinds({}, {2});
-  for (const auto& [name, dtype] : dtypes()) {
-    kinds.set(name, torch::arange(6).reshape({2, 3}).to(dtype));
-  }
-  out.emplace("dtypes", kinds);
-  TensorDict named(
-      {{"x", torch::arange(6, torch::kFloat32).reshape({2, 3})},
-       {"n",
-        TensorDict({{"y", torch::ones({2, 4}, torch::kFloat64)}}, {2, 4})}},
-      {2});
-  named.set_names({"b"});
-  out.emplace("names", named);
-  out.emplace(
-      "empty_leaf",
-      TensorDict(
-          {{"e", torch::zeros({2, 0})}, {"f", torch::arange(2, torch::kInt16)}},
-          {2}));
+  out.emplace("basic", interop::basic_case());
+  out.emplace("dtypes", interop::dtypes_case(dtype_names()));
+  out.emplace("names", interop::named_case());
+  out.emplace("empty_leaf", interop::empty_leaf_case());
   TensorDict scalar(
       {{"x", torch::tensor(3.5)},
        {"meta", Json(7)},
@@ -90,21 +59,12 @@ std::map<std::string, std::variant<TensorDict, LazyStackedTensorDict>> cases() {
             torch::arange(12, torch::kFloat64)
                 .reshape({3, 4})
                 .slice(1, 0, 4, 2)}}));
-  out.emplace(
-      "deep",
-      TensorDict(
-          {{"l1", {{"l2", {{"l3", {{"v", torch::arange(5, torch::kInt64)}}}}}}},
-           {"w", torch::arange(5, torch::kUInt8)}},
-          {5}));
-  TensorDict a({{"y", torch::arange(6, torch::kFloat32).reshape({3, 2})}}, {3});
-  TensorDict b(
-      {{"y", torch::arange(6, 12, torch::kFloat32).reshape({3, 2})}}, {3});
+  out.emplace("deep", interop::deep_case());
   out.emplace(
       "lazy_stack",
-      TensorDict(
-          {{"stack", tensordict::lazy_stack({a, b}, 1)},
-           {"x", torch::ones({3, 2})}},
-          {3, 2}));
+      interop::lazy_stack_case(TensorDict(
+          {{"y", torch::arange(6, 12, torch::kFloat32).reshape({3, 2})}},
+          {3})));
   out.emplace(
       "lazy_root",
       tensordict::lazy_stack(
@@ -139,44 +99,39 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  if (argc != 3) {
-    std::cerr << "usage: safetensors_interop PYTHON_DIR CPP_DIR\n"
-                 "       safetensors_interop --load FILE\n";
-    return 2;
-  }
-  const std::string py_dir = argv[1];
-  const std::string cpp_dir = argv[2];
-  int failures = 0;
-  for (const auto& [name, td] : cases()) {
-    try {
-      const auto loaded =
-          from_safetensors_any(py_dir + "/" + name + ".safetensors");
-      std::ofstream(cpp_dir + "/" + name + ".loaded.json")
-          << dump_any(loaded).dump();
-      const std::string path = cpp_dir + "/" + name + ".safetensors";
-      std::visit([&](const auto& dict) { to_safetensors(dict, path); }, td);
-      std::cout << "ok " << name
-                << ": C++ read Python's file and wrote its own\n";
-    } catch (const std::exception& e) {
-      std::cerr << "FAIL " << name << ": " << e.what() << "\n";
-      ++failures;
-    }
-  }
+  const auto dirs = interop::dir_args(
+      argc,
+      argv,
+      "usage: safetensors_interop PYTHON_DIR CPP_DIR\n"
+      "       safetensors_interop --load FILE\n");
+  const std::string& py_dir = dirs.first;
+  const std::string& cpp_dir = dirs.second;
+  int failures = interop::count_failures(
+      cases(), [&](const std::string& name, const auto& td) {
+        const auto loaded =
+            from_safetensors_any(py_dir + "/" + name + ".safetensors");
+        std::ofstream(cpp_dir + "/" + name + ".loaded.json")
+            << dump_any(loaded).dump();
+        const std::string path = cpp_dir + "/" + name + ".safetensors";
+        std::visit([&](const auto& dict) { to_safetensors(dict, path); }, td);
+        std::cout << "ok " << name
+                  << ": C++ read Python's file and wrote its own\n";
+        return 0;
+      });
+  // The plain_*.safetensors files, by name.
+  std::map<std::string, std::string> plain_files;
   for (const auto& entry : std::filesystem::directory_iterator(py_dir)) {
-    const std::string file = entry.path().filename().string();
-    if (file.rfind("plain_", 0) != 0) {
-      continue;
-    }
-    const std::string name = entry.path().stem().string();
-    try {
-      const TensorDict loaded = from_safetensors(entry.path().string());
-      std::ofstream(cpp_dir + "/" + name + ".loaded.json")
-          << interop::dump(loaded).dump();
-      std::cout << "ok " << name << ": C++ read the plain safetensors file\n";
-    } catch (const std::exception& e) {
-      std::cerr << "FAIL " << name << ": " << e.what() << "\n";
-      ++failures;
+    if (entry.path().filename().string().rfind("plain_", 0) == 0) {
+      plain_files.emplace(entry.path().stem().string(), entry.path().string());
     }
   }
+  failures += interop::count_failures(
+      plain_files, [&](const std::string& name, const std::string& path) {
+        const TensorDict loaded = from_safetensors(path);
+        std::ofstream(cpp_dir + "/" + name + ".loaded.json")
+            << interop::dump(loaded).dump();
+        std::cout << "ok " << name << ": C++ read the plain safetensors file\n";
+        return 0;
+      });
   return failures == 0 ? 0 : 1;
 }

@@ -22,7 +22,6 @@ usage: safetensors_interop.py SAFETENSORS_INTEROP_BINARY WORK_DIR
 
 import json
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -40,6 +39,7 @@ from tensordict import (
 )
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import interop_cases  # noqa: E402
 from interop_view import dump  # noqa: E402
 
 DTYPES = [
@@ -52,31 +52,10 @@ DTYPES = [
 def cases():
     """The cases, built exactly as safetensors_interop.cpp builds them."""
     out = {}
-    out["basic"] = TensorDict(
-        {
-            "a": torch.arange(3, dtype=torch.int32),
-            "b": {"c": torch.ones(3, 2), "s": "hello"},
-            "d": torch.tensor([True, False, True]),
-        },
-        batch_size=[3],
-    )
-    kinds = TensorDict(batch_size=[2])
-    for name in DTYPES:
-        kinds[name] = torch.arange(6).reshape(2, 3).to(getattr(torch, name))
-    out["dtypes"] = kinds
-    named = TensorDict(
-        {
-            "x": torch.arange(6, dtype=torch.float32).reshape(2, 3),
-            "n": TensorDict({"y": torch.ones(2, 4, dtype=torch.float64)}, [2, 4]),
-        },
-        batch_size=[2],
-    )
-    named.names = ["b"]
-    out["names"] = named
-    out["empty_leaf"] = TensorDict(
-        {"e": torch.zeros(2, 0), "f": torch.arange(2, dtype=torch.int16)},
-        batch_size=[2],
-    )
+    out["basic"] = interop_cases.basic()
+    out["dtypes"] = interop_cases.dtypes(DTYPES)
+    out["names"] = interop_cases.named()
+    out["empty_leaf"] = interop_cases.empty_leaf()
     scalar = TensorDict(
         {
             "x": torch.tensor(3.5),
@@ -93,23 +72,9 @@ def cases():
             "s": torch.arange(12, dtype=torch.float64).reshape(3, 4)[:, 0:4:2],
         }
     )
-    out["deep"] = TensorDict(
-        {"l1": {"l2": {"l3": {"v": torch.arange(5, dtype=torch.int64)}}},
-         "w": torch.arange(5, dtype=torch.uint8)},
-        batch_size=[5],
-    )
-    out["lazy_stack"] = TensorDict(
-        {
-            "stack": lazy_stack(
-                [
-                    TensorDict({"y": torch.arange(6.0).reshape(3, 2)}, [3]),
-                    TensorDict({"y": torch.arange(6.0, 12.0).reshape(3, 2)}, [3]),
-                ],
-                1,
-            ),
-            "x": torch.ones(3, 2),
-        },
-        batch_size=[3, 2],
+    out["deep"] = interop_cases.deep()
+    out["lazy_stack"] = interop_cases.lazy_stack_entry(
+        TensorDict({"y": torch.arange(6.0, 12.0).reshape(3, 2)}, [3])
     )
     out["lazy_root"] = lazy_stack(
         [
@@ -208,20 +173,14 @@ def damaged_files(directory):
 
 def main() -> int:
     binary, work = sys.argv[1], sys.argv[2]
-    shutil.rmtree(work, ignore_errors=True)
-    py_dir = os.path.join(work, "python")
-    cpp_dir = os.path.join(work, "cpp")
-    bad_dir = os.path.join(work, "bad")
-    for d in (py_dir, cpp_dir, bad_dir):
-        os.makedirs(d)
+    py_dir, cpp_dir, bad_dir = interop_cases.fresh_dirs(work, "python", "cpp", "bad")
     all_cases = cases()
     for name, td in all_cases.items():
         to_safetensors(td, os.path.join(py_dir, name + ".safetensors"))
     plains = plain_files()
     for name, (tensors, metadata) in plains.items():
         save_file(tensors, os.path.join(py_dir, name + ".safetensors"), metadata=metadata)
-    print("$", binary, py_dir, cpp_dir, flush=True)
-    if subprocess.run([binary, py_dir, cpp_dir]).returncode != 0:
+    if not interop_cases.run_cpp(binary, py_dir, cpp_dir):
         return 1
     failures = 0
 
@@ -231,11 +190,9 @@ def main() -> int:
         failures += 1
 
     for name, td in all_cases.items():
-        expected = json.loads(json.dumps(dump(td)))
-        with open(os.path.join(cpp_dir, name + ".loaded.json")) as f:
-            cpp_view = json.load(f)
-        if cpp_view != expected:
-            fail(f"{name}: C++ reads the Python file as\n{cpp_view}\nexpected\n{expected}")
+        message = interop_cases.cpp_view_mismatch(cpp_dir, name, dump(td))
+        if message is not None:
+            fail(message)
             continue
         path = os.path.join(cpp_dir, name + ".safetensors")
         loaded = from_safetensors(path)
@@ -251,24 +208,21 @@ def main() -> int:
             fail(f"{name}: safetensors.torch.load_file reads the C++ file as "
                  f"{ {k: (v.dtype, list(v.shape)) for k, v in flat.items()} }")
             continue
-        with open(path, "rb") as f:
-            cpp_bytes = f.read()
-        with open(os.path.join(py_dir, name + ".safetensors"), "rb") as f:
-            py_bytes = f.read()
-        if cpp_bytes != py_bytes:
-            fail(f"{name}: the C++ file differs from Python's\n"
-                 f"C++:    {cpp_bytes[:600]!r}\nPython: {py_bytes[:600]!r}")
+        message = interop_cases.bytes_mismatch(
+            name, path, os.path.join(py_dir, name + ".safetensors"), slice(600))
+        if message is not None:
+            fail(message)
             continue
         print(f"ok {name}: tensordict and safetensors read the C++ file, "
               "byte-identical to Python's")
 
     for name in plains:
-        expected = json.loads(json.dumps(
-            dump(from_safetensors(os.path.join(py_dir, name + ".safetensors")))))
-        with open(os.path.join(cpp_dir, name + ".loaded.json")) as f:
-            cpp_view = json.load(f)
-        if cpp_view != expected:
-            fail(f"{name}: C++ reads the plain file as\n{cpp_view}\nexpected\n{expected}")
+        message = interop_cases.cpp_view_mismatch(
+            cpp_dir, name,
+            dump(from_safetensors(os.path.join(py_dir, name + ".safetensors"))),
+            what="plain file")
+        if message is not None:
+            fail(message)
             continue
         print(f"ok {name}: C++ reads the plain file as tensordict does")
 
