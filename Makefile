@@ -13,6 +13,10 @@ PYTHON      ?= python3
 CMAKE       ?= cmake
 CTEST       ?= ctest
 CMAKE_FLAGS ?=
+# The build tree's build type and -Werror; the wheel (deps) compiles its
+# engine with the same two, so ccache serves it from the build tree's objects.
+BUILD_TYPE  ?= RelWithDebInfo
+WERROR      ?= ON
 
 
 # The AOTInductor packages the serving benchmarks run (exported by the
@@ -33,19 +37,23 @@ deps-cxx:
 
 # Everything the tests use besides: the tools (clang-format, valgrind,
 # clang-14, doxygen), tensordict and the other Python packages of the interop
-# tests, the project's package python/ (built with the engine in
-# $(BUILD_DIR)/wheel) and TorchRL's virtual environment. Cheap when everything
+# tests, the project's package python/ (built in $(BUILD_DIR)/wheel, its
+# engine in $(BUILD_DIR)-wheel-engine with the build tree's compile commands,
+# so ccache serves the engine from the build tree's objects instead of
+# compiling it twice) and TorchRL's virtual environment. Cheap when everything
 # is present: the script only checks dpkg and pip metadata, and hashes the
 # sources of the Python package. The stamp .deps-complete marks a build tree
 # whose deps are complete (see `build`).
 deps: deps-cxx
 	@TORCHRL_VENV=$(abspath $(BUILD_DIR))/torchrl-venv \
-	  WHEEL_BUILD_DIR=$(abspath $(BUILD_DIR))/wheel JOBS=$(JOBS) ./scripts/install-deps.sh
+	  WHEEL_BUILD_DIR=$(abspath $(BUILD_DIR))/wheel \
+	  WHEEL_ENGINE_DIR=$(abspath $(BUILD_DIR))-wheel-engine \
+	  WHEEL_BUILD_TYPE=$(BUILD_TYPE) WHEEL_WERROR=$(WERROR) JOBS=$(JOBS) ./scripts/install-deps.sh
 	@mkdir -p $(BUILD_DIR) && { [ -e $(BUILD_DIR)/.deps-complete ] || touch $(BUILD_DIR)/.deps-complete; }
 
 $(BUILD_DIR)/CMakeCache.txt: | deps-cxx
 	$(CMAKE) -S . -B $(BUILD_DIR) -DCMAKE_PREFIX_PATH="$(TORCH_PREFIX)" \
-	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTENSORDICT_WERROR=ON $(CMAKE_FLAGS)
+	  -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DTENSORDICT_WERROR=$(WERROR) $(CMAKE_FLAGS)
 	@[ ! -e $(BUILD_DIR)/.deps-complete ] || touch $(BUILD_DIR)/.configured-complete
 
 configure: $(BUILD_DIR)/CMakeCache.txt
@@ -170,4 +178,4 @@ docs:
 	@echo "docs: open $(BUILD_DIR)/docs/html/index.html"
 
 clean:
-	rm -rf $(BUILD_DIR) $(SAN_DIR) $(TSAN_DIR) $(FUZZ_DIR)
+	rm -rf $(BUILD_DIR) $(BUILD_DIR)-wheel-engine $(SAN_DIR) $(TSAN_DIR) $(FUZZ_DIR)

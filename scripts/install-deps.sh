@@ -103,8 +103,22 @@ fi
 # so a reinstall recompiles only what changed (ccache serves the rest).
 # --no-build-isolation --no-deps: pip must not resolve torch, and the engine
 # must be compiled against the torch installed here.
+# The engine is not compiled a second time after `make`'s build tree compiled
+# it (or before: whichever comes first, the other one is served): the wheel
+# builds it in WHEEL_ENGINE_DIR, a sibling of the build tree, with the build
+# tree's generator (Unix Makefiles), build type (WHEEL_BUILD_TYPE) and
+# -Werror (WHEEL_WERROR), so each object's compile command is the build
+# tree's, byte for byte, and ccache hits (python/CMakeLists.txt says why).
+# The defaults are the Makefile's (build, RelWithDebInfo, -Werror). The
+# compiler is CMake's default, c++, as for the build tree (scikit-build-core
+# would take Python's g++, and ccache hashes the compiler's name), unless CXX
+# names one for both. install.strip: the debug info of RelWithDebInfo stays
+# out of the installed package (scikit-build-core strips only Release).
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WHEEL_BUILD_DIR=${WHEEL_BUILD_DIR:-$ROOT/build/wheel}
+WHEEL_ENGINE_DIR=${WHEEL_ENGINE_DIR:-$ROOT/build-wheel-engine}
+WHEEL_BUILD_TYPE=${WHEEL_BUILD_TYPE:-RelWithDebInfo}
+WHEEL_WERROR=${WHEEL_WERROR:-ON}
 SCIKIT_BUILD_CORE_VERSION=1.1.0
 if ! "$PYTHON" - <<PY 2>/dev/null
 import importlib.metadata as m, sys
@@ -145,11 +159,23 @@ ok = (info["SOURCE_HASH"] == sys.argv[1]
 sys.exit(0 if ok else 1)
 PY
 then
+  # A wheel tree configured with another generator (Ninja, scikit-build-core's
+  # default, used before the engine was shared) is removed: CMake refuses to
+  # switch generators in place, and its engine objects are not reused.
+  if [ -e "$WHEEL_BUILD_DIR/CMakeCache.txt" ] \
+     && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Unix Makefiles' "$WHEEL_BUILD_DIR/CMakeCache.txt"; then
+    echo "install-deps: removing $WHEEL_BUILD_DIR (configured with another generator)"
+    rm -rf "$WHEEL_BUILD_DIR"
+  fi
   echo "install-deps: pip install --no-build-isolation --no-deps ./python" \
-       "(compiles the engine in $WHEEL_BUILD_DIR)"
-  CMAKE_BUILD_PARALLEL_LEVEL=${JOBS:-2} "$PYTHON" -m pip install --quiet \
+       "(the engine in $WHEEL_ENGINE_DIR, from ccache where the build tree compiled it)"
+  CMAKE_GENERATOR="Unix Makefiles" CXX=${CXX:-c++} CMAKE_BUILD_PARALLEL_LEVEL=${JOBS:-2} \
+    "$PYTHON" -m pip install --quiet \
     --disable-pip-version-check --no-build-isolation --no-deps \
-    -C build-dir="$WHEEL_BUILD_DIR" \
+    -C build-dir="$WHEEL_BUILD_DIR" -C cmake.build-type="$WHEEL_BUILD_TYPE" \
+    -C install.strip=true \
+    -C cmake.define.TENSORDICT_WERROR="$WHEEL_WERROR" \
+    -C cmake.define.TENSORDICT_ENGINE_BINARY_DIR="$WHEEL_ENGINE_DIR" \
     -C cmake.define.TENSORDICT_SOURCE_HASH="$SOURCE_HASH" "$ROOT/python"
 fi
 

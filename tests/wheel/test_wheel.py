@@ -13,8 +13,12 @@ C++ engine inside, a fresh virtual environment installs it, and then
   versions, and the shared objects are never loaded.
 
 usage: test_wheel.py BUILD_PYTHON SOURCE_DIR WHEEL_BUILD_DIR WORK_DIR CMAKE CXX
+                     ENGINE_DIR BUILD_TYPE WERROR
 BUILD_PYTHON has torch and scikit-build-core; the venv is made from it with
---system-site-packages, so it reuses the pinned torch.
+--system-site-packages, so it reuses the pinned torch. ENGINE_DIR,
+BUILD_TYPE and WERROR are the settings scripts/install-deps.sh builds
+WHEEL_BUILD_DIR with (the engine shared with the build tree through ccache),
+so the build is incremental.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import sys
 import zipfile
 
 BUILD_PYTHON, SOURCE_DIR, WHEEL_BUILD_DIR, WORK, CMAKE, CXX = sys.argv[1:7]
+ENGINE_DIR, BUILD_TYPE, WERROR = sys.argv[7:10]
 failures = []
 passed = 0
 
@@ -60,11 +65,22 @@ shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
 env = dict(os.environ, CMAKE_BUILD_PARALLEL_LEVEL=os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", "2"))
 
-# 1. The wheel, built in the persistent build tree (incremental).
+# 1. The wheel, built in the persistent build tree (incremental), with
+# install-deps.sh's generator and settings for it.
 dist = os.path.join(WORK, "dist")
+cache = os.path.join(WHEEL_BUILD_DIR, "CMakeCache.txt")
+if os.path.exists(cache):
+    with open(cache) as f:
+        if "CMAKE_GENERATOR:INTERNAL=Unix Makefiles\n" not in f.read():
+            # Configured with Ninja before the engine was shared: CMake
+            # cannot switch generators in place (install-deps.sh does the same).
+            shutil.rmtree(WHEEL_BUILD_DIR)
 must([BUILD_PYTHON, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps",
       "--disable-pip-version-check", os.path.join(SOURCE_DIR, "python"), "-w", dist,
-      "-C", f"build-dir={WHEEL_BUILD_DIR}"], env=env)
+      "-C", f"build-dir={WHEEL_BUILD_DIR}", "-C", f"cmake.build-type={BUILD_TYPE}",
+      "-C", "install.strip=true", "-C", f"cmake.define.TENSORDICT_WERROR={WERROR}",
+      "-C", f"cmake.define.TENSORDICT_ENGINE_BINARY_DIR={ENGINE_DIR}"],
+     env=dict(env, CMAKE_GENERATOR="Unix Makefiles", CXX=CXX))
 wheels = glob.glob(os.path.join(dist, "tensordict_cpp-*.whl"))
 check(len(wheels) == 1, f"one wheel built (found {wheels})")
 wheel = wheels[0]
