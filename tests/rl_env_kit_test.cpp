@@ -12,6 +12,7 @@
 #include <atomic>
 #include <memory>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -478,6 +479,51 @@ TEST(RlEnvKitTest, BatchedEnvStepsSubEnvsFromTheirOwnStreams) {
       rl::make_env("Walk-v0", 2, Json{{"slip", "high"}}),
       c10::ValueError,
       "Walk-v0: keyword argument 'slip' must be a number, got string \"high\"");
+}
+
+TEST(RlEnvKitTest, SubEnvRngIsASplitmix64StreamOfItsSeed) {
+  // splitmix64's published outputs from seed 0.
+  rl::SubEnvRng rng;
+  EXPECT_EQ(rng(), 0xE220A8397B1DCDAFULL);
+  EXPECT_EQ(rng(), 0x6E789E6AA1B965F4ULL);
+  EXPECT_EQ(rng(), 0x06C45D188009454FULL);
+  // seed() restarts the stream; discard(n) skips n outputs.
+  rng.seed(0);
+  rl::SubEnvRng skipped(0);
+  skipped.discard(2);
+  rng();
+  rng();
+  EXPECT_TRUE(rng == skipped);
+  EXPECT_EQ(rng(), 0x06C45D188009454FULL);
+  EXPECT_FALSE(rng == skipped);
+  // A standard engine: <random>'s distributions take it.
+  rl::SubEnvRng a(42);
+  rl::SubEnvRng b(42);
+  std::uniform_real_distribution<double> u(-0.05, 0.05);
+  for (int k = 0; k < 100; ++k) {
+    const double x = u(a);
+    EXPECT_GE(x, -0.05);
+    EXPECT_LT(x, 0.05);
+    EXPECT_EQ(x, u(b));
+  }
+}
+
+TEST(RlEnvKitTest, BatchedEnvResetsDrawFromSubEnvSeedStreams) {
+  // Walk-v0's reset draws cell = 1 + rng() % (size - 2) from sub-env i's
+  // stream, seeded with sub_env_seed(seed, i, episode) at each reset.
+  const int64_t n = 6;
+  const auto env = rl::make_env("Walk-v0", n, Json{{"size", 9}});
+  env->set_seed(5);
+  const auto expected_cells = [&](int64_t episode) {
+    std::vector<int64_t> cells;
+    for (int64_t i = 0; i < n; ++i) {
+      rl::SubEnvRng rng(rl::sub_env_seed(5, i, episode));
+      cells.push_back(1 + static_cast<int64_t>(rng() % 7U));
+    }
+    return torch::tensor(cells).unsqueeze(-1);
+  };
+  EXPECT_TRUE(torch::equal(env->reset().get("cell"), expected_cells(0)));
+  EXPECT_TRUE(torch::equal(env->reset().get("cell"), expected_cells(1)));
 }
 
 TEST(RlEnvKitTest, CollectorGivesTheSameDataOnOneOrThreeThreads) {

@@ -45,6 +45,8 @@ except ImportError as error:  # pragma: no cover - depends on the install
 
 __all__ = ["CppEnv"]
 
+_CPU = torch.device("cpu")
+
 
 def _leaf_spec(spec: dict, batch: torch.Size, device):
     shape = torch.Size(batch) + torch.Size(spec["shape"])
@@ -93,6 +95,15 @@ class CppEnv(EnvBase):
         self.action_spec = action
         self.reward_spec = _leaf_spec(impl.reward_spec(), batch, self.device)
         self.done_spec = _composite(impl.done_spec(), batch, self.device)
+        # The C++ dicts come back without a device. TorchRL moves a dict
+        # whose device is not the env's with .to(device), a rebuild of
+        # every leaf each step (about a sixth of a rollout step): the
+        # leaves are the env's CPU tensors, so the dicts are marked as CPU
+        # instead, as TensorDict._new_unsafe marks them. Only flat dicts:
+        # a nested key's sub-dicts would keep no device.
+        self._mark_cpu = all(
+            len(key) == 1 for key, _ in impl.observation_spec() + impl.done_spec()
+        )
 
     @property
     def env_name(self) -> str:
@@ -108,10 +119,15 @@ class CppEnv(EnvBase):
         mask = None
         if tensordict is not None:
             mask = tensordict.get("_reset", None)
-        return self._impl.reset(mask)
+        return self._on_cpu(self._impl.reset(mask))
 
     def _step(self, tensordict):
-        return self._impl.step(tensordict.get("action"))
+        return self._on_cpu(self._impl.step(tensordict.get("action")))
+
+    def _on_cpu(self, td):
+        if self._mark_cpu:
+            td._device = _CPU
+        return td
 
     def rand_action(self, tensordict=None):
         """Writes a random action, uniform in ``action_spec``, into

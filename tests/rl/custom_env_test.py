@@ -196,6 +196,14 @@ result = python("""
         env.set_seed(0)
     env = CppEnv("CartPole-v1", 3, categorical_action_encoding=True)
     assert env.action_spec.shape == torch.Size([3]), env.action_spec
+    # The dicts come back on the env's device (no per-step .to(device)).
+    cpu = torch.device("cpu")
+    root = env.reset()
+    assert root.device == cpu, root.device
+    root["action"] = env.action_spec.rand()
+    stepped = env.step(root)
+    assert stepped["next"].device == cpu, stepped["next"].device
+    assert env._step(root).device == cpu
     t = TransformedEnv(CppEnv("Corridor-v0", 4, max_steps=20), Compose(
         StepCounter(), RewardSum(),
         ObservationNorm(loc=0.0, scale=2.0, in_keys=["observation"])))

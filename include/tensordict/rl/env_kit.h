@@ -182,6 +182,10 @@ class TENSORDICT_API IndexRows {
   int64_t size() const noexcept {
     return layout_.rows;
   }
+  /// Returns where the leaf's rows are.
+  const detail::RowLayout& layout() const noexcept {
+    return layout_;
+  }
 
  private:
   int64_t read(int64_t offset) const {
@@ -217,8 +221,59 @@ struct StepResult {
 /// The random stream `BatchedEnv` gives each sub-env: re-seeded at every
 /// reset from (the env's seed, the sub-env's index, its episode count),
 /// and used by that sub-env alone, so that the data do not depend on how
-/// the sub-envs are split among threads.
-using SubEnvRng = std::mt19937_64;
+/// the sub-envs are split among threads. A splitmix64 stream: a standard
+/// random number engine of 64-bit outputs (feed it to `<random>`'s
+/// distributions as any engine), whose state is one word, so that the
+/// re-seed at every reset costs a store where `std::mt19937_64` would
+/// rebuild 312 words (several microseconds a reset, about 5% of a
+/// collector's batch on CartPole). Output k after `seed(s)` is
+/// splitmix64(s + (k + 1) * 0x9E3779B97F4A7C15), as the built-in envs hash
+/// their resets.
+class SubEnvRng {
+ public:
+  /// The type of an output.
+  using result_type = uint64_t;
+  /// The seed a default-constructed stream starts from.
+  static constexpr result_type default_seed = 0;
+
+  /// Starts the stream of `seed`.
+  explicit SubEnvRng(result_type seed = default_seed) noexcept : state_(seed) {}
+  /// Restarts the stream of `seed`.
+  void seed(result_type seed = default_seed) noexcept {
+    state_ = seed;
+  }
+  /// Returns the next output.
+  result_type operator()() noexcept {
+    uint64_t z = (state_ += kGolden);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  /// Skips `n` outputs.
+  void discard(unsigned long long n) noexcept {
+    state_ += kGolden * static_cast<uint64_t>(n);
+  }
+  /// Returns the smallest output.
+  static constexpr result_type min() noexcept {
+    return 0;
+  }
+  /// Returns the largest output.
+  static constexpr result_type max() noexcept {
+    return ~result_type{0};
+  }
+  /// Returns true if both streams give the same outputs from here on.
+  friend bool operator==(const SubEnvRng& a, const SubEnvRng& b) noexcept {
+    return a.state_ == b.state_;
+  }
+  /// Returns true if the streams differ from here on.
+  friend bool operator!=(const SubEnvRng& a, const SubEnvRng& b) noexcept {
+    return a.state_ != b.state_;
+  }
+
+ private:
+  static constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
+  uint64_t state_;
+};
 
 /// Returns the seed of episode `episode` of sub-env `index` under the env
 /// seed `seed`: splitmix64 of the three, the streams the built-in envs
@@ -300,9 +355,10 @@ class SubEnvRows {
 /// Each sub-env is called from one thread at a time (a collector gives
 /// each thread a contiguous range of sub-envs) and only on its own rows.
 /// Observation rows must be contiguous (every leaf the env makes is).
-/// The rng is re-seeded with `sub_env_seed` at every reset. The adapter
-/// keeps each sub-env's last observation, so a partial reset writes the
-/// others' rows too, as the range contract asks.
+/// The rng is re-seeded with `sub_env_seed` at every reset (a one-word
+/// store: `SubEnvRng`). The adapter keeps each sub-env's last observation,
+/// so a partial reset writes the others' rows too, as the range contract
+/// asks.
 ///
 /// Example: `TENSORDICT_REGISTER_ENV("Chain-v0", rl::BatchedEnv<Chain>);`
 template <typename SubEnv>
@@ -363,12 +419,16 @@ class BatchedEnv : public EnvBase {
       int64_t end,
       const TensorDict& td,
       const TensorDict& next) override {
-    const detail::RowLayout action = detail::row_layout(td, "action", false);
+    // One lookup of the action: a discrete one's layout is its IndexRows'.
     const bool discrete = action_spec().kind() == SpecKind::kCategorical ||
                           action_spec().kind() == SpecKind::kOneHot;
     std::optional<IndexRows> index;
+    detail::RowLayout action;
     if (discrete) {
       index.emplace(td, "action", action_spec());
+      action = index->layout();
+    } else {
+      action = detail::row_layout(td, "action", false);
     }
     const Rows<float> reward(next, "reward");
     const Rows<bool> terminated(next, "terminated");
