@@ -21,6 +21,8 @@ namespace rl {
 namespace {
 
 const NestedKey kDoneKeys[] = {"done", "terminated", "truncated"};
+// Made once: a collector checks the action at every step.
+const NestedKey kAction("action");
 
 void check_range(int64_t begin, int64_t end, int64_t num_envs) {
   TORCH_CHECK_INDEX(
@@ -202,7 +204,7 @@ TensorDict EnvBase::reset(const std::optional<TensorDict>& td) {
 }
 
 void EnvBase::check_action(const TensorDict& td) const {
-  const Value* action = td.find("action");
+  const Value* action = td.find(kAction);
   TENSORDICT_CHECK_KEY(
       action != nullptr,
       name(),
@@ -215,8 +217,11 @@ void EnvBase::check_action(const TensorDict& td) const {
         }
         return names;
       }()));
-  action_spec_->check(
-      tensor_of(*action, name(), "action"), batch_size(), "action");
+  // name() (a virtual call and a string) only for the error.
+  const at::Tensor& value = action->is_tensor()
+                                ? action->tensor()
+                                : tensor_of(*action, name(), kAction);
+  action_spec_->check(value, batch_size(), kAction);
 }
 
 TensorDict EnvBase::make_next() const {

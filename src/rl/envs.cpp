@@ -161,11 +161,18 @@ void CartPoleEnv::step_rows(
     const at::Tensor& reward,
     const at::Tensor& terminated,
     const at::Tensor& truncated) {
-  const IndexRows action(td, "action", action_spec());
-  const Rows<float> obs(observation, "observation");
-  const Rows<float> rew(reward, "reward");
-  const Rows<bool> term(terminated, "terminated");
-  const Rows<bool> trunc(truncated, "truncated");
+  // The keys are made once: they name the leaves in errors only, and a
+  // collector steps here every step.
+  static const NestedKey kAction("action");
+  static const NestedKey kObservation("observation");
+  static const NestedKey kReward("reward");
+  static const NestedKey kTerminated("terminated");
+  static const NestedKey kTruncated("truncated");
+  const IndexRows action(td, kAction, action_spec());
+  const Rows<float> obs(observation, kObservation);
+  const Rows<float> rew(reward, kReward);
+  const Rows<bool> term(terminated, kTerminated);
+  const Rows<bool> trunc(truncated, kTruncated);
   for (int64_t i = begin; i < end; ++i) {
     double* s = &state_[static_cast<size_t>(i) * 4];
     double x = s[0];
