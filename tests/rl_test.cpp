@@ -235,6 +235,49 @@ TEST(RlEnvTest, RangeCallsRefuseBuffersOfTheWrongShape) {
       env.elapsed_steps(), torch::tensor({0, 1, 1, 0}, torch::kLong)));
 }
 
+// The leaves found once step as the dict does: CartPole takes them as
+// found, PointMass (no override) through its dict; both write "done".
+TEST(RlEnvTest, StepRangeIntoFoundLeavesStepsAsTheDictDoes) {
+  const std::vector<std::string> names = {"CartPole-v1", "PointMass"};
+  for (const std::string& name : names) {
+    const auto by_dict = rl::make_env(name, 4);
+    const auto by_leaves = rl::make_env(name, 4);
+    by_dict->set_seed(3);
+    by_leaves->set_seed(3);
+    TensorDict td = by_dict->reset();
+    by_leaves->reset();
+    TensorDict next = by_dict->make_next();
+    TensorDict found = by_leaves->make_next();
+    const rl::StepLeaves leaves = by_leaves->step_leaves(found);
+    torch::manual_seed(0);
+    for (int step = 0; step < 30; ++step) {
+      td.set("action", by_dict->rand_action());
+      by_dict->step_range(0, 4, td, next);
+      by_leaves->step_range(0, 2, td, leaves);
+      by_leaves->step_range(2, 4, td, leaves);
+      for (const auto& key : next.keys(true, true)) {
+        EXPECT_TRUE(torch::equal(next.get(key), found.get(key)))
+            << name << " step " << step << " key " << key.to_string();
+      }
+      // Done sub-envs start anew in both, the same way.
+      const at::Tensor done = next.get("done").reshape({4}).contiguous();
+      by_dict->reset_range(0, 4, done.data_ptr<bool>(), next);
+      by_leaves->reset_range(0, 4, done.data_ptr<bool>(), found);
+    }
+  }
+  rl::CartPoleEnv env(4);
+  TensorDict next = env.make_next();
+  next.set("reward", torch::zeros({4}));
+  EXPECT_THROWS_WITH(
+      (void)env.step_leaves(next),
+      c10::ValueError,
+      "step_leaves: key 'reward' expected [4, 1] Float, got [4] Float");
+  EXPECT_THROWS_WITH(
+      (void)env.step_leaves(TensorDict({4})),
+      KeyError,
+      "step_leaves: key 'observation' is missing");
+}
+
 // done = terminated | truncated over the range only, on the flags
 // make_next makes (by pointer) and on strided ones (by tensor ops).
 TEST(RlEnvTest, StepRangeWritesDoneOverItsRangeOnAnyFlagLayout) {

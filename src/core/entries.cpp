@@ -1,6 +1,6 @@
-// Entry-level copies and refills for the floors above
-// (tensordict/detail/entries.h): they write nodes directly, so they live
-// beside the node table and the dict's state.
+// Entry-level copies and walks for the floors above
+// (tensordict/detail/entries.h): they read and write nodes directly, so
+// they live beside the node table and the dict's state.
 
 #include "tensordict/detail/entries.h"
 
@@ -67,113 +67,6 @@ class EntryMerge {
   c10::SmallVector<std::string_view, 8> path_;
 };
 
-// NOTE [Refilling a dict in place]
-// A dict refilled with the entries its previous contents came from (the
-// collector's roots take turns: rl/step_mdp.cpp) has its keys in the order
-// a new dict would, so each node takes its new value in place. The fill
-// walks what EntryMerge walks, in the same order; a node is either the
-// next one of its dict (a key placed first) or one placed before it in
-// this fill (a key of a later source merged over an earlier one's); the
-// nodes left over at the end of a dict are dropped. Any other shape gives
-// up: a key missing or in another order, a dict where a tensor was or the
-// reverse (a value of a later source over a dict this fill went into
-// included), a dict that would be left empty, a dict held elsewhere or not
-// plain (TensorDictImpl::is_plain_and_unshared).
-class EntryRefill {
- public:
-  bool fill(const TensorDictImpl& from, TensorDictImpl& to, EntrySkip skip) {
-    const size_t level = level_of(to);
-    for (const Node* node : from.nodes()) {
-      path_.push_back(node->key);
-      const bool ok = skip(path_) || put(*node, to, level, skip);
-      path_.pop_back();
-      if (!ok) {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  // Drops the nodes of every dict filled past those the fill put there.
-  void trim() {
-    for (const Level& level : levels_) {
-      while (level.dict->nodes().size() > level.placed) {
-        const NodeRange nodes = level.dict->nodes();
-        const std::string key = (*nodes.begin())[nodes.size() - 1].key;
-        level.dict->erase(key);
-      }
-    }
-  }
-
- private:
-  struct Level {
-    TensorDictImpl* dict;
-    size_t placed;  // nodes [0, placed) hold their new values
-  };
-
-  size_t level_of(TensorDictImpl& dict) {
-    for (size_t i = 0; i < levels_.size(); ++i) {
-      if (levels_[i].dict == &dict) {
-        return i;
-      }
-    }
-    levels_.push_back({&dict, 0});
-    return levels_.size() - 1;
-  }
-
-  bool put(const Node& node, TensorDictImpl& to, size_t level, EntrySkip skip) {
-    const NodeRange nodes = to.nodes();
-    Node* const first = *nodes.begin();
-    const size_t placed = levels_[level].placed;
-    Node* there = nullptr;
-    bool merged = false;
-    if (placed < nodes.size() && first[placed].key == node.key) {
-      there = first + placed;
-      ++levels_[level].placed;
-    } else {
-      // A key placed before in this fill, or none: the nodes placed are
-      // few, and their hashes are kept (no hashing of the key).
-      for (size_t i = 0; i < placed && there == nullptr; ++i) {
-        if (first[i].hash == node.hash && first[i].key == node.key) {
-          there = first + i;
-        }
-      }
-      if (there == nullptr) {
-        return false;
-      }
-      merged = true;
-    }
-    if (node.value.is_tensor() && there->value.is_tensor()) {
-      // The tensor handle alone: the variant's assignment costs a visit.
-      there->value.replace_tensor(node.value.tensor());
-      return true;
-    }
-    if (!node.value.is_tensordict()) {
-      if (merged && there->value.is_tensordict()) {
-        // A value of a later source over a dict this fill went into:
-        // replacing it would free a dict `levels_` still names.
-        return false;
-      }
-      there->value = node.value;
-      return true;
-    }
-    if (!there->value.is_tensordict()) {
-      return false;
-    }
-    const TensorDictImpl& source = *node.value.tensordict().unsafeGetImpl();
-    TensorDictImpl& target = *there->value.tensordict().unsafeGetImpl();
-    if (!merged &&
-        !(target.is_plain_and_unshared() && same_frame(target, source))) {
-      return false;
-    }
-    const size_t child = level_of(target);
-    return fill(source, target, skip) && levels_[child].placed > 0;
-  }
-
-  c10::SmallVector<std::string_view, 8> path_;
-  c10::SmallVector<Level, 4> levels_;
-};
-
 // match_leaf_order's recursion.
 class LeafOrderMatch {
  public:
@@ -232,26 +125,6 @@ bool merge_entries(
     return false;
   }
   EntryMerge(skip).copy(*from.unsafeGetImpl(), target);
-  return true;
-}
-
-bool refill_entries(const TensorDict& to, c10::ArrayRef<EntrySource> sources) {
-  TensorDictImpl& target = *to.unsafeGetImpl();
-  if (!target.is_plain_and_unshared()) {
-    return false;
-  }
-  for (const EntrySource& source : sources) {
-    if (!same_frame(*source.dict.unsafeGetImpl(), target)) {
-      return false;
-    }
-  }
-  EntryRefill refill;
-  for (const EntrySource& source : sources) {
-    if (!refill.fill(*source.dict.unsafeGetImpl(), target, source.skip)) {
-      return false;
-    }
-  }
-  refill.trim();
   return true;
 }
 

@@ -70,20 +70,6 @@ class TensorDictImpl : public c10::intrusive_ptr_target {
   }
   /// Returns the keys at this level, sorted, as Python lists them.
   std::string sorted_keys_repr() const;
-  /// Returns whether the dict is plain (unlocked, not shared, in no lock
-  /// graph, no Python class, not memmapped, not consolidated, no dim names)
-  /// and held by one handle: what may be rewritten in place, entry by
-  /// entry, without another holder or a feature noticing
-  /// (`detail::refill_entries`). A flag added below is added here too.
-  bool is_plain_and_unshared() const noexcept {
-    // c10's use_count takes a mutable pointer; it only reads the count.
-    return c10::raw::intrusive_ptr::use_count(
-               const_cast<TensorDictImpl*>(this)) == 1 &&
-           !locked && !shared && lock_parents.empty() && python_class.empty() &&
-           !memmap.is_memmap && memmap.prefix.empty() &&
-           !consolidated.storage.defined() && names.empty();
-  }
-
   /// Drops the entries when the last handle goes. Locked children keep weak
   /// pointers to their parents (`lock_parents`), and a weak pointer keeps
   /// the object itself alive; without this, a locked parent would hold its

@@ -8,6 +8,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
 #include <c10/util/Exception.h>
+#include <c10/util/FunctionRef.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include <algorithm>
@@ -15,7 +16,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <exception>
-#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -54,7 +54,7 @@ class RangePool {
     return static_cast<int64_t>(threads_.size()) + 1;
   }
 
-  void run(const std::function<void(int64_t)>& fn) {
+  void run(c10::function_ref<void(int64_t)> fn) {
     std::fill(errors_.begin(), errors_.end(), nullptr);
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -98,7 +98,7 @@ class RangePool {
   void work(int64_t w) {
     uint64_t seen = 0;
     while (true) {
-      const std::function<void(int64_t)>* fn = nullptr;
+      const c10::function_ref<void(int64_t)>* fn = nullptr;
       {
         std::unique_lock<std::mutex> lock(mutex_);
         start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
@@ -126,7 +126,7 @@ class RangePool {
   std::mutex mutex_;
   std::condition_variable start_;
   std::condition_variable done_;
-  const std::function<void(int64_t)>* fn_ = nullptr;
+  const c10::function_ref<void(int64_t)>* fn_ = nullptr;
   int64_t pending_ = 0;
   uint64_t generation_ = 0;
   bool stopping_ = false;
@@ -141,24 +141,48 @@ void copy_rows(char* out, const char* in, int64_t n, size_t stride) {
   }
 }
 
-// Copies step `t` of every sub-env, `src` [N, ...], into `dst` [N, T, ...]:
-// one memcpy per sub-env when both are contiguous CPU tensors of one dtype
-// (a step of a few sub-envs is otherwise dominated by the dispatcher calls
-// of select and copy_), else select + copy_.
-void copy_step(const at::Tensor& src, const at::Tensor& dst, int64_t t) {
+// Where the column of a contiguous batch leaf [N, T, ...] is, in bytes.
+struct Column {
+  explicit Column(const at::Tensor& leaf)
+      : cpu(leaf.device().is_cpu() && leaf.is_contiguous() && leaf.dim() >= 2) {
+    if (cpu) {
+      const auto item = static_cast<int64_t>(leaf.itemsize());
+      data = static_cast<char*>(leaf.data_ptr());
+      env_stride = leaf.stride(0) * item;
+      row = leaf.stride(1) * item;
+    }
+  }
+  // Sub-env i's row of step t.
+  char* at(int64_t i, int64_t t) const {
+    return data + i * env_stride + t * row;
+  }
+
+  bool cpu = false;
+  char* data = nullptr;
+  int64_t env_stride = 0;  // bytes between sub-envs
+  int64_t row = 0;         // bytes of one row, and between steps
+};
+
+// Copies step `t` of every sub-env, `src` [N, ...], into `dst` [N, T, ...]
+// (`column` its layout, found once per layout): one copy per sub-env when
+// `src` is a contiguous CPU tensor of dst's dtype and step shape (a step of
+// a few sub-envs is otherwise dominated by the dispatcher calls of select
+// and copy_), else select + copy_.
+void copy_step(
+    const at::Tensor& src,
+    const Column& column,
+    const at::Tensor& dst,
+    int64_t t) {
   const c10::IntArrayRef from = src.sizes();
   const c10::IntArrayRef to = dst.sizes();
-  if (src.device().is_cpu() && dst.device().is_cpu() &&
+  if (column.cpu && src.device().is_cpu() &&
       src.scalar_type() == dst.scalar_type() && src.is_contiguous() &&
-      dst.is_contiguous() && !from.empty() && from.size() + 1 == to.size() &&
-      from[0] == to[0] &&
+      !from.empty() && from.size() + 1 == to.size() && from[0] == to[0] &&
       std::equal(from.begin() + 1, from.end(), to.begin() + 2)) {
-    const c10::IntArrayRef strides = dst.strides();
-    const auto item = static_cast<int64_t>(dst.itemsize());
-    const auto row = static_cast<size_t>(strides[1] * item);
-    const auto stride = static_cast<size_t>(strides[0] * item);
+    const auto row = static_cast<size_t>(column.row);
+    const auto stride = static_cast<size_t>(column.env_stride);
     const auto* in = static_cast<const char*>(src.const_data_ptr());
-    auto* out = static_cast<char*>(dst.data_ptr()) + t * row;
+    char* out = column.at(0, t);
     // The rows of a step are a few bytes (a flag, a float, an observation):
     // a copy of known size is a move or two, a call to memcpy is not.
     switch (row) {
@@ -235,9 +259,12 @@ std::string key_list(const TensorDict& td) {
 //   "next" leaves: `next_window` holds one view [N, ...] of each, made once
 //   per batch and moved from column to column (its storage offset), since
 //   making views anew each step would cost more than the step. The env
-//   kit's row views take any row stride (NOTE [Rows in a range call]); a
-//   view is valid for the range call only, as that note says;
-// - `record` copies the root's leaves into column t;
+//   finds and checks the views once per layout (`EnvBase::step_leaves`),
+//   so a step moves their offsets and steps, with no key looked up. The
+//   env kit's row views take any row stride (NOTE [Rows in a range call]);
+//   a view is valid for the range call only, as that note says;
+// - `record` copies the root's leaves into column t, whose places in the
+//   batch are found once per layout (`Column`);
 // - `advance` copies the carried leaves of column t of "next" into the
 //   root (the carry pairs, decided once per layout from StepMdpOptions,
 //   as step_mdp moves them), resets the done sub-envs into the root and
@@ -260,28 +287,6 @@ const StepMdpOptions& step_mdp_options() {
   static const StepMdpOptions options;
   return options;
 }
-
-// Where the column of a contiguous batch leaf [N, T, ...] is, in bytes.
-struct Column {
-  explicit Column(const at::Tensor& leaf)
-      : cpu(leaf.device().is_cpu() && leaf.is_contiguous() && leaf.dim() >= 2) {
-    if (cpu) {
-      const auto item = static_cast<int64_t>(leaf.itemsize());
-      data = static_cast<char*>(leaf.data_ptr());
-      env_stride = leaf.stride(0) * item;
-      row = leaf.stride(1) * item;
-    }
-  }
-  // Sub-env i's row of step t.
-  char* at(int64_t i, int64_t t) const {
-    return data + i * env_stride + t * row;
-  }
-
-  bool cpu = false;
-  char* data = nullptr;
-  int64_t env_stride = 0;  // bytes between sub-envs
-  int64_t row = 0;         // bytes of one row, and between steps
-};
 
 // Copies column t of `leaf` [N, T, ...] into `dst` [N, ...], a leaf of the
 // root: by rows on the CPU, else through select.
@@ -321,7 +326,7 @@ struct Collector::State {
   void advance(Collector& c, int64_t t);
 
   void apply_pending(Collector& c);
-  void run_ranges(Collector& c, const std::function<void(int64_t, int64_t)>& f);
+  void run_ranges(Collector& c, c10::function_ref<void(int64_t, int64_t)> f);
   bool find_root_leaves();
 
   RangePool pool;
@@ -339,12 +344,16 @@ struct Collector::State {
   TensorDict batch;
   std::vector<NestedKey> root_keys;
   std::vector<at::Tensor> root_leaves;
+  std::vector<Column> root_columns;
   std::vector<NestedKey> next_keys;
   std::vector<at::Tensor> next_leaves;
   std::vector<Column> next_columns;
   // The env's view of column t of "next" (every key but the version),
   // moved each step: the views and their storage offsets at column 0.
   TensorDict next_window;
+  // Its leaves, found and checked by the env once per layout: a step only
+  // moves their offsets.
+  StepLeaves window_leaves;
   std::vector<at::Tensor> windows;
   std::vector<int64_t> window_offsets;
   std::vector<size_t> window_slots;  // their places in next_keys
@@ -466,36 +475,43 @@ void Collector::State::apply_pending(Collector& c) {
 // An error leaves the env in an unknown state. It reaches the caller
 // naming the env and the range, whichever thread it was raised on.
 void Collector::State::run_ranges(
-    Collector& c, const std::function<void(int64_t, int64_t)>& f) {
+    Collector& c, c10::function_ref<void(int64_t, int64_t)> f) {
   const EnvBase& env = *c.env_;
+  const auto run_one = [&](int64_t w) {
+    const auto& range = ranges[static_cast<size_t>(w)];
+    try {
+      f(range.first, range.second);
+    } catch (c10::Error& e) {
+      TORCH_RETHROW(
+          e,
+          "while the collector stepped sub-envs [",
+          range.first,
+          ", ",
+          range.second,
+          ") of env '",
+          env.name(),
+          "'");
+    } catch (const std::exception& e) {
+      TORCH_CHECK(
+          false,
+          "env '",
+          env.name(),
+          "' raised an error while the collector stepped sub-envs [",
+          range.first,
+          ", ",
+          range.second,
+          "): ",
+          e.what());
+    }
+  };
   try {
-    pool.run([&](int64_t w) {
-      const auto& range = ranges[static_cast<size_t>(w)];
-      try {
-        f(range.first, range.second);
-      } catch (c10::Error& e) {
-        TORCH_RETHROW(
-            e,
-            "while the collector stepped sub-envs [",
-            range.first,
-            ", ",
-            range.second,
-            ") of env '",
-            env.name(),
-            "'");
-      } catch (const std::exception& e) {
-        TORCH_CHECK(
-            false,
-            "env '",
-            env.name(),
-            "' raised an error while the collector stepped sub-envs [",
-            range.first,
-            ", ",
-            range.second,
-            "): ",
-            e.what());
-      }
-    });
+    if (ranges.size() == 1) {
+      // One range runs on the calling thread: the pool would only add its
+      // locks and wake-ups to every step.
+      run_one(0);
+    } else {
+      pool.run(run_one);
+    }
   } catch (...) {
     broken = true;
     throw;
@@ -638,8 +654,10 @@ void Collector::State::lay_out(Collector& c) {
   };
   batch = TensorDict({n, steps});
   root_leaves.clear();
+  root_columns.clear();
   for (size_t i = 0; i < root_keys.size(); ++i) {
     root_leaves.push_back(make_leaf(*values[i]));
+    root_columns.emplace_back(root_leaves.back());
     batch.set(root_keys[i], root_leaves.back());
   }
   next_leaves.clear();
@@ -694,6 +712,7 @@ void Collector::State::lay_out(Collector& c) {
       }
     }
   }
+  window_leaves = c.env_->step_leaves(next_window);
 }
 
 // Step the env: it writes column t of the batch's "next".
@@ -704,7 +723,7 @@ void Collector::State::step_env(Collector& c, int64_t t) {
         window_offsets[k] + t * next_leaves[window_slots[k]].stride(1));
   }
   run_ranges(c, [&](int64_t begin, int64_t end) {
-    c.env_->step_range(begin, end, root, next_window);
+    c.env_->step_range(begin, end, root, window_leaves);
   });
   if (version_slot) {
     const int64_t stamp = version.load();
@@ -723,7 +742,7 @@ void Collector::State::step_env(Collector& c, int64_t t) {
 // t; "next" is there already.
 void Collector::State::record(int64_t t) {
   for (size_t i = 0; i < values.size(); ++i) {
-    copy_step(*values[i], root_leaves[i], t);
+    copy_step(*values[i], root_columns[i], root_leaves[i], t);
   }
 }
 

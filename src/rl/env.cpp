@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,6 +21,8 @@ namespace rl {
 namespace {
 
 const NestedKey kDoneKeys[] = {"done", "terminated", "truncated"};
+// Made once: a collector checks the action at every step.
+const NestedKey kAction("action");
 
 void check_range(int64_t begin, int64_t end, int64_t num_envs) {
   TORCH_CHECK_INDEX(
@@ -51,8 +54,9 @@ const at::Tensor& tensor_of(
 }
 
 // Checks that `td` holds `key` with the shape [N] + spec shape and the
-// dtype of `spec`: the range calls write rows through raw accessors.
-void check_leaf(
+// dtype of `spec`, and returns it: the range calls write rows through raw
+// accessors.
+const at::Tensor& check_leaf(
     const TensorDict& td,
     const NestedKey& key,
     const TensorSpec& spec,
@@ -69,26 +73,26 @@ void check_leaf(
       " is missing from the dict (make it with make_next)");
   const at::Tensor& value = tensor_of(*found, what, key);
   const c10::IntArrayRef trailing(spec.shape());
-  if (value.dim() == static_cast<int64_t>(trailing.size()) + 1 &&
-      value.size(0) == num_envs && value.sizes().slice(1) == trailing &&
-      spec.accepts(value.scalar_type())) {
-    return;
+  if (value.dim() != static_cast<int64_t>(trailing.size()) + 1 ||
+      value.size(0) != num_envs || value.sizes().slice(1) != trailing ||
+      !spec.accepts(value.scalar_type())) {
+    std::vector<int64_t> shape = {num_envs};
+    shape.insert(shape.end(), spec.shape().begin(), spec.shape().end());
+    TORCH_CHECK_VALUE(
+        false,
+        what,
+        ": key ",
+        key.to_string(),
+        " expected ",
+        c10::IntArrayRef(shape),
+        " ",
+        spec.dtype(),
+        ", got ",
+        value.sizes(),
+        " ",
+        value.scalar_type());
   }
-  std::vector<int64_t> shape = {num_envs};
-  shape.insert(shape.end(), spec.shape().begin(), spec.shape().end());
-  TORCH_CHECK_VALUE(
-      false,
-      what,
-      ": key ",
-      key.to_string(),
-      " expected ",
-      c10::IntArrayRef(shape),
-      " ",
-      spec.dtype(),
-      ", got ",
-      value.sizes(),
-      " ",
-      value.scalar_type());
+  return value;
 }
 
 // done = terminated | truncated over the sub-envs [begin, end), as TorchRL's
@@ -96,10 +100,12 @@ void check_leaf(
 // stride (make_next's, or the collector's views of its batch): a step of a
 // few sub-envs is otherwise dominated by the dispatcher calls of three
 // narrows and logical_or.
-void write_done(int64_t begin, int64_t end, const TensorDict& next) {
-  const at::Tensor& done = next.find("done")->tensor();
-  const at::Tensor& terminated = next.find("terminated")->tensor();
-  const at::Tensor& truncated = next.find("truncated")->tensor();
+void write_done(
+    int64_t begin,
+    int64_t end,
+    const at::Tensor& done,
+    const at::Tensor& terminated,
+    const at::Tensor& truncated) {
   const auto is_cpu_flags = [](const at::Tensor& flags) {
     return flags.device().is_cpu() && flags.scalar_type() == c10::kBool &&
            flags.dim() == 2 && flags.size(1) == 1;
@@ -198,7 +204,7 @@ TensorDict EnvBase::reset(const std::optional<TensorDict>& td) {
 }
 
 void EnvBase::check_action(const TensorDict& td) const {
-  const Value* action = td.find("action");
+  const Value* action = td.find(kAction);
   TENSORDICT_CHECK_KEY(
       action != nullptr,
       name(),
@@ -211,8 +217,11 @@ void EnvBase::check_action(const TensorDict& td) const {
         }
         return names;
       }()));
-  action_spec_->check(
-      tensor_of(*action, name(), "action"), batch_size(), "action");
+  // name() (a virtual call and a string) only for the error.
+  const at::Tensor& value = action->is_tensor()
+                                ? action->tensor()
+                                : tensor_of(*action, name(), kAction);
+  action_spec_->check(value, batch_size(), kAction);
 }
 
 TensorDict EnvBase::make_next() const {
@@ -261,7 +270,51 @@ void EnvBase::step_range(
     check_leaf(next, key, done_spec_.get(key), num_envs_, "step_range");
   }
   step_range_(begin, end, td, next);
-  write_done(begin, end, next);
+  write_done(
+      begin,
+      end,
+      next.find("done")->tensor(),
+      next.find("terminated")->tensor(),
+      next.find("truncated")->tensor());
+}
+
+StepLeaves EnvBase::step_leaves(const TensorDict& next) const {
+  StepLeaves leaves;
+  leaves.next = next;
+  for (const auto& [key, spec] : observation_spec_.entries()) {
+    leaves.observations.push_back(
+        check_leaf(next, key, spec, num_envs_, "step_leaves"));
+  }
+  leaves.reward =
+      check_leaf(next, "reward", reward_spec_, num_envs_, "step_leaves");
+  at::Tensor* flags[] = {&leaves.done, &leaves.terminated, &leaves.truncated};
+  for (size_t k = 0; k < std::size(kDoneKeys); ++k) {
+    *flags[k] = check_leaf(
+        next,
+        kDoneKeys[k],
+        done_spec_.get(kDoneKeys[k]),
+        num_envs_,
+        "step_leaves");
+  }
+  return leaves;
+}
+
+void EnvBase::step_range(
+    int64_t begin,
+    int64_t end,
+    const TensorDict& td,
+    const StepLeaves& leaves) {
+  check_range(begin, end, num_envs_);
+  step_leaves_(begin, end, td, leaves);
+  write_done(begin, end, leaves.done, leaves.terminated, leaves.truncated);
+}
+
+void EnvBase::step_leaves_(
+    int64_t begin,
+    int64_t end,
+    const TensorDict& td,
+    const StepLeaves& leaves) {
+  step_range_(begin, end, td, leaves.next);
 }
 
 at::Tensor EnvBase::rand_action(std::optional<at::Generator> generator) const {

@@ -128,11 +128,51 @@ void CartPoleEnv::reset_range_(
 
 void CartPoleEnv::step_range_(
     int64_t begin, int64_t end, const TensorDict& td, const TensorDict& next) {
-  const IndexRows action(td, "action", action_spec());
-  const Rows<float> obs(next, "observation");
-  const Rows<float> rew(next, "reward");
-  const Rows<bool> term(next, "terminated");
-  const Rows<bool> trunc(next, "truncated");
+  step_rows(
+      begin,
+      end,
+      td,
+      next.get("observation"),
+      next.get("reward"),
+      next.get("terminated"),
+      next.get("truncated"));
+}
+
+void CartPoleEnv::step_leaves_(
+    int64_t begin,
+    int64_t end,
+    const TensorDict& td,
+    const StepLeaves& leaves) {
+  step_rows(
+      begin,
+      end,
+      td,
+      leaves.observations.front(),
+      leaves.reward,
+      leaves.terminated,
+      leaves.truncated);
+}
+
+void CartPoleEnv::step_rows(
+    int64_t begin,
+    int64_t end,
+    const TensorDict& td,
+    const at::Tensor& observation,
+    const at::Tensor& reward,
+    const at::Tensor& terminated,
+    const at::Tensor& truncated) {
+  // The keys are made once: they name the leaves in errors only, and a
+  // collector steps here every step.
+  static const NestedKey kAction("action");
+  static const NestedKey kObservation("observation");
+  static const NestedKey kReward("reward");
+  static const NestedKey kTerminated("terminated");
+  static const NestedKey kTruncated("truncated");
+  const IndexRows action(td, kAction, action_spec());
+  const Rows<float> obs(observation, kObservation);
+  const Rows<float> rew(reward, kReward);
+  const Rows<bool> term(terminated, kTerminated);
+  const Rows<bool> trunc(truncated, kTruncated);
   for (int64_t i = begin; i < end; ++i) {
     double* s = &state_[static_cast<size_t>(i) * 4];
     double x = s[0];

@@ -59,6 +59,28 @@ struct TENSORDICT_API RolloutOptions {
   TENSORDICT_ARG(std::optional<TensorDict>, tensordict);
 };
 
+/// The leaves of a "next" dict that `EnvBase::step_range` writes, found
+/// and checked once (`EnvBase::step_leaves`) for a caller that steps into
+/// the same leaves many times: the collector moves its views of the batch
+/// from column to column and steps into them (NOTE [One step path] in
+/// rl/collector.cpp). The handles share the dict's leaves, so a view whose
+/// storage offset moves is seen here; they stay valid while no leaf of
+/// `next` is replaced and none changes shape or dtype.
+struct TENSORDICT_API StepLeaves {
+  /// The dict the leaves are in.
+  TensorDict next;
+  /// The observation leaves, in the observation spec's order.
+  std::vector<at::Tensor> observations;
+  /// "reward" [N, 1].
+  at::Tensor reward;
+  /// "terminated" [N, 1].
+  at::Tensor terminated;
+  /// "truncated" [N, 1].
+  at::Tensor truncated;
+  /// "done" [N, 1], which the base class writes.
+  at::Tensor done;
+};
+
 /// A batched environment of `num_envs()` sub-envs in TorchRL's layout (see
 /// NOTE [TorchRL layout]). Subclasses set the specs in their constructor
 /// and implement `reset_range_`, `step_range_` and `set_seed_`.
@@ -154,6 +176,18 @@ class TENSORDICT_API EnvBase {
   /// `make_next`). See NOTE [Sub-env ranges].
   void step_range(
       int64_t begin, int64_t end, const TensorDict& td, const TensorDict& next);
+  /// Finds the leaves of `next` that `step_range` writes and checks them
+  /// as `step_range` does at every call; throws as it does.
+  [[nodiscard]] StepLeaves step_leaves(const TensorDict& next) const;
+  /// Steps as `step_range` does, into `leaves`, without finding or
+  /// checking them again; td["action"] is checked by the caller
+  /// (`check_action`). For a caller that steps many times into the same
+  /// leaves (see `StepLeaves`).
+  void step_range(
+      int64_t begin,
+      int64_t end,
+      const TensorDict& td,
+      const StepLeaves& leaves);
   /// Returns a new "next" dict: zeros of every key `step_range` writes.
   [[nodiscard]] TensorDict make_next() const;
   /// Throws KeyError if `td` has no "action", ValueError if it is not in
@@ -174,6 +208,14 @@ class TENSORDICT_API EnvBase {
       int64_t end,
       const TensorDict& td,
       const TensorDict& next) = 0;
+  /// Steps [begin, end) into `leaves` (see `step_range_`). The default
+  /// calls `step_range_` with `leaves.next`, whose keys the env looks up;
+  /// an env overrides it to take the leaves as found.
+  virtual void step_leaves_(
+      int64_t begin,
+      int64_t end,
+      const TensorDict& td,
+      const StepLeaves& leaves);
   /// Reseeds the sub-envs (called by `set_seed`).
   virtual void set_seed_(uint64_t seed) = 0;
 
@@ -244,9 +286,24 @@ class TENSORDICT_API CartPoleEnv : public EnvBase {
       int64_t end,
       const TensorDict& td,
       const TensorDict& next) override;
+  void step_leaves_(
+      int64_t begin,
+      int64_t end,
+      const TensorDict& td,
+      const StepLeaves& leaves) override;
   void set_seed_(uint64_t seed) override;
 
  private:
+  // The step of [begin, end), once the leaves are found.
+  void step_rows(
+      int64_t begin,
+      int64_t end,
+      const TensorDict& td,
+      const at::Tensor& observation,
+      const at::Tensor& reward,
+      const at::Tensor& terminated,
+      const at::Tensor& truncated);
+
   CartPoleOptions options_;
   std::vector<double> state_;
   std::vector<int64_t> steps_;
