@@ -238,7 +238,10 @@ TEST(RlEnvTest, RangeCallsRefuseBuffersOfTheWrongShape) {
 // The leaves found once step as the dict does: CartPole takes them as
 // found, PointMass (no override) through its dict; both write "done".
 TEST(RlEnvTest, StepRangeIntoFoundLeavesStepsAsTheDictDoes) {
-  const std::vector<std::string> names = {"CartPole-v1", "PointMass"};
+  // Walk-v0 is an env of the kit (rl_env_kit_test.cpp), with two
+  // observation leaves.
+  const std::vector<std::string> names = {
+      "CartPole-v1", "PointMass", "Walk-v0"};
   for (const std::string& name : names) {
     const auto by_dict = rl::make_env(name, 4);
     const auto by_leaves = rl::make_env(name, 4);

@@ -411,7 +411,9 @@ class BatchedEnv : public EnvBase {
             SubEnvRows(i, &layouts_, &keys_, nullptr, nullptr), rng);
       }
     }
-    copy_observations(begin, end, out);
+    copy_observations(begin, end, [&](size_t k) {
+      return detail::row_layout(out, keys_[k], true);
+    });
   }
 
   void step_range_(
@@ -419,6 +421,51 @@ class BatchedEnv : public EnvBase {
       int64_t end,
       const TensorDict& td,
       const TensorDict& next) override {
+    step_rows(
+        begin,
+        end,
+        td,
+        Rows<float>(next, "reward"),
+        Rows<bool>(next, "terminated"),
+        Rows<bool>(next, "truncated"));
+    copy_observations(begin, end, [&](size_t k) {
+      return detail::row_layout(next, keys_[k], true);
+    });
+  }
+
+  // The collector's path: the "next" leaves were found once per batch
+  // (`EnvBase::step_leaves`), so no key is looked up here, as in the
+  // built-in envs.
+  void step_leaves_(
+      int64_t begin,
+      int64_t end,
+      const TensorDict& td,
+      const StepLeaves& leaves) override {
+    step_rows(
+        begin,
+        end,
+        td,
+        Rows<float>(leaves.reward, "reward"),
+        Rows<bool>(leaves.terminated, "terminated"),
+        Rows<bool>(leaves.truncated, "truncated"));
+    copy_observations(begin, end, [&](size_t k) {
+      return detail::row_layout(leaves.observations[k], keys_[k], true);
+    });
+  }
+
+  void set_seed_(uint64_t /*seed*/) override {
+    std::fill(episodes_.begin(), episodes_.end(), 0);
+  }
+
+ private:
+  // Steps sub-envs [begin, end), writing their rewards and flags.
+  void step_rows(
+      int64_t begin,
+      int64_t end,
+      const TensorDict& td,
+      const Rows<float>& reward,
+      const Rows<bool>& terminated,
+      const Rows<bool>& truncated) {
     // One lookup of the action: a discrete one's layout is its IndexRows'.
     const bool discrete = action_spec().kind() == SpecKind::kCategorical ||
                           action_spec().kind() == SpecKind::kOneHot;
@@ -430,9 +477,6 @@ class BatchedEnv : public EnvBase {
     } else {
       action = detail::row_layout(td, "action", false);
     }
-    const Rows<float> reward(next, "reward");
-    const Rows<bool> terminated(next, "terminated");
-    const Rows<bool> truncated(next, "truncated");
     for (int64_t i = begin; i < end; ++i) {
       const StepResult result = envs_[static_cast<size_t>(i)].step(
           SubEnvRows(i, &layouts_, &keys_, &action, index ? &*index : nullptr),
@@ -441,18 +485,15 @@ class BatchedEnv : public EnvBase {
       terminated(i) = result.terminated;
       truncated(i) = result.truncated;
     }
-    copy_observations(begin, end, next);
   }
 
-  void set_seed_(uint64_t /*seed*/) override {
-    std::fill(episodes_.begin(), episodes_.end(), 0);
-  }
-
- private:
-  // Copies rows [begin, end) of the last observations into `out`.
-  void copy_observations(int64_t begin, int64_t end, const TensorDict& out) {
+  // Copies rows [begin, end) of the last observations into the rows
+  // `layout_of(k)` gives for observation k.
+  template <class LayoutOf>
+  void copy_observations(
+      int64_t begin, int64_t end, const LayoutOf& layout_of) {
     for (size_t k = 0; k < keys_.size(); ++k) {
-      const detail::RowLayout to = detail::row_layout(out, keys_[k], true);
+      const detail::RowLayout to = layout_of(k);
       const detail::RowLayout& from = layouts_[k];
       const auto item = static_cast<int64_t>(c10::elementSize(from.dtype));
       for (int64_t i = begin; i < end; ++i) {
