@@ -1178,10 +1178,13 @@ TEST(TensorDictTest, EqualChecksStructureBatchSizeAndValues) {
 // Python has no dict-level allclose; it is, leaf by leaf:
 //   all(torch.allclose(a[k], b[k]) for k in a.keys(True, True))
 //   and a.batch_size == b.batch_size and a.keys() == b.keys()
+//   x = torch.arange(4.); y = x * (1 + 1e-6)
+//   torch.equal(x, y), torch.allclose(x, y)  # False, True
+//   torch.allclose(x, y + 1e-3)  # False; with rtol=0, atol=1e-2: True
 TEST(TensorDictTest, AllcloseComparesLeavesWithinTolerance) {
   TensorDict td = make_td();
   TensorDict near = td.clone();
-  near.get({"a", "x"}).add_(1e-7);
+  near.get({"a", "x"}).mul_(1 + 1e-6);  // [0, 1, 2, 3]: within rtol 1e-5
   EXPECT_FALSE(tensordict::equal(td, near));
   EXPECT_TRUE(tensordict::allclose(td, near));
   near.get({"a", "x"}).add_(1e-3);
