@@ -118,6 +118,41 @@ TEST(TensorDictConvertTest, CpuSetsTheDeviceAndAliasesCpuLeaves) {
   EXPECT_EQ(c.get_tensordict("n").device(), c10::Device(c10::kCPU));
 }
 
+// Python's td.cuda() raises "Torch not compiled with CUDA enabled" on a
+// CPU build; C++ says what is missing, for an empty dict too, as
+// TensorClass::cuda does.
+TEST(TensorDictConvertTest, CudaThrowsAClearErrorWithoutCuda) {
+  if (at::hasCUDA()) {
+    GTEST_SKIP() << "a CUDA device is here; CudaMovesEveryLeaf_CUDA runs";
+  }
+  EXPECT_THROWS_EXACTLY(
+      (void)make_td().cuda(),
+      c10::Error,
+      "cuda: CUDA is not available (this PyTorch was built without CUDA, or "
+      "it sees no CUDA device); move to another device with to(device)");
+  EXPECT_THROWS_WITH(
+      (void)TensorDict().cuda(0), c10::Error, "cuda: CUDA is not available");
+}
+
+// Python: td.cuda().device == torch.device("cuda:0"), every leaf moved.
+TEST(TensorDictConvertTest, CudaMovesEveryLeaf_CUDA) {
+  if (!at::hasCUDA()) {
+    GTEST_SKIP() << "no CUDA device here";
+  }
+  const TensorDict td = make_td();
+  const TensorDict g = td.cuda();
+  EXPECT_EQ(g.device(), c10::Device(c10::kCUDA, 0));
+  EXPECT_TRUE(g.get("a").is_cuda());
+  EXPECT_TRUE(g.get({"n", "i"}).is_cuda());
+  EXPECT_TRUE(torch::equal(g.get("a").cpu(), td.get("a")));
+  EXPECT_EQ(g.get_non_tensor("s"), Json("txt"));
+  EXPECT_TRUE(td.get("a").device().is_cpu());
+  EXPECT_THROWS_WITH(
+      (void)td.cuda(static_cast<c10::DeviceIndex>(at::getNumGPUs())),
+      c10::IndexError,
+      "is out of range");
+}
+
 TEST(TensorDictConvertTest, PinMemoryThrowsTorchsErrorWithoutAnAccelerator) {
   if (at::hasCUDA()) {
     GTEST_SKIP() << "an accelerator is present";

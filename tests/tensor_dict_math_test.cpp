@@ -1,6 +1,12 @@
 // Arithmetic, comparisons and logical ops (declared in tensor_dict.h).
 #include <tensordict/tensor_dict.h>
 
+#include <cmath>
+#include <functional>
+#include <string>
+#include <tuple>
+#include <vector>
+
 #include "tensor_dict_support.h"
 
 // Its own namespace, so that test files can share a unity batch.
@@ -255,6 +261,117 @@ TEST(TensorDictMathTest, InPlaceUnaryOpsMatchTorch) {
   TensorDict ints({{"i", torch::arange(3)}}, {3});
   EXPECT_THROWS_WITH(
       ints.sqrt_(), c10::Error, "result type Float can't be cast");
+}
+
+// The trigonometric, hyperbolic, log, error-function and gamma ops. Python:
+//   x = TensorDict(a=torch.tensor([0.5, 0.25]),
+//                  n=TensorDict(i=torch.tensor([1, 2])), batch_size=[2])
+//   x.tan()["a"]  # [0.5463025, 0.2553419]; x.tan()["n", "i"].dtype float32
+//   x.log2()["a"]  # [-1., -2.]; x.erfc()["n", "i"]  # [0.1572992, 0.004677735]
+//   x.asin()["n", "i"]  # [1.570796, nan]
+TEST(TensorDictMathTest, MoreUnaryOpsMatchPython) {
+  TensorDict x({{"a", torch::tensor({0.5f, 0.25f})}}, {2});
+  x.set("n", TensorDict({{"i", torch::tensor({1, 2}, torch::kLong)}}, {2}));
+  using Op = std::function<at::Tensor(const at::Tensor&)>;
+  const std::vector<std::tuple<std::string, TensorDict, std::vector<float>, Op>>
+      cases = {
+          {"tan",
+           x.tan(),
+           {0.5463025f, 0.2553419f},
+           [](const at::Tensor& t) { return t.tan(); }},
+          {"asin",
+           x.asin(),
+           {0.5235988f, 0.2526802f},
+           [](const at::Tensor& t) { return t.asin(); }},
+          {"acos",
+           x.acos(),
+           {1.047198f, 1.318116f},
+           [](const at::Tensor& t) { return t.acos(); }},
+          {"atan",
+           x.atan(),
+           {0.4636476f, 0.2449787f},
+           [](const at::Tensor& t) { return t.atan(); }},
+          {"sinh",
+           x.sinh(),
+           {0.5210953f, 0.2526123f},
+           [](const at::Tensor& t) { return t.sinh(); }},
+          {"cosh",
+           x.cosh(),
+           {1.127626f, 1.031413f},
+           [](const at::Tensor& t) { return t.cosh(); }},
+          {"log2",
+           x.log2(),
+           {-1.0f, -2.0f},
+           [](const at::Tensor& t) { return t.log2(); }},
+          {"log10",
+           x.log10(),
+           {-0.30103f, -0.60206f},
+           [](const at::Tensor& t) { return t.log10(); }},
+          {"erf",
+           x.erf(),
+           {0.5204999f, 0.2763264f},
+           [](const at::Tensor& t) { return t.erf(); }},
+          {"erfc",
+           x.erfc(),
+           {0.4795001f, 0.7236736f},
+           [](const at::Tensor& t) { return t.erfc(); }},
+          {"lgamma",
+           x.lgamma(),
+           {0.5723649f, 1.288023f},
+           [](const at::Tensor& t) { return t.lgamma(); }},
+      };
+  for (const auto& [name, result, values, op] : cases) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(result.batch_size(), c10::IntArrayRef({2}));
+    expect_leaf(result, "a", torch::tensor(values));
+    // Integer leaves come back as float32, as torch (and Python) give them.
+    expect_leaf(result, {"n", "i"}, op(x.get({"n", "i"})));
+    EXPECT_EQ(result.get({"n", "i"}).scalar_type(), torch::kFloat);
+  }
+  expect_leaf(x.erfc(), {"n", "i"}, torch::tensor({0.1572992f, 0.004677735f}));
+  EXPECT_TRUE(std::isnan(x.asin().get({"n", "i"})[1].item<float>()));
+  EXPECT_FLOAT_EQ(x.get("a")[0].item<float>(), 0.5f);  // not in place
+}
+
+// The in-place forms write into the same tensors. Python:
+//   f = TensorDict(a=torch.tensor([-1.75, 2.5]), batch_size=[2])
+//   f.frac()["a"]  # [-0.75, 0.5]; f.clone().frac_()["a"]  # the same
+//   TensorDict(i=torch.tensor([1, 2])).frac()
+//   # NotImplementedError: "frac_cpu" not implemented for 'Long'
+//   TensorDict(i=torch.tensor([1, 2])).tan_()
+//   # RuntimeError: result type Float can't be cast to ... Long
+TEST(TensorDictMathTest, MoreInPlaceUnaryOpsMatchPython) {
+  TensorDict f({{"a", torch::tensor({-1.75f, 2.5f})}}, {2});
+  expect_leaf(f.frac(), "a", torch::tensor({-0.75f, 0.5f}));
+  TensorDict g = f.clone();
+  const at::Tensor a = g.get("a");
+  EXPECT_EQ(&g.frac_(), &g);
+  EXPECT_TRUE(g.get("a").is_same(a));
+  expect_leaf(g, "a", torch::tensor({-0.75f, 0.5f}));
+  TensorDict h({{"a", torch::tensor({0.5f, 0.25f})}}, {2});
+  h.log2_();
+  expect_leaf(h, "a", torch::tensor({-1.0f, -2.0f}));
+  const TensorDict before = TensorDict({{"a", torch::rand({3}) * 0.5}}, {3});
+  TensorDict c = before.clone();
+  c.tan_().atan_().sinh_().cosh_().log10_().erf_().erfc_().lgamma_();
+  c.asin_().acos_();
+  const at::Tensor expected = before.get("a")
+                                  .tan()
+                                  .atan()
+                                  .sinh()
+                                  .cosh()
+                                  .log10()
+                                  .erf()
+                                  .erfc()
+                                  .lgamma()
+                                  .asin()
+                                  .acos();
+  expect_leaf(c, "a", expected);
+  TensorDict ints({{"i", torch::tensor({1, 2}, torch::kLong)}}, {2});
+  EXPECT_THROWS_WITH(
+      (void)ints.frac(), c10::Error, "\"frac_cpu\" not implemented for 'Long'");
+  EXPECT_THROWS_WITH(
+      ints.tan_(), c10::Error, "result type Float can't be cast");
 }
 
 TEST(TensorDictMathTest, ClampWithOptionalBounds) {

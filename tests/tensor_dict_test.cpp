@@ -962,6 +962,46 @@ TEST(TensorDictTest, PopDelAndClear) {
   EXPECT_EQ(td.batch_size(), c10::IntArrayRef({4}));
 }
 
+// Python:
+//   td = TensorDict(a=torch.tensor([1., 2.]), b=torch.tensor([3, 4]),
+//                   batch_size=[2])
+//   td.popitem()  # ('b', tensor([3, 4])); list(td.keys()) == ['a']
+//   TensorDict().popitem()  # KeyError: 'popitem(): dictionary is empty'
+//   TensorDict(a=torch.zeros(2), batch_size=[2]).lock_().popitem()
+//   # RuntimeError: Cannot modify locked TensorDict. ...
+TEST(TensorDictTest, PopitemRemovesTheLastInsertedEntry) {
+  TensorDict td(
+      {{"a", torch::tensor({1.0f, 2.0f})},
+       {"b", torch::tensor({3, 4}, torch::kLong)}},
+      {2});
+  td.set("n", TensorDict({{"y", torch::zeros({2, 1})}}, {2}));
+  auto [nkey, nvalue] = td.popitem();
+  EXPECT_EQ(nkey, "n");
+  ASSERT_TRUE(nvalue.is_tensordict());
+  EXPECT_EQ(nvalue.tensordict().get("y").sizes(), c10::IntArrayRef({2, 1}));
+  auto [key, value] = td.popitem();
+  EXPECT_EQ(key, "b");
+  ASSERT_TRUE(value.is_tensor());
+  EXPECT_EQ(value.tensor().scalar_type(), torch::kLong);
+  EXPECT_TRUE(
+      torch::equal(value.tensor(), torch::tensor({3, 4}, torch::kLong)));
+  EXPECT_EQ(key_strings(td.keys()), (Strings{"'a'"}));
+  // A key set again goes to the end.
+  td.set("b", torch::zeros({2}));
+  td.set("a", torch::ones({2}));
+  EXPECT_EQ(td.popitem().first, "b");
+  EXPECT_EQ(td.popitem().first, "a");
+  EXPECT_THROWS_EXACTLY(
+      td.popitem(), KeyError, "popitem(): dictionary is empty");
+  TensorDict locked({{"a", torch::zeros({2})}}, {2});
+  locked.lock_();
+  EXPECT_THROWS_EXACTLY(locked.popitem(), c10::Error, kLockError);
+  EXPECT_TRUE(locked.contains("a"));
+  // The lock is checked first, as in Python.
+  EXPECT_THROWS_EXACTLY(
+      TensorDict({2}).lock_().popitem(), c10::Error, kLockError);
+}
+
 TEST(TensorDictTest, EmptyKeepsTheShapeAndOptionallyTheStructure) {
   TensorDict td(
       {{"a", {{"b", {{"c", torch::zeros({2})}}}}}, {"x", torch::zeros({2})}},
@@ -1133,6 +1173,94 @@ TEST(TensorDictTest, EqualChecksStructureBatchSizeAndValues) {
   TensorDict text = td.clone();
   text.set_non_tensor("s", "other");
   EXPECT_FALSE(tensordict::equal(td, text));
+}
+
+// Python has no dict-level allclose; it is, leaf by leaf:
+//   all(torch.allclose(a[k], b[k]) for k in a.keys(True, True))
+//   and a.batch_size == b.batch_size and a.keys() == b.keys()
+//   x = torch.arange(4.); y = x * (1 + 1e-6)
+//   torch.equal(x, y), torch.allclose(x, y)  # False, True
+//   torch.allclose(x, y + 1e-3)  # False; with rtol=0, atol=1e-2: True
+TEST(TensorDictTest, AllcloseComparesLeavesWithinTolerance) {
+  TensorDict td = make_td();
+  TensorDict near = td.clone();
+  near.get({"a", "x"}).mul_(1 + 1e-6);  // [0, 1, 2, 3]: within rtol 1e-5
+  EXPECT_FALSE(tensordict::equal(td, near));
+  EXPECT_TRUE(tensordict::allclose(td, near));
+  near.get({"a", "x"}).add_(1e-3);
+  EXPECT_FALSE(tensordict::allclose(td, near));
+  EXPECT_TRUE(tensordict::allclose(td, near, /*rtol=*/0, /*atol=*/1e-2));
+  // NaNs are equal only with equal_nan.
+  TensorDict nan({{"v", torch::tensor({1.0f, NAN})}}, {2});
+  EXPECT_FALSE(tensordict::allclose(nan, nan.clone()));
+  EXPECT_TRUE(tensordict::allclose(nan, nan.clone(), 1e-5, 1e-8, true));
+  // Keys, batch size, dtype and non-tensor values must match, as for equal.
+  EXPECT_FALSE(tensordict::allclose(td, td.exclude({"s"})));
+  TensorDict reshaped = td.clone();
+  reshaped.set_batch_size({});
+  EXPECT_FALSE(tensordict::allclose(td, reshaped));
+  TensorDict retyped = td.clone();
+  retyped.set("b", retyped.get("b").to(torch::kDouble));
+  EXPECT_FALSE(tensordict::allclose(td, retyped));
+  TensorDict text = td.clone();
+  text.set_non_tensor("s", "other");
+  EXPECT_FALSE(tensordict::allclose(td, text));
+}
+
+// Python (tensordict 0.15.3):
+//   a = TensorDict(x=torch.zeros(3), n=TensorDict(y=torch.ones(2)))
+//   b = TensorDict(x=torch.zeros(3), n=TensorDict(y=torch.tensor([1., 1.5])))
+//   assert_allclose_td(a, b)
+//   # AssertionError: key ('n', 'y') does not match, got mse = 0.3536
+//   assert_allclose_td(a, TensorDict(x=torch.zeros(3)))
+//   # KeyError: keys in tensordicts mismatch. The first TD has keys {'n'}
+//   # that the second does not have.
+//   assert_allclose_td(a, a.clone())  # True
+TEST(TensorDictTest, AssertAllcloseNamesTheKeyThatDiffers) {
+  TensorDict a({{"x", torch::zeros({3})}}, {});
+  a.set("n", TensorDict({{"y", torch::ones({2})}}, {}));
+  a.set_non_tensor("s", "text");
+  TensorDict b = a.clone();
+  b.set({"n", "y"}, torch::tensor({1.0f, 1.5f}));
+  EXPECT_TRUE(tensordict::assert_allclose_td(a, a.clone()));
+  EXPECT_THROWS_EXACTLY(
+      tensordict::assert_allclose_td(a, b),
+      c10::Error,
+      "key ('n', 'y') does not match, got mse = 0.3536");
+  EXPECT_TRUE(tensordict::assert_allclose_td(a, b, 0.0, 0.6));
+  // Non-tensor data is not compared (Python skips it).
+  TensorDict text = a.clone();
+  text.set_non_tensor("s", "other");
+  EXPECT_TRUE(tensordict::assert_allclose_td(a, text));
+  // float32's default tolerance is torch.testing.assert_close's (atol 1e-5).
+  TensorDict near = a.clone();
+  near.get("x").add_(1e-6);
+  EXPECT_TRUE(tensordict::assert_allclose_td(a, near));
+  near.get("x").add_(1e-4);
+  EXPECT_THROWS_WITH(
+      tensordict::assert_allclose_td(a, near),
+      c10::Error,
+      "key ('x',) does not match, got mse = 0.0001");
+  TensorDict missing = a.exclude({"n"});
+  EXPECT_THROWS_EXACTLY(
+      tensordict::assert_allclose_td(a, missing),
+      KeyError,
+      "keys in tensordicts mismatch. The first TD has keys ['n'] that the "
+      "second does not have.");
+  TensorDict retyped = a.clone();
+  retyped.set("x", torch::zeros({3}, torch::kDouble));
+  EXPECT_THROWS_EXACTLY(
+      tensordict::assert_allclose_td(a, retyped),
+      c10::Error,
+      "key ('x',) does not match: dtype torch.float32 != torch.float64");
+  TensorDict leaf = a.clone();
+  leaf.del_("n");
+  leaf.set("n", torch::zeros({2}));
+  EXPECT_THROWS_WITH(
+      tensordict::assert_allclose_td(a, leaf),
+      c10::TypeError,
+      "the entry at ('n',) is a TensorDict in the first tensordict and a "
+      "Tensor in the second");
 }
 
 // --- printing

@@ -748,7 +748,7 @@ class TensorClass : public std::conditional_t<
   [[nodiscard]] Derived cuda(
       std::optional<c10::DeviceIndex> index = std::nullopt,
       bool non_blocking = false) const {
-    return wrap(this->td_.to(detail::tc_cuda_device(index), non_blocking));
+    return wrap(this->td_.cuda(index, non_blocking));
   }
   /// Copies every field of `src` into this instance's tensors in place.
   Derived& copy_(const Derived& src, bool non_blocking = false) {

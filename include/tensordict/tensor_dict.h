@@ -311,6 +311,10 @@ class TENSORDICT_API TensorDict {
   Value pop(const NestedKey& key);
   /// Removes and returns the entry at `key`, or `default_value` if missing.
   Value pop(const NestedKey& key, const Value& default_value);
+  /// Removes and returns the last-inserted top-level entry as (key, value),
+  /// Python's `popitem()`: throws the locked error on a locked dict and
+  /// KeyError "popitem(): dictionary is empty" on an empty one.
+  std::pair<std::string, Value> popitem();
   /// Removes the entry at `key`; throws KeyError if missing.
   TensorDict& del_(const NestedKey& key);
   /// Removes every entry; throws if the dict is locked.
@@ -567,6 +571,13 @@ class TENSORDICT_API TensorDict {
       const at::TensorOptions& options, bool non_blocking = false) const;
   /// Returns a copy on the CPU (Python's `cpu()`); CPU leaves are aliased.
   [[nodiscard]] TensorDict cpu() const;
+  /// Returns a copy on CUDA device `index` (the current one when nullopt),
+  /// as Python's `cuda(device=None)`. Throws when CUDA is unavailable (no
+  /// CUDA build or no GPU) and IndexError for an index out of range, even
+  /// when the dict holds no tensor.
+  [[nodiscard]] TensorDict cuda(
+      std::optional<c10::DeviceIndex> index = std::nullopt,
+      bool non_blocking = false) const;
   /// Returns a copy with every tensor in pinned memory; throws torch's error
   /// when no accelerator is available.
   [[nodiscard]] TensorDict pin_memory() const;
@@ -1104,6 +1115,30 @@ cat(const std::vector<TensorDict>& tds, int64_t dim = 0);
 /// Returns true if `a` and `b` have the same keys (with the same kinds),
 /// batch sizes, and equal values (`torch.equal` per tensor).
 TENSORDICT_API bool equal(const TensorDict& a, const TensorDict& b);
+
+/// Returns true if `a` and `b` match as `equal` asks, except that tensors
+/// are compared with `at::allclose(rtol, atol, equal_nan)` (torch's
+/// defaults); tensors must still share dtype, shape and device.
+TENSORDICT_API bool allclose(
+    const TensorDict& a,
+    const TensorDict& b,
+    double rtol = 1e-5,
+    double atol = 1e-8,
+    bool equal_nan = false);
+
+/// Python's `assert_allclose_td(actual, expected, rtol, atol, equal_nan)`
+/// (alias `assert_close`): throws KeyError when the key sets differ, and
+/// c10::Error "key ('x',) does not match, got mse = 0.0100" naming the
+/// first tensor (in sorted key order) that is not close, or whose dtype or
+/// shape differs. A nullopt tolerance is `torch.testing.assert_close`'s
+/// default for the dtype. Non-tensor entries are not compared (as in
+/// Python). Returns true.
+TENSORDICT_API bool assert_allclose_td(
+    const TensorDict& actual,
+    const TensorDict& expected,
+    std::optional<double> rtol = std::nullopt,
+    std::optional<double> atol = std::nullopt,
+    bool equal_nan = true);
 
 /// Writes `td.repr()`.
 TENSORDICT_API std::ostream& operator<<(

@@ -940,24 +940,6 @@ void tc_rename_key(
   TensorDict(td).rename_key_(old_key, new_key, safe);
 }
 
-c10::Device tc_cuda_device(std::optional<c10::DeviceIndex> index) {
-  TORCH_CHECK(
-      at::hasCUDA(),
-      "cuda: CUDA is not available (this PyTorch was built without CUDA, or "
-      "it sees no CUDA device); move to another device with to(device)");
-  const auto count = static_cast<int64_t>(at::getNumGPUs());
-  const c10::DeviceIndex device =
-      index ? *index : at::detail::getCUDAHooks().current_device();
-  TORCH_CHECK_INDEX(
-      device >= 0 && device < count,
-      "cuda: device index ",
-      static_cast<int64_t>(device),
-      " is out of range: ",
-      count,
-      " CUDA device(s) are visible");
-  return {c10::kCUDA, device};
-}
-
 namespace {
 
 // Writes NonTensorData(null) for the unset fields of a class level and of

@@ -1,6 +1,7 @@
 // Device, dtype and memory ops. Out-of-place ones are one call to the
 // engine (detail::map_entries); in-place ones walk the tensors.
 
+#include <ATen/Context.h>
 #include <ATen/MapAllocator.h>
 #include <c10/core/CPUAllocator.h>
 
@@ -178,6 +179,26 @@ TensorDict TensorDict::to(
 
 TensorDict TensorDict::cpu() const {
   return to(c10::Device(c10::kCPU));
+}
+
+TensorDict TensorDict::cuda(
+    std::optional<c10::DeviceIndex> index, bool non_blocking) const {
+  // Checked before any tensor moves, so an empty dict reports it too.
+  TORCH_CHECK(
+      at::hasCUDA(),
+      "cuda: CUDA is not available (this PyTorch was built without CUDA, or "
+      "it sees no CUDA device); move to another device with to(device)");
+  const auto count = static_cast<int64_t>(at::getNumGPUs());
+  const c10::DeviceIndex device =
+      index ? *index : at::detail::getCUDAHooks().current_device();
+  TORCH_CHECK_INDEX(
+      device >= 0 && device < count,
+      "cuda: device index ",
+      static_cast<int64_t>(device),
+      " is out of range: ",
+      count,
+      " CUDA device(s) are visible");
+  return to(c10::Device(c10::kCUDA, device), non_blocking);
 }
 
 TensorDict TensorDict::pin_memory() const {

@@ -530,6 +530,16 @@ Value TensorDict::pop(const NestedKey& key, const Value& default_value) {
   return pop(key);
 }
 
+std::pair<std::string, Value> TensorDict::popitem() {
+  // Python checks the lock first, so a locked empty dict reports the lock.
+  detail::check_unlocked(*impl_);
+  const auto nodes = impl_->nodes();
+  TENSORDICT_CHECK_KEY(!nodes.empty(), "popitem(): dictionary is empty");
+  std::string key = (*nodes.begin() + (nodes.size() - 1))->key;
+  Value value = impl_->erase(key);
+  return {std::move(key), std::move(value)};
+}
+
 TensorDict& TensorDict::del_(const NestedKey& key) {
   (void)pop(key);
   return *this;

@@ -28,7 +28,11 @@
   X(UNARY_PAIR, sqrt)         X(UNARY_PAIR, reciprocal) X(UNARY_PAIR, sigmoid) \
   X(UNARY_PAIR, tanh)         X(UNARY_PAIR, sin)        X(UNARY_PAIR, cos)    \
   X(UNARY_PAIR, sign)         X(UNARY_PAIR, floor)      X(UNARY_PAIR, ceil)   \
-  X(UNARY_PAIR, round)        X(UNARY_PAIR, trunc)                            \
+  X(UNARY_PAIR, round)        X(UNARY_PAIR, trunc)      X(UNARY_PAIR, tan)    \
+  X(UNARY_PAIR, asin)         X(UNARY_PAIR, acos)       X(UNARY_PAIR, atan)   \
+  X(UNARY_PAIR, sinh)         X(UNARY_PAIR, cosh)       X(UNARY_PAIR, log2)   \
+  X(UNARY_PAIR, log10)        X(UNARY_PAIR, erf)        X(UNARY_PAIR, erfc)   \
+  X(UNARY_PAIR, lgamma)       X(UNARY_PAIR, frac)                             \
   X(BOUND_PAIR, clamp_min)    X(BOUND_PAIR, clamp_max)
 
 /// The reductions (src/tensor_dict/reduce.cpp).

@@ -130,11 +130,6 @@ TENSORDICT_API at::Tensor tc_make_memmap(
     const NestedKey& key,
     c10::IntArrayRef shape,
     c10::ScalarType dtype);
-/// Returns the CUDA device `cuda(index)` moves to (the current one when
-/// `index` is nullopt); throws when CUDA is unavailable or `index` is out of
-/// range.
-TENSORDICT_API c10::Device tc_cuda_device(
-    std::optional<c10::DeviceIndex> index);
 
 // Convert a stored entry to the field's C++ type; each throws TypeError
 // naming the field when the entry holds something else.
