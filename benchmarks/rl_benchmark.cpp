@@ -65,6 +65,24 @@ nn::AnyTensorDictModule make_actor(const rl::MLP& mlp) {
                .default_interaction_type(nn::InteractionType::kRandom))});
 }
 
+// One step of gymnasium's CartPole-v1 physics on the state `s` (x,
+// x_dot, theta, theta_dot) under `force`; returns whether it terminated.
+// The raw loop and the kit's CartPole both step with it.
+inline bool cartpole_physics(double* s, double force) {
+  const double cos = std::cos(s[2]);
+  const double sin = std::sin(s[2]);
+  const double temp = (force + 0.05 * s[3] * s[3] * sin) / 1.1;
+  const double theta_acc =
+      (9.8 * sin - cos * temp) / (0.5 * (4.0 / 3.0 - 0.1 * cos * cos / 1.1));
+  const double x_acc = temp - 0.05 * theta_acc * cos / 1.1;
+  s[0] += 0.02 * s[1];
+  s[1] += 0.02 * x_acc;
+  s[2] += 0.02 * s[3];
+  s[3] += 0.02 * theta_acc;
+  return s[0] < -2.4 || s[0] > 2.4 || s[2] < -12 * 2 * M_PI / 360 ||
+         s[2] > 12 * 2 * M_PI / 360;
+}
+
 // gymnasium's CartPole-v1 on doubles: the baseline's env step.
 struct RawCartPole {
   explicit RawCartPole(int64_t n) : state(n * 4), steps(n) {
@@ -82,20 +100,7 @@ struct RawCartPole {
   // Returns {terminated, truncated}.
   std::pair<bool, bool> step(int64_t i, bool push_right) {
     double* s = &state[i * 4];
-    const double force = push_right ? 10.0 : -10.0;
-    const double cos = std::cos(s[2]);
-    const double sin = std::sin(s[2]);
-    const double temp = (force + 0.05 * s[3] * s[3] * sin) / 1.1;
-    const double theta_acc =
-        (9.8 * sin - cos * temp) / (0.5 * (4.0 / 3.0 - 0.1 * cos * cos / 1.1));
-    const double x_acc = temp - 0.05 * theta_acc * cos / 1.1;
-    s[0] += 0.02 * s[1];
-    s[1] += 0.02 * x_acc;
-    s[2] += 0.02 * s[3];
-    s[3] += 0.02 * theta_acc;
-    const bool terminated = s[0] < -2.4 || s[0] > 2.4 ||
-                            s[2] < -12 * 2 * M_PI / 360 ||
-                            s[2] > 12 * 2 * M_PI / 360;
+    const bool terminated = cartpole_physics(s, push_right ? 10.0 : -10.0);
     return {terminated, ++steps[i] >= 500};
   }
   std::vector<double> state;
@@ -128,23 +133,11 @@ struct CartPoleKit {
     write(rows);
   }
   rl::StepResult step(const rl::SubEnvRows& rows, rl::SubEnvRng& /*rng*/) {
-    const double force = rows.action_index() == 1 ? 10.0 : -10.0;
-    const double cos = std::cos(s[2]);
-    const double sin = std::sin(s[2]);
-    const double temp = (force + 0.05 * s[3] * s[3] * sin) / 1.1;
-    const double theta_acc =
-        (9.8 * sin - cos * temp) / (0.5 * (4.0 / 3.0 - 0.1 * cos * cos / 1.1));
-    const double x_acc = temp - 0.05 * theta_acc * cos / 1.1;
-    s[0] += 0.02 * s[1];
-    s[1] += 0.02 * x_acc;
-    s[2] += 0.02 * s[3];
-    s[3] += 0.02 * theta_acc;
-    write(rows);
     rl::StepResult result;
+    result.terminated =
+        cartpole_physics(s, rows.action_index() == 1 ? 10.0 : -10.0);
+    write(rows);
     result.reward = 1.0F;
-    result.terminated = s[0] < -2.4 || s[0] > 2.4 ||
-                        s[2] < -12 * 2 * M_PI / 360 ||
-                        s[2] > 12 * 2 * M_PI / 360;
     result.truncated = ++steps >= 500;
     return result;
   }

@@ -1,6 +1,9 @@
 #include <tensordict/tensor_dict.h>
 
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "allocation_counter.h"
 #include "core/tensor_dict_impl.h"
@@ -1156,23 +1159,38 @@ TEST(TensorDictTest, AllAndAnyOnEmptyDicts) {
   EXPECT_FALSE(TensorDict().any());
 }
 
+namespace {
+
+// Copies of make_td()'s `td` that differ from it in one way besides the
+// values, which equal and allclose both see: a missing key, another batch
+// size, another dtype, another non-tensor value.
+std::vector<std::pair<std::string, TensorDict>> different_in_structure(
+    const TensorDict& td) {
+  TensorDict reshaped = td.clone();
+  reshaped.set_batch_size({});
+  TensorDict retyped = td.clone();
+  retyped.set("b", retyped.get("b").to(torch::kDouble));
+  TensorDict text = td.clone();
+  text.set_non_tensor("s", "other");
+  return {
+      {"a missing key", td.exclude({"s"})},
+      {"another batch size", reshaped},
+      {"another dtype", retyped},
+      {"another non-tensor value", text}};
+}
+
+}  // namespace
+
 TEST(TensorDictTest, EqualChecksStructureBatchSizeAndValues) {
   TensorDict td = make_td();
   EXPECT_TRUE(tensordict::equal(td, td.clone()));
   TensorDict other = td.clone();
   other.get({"a", "x"}).add_(1);
   EXPECT_FALSE(tensordict::equal(td, other));
-  TensorDict missing = td.exclude({"s"});
-  EXPECT_FALSE(tensordict::equal(td, missing));
-  TensorDict reshaped = td.clone();
-  reshaped.set_batch_size({});
-  EXPECT_FALSE(tensordict::equal(td, reshaped));
-  TensorDict retyped = td.clone();
-  retyped.set("b", retyped.get("b").to(torch::kDouble));
-  EXPECT_FALSE(tensordict::equal(td, retyped));
-  TensorDict text = td.clone();
-  text.set_non_tensor("s", "other");
-  EXPECT_FALSE(tensordict::equal(td, text));
+  for (const auto& [what, different] : different_in_structure(td)) {
+    SCOPED_TRACE(what);
+    EXPECT_FALSE(tensordict::equal(td, different));
+  }
 }
 
 // Python has no dict-level allclose; it is, leaf by leaf:
@@ -1195,16 +1213,10 @@ TEST(TensorDictTest, AllcloseComparesLeavesWithinTolerance) {
   EXPECT_FALSE(tensordict::allclose(nan, nan.clone()));
   EXPECT_TRUE(tensordict::allclose(nan, nan.clone(), 1e-5, 1e-8, true));
   // Keys, batch size, dtype and non-tensor values must match, as for equal.
-  EXPECT_FALSE(tensordict::allclose(td, td.exclude({"s"})));
-  TensorDict reshaped = td.clone();
-  reshaped.set_batch_size({});
-  EXPECT_FALSE(tensordict::allclose(td, reshaped));
-  TensorDict retyped = td.clone();
-  retyped.set("b", retyped.get("b").to(torch::kDouble));
-  EXPECT_FALSE(tensordict::allclose(td, retyped));
-  TensorDict text = td.clone();
-  text.set_non_tensor("s", "other");
-  EXPECT_FALSE(tensordict::allclose(td, text));
+  for (const auto& [what, different] : different_in_structure(td)) {
+    SCOPED_TRACE(what);
+    EXPECT_FALSE(tensordict::allclose(td, different));
+  }
 }
 
 // Python (tensordict 0.15.3):
