@@ -551,22 +551,30 @@ TEST(RlEnvKitTest, CollectorGivesTheSameDataOnOneOrThreeThreads) {
 // --- errors on collector threads
 // -------------------------------------------------------
 
-TEST(RlEnvKitTest, AnEnvErrorOnAWorkerThreadReachesTheCallerNamingTheEnv) {
-  auto env = std::make_shared<CounterEnv>(4, Json::object());
-  rl::Collector collector(
-      env,
-      constant_policy(1, torch::kLong),
-      rl::CollectorOptions(8).num_threads(2));
-  ASSERT_TRUE(collector.next().has_value());
-  env->fail_next_step = true;
-  EXPECT_THROWS_WITH(
-      collector.next(),
-      c10::Error,
-      "env 'Counter-v0' raised an error while the collector stepped sub-envs "
-      "[2, 4): the simulator lost sub-env 2");
-  EXPECT_THROWS_WITH(collector.next(), c10::Error, "unknown state");
-  collector.shutdown();
-  EXPECT_FALSE(collector.next().has_value());
+TEST(RlEnvKitTest, AnEnvErrorOnAnyThreadReachesTheCallerNamingTheEnv) {
+  // On two threads sub-env 2 fails on a worker; on one thread, the single
+  // range runs on the calling thread, and the error reads the same.
+  const std::vector<std::pair<int64_t, std::string>> cases = {
+      {2, "[2, 4)"}, {1, "[0, 4)"}};
+  for (const auto& [threads, range] : cases) {
+    SCOPED_TRACE(threads);
+    auto env = std::make_shared<CounterEnv>(4, Json::object());
+    rl::Collector collector(
+        env,
+        constant_policy(1, torch::kLong),
+        rl::CollectorOptions(8).num_threads(threads));
+    ASSERT_TRUE(collector.next().has_value());
+    env->fail_next_step = true;
+    EXPECT_THROWS_WITH(
+        collector.next(),
+        c10::Error,
+        "env 'Counter-v0' raised an error while the collector stepped "
+        "sub-envs " +
+            range + ": the simulator lost sub-env 2");
+    EXPECT_THROWS_WITH(collector.next(), c10::Error, "unknown state");
+    collector.shutdown();
+    EXPECT_FALSE(collector.next().has_value());
+  }
 }
 
 }  // namespace rl_env_kit_test
