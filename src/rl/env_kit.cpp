@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <string>
 
-#include "rl/splitmix.h"
 #include "tensordict/errors.h"
 #include "tensordict/value.h"
 

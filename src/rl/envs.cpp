@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "rl/splitmix.h"
 #include "tensordict/rl/env.h"
 #include "tensordict/rl/env_kit.h"
 

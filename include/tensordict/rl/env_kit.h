@@ -218,6 +218,21 @@ struct StepResult {
   bool truncated = false;
 };
 
+/// The increment of splitmix64's state, 2^64 divided by the golden ratio.
+inline constexpr uint64_t kSplitmix64Gamma = 0x9E3779B97F4A7C15ULL;
+
+/// Returns splitmix64's output for state `x`: the hash of the sub-env
+/// seeds (`sub_env_seed`), of the built-in envs' resets and of
+/// `SubEnvRng`. The same integers in Python
+/// (examples/python_env/reference.py), so resets are reproducible outside
+/// C++.
+constexpr uint64_t splitmix64(uint64_t x) noexcept {
+  x += kSplitmix64Gamma;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
 /// The random stream `BatchedEnv` gives each sub-env: re-seeded at every
 /// reset from (the env's seed, the sub-env's index, its episode count),
 /// and used by that sub-env alone, so that the data do not depend on how
@@ -244,14 +259,13 @@ class SubEnvRng {
   }
   /// Returns the next output.
   result_type operator()() noexcept {
-    uint64_t z = (state_ += kGolden);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
+    const result_type out = splitmix64(state_);
+    state_ += kSplitmix64Gamma;
+    return out;
   }
   /// Skips `n` outputs.
   void discard(unsigned long long n) noexcept {
-    state_ += kGolden * static_cast<uint64_t>(n);
+    state_ += kSplitmix64Gamma * static_cast<uint64_t>(n);
   }
   /// Returns the smallest output.
   static constexpr result_type min() noexcept {
@@ -271,7 +285,6 @@ class SubEnvRng {
   }
 
  private:
-  static constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
   uint64_t state_;
 };
 
