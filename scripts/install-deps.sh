@@ -5,8 +5,10 @@
 #    script stops after them.
 #  - Python: torch==2.13.0 (the CPU wheel; always pinned, or pip pulls GBs of CUDA
 #    packages) together with tensordict, matplotlib and safetensors (the
-#    Python safetensors readers of the interop tests and `make bench`), so pip
-#    never re-resolves torch.
+#    Python safetensors readers of the interop tests and `make bench`) and
+#    mujoco==4.0.0 (its wheel's libmujoco and headers, which the package
+#    below builds its MuJoCo env library against), so pip never re-resolves
+#    torch.
 #    With CXX_ONLY=1 (what `make demo` uses) the script installs only what
 #    configuring and compiling the C++ project needs: the Debian packages of
 #    BUILD_APT_PACKAGES and torch==2.13.0, then stops; the tools, the Python
@@ -83,20 +85,22 @@ fi
 
 if ! "$PYTHON" - <<PY 2>/dev/null
 import importlib.metadata as m, sys
-ok = m.version("torch").split("+")[0] == "$TORCH_VERSION"
+ok = (m.version("torch").split("+")[0] == "$TORCH_VERSION"
+      and m.version("mujoco") == "4.0.0")
 m.version("tensordict"); m.version("matplotlib"); m.version("safetensors")
 sys.exit(0 if ok else 1)
 PY
 then
   # Pinned literally: torch must never be resolved by pip on its own.
-  echo "install-deps: pip install torch==2.13.0 tensordict matplotlib safetensors"
+  echo "install-deps: pip install torch==2.13.0 tensordict matplotlib safetensors mujoco==4.0.0"
   "$PYTHON" -m pip install --quiet --disable-pip-version-check \
-    torch==2.13.0 tensordict matplotlib safetensors
+    torch==2.13.0 tensordict matplotlib safetensors mujoco==4.0.0
 fi
 
 # The project's Python package (python/: the exporter, and the C++ engine
 # built by scikit-build-core: libtensordict.so, headers, CMake config, the
-# extension tensordict_cpp._C and the CLI), rebuilt and reinstalled only when
+# extension tensordict_cpp._C, the CLI and, with the mujoco installed above,
+# the MuJoCo env library of envs/mujoco), rebuilt and reinstalled only when
 # its sources or torch changed: the installed package records a hash of
 # the sources it was built from and the torch it was built against
 # (tensordict_cpp/_build_info.py). The build tree (WHEEL_BUILD_DIR) persists,
@@ -134,7 +138,7 @@ import hashlib, os, sys
 root = sys.argv[1]
 digest = hashlib.sha256()
 paths = ["CMakeLists.txt"]
-for top in ("cmake", "include", "src", "tools", "python"):
+for top in ("cmake", "include", "src", "tools", "python", os.path.join("envs", "mujoco")):
     for folder, dirs, files in os.walk(os.path.join(root, top)):
         dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", "build")
                          and not d.endswith(".egg-info"))
@@ -154,8 +158,10 @@ spec = importlib.util.find_spec("tensordict_cpp")
 info = {}
 with open(os.path.join(os.path.dirname(spec.origin), "_build_info.py")) as f:
     exec(f.read(), info)
+# A package built before mujoco was installed lacks its MuJoCo envs.
 ok = (info["SOURCE_HASH"] == sys.argv[1]
-      and info["TORCH_VERSION"].split("+")[0] == m.version("torch").split("+")[0])
+      and info["TORCH_VERSION"].split("+")[0] == m.version("torch").split("+")[0]
+      and info.get("MUJOCO_VERSION") == m.version("mujoco"))
 sys.exit(0 if ok else 1)
 PY
 then

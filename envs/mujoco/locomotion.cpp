@@ -26,6 +26,18 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 #define TENSORDICT_MUJOCO_ASSETS ""
 #endif
 
+// Gymnasium's assets folder: the environment variable
+// TENSORDICT_MUJOCO_ASSETS when set (tensordict_cpp sets it from the
+// gymnasium it finds, since a wheel is built where gymnasium may be absent
+// or elsewhere), else the one found at configure time.
+std::string gymnasium_assets() {
+  const char* given = std::getenv("TENSORDICT_MUJOCO_ASSETS");
+  if (given != nullptr && *given != '\0') {
+    return given;
+  }
+  return TENSORDICT_MUJOCO_ASSETS;
+}
+
 const char* task_name(Task task) {
   switch (task) {
     case Task::kHalfCheetah:
@@ -131,14 +143,18 @@ std::string expand_model_path(const std::string& env, const std::string& file) {
     const char* home = std::getenv("HOME");
     path = std::string(home != nullptr ? home : "") + file.substr(1);
   } else {
+    const std::string assets = gymnasium_assets();
     TORCH_CHECK_VALUE(
-        std::string(TENSORDICT_MUJOCO_ASSETS).size() > 0,
+        !assets.empty(),
         env,
         ": xml_file '",
         file,
         "' names a model of gymnasium's assets, but no gymnasium was found "
-        "when this library was built; pass a path");
-    path = std::string(TENSORDICT_MUJOCO_ASSETS) + "/" + file;
+        "(neither when this library was built nor through the environment "
+        "variable TENSORDICT_MUJOCO_ASSETS; tensordict_cpp sets it from an "
+        "installed gymnasium: pip install \"gymnasium[mujoco]==1.4.0\"); "
+        "pass a path");
+    path = assets + "/" + file;
   }
   TORCH_CHECK_VALUE(
       std::filesystem::exists(path),

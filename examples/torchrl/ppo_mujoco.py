@@ -50,8 +50,9 @@ who collects.
 The C++ Hopper-v5 comes from the env library ``envs/mujoco`` built against
 the installed wheel (``libtensordict_mujoco.so``; see envs/mujoco/README.md)
 and loaded with ``tensordict_cpp.load_env_library``: ``--env-library PATH``
-or the ``TENSORDICT_MUJOCO_LIBRARY`` environment variable, unless the
-installed ``tensordict_cpp`` already registers ``Hopper-v5``.
+or the ``TENSORDICT_MUJOCO_LIBRARY`` environment variable, else the
+package's own (``tensordict_cpp.mujoco_env_library()``, in a package built
+with mujoco), unless ``Hopper-v5`` is already registered.
 
 The score is the mean return of the last 20 finished training episodes
 (the stochastic policy, as collected); the first batch after which it is
@@ -205,10 +206,15 @@ def ensure_cpp_env(library: str | None) -> None:
     if ENV in tensordict_cpp.registered_envs():
         return
     if not library:
-        print(f"SKIPPED: the installed tensordict_cpp does not register {ENV}, and no "
-              "--env-library (or TENSORDICT_MUJOCO_LIBRARY) was given; build envs/mujoco "
-              "against the wheel (envs/mujoco/README.md)", file=sys.stderr)
-        sys.exit(SKIP)
+        # The package's own MuJoCo env library, when it was built with one
+        # (a mujoco of another version is refused here, naming both).
+        try:
+            library = tensordict_cpp.mujoco_env_library()
+        except (AttributeError, ImportError) as error:
+            print(f"SKIPPED: the installed tensordict_cpp does not register {ENV} ({error}), "
+                  "and no --env-library (or TENSORDICT_MUJOCO_LIBRARY) was given; build "
+                  "envs/mujoco against the wheel (envs/mujoco/README.md)", file=sys.stderr)
+            sys.exit(SKIP)
     if not os.path.isfile(library):
         print(f"SKIPPED: no env library at {library}", file=sys.stderr)
         sys.exit(SKIP)

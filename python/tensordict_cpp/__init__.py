@@ -34,6 +34,13 @@ An installed package (``pip install --no-build-isolation --no-deps
   a user's extension linked to this package's libtensordict shares;
   ``tensordict_cpp.envs.CppEnv(name, num_envs, **kwargs)`` is any
   registered env as a TorchRL ``EnvBase`` (needs TorchRL);
+- Gymnasium's MuJoCo envs (``HalfCheetah-v5``, ``Hopper-v5``,
+  ``Walker2d-v5``, ``Ant-v5``) when the package was built with the
+  ``mujoco`` wheel: ``Collector`` and ``CppEnv`` load their library on first
+  use of one of the names (the installed ``mujoco`` must be the version it
+  was built against, else ValueError naming both), and
+  ``tensordict_cpp.mujoco_env_library()`` returns its path for the worker's
+  ``--env-library``;
 - ``tensordict_cpp.cmake_prefix_path``, for
   ``find_package(TensorDict)`` (with ``torch.utils.cmake_prefix_path``);
 - the ``tensordict-cpp`` console script (``info``, ``verify``, ``dump``,
@@ -89,6 +96,39 @@ _ENGINE_CLASSES = ("Collector",)
 _ENV_FUNCTIONS = ("registered_envs", "load_env_library")
 
 
+def mujoco_env_library() -> str:
+    """The path of the package's MuJoCo env library (HalfCheetah-v5,
+    Hopper-v5, Walker2d-v5, Ant-v5), for the worker's ``--env-library``.
+
+    Imports ``mujoco`` and checks it first: raises ImportError when the
+    package was built without the library (saying why) or ``mujoco`` is not
+    installed, ValueError when the installed ``mujoco`` is not the version
+    the library was built against (naming both). ``Collector`` and
+    ``CppEnv`` need no path: they load it when one of its envs is named.
+    """
+    if _build_info is None:
+        raise ImportError(
+            "tensordict_cpp.mujoco_env_library needs the compiled engine, which the "
+            "source tree lacks: install the package (pip install --no-build-isolation "
+            "--no-deps ./python)"
+        )
+    from . import _mujoco
+
+    return _mujoco.check_mujoco()
+
+
+def _load_env_library(path):
+    """Loads a shared library of C++ envs (dlopen) and returns the names it
+    registered; raises ValueError when it does not load or registers
+    nothing. The package's own MuJoCo env library is checked first
+    (``mujoco_env_library``)."""
+    from . import _C, _mujoco
+
+    if _mujoco.is_bundled(path):
+        return _mujoco.load()
+    return _C.load_env_library(_os.fspath(path))
+
+
 def __getattr__(name):
     if name in _STORAGE_FUNCTIONS or name in _ENGINE_CLASSES or name in _ENV_FUNCTIONS:
         if _build_info is None:
@@ -101,6 +141,8 @@ def __getattr__(name):
             from ._collector import Collector
 
             return Collector
+        if name == "load_env_library":
+            return _load_env_library
         from . import _C
 
         return getattr(_C, name)
@@ -113,6 +155,7 @@ __all__ = [
     "METADATA_FORMAT_PROBABILISTIC",
     "cmake_prefix_path",
     "torch_version",
+    "mujoco_env_library",
     *_STORAGE_FUNCTIONS,
     *_ENGINE_CLASSES,
     *_ENV_FUNCTIONS,

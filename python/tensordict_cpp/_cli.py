@@ -20,11 +20,44 @@ def main() -> None:
 
 
 def worker_main() -> None:
-    """``tensordict-cpp-worker``: the TorchRL worker."""
-    _exec("torchrl_worker", "tensordict-cpp-worker")
+    """``tensordict-cpp-worker``: the TorchRL worker. With ``--env-library``
+    naming the package's MuJoCo env library (``mujoco_env_library()``), the
+    installed mujoco is checked first (its version the library's) and its
+    libmujoco and gymnasium's model files are passed to the worker."""
+    _exec("torchrl_worker", "tensordict-cpp-worker", _mujoco_environment)
 
 
-def _exec(name: str, command: str) -> None:
+def _env_libraries(args) -> list:
+    out = []
+    for i, arg in enumerate(args):
+        if arg == "--env-library" and i + 1 < len(args):
+            out.append(args[i + 1])
+        elif arg.startswith("--env-library="):
+            out.append(arg.split("=", 1)[1])
+    return out
+
+
+def _mujoco_environment(env: dict) -> None:
+    from . import _mujoco
+
+    if not any(_mujoco.is_bundled(path) for path in _env_libraries(sys.argv[1:])):
+        return
+    try:
+        _mujoco.check_mujoco()
+    except (ImportError, ValueError) as error:
+        sys.exit(f"tensordict-cpp-worker: {error}")
+    import mujoco
+
+    mujoco_dir = os.path.dirname(os.path.abspath(mujoco.__file__))
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(
+        p for p in (mujoco_dir, env.get("LD_LIBRARY_PATH", "")) if p
+    )
+    # check_mujoco set it in this process (from gymnasium) unless given.
+    if os.environ.get("TENSORDICT_MUJOCO_ASSETS"):
+        env["TENSORDICT_MUJOCO_ASSETS"] = os.environ["TENSORDICT_MUJOCO_ASSETS"]
+
+
+def _exec(name: str, command: str, prepare=None) -> None:
     # Importing the package checks torch's version before the binary, which
     # is linked against one torch, is started.
     import tensordict_cpp
@@ -41,6 +74,8 @@ def _exec(name: str, command: str) -> None:
     env["LD_LIBRARY_PATH"] = os.pathsep.join(
         p for p in (torch_lib, env.get("LD_LIBRARY_PATH", "")) if p
     )
+    if prepare is not None:
+        prepare(env)
     os.execve(binary, [command, *sys.argv[1:]], env)
 
 

@@ -56,7 +56,10 @@ class Collector:
     Args:
         env: a registered C++ env's name (``"CartPole-v1"``, ``"PointMass"``,
             or one a library or extension registered; see
-            ``tensordict_cpp.registered_envs()``).
+            ``tensordict_cpp.registered_envs()``), or one of Gymnasium's
+            MuJoCo envs (``"HalfCheetah-v5"``, ``"Hopper-v5"``,
+            ``"Walker2d-v5"``, ``"Ant-v5"``), whose library the package
+            loads when first named.
         policy: path of a ``.pt2`` package written by
             ``tensordict_cpp.export`` (its batch dim dynamic, the default).
         frames_per_batch: frames (env steps) of a batch, rounded up to a
@@ -106,8 +109,11 @@ class Collector:
         return_same_td: bool = False,
         env_kwargs: dict | None = None,
     ):
-        from . import _C
+        from . import _C, _mujoco
 
+        # Gymnasium's MuJoCo envs: the package's library, loaded when first
+        # named.
+        _mujoco.ensure_env(env)
         # The argument checks are the C++ API's (make_env, rl::Collector,
         # the binding's types); what stays here is what only Python has: a
         # path-like policy, a missing file as FileNotFoundError, a negative

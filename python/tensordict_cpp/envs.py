@@ -4,7 +4,8 @@
 env registered with the C++ registry (``tensordict_cpp.registered_envs()``:
 the built-ins, the envs of a library loaded with
 ``tensordict_cpp.load_env_library``, and those of an extension linked to
-this package's libtensordict). Its batch size is ``[num_envs]``, its specs
+this package's libtensordict; Gymnasium's MuJoCo envs, ``"HalfCheetah-v5"``
+and the others, load the package's MuJoCo env library when first named). Its batch size is ``[num_envs]``, its specs
 are TorchRL's spec classes, ``_reset`` takes TorchRL's ``"_reset"`` mask,
 ``set_seed`` reseeds the C++ env, and every reset and step runs in C++ with
 the GIL released, handing back TensorDicts over the C++ tensors (no numpy
@@ -81,10 +82,11 @@ class CppEnv(EnvBase):
     """
 
     def __init__(self, name: str, num_envs: int = 1, **kwargs):
-        from . import _C
+        from . import _C, _mujoco
 
         if not isinstance(name, str):
             raise TypeError(f"CppEnv: name must be a registered env's name, got {type(name).__name__}")
+        _mujoco.ensure_env(name)
         impl = _C.Env(name, num_envs, json.dumps(kwargs))
         super().__init__(batch_size=torch.Size([num_envs]), device=torch.device("cpu"))
         self._impl = impl

@@ -310,6 +310,91 @@ else:
 """])
 check(result.returncode == 0, f"registered_envs and load_env_library from the venv ({result.stderr[-300:]!r})")
 
+# 5b. The MuJoCo envs: in the package exactly when the building Python has
+# mujoco 4.0.0, never with a libmujoco of its own. Where the venv imports
+# mujoco: the envs load by name (Collector, here up to its policy check,
+# since CppEnv needs TorchRL), libmujoco comes from the mujoco package, and
+# a mujoco of another version (simulated: mujoco.__version__ patched) is
+# refused before the library loads, naming both versions, by the package
+# and by the worker's console script.
+build_mujoco = run([BUILD_PYTHON, "-c", "import importlib.metadata as m; print(m.version('mujoco'))"])
+has_mujoco = build_mujoco.returncode == 0 and build_mujoco.stdout.strip() == "4.0.0"
+mujoco_lib = "tensordict_cpp/lib/libtensordict_mujoco.so"
+check((mujoco_lib in names) == has_mujoco,
+      f"the wheel holds {mujoco_lib} exactly when the building Python has mujoco 4.0.0 "
+      f"({has_mujoco})")
+check(not any("libmujoco" in n for n in names), "the wheel carries no libmujoco")
+recorded_mujoco = must([py, "-c", "import tensordict_cpp._build_info as b; "
+                        "print(repr((b.MUJOCO_VERSION, b.MUJOCO_SKIPPED)))"]).stdout.strip()
+check(recorded_mujoco == "('4.0.0', '')" if has_mujoco
+      else recorded_mujoco.startswith("('', ") and "mujoco" in recorded_mujoco,
+      f"the package records the mujoco it was built with, or why not ({recorded_mujoco})")
+venv_mujoco = run([py, "-c", "import mujoco"]).returncode == 0
+if has_mujoco and venv_mujoco:
+    result = run([py, "-c", f"""
+import os, tensordict_cpp
+path = tensordict_cpp.mujoco_env_library()
+assert path == os.path.join({package_dir!r}, "lib", "libtensordict_mujoco.so"), path
+assert "HalfCheetah-v5" not in tensordict_cpp.registered_envs()
+try:
+    tensordict_cpp.Collector(env="HalfCheetah-v5", policy="/nonexistent/actor.pt2",
+                             frames_per_batch=8)
+except FileNotFoundError:
+    pass
+envs = tensordict_cpp.registered_envs()
+for name in ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5"):
+    assert name in envs, envs
+with open("/proc/self/maps") as maps:
+    libmujoco = {{line.split()[-1] for line in maps if "libmujoco.so" in line}}
+import mujoco
+expected = os.path.realpath(os.path.join(os.path.dirname(mujoco.__file__), "libmujoco.so.4.0.0"))
+assert {{os.path.realpath(p) for p in libmujoco}} == {{expected}}, (libmujoco, expected)
+print("loaded by name")
+"""])
+    check(result.returncode == 0 and "loaded by name" in result.stdout,
+          "Collector(env='HalfCheetah-v5') loads the package's MuJoCo envs, with the mujoco "
+          "package's libmujoco")
+    result = run([py, "-c", """
+import mujoco, tensordict_cpp
+mujoco.__version__ = "3.3.7"
+try:
+    tensordict_cpp.Collector(env="Hopper-v5", policy="/nonexistent/actor.pt2",
+                             frames_per_batch=8)
+except ValueError as e:
+    print(e)
+with open("/proc/self/maps") as maps:
+    assert "libtensordict_mujoco" not in maps.read(), "the library was loaded"
+assert "Hopper-v5" not in tensordict_cpp.registered_envs()
+"""])
+    check(result.returncode == 0 and "built against mujoco 4.0.0" in result.stdout
+          and "installed mujoco is 3.3.7" in result.stdout,
+          f"a mujoco of another version is refused before the library loads, naming both "
+          f"({result.stdout.strip()[-300:]!r})")
+    library = must([py, "-c", "import tensordict_cpp; print(tensordict_cpp.mujoco_env_library())"]
+                   ).stdout.strip()
+    worker_args = ["--master", "127.0.0.1:1", "--rank", "1", "--world-size", "2",
+                   "--policy", "missing.pt2", "--env", "Hopper-v5", "--frames-per-batch", "8",
+                   "--verbose", "--env-library", library]
+    # The console script's function in a process whose mujoco is patched (a
+    # sitecustomize importing mujoco would recurse: glfw starts Python).
+    result = run([py, "-c", "import sys, mujoco; mujoco.__version__ = '3.3.7'; "
+                  "sys.argv = ['tensordict-cpp-worker'] + sys.argv[1:]; "
+                  "from tensordict_cpp._cli import worker_main; worker_main()", *worker_args])
+    check(result.returncode != 0 and "3.3.7" in result.stderr and "4.0.0" in result.stderr,
+          f"tensordict-cpp-worker refuses the MuJoCo library with another mujoco, naming both "
+          f"({result.stderr.strip()[-300:]!r})")
+    # With the right one, the worker (no Python inside) loads it: libmujoco
+    # from mujoco's folder, which the console script passes. It stops at
+    # the missing policy (or, without gymnasium, at the model files).
+    result = run([worker, *worker_args])
+    check(result.returncode == 1 and "registered Ant-v5 HalfCheetah-v5 Hopper-v5 Walker2d-v5"
+          in result.stderr,
+          f"tensordict-cpp-worker --env-library loads the MuJoCo library "
+          f"({result.stderr.strip()[-300:]!r})")
+else:
+    print(f"skipped: the MuJoCo envs by name (the building Python has mujoco 4.0.0: "
+          f"{has_mujoco}; the venv imports mujoco: {venv_mujoco})", flush=True)
+
 # 6. Another torch (simulated): the check runs before anything compiled loads.
 result = run([py, "-c", """
 import sys, torch

@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -226,6 +227,22 @@ TEST(MujocoEnvsTest, RangesOnTwoThreadsStepAsOneCall) {
       }
     }
   }
+}
+
+// TENSORDICT_MUJOCO_ASSETS, which tensordict_cpp sets from the installed
+// gymnasium, is where a model named without a path is read from.
+TEST(MujocoEnvsTest, ReadsGymnasiumsModelsFromTheEnvironmentVariable) {
+  const std::filesystem::path empty =
+      std::filesystem::temp_directory_path() / "tensordict_mujoco_no_assets";
+  std::filesystem::create_directories(empty);
+  ASSERT_EQ(::setenv("TENSORDICT_MUJOCO_ASSETS", empty.c_str(), 1), 0);
+  const std::string expected = (empty / "hopper.xml").string();
+  EXPECT_THROWS_WITH(
+      rl::make_env("Hopper-v5", 1),
+      c10::ValueError,
+      expected + " does not exist");
+  ASSERT_EQ(::unsetenv("TENSORDICT_MUJOCO_ASSETS"), 0);
+  EXPECT_NO_THROW(rl::make_env("Hopper-v5", 1));
 }
 
 TEST(MujocoEnvsTest, RefusesALibmujocoOfAnotherVersion) {
