@@ -5,21 +5,20 @@
 #    script stops after them.
 #  - Python: torch==2.13.0 (the CPU wheel; always pinned, or pip pulls GBs of CUDA
 #    packages) together with tensordict, matplotlib and safetensors (the
-#    Python safetensors readers of the interop tests and `make bench`) and
-#    mujoco==4.0.0 (its wheel's libmujoco and headers, which the package
-#    below builds its MuJoCo env library against), so pip never re-resolves
-#    torch.
+#    Python safetensors readers of the interop tests and `make bench`), so pip
+#    never re-resolves torch.
 #    With CXX_ONLY=1 (what `make demo` uses) the script installs only what
 #    configuring and compiling the C++ project needs: the Debian packages of
 #    BUILD_APT_PACKAGES and torch==2.13.0, then stops; the tools, the Python
 #    packages of the tests, tensordict_cpp and the TorchRL environment below
 #    are left for `make build`/`make test`.
+#  - TorchRL 0.14.1, gymnasium, mujoco 4.0.0 and EnvPool 1.2.5 with
+#    treevalue (the peer of `make bench`'s env rows, through TorchRL's
+#    EnvPool wrapper) in a virtual environment of the build tree
+#    (TORCHRL_VENV), for the torchrl-labelled tests, examples/torchrl and the
+#    benchmarks.
 #  - the project's package python/ (tensordict_cpp, with the C++ engine),
 #    built with scikit-build-core into the same Python.
-#  - TorchRL 0.14.1, gymnasium, and EnvPool 1.2.5 with treevalue (the peer
-#    of `make bench`'s env rows, through TorchRL's EnvPool wrapper) in a
-#    virtual environment of the build tree (TORCHRL_VENV), for the
-#    torchrl-labelled tests, examples/torchrl and the benchmarks.
 set -euo pipefail
 
 TORCH_VERSION=2.13.0
@@ -85,22 +84,50 @@ fi
 
 if ! "$PYTHON" - <<PY 2>/dev/null
 import importlib.metadata as m, sys
-ok = (m.version("torch").split("+")[0] == "$TORCH_VERSION"
-      and m.version("mujoco") == "4.0.0")
+ok = m.version("torch").split("+")[0] == "$TORCH_VERSION"
 m.version("tensordict"); m.version("matplotlib"); m.version("safetensors")
 sys.exit(0 if ok else 1)
 PY
 then
   # Pinned literally: torch must never be resolved by pip on its own.
-  echo "install-deps: pip install torch==2.13.0 tensordict matplotlib safetensors mujoco==4.0.0"
+  echo "install-deps: pip install torch==2.13.0 tensordict matplotlib safetensors"
   "$PYTHON" -m pip install --quiet --disable-pip-version-check \
-    torch==2.13.0 tensordict matplotlib safetensors mujoco==4.0.0
+    torch==2.13.0 tensordict matplotlib safetensors
+fi
+
+# TorchRL 0.14.1 and gymnasium for the torchrl-labelled tests and the
+# examples of tensordict/rl.h. TorchRL pins tensordict 0.14.x, which would
+# downgrade the tensordict above: it gets a virtual environment of its own in
+# the build tree, made with --system-site-packages so that it reuses the
+# pinned torch (about 65 MB). torch==2.13.0 is named in the same command, so
+# pip never resolves torch on its own. mujoco 4.0.0 (its wheel carries the
+# libmujoco and headers envs/mujoco links) and gymnasium's MuJoCo extras are
+# what envs/mujoco's tests compare with, and the mujoco the package below
+# builds its MuJoCo env library against (never in the system Python). Made
+# before the package: a venv with --system-site-packages sees the package
+# once it is installed.
+TORCHRL_VENV=${TORCHRL_VENV:-$ROOT/build/torchrl-venv}
+if ! "$TORCHRL_VENV/bin/python" - <<'PY' 2>/dev/null
+import importlib.metadata as m, sys
+ok = (m.version("torchrl") == "0.14.1" and m.version("gymnasium") == "1.4.0"
+      and m.version("envpool") == "1.2.5" and m.version("treevalue")
+      and m.version("mujoco") == "4.0.0"
+      and m.version("torch").split("+")[0] == "2.13.0")
+sys.exit(0 if ok else 1)
+PY
+then
+  echo "install-deps: TorchRL virtual environment in $TORCHRL_VENV"
+  "$PYTHON" -m venv --system-site-packages "$TORCHRL_VENV"
+  "$TORCHRL_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    torch==2.13.0 torchrl==0.14.1 "gymnasium[mujoco]==1.4.0" mujoco==4.0.0 \
+    envpool==1.2.5 treevalue
 fi
 
 # The project's Python package (python/: the exporter, and the C++ engine
 # built by scikit-build-core: libtensordict.so, headers, CMake config, the
-# extension tensordict_cpp._C, the CLI and, with the mujoco installed above,
-# the MuJoCo env library of envs/mujoco), rebuilt and reinstalled only when
+# extension tensordict_cpp._C, the CLI and the MuJoCo env library of
+# envs/mujoco, built against the mujoco wheel of TorchRL's venv above and
+# loaded where a mujoco is installed), rebuilt and reinstalled only when
 # its sources or torch changed: the installed package records a hash of
 # the sources it was built from and the torch it was built against
 # (tensordict_cpp/_build_info.py). The build tree (WHEEL_BUILD_DIR) persists,
@@ -151,17 +178,21 @@ for path in paths:
 print(digest.hexdigest())
 PY
 )
-if ! "$PYTHON" - "$SOURCE_HASH" <<'PY' 2>/dev/null
+# The mujoco the package's MuJoCo env library is built against (TorchRL's
+# venv, checked above to hold 4.0.0).
+MUJOCO_VERSION=$("$TORCHRL_VENV/bin/python" -c \
+  'import importlib.metadata as m; print(m.version("mujoco"))')
+if ! "$PYTHON" - "$SOURCE_HASH" "$MUJOCO_VERSION" <<'PY' 2>/dev/null
 import importlib.metadata as m, importlib.util, os, sys
 # The package's location only: importing it would import torch.
 spec = importlib.util.find_spec("tensordict_cpp")
 info = {}
 with open(os.path.join(os.path.dirname(spec.origin), "_build_info.py")) as f:
     exec(f.read(), info)
-# A package built before mujoco was installed lacks its MuJoCo envs.
+# A package built before TorchRL's venv had its mujoco lacks its MuJoCo envs.
 ok = (info["SOURCE_HASH"] == sys.argv[1]
       and info["TORCH_VERSION"].split("+")[0] == m.version("torch").split("+")[0]
-      and info.get("MUJOCO_VERSION") == m.version("mujoco"))
+      and info.get("MUJOCO_VERSION") == sys.argv[2])
 sys.exit(0 if ok else 1)
 PY
 then
@@ -182,30 +213,7 @@ then
     -C install.strip=true \
     -C cmake.define.TENSORDICT_WERROR="$WHEEL_WERROR" \
     -C cmake.define.TENSORDICT_ENGINE_BINARY_DIR="$WHEEL_ENGINE_DIR" \
-    -C cmake.define.TENSORDICT_SOURCE_HASH="$SOURCE_HASH" "$ROOT/python"
+    -C cmake.define.TENSORDICT_SOURCE_HASH="$SOURCE_HASH" \
+    -C cmake.define.TENSORDICT_WHEEL_MUJOCO_PYTHON="$TORCHRL_VENV/bin/python" "$ROOT/python"
 fi
 
-# TorchRL 0.14.1 and gymnasium for the torchrl-labelled tests and the
-# examples of tensordict/rl.h. TorchRL pins tensordict 0.14.x, which would
-# downgrade the tensordict above: it gets a virtual environment of its own in
-# the build tree, made with --system-site-packages so that it reuses the
-# pinned torch (about 65 MB). torch==2.13.0 is named in the same command, so
-# pip never resolves torch on its own. mujoco 4.0.0 (its wheel carries the
-# libmujoco and headers envs/mujoco links) and gymnasium's MuJoCo extras are
-# what envs/mujoco's tests compare with.
-TORCHRL_VENV=${TORCHRL_VENV:-$ROOT/build/torchrl-venv}
-if ! "$TORCHRL_VENV/bin/python" - <<'PY' 2>/dev/null
-import importlib.metadata as m, sys
-ok = (m.version("torchrl") == "0.14.1" and m.version("gymnasium") == "1.4.0"
-      and m.version("envpool") == "1.2.5" and m.version("treevalue")
-      and m.version("mujoco") == "4.0.0"
-      and m.version("torch").split("+")[0] == "2.13.0")
-sys.exit(0 if ok else 1)
-PY
-then
-  echo "install-deps: TorchRL virtual environment in $TORCHRL_VENV"
-  "$PYTHON" -m venv --system-site-packages "$TORCHRL_VENV"
-  "$TORCHRL_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-    torch==2.13.0 torchrl==0.14.1 "gymnasium[mujoco]==1.4.0" mujoco==4.0.0 \
-    envpool==1.2.5 treevalue
-fi
