@@ -11,6 +11,8 @@ nothing else; no PYTHONPATH or LD_LIBRARY_PATH reaches it. Then
   actor whose torch OneHotCategorical samples float one-hots, and the same
   actor collects the built-in CartPole-v1, in a process that never imports
   TorchRL, with only the venv's and the example's tensordict files mapped;
+  without tensordict (simulated), Collector is an ImportError saying what
+  to install;
 - TorchRL's check_env_specs passes on tensordict_cpp.envs.CppEnv over the
   env (from load_env_library) and over CartPole-v1, and the env rolls out;
 - the console script tensordict-cpp-worker serves the env with
@@ -210,6 +212,23 @@ check(result.returncode == 0 and "corridor 96" in result.stdout,
       "tensordict_cpp.Collector collects the user's env from its library, with "
       "env_kwargs, without TorchRL and with only the venv's engine mapped",
       result.stdout + result.stderr)
+
+# The wheel requires no tensordict (pip would resolve torch through it):
+# without it (simulated), Collector says what to install, before collecting.
+result = python(f"""
+    import sys
+    sys.modules["tensordict"] = None
+    import torch, tensordict_cpp
+    try:
+        tensordict_cpp.Collector("CartPole-v1", {actor!r}, frames_per_batch=8)
+    except ImportError as e:
+        print(e)
+    else:
+        raise AssertionError("a Collector without tensordict")
+""")
+check(result.returncode == 0 and "pip install tensordict torch==" in result.stdout,
+      f"without tensordict, Collector is an ImportError naming what to install "
+      f"({result.stdout.strip()[-300:]!r})", result.stderr)
 
 # 4. TorchRL: check_env_specs on CppEnv.
 result = python(f"""
