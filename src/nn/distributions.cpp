@@ -1089,8 +1089,10 @@ at::Tensor TanhNormal::deterministic_sample() const {
 // and log, and its sums in row order, may round otherwise than torch's
 // kernels in the last bits. Parameters that record a graph, bounds that
 // would broadcast loc up, and any other case take the distribution.
-// probabilistic_test pins the two paths together (samples equal, log-probs
-// to 1e-5 relative in float and 1e-12 in double, and the errors).
+// Parameters need not be contiguous, only row-major: an actor's loc is a
+// chunk of its network's output. probabilistic_test pins the two paths
+// together (samples equal, log-probs to 1e-5 relative in float and 1e-12
+// in double, and the errors).
 namespace {
 
 // Whether the loops can read the bound `t` element by element beside
@@ -1111,6 +1113,55 @@ bool loopable_bound(const at::Tensor& t, const at::Tensor& loc) {
              t.sizes().begin(), t.sizes().end(), loc.sizes().end() - t.dim());
 }
 
+// Whether the loops can read the parameter `t`: loopable but for
+// contiguity, its elements in row-major order without overlap (a chunk of
+// the actor's output, as NormalParamExtractor makes loc, is one), so that
+// torch's ops on it write row-major outputs as on a contiguous copy.
+bool loopable_param(const at::Tensor& t) {
+  if (!t.defined() || !t.device().is_cpu() || t.layout() != at::kStrided ||
+      (t.scalar_type() != at::kFloat && t.scalar_type() != at::kDouble) ||
+      t.dim() < 1 || t.numel() == 0 ||
+      (t.requires_grad() && at::GradMode::is_enabled())) {
+    return false;
+  }
+  int64_t span = 1;
+  for (int64_t d = t.dim() - 1; d >= 0; --d) {
+    if (t.size(d) == 1) {
+      continue;
+    }
+    if (t.stride(d) < span) {
+      return false;
+    }
+    span = t.stride(d) * t.size(d);
+  }
+  return true;
+}
+
+// The values of `t` (loopable_param) in row-major order: its data when
+// contiguous, else gathered into `buffer`.
+template <typename T>
+const T* row_major_values(
+    const at::Tensor& t, c10::SmallVector<T, 64>& buffer) {
+  const T* data = t.const_data_ptr<T>();
+  if (t.is_contiguous()) {
+    return data;
+  }
+  const int64_t dims = t.dim();
+  buffer.resize(static_cast<size_t>(t.numel()));
+  c10::SmallVector<int64_t, 6> index(static_cast<size_t>(dims), 0);
+  for (T& value : buffer) {
+    int64_t offset = 0;
+    for (int64_t d = 0; d < dims; ++d) {
+      offset += index[d] * t.stride(d);
+    }
+    value = data[offset];
+    for (int64_t d = dims - 1; d >= 0 && ++index[d] == t.size(d); --d) {
+      index[d] = 0;
+    }
+  }
+  return buffer.data();
+}
+
 // The loops of TanhNormal's constructor, rsample and log_prob, in loc's
 // dtype T with bounds of dtype L (float or T), in torch's op order.
 template <typename T, typename L>
@@ -1125,8 +1176,10 @@ detail::TanhNormalDraw tanh_normal_loops(
     const std::optional<at::Generator>& generator) {
   const c10::ScalarType dtype = loc_tensor.scalar_type();
   const int64_t n = loc_tensor.numel();
-  const T* loc = loc_tensor.const_data_ptr<T>();
-  const T* scale = scale_tensor.const_data_ptr<T>();
+  c10::SmallVector<T, 64> loc_buffer;
+  c10::SmallVector<T, 64> scale_buffer;
+  const T* loc = row_major_values(loc_tensor, loc_buffer);
+  const T* scale = row_major_values(scale_tensor, scale_buffer);
   const L* low = low_tensor.const_data_ptr<L>();
   const L* high = high_tensor.const_data_ptr<L>();
   const int64_t n_low = low_tensor.numel();
@@ -1276,7 +1329,7 @@ std::optional<TanhNormalDraw> draw_tanh_normal(
   constexpr int64_t kMaxValues = 4096;
   const at::Tensor& low = options.low();
   const at::Tensor& high = options.high();
-  if (!loopable(loc) || !loopable(scale) ||
+  if (!loopable_param(loc) || !loopable_param(scale) ||
       scale.scalar_type() != loc.scalar_type() ||
       scale.sizes() != loc.sizes() || loc.numel() > kMaxValues ||
       !loopable_bound(low, loc) || !loopable_bound(high, loc) ||
