@@ -414,12 +414,14 @@ TEST(ProbabilisticTest, TanhNormalHeadLoopsMatchItsDistribution) {
   EXPECT_FALSE(bad.contains("action"));
 
   // The rest takes the distribution: parameters recording a graph (the
-  // log-prob keeps its gradient), non-contiguous ones, bounds that broadcast
-  // loc up.
+  // log-prob keeps its gradient), ones not in row-major order, expanded
+  // ones, bounds that broadcast loc up.
   EXPECT_FALSE(nn::detail::draw_tanh_normal(
       loc.clone().requires_grad_(), scale, {}, true, std::nullopt));
   EXPECT_FALSE(
       nn::detail::draw_tanh_normal(loc.t(), scale.t(), {}, true, std::nullopt));
+  EXPECT_FALSE(nn::detail::draw_tanh_normal(
+      loc, scale[0].expand({16, 6}), {}, true, std::nullopt));
   EXPECT_FALSE(nn::detail::draw_tanh_normal(
       loc,
       scale,

@@ -1078,21 +1078,22 @@ at::Tensor TanhNormal::deterministic_sample() const {
 // NOTE [A TanhNormal head without its distribution]
 // A continuous actor's every step builds a TanhNormal from (loc, scale),
 // draws once and reads the log-prob of the draw: about 35 ATen ops with
-// four `.item()` checks, where the arithmetic of a few rows is a few
-// hundred flops. On small CPU parameters (NOTE [Loops for small CPU
-// parameters]) draw_tanh_normal runs the constructor's checks, rsample and
-// log_prob as loops in their op order, with two ops left: the one
-// generator call (`normal_` on a tensor of loc's shape, as Normal.rsample
-// makes it) and ATen's own tanh on the drawn values, so that a seeded
-// generator gives the op path's samples bit for bit (std::tanh may round
-// otherwise than ATen's vectorized tanh). The log-prob's atanh, exp, log1p
-// and log, and its sums in row order, may round otherwise than torch's
-// kernels in the last bits. Parameters that record a graph, bounds that
-// would broadcast loc up, and any other case take the distribution.
+// eight `.item()` checks (seven in its and its base Normal's constructors,
+// one in log_prob), where the arithmetic of a few rows is a few hundred
+// flops. On small CPU parameters (NOTE [Loops for small CPU parameters])
+// draw_tanh_normal runs the constructor's checks, rsample and log_prob as
+// loops in their op order, with two ops left: the one generator call
+// (`normal_` on a tensor of loc's shape, as Normal.rsample makes it) and
+// ATen's own tanh on the drawn values, so that a seeded generator gives the
+// op path's samples bit for bit (std::tanh may round otherwise than ATen's
+// vectorized tanh). The log-prob's atanh, exp, log1p and log, and its sums
+// in row order, may round otherwise than torch's kernels in the last bits.
 // Parameters need not be contiguous, only row-major: an actor's loc is a
-// chunk of its network's output. probabilistic_test pins the two paths
-// together (samples equal, log-probs to 1e-5 relative in float and 1e-12
-// in double, and the errors).
+// chunk of its network's output. Parameters that record a graph, expanded
+// ones (stride 0), bounds that would broadcast loc up, and any other case
+// take the distribution. probabilistic_test pins the two paths together
+// (samples equal, log-probs to 1e-5 relative in float and 1e-12 in double,
+// and the errors).
 namespace {
 
 // Whether the loops can read the bound `t` element by element beside
