@@ -19,9 +19,9 @@
 # Declares src/<folder>/ as the floor above every folder declared before it,
 # or, with SIBLING_OF, on the floor of a folder already declared. SOURCES
 # (paths from the project root, under src/<folder>/) go into the library's
-# unity batches; SEPARATE_SOURCES are compiled on their own, outside the
-# batches (heavy headers, or opt-in code whose changes should rebuild no
-# batch). PUBLIC_HEADERS names the headers of include/tensordict/ on this
+# unity batches; SEPARATE_SOURCES are compiled outside the batches, in one
+# unity group of their folder (heavy headers, or opt-in code whose changes
+# should rebuild no batch). PUBLIC_HEADERS names the headers of include/tensordict/ on this
 # floor, without ".h" ("detail/ops" for a header under detail/). FORBIDDEN
 # lists headers this folder must not include although their floor is lower.
 #
@@ -195,7 +195,8 @@ tensordict_floor(tensor_class
 # Python-exported AOTInductor packages run as such modules. The
 # distributions (tensordict/distributions.h) and the probabilistic modules
 # (tensordict/probabilistic.h: ProbabilisticTensorDictModule/Sequential) are
-# opt-in and compiled on their own, so changing them rebuilds no batch.
+# opt-in and compiled in a group of their own: changing them rebuilds no
+# batch.
 tensordict_floor(nn SIBLING_OF tensor_class
   SOURCES
     src/nn/aoti_module.cpp
@@ -253,7 +254,7 @@ tensordict_floor(state_dict SIBLING_OF memmap
 
 # TensorDicts over torch.distributed. c10d's Gloo header pulls in gloo's
 # (Debian's libgloo-dev: headers only; the symbols are libtorch's), so these
-# are compiled on their own and no batch pays for it.
+# are compiled in a group of their own and no batch pays for it.
 tensordict_floor(distributed
   SEPARATE_SOURCES
     src/distributed/collectives.cpp

@@ -34,18 +34,20 @@ TORCH_VERSION=2.13.0
 # the fuzz targets; Debian's gcc has no libFuzzer.
 # doxygen: the API reference (make docs, docs/Doxyfile); no graphviz, the
 # reference draws no graphs.
-# What `cmake` needs to configure the project and compile the library, the
-# examples and the tests (the configure step finds gtest and Google Benchmark;
-# the python_env example wants Python's headers) ...
-BUILD_APT_PACKAGES=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev ccache
-                    libgloo-dev python3-dev)
+# What `cmake` needs to configure the project and compile the library and
+# the quickstart (`make demo`) ...
+BUILD_APT_PACKAGES=(nlohmann-json3-dev libgloo-dev ccache)
+# ... what the tests and the other examples add (the configure step builds
+# the tests only where it finds gtest, and the benchmarks only where it
+# finds Google Benchmark; the python_env example wants Python's headers) ...
+TEST_BUILD_APT_PACKAGES=(libgtest-dev libgmock-dev libbenchmark-dev python3-dev)
 # ... and what the other targets add: clang-format (format-check), valgrind
 # (bench: callgrind, and the header the benchmarks compile against), clang-14
 # (fuzz) and doxygen (docs).
 TOOL_APT_PACKAGES=(clang-format valgrind clang-14 libclang-rt-14-dev doxygen)
 APT_PACKAGES=("${BUILD_APT_PACKAGES[@]}")
 if [ "${CXX_ONLY:-0}" != 1 ]; then
-  APT_PACKAGES+=("${TOOL_APT_PACKAGES[@]}")
+  APT_PACKAGES+=("${TEST_BUILD_APT_PACKAGES[@]}" "${TOOL_APT_PACKAGES[@]}")
 fi
 
 missing=()

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "nn/categorical_draw.h"
+#include "nn/tanh_normal_draw.h"
 #include "support.h"
 #include "weights_contract.h"
 
@@ -255,6 +256,184 @@ TEST(ProbabilisticTest, ModuleDrawsAsItsDistributionDoes) {
       nn::detail::CategoricalHead::kCategorical,
       true,
       std::nullopt));
+}
+
+// NOTE [A TanhNormal head without its distribution]: the loops give the
+// distribution's samples from the same generator, bit for bit, and its
+// log-probs to rounding (atanh, exp, log1p and log may round otherwise than
+// torch's vectorized kernels, and the event sums run in another order),
+// with its errors; the rest takes the distribution.
+TEST(ProbabilisticTest, TanhNormalHeadLoopsMatchItsDistribution) {
+  struct Case {
+    std::vector<int64_t> shape;
+    TanhNormalOptions options;
+  };
+  for (const auto dtype : {at::kFloat, at::kDouble}) {
+    const auto t = [&](std::vector<double> values) {
+      return torch::tensor(values, at::kDouble).to(dtype);
+    };
+    std::vector<Case> cases = {
+        {{16, 6}, TanhNormalOptions()},
+        {{6}, TanhNormalOptions()},
+        {{4, 3}, TanhNormalOptions().safe_tanh(false)},
+        {{4, 3}, TanhNormalOptions().event_dims(0)},
+        {{2, 4, 3}, TanhNormalOptions().event_dims(2)},
+        // Number bounds are float tensors, whatever loc's dtype.
+        {{4, 3},
+         TanhNormalOptions()
+             .low(at::scalar_tensor(-2.0, at::kFloat))
+             .high(at::scalar_tensor(3.0, at::kFloat))},
+        {{4, 3}, TanhNormalOptions().low(t({-1, -2, -0.5})).high(t({1, 2, 4}))},
+        {{4, 3},
+         TanhNormalOptions()
+             .tanh_loc(true)
+             .upscale(2.0)
+             .low(t({-1, -2, 0}))
+             .high(t({1, 2, 0.5}))},
+        {{4, 3}, TanhNormalOptions().tanh_loc(true).upscale(0.5)},
+    };
+    for (const Case& c : cases) {
+      SCOPED_TRACE(c10::str(
+          dtype,
+          " shape ",
+          c10::IntArrayRef(c.shape),
+          " event_dims ",
+          c.options.event_dims().value_or(-1)));
+      torch::manual_seed(3);
+      // Some loc far out, so that the safe tanh clamps.
+      at::Tensor loc = 3 * torch::randn(c.shape, dtype);
+      loc.view(-1)[0] = 40;
+      const at::Tensor scale = torch::rand(c.shape, dtype) + 0.05;
+      for (int seed = 0; seed < 4; ++seed) {
+        // Seed 3 reads loc as a chunk of a wider output, as an actor does.
+        if (seed == 3 && loc.dim() > 1) {
+          loc = torch::cat({loc, loc}, -1).chunk(2, -1)[1];
+          ASSERT_FALSE(loc.is_contiguous());
+        }
+        auto g1 = at::detail::createCPUGenerator(seed);
+        auto g2 = at::detail::createCPUGenerator(seed);
+        auto drawn =
+            nn::detail::draw_tanh_normal(loc, scale, c.options, true, g1);
+        ASSERT_TRUE(drawn);
+        const TanhNormal dist(loc, scale, c.options);
+        const at::Tensor sample = dist.rsample({}, g2);
+        EXPECT_EQ(drawn->sample.scalar_type(), sample.scalar_type());
+        EXPECT_TRUE(torch::equal(drawn->sample, sample))
+            << drawn->sample << "\nvs\n"
+            << sample;
+        const at::Tensor log_prob = dist.log_prob(sample);
+        EXPECT_EQ(drawn->log_prob.scalar_type(), log_prob.scalar_type());
+        ASSERT_EQ(drawn->log_prob.sizes(), log_prob.sizes());
+        const double rtol = dtype == at::kFloat ? 1e-5 : 1e-12;
+        // Without the safe tanh a saturated sample has a NaN log-prob.
+        EXPECT_TRUE(torch::allclose(
+            drawn->log_prob, log_prob, rtol, rtol, /*equal_nan=*/true))
+            << drawn->log_prob << "\nvs\n"
+            << log_prob;
+        // Both drew the same count from their generators.
+        EXPECT_TRUE(torch::equal(
+            torch::randn({4}, g1.clone()), torch::randn({4}, g2.clone())));
+      }
+    }
+  }
+
+  // The module takes the loops, its kwargs included, with the global
+  // generator as the distribution does.
+  const SetInteractionType random(InteractionType::kRandom);
+  ProbabilisticTensorDictModule head(
+      std::vector<std::string>{"loc", "scale"},
+      "action",
+      ProbabilisticTensorDictModuleOptions("TanhNormal")
+          .distribution_kwargs(R"({"low": -2.0, "high": 3.0})")
+          .return_log_prob(true));
+  torch::manual_seed(0);
+  const at::Tensor loc = torch::randn({16, 6});
+  const at::Tensor scale = torch::rand({16, 6}) + 0.1;
+  TensorDict td({{"loc", loc}, {"scale", scale}}, {16});
+  torch::manual_seed(5);
+  head(td);
+  torch::manual_seed(5);
+  auto dist = head->get_dist(td);
+  const at::Tensor sample = head->dist_sample(*dist);
+  EXPECT_TRUE(torch::equal(td.get("action"), sample));
+  EXPECT_TRUE(torch::allclose(
+      td.get("action_log_prob"), dist->log_prob(sample), 1e-5, 1e-5));
+
+  // The distribution's errors, through the loops.
+  const auto both_throw = [&](const at::Tensor& l,
+                              const at::Tensor& s,
+                              const TanhNormalOptions& options,
+                              const std::string& message,
+                              bool value_error) {
+    if (value_error) {
+      EXPECT_THROWS_WITH(
+          nn::detail::draw_tanh_normal(l, s, options, true, std::nullopt),
+          c10::ValueError,
+          message);
+      EXPECT_THROWS_WITH(TanhNormal(l, s, options), c10::ValueError, message);
+    } else {
+      EXPECT_THROWS_WITH(
+          nn::detail::draw_tanh_normal(l, s, options, true, std::nullopt),
+          c10::Error,
+          message);
+      EXPECT_THROWS_WITH(TanhNormal(l, s, options), c10::Error, message);
+    }
+  };
+  both_throw(
+      f32({0, NAN, 1}),
+      f32({1, 1, 1}),
+      TanhNormalOptions(),
+      "Expected parameter loc of distribution TanhNormal to satisfy the "
+      "constraint Real(), but found NaN values",
+      true);
+  both_throw(
+      f32({0, 0, 1}),
+      f32({1, 0, 1}),
+      TanhNormalOptions(),
+      "Expected parameter scale (Tensor of shape torch.Size([3])) of "
+      "distribution TanhNormal to satisfy the constraint "
+      "GreaterThan(lower_bound=1e-06), but found invalid values",
+      true);
+  both_throw(
+      f32({0, 0, 1}),
+      f32({1, -1, 1}),
+      TanhNormalOptions(),
+      "GreaterThan(lower_bound=1e-06), but found invalid values",
+      true);
+  both_throw(
+      f32({0, 0, 1}),
+      f32({1, 1, 1}),
+      TanhNormalOptions().low(f32({0, 1, 0})).high(f32({1, 1, 1})),
+      "TanhNormal high values must be strictly greater than low values",
+      false);
+  TensorDict bad({{"loc", f32({0, NAN, 1})}, {"scale", f32({1, 1, 1})}}, {});
+  EXPECT_THROWS_WITH(
+      head(bad),
+      c10::ValueError,
+      "Expected parameter loc of distribution TanhNormal");
+  EXPECT_FALSE(bad.contains("action"));
+
+  // The rest takes the distribution: parameters recording a graph (the
+  // log-prob keeps its gradient), ones not in row-major order, expanded
+  // ones, bounds that broadcast loc up.
+  EXPECT_FALSE(nn::detail::draw_tanh_normal(
+      loc.clone().requires_grad_(), scale, {}, true, std::nullopt));
+  EXPECT_FALSE(
+      nn::detail::draw_tanh_normal(loc.t(), scale.t(), {}, true, std::nullopt));
+  EXPECT_FALSE(nn::detail::draw_tanh_normal(
+      loc, scale[0].expand({16, 6}), {}, true, std::nullopt));
+  EXPECT_FALSE(nn::detail::draw_tanh_normal(
+      loc,
+      scale,
+      TanhNormalOptions()
+          .low(torch::full({2, 16, 6}, -2.0))
+          .high(torch::full({2, 16, 6}, 2.0)),
+      true,
+      std::nullopt));
+  TensorDict graph(
+      {{"loc", loc.clone().requires_grad_()}, {"scale", scale}}, {16});
+  head(graph);
+  EXPECT_TRUE(graph.get("action_log_prob").requires_grad());
 }
 
 // NOTE [Recycled draws]: a draw is handed out again only once no one else

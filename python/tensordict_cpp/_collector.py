@@ -109,7 +109,20 @@ class Collector:
         return_same_td: bool = False,
         env_kwargs: dict | None = None,
     ):
-        from . import _C, _mujoco
+        from . import _C, _mujoco, torch_version
+
+        # Batches are Python tensordict's TensorDicts, which the wheel does
+        # not require (pip would resolve torch through it): without it, the
+        # error comes here rather than at the first batch.
+        try:
+            import tensordict  # noqa: F401
+        except ImportError as error:
+            raise ImportError(
+                f"tensordict_cpp.Collector yields Python tensordict's TensorDict "
+                f"batches, and tensordict cannot be imported ({error}): install it "
+                f"next to the torch this package was built for: pip install "
+                f"tensordict torch=={torch_version.split('+')[0]}"
+            ) from error
 
         # Gymnasium's MuJoCo envs: the package's library, loaded when first
         # named.

@@ -13,16 +13,19 @@
 // algorithm and its one generator call (Exp(1) noise from `exponential_`,
 // then argmax p / q, the first maximum winning), so a seeded generator still
 // gives torch's samples; exp and log may round differently from torch's
-// vectorized kernels in the last bit.
+// vectorized kernels in the last bit. A TanhNormal head gets loops too
+// (NOTE [A TanhNormal head without its distribution]).
 
 #include "tensordict/distributions.h"
 
 #include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/grad_mode.h>
+#include <ATen/ops/tanh_cpu_dispatch.h>
 #include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -33,6 +36,7 @@
 #include <vector>
 
 #include "nn/categorical_draw.h"
+#include "nn/tanh_normal_draw.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace nn {
@@ -921,9 +925,20 @@ at::Tensor Normal::entropy() const {
 
 // --- TanhNormal ------------------------------------------------------------
 
+namespace {
+
+// at::scalar_tensor(value, at::kFloat) without the dispatcher's two ops: an
+// actor's every step makes the default bounds.
+at::Tensor float_scalar(float value) {
+  at::Tensor t = empty_cpu({}, at::kFloat);
+  *t.mutable_data_ptr<float>() = value;
+  return t;
+}
+
+}  // namespace
+
 TanhNormalOptions::TanhNormalOptions()
-    : low_(at::scalar_tensor(-1.0, at::kFloat)),
-      high_(at::scalar_tensor(1.0, at::kFloat)) {}
+    : low_(float_scalar(-1.0F)), high_(float_scalar(1.0F)) {}
 
 TanhNormal::TanhNormal(
     const at::Tensor& loc,
@@ -1059,6 +1074,288 @@ at::Tensor TanhNormal::mean() const {
 at::Tensor TanhNormal::deterministic_sample() const {
   return transform(base_->mean());
 }
+
+// NOTE [A TanhNormal head without its distribution]
+// A continuous actor's every step builds a TanhNormal from (loc, scale),
+// draws once and reads the log-prob of the draw: about 35 ATen ops with
+// eight `.item()` checks (seven in its and its base Normal's constructors,
+// one in log_prob), where the arithmetic of a few rows is a few hundred
+// flops. On small CPU parameters (NOTE [Loops for small CPU parameters])
+// draw_tanh_normal runs the constructor's checks, rsample and log_prob as
+// loops in their op order, with two ops left: the one generator call
+// (`normal_` on a tensor of loc's shape, as Normal.rsample makes it) and
+// ATen's own tanh on the drawn values, so that a seeded generator gives the
+// op path's samples bit for bit (std::tanh may round otherwise than ATen's
+// vectorized tanh). The log-prob's atanh, exp, log1p and log, and its sums
+// in row order, may round otherwise than torch's kernels in the last bits.
+// Parameters need not be contiguous, only row-major: an actor's loc is a
+// chunk of its network's output. Parameters that record a graph, expanded
+// ones (stride 0), bounds that would broadcast loc up, and any other case
+// take the distribution. probabilistic_test pins the two paths together
+// (samples equal, log-probs to 1e-5 relative in float and 1e-12 in double,
+// and the errors).
+namespace {
+
+// Whether the loops can read the bound `t` element by element beside
+// `loc`: CPU, contiguous, of loc's dtype or float (so that the sample keeps
+// loc's dtype), recording no graph, and one value or the shape of a
+// trailing part of loc's, so that element i of loc meets element
+// i % t.numel() of the bound.
+bool loopable_bound(const at::Tensor& t, const at::Tensor& loc) {
+  if (!t.defined() || !t.device().is_cpu() || t.layout() != at::kStrided ||
+      !t.is_contiguous() ||
+      (t.scalar_type() != at::kFloat && t.scalar_type() != loc.scalar_type()) ||
+      (t.requires_grad() && at::GradMode::is_enabled()) ||
+      t.dim() > loc.dim()) {
+    return false;
+  }
+  return t.numel() == 1 ||
+         std::equal(
+             t.sizes().begin(), t.sizes().end(), loc.sizes().end() - t.dim());
+}
+
+// Whether the loops can read the parameter `t`: loopable but for
+// contiguity, its elements in row-major order without overlap (a chunk of
+// the actor's output, as NormalParamExtractor makes loc, is one), so that
+// torch's ops on it write row-major outputs as on a contiguous copy.
+bool loopable_param(const at::Tensor& t) {
+  if (!t.defined() || !t.device().is_cpu() || t.layout() != at::kStrided ||
+      (t.scalar_type() != at::kFloat && t.scalar_type() != at::kDouble) ||
+      t.dim() < 1 || t.numel() == 0 ||
+      (t.requires_grad() && at::GradMode::is_enabled())) {
+    return false;
+  }
+  int64_t span = 1;
+  for (int64_t d = t.dim() - 1; d >= 0; --d) {
+    if (t.size(d) == 1) {
+      continue;
+    }
+    if (t.stride(d) < span) {
+      return false;
+    }
+    span = t.stride(d) * t.size(d);
+  }
+  return true;
+}
+
+// The values of `t` (loopable_param) in row-major order: its data when
+// contiguous, else gathered into `buffer`.
+template <typename T>
+const T* row_major_values(
+    const at::Tensor& t, c10::SmallVector<T, 64>& buffer) {
+  const T* data = t.const_data_ptr<T>();
+  if (t.is_contiguous()) {
+    return data;
+  }
+  const int64_t dims = t.dim();
+  buffer.resize(static_cast<size_t>(t.numel()));
+  c10::SmallVector<int64_t, 6> index(static_cast<size_t>(dims), 0);
+  for (T& value : buffer) {
+    int64_t offset = 0;
+    for (int64_t d = 0; d < dims; ++d) {
+      offset += index[d] * t.stride(d);
+    }
+    value = data[offset];
+    for (int64_t d = dims - 1; d >= 0 && ++index[d] == t.size(d); --d) {
+      index[d] = 0;
+    }
+  }
+  return buffer.data();
+}
+
+// The loops of TanhNormal's constructor, rsample and log_prob, in loc's
+// dtype T with bounds of dtype L (float or T), in torch's op order.
+template <typename T, typename L>
+detail::TanhNormalDraw tanh_normal_loops(
+    const at::Tensor& loc_tensor,
+    const at::Tensor& scale_tensor,
+    const at::Tensor& low_tensor,
+    const at::Tensor& high_tensor,
+    const TanhNormalOptions& options,
+    int64_t event_dims,
+    bool with_log_prob,
+    const std::optional<at::Generator>& generator) {
+  const c10::ScalarType dtype = loc_tensor.scalar_type();
+  const int64_t n = loc_tensor.numel();
+  c10::SmallVector<T, 64> loc_buffer;
+  c10::SmallVector<T, 64> scale_buffer;
+  const T* loc = row_major_values(loc_tensor, loc_buffer);
+  const T* scale = row_major_values(scale_tensor, scale_buffer);
+  const L* low = low_tensor.const_data_ptr<L>();
+  const L* high = high_tensor.const_data_ptr<L>();
+  const int64_t n_low = low_tensor.numel();
+  const int64_t n_high = high_tensor.numel();
+  const auto lo = [&](int64_t i) { return low[i % n_low]; };
+  const auto hi = [&](int64_t i) { return high[i % n_high]; };
+  // (high + low) / 2 and (high - low) / 2, in the bounds' dtype.
+  const auto shift = [&](int64_t i) { return (hi(i) + lo(i)) / L(2); };
+  const auto factor = [&](int64_t i) { return (hi(i) - lo(i)) / L(2); };
+
+  // The constructor.
+  bool ordered = true;
+  for (int64_t i = 0; i < n; ++i) {
+    ordered = ordered && hi(i) > lo(i);
+  }
+  TORCH_CHECK(
+      ordered,
+      "TanhNormal high values must be strictly greater than low values");
+  bool affine = false;
+  for (int64_t i = 0; i < n_high; ++i) {
+    affine = affine || high[i] != L(1);
+  }
+  for (int64_t i = 0; i < n_low; ++i) {
+    affine = affine || low[i] != L(-1);
+  }
+  at::Tensor base_tensor;
+  const T* base = loc;
+  if (options.tanh_loc()) {
+    const T upscale = static_cast<T>(options.upscale());
+    base_tensor = empty_cpu(loc_tensor.sizes(), dtype);
+    T* b = base_tensor.mutable_data_ptr<T>();
+    for (int64_t i = 0; i < n; ++i) {
+      b[i] = loc[i] / upscale;
+    }
+    at::cpu::tanh_(base_tensor);
+    for (int64_t i = 0; i < n; ++i) {
+      b[i] = b[i] * upscale;
+      if (affine) {
+        b[i] = b[i] + static_cast<T>(factor(i));
+        b[i] = b[i] + static_cast<T>(lo(i));
+      }
+    }
+    base = b;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    TORCH_CHECK_VALUE(
+        !std::isnan(base[i]),
+        "Expected parameter loc of distribution TanhNormal to satisfy the "
+        "constraint Real(), but found NaN values");
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    TORCH_CHECK_VALUE(
+        scale[i] > static_cast<T>(1e-6),
+        "Expected parameter scale (Tensor of shape ",
+        shape_string(scale_tensor.sizes()),
+        ") of distribution TanhNormal to satisfy the constraint "
+        "GreaterThan(lower_bound=1e-06), but found invalid values");
+  }
+
+  // rsample: loc + eps * scale, tanh, the clamp, the affine map.
+  const at::Tensor eps_tensor =
+      empty_cpu(loc_tensor.sizes(), dtype).normal_(0, 1, generator);
+  const T* eps = eps_tensor.const_data_ptr<T>();
+  detail::TanhNormalDraw out;
+  out.sample = recycled_cpu(loc_tensor.sizes(), dtype);
+  T* y = out.sample.mutable_data_ptr<T>();
+  for (int64_t i = 0; i < n; ++i) {
+    const T noise = eps[i] * scale[i];
+    y[i] = base[i] + noise;
+  }
+  at::cpu::tanh_(out.sample);
+  const T lim = static_cast<T>(1.0 - resolution(dtype));
+  const auto clamped = [&](T v) {
+    return v < -lim ? -lim : (v > lim ? lim : v);
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    if (options.safe_tanh()) {
+      y[i] = clamped(y[i]);
+    }
+    if (affine) {
+      const T scaled = static_cast<T>(factor(i)) * y[i];
+      y[i] = static_cast<T>(shift(i)) + scaled;
+    }
+  }
+  if (!with_log_prob) {
+    return out;
+  }
+
+  // log_prob: the support check, atanh back, the base Normal's log-density
+  // minus the transforms' log-Jacobians, each summed over the event dims.
+  for (int64_t i = 0; i < n; ++i) {
+    TORCH_CHECK_VALUE(
+        !std::isnan(y[i]),
+        "Expected value argument of shape ",
+        shape_string(out.sample.sizes()),
+        " to be within the support (Real()) of the distribution TanhNormal, "
+        "but found invalid values");
+  }
+  const c10::IntArrayRef sizes = loc_tensor.sizes();
+  const int64_t rows =
+      c10::multiply_integers(sizes.begin(), sizes.end() - event_dims);
+  const int64_t per_row = rows == 0 ? 0 : n / rows;
+  out.log_prob = recycled_cpu(
+      sizes.slice(0, static_cast<size_t>(loc_tensor.dim() - event_dims)),
+      dtype);
+  T* log_prob = out.log_prob.mutable_data_ptr<T>();
+  const T log2 = static_cast<T>(std::log(2.));
+  const T log_sqrt_2pi = static_cast<T>(std::log(std::sqrt(2 * M_PI)));
+  for (int64_t r = 0; r < rows; ++r) {
+    T ladj_sum = 0;
+    T base_sum = 0;
+    for (int64_t i = r * per_row; i < (r + 1) * per_row; ++i) {
+      T t = y[i];
+      if (affine) {
+        t = (t - static_cast<T>(shift(i))) / static_cast<T>(factor(i));
+      }
+      const T x = std::atanh(options.safe_tanh() ? clamped(t) : t);
+      const T z = static_cast<T>(-2.) * x;
+      const T softplus = z > T(20) ? z : std::log1p(std::exp(z));
+      T ladj = static_cast<T>(2.) * ((log2 - x) - softplus);
+      if (affine) {
+        ladj = ladj + static_cast<T>(std::log(std::abs(factor(i))));
+      }
+      const T d = x - base[i];
+      const T var = scale[i] * scale[i];
+      const T base_log_prob =
+          -(d * d) / (T(2) * var) - std::log(scale[i]) - log_sqrt_2pi;
+      ladj_sum += ladj;
+      base_sum += base_log_prob;
+    }
+    log_prob[r] = (T(0) - ladj_sum) + base_sum;
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace detail {
+
+std::optional<TanhNormalDraw> draw_tanh_normal(
+    const at::Tensor& loc,
+    const at::Tensor& scale,
+    const TanhNormalOptions& options,
+    bool with_log_prob,
+    const std::optional<at::Generator>& generator) {
+  // Past a few pages the ops' vectorized kernels win back their overhead.
+  constexpr int64_t kMaxValues = 4096;
+  const at::Tensor& low = options.low();
+  const at::Tensor& high = options.high();
+  if (!loopable_param(loc) || !loopable_param(scale) ||
+      scale.scalar_type() != loc.scalar_type() ||
+      scale.sizes() != loc.sizes() || loc.numel() > kMaxValues ||
+      !loopable_bound(low, loc) || !loopable_bound(high, loc) ||
+      low.scalar_type() != high.scalar_type()) {
+    return std::nullopt;
+  }
+  const int64_t event_dims =
+      options.event_dims().value_or(std::min<int64_t>(1, loc.dim()));
+  if (event_dims < 0 || event_dims > loc.dim()) {
+    return std::nullopt;
+  }
+  const bool float_bounds = low.scalar_type() == at::kFloat;
+  const auto run = [&](auto t, auto l) {
+    using T = decltype(t);
+    using L = decltype(l);
+    return tanh_normal_loops<T, L>(
+        loc, scale, low, high, options, event_dims, with_log_prob, generator);
+  };
+  if (loc.scalar_type() == at::kFloat) {
+    return run(float(), float());
+  }
+  return float_bounds ? run(double(), float()) : run(double(), double());
+}
+
+}  // namespace detail
 
 // --- Delta -----------------------------------------------------------------
 

@@ -19,6 +19,7 @@
 
 #include "nn/categorical_draw.h"
 #include "nn/keys.h"
+#include "nn/tanh_normal_draw.h"
 #include "tensordict/errors.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -364,6 +365,41 @@ std::pair<at::Tensor, bool> categorical_params(
   return {t, has_logits};
 }
 
+// TanhNormal's parameters and options, read from `args` (all used).
+struct TanhNormalParams {
+  at::Tensor loc;
+  at::Tensor scale;
+  TanhNormalOptions options;
+};
+
+TanhNormalParams tanh_normal_params(Arguments& args) {
+  at::Tensor loc = args.required_tensor("loc", at::kFloat, at::kCPU);
+  at::Tensor scale =
+      args.required_tensor("scale", loc.scalar_type(), loc.device());
+  TanhNormalOptions options;
+  // TorchRL makes number bounds tensors of the default dtype.
+  if (at::Tensor low = args.tensor("low", at::kFloat, loc.device());
+      low.defined()) {
+    options.low(low);
+  }
+  if (at::Tensor high = args.tensor("high", at::kFloat, loc.device());
+      high.defined()) {
+    options.high(high);
+  }
+  options.event_dims(args.integer("event_dims"));
+  if (auto v = args.boolean("tanh_loc")) {
+    options.tanh_loc(*v);
+  }
+  if (auto v = args.number("upscale")) {
+    options.upscale(*v);
+  }
+  if (auto v = args.boolean("safe_tanh")) {
+    options.safe_tanh(*v);
+  }
+  args.check_all_used();
+  return {loc, scale, options};
+}
+
 }  // namespace
 
 std::shared_ptr<Distribution> make_distribution(
@@ -403,31 +439,9 @@ std::shared_ptr<Distribution> make_distribution(
       break;
     }
     case DistKind::kTanhNormal: {
-      at::Tensor loc = args.required_tensor("loc", at::kFloat, at::kCPU);
-      at::Tensor scale =
-          args.required_tensor("scale", loc.scalar_type(), loc.device());
-      TanhNormalOptions options;
-      // TorchRL makes number bounds tensors of the default dtype.
-      if (at::Tensor low = args.tensor("low", at::kFloat, loc.device());
-          low.defined()) {
-        options.low(low);
-      }
-      if (at::Tensor high = args.tensor("high", at::kFloat, loc.device());
-          high.defined()) {
-        options.high(high);
-      }
-      options.event_dims(args.integer("event_dims"));
-      if (auto v = args.boolean("tanh_loc")) {
-        options.tanh_loc(*v);
-      }
-      if (auto v = args.number("upscale")) {
-        options.upscale(*v);
-      }
-      if (auto v = args.boolean("safe_tanh")) {
-        options.safe_tanh(*v);
-      }
-      args.check_all_used();
-      dist = std::make_shared<TanhNormal>(loc, scale, options);
+      TanhNormalParams params = tanh_normal_params(args);
+      dist = std::make_shared<TanhNormal>(
+          params.loc, params.scale, params.options);
       break;
     }
     case DistKind::kDelta: {
@@ -591,6 +605,30 @@ const at::Tensor* categorical_param(
              : nullptr;
 }
 
+// The distribution's tensor arguments: `base` (the module's tensor
+// keyword arguments) and each of `dist_keys` read from its in-key in `td`.
+DistributionTensors distribution_tensors(
+    const TensorDict& td,
+    const std::vector<std::string>& dist_keys,
+    const std::vector<NestedKey>& in_keys,
+    const DistributionTensors& base,
+    const std::string& module_name) {
+  DistributionTensors tensors = base;
+  for (size_t i = 0; i < dist_keys.size(); ++i) {
+    const NestedKey& key = in_keys[i];
+    TENSORDICT_CHECK_KEY(
+        td.contains(key),
+        module_name,
+        ": the distribution parameter '",
+        dist_keys[i],
+        "' is read from the key ",
+        key.to_string(),
+        ", which the input does not have");
+    tensors[dist_keys[i]] = td.get(key);
+  }
+  return tensors;
+}
+
 }  // namespace
 
 std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(
@@ -613,20 +651,15 @@ std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(
     return logits ? OneHotCategorical::from_logits(*param, torch_semantics)
                   : OneHotCategorical::from_probs(*param, torch_semantics);
   }
-  DistributionTensors tensors = options_.distribution_tensor_kwargs();
-  for (size_t i = 0; i < dist_keys_.size(); ++i) {
-    const NestedKey& key = in_keys()[i];
-    TENSORDICT_CHECK_KEY(
-        td.contains(key),
-        name(),
-        ": the distribution parameter '",
-        dist_keys_[i],
-        "' is read from the key ",
-        key.to_string(),
-        ", which the input does not have");
-    tensors[dist_keys_[i]] = td.get(key);
-  }
-  return make_distribution(options_.distribution_class(), *kwargs_, tensors);
+  return make_distribution(
+      options_.distribution_class(),
+      *kwargs_,
+      distribution_tensors(
+          td,
+          dist_keys_,
+          in_keys(),
+          options_.distribution_tensor_kwargs(),
+          name()));
 }
 
 at::Tensor ProbabilisticTensorDictModuleImpl::dist_sample(
@@ -692,7 +725,37 @@ TensorDict ProbabilisticTensorDictModuleImpl::forward(
       return out;
     }
   }
-  std::shared_ptr<Distribution> dist = get_dist(td);
+  std::shared_ptr<Distribution> dist;
+  if (chosen == InteractionType::kRandom &&
+      static_cast<DistKind>(kind_) == DistKind::kTanhNormal) {
+    // A TanhNormal head drawing at random: the loops of its distribution,
+    // without it (NOTE [A TanhNormal head without its distribution]).
+    const DistributionTensors tensors = distribution_tensors(
+        td,
+        dist_keys_,
+        in_keys(),
+        options_.distribution_tensor_kwargs(),
+        name());
+    Arguments args(options_.distribution_class(), *kwargs_, tensors);
+    TanhNormalParams params = tanh_normal_params(args);
+    std::optional<detail::TanhNormalDraw> drawn = detail::draw_tanh_normal(
+        params.loc,
+        params.scale,
+        params.options,
+        options_.return_log_prob(),
+        std::nullopt);
+    if (drawn) {
+      out.set(out_keys_source()[0], drawn->sample);
+      if (options_.return_log_prob()) {
+        out.set(log_prob_key_, drawn->log_prob);
+      }
+      return out;
+    }
+    dist =
+        std::make_shared<TanhNormal>(params.loc, params.scale, params.options);
+  } else {
+    dist = get_dist(td);
+  }
   at::Tensor sample = dist_sample(*dist);
   out.set(out_keys_source()[0], sample);
   if (options_.return_log_prob()) {

@@ -31,7 +31,11 @@
 TENSORDICT_BEGIN_NAMESPACE
 namespace rl {
 
-namespace {
+// The types Collector::State holds: a named namespace, not an anonymous
+// one, since the file may be compiled inside rl/'s unity group, where GCC
+// treats it as a header and warns on a class with external linkage holding
+// types of internal linkage (-Wsubobject-linkage).
+namespace collector_internal {
 
 // Runs fn(0) .. fn(k - 1) at once: fn(0) on the calling thread, the others
 // on threads kept for the collector's lifetime (a step is tens of
@@ -132,15 +136,6 @@ class RangePool {
   bool stopping_ = false;
 };
 
-// Copies `n` rows of kRow bytes, packed at `in`, to rows `stride` bytes
-// apart at `out`.
-template <size_t kRow>
-void copy_rows(char* out, const char* in, int64_t n, size_t stride) {
-  for (int64_t i = 0; i < n; ++i) {
-    std::memcpy(out + static_cast<size_t>(i) * stride, in + i * kRow, kRow);
-  }
-}
-
 // Where the column of a contiguous batch leaf [N, T, ...] is, in bytes.
 struct Column {
   explicit Column(const at::Tensor& leaf)
@@ -162,6 +157,23 @@ struct Column {
   int64_t env_stride = 0;  // bytes between sub-envs
   int64_t row = 0;         // bytes of one row, and between steps
 };
+
+}  // namespace collector_internal
+
+namespace {
+
+using collector_internal::Column;
+using collector_internal::RangePool;
+
+// Copies `n` rows of kRow bytes, packed at `in`, to rows `stride` bytes
+// apart at `out`.
+template <size_t kRow>
+void copy_rows(char* out, const char* in, int64_t n, size_t stride) {
+  for (int64_t i = 0; i < n; ++i) {
+    std::memcpy(out + static_cast<size_t>(i) * stride, in + i * kRow, kRow);
+  }
+}
+
 
 // Copies step `t` of every sub-env, `src` [N, ...], into `dst` [N, T, ...]
 // (`column` its layout, found once per layout): one copy per sub-env when
