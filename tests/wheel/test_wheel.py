@@ -33,6 +33,9 @@ import zipfile
 
 BUILD_PYTHON, SOURCE_DIR, WHEEL_BUILD_DIR, WORK, CMAKE, CXX = sys.argv[1:7]
 ENGINE_DIR, BUILD_TYPE, WERROR = sys.argv[7:10]
+# The Python whose mujoco wheel the package's MuJoCo env library is built
+# against (install-deps.sh names TorchRL's venv, as here).
+MUJOCO_PYTHON = sys.argv[10] if len(sys.argv) > 10 else BUILD_PYTHON
 failures = []
 passed = 0
 
@@ -79,7 +82,8 @@ must([BUILD_PYTHON, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps",
       "--disable-pip-version-check", os.path.join(SOURCE_DIR, "python"), "-w", dist,
       "-C", f"build-dir={WHEEL_BUILD_DIR}", "-C", f"cmake.build-type={BUILD_TYPE}",
       "-C", "install.strip=true", "-C", f"cmake.define.TENSORDICT_WERROR={WERROR}",
-      "-C", f"cmake.define.TENSORDICT_ENGINE_BINARY_DIR={ENGINE_DIR}"],
+      "-C", f"cmake.define.TENSORDICT_ENGINE_BINARY_DIR={ENGINE_DIR}",
+      "-C", f"cmake.define.TENSORDICT_WHEEL_MUJOCO_PYTHON={MUJOCO_PYTHON}"],
      env=dict(env, CMAKE_GENERATOR="Unix Makefiles", CXX=CXX))
 wheels = glob.glob(os.path.join(dist, "tensordict_cpp-*.whl"))
 check(len(wheels) == 1, f"one wheel built (found {wheels})")
@@ -310,18 +314,23 @@ else:
 """])
 check(result.returncode == 0, f"registered_envs and load_env_library from the venv ({result.stderr[-300:]!r})")
 
-# 5b. The MuJoCo envs: in the package exactly when the building Python has
+# 5b. The MuJoCo envs: in the package exactly when MUJOCO_PYTHON has
 # mujoco 4.0.0, never with a libmujoco of its own. Where the venv imports
 # mujoco: the envs load by name (Collector, here up to its policy check,
 # since CppEnv needs TorchRL), libmujoco comes from the mujoco package, and
 # a mujoco of another version (simulated: mujoco.__version__ patched) is
 # refused before the library loads, naming both versions, by the package
 # and by the worker's console script.
-build_mujoco = run([BUILD_PYTHON, "-c", "import importlib.metadata as m; print(m.version('mujoco'))"])
+build_mujoco = run([MUJOCO_PYTHON, "-c", "import importlib.metadata as m; print(m.version('mujoco'))"])
 has_mujoco = build_mujoco.returncode == 0 and build_mujoco.stdout.strip() == "4.0.0"
+if has_mujoco and run([py, "-c", "import mujoco"]).returncode != 0:
+    # The venv's own mujoco (the system Python has none): the package loads
+    # the library against whichever mujoco its Python imports.
+    must([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+          "mujoco==4.0.0"])
 mujoco_lib = "tensordict_cpp/lib/libtensordict_mujoco.so"
 check((mujoco_lib in names) == has_mujoco,
-      f"the wheel holds {mujoco_lib} exactly when the building Python has mujoco 4.0.0 "
+      f"the wheel holds {mujoco_lib} exactly when {MUJOCO_PYTHON} has mujoco 4.0.0 "
       f"({has_mujoco})")
 check(not any("libmujoco" in n for n in names), "the wheel carries no libmujoco")
 recorded_mujoco = must([py, "-c", "import tensordict_cpp._build_info as b; "
@@ -392,7 +401,7 @@ assert "Hopper-v5" not in tensordict_cpp.registered_envs()
           f"tensordict-cpp-worker --env-library loads the MuJoCo library "
           f"({result.stderr.strip()[-300:]!r})")
 else:
-    print(f"skipped: the MuJoCo envs by name (the building Python has mujoco 4.0.0: "
+    print(f"skipped: the MuJoCo envs by name ({MUJOCO_PYTHON} has mujoco 4.0.0: "
           f"{has_mujoco}; the venv imports mujoco: {venv_mujoco})", flush=True)
 
 # 6. Another torch (simulated): the check runs before anything compiled loads.
