@@ -1,8 +1,9 @@
 """Gymnasium's MuJoCo locomotion envs (``HalfCheetah-v5``, ``Hopper-v5``,
 ``Walker2d-v5``, ``Ant-v5``), the env library envs/mujoco that the package
-carries as ``lib/libtensordict_mujoco.so`` when it was built by a Python with
-the ``mujoco`` wheel they are written against (``_build_info.MUJOCO_VERSION``;
-``MUJOCO_SKIPPED`` says why not).
+carries as ``lib/libtensordict_mujoco.so`` when it was built against the
+``mujoco`` wheel they are written for, the building Python's or that of the
+Python the CMake variable ``TENSORDICT_WHEEL_MUJOCO_PYTHON`` names
+(``_build_info.MUJOCO_VERSION``; ``MUJOCO_SKIPPED`` says why not).
 
 The library links that wheel's ``libmujoco.so.<version>`` by name and never
 carries it: the installed ``mujoco`` package provides it. So it is loaded
@@ -72,9 +73,10 @@ def _unavailable() -> str | None:
     if not built:
         why = getattr(info, "MUJOCO_SKIPPED", "") or "built before the package carried them"
         return (
-            f"this tensordict_cpp has no MuJoCo envs ({why}); rebuild it with mujoco=="
-            f"4.0.0 in the building Python, or build envs/mujoco and pass its library "
-            f"to load_env_library"
+            f"this tensordict_cpp has no MuJoCo envs ({why}); rebuild it where the "
+            f"building Python, or the Python named by the CMake variable "
+            f"TENSORDICT_WHEEL_MUJOCO_PYTHON, has mujoco==4.0.0, or build envs/mujoco "
+            f"and pass its library to load_env_library"
         )
     if not os.path.isfile(library_path()):
         return f"this tensordict_cpp records MuJoCo envs, but {library_path()} is missing"
