@@ -174,7 +174,6 @@ void copy_rows(char* out, const char* in, int64_t n, size_t stride) {
   }
 }
 
-
 // Copies step `t` of every sub-env, `src` [N, ...], into `dst` [N, T, ...]
 // (`column` its layout, found once per layout): one copy per sub-env when
 // `src` is a contiguous CPU tensor of dst's dtype and step shape (a step of
