@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <fstream>
 #include <string>
@@ -115,6 +116,40 @@ TEST(RlSpecTest, CheckNamesTheKeyAndWhatWasExpected) {
   const at::Tensor r = bounded.rand({100});
   EXPECT_TRUE(bounded.is_in(r, {100}));
   EXPECT_TRUE(one_hot.is_in(one_hot.rand({50}), {50}));
+  // Bounds per element, read in place: element 3 is row 1, position 1.
+  const rl::TensorSpec per_element = rl::TensorSpec::bounded(
+      {2},
+      torch::kDouble,
+      torch::tensor({-1.0, 0.0}),
+      torch::tensor({1.0, 2.0}));
+  EXPECT_TRUE(per_element.is_in(
+      torch::tensor({{-1.0, 2.0}, {1.0, 0.0}}, torch::kDouble), {2}));
+  EXPECT_THROWS_WITH(
+      per_element.check(
+          torch::tensor({{0.0, 1.0}, {0.5, -0.5}}, torch::kDouble),
+          {2},
+          "action"),
+      c10::ValueError,
+      "value of key 'action' is not in its Bounded spec: values outside the "
+      "Bounded spec's [low, high]: element 3 (row 1, position 1) is -0.5, "
+      "outside [0, 2]");
+  EXPECT_THROWS_WITH(
+      per_element.check(
+          torch::tensor({{0.0, std::nan("")}}, torch::kDouble), {1}, "action"),
+      c10::ValueError,
+      "element 1 (row 0, position 1) is nan, outside [0, 2]");
+  // Not contiguous: the tensor ops' answer, the same one.
+  const at::Tensor columns =
+      torch::tensor({{-1.0, 0.5}, {2.0, 1.0}}, torch::kDouble).t();
+  EXPECT_TRUE(per_element.is_in(columns, {2}));
+  EXPECT_FALSE(per_element.is_in(columns * 2, {2}));
+  const rl::TensorSpec index = rl::TensorSpec::categorical(3, {}, torch::kLong);
+  EXPECT_TRUE(index.is_in(torch::tensor({0, 2, 1}), {3}));
+  EXPECT_FALSE(index.is_in(torch::tensor({0, 3}), {2}));
+  EXPECT_FALSE(index.is_in(torch::tensor({-1, 0}), {2}));
+  const at::Tensor strided = torch::tensor({0, 1, 3, 2});
+  EXPECT_FALSE(index.is_in(strided.slice(0, 0, 4, 2), {2}));
+  EXPECT_TRUE(index.is_in(strided.slice(0, 1, 4, 2), {2}));
   EXPECT_THROWS_WITH(
       rl::TensorSpec::bounded(
           {1}, torch::kFloat, torch::tensor(1.0), torch::tensor(0.0)),

@@ -132,7 +132,9 @@ void write_done(
 }  // namespace
 
 EnvBase::EnvBase(int64_t num_envs)
-    : num_envs_(num_envs), reward_spec_(TensorSpec::unbounded({1})) {
+    : num_envs_(num_envs),
+      batch_size_{num_envs},
+      reward_spec_(TensorSpec::unbounded({1})) {
   TORCH_CHECK_VALUE(
       num_envs >= 1, "an env needs num_envs >= 1, got ", num_envs);
   for (const NestedKey& key : kDoneKeys) {

@@ -32,34 +32,38 @@ RowLayout row_layout(
       key.to_string(),
       " expected a leaf [N, ...] with a batch dim, got shape ",
       leaf.sizes());
+  // The sizes and strides are read once: an env makes its views at every
+  // step.
+  const c10::IntArrayRef sizes = leaf.sizes();
+  const c10::IntArrayRef strides = leaf.strides();
   RowLayout layout;
   layout.dtype = leaf.scalar_type();
-  layout.rows = leaf.size(0);
-  layout.row_stride = leaf.stride(0);
+  layout.rows = sizes[0];
+  layout.row_stride = strides[0];
   layout.width = 1;
   layout.col_stride = 1;
   // The trailing dims must be one strided axis: each dim's stride is the
   // next one's times its size (dims of size 1 are skipped).
   int64_t expected_stride = -1;
-  for (int64_t d = leaf.dim() - 1; d >= 1; --d) {
-    if (leaf.size(d) == 1) {
+  for (size_t d = sizes.size() - 1; d >= 1; --d) {
+    if (sizes[d] == 1) {
       continue;
     }
     if (expected_stride == -1) {
-      layout.col_stride = leaf.stride(d);
+      layout.col_stride = strides[d];
     } else {
       TORCH_CHECK_VALUE(
-          leaf.stride(d) == expected_stride,
+          strides[d] == expected_stride,
           "row view: key ",
           key.to_string(),
           " has trailing dims ",
-          leaf.sizes().slice(1),
+          sizes.slice(1),
           " with strides ",
-          leaf.strides().slice(1),
+          strides.slice(1),
           " that are not one strided axis (make it contiguous)");
     }
-    expected_stride = leaf.stride(d) * leaf.size(d);
-    layout.width *= leaf.size(d);
+    expected_stride = strides[d] * sizes[d];
+    layout.width *= sizes[d];
   }
   layout.data =
       writable ? leaf.data_ptr() : const_cast<void*>(leaf.const_data_ptr());

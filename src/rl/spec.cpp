@@ -82,6 +82,32 @@ std::string not_one_hot(const T* rows, int64_t count, int64_t width) {
   return {};
 }
 
+// Why `values` (`count` of them, the spec's `width` elements a row,
+// row-major) are not inside [low, high] elementwise, naming the first that
+// is not (NaN is never inside), or empty if they all are.
+template <typename T>
+std::string outside_bounds(
+    const T* values,
+    int64_t count,
+    const T* low,
+    const T* high,
+    int64_t width) {
+  if (width == 0) {
+    return {};  // then there are no values either
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t j = i % width;
+    if (!(values[i] >= low[j] && values[i] <= high[j])) {
+      std::ostringstream why;
+      why << "values outside the Bounded spec's [low, high]: element " << i
+          << " (row " << i / width << ", position " << j << ") is "
+          << +values[i] << ", outside [" << +low[j] << ", " << +high[j] << "]";
+      return why.str();
+    }
+  }
+  return {};
+}
+
 std::string mismatch(
     const TensorSpec& spec,
     const at::Tensor& value,
@@ -108,21 +134,64 @@ std::string mismatch(
   switch (spec.kind()) {
     case SpecKind::kUnbounded:
       return {};
-    case SpecKind::kBounded:
-      if (!value.ge(spec.low())
-               .logical_and(value.le(spec.high()))
-               .all()
-               .item<bool>()) {
-        return "values outside the Bounded spec's [low, high]";
+    case SpecKind::kBounded: {
+      // Read in place on the CPU: four tensor ops and a sync cost more
+      // than a MuJoCo env's action has elements.
+      if (!value.device().is_cpu() || !value.is_contiguous() ||
+          !spec.low().device().is_cpu()) {
+        if (!value.ge(spec.low())
+                 .logical_and(value.le(spec.high()))
+                 .all()
+                 .item<bool>()) {
+          return "values outside the Bounded spec's [low, high]";
+        }
+        return {};
       }
-      return {};
-    case SpecKind::kCategorical:
-      if (value.scalar_type() != c10::kBool &&
-          !value.ge(0).logical_and(value.lt(spec.n())).all().item<bool>()) {
+      std::string why;
+      AT_DISPATCH_ALL_TYPES_AND3(
+          c10::kBool,
+          c10::kHalf,
+          c10::kBFloat16,
+          value.scalar_type(),
+          "bounded_check",
+          [&] {
+            why = outside_bounds(
+                value.const_data_ptr<scalar_t>(),
+                value.numel(),
+                spec.low().const_data_ptr<scalar_t>(),
+                spec.high().const_data_ptr<scalar_t>(),
+                spec.low().numel());
+          });
+      return why;
+    }
+    case SpecKind::kCategorical: {
+      if (value.scalar_type() == c10::kBool) {
+        return {};
+      }
+      bool inside = true;
+      if (value.device().is_cpu() && value.is_contiguous()) {
+        AT_DISPATCH_ALL_TYPES_AND2(
+            c10::kHalf,
+            c10::kBFloat16,
+            value.scalar_type(),
+            "categorical_check",
+            [&] {
+              const scalar_t* x = value.const_data_ptr<scalar_t>();
+              const auto n = static_cast<double>(spec.n());
+              for (int64_t i = 0; i < value.numel() && inside; ++i) {
+                const auto v = static_cast<double>(x[i]);
+                inside = v >= 0 && v < n;
+              }
+            });
+      } else {
+        inside = value.ge(0).logical_and(value.lt(spec.n())).all().item<bool>();
+      }
+      if (!inside) {
         return "values outside [0, " + std::to_string(spec.n()) +
                ") of the Categorical spec";
       }
       return {};
+    }
     case SpecKind::kOneHot: {
       // The collector checks every step's action: rows are read in place
       // (a CPU contiguous copy of anything else) rather than through

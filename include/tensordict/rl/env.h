@@ -112,8 +112,8 @@ class TENSORDICT_API EnvBase {
     return num_envs_;
   }
   /// Returns the batch size, [num_envs].
-  std::vector<int64_t> batch_size() const {
-    return {num_envs_};
+  const std::vector<int64_t>& batch_size() const noexcept {
+    return batch_size_;
   }
   /// Returns the specs of the observation keys (per sub-env).
   const Composite& observation_spec() const noexcept {
@@ -221,6 +221,9 @@ class TENSORDICT_API EnvBase {
 
  private:
   int64_t num_envs_;
+  // Kept, not made per call: the collector checks every step's action
+  // against it.
+  std::vector<int64_t> batch_size_;
   uint64_t seed_ = 0;
   Composite observation_spec_;
   std::optional<TensorSpec> action_spec_;
