@@ -116,6 +116,11 @@ TEST(RlSpecTest, CheckNamesTheKeyAndWhatWasExpected) {
   const at::Tensor r = bounded.rand({100});
   EXPECT_TRUE(bounded.is_in(r, {100}));
   EXPECT_TRUE(one_hot.is_in(one_hot.rand({50}), {50}));
+  // Every digit of the value: it does not print as its bound.
+  EXPECT_THROWS_WITH(
+      bounded.check(torch::tensor({{1.0000001F, 0.0F}}), {1}, "action"),
+      c10::ValueError,
+      "element 0 (row 0, position 0) is 1.00000012, outside [-1, 1]");
   // Bounds per element, read in place: element 3 is row 1, position 1.
   const rl::TensorSpec per_element = rl::TensorSpec::bounded(
       {2},

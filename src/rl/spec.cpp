@@ -15,6 +15,7 @@
 #include <c10/util/Exception.h>
 
 #include <array>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -99,6 +100,8 @@ std::string outside_bounds(
     const int64_t j = i % width;
     if (!(values[i] >= low[j] && values[i] <= high[j])) {
       std::ostringstream why;
+      // All the digits: 1.0000001 must not print as its bound 1.
+      why.precision(std::numeric_limits<T>::max_digits10);
       why << "values outside the Bounded spec's [low, high]: element " << i
           << " (row " << i / width << ", position " << j << ") is "
           << +values[i] << ", outside [" << +low[j] << ", " << +high[j] << "]";
@@ -135,8 +138,8 @@ std::string mismatch(
     case SpecKind::kUnbounded:
       return {};
     case SpecKind::kBounded: {
-      // Read in place on the CPU: four tensor ops and a sync cost more
-      // than a MuJoCo env's action has elements.
+      // Read in place on the CPU: a collector checks every step's action,
+      // and four tensor ops and a sync cost far more than a few compares.
       if (!value.device().is_cpu() || !value.is_contiguous() ||
           !spec.low().device().is_cpu()) {
         if (!value.ge(spec.low())
