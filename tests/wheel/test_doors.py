@@ -226,7 +226,9 @@ result = python(f"""
     else:
         raise AssertionError("a Collector without tensordict")
 """)
-check(result.returncode == 0 and "pip install tensordict torch==" in result.stdout,
+# The command names the torch the wheel was built for (this venv's), pinned:
+# an unpinned torch would pull a CUDA build.
+check(result.returncode == 0 and "pip install tensordict torch==2.13.0" in result.stdout,
       f"without tensordict, Collector is an ImportError naming what to install "
       f"({result.stdout.strip()[-300:]!r})", result.stderr)
 
