@@ -23,7 +23,10 @@
 // EnvPool's own step loop without a policy) is python_mujoco.py.
 // Compiled only when the tensordict_mujoco target exists (the
 // TENSORDICT_MUJOCO option and a mujoco wheel; see CMakeLists.txt).
-// Each row is the median of 5 repetitions.
+// Each row is the median of 5 repetitions, but <op>/paired: a batch of
+// each side back to back for at least 4 s (paired.h); its counter
+// cpp_over_raw, the median of the per-pair CPU-time ratios, is the ratio to
+// read on a noisy machine.
 
 #include <benchmark/benchmark.h>
 #include <mujoco/mujoco.h>
@@ -44,6 +47,7 @@
 #include <vector>
 
 #include "locomotion.h"
+#include "paired.h"
 
 namespace {
 
@@ -368,6 +372,32 @@ void mujoco_raw(benchmark::State& state, tdm::Task task) {
   state.SetItemsProcessed(state.iterations() * kFrames);
 }
 
+// Both sides in pairs (paired.h): the collector's batch and the raw
+// loop's, back to back on the same thread.
+void mujoco_paired(benchmark::State& state, tdm::Task task) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(0);
+  auto env = rl::make_env(env_name(task), kEnvs);
+  const int64_t obs_dim =
+      env->observation_spec().get("observation").shape().at(0);
+  const int64_t act_dim = env->action_spec().shape().at(0);
+  rl::Collector collector(
+      std::move(env),
+      make_actor(GaussianNet(obs_dim, act_dim)),
+      rl::CollectorOptions(kFrames).seed(0));
+  RawLoop loop(task, kEnvs, kFrames / kEnvs);
+  benchmark::DoNotOptimize(collector.next());  // the first reset
+  loop.batch();
+  tensordict_bench::run_paired(
+      state,
+      [&] { benchmark::DoNotOptimize(collector.next()); },
+      [&] {
+        loop.batch();
+        benchmark::ClobberMemory();
+      });
+  state.SetItemsProcessed(state.iterations() * kFrames * 4);
+}
+
 // The actor alone, one call on 16 observations, sampling.
 void actor_cpp(benchmark::State& state) {
   torch::NoGradGuard no_grad;
@@ -439,6 +469,11 @@ void register_all() {
         ->Unit(benchmark::kMillisecond)
         ->Repetitions(kRepetitions)
         ->ReportAggregatesOnly(true);
+    benchmark::RegisterBenchmark(
+        (op + "/paired").c_str(),
+        [k](benchmark::State& s) { mujoco_paired(s, k); })
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(4.0);
     benchmark::RegisterBenchmark(
         (op + "_2threads/cpp").c_str(),
         [k](benchmark::State& s) { mujoco_cpp(s, k, 2); })

@@ -9,9 +9,11 @@ result may carry its own "cpp_us" (the C++ side of a pybind11 extension,
 timed from Python: python_extension.py), which joins the C++ column. Prints a table
 (op, C++ us, raw us, Python us, C++/raw, Python/C++, and C++/raw in
 instructions where OUT_DIR/instructions.json, from instructions.py, has the
-op), writes OUT_DIR/report.json as {"results": [{"name", "cpp_us", "raw_us",
-"python_us", "cpp_instructions", "raw_instructions"}, ...]} and draws
-OUT_DIR/report.png (bars on a log scale). A C++ benchmark run with
+op, and C++/raw paired where the op has an <op>/paired row: the median of
+per-pair CPU-time ratios, benchmarks/paired.h), writes OUT_DIR/report.json
+as {"results": [{"name", "cpp_us", "raw_us", "python_us",
+"cpp_instructions", "raw_instructions", "paired_cpp_over_raw"}, ...]} and
+draws OUT_DIR/report.png (bars on a log scale). A C++ benchmark run with
 repetitions counts by its median. Below the table: frames/s of the C++ rows
 whose Python result carries an env engine's ("envpool_frames_per_s",
 python_mujoco.py; also per CPU second where it has "envpool_frames_per_cpu_s"), and the 1 -> 2 thread speed-up of ops with an
@@ -49,6 +51,7 @@ def main(out_dir, cpp_path, *python_paths):
                     python_cpp[r["name"]] = r["cpp_us"]
     timings = {}
     cpu_us = {}
+    paired = {}
     repeated = set()
     for bench in cpp["benchmarks"]:
         # A benchmark run with repetitions is reported by its median (its
@@ -64,6 +67,9 @@ def main(out_dir, cpp_path, *python_paths):
                 continue
         # "<op>/<side>", maybe followed by "/min_time:...", "/real_time".
         op, side = name.split("/")[:2]
+        if side == "paired":
+            paired[op] = bench.get("cpp_over_raw")
+            continue
         timings.setdefault(op, {})[side] = to_us(bench)
         if "cpu_time" in bench:
             scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[bench["time_unit"]]
@@ -86,6 +92,7 @@ def main(out_dir, cpp_path, *python_paths):
                 "python_us": python.get(op),
                 "cpp_instructions": counted.get("cpp_instructions"),
                 "raw_instructions": counted.get("raw_instructions"),
+                "paired_cpp_over_raw": paired.get(op),
             }
         )
     os.makedirs(out_dir, exist_ok=True)
@@ -101,7 +108,7 @@ def main(out_dir, cpp_path, *python_paths):
     width = max([14] + [len(r["name"]) for r in results])
     header = (
         f"{'op':{width}s} {'C++ us':>10s} {'raw us':>10s} {'Python us':>10s}"
-        f" {'C++/raw':>10s} {'Py/C++':>10s} {'instr C/r':>10s}"
+        f" {'C++/raw':>10s} {'Py/C++':>10s} {'instr C/r':>10s} {'paired C/r':>10s}"
     )
     print(header)
     print("-" * len(header))
@@ -110,6 +117,7 @@ def main(out_dir, cpp_path, *python_paths):
             f"{r['name']:{width}s} {fmt(r['cpp_us'])} {fmt(r['raw_us'])} {fmt(r['python_us'])}"
             f" {fmt(ratio(r['cpp_us'], r['raw_us']))} {fmt(ratio(r['python_us'], r['cpp_us']))}"
             f" {fmt(ratio(r['cpp_instructions'], r['raw_instructions']))}"
+            f" {fmt(r['paired_cpp_over_raw'])}"
         )
     peers(results, python_rows, cpu_us)
     draw(results, os.path.join(out_dir, "report.png"))

@@ -12,6 +12,9 @@
 // side, TorchRL 0.14.1's Collector with the same actor on
 // GymEnv("CartPole-v1") and on the 16-env vectorized GymEnv, is
 // python_torchrl.py. Without grad, on one intra-op thread (main.cpp).
+// <op>/paired runs a batch of each side back to back (paired.h): its
+// counter cpp_over_raw, the median of the per-pair CPU-time ratios, is the
+// ratio to read on a noisy machine.
 //
 //   collector_out_of_tree_env_16envs
 //                               the collector_cartpole_16envs work over
@@ -43,6 +46,8 @@
 #include <cstdint>
 #include <random>
 #include <vector>
+
+#include "paired.h"
 
 namespace {
 
@@ -275,6 +280,28 @@ void collector_raw(benchmark::State& state, int64_t envs, int64_t frames) {
   state.SetItemsProcessed(state.iterations() * frames);
 }
 
+// Both sides in pairs (paired.h): the collector's batch and the raw
+// loop's, back to back on the same thread.
+void collector_paired(benchmark::State& state, int64_t envs, int64_t frames) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(0);
+  rl::Collector collector(
+      rl::make_env("CartPole-v1", envs),
+      make_actor(make_mlp()),
+      rl::CollectorOptions(frames).seed(0));
+  RawLoop loop(envs, frames / envs);
+  benchmark::DoNotOptimize(collector.next());  // the first reset
+  loop.batch();
+  tensordict_bench::run_paired(
+      state,
+      [&] { benchmark::DoNotOptimize(collector.next()); },
+      [&] {
+        loop.batch();
+        benchmark::ClobberMemory();
+      });
+  state.SetItemsProcessed(state.iterations() * frames * 4);
+}
+
 void env_step_cpp(benchmark::State& state) {
   torch::NoGradGuard no_grad;
   const int64_t n = 16;
@@ -320,6 +347,11 @@ void register_all() {
         (std::string(name) + "/raw").c_str(),
         [n, f](benchmark::State& s) { collector_raw(s, n, f); })
         ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(
+        (std::string(name) + "/paired").c_str(),
+        [n, f](benchmark::State& s) { collector_paired(s, n, f); })
+        ->Unit(benchmark::kMicrosecond)
+        ->MinTime(2.0);
   }
   // Median of 5: the two sides are a few percent apart at most.
   benchmark::RegisterBenchmark(
