@@ -342,20 +342,27 @@ struct RawLoop {
       out_truncated;
 };
 
-void mujoco_cpp(benchmark::State& state, tdm::Task task, int64_t threads) {
-  torch::NoGradGuard no_grad;
-  torch::manual_seed(0);
+// The collector of the rows: the task's env, 16 sub-envs, the actor sized
+// to it.
+std::unique_ptr<rl::Collector> make_collector(tdm::Task task, int64_t threads) {
   auto env = rl::make_env(env_name(task), kEnvs);
   const int64_t obs_dim =
       env->observation_spec().get("observation").shape().at(0);
   const int64_t act_dim = env->action_spec().shape().at(0);
-  rl::Collector collector(
+  return std::make_unique<rl::Collector>(
       std::move(env),
       make_actor(GaussianNet(obs_dim, act_dim)),
       rl::CollectorOptions(kFrames).num_threads(threads).seed(0));
-  benchmark::DoNotOptimize(collector.next());  // the first reset
+}
+
+void mujoco_cpp(benchmark::State& state, tdm::Task task, int64_t threads) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(0);
+  const std::unique_ptr<rl::Collector> collector =
+      make_collector(task, threads);
+  benchmark::DoNotOptimize(collector->next());  // the first reset
   for (auto _ : state) {
-    benchmark::DoNotOptimize(collector.next());
+    benchmark::DoNotOptimize(collector->next());
   }
   state.SetItemsProcessed(state.iterations() * kFrames);
 }
@@ -377,25 +384,9 @@ void mujoco_raw(benchmark::State& state, tdm::Task task) {
 void mujoco_paired(benchmark::State& state, tdm::Task task) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(0);
-  auto env = rl::make_env(env_name(task), kEnvs);
-  const int64_t obs_dim =
-      env->observation_spec().get("observation").shape().at(0);
-  const int64_t act_dim = env->action_spec().shape().at(0);
-  rl::Collector collector(
-      std::move(env),
-      make_actor(GaussianNet(obs_dim, act_dim)),
-      rl::CollectorOptions(kFrames).seed(0));
+  const std::unique_ptr<rl::Collector> collector = make_collector(task, 1);
   RawLoop loop(task, kEnvs, kFrames / kEnvs);
-  benchmark::DoNotOptimize(collector.next());  // the first reset
-  loop.batch();
-  tensordict_bench::run_paired(
-      state,
-      [&] { benchmark::DoNotOptimize(collector.next()); },
-      [&] {
-        loop.batch();
-        benchmark::ClobberMemory();
-      });
-  state.SetItemsProcessed(state.iterations() * kFrames * 4);
+  tensordict_bench::run_paired_batches(state, *collector, loop, kFrames);
 }
 
 // The actor alone, one call on 16 observations, sampling.

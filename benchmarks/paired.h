@@ -15,6 +15,8 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <ctime>
 #include <vector>
 
@@ -74,6 +76,25 @@ void run_paired(benchmark::State& state, Cpp&& cpp, Raw&& raw) {
   state.counters["cpp_us"] = median(cpp_seconds) * 1e6;
   state.counters["raw_us"] = median(raw_seconds) * 1e6;
   state.counters["pairs"] = static_cast<double>(ratios.size());
+}
+
+/// The collector rows' pairs: `collector.next()` against `loop.batch()`,
+/// after one untimed call of each (the collector's first batch resets the
+/// env); `frames` per batch.
+template <class Collector, class Loop>
+void run_paired_batches(
+    benchmark::State& state, Collector& collector, Loop& loop, int64_t frames) {
+  benchmark::DoNotOptimize(collector.next());
+  loop.batch();
+  run_paired(
+      state,
+      [&] { benchmark::DoNotOptimize(collector.next()); },
+      [&] {
+        loop.batch();
+        benchmark::ClobberMemory();
+      });
+  // Four batches an iteration: a side's untimed call and its timed one.
+  state.SetItemsProcessed(state.iterations() * frames * 4);
 }
 
 }  // namespace tensordict_bench

@@ -290,16 +290,7 @@ void collector_paired(benchmark::State& state, int64_t envs, int64_t frames) {
       make_actor(make_mlp()),
       rl::CollectorOptions(frames).seed(0));
   RawLoop loop(envs, frames / envs);
-  benchmark::DoNotOptimize(collector.next());  // the first reset
-  loop.batch();
-  tensordict_bench::run_paired(
-      state,
-      [&] { benchmark::DoNotOptimize(collector.next()); },
-      [&] {
-        loop.batch();
-        benchmark::ClobberMemory();
-      });
-  state.SetItemsProcessed(state.iterations() * frames * 4);
+  tensordict_bench::run_paired_batches(state, collector, loop, frames);
 }
 
 void env_step_cpp(benchmark::State& state) {
