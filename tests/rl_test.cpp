@@ -143,11 +143,17 @@ TEST(RlSpecTest, CheckNamesTheKeyAndWhatWasExpected) {
           torch::tensor({{0.0, std::nan("")}}, torch::kDouble), {1}, "action"),
       c10::ValueError,
       "element 1 (row 0, position 1) is nan, outside [0, 2]");
-  // Not contiguous: the tensor ops' answer, the same one.
+  // Not contiguous: read through a contiguous copy, so elements count in
+  // row-major order (in storage order, element 1 would be -0.5).
   const at::Tensor columns =
       torch::tensor({{-1.0, 0.5}, {2.0, 1.0}}, torch::kDouble).t();
   EXPECT_TRUE(per_element.is_in(columns, {2}));
-  EXPECT_FALSE(per_element.is_in(columns * 2, {2}));
+  const at::Tensor negated = columns * -1;
+  ASSERT_FALSE(negated.is_contiguous());
+  EXPECT_THROWS_WITH(
+      per_element.check(negated, {2}, "action"),
+      c10::ValueError,
+      "element 1 (row 0, position 1) is -2, outside [0, 2]");
   const rl::TensorSpec index = rl::TensorSpec::categorical(3, {}, torch::kLong);
   EXPECT_TRUE(index.is_in(torch::tensor({0, 2, 1}), {3}));
   EXPECT_FALSE(index.is_in(torch::tensor({0, 3}), {2}));

@@ -13,6 +13,7 @@
 #include <ATen/ops/randn.h>
 #include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
+#include <c10/util/MaybeOwned.h>
 
 #include <array>
 #include <limits>
@@ -111,6 +112,16 @@ std::string outside_bounds(
   return {};
 }
 
+// `t` itself, borrowed, when it is CPU and contiguous (the collector's
+// case), else a CPU contiguous copy: the checks below read elements by
+// pointer.
+c10::MaybeOwned<at::Tensor> cpu_contiguous(const at::Tensor& t) {
+  if (t.device().is_cpu() && t.is_contiguous()) {
+    return c10::MaybeOwned<at::Tensor>::borrowed(t);
+  }
+  return c10::MaybeOwned<at::Tensor>::owned(t.to(c10::kCPU).contiguous());
+}
+
 std::string mismatch(
     const TensorSpec& spec,
     const at::Tensor& value,
@@ -138,32 +149,26 @@ std::string mismatch(
     case SpecKind::kUnbounded:
       return {};
     case SpecKind::kBounded: {
-      // Read in place on the CPU: a collector checks every step's action,
-      // and four tensor ops and a sync cost far more than a few compares.
-      if (!value.device().is_cpu() || !value.is_contiguous() ||
-          !spec.low().device().is_cpu()) {
-        if (!value.ge(spec.low())
-                 .logical_and(value.le(spec.high()))
-                 .all()
-                 .item<bool>()) {
-          return "values outside the Bounded spec's [low, high]";
-        }
-        return {};
-      }
+      // Read in place (a CPU contiguous copy of anything else): a collector
+      // checks every step's action, and four tensor ops and a sync cost far
+      // more than a few compares.
+      const c10::MaybeOwned<at::Tensor> values = cpu_contiguous(value);
+      const c10::MaybeOwned<at::Tensor> low = cpu_contiguous(spec.low());
+      const c10::MaybeOwned<at::Tensor> high = cpu_contiguous(spec.high());
       std::string why;
       AT_DISPATCH_ALL_TYPES_AND3(
           c10::kBool,
           c10::kHalf,
           c10::kBFloat16,
-          value.scalar_type(),
+          values->scalar_type(),
           "bounded_check",
           [&] {
             why = outside_bounds(
-                value.const_data_ptr<scalar_t>(),
-                value.numel(),
-                spec.low().const_data_ptr<scalar_t>(),
-                spec.high().const_data_ptr<scalar_t>(),
-                spec.low().numel());
+                values->const_data_ptr<scalar_t>(),
+                values->numel(),
+                low->const_data_ptr<scalar_t>(),
+                high->const_data_ptr<scalar_t>(),
+                low->numel());
           });
       return why;
     }
@@ -171,24 +176,21 @@ std::string mismatch(
       if (value.scalar_type() == c10::kBool) {
         return {};
       }
+      const c10::MaybeOwned<at::Tensor> values = cpu_contiguous(value);
       bool inside = true;
-      if (value.device().is_cpu() && value.is_contiguous()) {
-        AT_DISPATCH_ALL_TYPES_AND2(
-            c10::kHalf,
-            c10::kBFloat16,
-            value.scalar_type(),
-            "categorical_check",
-            [&] {
-              const scalar_t* x = value.const_data_ptr<scalar_t>();
-              const auto n = static_cast<double>(spec.n());
-              for (int64_t i = 0; i < value.numel() && inside; ++i) {
-                const auto v = static_cast<double>(x[i]);
-                inside = v >= 0 && v < n;
-              }
-            });
-      } else {
-        inside = value.ge(0).logical_and(value.lt(spec.n())).all().item<bool>();
-      }
+      AT_DISPATCH_ALL_TYPES_AND2(
+          c10::kHalf,
+          c10::kBFloat16,
+          values->scalar_type(),
+          "categorical_check",
+          [&] {
+            const scalar_t* x = values->const_data_ptr<scalar_t>();
+            const auto n = static_cast<double>(spec.n());
+            for (int64_t i = 0; i < values->numel() && inside; ++i) {
+              const auto v = static_cast<double>(x[i]);
+              inside = v >= 0 && v < n;
+            }
+          });
       if (!inside) {
         return "values outside [0, " + std::to_string(spec.n()) +
                ") of the Categorical spec";
@@ -203,19 +205,17 @@ std::string mismatch(
       if (width == 0 || value.numel() == 0) {
         return {};
       }
-      const at::Tensor rows = value.device().is_cpu() && value.is_contiguous()
-                                  ? value
-                                  : value.to(c10::kCPU).contiguous();
+      const c10::MaybeOwned<at::Tensor> rows = cpu_contiguous(value);
       std::string why;
       AT_DISPATCH_ALL_TYPES_AND3(
           c10::kBool,
           c10::kHalf,
           c10::kBFloat16,
-          rows.scalar_type(),
+          rows->scalar_type(),
           "one_hot_check",
           [&] {
             why = not_one_hot(
-                rows.const_data_ptr<scalar_t>(), rows.numel() / width, width);
+                rows->const_data_ptr<scalar_t>(), rows->numel() / width, width);
           });
       return why;
     }
