@@ -5,7 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -155,8 +155,43 @@ class NodeTable {
   }
 
  private:
+  // A multiply-xorshift over the key's bytes read as at most a few words,
+  // inline: a dict's keys are short names, and std::hash's out-of-line
+  // byte loop cost more than the probe it feeds. Only this table reads it;
+  // nothing stores it.
   static size_t hash_key(std::string_view key) noexcept {
-    return std::hash<std::string_view>{}(key);
+    const char* p = key.data();
+    const size_t n = key.size();
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
+    if (n >= 8) {
+      for (size_t i = 0; i + 8 < n; i += 8) {
+        h = mix(h ^ load<uint64_t>(p + i));
+      }
+      // The last eight bytes, overlapping the word before when n is not a
+      // multiple of eight; n itself is in h.
+      h = mix(h ^ load<uint64_t>(p + n - 8));
+    } else if (n >= 4) {
+      h =
+          mix(h ^ (load<uint32_t>(p) |
+                   (static_cast<uint64_t>(load<uint32_t>(p + n - 4)) << 32)));
+    } else if (n > 0) {
+      h = mix(
+          h ^ (byte(p[0]) | (byte(p[n / 2]) << 8) | (byte(p[n - 1]) << 16)));
+    }
+    return static_cast<size_t>(h ^ (h >> 32));
+  }
+  template <typename Word>
+  static Word load(const char* p) noexcept {
+    Word word;
+    std::memcpy(&word, p, sizeof(Word));
+    return word;
+  }
+  static uint64_t byte(char c) noexcept {
+    return static_cast<unsigned char>(c);
+  }
+  static uint64_t mix(uint64_t x) noexcept {
+    x *= 0xbf58476d1ce4e5b9ULL;
+    return x ^ (x >> 31);
   }
   // Appends a node whose key hashes to `hash`.
   Node& append_hashed(std::string&& key, size_t hash, Value&& value);

@@ -464,6 +464,16 @@ TensorDict& TensorDict::set(
   // Missing levels are made like the deepest existing dict, so validate
   // against that one first: a rejected value must not leave new levels.
   detail::check_unlocked(parent);
+  if (node != nullptr && node->value.is_tensor() && value.is_tensor() &&
+      (!parent.device || value.tensor().device() == *parent.device)) {
+    // A tensor over a tensor on the dict's device, what a module's output
+    // does every step: validate_value would only check the batch prefix,
+    // so check it and assign the handle, without a Value copy and the
+    // variant's move-assignment.
+    detail::check_batch_prefix(parent, value.tensor().sizes(), key);
+    const_cast<at::Tensor&>(node->value.tensor()) = value.tensor();
+    return *this;
+  }
   Value stored =
       detail::validate_value(parent, value, key, options.non_blocking());
   if (node != nullptr) {
