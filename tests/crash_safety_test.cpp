@@ -523,8 +523,11 @@ TEST(CrashSafetyTest, AFreshSaveThatFailsMidwayRemovesEverythingItWrote) {
          (void)memmap(lazy_stack({data, data}, 0), MemmapOptions(p));
        }},
   };
-  for (const auto& [name, write] : writes) {
-    SCOPED_TRACE(name);
+  for (const auto& entry : writes) {
+    // Not a structured binding: C++17 lambdas cannot capture one (clang
+    // says so).
+    const auto& write = entry.second;
+    SCOPED_TRACE(entry.first);
     const std::string message = run_with_file_size_limit(
         [&] { write(dir / "missing/parents/td"); }, kFileLimit);
     EXPECT_NE(message.find("File too large"), std::string::npos) << message;

@@ -1474,8 +1474,11 @@ TEST(LazyStackMemmapTest, AFreshSaveThatFailsMidwayRemovesEverythingItWrote) {
        [&](const std::string& p) { (void)stack.memmap_like(p); }},
       {"archive", [&](const std::string& p) { (void)stack.save(p + ".tdz"); }},
   };
-  for (const auto& [name, write] : writes) {
-    SCOPED_TRACE(name);
+  for (const auto& entry : writes) {
+    // Not a structured binding: C++17 lambdas cannot capture one (clang
+    // says so).
+    const auto& write = entry.second;
+    SCOPED_TRACE(entry.first);
     const std::string message = run_with_file_size_limit(
         [&] { write(dir / "missing/parents/ls"); }, rlim_t{1} << 20);
     EXPECT_NE(message.find("File too large"), std::string::npos) << message;

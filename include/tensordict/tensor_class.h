@@ -172,7 +172,13 @@ class TENSORDICT_API FieldArg {
   /// Holds a TensorClass (its dict, aliased, and its class).
   template <
       typename TC,
-      std::enable_if_t<std::is_base_of_v<detail::TensorClassRoot, TC>, int> = 0>
+      // Json first: std::is_base_of needs a complete TC, and json_fwd.hpp
+      // leaves Json incomplete (clang says so; gcc does not look).
+      std::enable_if_t<
+          std::conjunction_v<
+              std::negation<std::is_same<TC, Json>>,
+              std::is_base_of<detail::TensorClassRoot, TC>>,
+          int> = 0>
   FieldArg(const TC& value)  // NOLINT(google-explicit-constructor)
       : value_(value.tensordict()), class_info_(&TC::tensor_class_info()) {}
   /// Holds the optional's value, or None.

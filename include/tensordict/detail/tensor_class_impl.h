@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "tensordict/detail/tensor_class_traits.h"
@@ -269,7 +270,11 @@ read_type_t<T, Flags> tc_convert(
   } else if constexpr (kind == FieldKind::kString) {
     return tc_as_string(value, info, index);
   } else if constexpr (kind == FieldKind::kJson) {
-    return tc_as_json(value, info, index);
+    // json_fwd.hpp leaves Json incomplete here, and clang completes the
+    // type a non-dependent call returns where the template is defined: an
+    // argument that depends on T defers it to a Json field's read, whose
+    // caller has the full header.
+    return tc_as_json(value, info, std::conditional_t<true, size_t, T>(index));
   } else if constexpr (cast_numbers) {
     return tc_as_tensor(value, info, index);
   } else if constexpr (kind == FieldKind::kInt) {
