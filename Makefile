@@ -5,8 +5,7 @@
 # `make build` install everything the tests use (deps).
 
 BUILD_DIR   ?= build
-SAN_DIR     ?= build-sanitize
-FUZZ_DIR    ?= build-fuzz
+SAN_DIR     ?= build-asan
 TSAN_DIR    ?= build-tsan
 JOBS        ?= 2
 PYTHON      ?= python3
@@ -106,10 +105,15 @@ stress: deps configure
 	TENSORDICT_KILL_ROUNDS=$(KILL_ROUNDS) ./$(BUILD_DIR)/bin/unit_tests \
 	  --gtest_filter='CrashSafetyStressTest.*'
 
+# One instrumented tree for the sanitizer pass and the fuzzers: clang, ASan +
+# UBSan, and libFuzzer's coverage instrumentation (TENSORDICT_FUZZ), so the
+# library and the CLI's library compile once for both.
 $(SAN_DIR)/CMakeCache.txt: | deps
-	$(CMAKE) -S . -B $(SAN_DIR) -DCMAKE_PREFIX_PATH="$(TORCH_PREFIX)" \
-	  -DCMAKE_BUILD_TYPE=Debug -DTENSORDICT_SANITIZE=ON \
-	  -DTENSORDICT_BUILD_EXAMPLES=OFF $(CMAKE_FLAGS)
+	CC=clang-14 CXX=clang++-14 $(CMAKE) -S . -B $(SAN_DIR) \
+	  -DCMAKE_PREFIX_PATH="$(TORCH_PREFIX)" -DCMAKE_BUILD_TYPE=Debug \
+	  -DTENSORDICT_SANITIZE=ON -DTENSORDICT_FUZZ=ON \
+	  -DTENSORDICT_BUILD_EXAMPLES=OFF -DTENSORDICT_BUILD_BENCHMARKS=OFF \
+	  $(CMAKE_FLAGS)
 
 # The gtest binaries (unit_tests, rl_tests) under AddressSanitizer +
 # UndefinedBehaviorSanitizer, one process per core (ctest's process per test
@@ -125,19 +129,13 @@ test-sanitize: deps $(SAN_DIR)/CMakeCache.txt
 	    ./scripts/run-gtest-shards.sh $(SAN_DIR)/bin/$$binary $(JOBS) || status=1; \
 	done; exit $$status
 
-$(FUZZ_DIR)/CMakeCache.txt: | deps
-	CC=clang-14 CXX=clang++-14 $(CMAKE) -S . -B $(FUZZ_DIR) \
-	  -DCMAKE_PREFIX_PATH="$(TORCH_PREFIX)" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DTENSORDICT_FUZZ=ON -DTENSORDICT_BUILD_TESTS=OFF \
-	  -DTENSORDICT_BUILD_EXAMPLES=OFF -DTENSORDICT_BUILD_BENCHMARKS=OFF \
-	  $(CMAKE_FLAGS)
-
 # libFuzzer (clang, ASan + UBSan) over every reader of untrusted input: each
-# target runs FUZZ_SECONDS seconds from a corpus seeded with real trees.
-fuzz: deps $(FUZZ_DIR)/CMakeCache.txt
-	$(CMAKE) --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_targets tensordict_cli
-	$(PYTHON) fuzz/make_corpus.py $(FUZZ_DIR)
-	./fuzz/run.sh $(FUZZ_DIR) $(or $(FUZZ_SECONDS),60)
+# target runs FUZZ_SECONDS seconds from a corpus seeded with real trees,
+# JOBS targets at a time. Built in the sanitizer pass's tree.
+fuzz: deps $(SAN_DIR)/CMakeCache.txt
+	$(CMAKE) --build $(SAN_DIR) -j $(JOBS) --target fuzz_targets tensordict_cli
+	$(PYTHON) fuzz/make_corpus.py $(SAN_DIR)
+	FUZZ_JOBS=$(JOBS) ./fuzz/run.sh $(SAN_DIR) $(or $(FUZZ_SECONDS),60)
 
 $(TSAN_DIR)/CMakeCache.txt: | deps
 	$(CMAKE) -S . -B $(TSAN_DIR) -DCMAKE_PREFIX_PATH="$(TORCH_PREFIX)" \
@@ -178,4 +176,6 @@ docs:
 	@echo "docs: open $(BUILD_DIR)/docs/html/index.html"
 
 clean:
-	rm -rf $(BUILD_DIR) $(BUILD_DIR)-wheel-engine $(SAN_DIR) $(TSAN_DIR) $(FUZZ_DIR)
+	rm -rf $(BUILD_DIR) $(BUILD_DIR)-wheel-engine $(SAN_DIR) $(TSAN_DIR)
+	@# The sanitizer and fuzz trees of earlier layouts.
+	rm -rf build-sanitize build-fuzz

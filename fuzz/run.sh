@@ -2,11 +2,11 @@
 # Runs every libFuzzer target for SECONDS seconds over its corpus
 # (BUILD/corpus/<target>/, seeded by fuzz/make_corpus.py), with the format's
 # dictionary and a bounded memory per input. Prints one summary line per
-# target ("fuzz: <target>: <N> execs ...") and exits non-zero on the first
-# crash, leak, timeout or out-of-memory, whose reproducer libFuzzer writes to
-# BUILD/artifacts/.
+# target ("fuzz: <target>: <N> execs ...") and exits non-zero, with the first
+# failing target's status, on any crash, leak, timeout or out-of-memory, whose
+# reproducer libFuzzer writes to BUILD/artifacts/.
 #
-# Usage: fuzz/run.sh BUILD SECONDS [TARGET...]
+# Usage: [FUZZ_JOBS=N] fuzz/run.sh BUILD SECONDS [TARGET...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=$1
@@ -18,10 +18,16 @@ if ((${#targets[@]} == 0)); then
     fuzz_safetensors fuzz_tdz fuzz_aoti_package_meta fuzz_pickle)
 fi
 mkdir -p "$build/artifacts" "$build/logs"
-status=0
-for target in "${targets[@]}"; do
+# FUZZ_JOBS targets at a time (one per core by default): each runs its
+# SECONDS on a core of its own, so a run takes SECONDS times the targets
+# over the jobs, and every target still gets its full time.
+jobs=${FUZZ_JOBS:-$(nproc)}
+
+# Runs one target; its exit status goes to $build/logs/<target>.rc.
+run_target() {
+  local target=$1
+  local log="$build/logs/$target.log"
   mkdir -p "$build/corpus/$target"
-  log="$build/logs/$target.log"
   # malloc_limit_mb: no single allocation above 1 GiB (a hostile shape must
   # be refused before it allocates); rss_limit_mb: the whole process, torch
   # and the sanitizers' shadow memory included, under 3 GiB.
@@ -32,7 +38,25 @@ for target in "${targets[@]}"; do
       -dict=fuzz/tensordict.dict -print_final_stats=1 \
       -artifact_prefix="$build/artifacts/$target-" \
       "$build/corpus/$target" >"$log" 2>&1
-  rc=$?
+  echo $? >"$build/logs/$target.rc"
+}
+
+running=0
+for target in "${targets[@]}"; do
+  rm -f "$build/logs/$target.rc"
+  run_target "$target" &
+  running=$((running + 1))
+  if ((running >= jobs)); then
+    wait -n
+    running=$((running - 1))
+  fi
+done
+wait
+
+status=0
+for target in "${targets[@]}"; do
+  log="$build/logs/$target.log"
+  rc=$(cat "$build/logs/$target.rc" 2>/dev/null || echo 1)
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
   echo "fuzz: $target: ${execs:-?} execs in ${seconds}s, exit $rc (log: $log)"
   if ((rc != 0)); then
