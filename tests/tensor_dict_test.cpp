@@ -654,6 +654,19 @@ TEST(TensorDictTest, SetReplacesAndKeepsPosition) {
   EXPECT_EQ(td.get("b").size(1), 9);
   EXPECT_EQ(old.size(1), 3);  // replaced, not written into
   EXPECT_EQ(td.keys(), (std::vector<NestedKey>{"b", "a", "s"}));
+  // A tensor over a tensor takes a path of its own: the same checks.
+  const at::Tensor kept = td.get("b");
+  EXPECT_THROWS_EXACTLY(
+      td.set("b", torch::zeros({3, 9})),
+      c10::Error,
+      "batch dimension mismatch, got self.batch_size=torch.Size([4]) and "
+      "value.shape=torch.Size([3, 9]) for key 'b'. The leading dimensions of "
+      "a value must match the batch size.");
+  EXPECT_TRUE(td.get("b").is_same(kept));
+  td.lock_();
+  EXPECT_THROWS_EXACTLY(
+      td.set("b", torch::zeros({4, 9})), c10::Error, kLockError);
+  EXPECT_TRUE(td.get("b").is_same(kept));
 }
 
 TEST(TensorDictTest, SetInplaceWritesIntoTheExistingTensor) {
