@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -283,6 +284,43 @@ TEST(NodeTableTest, KeysAreComparedWhole) {
   EXPECT_EQ(table.find("a"), nullptr);
   EXPECT_EQ(table.find("abc"), nullptr);
   EXPECT_EQ(table.find(std::string_view("abc", 2)), table.find("ab"));
+}
+
+// same_key reads short keys as overlapping words: a byte that differs at
+// any place of any length up to past the memcmp cut-over (16) must count,
+// and keys read from the middle of a larger buffer must compare alike.
+TEST(NodeTableTest, SameKeySeesEveryByteOfEveryLength) {
+  using tensordict::detail::same_key;
+  const std::string buffer(64, 'k');
+  for (size_t n = 0; n <= 24; ++n) {
+    const std::string key(n, 'k');
+    EXPECT_TRUE(same_key(key, std::string_view(buffer).substr(3, n))) << n;
+    EXPECT_FALSE(same_key(key, std::string(n + 1, 'k'))) << n;
+    for (size_t at = 0; at < n; ++at) {
+      std::string other = key;
+      other[at] = 'j';
+      EXPECT_FALSE(same_key(key, other)) << "length " << n << ", byte " << at;
+      EXPECT_FALSE(same_key(other, key)) << "length " << n << ", byte " << at;
+    }
+  }
+  // The table finds through it: keys of each length class, alike but one
+  // byte.
+  NodeTable table;
+  for (const char* key :
+       {"x",
+        "act",
+        "done",
+        "action",
+        "terminated",
+        "observation",
+        "a_key_past_16_bytes"}) {
+    table.append(key, number(static_cast<int64_t>(std::strlen(key))));
+  }
+  EXPECT_EQ(number_of(table.find("observation")), 11);
+  EXPECT_EQ(table.find("observatioN"), nullptr);
+  EXPECT_EQ(table.find("acti0n"), nullptr);
+  EXPECT_EQ(number_of(table.find("a_key_past_16_bytes")), 19);
+  EXPECT_EQ(table.find("a_key_past_16_bytez"), nullptr);
 }
 
 TEST(NodeTableTest, ClearRemovesEveryNode) {

@@ -91,9 +91,13 @@ class LeafOrderMatch {
         }
         const NestedKey& key = order_[pos_];
         if (key.size() != path_.size() + 1 ||
-            !std::equal(path_.begin(), path_.end(), key.begin()) ||
-            key.back() != node->key) {
+            !same_key(key.back(), node->key)) {
           return false;
+        }
+        for (size_t level = 0; level < path_.size(); ++level) {
+          if (!same_key(path_[level], key[level])) {
+            return false;
+          }
         }
         values_[slots_[pos_]] = &node->value.tensor();
         ++pos_;

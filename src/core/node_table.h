@@ -16,6 +16,38 @@
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
 
+/// Returns whether `a` and `b` hold the same bytes. Inline, reading a key
+/// of up to 16 bytes as two overlapping words: a dict's keys are short
+/// names, and memcmp's out-of-line size dispatch costs more than the
+/// compare (a collector's step compares a few dozen keys).
+inline bool same_key(std::string_view a, std::string_view b) noexcept {
+  const size_t n = a.size();
+  if (n != b.size()) {
+    return false;
+  }
+  const char* p = a.data();
+  const char* q = b.data();
+  const auto word = [](const char* at, auto zero) {
+    decltype(zero) w;
+    std::memcpy(&w, at, sizeof(w));
+    return w;
+  };
+  if (n > 16) {
+    return std::memcmp(p, q, n) == 0;
+  }
+  if (n >= 8) {
+    return ((word(p, uint64_t{}) ^ word(q, uint64_t{})) |
+            (word(p + n - 8, uint64_t{}) ^ word(q + n - 8, uint64_t{}))) == 0;
+  }
+  if (n >= 4) {
+    return ((word(p, uint32_t{}) ^ word(q, uint32_t{})) |
+            (word(p + n - 4, uint32_t{}) ^ word(q + n - 4, uint32_t{}))) == 0;
+  }
+  // 0 to 3 bytes: the first, middle and last cover them all.
+  return n == 0 ||
+         (p[0] == q[0] && p[n / 2] == q[n / 2] && p[n - 1] == q[n - 1]);
+}
+
 /// One entry: its own name and its value.
 struct Node {
   Node(std::string&& key_, Value&& value_, size_t hash_)
@@ -111,7 +143,7 @@ class NodeTable {
         return nullptr;
       }
       const Node& node = nodes_[static_cast<size_t>(pos)];
-      if (node.hash == hash && node.key == key) {
+      if (node.hash == hash && same_key(node.key, key)) {
         return const_cast<Node*>(&node);
       }
     }

@@ -182,9 +182,18 @@ class DrawRing {
 
   static bool reusable(
       const Slot& slot, c10::IntArrayRef shape, c10::ScalarType dtype) {
-    if (!slot.tensor.defined() || slot.tensor.scalar_type() != dtype ||
-        slot.tensor.sizes() != shape) {
+    if (!slot.tensor.defined() || slot.tensor.scalar_type() != dtype) {
       return false;
+    }
+    // Dim by dim: comparing the arrays calls memcmp, every draw.
+    const c10::IntArrayRef sizes = slot.tensor.sizes();
+    if (sizes.size() != shape.size()) {
+      return false;
+    }
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (sizes[d] != shape[d]) {
+        return false;
+      }
     }
     const c10::TensorImpl* impl = slot.tensor.unsafeGetTensorImpl();
     const c10::Storage& storage = impl->storage();

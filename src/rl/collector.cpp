@@ -174,6 +174,19 @@ void copy_rows(char* out, const char* in, int64_t n, size_t stride) {
   }
 }
 
+// The bytes of `t`, a CPU tensor, to read: inline, where const_data_ptr
+// is two calls out of line, for every leaf of every step; null when it has
+// no storage to read this way (then the caller copies with tensor ops).
+const char* readable_bytes(const at::Tensor& t) {
+  const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  const c10::Storage& storage = impl->unsafe_storage();
+  if (!storage || impl->numel() == 0) {
+    return nullptr;
+  }
+  return static_cast<const char*>(storage.data()) +
+         impl->storage_offset() * static_cast<int64_t>(impl->itemsize());
+}
+
 // Copies step `t` of every sub-env, `src` [N, ...], into `dst` [N, T, ...]
 // (`column` its layout, found once per layout): one copy per sub-env when
 // `src` is a contiguous CPU tensor of dst's dtype and step shape (a step of
@@ -186,13 +199,21 @@ void copy_step(
     int64_t t) {
   const c10::IntArrayRef from = src.sizes();
   const c10::IntArrayRef to = dst.sizes();
-  if (column.cpu && src.device().is_cpu() &&
-      src.scalar_type() == dst.scalar_type() && src.is_contiguous() &&
-      !from.empty() && from.size() + 1 == to.size() && from[0] == to[0] &&
-      std::equal(from.begin() + 1, from.end(), to.begin() + 2)) {
+  // The step shape compared in a loop: std::equal is a call to memcmp for
+  // a dim or two, every leaf of every step.
+  bool same_step =
+      !from.empty() && from.size() + 1 == to.size() && from[0] == to[0];
+  for (size_t d = 1; same_step && d < from.size(); ++d) {
+    same_step = from[d] == to[d + 1];
+  }
+  const char* in = column.cpu && same_step && src.device().is_cpu() &&
+                           src.scalar_type() == dst.scalar_type() &&
+                           src.is_contiguous()
+                       ? readable_bytes(src)
+                       : nullptr;
+  if (in != nullptr) {
     const auto row = static_cast<size_t>(column.row);
     const auto stride = static_cast<size_t>(column.env_stride);
-    const auto* in = static_cast<const char*>(src.const_data_ptr());
     char* out = column.at(0, t);
     // The rows of a step are a few bytes (a flag, a float, an observation):
     // a copy of known size is a move or two, a call to memcpy is not.

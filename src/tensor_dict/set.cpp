@@ -15,8 +15,17 @@ TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
 
 bool shape_starts_with(c10::IntArrayRef shape, c10::IntArrayRef batch_size) {
-  return shape.size() >= batch_size.size() &&
-         std::equal(batch_size.begin(), batch_size.end(), shape.begin());
+  if (shape.size() < batch_size.size()) {
+    return false;
+  }
+  // A loop, not std::equal: that is a call to memcmp for a dim or two,
+  // and every set of a tensor checks its batch prefix.
+  for (size_t d = 0; d < batch_size.size(); ++d) {
+    if (shape[d] != batch_size[d]) {
+      return false;
+    }
+  }
+  return true;
 }
 
 namespace {
