@@ -7,6 +7,7 @@
 #include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
+#include <c10/macros/Macros.h>
 #include <c10/util/Exception.h>
 #include <c10/util/FunctionRef.h>
 #include <torch/csrc/autograd/grad_mode.h>
@@ -165,12 +166,40 @@ namespace {
 using collector_internal::Column;
 using collector_internal::RangePool;
 
-// Copies `n` rows of kRow bytes, packed at `in`, to rows `stride` bytes
-// apart at `out`.
+// Copies `n` rows of kRow bytes, `in_stride` bytes apart at `in`, to rows
+// `out_stride` bytes apart at `out`.
 template <size_t kRow>
-void copy_rows(char* out, const char* in, int64_t n, size_t stride) {
-  for (int64_t i = 0; i < n; ++i) {
-    std::memcpy(out + static_cast<size_t>(i) * stride, in + i * kRow, kRow);
+void copy_rows(
+    char* out, size_t out_stride, const char* in, size_t in_stride, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    std::memcpy(out + i * out_stride, in + i * in_stride, kRow);
+  }
+}
+
+// The same for rows of `row` bytes. The rows of a step are a few bytes (a
+// flag, a float, an observation): a copy of known size is a move or two, a
+// call to memcpy is not, and a step copies a few per leaf (inlined: a
+// call to it cost more than the copies of a one-env step).
+C10_ALWAYS_INLINE void copy_rows(
+    char* out,
+    size_t out_stride,
+    const char* in,
+    size_t in_stride,
+    size_t n,
+    size_t row) {
+  switch (row) {
+    case 1:
+      return copy_rows<1>(out, out_stride, in, in_stride, n);
+    case 4:
+      return copy_rows<4>(out, out_stride, in, in_stride, n);
+    case 8:
+      return copy_rows<8>(out, out_stride, in, in_stride, n);
+    case 16:
+      return copy_rows<16>(out, out_stride, in, in_stride, n);
+    default:
+      for (size_t i = 0; i < n; ++i) {
+        std::memcpy(out + i * out_stride, in + i * in_stride, row);
+      }
   }
 }
 
@@ -213,29 +242,14 @@ void copy_step(
                        : nullptr;
   if (in != nullptr) {
     const auto row = static_cast<size_t>(column.row);
-    const auto stride = static_cast<size_t>(column.env_stride);
-    char* out = column.at(0, t);
-    // The rows of a step are a few bytes (a flag, a float, an observation):
-    // a copy of known size is a move or two, a call to memcpy is not.
-    switch (row) {
-      case 1:
-        copy_rows<1>(out, in, from[0], stride);
-        return;
-      case 4:
-        copy_rows<4>(out, in, from[0], stride);
-        return;
-      case 8:
-        copy_rows<8>(out, in, from[0], stride);
-        return;
-      case 16:
-        copy_rows<16>(out, in, from[0], stride);
-        return;
-      default:
-        for (int64_t i = 0; i < from[0]; ++i) {
-          std::memcpy(out + i * stride, in + i * row, row);
-        }
-        return;
-    }
+    copy_rows(
+        column.at(0, t),
+        static_cast<size_t>(column.env_stride),
+        in,
+        row,
+        static_cast<size_t>(from[0]),
+        row);
+    return;
   }
   dst.select(1, t).copy_(src);
 }
@@ -331,13 +345,14 @@ void copy_column(
   if (column.cpu && dst.device().is_cpu() && dst.is_contiguous() &&
       dst.scalar_type() == leaf.scalar_type() &&
       dst.numel() * static_cast<int64_t>(dst.itemsize()) == column.row * n) {
-    auto* out = static_cast<char*>(dst.data_ptr());
-    for (int64_t i = 0; i < n; ++i) {
-      std::memcpy(
-          out + i * column.row,
-          column.at(i, t),
-          static_cast<size_t>(column.row));
-    }
+    const auto row = static_cast<size_t>(column.row);
+    copy_rows(
+        static_cast<char*>(dst.data_ptr()),
+        row,
+        column.at(0, t),
+        static_cast<size_t>(column.env_stride),
+        static_cast<size_t>(n),
+        row);
     return;
   }
   dst.copy_(leaf.select(1, t).reshape(dst.sizes()));
