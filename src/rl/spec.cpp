@@ -129,8 +129,8 @@ std::string mismatch(
   if (!value.defined()) {
     return "an undefined tensor";
   }
-  // Compared in place: a collector checks every step's action.
-  // Dim by dim: comparing the arrays calls memcmp, twice a check.
+  // Compared in place, dim by dim: a collector checks every step's action,
+  // and comparing the arrays would call memcmp twice.
   const c10::IntArrayRef sizes = value.sizes();
   const std::vector<int64_t>& trailing = spec.shape();
   bool shape_fits = sizes.size() == batch.size() + trailing.size();
