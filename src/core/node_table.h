@@ -16,6 +16,15 @@
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
 
+/// Returns the `Word` at `p` (any alignment): how the key hash and
+/// same_key read a key a few bytes at a time.
+template <typename Word>
+Word load_word(const char* p) noexcept {
+  Word word;
+  std::memcpy(&word, p, sizeof(Word));
+  return word;
+}
+
 /// Returns whether `a` and `b` hold the same bytes. Inline, reading a key
 /// of up to 16 bytes as two overlapping words: a dict's keys are short
 /// names, and memcmp's out-of-line size dispatch costs more than the
@@ -27,21 +36,18 @@ inline bool same_key(std::string_view a, std::string_view b) noexcept {
   }
   const char* p = a.data();
   const char* q = b.data();
-  const auto word = [](const char* at, auto zero) {
-    decltype(zero) w;
-    std::memcpy(&w, at, sizeof(w));
-    return w;
-  };
   if (n > 16) {
     return std::memcmp(p, q, n) == 0;
   }
   if (n >= 8) {
-    return ((word(p, uint64_t{}) ^ word(q, uint64_t{})) |
-            (word(p + n - 8, uint64_t{}) ^ word(q + n - 8, uint64_t{}))) == 0;
+    using W = uint64_t;
+    return ((load_word<W>(p) ^ load_word<W>(q)) |
+            (load_word<W>(p + n - 8) ^ load_word<W>(q + n - 8))) == 0;
   }
   if (n >= 4) {
-    return ((word(p, uint32_t{}) ^ word(q, uint32_t{})) |
-            (word(p + n - 4, uint32_t{}) ^ word(q + n - 4, uint32_t{}))) == 0;
+    using W = uint32_t;
+    return ((load_word<W>(p) ^ load_word<W>(q)) |
+            (load_word<W>(p + n - 4) ^ load_word<W>(q + n - 4))) == 0;
   }
   // 0 to 3 bytes: the first, middle and last cover them all.
   return n == 0 ||
@@ -197,26 +203,20 @@ class NodeTable {
     uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
     if (n >= 8) {
       for (size_t i = 0; i + 8 < n; i += 8) {
-        h = mix(h ^ load<uint64_t>(p + i));
+        h = mix(h ^ load_word<uint64_t>(p + i));
       }
       // The last eight bytes, overlapping the word before when n is not a
       // multiple of eight; n itself is in h.
-      h = mix(h ^ load<uint64_t>(p + n - 8));
+      h = mix(h ^ load_word<uint64_t>(p + n - 8));
     } else if (n >= 4) {
-      h =
-          mix(h ^ (load<uint32_t>(p) |
-                   (static_cast<uint64_t>(load<uint32_t>(p + n - 4)) << 32)));
+      h = mix(
+          h ^ (load_word<uint32_t>(p) |
+               (static_cast<uint64_t>(load_word<uint32_t>(p + n - 4)) << 32)));
     } else if (n > 0) {
       h = mix(
           h ^ (byte(p[0]) | (byte(p[n / 2]) << 8) | (byte(p[n - 1]) << 16)));
     }
     return static_cast<size_t>(h ^ (h >> 32));
-  }
-  template <typename Word>
-  static Word load(const char* p) noexcept {
-    Word word;
-    std::memcpy(&word, p, sizeof(Word));
-    return word;
   }
   static uint64_t byte(char c) noexcept {
     return static_cast<unsigned char>(c);

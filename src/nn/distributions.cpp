@@ -37,6 +37,7 @@
 
 #include "nn/categorical_draw.h"
 #include "nn/tanh_normal_draw.h"
+#include "util/dims.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace nn {
@@ -182,18 +183,9 @@ class DrawRing {
 
   static bool reusable(
       const Slot& slot, c10::IntArrayRef shape, c10::ScalarType dtype) {
-    if (!slot.tensor.defined() || slot.tensor.scalar_type() != dtype) {
+    if (!slot.tensor.defined() || slot.tensor.scalar_type() != dtype ||
+        !tensordict::detail::same_dims(slot.tensor.sizes(), shape)) {
       return false;
-    }
-    // Dim by dim: comparing the arrays calls memcmp, every draw.
-    const c10::IntArrayRef sizes = slot.tensor.sizes();
-    if (sizes.size() != shape.size()) {
-      return false;
-    }
-    for (size_t d = 0; d < shape.size(); ++d) {
-      if (sizes[d] != shape[d]) {
-        return false;
-      }
     }
     const c10::TensorImpl* impl = slot.tensor.unsafeGetTensorImpl();
     const c10::Storage& storage = impl->storage();

@@ -28,6 +28,7 @@
 #include "tensordict/errors.h"
 #include "tensordict/nn.h"
 #include "tensordict/value.h"
+#include "util/dims.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace rl {
@@ -228,13 +229,9 @@ void copy_step(
     int64_t t) {
   const c10::IntArrayRef from = src.sizes();
   const c10::IntArrayRef to = dst.sizes();
-  // The step shape compared in a loop: std::equal is a call to memcmp for
-  // a dim or two, every leaf of every step.
-  bool same_step =
-      !from.empty() && from.size() + 1 == to.size() && from[0] == to[0];
-  for (size_t d = 1; same_step && d < from.size(); ++d) {
-    same_step = from[d] == to[d + 1];
-  }
+  const bool same_step =
+      !from.empty() && from.size() + 1 == to.size() && from[0] == to[0] &&
+      detail::same_dims(from.data() + 1, to.data() + 2, from.size() - 1);
   const char* in = column.cpu && same_step && src.device().is_cpu() &&
                            src.scalar_type() == dst.scalar_type() &&
                            src.is_contiguous()

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "tensordict/errors.h"
+#include "util/dims.h"
 #include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
@@ -129,15 +130,14 @@ std::string mismatch(
   if (!value.defined()) {
     return "an undefined tensor";
   }
-  // Compared in place, dim by dim: a collector checks every step's action,
-  // and comparing the arrays would call memcmp twice.
+  // Compared in place: a collector checks every step's action.
   const c10::IntArrayRef sizes = value.sizes();
   const std::vector<int64_t>& trailing = spec.shape();
-  bool shape_fits = sizes.size() == batch.size() + trailing.size();
-  for (size_t d = 0; shape_fits && d < sizes.size(); ++d) {
-    shape_fits =
-        sizes[d] == (d < batch.size() ? batch[d] : trailing[d - batch.size()]);
-  }
+  const bool shape_fits =
+      sizes.size() == batch.size() + trailing.size() &&
+      detail::same_dims(sizes.data(), batch.data(), batch.size()) &&
+      detail::same_dims(
+          sizes.data() + batch.size(), trailing.data(), trailing.size());
   if (!spec.accepts(value.scalar_type()) || !shape_fits) {
     const std::vector<int64_t> shape = full_shape(batch, spec.shape());
     return "expected " + shape_string(shape) + " " +

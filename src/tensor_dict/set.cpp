@@ -9,23 +9,16 @@
 #include "core/tensor_dict_impl.h"
 #include "core/walk.h"
 #include "tensordict/json.h"
+#include "util/dims.h"
 #include "util/python_spelling.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace detail {
 
 bool shape_starts_with(c10::IntArrayRef shape, c10::IntArrayRef batch_size) {
-  if (shape.size() < batch_size.size()) {
-    return false;
-  }
-  // A loop, not std::equal: that is a call to memcmp for a dim or two,
-  // and every set of a tensor checks its batch prefix.
-  for (size_t d = 0; d < batch_size.size(); ++d) {
-    if (shape[d] != batch_size[d]) {
-      return false;
-    }
-  }
-  return true;
+  // Every set of a tensor checks its batch prefix (same_dims: no memcmp).
+  return shape.size() >= batch_size.size() &&
+         same_dims(shape.data(), batch_size.data(), batch_size.size());
 }
 
 namespace {
