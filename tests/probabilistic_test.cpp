@@ -241,6 +241,16 @@ TEST(ProbabilisticTest, ModuleDrawsAsItsDistributionDoes) {
         c10::ValueError,
         "to satisfy the constraint Real(), but found NaN values");
     EXPECT_FALSE(bad.contains("action"));
+    // An infinite logit makes NaN probabilities: the draw's error, from the
+    // loops of two actions and of any other count alike.
+    for (at::Tensor logits : {f32({INFINITY, 0}), f32({0, INFINITY, 1})}) {
+      TensorDict inf({{"logits", logits}}, {});
+      EXPECT_THROWS_WITH(
+          head(inf),
+          c10::Error,
+          "probability tensor contains either `inf`, `nan` or element < 0");
+      EXPECT_FALSE(inf.contains("action"));
+    }
   }
   // Logits recording a graph take torch's ops: the log-prob has a gradient.
   ProbabilisticTensorDictModule head(

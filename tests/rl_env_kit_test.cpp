@@ -455,6 +455,49 @@ TEST(RlEnvKitTest, IndexRowsReadCategoricalAndOneHotActions) {
       "accept");
 }
 
+// A one-hot row's index is its first nonzero element (-1 for none), read
+// in any dtype and row stride, as the element-by-element loop read it;
+// floats are truncated first, so 0.5 is not a one.
+TEST(RlEnvKitTest, IndexRowsTakeTheFirstNonzeroOfEachRow) {
+  TensorDict td({4});
+  const at::Tensor rows = torch::tensor(
+      {{0, 0, 0, 1, 0}, {0, 1, 0, 1, 0}, {0, 0, 0, 0, 0}, {1, 0, 0, 0, 1}});
+  const std::vector<int64_t> expected = {3, 1, -1, 0};
+  for (auto dtype :
+       {torch::kLong,
+        torch::kInt,
+        torch::kBool,
+        torch::kFloat,
+        torch::kDouble,
+        torch::kUInt8}) {
+    td.set("action", rows.to(dtype));
+    // Every other column of a wider leaf: a column stride of 2.
+    td.set(
+        "strided",
+        torch::stack({rows, torch::zeros_like(rows)}, 2)
+            .reshape({4, 10})
+            .to(dtype)
+            .slice(1, 0, 10, 2));
+    for (const char* key : {"action", "strided"}) {
+      const rl::IndexRows index(td, key, rl::TensorSpec::one_hot(5));
+      for (int64_t i = 0; i < 4; ++i) {
+        EXPECT_EQ(index[i], expected[i]) << key << " " << dtype << " row " << i;
+      }
+    }
+  }
+  td.set(
+      "halves",
+      torch::tensor(
+          {{0.5F, 1.0F, 0.0F, 0.0F, 0.0F},
+           {0.0F, 0.0F, 0.0F, 0.0F, 0.0F},
+           {0.0F, 0.0F, 0.0F, 0.0F, 0.0F},
+           {0.0F, 0.0F, 0.0F, 0.0F, 2.0F}}));
+  const rl::IndexRows halves(td, "halves", rl::TensorSpec::one_hot(5));
+  EXPECT_EQ(halves[0], 1);
+  EXPECT_EQ(halves[1], -1);
+  EXPECT_EQ(halves[3], 4);
+}
+
 // --- BatchedEnv
 // ----------------------------------------------------------------------
 

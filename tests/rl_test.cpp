@@ -95,6 +95,14 @@ TEST(RlSpecTest, CheckNamesTheKeyAndWhatWasExpected) {
   const rl::TensorSpec one_hot = rl::TensorSpec::one_hot(2);
   EXPECT_TRUE(one_hot.is_in(torch::tensor({{0, 1}, {1, 0}}), {2}));
   EXPECT_FALSE(one_hot.is_in(torch::tensor({{1, 1}, {1, 0}}), {2}));
+  // A row of one 1 and anything but 0 is not one-hot, wherever it sits.
+  for (const auto& row :
+       {std::vector<int64_t>{1, 2}, {2, 1}, {-1, 1}, {1, -1}, {2, 0}, {0, 0}}) {
+    EXPECT_FALSE(one_hot.is_in(
+        torch::tensor({int64_t{0}, int64_t{1}, row[0], row[1]}).reshape({2, 2}),
+        {2}))
+        << row[0] << ", " << row[1];
+  }
   EXPECT_THROWS_WITH(
       one_hot.check(torch::tensor({{0, 0}}), {1}, "action"),
       c10::ValueError,

@@ -16,6 +16,8 @@
 // other without renaming.
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/ArrayRef.h>
+#include <c10/util/SmallVector.h>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
@@ -257,9 +259,13 @@ class AnyTensorDictModule
 
 namespace detail {
 
+// A wrapped module's outputs: on the stack up to four, since a module runs
+// every step of a collector and two heap lists a call cost more than the
+// dict work around it.
+using TensorList = c10::SmallVector<at::Tensor, 4>;
+
 // The wrapped module, type-erased: tensors in, tensors out.
-using TensorFunction =
-    std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)>;
+using TensorFunction = std::function<TensorList(c10::ArrayRef<at::Tensor>)>;
 
 // The most inputs a wrapped module's forward can take.
 constexpr size_t kMaxModuleInputs = 8;
@@ -267,18 +273,17 @@ constexpr size_t kMaxModuleInputs = 8;
 // A module's outputs, flattened into a list of tensors: a tensor is one,
 // a vector or tuple gives its elements in order (nested tuples, such as
 // LSTM's (output, (h, c)), flatten depth-first), void gives none.
-inline void append_outputs(std::vector<at::Tensor>& out, at::Tensor tensor) {
+inline void append_outputs(TensorList& out, at::Tensor tensor) {
   out.push_back(std::move(tensor));
 }
-inline void append_outputs(
-    std::vector<at::Tensor>& out, std::vector<at::Tensor> tensors) {
+inline void append_outputs(TensorList& out, std::vector<at::Tensor> tensors) {
   out.insert(
       out.end(),
       std::make_move_iterator(tensors.begin()),
       std::make_move_iterator(tensors.end()));
 }
 template <class... Ts>
-void append_outputs(std::vector<at::Tensor>& out, std::tuple<Ts...> tuple) {
+void append_outputs(TensorList& out, std::tuple<Ts...> tuple) {
   std::apply(
       [&](auto&... elements) {
         (append_outputs(out, std::move(elements)), ...);
@@ -286,7 +291,7 @@ void append_outputs(std::vector<at::Tensor>& out, std::tuple<Ts...> tuple) {
       tuple);
 }
 template <class A, class B>
-void append_outputs(std::vector<at::Tensor>& out, std::pair<A, B> pair) {
+void append_outputs(TensorList& out, std::pair<A, B> pair) {
   append_outputs(out, std::move(pair.first));
   append_outputs(out, std::move(pair.second));
 }
@@ -300,11 +305,11 @@ constexpr bool invocable_with(std::index_sequence<I...> /*unused*/) {
 }
 
 template <class F, size_t... I>
-std::vector<at::Tensor> invoke_with(
+TensorList invoke_with(
     F& function,
-    const std::vector<at::Tensor>& inputs,
+    c10::ArrayRef<at::Tensor> inputs,
     std::index_sequence<I...> /*unused*/) {
-  std::vector<at::Tensor> outputs;
+  TensorList outputs;
   if constexpr (std::is_void_v<std::invoke_result_t<F&, TensorArg<I>...>>) {
     function(inputs[I]...);
   } else {
@@ -316,8 +321,7 @@ std::vector<at::Tensor> invoke_with(
 // Calls `function` with as many tensors as `inputs` holds; the
 // constructor checked that this count is one the function accepts.
 template <class F, size_t N = 0>
-std::vector<at::Tensor> invoke_n(
-    F& function, const std::vector<at::Tensor>& inputs) {
+TensorList invoke_n(F& function, c10::ArrayRef<at::Tensor> inputs) {
   if constexpr (N > kMaxModuleInputs) {
     TORCH_INTERNAL_ASSERT(false, "no arity of the module matches");
   } else {
@@ -642,8 +646,8 @@ class TENSORDICT_API TensorDictModuleImpl : public TensorDictModuleBase {
       const std::optional<c10::Device>& device);
   template <class F>
   static detail::TensorFunction make_function(F function) {
-    return [function = std::move(function)](
-               const std::vector<at::Tensor>& inputs) mutable {
+    return [function =
+                std::move(function)](c10::ArrayRef<at::Tensor> inputs) mutable {
       return detail::invoke_n(function, inputs);
     };
   }
@@ -651,12 +655,12 @@ class TENSORDICT_API TensorDictModuleImpl : public TensorDictModuleBase {
   static detail::TensorFunction make_kwargs_function(
       F function, std::vector<std::string> names) {
     return [function = std::move(function), names = std::move(names)](
-               const std::vector<at::Tensor>& inputs) mutable {
+               c10::ArrayRef<at::Tensor> inputs) mutable {
       TensorKwargs kwargs;
       for (size_t i = 0; i < names.size(); ++i) {
         kwargs.emplace(names[i], inputs[i]);
       }
-      std::vector<at::Tensor> outputs;
+      detail::TensorList outputs;
       if constexpr (std::is_void_v<
                         std::invoke_result_t<F&, const TensorKwargs&>>) {
         function(kwargs);

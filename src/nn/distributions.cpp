@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -216,11 +217,22 @@ at::Tensor recycled_cpu(c10::IntArrayRef shape, c10::ScalarType dtype) {
   return ring.take(shape, dtype);
 }
 
+// The row helpers below take the row width `k` at run time, or at compile
+// time as `K` (K > 0; then `k` is ignored): a collector's categorical head
+// draws from a handful of actions every step, where the loops over a row
+// of two, unrolled, cost a few instructions and the general loops several
+// times that in their bookkeeping and mispredicted exits. The arithmetic,
+// and its order, is the same either way.
+template <int64_t K>
+constexpr int64_t row_width(int64_t k) {
+  return K > 0 ? K : k;
+}
+
 // The maximum of row[0, k), -inf for no element above it.
-template <typename T>
+template <int64_t K = 0, typename T>
 T row_max(const T* row, int64_t k) {
   T max = -std::numeric_limits<T>::infinity();
-  for (int64_t j = 0; j < k; ++j) {
+  for (int64_t j = 0; j < row_width<K>(k); ++j) {
     max = row[j] > max ? row[j] : max;
   }
   return max;
@@ -228,19 +240,20 @@ T row_max(const T* row, int64_t k) {
 
 // logits - logsumexp(logits), row by row, in T: torch's formula (an
 // infinite maximum shifts by 0).
-template <typename T>
+template <int64_t K = 0, typename T>
 void normalize_rows(const T* in, T* logits, int64_t rows, int64_t k) {
+  const int64_t width = row_width<K>(k);
   for (int64_t r = 0; r < rows; ++r) {
-    const T* x = in + r * k;
-    T* l = logits + r * k;
-    const T max = row_max(x, k);
+    const T* x = in + r * width;
+    T* l = logits + r * width;
+    const T max = row_max<K>(x, width);
     const T shift = std::isinf(max) ? T(0) : max;
     T sum = 0;
-    for (int64_t j = 0; j < k; ++j) {
+    for (int64_t j = 0; j < width; ++j) {
       sum += std::exp(x[j] - shift);
     }
     const T lse = std::log(sum) + shift;
-    for (int64_t j = 0; j < k; ++j) {
+    for (int64_t j = 0; j < width; ++j) {
       l[j] = x[j] - lse;
     }
   }
@@ -248,36 +261,36 @@ void normalize_rows(const T* in, T* logits, int64_t rows, int64_t k) {
 
 // The softmax of normalized logits, row by row, in T: torch's formula
 // (softmax multiplies by the inverse sum).
-template <typename T>
+template <int64_t K = 0, typename T>
 void softmax_rows(const T* logits, T* probs, int64_t rows, int64_t k) {
+  const int64_t width = row_width<K>(k);
   for (int64_t r = 0; r < rows; ++r) {
-    const T* l = logits + r * k;
-    T* p = probs + r * k;
-    const T lmax = row_max(l, k);
+    const T* l = logits + r * width;
+    T* p = probs + r * width;
+    const T lmax = row_max<K>(l, width);
     T psum = 0;
-    for (int64_t j = 0; j < k; ++j) {
+    for (int64_t j = 0; j < width; ++j) {
       p[j] = std::exp(l[j] - lmax);
       psum += p[j];
     }
     const T scale = T(1) / psum;
-    for (int64_t j = 0; j < k; ++j) {
+    for (int64_t j = 0; j < width; ++j) {
       p[j] *= scale;
     }
   }
 }
 
 // The index of the first maximum of row[0, k), NaN counting as the
-// maximum: torch's argmax.
-template <typename T>
+// maximum: torch's argmax. The compare is a select, not a branch: drawn
+// indices are random, and a branch on them is mispredicted half the time.
+template <int64_t K = 0, typename T>
 int64_t first_argmax(const T* row, int64_t k) {
   int64_t best = 0;
-  for (int64_t j = 0; j < k; ++j) {
+  for (int64_t j = 0; j < row_width<K>(k); ++j) {
     if (std::isnan(row[j])) {
       return j;
     }
-    if (row[j] > row[best]) {
-      best = j;
-    }
+    best = row[j] > row[best] ? j : best;
   }
   return best;
 }
@@ -288,62 +301,69 @@ constexpr int64_t kMaxLoopEvents = int64_t{1} << 24;
 // torch.multinomial's draw of one index per row of `p` (probabilities,
 // `rows` rows of `k`) into `out`: its checks, Exp(1) noise from one
 // `exponential_` call, then the first argmax of p / q.
-template <typename T>
+template <int64_t K = 0, typename T>
 void draw_rows(
     const T* p,
     int64_t rows,
     int64_t k,
     const std::optional<at::Generator>& generator,
     int64_t* out) {
+  const int64_t width = row_width<K>(k);
   for (int64_t r = 0; r < rows; ++r) {
     T sum = 0;
-    for (int64_t j = 0; j < k; ++j) {
-      const T v = p[r * k + j];
-      TORCH_CHECK(
-          v >= 0 && v < std::numeric_limits<T>::infinity(),
-          "probability tensor contains either `inf`, `nan` or element < 0");
+    bool finite = true;
+    for (int64_t j = 0; j < width; ++j) {
+      const T v = p[r * width + j];
+      finite = finite && v >= 0 && v < std::numeric_limits<T>::infinity();
       sum += v;
     }
+    TORCH_CHECK(
+        finite,
+        "probability tensor contains either `inf`, `nan` or element < 0");
     TORCH_CHECK(
         sum != 0,
         "invalid multinomial distribution (sum of probabilities <= 0)");
   }
-  at::Tensor q = empty_cpu({rows, k}, c10::CppTypeToScalarType<T>::value)
+  at::Tensor q = empty_cpu({rows, width}, c10::CppTypeToScalarType<T>::value)
                      .exponential_(1, generator);
   T* ratio = q.mutable_data_ptr<T>();
-  for (int64_t i = 0; i < rows * k; ++i) {
+  for (int64_t i = 0; i < rows * width; ++i) {
     ratio[i] = p[i] / ratio[i];
   }
   for (int64_t r = 0; r < rows; ++r) {
-    out[r] = first_argmax(ratio + r * k, k);
+    out[r] = first_argmax<K>(ratio + r * width, width);
   }
 }
 
 // Normalizes `rows` rows of `k` logits at `in` into `out` (normalize_rows),
 // after torch's Real() constraint check on every value, naming `dist`.
-template <typename T>
+template <int64_t K = 0, typename T>
 void normalize_checked_rows(
     const T* in, T* out, int64_t rows, int64_t k, const char* dist) {
-  for (int64_t i = 0; i < rows * k; ++i) {
-    TORCH_CHECK_VALUE(
-        !std::isnan(in[i]),
-        "Expected parameter logits of distribution ",
-        dist,
-        " to satisfy the constraint Real(), but found NaN values");
+  bool any_nan = false;
+  for (int64_t i = 0; i < rows * row_width<K>(k); ++i) {
+    any_nan = any_nan || std::isnan(in[i]);
   }
-  normalize_rows(in, out, rows, k);
+  TORCH_CHECK_VALUE(
+      !any_nan,
+      "Expected parameter logits of distribution ",
+      dist,
+      " to satisfy the constraint Real(), but found NaN values");
+  normalize_rows<K>(in, out, rows, k);
 }
 
 // Writes the one-hot rows of `drawn` (one index in [0, k) per row) into
 // `one_hot`, contiguous [rows, k] of any dtype: every element, so the
 // tensor may come uninitialized (at::zeros would dispatch a fill).
+template <int64_t K = 0>
 void write_one_hot(
     const at::Tensor& one_hot, const int64_t* drawn, int64_t rows, int64_t k) {
+  const int64_t width = row_width<K>(k);
   AT_DISPATCH_ALL_TYPES(one_hot.scalar_type(), "one_hot", [&] {
     scalar_t* out = one_hot.mutable_data_ptr<scalar_t>();
     for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t j = 0; j < k; ++j) {
-        out[r * k + j] = j == drawn[r] ? scalar_t(1) : scalar_t(0);
+      for (int64_t j = 0; j < width; ++j) {
+        out[r * width + j] = j == drawn[r] ? scalar_t(1) : scalar_t(0);
       }
     }
   });
@@ -809,35 +829,46 @@ std::optional<CategoricalDraw> draw_from_logits(
   const c10::IntArrayRef batch = logits.sizes().slice(0, logits.dim() - 1);
   c10::SmallVector<int64_t, 16> drawn(static_cast<size_t>(rows));
   CategoricalDraw out;
-  AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "draw_from_logits", [&] {
-    // from_logits (logits_and_probs).
-    c10::SmallVector<scalar_t, 64> normalized(static_cast<size_t>(rows * k));
-    normalize_checked_rows(
-        logits.const_data_ptr<scalar_t>(), normalized.data(), rows, k, dist);
-    // sample (draw_indices).
-    c10::SmallVector<scalar_t, 64> probs(static_cast<size_t>(rows * k));
-    softmax_rows(normalized.data(), probs.data(), rows, k);
-    draw_rows(probs.data(), rows, k, generator, drawn.data());
-    if (one_hot) {
-      c10::SmallVector<int64_t, 4> shape(batch.begin(), batch.end());
-      shape.push_back(k);
-      out.sample = recycled_cpu(
-          shape, torch_semantics ? logits.scalar_type() : at::kLong);
-      write_one_hot(out.sample, drawn.data(), rows, k);
-    } else {
-      out.sample = recycled_cpu(batch, at::kLong);
-      std::copy(
-          drawn.begin(), drawn.end(), out.sample.mutable_data_ptr<int64_t>());
-    }
-    // log_prob (gather_log_prob): the drawn index is in range.
-    if (with_log_prob) {
-      out.log_prob = recycled_cpu(batch, logits.scalar_type());
-      scalar_t* values = out.log_prob.mutable_data_ptr<scalar_t>();
-      for (int64_t r = 0; r < rows; ++r) {
-        values[r] = normalized[r * k + drawn[r]];
+  // The loops for rows of `width` (K of them, or k when K is 0).
+  const auto draw = [&](auto width) {
+    constexpr int64_t K = decltype(width)::value;
+    AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "draw_from_logits", [&] {
+      // from_logits (logits_and_probs).
+      c10::SmallVector<scalar_t, 64> normalized(static_cast<size_t>(rows * k));
+      normalize_checked_rows<K>(
+          logits.const_data_ptr<scalar_t>(), normalized.data(), rows, k, dist);
+      // sample (draw_indices).
+      c10::SmallVector<scalar_t, 64> probs(static_cast<size_t>(rows * k));
+      softmax_rows<K>(normalized.data(), probs.data(), rows, k);
+      draw_rows<K>(probs.data(), rows, k, generator, drawn.data());
+      if (one_hot) {
+        c10::SmallVector<int64_t, 4> shape(batch.begin(), batch.end());
+        shape.push_back(k);
+        out.sample = recycled_cpu(
+            shape, torch_semantics ? logits.scalar_type() : at::kLong);
+        write_one_hot<K>(out.sample, drawn.data(), rows, k);
+      } else {
+        out.sample = recycled_cpu(batch, at::kLong);
+        std::copy(
+            drawn.begin(), drawn.end(), out.sample.mutable_data_ptr<int64_t>());
       }
-    }
-  });
+      // log_prob (gather_log_prob): the drawn index is in range.
+      if (with_log_prob) {
+        out.log_prob = recycled_cpu(batch, logits.scalar_type());
+        scalar_t* values = out.log_prob.mutable_data_ptr<scalar_t>();
+        for (int64_t r = 0; r < rows; ++r) {
+          values[r] = normalized[r * k + drawn[r]];
+        }
+      }
+    });
+  };
+  // Two actions (CartPole's, and many a control task's) get loops unrolled
+  // for them (row_width).
+  if (k == 2) {
+    draw(std::integral_constant<int64_t, 2>{});
+  } else {
+    draw(std::integral_constant<int64_t, 0>{});
+  }
   return out;
 }
 

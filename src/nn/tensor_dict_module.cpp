@@ -280,8 +280,8 @@ TensorDict TensorDictModuleImpl::forward(TensorDict td) {
 
 TensorDict TensorDictModuleImpl::forward(TensorDict td, TensorDict out) {
   const std::vector<NestedKey>& in = in_keys();
-  std::vector<at::Tensor> inputs;
-  inputs.reserve(in.size());
+  // On the stack (init checked the count): no heap list a call.
+  c10::SmallVector<at::Tensor, detail::kMaxModuleInputs> inputs;
   std::vector<NestedKey> absent;
   for (const NestedKey& key : in) {
     const Value* value = td.find(key);
@@ -304,7 +304,7 @@ TensorDict TensorDictModuleImpl::forward(TensorDict td, TensorDict out) {
         keys_to_string(td.keys(/*include_nested=*/true)));
     inputs.push_back(td.get(key));
   }
-  std::vector<at::Tensor> outputs;
+  detail::TensorList outputs;
   try {
     outputs = function_(inputs);
   } catch (c10::Error& e) {

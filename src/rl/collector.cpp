@@ -266,7 +266,7 @@ void clear_flags(const at::Tensor& flags, const at::Tensor& mask) {
     bool* out = flags.data_ptr<bool>();
     const bool* done = mask.const_data_ptr<bool>();
     for (int64_t i = 0; i < n; ++i) {
-      out[i] = out[i] && !done[i];
+      out[i] = out[i] & !done[i];  // not &&: no branch on the flags
     }
     return;
   }
@@ -817,7 +817,7 @@ void Collector::State::advance(Collector& c, int64_t t) {
   if (done.cpu && next_leaves[done_slot].scalar_type() == c10::kBool) {
     for (int64_t i = 0; i < n; ++i) {
       mask[i] = *reinterpret_cast<const bool*>(done.at(i, t));
-      any_done = any_done || mask[i];
+      any_done = any_done | mask[i];
     }
   } else {
     done_mask.copy_(next_leaves[done_slot].select(1, t).reshape({n}));

@@ -119,7 +119,8 @@ void write_done(
     const int64_t term_stride = terminated.stride(0);
     const int64_t trunc_stride = truncated.stride(0);
     for (int64_t i = begin; i < end; ++i) {
-      out[i * out_stride] = term[i * term_stride] || trunc[i * trunc_stride];
+      // `|`, not `||`: no branch on the flags.
+      out[i * out_stride] = term[i * term_stride] | trunc[i * trunc_stride];
     }
     return;
   }

@@ -179,8 +179,11 @@ void CartPoleEnv::step_rows(
     double theta = s[2];
     double theta_dot = s[3];
     // The action's index (a one-hot's, as OneHot's to_numpy in TorchRL's
-    // GymEnv, or a categorical index): 1 pushes right.
-    const double force = action[i] == 1 ? kForceMag : -kForceMag;
+    // GymEnv, or a categorical index): 1 pushes right, anything else left.
+    // Read from a table: a branch on a random action mispredicts half the
+    // steps.
+    static constexpr double kForces[2] = {-kForceMag, kForceMag};
+    const double force = kForces[action[i] == 1 ? 1 : 0];
     const double costheta = std::cos(theta);
     const double sintheta = std::sin(theta);
     const double temp =

@@ -67,9 +67,12 @@ std::string not_one_hot(const T* rows, int64_t count, int64_t width) {
     const T* x = rows + row * width;
     int64_t ones = 0;
     bool binary = true;
+    // Bitwise, not short-circuit: the rows are random draws, and a branch
+    // on their values is mispredicted every other row.
     for (int64_t j = 0; j < width; ++j) {
-      ones += x[j] == T(1) ? 1 : 0;
-      binary = binary && (x[j] == T(0) || x[j] == T(1));
+      const bool one = x[j] == T(1);
+      ones += one ? 1 : 0;
+      binary = binary & ((x[j] == T(0)) | one);
     }
     if (!binary || ones != 1) {
       std::string values;

@@ -167,16 +167,18 @@ class TENSORDICT_API IndexRows {
 
   /// Returns sub-env `i`'s index.
   int64_t operator[](int64_t i) const {
-    const int64_t base = i * layout_.row_stride;
-    if (!one_hot_) {
-      return read(base);
+    switch (layout_.dtype) {
+      case c10::kLong:
+        return index_in(static_cast<const int64_t*>(layout_.data), i);
+      case c10::kInt:
+        return index_in(static_cast<const int32_t*>(layout_.data), i);
+      case c10::kBool:
+        return index_in(static_cast<const bool*>(layout_.data), i);
+      case c10::kFloat:
+        return index_in(static_cast<const float*>(layout_.data), i);
+      default:
+        return index_as_int64(i);
     }
-    for (int64_t j = 0; j < layout_.width; ++j) {
-      if (read(base + j * layout_.col_stride) != 0) {
-        return j;
-      }
-    }
-    return -1;
   }
   /// Returns the number of rows (N).
   int64_t size() const noexcept {
@@ -188,20 +190,34 @@ class TENSORDICT_API IndexRows {
   }
 
  private:
-  int64_t read(int64_t offset) const {
-    switch (layout_.dtype) {
-      case c10::kLong:
-        return static_cast<const int64_t*>(layout_.data)[offset];
-      case c10::kInt:
-        return static_cast<const int32_t*>(layout_.data)[offset];
-      case c10::kBool:
-        return static_cast<const bool*>(layout_.data)[offset] ? 1 : 0;
-      case c10::kFloat:
-        return static_cast<int64_t>(
-            static_cast<const float*>(layout_.data)[offset]);
-      default:
-        return detail::read_as_int64(layout_, offset);
+  template <typename T>
+  int64_t index_in(const T* data, int64_t i) const {
+    const T* row = data + i * layout_.row_stride;
+    if (!one_hot_) {
+      return static_cast<int64_t>(row[0]);
     }
+    // The first nonzero element, chosen by selects from the last: actions
+    // are random, and a loop leaving at the 1 mispredicts every other row.
+    int64_t index = -1;
+    for (int64_t j = layout_.width - 1; j >= 0; --j) {
+      index =
+          static_cast<int64_t>(row[j * layout_.col_stride]) != 0 ? j : index;
+    }
+    return index;
+  }
+  // The same for the other dtypes, element by element.
+  int64_t index_as_int64(int64_t i) const {
+    const int64_t base = i * layout_.row_stride;
+    if (!one_hot_) {
+      return detail::read_as_int64(layout_, base);
+    }
+    int64_t index = -1;
+    for (int64_t j = layout_.width - 1; j >= 0; --j) {
+      index = detail::read_as_int64(layout_, base + j * layout_.col_stride) != 0
+                  ? j
+                  : index;
+    }
+    return index;
   }
 
   detail::RowLayout layout_;
