@@ -259,9 +259,8 @@ class AnyTensorDictModule
 
 namespace detail {
 
-// A wrapped module's outputs: on the stack up to four, since a module runs
-// every step of a collector and two heap lists a call cost more than the
-// dict work around it.
+// A wrapped module's outputs, on the stack up to four: a module runs every
+// step of a collector, and a heap list is an allocation and a free a call.
 using TensorList = c10::SmallVector<at::Tensor, 4>;
 
 // The wrapped module, type-erased: tensors in, tensors out.
