@@ -455,9 +455,8 @@ TEST(RlEnvKitTest, IndexRowsReadCategoricalAndOneHotActions) {
       "accept");
 }
 
-// A one-hot row's index is its first nonzero element (-1 for none), read
-// in any dtype and row stride, as the element-by-element loop read it;
-// floats are truncated first, so 0.5 is not a one.
+// A one-hot row's index is its first nonzero element (-1 for none), in any
+// dtype and column stride; floats are truncated first, so 0.5 is not a one.
 TEST(RlEnvKitTest, IndexRowsTakeTheFirstNonzeroOfEachRow) {
   TensorDict td({4});
   const at::Tensor rows = torch::tensor(

@@ -95,7 +95,8 @@ TEST(RlSpecTest, CheckNamesTheKeyAndWhatWasExpected) {
   const rl::TensorSpec one_hot = rl::TensorSpec::one_hot(2);
   EXPECT_TRUE(one_hot.is_in(torch::tensor({{0, 1}, {1, 0}}), {2}));
   EXPECT_FALSE(one_hot.is_in(torch::tensor({{1, 1}, {1, 0}}), {2}));
-  // A row of one 1 and anything but 0 is not one-hot, wherever it sits.
+  // A row is one-hot only as one 1 and 0s: another value anywhere, or no
+  // 1, is refused (the second row of each case).
   for (const auto& row :
        {std::vector<int64_t>{1, 2}, {2, 1}, {-1, 1}, {1, -1}, {2, 0}, {0, 0}}) {
     EXPECT_FALSE(one_hot.is_in(
