@@ -169,15 +169,20 @@ class TENSORDICT_API IndexRows {
   int64_t operator[](int64_t i) const {
     switch (layout_.dtype) {
       case c10::kLong:
-        return index_in(static_cast<const int64_t*>(layout_.data), i);
+        return index_of(
+            i, Typed<int64_t>{static_cast<const int64_t*>(layout_.data)});
       case c10::kInt:
-        return index_in(static_cast<const int32_t*>(layout_.data), i);
+        return index_of(
+            i, Typed<int32_t>{static_cast<const int32_t*>(layout_.data)});
       case c10::kBool:
-        return index_in(static_cast<const bool*>(layout_.data), i);
+        return index_of(i, Typed<bool>{static_cast<const bool*>(layout_.data)});
       case c10::kFloat:
-        return index_in(static_cast<const float*>(layout_.data), i);
+        return index_of(
+            i, Typed<float>{static_cast<const float*>(layout_.data)});
       default:
-        return index_as_int64(i);
+        return index_of(i, [this](int64_t offset) {
+          return detail::read_as_int64(layout_, offset);
+        });
     }
   }
   /// Returns the number of rows (N).
@@ -190,32 +195,27 @@ class TENSORDICT_API IndexRows {
   }
 
  private:
+  // Reads the element at an offset as an int64 (floats truncated).
   template <typename T>
-  int64_t index_in(const T* data, int64_t i) const {
-    const T* row = data + i * layout_.row_stride;
-    if (!one_hot_) {
-      return static_cast<int64_t>(row[0]);
+  struct Typed {
+    const T* data;
+    int64_t operator()(int64_t offset) const {
+      return static_cast<int64_t>(data[offset]);
     }
-    // The first nonzero element, chosen by selects from the last: actions
-    // are random, and a loop leaving at the 1 mispredicts every other row.
-    int64_t index = -1;
-    for (int64_t j = layout_.width - 1; j >= 0; --j) {
-      index =
-          static_cast<int64_t>(row[j * layout_.col_stride]) != 0 ? j : index;
-    }
-    return index;
-  }
-  // The same for the other dtypes, element by element.
-  int64_t index_as_int64(int64_t i) const {
+  };
+  // Row i's index, its elements read by `read`. A one-hot row's is its
+  // first nonzero element, -1 for none, chosen by selects from the last:
+  // actions are random, and a loop leaving at the 1 mispredicts every
+  // other row.
+  template <class Read>
+  int64_t index_of(int64_t i, Read read) const {
     const int64_t base = i * layout_.row_stride;
     if (!one_hot_) {
-      return detail::read_as_int64(layout_, base);
+      return read(base);
     }
     int64_t index = -1;
     for (int64_t j = layout_.width - 1; j >= 0; --j) {
-      index = detail::read_as_int64(layout_, base + j * layout_.col_stride) != 0
-                  ? j
-                  : index;
+      index = read(base + j * layout_.col_stride) != 0 ? j : index;
     }
     return index;
   }
