@@ -20,7 +20,8 @@ int main(int argc, char** argv) {
   }
   const int status = RUN_ALL_TESTS();
   const testing::UnitTest& run = *testing::UnitTest::GetInstance();
-  if (status == 0 && all_skipped_exit_code >= 0 && run.test_to_run_count() > 0 &&
+  if (status == 0 && all_skipped_exit_code >= 0 &&
+      run.test_to_run_count() > 0 &&
       run.skipped_test_count() == run.test_to_run_count()) {
     return all_skipped_exit_code;
   }
