@@ -11,7 +11,6 @@
 // program linked to a static libtensordict: the registration below runs
 // wherever this file is linked.
 
-#include <tensordict/rl.h>
 #include <tensordict/rl/env_kit.h>
 
 #include <cmath>

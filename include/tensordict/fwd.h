@@ -27,6 +27,10 @@ namespace detail {
 class TensorDictImpl;
 }  // namespace detail
 
+namespace nn {
+class AnyTensorDictModule;
+}  // namespace nn
+
 /// The JSON value type that non-tensor entries hold (null, bool, integers,
 /// doubles, strings, lists and objects). Objects keep their keys in
 /// insertion order, as Python dicts do, so JSON round-trips exactly.

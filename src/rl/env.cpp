@@ -324,6 +324,10 @@ at::Tensor EnvBase::rand_action(std::optional<at::Generator> generator) const {
   return action_spec_->rand(batch_size(), std::move(generator));
 }
 
+TensorDict EnvBase::rollout(int64_t max_steps, const RolloutOptions& options) {
+  return rollout(max_steps, nn::AnyTensorDictModule(nullptr), options);
+}
+
 TensorDict EnvBase::rollout(
     int64_t max_steps,
     const nn::AnyTensorDictModule& policy,

@@ -4,6 +4,7 @@
 // Compiled with -ffp-contract=off (CMakeLists.txt): CartPole must round
 // after every operation as numpy does, never fuse a multiply-add.
 
+#include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/zeros.h>
