@@ -12,7 +12,8 @@
 #include <string>
 
 #ifdef TORCH_MODULE
-#error "rl/env_kit.h pulls in torch::nn: an env's source should not pay for modules"
+#error \
+    "rl/env_kit.h pulls in torch::nn: an env's source should not pay for modules"
 #endif
 
 namespace header_cost_env_kit {
