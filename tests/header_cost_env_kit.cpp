@@ -2,7 +2,8 @@
 // author's kit, <tensordict/rl/env_kit.h>, stays free of tensordict/nn.h
 // and the torch::nn headers under it while an env written one sub-env at a
 // time is batched, made and rolled out with random actions. An env's
-// source took 17 s to compile with them and takes under 5 s without.
+// source (examples/custom_env/corridor_env.cpp) took 14 s to compile with
+// them and takes 3.4 s without (gcc 12, -O3).
 // torch/nn/pimpl.h, which nn.h includes, defines TORCH_MODULE.
 
 #include <tensordict/rl/env_kit.h>
