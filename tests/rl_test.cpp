@@ -645,6 +645,22 @@ TEST(RlEnvTest, RolloutStacksStepsAlongDimOne) {
   // No policy: random actions in the spec.
   TensorDict random = env.rollout(5);
   EXPECT_EQ(random.get("action").scalar_type(), torch::kLong);
+  EXPECT_TRUE(random.get("action").sum(-1).eq(1).all().item<bool>());
+  // Random actions with options, and the same rollout spelled with an
+  // empty policy (the overload env.h declares without nn.h, and the one
+  // with a policy).
+  const auto no_break = rl::RolloutOptions().break_when_any_done(false);
+  env.set_seed(1);
+  torch::manual_seed(7);
+  TensorDict long_random = env.rollout(50, no_break);
+  EXPECT_EQ(long_random.batch_size(), c10::IntArrayRef({3, 50}));
+  env.set_seed(1);
+  torch::manual_seed(7);
+  TensorDict same = env.rollout(50, nullptr, no_break);
+  EXPECT_TRUE(torch::equal(long_random.get("action"), same.get("action")));
+  EXPECT_TRUE(torch::equal(
+      long_random.get({"next", "observation"}),
+      same.get({"next", "observation"})));
 }
 
 TEST(RlEnvTest, MakeEnvKnowsCartPoleAndPointMass) {
