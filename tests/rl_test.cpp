@@ -779,6 +779,54 @@ TEST(RlMlpTest, LoopsForFewRowsAgreeWithTorchsOps) {
   }
 }
 
+// NOTE [Hidden layers in reused buffers]: the buffers are the thread's,
+// shared by every MLP on it; an output never aliases them, so the next
+// call, of this MLP or another of other widths, leaves it as it was.
+TEST(RlMlpTest, ReusedHiddenBuffersNeverReachTheOutput) {
+  torch::manual_seed(2);
+  rl::MLP wide(rl::MLPOptions(4, 3).num_cells({64, 32}));
+  rl::MLP narrow(rl::MLPOptions(4, 2).num_cells({5, 7, 3}).activation("ELU"));
+  const auto reference = [](rl::MLP& mlp, const at::Tensor& x) {
+    return mlp(x).detach();  // gradients recorded: the functional ops
+  };
+  // Buffers of other shapes are resized without torch's warning on out=
+  // tensors resized.
+  struct CountWarnings : c10::WarningHandler {
+    void process(const c10::Warning& /*warning*/) override {
+      ++count;
+    }
+    int count = 0;
+  } warnings;
+  c10::WarningUtils::WarningHandlerGuard guard(&warnings);
+  const at::Tensor x = torch::randn({16, 4});
+  const at::Tensor y = torch::randn({9, 4});
+  const at::Tensor wide_x = reference(wide, x);
+  const at::Tensor narrow_y = reference(narrow, y);
+  torch::NoGradGuard no_grad;
+  const at::Tensor first = wide(x);
+  const at::Tensor kept = first.clone();
+  const at::Tensor second = narrow(y);
+  const at::Tensor third = wide(y.narrow(0, 0, 8));
+  EXPECT_TRUE(torch::equal(first, kept));
+  EXPECT_TRUE(torch::equal(first, wide_x));
+  EXPECT_TRUE(torch::equal(second, narrow_y));
+  EXPECT_FALSE(first.is_alias_of(second));
+  EXPECT_FALSE(first.is_alias_of(third));
+  EXPECT_EQ(third.sizes(), c10::IntArrayRef({8, 3}));
+  EXPECT_TRUE(torch::equal(wide(x), wide_x));
+  // A strided input (a column of a batch), and one under inference mode.
+  const at::Tensor column = torch::randn({16, 3, 4}).select(1, 1);
+  at::Tensor column_reference;
+  {
+    torch::AutoGradMode recorded(true);
+    column_reference = reference(wide, column);
+  }
+  EXPECT_TRUE(torch::equal(wide(column), column_reference));
+  c10::InferenceMode inference;
+  EXPECT_TRUE(torch::equal(wide(x), wide_x));
+  EXPECT_EQ(warnings.count, 0);
+}
+
 TEST(RlMlpTest, LoopsSeeWeightsChangedInPlace) {
   torch::NoGradGuard no_grad;
   rl::MLP mlp(rl::MLPOptions(2, 1).num_cells({3}).activation("ReLU"));

@@ -2,15 +2,19 @@
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/grad_mode.h>
+#include <ATen/ops/addmm.h>
 #include <ATen/ops/elu.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/linear.h>
 #include <ATen/ops/relu.h>
 #include <ATen/ops/tanh.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/linear.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <ostream>
@@ -108,6 +112,9 @@ MLPImpl::MLPImpl(MLPOptions options)
   }
   sizes.push_back(options_.out_features());
   const size_t layers = sizes.size() - 1;
+  for (size_t l = 1; l < layers; ++l) {
+    widest_hidden_ = std::max(widest_hidden_, sizes[l]);
+  }
   int64_t index = 0;
   for (size_t l = 0; l < layers; ++l) {
     const bool last = l + 1 == layers;
@@ -156,6 +163,13 @@ at::Tensor MLPImpl::forward(const at::Tensor& input) {
   if (loops) {
     return forward_loops(input);
   }
+  if (input.dim() == 2 && input.device().is_cpu() &&
+      input.layout() == at::kStrided && weights_.size() > 1 &&
+      !at::GradMode::is_enabled() && !c10::InferenceMode::is_enabled() &&
+      input.size(0) * widest_hidden_ * static_cast<int64_t>(input.itemsize()) <=
+          kMaxReusedBytes) {
+    return forward_reusing(input);
+  }
   at::Tensor h = input;
   for (size_t l = 0; l < weights_.size(); ++l) {
     h = at::linear(h, weights_[l], biases_[l]);
@@ -163,6 +177,56 @@ at::Tensor MLPImpl::forward(const at::Tensor& input) {
       h = activation_ == kTanh   ? at::tanh(h)
           : activation_ == kReLU ? at::relu(h)
                                  : at::elu(h);
+    }
+  }
+  return h;
+}
+
+// NOTE [Hidden layers in reused buffers] Without gradients, the hidden
+// layers of a 2-D CPU input are written into two buffers kept per thread
+// (`addmm_out`, then the activation in place), so a call allocates only
+// its output. The functional ops allocate and free every hidden tensor,
+// and between the steps of a collector, whose dicts and env allocate too,
+// the allocator hands them out at changing addresses (four in turn over a
+// batch), which a step then misses in the first-level cache.
+// The ops and their kernels are those of the functional path (`linear` on
+// a 2-D input with a bias is `addmm`), so the output is the same to the
+// bit (rl_test compares the two).
+at::Tensor MLPImpl::forward_reusing(const at::Tensor& input) const {
+  // The buffers and the layer each holds: a layer writes into one while
+  // it reads the other. Never returned, never held past the call.
+  thread_local at::Tensor buffers[2];
+  at::Tensor h = input;
+  for (size_t l = 0; l < weights_.size(); ++l) {
+    const bool last = l + 1 == weights_.size();
+    if (last) {
+      h = at::linear(h, weights_[l], biases_[l]);
+    } else {
+      // A hidden layer always has a bias: `linear` is addmm.
+      at::Tensor& out = buffers[l % 2];
+      if (!out.defined() || out.scalar_type() != input.scalar_type()) {
+        out = at::empty({0}, input.options());
+      }
+      // Sized here: an out= op warns when it resizes a non-empty output.
+      const std::array<int64_t, 2> shape = {h.size(0), weights_[l].size(0)};
+      if (out.sizes() != c10::IntArrayRef(shape)) {
+        out.resize_(shape);
+      }
+      at::addmm_out(out, biases_[l], h, weights_[l].t());
+      h = out;
+    }
+    if (!last || options_.activate_last_layer()) {
+      switch (activation_) {
+        case kTanh:
+          h.tanh_();
+          break;
+        case kReLU:
+          h.relu_();
+          break;
+        default:
+          at::elu_(h);
+          break;
+      }
     }
   }
   return h;

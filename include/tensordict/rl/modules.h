@@ -52,13 +52,18 @@ struct TENSORDICT_API MLPOptions {
 /// allocation but the output); otherwise, and whenever gradients are
 /// recorded, by torch's `linear` and activation ops, as Python's MLP. The
 /// loops sum in another order than BLAS and take tanh within a few ulps:
-/// the two agree to 1e-5 relative, not to the bit.
+/// the two agree to 1e-5 relative, not to the bit. Without gradients, a
+/// 2-D CPU input of more rows writes its hidden layers into buffers kept
+/// per thread (at most `kMaxReusedBytes` each; NOTE [Hidden layers in
+/// reused buffers] in mlp.cpp): the same ops, the same output to the bit.
 ///
 /// Example: `rl::MLP actor(rl::MLPOptions(4, 2).num_cells({64, 64}));`
 class TENSORDICT_API MLPImpl : public torch::nn::Module {
  public:
   /// The most rows the loops of NOTE [Small-batch MLP] take.
   static constexpr int64_t kLoopRows = 4;
+  /// The largest hidden layer, in bytes, written into a reused buffer.
+  static constexpr int64_t kMaxReusedBytes = int64_t{1} << 20;
   /// Builds the layers, initialized as torch.nn.Linear does. Throws
   /// ValueError for a size < 1 or an unknown activation.
   explicit MLPImpl(MLPOptions options);
@@ -74,11 +79,13 @@ class TENSORDICT_API MLPImpl : public torch::nn::Module {
 
  private:
   at::Tensor forward_loops(const at::Tensor& input) const;
+  at::Tensor forward_reusing(const at::Tensor& input) const;
   MLPOptions options_;
   int activation_;
   // The registered layers' parameters (the same tensors).
   std::vector<at::Tensor> weights_;
   std::vector<at::Tensor> biases_;
+  int64_t widest_hidden_ = 0;
 };
 
 /// A holder of `MLPImpl`, as TORCH_MODULE makes.
