@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <ctime>
+#include <utility>
 #include <vector>
 
 namespace tensordict_bench {
@@ -30,25 +31,47 @@ inline double thread_cpu_seconds() {
          static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+/// The median of `v` (0 for none).
+inline double median_of(std::vector<double> v) {
+  if (v.empty()) {
+    return 0.0;
+  }
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (v.size() % 2 == 1) {
+    return *mid;
+  }
+  return (*mid + *std::max_element(v.begin(), mid)) / 2;
+}
+
 /// Runs `cpp()` and `raw()` twice each per iteration, times the second
 /// call of each on the thread's CPU clock and sets the counters `cpp_over_raw`
 /// (the median of the per-pair ratios), `cpp_us` and `raw_us` (the medians of
-/// each side, microseconds) and `pairs`.
-template <class Cpp, class Raw>
-void run_paired(benchmark::State& state, Cpp&& cpp, Raw&& raw) {
+/// each side, microseconds) and `pairs`. With `split`, `inner()` returns the
+/// thread's running total of seconds spent in a part both sides call (timed
+/// by the caller), and the counters `inner_ratio` and `rest_ratio` are the
+/// medians of the per-pair ratios of the time in that part and outside it.
+template <class Cpp, class Raw, class Inner>
+void run_paired_split(
+    benchmark::State& state, Cpp&& cpp, Raw&& raw, Inner&& inner, bool split) {
   std::vector<double> ratios;
   std::vector<double> cpp_seconds;
   std::vector<double> raw_seconds;
+  std::vector<double> inner_ratios;
+  std::vector<double> rest_ratios;
   bool cpp_first = true;
   for (auto _ : state) {
-    double c = 0;
-    double r = 0;
-    const auto timed = [](auto& side) {
+    // {total, inner} seconds of the timed call.
+    const auto timed = [&](auto& side) {
       side();
+      const double inner_start = inner();
       const double start = thread_cpu_seconds();
       side();
-      return thread_cpu_seconds() - start;
+      const double total = thread_cpu_seconds() - start;
+      return std::pair<double, double>{total, inner() - inner_start};
     };
+    std::pair<double, double> c;
+    std::pair<double, double> r;
     if (cpp_first) {
       c = timed(cpp);
       r = timed(raw);
@@ -57,25 +80,29 @@ void run_paired(benchmark::State& state, Cpp&& cpp, Raw&& raw) {
       c = timed(cpp);
     }
     cpp_first = !cpp_first;
-    cpp_seconds.push_back(c);
-    raw_seconds.push_back(r);
-    ratios.push_back(c / r);
+    cpp_seconds.push_back(c.first);
+    raw_seconds.push_back(r.first);
+    ratios.push_back(c.first / r.first);
+    if (split) {
+      inner_ratios.push_back(c.second / r.second);
+      rest_ratios.push_back((c.first - c.second) / (r.first - r.second));
+    }
   }
-  const auto median = [](std::vector<double> v) {
-    if (v.empty()) {
-      return 0.0;
-    }
-    const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-    std::nth_element(v.begin(), mid, v.end());
-    if (v.size() % 2 == 1) {
-      return *mid;
-    }
-    return (*mid + *std::max_element(v.begin(), mid)) / 2;
-  };
-  state.counters["cpp_over_raw"] = median(ratios);
-  state.counters["cpp_us"] = median(cpp_seconds) * 1e6;
-  state.counters["raw_us"] = median(raw_seconds) * 1e6;
+  state.counters["cpp_over_raw"] = median_of(ratios);
+  state.counters["cpp_us"] = median_of(cpp_seconds) * 1e6;
+  state.counters["raw_us"] = median_of(raw_seconds) * 1e6;
   state.counters["pairs"] = static_cast<double>(ratios.size());
+  if (split) {
+    state.counters["inner_ratio"] = median_of(inner_ratios);
+    state.counters["rest_ratio"] = median_of(rest_ratios);
+  }
+}
+
+/// `run_paired_split` without a part.
+template <class Cpp, class Raw>
+void run_paired(benchmark::State& state, Cpp&& cpp, Raw&& raw) {
+  run_paired_split(
+      state, cpp, raw, [] { return 0.0; }, false);
 }
 
 /// The collector rows' pairs: `collector.next()` against `loop.batch()`,

@@ -12,7 +12,9 @@ instructions where OUT_DIR/instructions.json, from instructions.py, has the
 op, and C++/raw paired where the op has an <op>/paired row: the median of
 per-pair CPU-time ratios, benchmarks/paired.h), writes OUT_DIR/report.json
 as {"results": [{"name", "cpp_us", "raw_us", "python_us",
-"cpp_instructions", "raw_instructions", "paired_cpp_over_raw"}, ...]} and
+"cpp_instructions", "raw_instructions", "paired_cpp_over_raw",
+"split_inner_ratio", "split_rest_ratio"}, ...]} (the last two from an
+<op>/<part>_split row: C++/raw of a part both sides call and of the rest) and
 draws OUT_DIR/report.png (bars on a log scale). A C++ benchmark run with
 repetitions counts by its median. Below the table: frames/s of the C++ rows
 whose Python result carries an env engine's ("envpool_frames_per_s",
@@ -52,6 +54,7 @@ def main(out_dir, cpp_path, *python_paths):
     timings = {}
     cpu_us = {}
     paired = {}
+    split = {}
     repeated = set()
     for bench in cpp["benchmarks"]:
         # A benchmark run with repetitions is reported by its median (its
@@ -69,6 +72,9 @@ def main(out_dir, cpp_path, *python_paths):
         op, side = name.split("/")[:2]
         if side == "paired":
             paired[op] = bench.get("cpp_over_raw")
+            continue
+        if side.endswith("_split"):
+            split[op] = (bench.get("inner_ratio"), bench.get("rest_ratio"))
             continue
         timings.setdefault(op, {})[side] = to_us(bench)
         if "cpu_time" in bench:
@@ -93,6 +99,8 @@ def main(out_dir, cpp_path, *python_paths):
                 "cpp_instructions": counted.get("cpp_instructions"),
                 "raw_instructions": counted.get("raw_instructions"),
                 "paired_cpp_over_raw": paired.get(op),
+                "split_inner_ratio": split.get(op, (None, None))[0],
+                "split_rest_ratio": split.get(op, (None, None))[1],
             }
         )
     os.makedirs(out_dir, exist_ok=True)

@@ -15,6 +15,17 @@
 // <op>/paired runs a batch of each side back to back (paired.h): its
 // counter cpp_over_raw, the median of the per-pair CPU-time ratios, is the
 // ratio to read on a noisy machine.
+//   collector_cartpole_16envs/mlp_split
+//                               the 16-env /paired work with a thread CPU
+//                               clock around every MLP call on both sides
+//                               (the same clock, the same call): its
+//                               counters inner_ratio and rest_ratio split
+//                               C++/raw into the MLP's and the rest's, so
+//                               that a change to the step reads apart from
+//                               the MLP it shares (docs/performance.md,
+//                               "The MLP runs slower inside the
+//                               collector"). Its cpp_over_raw includes the
+//                               clock's cost: read /paired for the row.
 //
 //   collector_out_of_tree_env_16envs
 //                               the collector_cartpole_16envs work over
@@ -59,15 +70,28 @@ rl::MLP make_mlp() {
   return rl::MLP(rl::MLPOptions(4, 2).num_cells({64, 64}));
 }
 
+// The actor's head: a OneHotCategorical on "logits", its log-prob kept.
+nn::ProbabilisticTensorDictModule make_head() {
+  return nn::ProbabilisticTensorDictModule(
+      std::vector<std::string>{"logits"},
+      "action",
+      nn::ProbabilisticTensorDictModuleOptions("OneHotCategorical")
+          .return_log_prob(true)
+          .default_interaction_type(nn::InteractionType::kRandom));
+}
+
 nn::AnyTensorDictModule make_actor(const rl::MLP& mlp) {
   return nn::ProbabilisticTensorDictSequential(
-      {nn::TensorDictModule(mlp, {"observation"}, {"logits"}),
-       nn::ProbabilisticTensorDictModule(
-           std::vector<std::string>{"logits"},
-           "action",
-           nn::ProbabilisticTensorDictModuleOptions("OneHotCategorical")
-               .return_log_prob(true)
-               .default_interaction_type(nn::InteractionType::kRandom))});
+      {nn::TensorDictModule(mlp, {"observation"}, {"logits"}), make_head()});
+}
+
+// The MLP call of both sides of mlp_split, with its CPU time added to
+// `seconds` (the thread's clock, as paired.h times the sides).
+at::Tensor timed_forward(rl::MLP& mlp, const at::Tensor& x, double& seconds) {
+  const double start = tensordict_bench::thread_cpu_seconds();
+  at::Tensor out = mlp->forward(x);
+  seconds += tensordict_bench::thread_cpu_seconds() - start;
+  return out;
 }
 
 // One step of gymnasium's CartPole-v1 physics on the state `s` (x,
@@ -196,7 +220,9 @@ struct RawLoop {
     bool* o_term = out_terminated.data_ptr<bool>();
     bool* o_trunc = out_truncated.data_ptr<bool>();
     for (int64_t step = 0; step < t; ++step) {
-      const at::Tensor logits_t = mlp->forward(obs);
+      const at::Tensor logits_t = mlp_seconds == nullptr
+                                      ? mlp->forward(obs)
+                                      : timed_forward(mlp, obs, *mlp_seconds);
       // Allocated as the collector's loops allocate: without the dispatcher.
       const at::Tensor noise_t =
           at::Tensor(
@@ -243,6 +269,8 @@ struct RawLoop {
       write_obs(obs.data_ptr<float>(), 4);
     }
   }
+  // Where mlp_split adds the time of each MLP call, when set.
+  double* mlp_seconds = nullptr;
   int64_t n;
   int64_t t;
   rl::MLP mlp;
@@ -291,6 +319,40 @@ void collector_paired(benchmark::State& state, int64_t envs, int64_t frames) {
       rl::CollectorOptions(frames).seed(0));
   RawLoop loop(envs, frames / envs);
   tensordict_bench::run_paired_batches(state, collector, loop, frames);
+}
+
+// The /paired work with both sides' MLP calls timed (mlp_split).
+void collector_mlp_split(
+    benchmark::State& state, int64_t envs, int64_t frames) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(0);
+  double mlp_seconds = 0;
+  rl::MLP mlp = make_mlp();
+  rl::Collector collector(
+      rl::make_env("CartPole-v1", envs),
+      nn::ProbabilisticTensorDictSequential(
+          {nn::TensorDictModule(
+               [mlp, &mlp_seconds](const at::Tensor& x) mutable {
+                 return timed_forward(mlp, x, mlp_seconds);
+               },
+               {"observation"},
+               {"logits"}),
+           make_head()}),
+      rl::CollectorOptions(frames).seed(0));
+  RawLoop loop(envs, frames / envs);
+  loop.mlp_seconds = &mlp_seconds;
+  benchmark::DoNotOptimize(collector.next());
+  loop.batch();
+  tensordict_bench::run_paired_split(
+      state,
+      [&] { benchmark::DoNotOptimize(collector.next()); },
+      [&] {
+        loop.batch();
+        benchmark::ClobberMemory();
+      },
+      [&] { return mlp_seconds; },
+      /*split=*/true);
+  state.SetItemsProcessed(state.iterations() * frames * 4);
 }
 
 void env_step_cpp(benchmark::State& state) {
@@ -344,6 +406,11 @@ void register_all() {
         ->Unit(benchmark::kMicrosecond)
         ->MinTime(2.0);
   }
+  benchmark::RegisterBenchmark(
+      "collector_cartpole_16envs/mlp_split",
+      [](benchmark::State& s) { collector_mlp_split(s, 16, 1024); })
+      ->Unit(benchmark::kMicrosecond)
+      ->MinTime(2.0);
   // Median of 5: the two sides are a few percent apart at most.
   benchmark::RegisterBenchmark(
       "collector_out_of_tree_env_16envs/cpp",
