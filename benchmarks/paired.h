@@ -107,21 +107,36 @@ void run_paired(benchmark::State& state, Cpp&& cpp, Raw&& raw) {
 
 /// The collector rows' pairs: `collector.next()` against `loop.batch()`,
 /// after one untimed call of each (the collector's first batch resets the
-/// env); `frames` per batch.
-template <class Collector, class Loop>
-void run_paired_batches(
-    benchmark::State& state, Collector& collector, Loop& loop, int64_t frames) {
+/// env); `frames` per batch. With `split`, as `run_paired_split`.
+template <class Collector, class Loop, class Inner>
+void run_paired_batches_split(
+    benchmark::State& state,
+    Collector& collector,
+    Loop& loop,
+    int64_t frames,
+    Inner&& inner,
+    bool split) {
   benchmark::DoNotOptimize(collector.next());
   loop.batch();
-  run_paired(
+  run_paired_split(
       state,
       [&] { benchmark::DoNotOptimize(collector.next()); },
       [&] {
         loop.batch();
         benchmark::ClobberMemory();
-      });
+      },
+      inner,
+      split);
   // Four batches an iteration: a side's untimed call and its timed one.
   state.SetItemsProcessed(state.iterations() * frames * 4);
+}
+
+/// `run_paired_batches_split` without a part.
+template <class Collector, class Loop>
+void run_paired_batches(
+    benchmark::State& state, Collector& collector, Loop& loop, int64_t frames) {
+  run_paired_batches_split(
+      state, collector, loop, frames, [] { return 0.0; }, false);
 }
 
 }  // namespace tensordict_bench

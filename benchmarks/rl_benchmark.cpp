@@ -341,18 +341,13 @@ void collector_mlp_split(
       rl::CollectorOptions(frames).seed(0));
   RawLoop loop(envs, frames / envs);
   loop.mlp_seconds = &mlp_seconds;
-  benchmark::DoNotOptimize(collector.next());
-  loop.batch();
-  tensordict_bench::run_paired_split(
+  tensordict_bench::run_paired_batches_split(
       state,
-      [&] { benchmark::DoNotOptimize(collector.next()); },
-      [&] {
-        loop.batch();
-        benchmark::ClobberMemory();
-      },
+      collector,
+      loop,
+      frames,
       [&] { return mlp_seconds; },
       /*split=*/true);
-  state.SetItemsProcessed(state.iterations() * frames * 4);
 }
 
 void env_step_cpp(benchmark::State& state) {
