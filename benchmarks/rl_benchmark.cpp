@@ -8,9 +8,10 @@
 // same work without dicts: the same MLP call, then the categorical head as
 // plain loops around torch's one exponential_ call (the draw of
 // torch.multinomial), the CartPole step on doubles, the results written by
-// pointer into preallocated [N, T] tensors, finished envs reset. The Python
-// side, TorchRL 0.14.1's Collector with the same actor on
-// GymEnv("CartPole-v1") and on the 16-env vectorized GymEnv, is
+// pointer into [N, T] tensors made for each batch (the batch's thirteen
+// leaves, trajectory ids and the root's done flags among them), finished
+// envs reset. The Python side, TorchRL 0.14.1's Collector with the same
+// actor on GymEnv("CartPole-v1") and on the 16-env vectorized GymEnv, is
 // python_torchrl.py. Without grad, on one intra-op thread (main.cpp).
 // <op>/paired runs a batch of each side back to back (paired.h): its
 // counter cpp_over_raw, the median of the per-pair CPU-time ratios, is the
@@ -55,6 +56,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -180,7 +182,11 @@ struct CartPoleKit {
   int64_t steps = 0;
 };
 
-// The same work as Collector::next() on plain tensors.
+// The same work as Collector::next() on plain tensors: the same leaves
+// (the batch's thirteen: the root's observation, action, logits, log-prob,
+// done flags and trajectory ids, and "next"'s observation, reward and done
+// flags), in tensors of their own for every batch, as the collector returns
+// a batch the caller may keep.
 struct RawLoop {
   RawLoop(int64_t envs, int64_t steps_per_batch)
       : n(envs),
@@ -188,16 +194,12 @@ struct RawLoop {
         mlp(make_mlp()),
         env(envs),
         obs(torch::empty({envs, 4})),
-        out_obs(torch::empty({envs, t, 4})),
-        out_next_obs(torch::empty({envs, t, 4})),
-        out_action(torch::empty({envs, t, 2}, torch::kLong)),
-        out_log_prob(torch::empty({envs, t})),
-        out_logits(torch::empty({envs, t, 2})),
-        out_reward(torch::empty({envs, t, 1})),
-        out_done(torch::empty({envs, t, 1}, torch::kBool)),
-        out_terminated(torch::empty({envs, t, 1}, torch::kBool)),
-        out_truncated(torch::empty({envs, t, 1}, torch::kBool)) {
+        root_flags(new bool[static_cast<size_t>(3 * envs)]()),
+        traj_ids(static_cast<size_t>(envs)) {
     write_obs(obs.data_ptr<float>(), 4);
+    for (int64_t i = 0; i < n; ++i) {
+      traj_ids[i] = next_traj_id++;
+    }
   }
   // Writes every env's observation at `out`, rows `stride` floats apart.
   void write_obs(float* out, int64_t stride) {
@@ -210,6 +212,21 @@ struct RawLoop {
   // Not inlined, so that callgrind can count one batch alone
   // (--toggle-collect='*RawLoop::batch*').
   [[gnu::noinline]] void batch() {
+    const auto flags = torch::TensorOptions(torch::kBool);
+    const auto ints = torch::TensorOptions(torch::kLong);
+    out_obs = torch::empty({n, t, 4});
+    out_next_obs = torch::empty({n, t, 4});
+    out_action = torch::empty({n, t, 2}, ints);
+    out_log_prob = torch::empty({n, t});
+    out_logits = torch::empty({n, t, 2});
+    out_reward = torch::empty({n, t, 1});
+    out_done = torch::empty({n, t, 1}, flags);
+    out_terminated = torch::empty({n, t, 1}, flags);
+    out_truncated = torch::empty({n, t, 1}, flags);
+    out_root_done = torch::empty({n, t, 1}, flags);
+    out_root_terminated = torch::empty({n, t, 1}, flags);
+    out_root_truncated = torch::empty({n, t, 1}, flags);
+    out_traj_ids = torch::empty({n, t}, ints);
     float* o_obs = out_obs.data_ptr<float>();
     float* o_next = out_next_obs.data_ptr<float>();
     int64_t* o_action = out_action.data_ptr<int64_t>();
@@ -219,6 +236,13 @@ struct RawLoop {
     bool* o_done = out_done.data_ptr<bool>();
     bool* o_term = out_terminated.data_ptr<bool>();
     bool* o_trunc = out_truncated.data_ptr<bool>();
+    bool* o_root_done = out_root_done.data_ptr<bool>();
+    bool* o_root_term = out_root_terminated.data_ptr<bool>();
+    bool* o_root_trunc = out_root_truncated.data_ptr<bool>();
+    int64_t* o_traj = out_traj_ids.data_ptr<int64_t>();
+    bool* root_done = root_flags.get();
+    bool* root_term = root_done + n;
+    bool* root_trunc = root_term + n;
     for (int64_t step = 0; step < t; ++step) {
       const at::Tensor logits_t = mlp_seconds == nullptr
                                       ? mlp->forward(obs)
@@ -249,6 +273,10 @@ struct RawLoop {
         for (int k = 0; k < 4; ++k) {
           o_obs[at * 4 + k] = ob[i * 4 + k];
         }
+        o_root_done[at] = root_done[i];
+        o_root_term[at] = root_term[i];
+        o_root_trunc[at] = root_trunc[i];
+        o_traj[at] = traj_ids[i];
         o_logits[at * 2] = l[0];
         o_logits[at * 2 + 1] = l[1];
         o_action[at * 2] = index == 0 ? 1 : 0;
@@ -259,11 +287,18 @@ struct RawLoop {
         o_term[at] = term;
         o_trunc[at] = trunc;
         o_done[at] = term || trunc;
+        // The root's flags of the next step: "next"'s, cleared below for
+        // the envs that reset.
+        root_done[i] = term || trunc;
+        root_term[i] = term;
+        root_trunc[i] = trunc;
       }
       write_obs(o_next + step * 4, t * 4);
       for (int64_t i = 0; i < n; ++i) {
         if (o_done[i * t + step]) {
           env.reset(i);
+          root_done[i] = root_term[i] = root_trunc[i] = false;
+          traj_ids[i] = next_traj_id++;
         }
       }
       write_obs(obs.data_ptr<float>(), 4);
@@ -276,7 +311,13 @@ struct RawLoop {
   rl::MLP mlp;
   RawCartPole env;
   at::Tensor obs, out_obs, out_next_obs, out_action, out_log_prob, out_logits,
-      out_reward, out_done, out_terminated, out_truncated;
+      out_reward, out_done, out_terminated, out_truncated, out_root_done,
+      out_root_terminated, out_root_truncated, out_traj_ids;
+  // The root's done flags ([3, N]: done, terminated, truncated) and
+  // trajectory ids, carried from step to step as the collector's root.
+  std::unique_ptr<bool[]> root_flags;
+  std::vector<int64_t> traj_ids;
+  int64_t next_traj_id = 0;
 };
 
 void collector_cpp(
