@@ -251,6 +251,23 @@ TEST(ProbabilisticTest, ModuleDrawsAsItsDistributionDoes) {
           "probability tensor contains either `inf`, `nan` or element < 0");
       EXPECT_FALSE(inf.contains("action"));
     }
+    // Every row is checked before the draw: a NaN in a later row wins over
+    // an earlier row's error, as the distribution checks its logits first,
+    // and a refused draw leaves the generator where it was.
+    for (at::Tensor logits :
+         {f32({INFINITY, 0, 0, NAN}).reshape({2, 2}),
+          f32({INFINITY, 0, 1, 0, NAN, 1}).reshape({2, 3})}) {
+      auto g = at::detail::createCPUGenerator(3);
+      EXPECT_THROWS_WITH(
+          nn::detail::draw_from_logits(
+              logits, nn::detail::CategoricalHead::kOneHotCategorical, true, g),
+          c10::ValueError,
+          "but found NaN values");
+      auto fresh = at::detail::createCPUGenerator(3);
+      EXPECT_TRUE(torch::equal(
+          at::empty({4}).exponential_(1, g),
+          at::empty({4}).exponential_(1, fresh)));
+    }
   }
   // Logits recording a graph take torch's ops: the log-prob has a gradient.
   ProbabilisticTensorDictModule head(

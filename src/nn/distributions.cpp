@@ -238,45 +238,53 @@ T row_max(const T* row, int64_t k) {
   return max;
 }
 
-// logits - logsumexp(logits), row by row, in T: torch's formula (an
+// logits - logsumexp(logits) of one row, in T: torch's formula (an
 // infinite maximum shifts by 0).
+template <int64_t K = 0, typename T>
+C10_ALWAYS_INLINE void normalize_row(const T* x, T* l, int64_t width) {
+  const T max = row_max<K>(x, width);
+  const T shift = std::isinf(max) ? T(0) : max;
+  T sum = 0;
+  for (int64_t j = 0; j < row_width<K>(width); ++j) {
+    sum += std::exp(x[j] - shift);
+  }
+  const T lse = std::log(sum) + shift;
+  for (int64_t j = 0; j < row_width<K>(width); ++j) {
+    l[j] = x[j] - lse;
+  }
+}
+
+// normalize_row of every row.
 template <int64_t K = 0, typename T>
 void normalize_rows(const T* in, T* logits, int64_t rows, int64_t k) {
   const int64_t width = row_width<K>(k);
   for (int64_t r = 0; r < rows; ++r) {
-    const T* x = in + r * width;
-    T* l = logits + r * width;
-    const T max = row_max<K>(x, width);
-    const T shift = std::isinf(max) ? T(0) : max;
-    T sum = 0;
-    for (int64_t j = 0; j < width; ++j) {
-      sum += std::exp(x[j] - shift);
-    }
-    const T lse = std::log(sum) + shift;
-    for (int64_t j = 0; j < width; ++j) {
-      l[j] = x[j] - lse;
-    }
+    normalize_row<K>(in + r * width, logits + r * width, width);
   }
 }
 
-// The softmax of normalized logits, row by row, in T: torch's formula
+// The softmax of one row of normalized logits, in T: torch's formula
 // (softmax multiplies by the inverse sum).
+template <int64_t K = 0, typename T>
+C10_ALWAYS_INLINE void softmax_row(const T* l, T* p, int64_t width) {
+  const T lmax = row_max<K>(l, width);
+  T psum = 0;
+  for (int64_t j = 0; j < row_width<K>(width); ++j) {
+    p[j] = std::exp(l[j] - lmax);
+    psum += p[j];
+  }
+  const T scale = T(1) / psum;
+  for (int64_t j = 0; j < row_width<K>(width); ++j) {
+    p[j] *= scale;
+  }
+}
+
+// softmax_row of every row.
 template <int64_t K = 0, typename T>
 void softmax_rows(const T* logits, T* probs, int64_t rows, int64_t k) {
   const int64_t width = row_width<K>(k);
   for (int64_t r = 0; r < rows; ++r) {
-    const T* l = logits + r * width;
-    T* p = probs + r * width;
-    const T lmax = row_max<K>(l, width);
-    T psum = 0;
-    for (int64_t j = 0; j < width; ++j) {
-      p[j] = std::exp(l[j] - lmax);
-      psum += p[j];
-    }
-    const T scale = T(1) / psum;
-    for (int64_t j = 0; j < width; ++j) {
-      p[j] *= scale;
-    }
+    softmax_row<K>(logits + r * width, probs + r * width, width);
   }
 }
 
@@ -298,6 +306,36 @@ int64_t first_argmax(const T* row, int64_t k) {
 // The most categories the loops draw from: torch.multinomial's limit.
 constexpr int64_t kMaxLoopEvents = int64_t{1} << 24;
 
+constexpr const char* kNotFiniteProbs =
+    "probability tensor contains either `inf`, `nan` or element < 0";
+constexpr const char* kZeroProbs =
+    "invalid multinomial distribution (sum of probabilities <= 0)";
+
+// What torch.multinomial's checks say of one row of probabilities: null if
+// it may be drawn from, else the error.
+template <int64_t K = 0, typename T>
+C10_ALWAYS_INLINE const char* probs_row_error(const T* p, int64_t width) {
+  T sum = 0;
+  bool finite = true;
+  for (int64_t j = 0; j < row_width<K>(width); ++j) {
+    const T v = p[j];
+    finite = finite && v >= 0 && v < std::numeric_limits<T>::infinity();
+    sum += v;
+  }
+  return !finite ? kNotFiniteProbs : sum == 0 ? kZeroProbs : nullptr;
+}
+
+// torch.multinomial's Exp(1) noise for `rows` rows of `width`: one
+// `exponential_` call.
+template <typename T>
+at::Tensor exponential_noise(
+    int64_t rows,
+    int64_t width,
+    const std::optional<at::Generator>& generator) {
+  return empty_cpu({rows, width}, c10::CppTypeToScalarType<T>::value)
+      .exponential_(1, generator);
+}
+
 // torch.multinomial's draw of one index per row of `p` (probabilities,
 // `rows` rows of `k`) into `out`: its checks, Exp(1) noise from one
 // `exponential_` call, then the first argmax of p / q.
@@ -310,22 +348,10 @@ void draw_rows(
     int64_t* out) {
   const int64_t width = row_width<K>(k);
   for (int64_t r = 0; r < rows; ++r) {
-    T sum = 0;
-    bool finite = true;
-    for (int64_t j = 0; j < width; ++j) {
-      const T v = p[r * width + j];
-      finite = finite && v >= 0 && v < std::numeric_limits<T>::infinity();
-      sum += v;
-    }
-    TORCH_CHECK(
-        finite,
-        "probability tensor contains either `inf`, `nan` or element < 0");
-    TORCH_CHECK(
-        sum != 0,
-        "invalid multinomial distribution (sum of probabilities <= 0)");
+    const char* error = probs_row_error<K>(p + r * width, width);
+    TORCH_CHECK(error == nullptr, error);
   }
-  at::Tensor q = empty_cpu({rows, width}, c10::CppTypeToScalarType<T>::value)
-                     .exponential_(1, generator);
+  at::Tensor q = exponential_noise<T>(rows, width, generator);
   T* ratio = q.mutable_data_ptr<T>();
   for (int64_t i = 0; i < rows * width; ++i) {
     ratio[i] = p[i] / ratio[i];
@@ -827,38 +853,79 @@ std::optional<CategoricalDraw> draw_from_logits(
   const int64_t k = logits.size(-1);
   const int64_t rows = logits.numel() / k;
   const c10::IntArrayRef batch = logits.sizes().slice(0, logits.dim() - 1);
-  c10::SmallVector<int64_t, 16> drawn(static_cast<size_t>(rows));
   CategoricalDraw out;
-  // The loops for rows of `width` (K of them, or k when K is 0).
+  // The loops for rows of `width` (K of them, or k when K is 0), in two
+  // passes over the rows: the first makes each row's normalized logits
+  // and probabilities and notes the first error (nothing is drawn before
+  // every row has passed the checks, which report as the loops of
+  // from_logits and sample would: a NaN logit first, then the first row
+  // torch.multinomial refuses); the second draws, after the one
+  // exponential_ call, and writes each row's sample and log-prob.
   const auto draw = [&](auto width) {
     constexpr int64_t K = decltype(width)::value;
     AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "draw_from_logits", [&] {
-      // from_logits (logits_and_probs).
-      c10::SmallVector<scalar_t, 64> normalized(static_cast<size_t>(rows * k));
-      normalize_checked_rows<K>(
-          logits.const_data_ptr<scalar_t>(), normalized.data(), rows, k, dist);
-      // sample (draw_indices).
-      c10::SmallVector<scalar_t, 64> probs(static_cast<size_t>(rows * k));
-      softmax_rows<K>(normalized.data(), probs.data(), rows, k);
-      draw_rows<K>(probs.data(), rows, k, generator, drawn.data());
-      if (one_hot) {
-        c10::SmallVector<int64_t, 4> shape(batch.begin(), batch.end());
-        shape.push_back(k);
-        out.sample = recycled_cpu(
-            shape, torch_semantics ? logits.scalar_type() : at::kLong);
-        write_one_hot<K>(out.sample, drawn.data(), rows, k);
-      } else {
-        out.sample = recycled_cpu(batch, at::kLong);
-        std::copy(
-            drawn.begin(), drawn.end(), out.sample.mutable_data_ptr<int64_t>());
+      const int64_t w = row_width<K>(k);
+      const scalar_t* in = logits.const_data_ptr<scalar_t>();
+      c10::SmallVector<scalar_t, 64> normalized(static_cast<size_t>(rows * w));
+      c10::SmallVector<scalar_t, 64> probs(static_cast<size_t>(rows * w));
+      bool any_nan = false;
+      const char* refused = nullptr;
+      for (int64_t r = 0; r < rows; ++r) {
+        const scalar_t* x = in + r * w;
+        for (int64_t j = 0; j < w; ++j) {
+          any_nan = any_nan || std::isnan(x[j]);
+        }
+        normalize_row<K>(x, normalized.data() + r * w, w);
+        softmax_row<K>(normalized.data() + r * w, probs.data() + r * w, w);
+        const char* error = probs_row_error<K>(probs.data() + r * w, w);
+        refused = refused == nullptr ? error : refused;
       }
-      // log_prob (gather_log_prob): the drawn index is in range.
+      TORCH_CHECK_VALUE(
+          !any_nan,
+          "Expected parameter logits of distribution ",
+          dist,
+          " to satisfy the constraint Real(), but found NaN values");
+      TORCH_CHECK(refused == nullptr, refused);
+      const at::Tensor q = exponential_noise<scalar_t>(rows, w, generator);
+      const scalar_t* noise = q.const_data_ptr<scalar_t>();
+      c10::SmallVector<int64_t, 4> shape(batch.begin(), batch.end());
+      if (one_hot) {
+        shape.push_back(k);
+      }
+      out.sample = recycled_cpu(
+          shape, one_hot && torch_semantics ? logits.scalar_type() : at::kLong);
       if (with_log_prob) {
         out.log_prob = recycled_cpu(batch, logits.scalar_type());
-        scalar_t* values = out.log_prob.mutable_data_ptr<scalar_t>();
+      }
+      scalar_t* log_prob =
+          with_log_prob ? out.log_prob.mutable_data_ptr<scalar_t>() : nullptr;
+      // The sample's rows, by its dtype: int64 indices or one-hot rows, or
+      // one-hot rows in the logits' dtype (torch's OneHotCategorical).
+      const auto write = [&](auto* sample) {
+        using S = std::remove_pointer_t<decltype(sample)>;
+        c10::SmallVector<scalar_t, 16> ratio(static_cast<size_t>(w));
         for (int64_t r = 0; r < rows; ++r) {
-          values[r] = normalized[r * k + drawn[r]];
+          const scalar_t* p = probs.data() + r * w;
+          for (int64_t j = 0; j < w; ++j) {
+            ratio[j] = p[j] / noise[r * w + j];
+          }
+          const int64_t index = first_argmax<K>(ratio.data(), w);
+          if (one_hot) {
+            for (int64_t j = 0; j < w; ++j) {
+              sample[r * w + j] = j == index ? S(1) : S(0);
+            }
+          } else {
+            sample[r] = index;
+          }
+          if (log_prob != nullptr) {
+            log_prob[r] = normalized[r * w + index];
+          }
         }
+      };
+      if (one_hot && torch_semantics) {
+        write(out.sample.mutable_data_ptr<scalar_t>());
+      } else {
+        write(out.sample.mutable_data_ptr<int64_t>());
       }
     });
   };
