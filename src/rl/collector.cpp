@@ -324,6 +324,12 @@ std::string key_list(const TensorDict& td) {
 // nodes in the last step's order (detail::match_leaf_order), else key by
 // key (a batch's first step, or a policy that changed the order).
 
+// Where TorchRL's collector numbers the trajectories.
+const NestedKey& traj_ids_key() {
+  static const NestedKey key({"collector", "traj_ids"});
+  return key;
+}
+
 // What the root of the next step keeps and drops: TorchRL's step_mdp
 // defaults, as its collector uses them.
 const StepMdpOptions& step_mdp_options() {
@@ -407,6 +413,11 @@ struct Collector::State {
   std::vector<size_t> carries_added;
   size_t done_slot = 0;                // "done" in next_keys
   std::optional<size_t> version_slot;  // "policy_version" in next_keys
+  // Places in root_keys of what a reset rewrites in the root: the done
+  // keys of step_mdp_options (in its order) and the trajectory ids; none
+  // for a key the root lacks.
+  std::vector<std::optional<size_t>> reset_slots;
+  std::optional<size_t> traj_slot;
 
   // The root's tensors in root_keys order, found after each policy call;
   // its last walk order, and each key's place in root_keys.
@@ -577,7 +588,7 @@ void Collector::State::start_batch(Collector& c) {
   // TorchRL numbers the first trajectories 0..N-1, and a full reset
   // starts new ones.
   fresh.set(
-      {"collector", "traj_ids"},
+      traj_ids_key(),
       at::arange(
           next_traj_id, next_traj_id + n, at::TensorOptions(c10::kLong)));
   next_traj_id += n;
@@ -683,6 +694,18 @@ void Collector::State::lay_out(Collector& c) {
           " holds non-tensor data, which a batch cannot hold");
     }
     root_keys = std::move(keys);
+    const auto slot_of = [&](const NestedKey& key) -> std::optional<size_t> {
+      const auto at = std::find(root_keys.begin(), root_keys.end(), key);
+      if (at == root_keys.end()) {
+        return std::nullopt;
+      }
+      return static_cast<size_t>(at - root_keys.begin());
+    };
+    reset_slots.clear();
+    for (const NestedKey& key : step_mdp_options().done_keys()) {
+      reset_slots.push_back(slot_of(key));
+    }
+    traj_slot = slot_of(traj_ids_key());
     next_keys =
         next_template.keys(/*include_nested=*/true, /*leaves_only=*/true);
     if (c.options_.track_policy_version()) {
@@ -827,10 +850,19 @@ void Collector::State::advance(Collector& c, int64_t t) {
     run_ranges(c, [&](int64_t begin, int64_t end) {
       c.env_->reset_range(begin, end, mask, root);
     });
-    for (const NestedKey& key : step_mdp_options().done_keys()) {
-      clear_flags(root.get(key), done_mask);
+    // The root's leaves found after the policy call (values) are still
+    // its nodes' unless a carried key was added above: the reset writes
+    // into them. A key the root lacks is looked up, and refused, by get.
+    const bool found = carries_added.empty();
+    const std::vector<NestedKey>& done_keys = step_mdp_options().done_keys();
+    for (size_t i = 0; i < done_keys.size(); ++i) {
+      clear_flags(
+          found && reset_slots[i] ? *values[*reset_slots[i]]
+                                  : root.get(done_keys[i]),
+          done_mask);
     }
-    at::Tensor traj_ids = root.get({"collector", "traj_ids"});
+    const at::Tensor traj_ids =
+        found && traj_slot ? *values[*traj_slot] : root.get(traj_ids_key());
     auto ids = traj_ids.accessor<int64_t, 1>();
     for (int64_t i = 0; i < n; ++i) {
       if (mask[i]) {
