@@ -104,6 +104,18 @@ TEST(RlSpecTest, CheckNamesTheKeyAndWhatWasExpected) {
         {2}))
         << row[0] << ", " << row[1];
   }
+  // The same in floating and bool rows: halves, NaN, two trues.
+  for (const auto& row :
+       {std::vector<float>{0.5F, 0.5F}, {NAN, 1.0F}, {1.0F, NAN}}) {
+    EXPECT_FALSE(one_hot.is_in(
+        torch::tensor({0.0F, 1.0F, row[0], row[1]}).reshape({2, 2}), {2}))
+        << row[0] << ", " << row[1];
+  }
+  EXPECT_TRUE(one_hot.is_in(torch::tensor({{0.0F, 1.0F}, {1.0F, 0.0F}}), {2}));
+  EXPECT_FALSE(
+      one_hot.is_in(torch::tensor({{false, true}, {true, true}}), {2}));
+  EXPECT_TRUE(
+      one_hot.is_in(torch::tensor({{false, true}, {true, false}}), {2}));
   EXPECT_THROWS_WITH(
       one_hot.check(torch::tensor({{0, 0}}), {1}, "action"),
       c10::ValueError,
