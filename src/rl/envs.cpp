@@ -8,6 +8,7 @@
 #include <ATen/ops/cat.h>
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/zeros.h>
+#include <c10/macros/Macros.h>
 #include <c10/util/Exception.h>
 
 #include <cmath>
@@ -46,6 +47,23 @@ const double kThetaThreshold = 12 * 2 * M_PI / 360;
 constexpr double kXThreshold = 2.4;
 constexpr double kResetLow = -0.05;
 constexpr double kResetHigh = 0.05;
+
+// Writes a CartPole state as sub-env i's observation: through the row's
+// pointer when its four floats are adjacent (the layout every env makes),
+// by element otherwise.
+C10_ALWAYS_INLINE void write_observation(
+    const Rows<float>& obs, int64_t i, const double* s) {
+  if (obs.rows_contiguous()) {
+    float* row = obs.row(i);
+    for (int k = 0; k < 4; ++k) {
+      row[k] = static_cast<float>(s[k]);
+    }
+    return;
+  }
+  for (int k = 0; k < 4; ++k) {
+    obs(i, k) = static_cast<float>(s[k]);
+  }
+}
 
 }  // namespace
 
@@ -120,9 +138,7 @@ void CartPoleEnv::reset_range_(
       }
       steps_[i] = 0;
     }
-    for (int k = 0; k < 4; ++k) {
-      obs(i, k) = static_cast<float>(s[k]);
-    }
+    write_observation(obs, i, s);
   }
 }
 
@@ -205,9 +221,7 @@ void CartPoleEnv::step_rows(
     s[2] = theta;
     s[3] = theta_dot;
     ++steps_[i];
-    for (int k = 0; k < 4; ++k) {
-      obs(i, k) = static_cast<float>(s[k]);
-    }
+    write_observation(obs, i, s);
     rew(i, 0) = 1.0F;
     term(i, 0) = x < -kXThreshold || x > kXThreshold ||
                  theta < -kThetaThreshold || theta > kThetaThreshold;
