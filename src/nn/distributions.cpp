@@ -39,6 +39,7 @@
 #include "nn/categorical_draw.h"
 #include "nn/tanh_normal_draw.h"
 #include "util/dims.h"
+#include "util/tensor_bytes.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace nn {
@@ -865,7 +866,8 @@ std::optional<CategoricalDraw> draw_from_logits(
     constexpr int64_t K = decltype(width)::value;
     AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "draw_from_logits", [&] {
       const int64_t w = row_width<K>(k);
-      const scalar_t* in = logits.const_data_ptr<scalar_t>();
+      const scalar_t* in =
+          ::tensordict::detail::readable_data<scalar_t>(logits);
       c10::SmallVector<scalar_t, 64> normalized(static_cast<size_t>(rows * w));
       c10::SmallVector<scalar_t, 64> probs(static_cast<size_t>(rows * w));
       bool any_nan = false;
@@ -887,7 +889,7 @@ std::optional<CategoricalDraw> draw_from_logits(
           " to satisfy the constraint Real(), but found NaN values");
       TORCH_CHECK(refused == nullptr, refused);
       const at::Tensor q = exponential_noise<scalar_t>(rows, w, generator);
-      const scalar_t* noise = q.const_data_ptr<scalar_t>();
+      const scalar_t* noise = ::tensordict::detail::readable_data<scalar_t>(q);
       c10::SmallVector<int64_t, 4> shape(batch.begin(), batch.end());
       if (one_hot) {
         shape.push_back(k);
@@ -898,7 +900,9 @@ std::optional<CategoricalDraw> draw_from_logits(
         out.log_prob = recycled_cpu(batch, logits.scalar_type());
       }
       scalar_t* log_prob =
-          with_log_prob ? out.log_prob.mutable_data_ptr<scalar_t>() : nullptr;
+          with_log_prob
+              ? ::tensordict::detail::writable_data<scalar_t>(out.log_prob)
+              : nullptr;
       // The sample's rows, by its dtype: int64 indices or one-hot rows, or
       // one-hot rows in the logits' dtype (torch's OneHotCategorical).
       const auto write = [&](auto* sample) {
@@ -923,9 +927,9 @@ std::optional<CategoricalDraw> draw_from_logits(
         }
       };
       if (one_hot && torch_semantics) {
-        write(out.sample.mutable_data_ptr<scalar_t>());
+        write(::tensordict::detail::writable_data<scalar_t>(out.sample));
       } else {
-        write(out.sample.mutable_data_ptr<int64_t>());
+        write(::tensordict::detail::writable_data<int64_t>(out.sample));
       }
     });
   };

@@ -29,6 +29,7 @@
 #include "tensordict/nn.h"
 #include "tensordict/value.h"
 #include "util/dims.h"
+#include "util/tensor_bytes.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace rl {
@@ -204,19 +205,6 @@ C10_ALWAYS_INLINE void copy_rows(
   }
 }
 
-// The bytes of `t`, a CPU tensor, to read: inline, where const_data_ptr
-// is two calls out of line, for every leaf of every step; null when it has
-// no storage to read this way (then the caller copies with tensor ops).
-const char* readable_bytes(const at::Tensor& t) {
-  const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
-  const c10::Storage& storage = impl->unsafe_storage();
-  if (!storage || impl->numel() == 0) {
-    return nullptr;
-  }
-  return static_cast<const char*>(storage.data()) +
-         impl->storage_offset() * static_cast<int64_t>(impl->itemsize());
-}
-
 // Copies step `t` of every sub-env, `src` [N, ...], into `dst` [N, T, ...]
 // (`column` its layout, found once per layout): one copy per sub-env when
 // `src` is a contiguous CPU tensor of dst's dtype and step shape (a step of
@@ -235,7 +223,7 @@ void copy_step(
   const char* in = column.cpu && same_step && src.device().is_cpu() &&
                            src.scalar_type() == dst.scalar_type() &&
                            src.is_contiguous()
-                       ? readable_bytes(src)
+                       ? detail::readable_bytes(src)
                        : nullptr;
   if (in != nullptr) {
     const auto row = static_cast<size_t>(column.row);
@@ -263,8 +251,8 @@ bool is_cpu_flags(const at::Tensor& flags, int64_t n) {
 void clear_flags(const at::Tensor& flags, const at::Tensor& mask) {
   const int64_t n = mask.numel();
   if (is_cpu_flags(flags, n)) {
-    bool* out = flags.data_ptr<bool>();
-    const bool* done = mask.const_data_ptr<bool>();
+    bool* out = detail::writable_data<bool>(flags);
+    const bool* done = detail::readable_data<bool>(mask);
     for (int64_t i = 0; i < n; ++i) {
       out[i] = out[i] & !done[i];  // not &&: no branch on the flags
     }
@@ -834,7 +822,7 @@ void Collector::State::advance(Collector& c, int64_t t) {
   if (!done_mask.defined() || done_mask.numel() != n) {
     done_mask = at::empty({n}, at::TensorOptions(c10::kBool));
   }
-  bool* mask = done_mask.data_ptr<bool>();
+  bool* mask = detail::writable_data<bool>(done_mask);
   bool any_done = false;
   const Column& done = next_columns[done_slot];
   if (done.cpu && next_leaves[done_slot].scalar_type() == c10::kBool) {

@@ -14,6 +14,7 @@
 
 #include "tensordict/errors.h"
 #include "tensordict/rl.h"
+#include "util/tensor_bytes.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace rl {
@@ -112,9 +113,9 @@ void write_done(
   };
   if (is_cpu_flags(done) && is_cpu_flags(terminated) &&
       is_cpu_flags(truncated)) {
-    bool* out = done.data_ptr<bool>();
-    const bool* term = terminated.const_data_ptr<bool>();
-    const bool* trunc = truncated.const_data_ptr<bool>();
+    bool* out = detail::writable_data<bool>(done);
+    const bool* term = detail::readable_data<bool>(terminated);
+    const bool* trunc = detail::readable_data<bool>(truncated);
     const int64_t out_stride = done.stride(0);
     const int64_t term_stride = terminated.stride(0);
     const int64_t trunc_stride = truncated.stride(0);

@@ -25,6 +25,7 @@
 #include "tensordict/errors.h"
 #include "util/dims.h"
 #include "util/python_spelling.h"
+#include "util/tensor_bytes.h"
 
 TENSORDICT_BEGIN_NAMESPACE
 namespace rl {
@@ -238,7 +239,9 @@ std::string mismatch(
           "one_hot_check",
           [&] {
             why = not_one_hot(
-                rows->const_data_ptr<scalar_t>(), rows->numel() / width, width);
+                detail::readable_data<scalar_t>(*rows),
+                rows->numel() / width,
+                width);
           });
       return why;
     }
