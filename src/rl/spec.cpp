@@ -69,9 +69,11 @@ template <typename T>
 bool one_hot_pairs(const T* rows, int64_t count) {
   bool ok = true;
   for (int64_t row = 0; row < count; ++row) {
-    const T a = rows[2 * row];
-    const T b = rows[2 * row + 1];
-    ok = ok & (((a == T(1)) & (b == T(0))) | ((a == T(0)) & (b == T(1))));
+    const bool a_one = rows[2 * row] == T(1);
+    const bool a_zero = rows[2 * row] == T(0);
+    const bool b_one = rows[2 * row + 1] == T(1);
+    const bool b_zero = rows[2 * row + 1] == T(0);
+    ok = ok & ((a_one & b_zero) | (a_zero & b_one));
   }
   return ok;
 }
