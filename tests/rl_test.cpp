@@ -348,6 +348,31 @@ TEST(RlEnvTest, StepRangeIntoFoundLeavesStepsAsTheDictDoes) {
       "step_leaves: key 'observation' is missing");
 }
 
+// CartPole writes an observation through its row's pointer when the row's
+// floats are adjacent and element by element otherwise: the same values.
+TEST(RlEnvTest, CartPoleWritesObservationsIntoAnyRowLayout) {
+  rl::CartPoleEnv plain(3);
+  rl::CartPoleEnv strided(3);
+  plain.set_seed(5);
+  strided.set_seed(5);
+  TensorDict a = plain.make_next();
+  TensorDict b = strided.make_next();
+  // [3, 4], its four floats two apart: every other column of [3, 8].
+  b.set("observation", torch::zeros({3, 8}).slice(1, 0, 8, 2));
+  plain.reset_range(0, 3, nullptr, a);
+  strided.reset_range(0, 3, nullptr, b);
+  EXPECT_FALSE(b.get("observation").is_contiguous());
+  EXPECT_TRUE(a.get("observation").ne(0).all().item<bool>());
+  EXPECT_TRUE(torch::equal(a.get("observation"), b.get("observation")));
+  TensorDict td({3});
+  td.set("action", torch::one_hot(torch::tensor({0, 1, 1}), 2));
+  const at::Tensor before = a.get("observation").clone();
+  plain.step_range(0, 3, td, a);
+  strided.step_range(0, 3, td, b);
+  EXPECT_FALSE(torch::equal(a.get("observation"), before));
+  EXPECT_TRUE(torch::equal(a.get("observation"), b.get("observation")));
+}
+
 // done = terminated | truncated over the range only, on the flags
 // make_next makes (by pointer) and on strided ones (by tensor ops).
 TEST(RlEnvTest, StepRangeWritesDoneOverItsRangeOnAnyFlagLayout) {

@@ -256,11 +256,10 @@ C10_ALWAYS_INLINE void normalize_row(const T* x, T* l, int64_t width) {
 }
 
 // normalize_row of every row.
-template <int64_t K = 0, typename T>
+template <typename T>
 void normalize_rows(const T* in, T* logits, int64_t rows, int64_t k) {
-  const int64_t width = row_width<K>(k);
   for (int64_t r = 0; r < rows; ++r) {
-    normalize_row<K>(in + r * width, logits + r * width, width);
+    normalize_row(in + r * k, logits + r * k, k);
   }
 }
 
@@ -281,11 +280,10 @@ C10_ALWAYS_INLINE void softmax_row(const T* l, T* p, int64_t width) {
 }
 
 // softmax_row of every row.
-template <int64_t K = 0, typename T>
+template <typename T>
 void softmax_rows(const T* logits, T* probs, int64_t rows, int64_t k) {
-  const int64_t width = row_width<K>(k);
   for (int64_t r = 0; r < rows; ++r) {
-    softmax_row<K>(logits + r * width, probs + r * width, width);
+    softmax_row(logits + r * k, probs + r * k, k);
   }
 }
 
@@ -340,57 +338,61 @@ at::Tensor exponential_noise(
 // torch.multinomial's draw of one index per row of `p` (probabilities,
 // `rows` rows of `k`) into `out`: its checks, Exp(1) noise from one
 // `exponential_` call, then the first argmax of p / q.
-template <int64_t K = 0, typename T>
+template <typename T>
 void draw_rows(
     const T* p,
     int64_t rows,
     int64_t k,
     const std::optional<at::Generator>& generator,
     int64_t* out) {
-  const int64_t width = row_width<K>(k);
   for (int64_t r = 0; r < rows; ++r) {
-    const char* error = probs_row_error<K>(p + r * width, width);
+    const char* error = probs_row_error(p + r * k, k);
     TORCH_CHECK(error == nullptr, error);
   }
-  at::Tensor q = exponential_noise<T>(rows, width, generator);
+  at::Tensor q = exponential_noise<T>(rows, k, generator);
   T* ratio = q.mutable_data_ptr<T>();
-  for (int64_t i = 0; i < rows * width; ++i) {
+  for (int64_t i = 0; i < rows * k; ++i) {
     ratio[i] = p[i] / ratio[i];
   }
   for (int64_t r = 0; r < rows; ++r) {
-    out[r] = first_argmax<K>(ratio + r * width, width);
+    out[r] = first_argmax(ratio + r * k, k);
   }
+}
+
+// torch's Real() constraint error for NaN logits of `dist`.
+C10_NOINLINE void throw_nan_logits(const char* dist) {
+  TORCH_CHECK_VALUE(
+      false,
+      "Expected parameter logits of distribution ",
+      dist,
+      " to satisfy the constraint Real(), but found NaN values");
 }
 
 // Normalizes `rows` rows of `k` logits at `in` into `out` (normalize_rows),
 // after torch's Real() constraint check on every value, naming `dist`.
-template <int64_t K = 0, typename T>
+template <typename T>
 void normalize_checked_rows(
     const T* in, T* out, int64_t rows, int64_t k, const char* dist) {
   bool any_nan = false;
-  for (int64_t i = 0; i < rows * row_width<K>(k); ++i) {
+  for (int64_t i = 0; i < rows * k; ++i) {
     any_nan = any_nan || std::isnan(in[i]);
   }
-  TORCH_CHECK_VALUE(
-      !any_nan,
-      "Expected parameter logits of distribution ",
-      dist,
-      " to satisfy the constraint Real(), but found NaN values");
-  normalize_rows<K>(in, out, rows, k);
+  if (any_nan) {
+    throw_nan_logits(dist);
+  }
+  normalize_rows(in, out, rows, k);
 }
 
 // Writes the one-hot rows of `drawn` (one index in [0, k) per row) into
 // `one_hot`, contiguous [rows, k] of any dtype: every element, so the
 // tensor may come uninitialized (at::zeros would dispatch a fill).
-template <int64_t K = 0>
 void write_one_hot(
     const at::Tensor& one_hot, const int64_t* drawn, int64_t rows, int64_t k) {
-  const int64_t width = row_width<K>(k);
   AT_DISPATCH_ALL_TYPES(one_hot.scalar_type(), "one_hot", [&] {
     scalar_t* out = one_hot.mutable_data_ptr<scalar_t>();
     for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t j = 0; j < width; ++j) {
-        out[r * width + j] = j == drawn[r] ? scalar_t(1) : scalar_t(0);
+      for (int64_t j = 0; j < k; ++j) {
+        out[r * k + j] = j == drawn[r] ? scalar_t(1) : scalar_t(0);
       }
     }
   });
@@ -882,11 +884,9 @@ std::optional<CategoricalDraw> draw_from_logits(
         const char* error = probs_row_error<K>(probs.data() + r * w, w);
         refused = refused == nullptr ? error : refused;
       }
-      TORCH_CHECK_VALUE(
-          !any_nan,
-          "Expected parameter logits of distribution ",
-          dist,
-          " to satisfy the constraint Real(), but found NaN values");
+      if (any_nan) {
+        throw_nan_logits(dist);
+      }
       TORCH_CHECK(refused == nullptr, refused);
       const at::Tensor q = exponential_noise<scalar_t>(rows, w, generator);
       const scalar_t* noise = ::tensordict::detail::readable_data<scalar_t>(q);
